@@ -1,0 +1,280 @@
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchArgs,
+    LaunchConfig, ValidAsZeroBits,
+};
+
+use crate::error::{DriverResultExt, RuntimeError};
+use crate::Result;
+
+/// PTX text embedded in a format crate (`include_str!` of its committed, generated file).
+#[derive(Debug)]
+pub struct PtxModule {
+    /// Name used in errors and as the cache key (the device crate's name).
+    pub name: &'static str,
+    /// The PTX source.
+    pub ptx: &'static str,
+}
+
+impl PtxModule {
+    /// Declares an embedded module.
+    pub const fn new(name: &'static str, ptx: &'static str) -> Self {
+        Self { name, ptx }
+    }
+}
+
+/// What a benchmark or a launcher needs to know about the device.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// CUDA ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// L2 cache bytes.
+    pub l2_bytes: usize,
+    /// Device memory bytes.
+    pub total_mem: usize,
+    /// Largest dynamic shared memory a block may opt into, in bytes.
+    pub max_smem_per_block_optin: u32,
+    /// Driver API version, e.g. 13000 for CUDA 13.0.
+    pub driver_version: i32,
+}
+
+impl DeviceInfo {
+    /// Driver version as `major.minor`.
+    pub fn driver_version_string(&self) -> String {
+        format!("{}.{}", self.driver_version / 1000, (self.driver_version % 1000) / 10)
+    }
+}
+
+/// One CUDA device with its primary context, one stream, and the modules loaded so far.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    blas: OnceLock<Arc<CudaBlas>>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+/// True when `libcuda` can be loaded.
+fn driver_present() -> bool {
+    // SAFETY: tries to dlopen the system's CUDA driver library by its usual names; loading it
+    // runs only the driver's own initializers.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+impl Gpu {
+    /// Opens device `ordinal`.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NoDriver`] without a driver, [`RuntimeError::NoDevice`] when the ordinal
+    /// is out of range, [`RuntimeError::Driver`] when the driver refuses.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        if !driver_present() {
+            return Err(RuntimeError::NoDriver);
+        }
+        cudarc::driver::result::init().op("cuInit")?;
+        let count = CudaContext::device_count().op("cuDeviceGetCount")?;
+        if ordinal >= count.max(0) as usize {
+            return Err(RuntimeError::NoDevice { ordinal, count });
+        }
+        let ctx = CudaContext::new(ordinal).op("cuDevicePrimaryCtxRetain")?;
+        let stream = ctx.default_stream();
+        let attr = |a: Attr, op: &'static str| ctx.attribute(a).op(op);
+        let mut driver_version = 0;
+        // SAFETY: cuDriverGetVersion writes one int to the pointer we pass.
+        let rc = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) };
+        rc.result().op("cuDriverGetVersion")?;
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().op("cuDeviceGetName")?,
+            compute_capability: ctx.compute_capability().op("cuDeviceGetAttribute")?,
+            sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count")? as u32,
+            l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 size")? as usize,
+            total_mem: ctx.total_mem().op("cuDeviceTotalMem")?,
+            max_smem_per_block_optin: attr(
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                "shared memory limit",
+            )? as u32,
+            driver_version,
+        };
+        Ok(Self { ctx, stream, info, modules: Mutex::new(HashMap::new()), blas: OnceLock::new() })
+    }
+
+    /// Facts about the device.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every launch of this `Gpu` goes to.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Loads `module` on first use (the driver JIT-compiles its PTX) and returns `kernel`.
+    ///
+    /// # Errors
+    /// [`RuntimeError::ModuleLoad`] when the driver rejects the PTX,
+    /// [`RuntimeError::MissingKernel`] when the entry point is not in it.
+    pub fn kernel(&self, module: &'static PtxModule, kernel: &'static str) -> Result<Kernel> {
+        let m = {
+            let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+            match modules.get(module.name) {
+                Some(m) => m.clone(),
+                None => {
+                    let ptx = cudarc::nvrtc::Ptx::from_src(module.ptx);
+                    let m = self
+                        .ctx
+                        .load_module(ptx)
+                        .map_err(|source| RuntimeError::ModuleLoad { module: module.name, source })?;
+                    modules.insert(module.name, m.clone());
+                    m
+                }
+            }
+        };
+        let func = m
+            .load_function(kernel)
+            .map_err(|_| RuntimeError::MissingKernel { module: module.name, kernel })?;
+        Ok(Kernel { func, name: kernel, max_smem: self.info.max_smem_per_block_optin })
+    }
+
+    /// Copies `host` to a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>> {
+        self.stream.clone_htod(host).op("cuMemcpyHtoD")
+    }
+
+    /// Copies a device buffer back to the host (synchronizes the stream).
+    pub fn download<T: DeviceRepr>(&self, dev: &CudaSlice<T>) -> Result<Vec<T>> {
+        self.stream.clone_dtoh(dev).op("cuMemcpyDtoH")
+    }
+
+    /// A new device buffer of `len` zeroed elements.
+    pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<T>> {
+        self.stream.alloc_zeros(len).op("cuMemAlloc")
+    }
+
+    /// Waits for everything queued on the stream; reports errors of earlier launches.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().op("cuStreamSynchronize")
+    }
+
+    /// (free, total) device memory in bytes.
+    pub fn mem_info(&self) -> Result<(usize, usize)> {
+        self.ctx.mem_get_info().op("cuMemGetInfo")
+    }
+
+    /// A cuBLAS handle on this `Gpu`'s stream, created on first use.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NoCublas`] when `libcublas` cannot be loaded.
+    pub fn cublas(&self) -> Result<Arc<CudaBlas>> {
+        if let Some(b) = self.blas.get() {
+            return Ok(b.clone());
+        }
+        // SAFETY: tries to dlopen libcublas by its usual names; loading it runs only the
+        // library's own initializers.
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err(RuntimeError::NoCublas);
+        }
+        let b = Arc::new(
+            CudaBlas::new(self.stream.clone())
+                .map_err(|source| RuntimeError::Cublas { op: "cublasCreate", source })?,
+        );
+        Ok(self.blas.get_or_init(|| b).clone())
+    }
+}
+
+/// A loaded kernel entry point.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    func: CudaFunction,
+    name: &'static str,
+    max_smem: u32,
+}
+
+impl Kernel {
+    /// The entry point's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Checks `cfg` against the device's limits: a non-empty grid within
+    /// (2^31 - 1, 65535, 65535), at most 1024 threads per block, and no more dynamic shared
+    /// memory than the device allows (raising the kernel's limit when above 48 KiB).
+    pub fn check_config(&self, cfg: &LaunchConfig) -> Result<()> {
+        let invalid = |reason: String| RuntimeError::InvalidLaunch { kernel: self.name, reason };
+        let (gx, gy, gz) = cfg.grid_dim;
+        let (bx, by, bz) = cfg.block_dim;
+        if gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 {
+            return Err(invalid(format!("empty grid {:?} or block {:?}", cfg.grid_dim, cfg.block_dim)));
+        }
+        if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
+            return Err(invalid(format!("grid {:?} exceeds (2^31-1, 65535, 65535)", cfg.grid_dim)));
+        }
+        let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
+        if threads > 1024 {
+            return Err(invalid(format!("{threads} threads per block exceeds 1024")));
+        }
+        if cfg.shared_mem_bytes > self.max_smem {
+            return Err(invalid(format!(
+                "{} bytes of dynamic shared memory exceeds the device's {}",
+                cfg.shared_mem_bytes, self.max_smem
+            )));
+        }
+        if cfg.shared_mem_bytes > 48 * 1024 {
+            self.func
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    cfg.shared_mem_bytes as i32,
+                )
+                .op("cuFuncSetAttribute")?;
+        }
+        Ok(())
+    }
+
+    /// A launch builder on `stream` for this kernel; push the arguments, then call the unsafe
+    /// `launch` after [`Kernel::check_config`] and the checks the kernel's own contract needs.
+    pub fn builder<'a>(&'a self, stream: &'a CudaStream) -> LaunchArgs<'a> {
+        stream.launch_builder(&self.func)
+    }
+}
+
+/// The GPU for a test, or `None` (after printing why) where there is none.
+///
+/// With the environment variable `CMV_REQUIRE_GPU=1` (the GPU bundle's `run.sh` sets it) a
+/// missing GPU is a test failure instead of a skip.
+///
+/// # Panics
+/// When `CMV_REQUIRE_GPU=1` and no GPU can be opened, or when a driver is present but fails.
+pub fn gpu_for_tests(test: &str) -> Option<Gpu> {
+    let required = std::env::var("CMV_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    match Gpu::new(0) {
+        Ok(gpu) => Some(gpu),
+        Err(e @ (RuntimeError::NoDriver | RuntimeError::NoDevice { .. })) if !required => {
+            // Written to stderr directly, past the test harness's capture, so a skip is seen.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no GPU ({e})");
+            None
+        }
+        Err(e) => panic!("{test}: a GPU is required here but could not be opened: {e}"),
+    }
+}

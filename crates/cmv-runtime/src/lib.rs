@@ -1,0 +1,26 @@
+//! The host runtime every cmv format crate launches its kernels through.
+//!
+//! * [`Gpu`]: one device, its context and stream, lazily loaded [`PtxModule`]s and the facts
+//!   a benchmark needs ([`DeviceInfo`]: name, SM count, L2 size, driver version).
+//! * [`Kernel`]: a loaded entry point whose launch configuration is validated before launch.
+//! * [`time_launches`]: CUDA-event timing with warm-up; [`Timings`] gives median and spread.
+//! * [`rotation_copies`]: how many weight copies make every timed call read from HBM.
+//!
+//! Nothing CUDA is needed to build or to run the CPU tests: `libcuda` is loaded at run time,
+//! and a machine without it gets [`RuntimeError::NoDriver`], never a panic.
+//!
+//! GPU tests call [`gpu_for_tests`], which skips (with a message) where there is no GPU and
+//! fails where `CMV_REQUIRE_GPU=1` says one must be there.
+
+mod device;
+mod error;
+mod timing;
+
+pub use cudarc;
+pub use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig};
+pub use device::{DeviceInfo, Gpu, Kernel, PtxModule, gpu_for_tests};
+pub use error::{DriverResultExt, RuntimeError};
+pub use timing::{Timings, rotation_copies, time_launches};
+
+/// Result alias of this crate.
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

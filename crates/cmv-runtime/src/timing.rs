@@ -1,0 +1,111 @@
+use cudarc::driver::sys::CUevent_flags;
+
+use crate::error::DriverResultExt;
+use crate::{Gpu, Result};
+
+/// Per-call times of a timed kernel, in milliseconds, in launch order.
+#[derive(Clone, Debug)]
+pub struct Timings {
+    /// One sample per timed call.
+    pub samples_ms: Vec<f64>,
+}
+
+impl Timings {
+    fn sorted(&self) -> Vec<f64> {
+        let mut s = self.samples_ms.clone();
+        s.sort_by(f64::total_cmp);
+        s
+    }
+
+    /// The `q`-quantile (0..=1) by nearest rank; NaN when there are no samples.
+    pub fn quantile(&self, q: f64) -> f64 {
+        let s = self.sorted();
+        if s.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((s.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+        s[i]
+    }
+
+    /// Median time per call.
+    pub fn median_ms(&self) -> f64 {
+        self.quantile(0.5)
+    }
+
+    /// Fastest call.
+    pub fn min_ms(&self) -> f64 {
+        self.quantile(0.0)
+    }
+}
+
+/// Times `launch(i)` for `i in 0..iters` with a CUDA event pair around each call, after
+/// `warmup` untimed calls, all on `gpu`'s stream.
+///
+/// `launch` must only enqueue work on `gpu.stream()`; the calls are queued back to back and
+/// the stream is synchronized once at the end, so launch overhead on the host is hidden
+/// whenever a kernel runs longer than its launch takes.
+///
+/// # Errors
+/// The first error of `launch`, or of the event calls.
+pub fn time_launches<F>(gpu: &Gpu, warmup: usize, iters: usize, mut launch: F) -> Result<Timings>
+where
+    F: FnMut(usize) -> Result<()>,
+{
+    for i in 0..warmup {
+        launch(i)?;
+    }
+    gpu.synchronize()?;
+    let ctx = gpu.context();
+    let mut events = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).op("cuEventCreate")?;
+        let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).op("cuEventCreate")?;
+        events.push((start, end));
+    }
+    let stream = gpu.stream();
+    for (i, (start, end)) in events.iter().enumerate() {
+        start.record(stream).op("cuEventRecord")?;
+        launch(warmup + i)?;
+        end.record(stream).op("cuEventRecord")?;
+    }
+    gpu.synchronize()?;
+    let samples_ms = events
+        .iter()
+        .map(|(s, e)| s.elapsed_ms(e).map(f64::from).op("cuEventElapsedTime"))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Timings { samples_ms })
+}
+
+/// How many copies of a `bytes_per_copy` operand to rotate through so that each timed call
+/// reads from device memory rather than from L2: enough for `max(4 x L2, min_total_bytes)` in
+/// all, and at least 2.
+pub fn rotation_copies(bytes_per_copy: usize, l2_bytes: usize, min_total_bytes: usize) -> usize {
+    let target = (4 * l2_bytes).max(min_total_bytes);
+    target.div_ceil(bytes_per_copy.max(1)).max(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation_covers_four_l2_and_the_floor() {
+        let l2 = 50 << 20;
+        // 32 MiB copies: 512 MiB floor dominates 200 MiB -> 16 copies.
+        assert_eq!(rotation_copies(32 << 20, l2, 512 << 20), 16);
+        // Huge copies: still two, so consecutive calls never reuse the same bytes.
+        assert_eq!(rotation_copies(2 << 30, l2, 512 << 20), 2);
+        // No floor: 4 x L2 = 200 MiB over 48 MiB copies -> 5.
+        assert_eq!(rotation_copies(48 << 20, l2, 0), 5);
+        assert!(rotation_copies(0, l2, 0) >= 2);
+    }
+
+    #[test]
+    fn quantiles_by_nearest_rank() {
+        let t = Timings { samples_ms: vec![5.0, 1.0, 3.0, 2.0, 4.0] };
+        assert_eq!(t.median_ms(), 3.0);
+        assert_eq!(t.min_ms(), 1.0);
+        assert_eq!(t.quantile(1.0), 5.0);
+        assert!(Timings { samples_ms: vec![] }.median_ms().is_nan());
+    }
+}

@@ -1,0 +1,306 @@
+//! GPU-only intrinsics: indices, barriers, warp collectives, loads and shared memory.
+
+use crate::U32x4;
+use core::arch::{asm, global_asm, nvptx};
+
+// ---------------------------------------------------------------------------------------------
+// Indices and barriers
+
+/// `threadIdx.x`.
+#[inline(always)]
+pub fn thread_idx_x() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_thread_idx_x() }
+}
+
+/// `blockIdx.x`.
+#[inline(always)]
+pub fn block_idx_x() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_idx_x() }
+}
+
+/// `blockIdx.y`.
+#[inline(always)]
+pub fn block_idx_y() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_idx_y() }
+}
+
+/// `blockDim.x`.
+#[inline(always)]
+pub fn block_dim_x() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_dim_x() }
+}
+
+/// `gridDim.x`.
+#[inline(always)]
+pub fn grid_dim_x() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_grid_dim_x() }
+}
+
+/// The lane of this thread in its warp, for one-dimensional blocks (`threadIdx.x % 32`).
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    thread_idx_x() & (crate::WARP_SIZE - 1)
+}
+
+/// The warp of this thread in its block, for one-dimensional blocks (`threadIdx.x / 32`).
+#[inline(always)]
+pub fn warp_id() -> u32 {
+    thread_idx_x() / crate::WARP_SIZE
+}
+
+/// `blockIdx.x * blockDim.x + threadIdx.x`, widened to 64 bits.
+#[inline(always)]
+pub fn global_thread_x() -> u64 {
+    u64::from(block_idx_x()) * u64::from(block_dim_x()) + u64::from(thread_idx_x())
+}
+
+/// `__syncthreads()`: a barrier for every thread of the block.
+///
+/// # Safety
+/// Every thread of the block must reach the same barrier (no thread may have exited or be on a
+/// path that skips it), or the block deadlocks.
+#[inline(always)]
+pub unsafe fn sync_threads() {
+    // SAFETY: the caller guarantees block-uniform control flow.
+    unsafe { nvptx::_syncthreads() }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warp collectives (LLVM's NVVM intrinsics, which LLVM knows to be convergent)
+
+const FULL_MASK: u32 = 0xffff_ffff;
+/// Shuffle "c" operand for a whole 32-lane warp: clamp 31, no segment mask.
+const SHFL_C: u32 = 0x1f;
+
+#[allow(improper_ctypes)]
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
+    fn nvvm_shfl_idx(mask: u32, v: u32, lane: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.shfl.sync.bfly.i32"]
+    fn nvvm_shfl_bfly(mask: u32, v: u32, lane_mask: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.shfl.sync.down.i32"]
+    fn nvvm_shfl_down(mask: u32, v: u32, delta: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.vote.ballot.sync"]
+    fn nvvm_ballot(mask: u32, pred: bool) -> u32;
+}
+
+/// `__shfl_sync(0xffffffff, v, lane)`: `v` of lane `lane % 32`.
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn shfl_idx(v: u32, lane: u32) -> u32 {
+    // SAFETY: the caller guarantees a converged, full warp.
+    unsafe { nvvm_shfl_idx(FULL_MASK, v, lane, SHFL_C) }
+}
+
+/// `__shfl_xor_sync(0xffffffff, v, mask)`: `v` of lane `lane_id ^ mask`.
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn shfl_xor(v: u32, mask: u32) -> u32 {
+    // SAFETY: the caller guarantees a converged, full warp.
+    unsafe { nvvm_shfl_bfly(FULL_MASK, v, mask, SHFL_C) }
+}
+
+/// `__shfl_down_sync(0xffffffff, v, delta)`: `v` of lane `lane_id + delta` (own value past 31).
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn shfl_down(v: u32, delta: u32) -> u32 {
+    // SAFETY: the caller guarantees a converged, full warp.
+    unsafe { nvvm_shfl_down(FULL_MASK, v, delta, SHFL_C) }
+}
+
+/// `__ballot_sync(0xffffffff, pred)`: bit `i` set when lane `i`'s `pred` is true.
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn ballot(pred: bool) -> u32 {
+    // SAFETY: the caller guarantees a converged, full warp.
+    unsafe { nvvm_ballot(FULL_MASK, pred) }
+}
+
+/// Sum of `v` over the warp by a xor butterfly; every lane gets the sum.
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn warp_sum_f32(mut v: f32) -> f32 {
+    let mut m = 16;
+    while m > 0 {
+        // SAFETY: forwarded from the caller.
+        v += f32::from_bits(unsafe { shfl_xor(v.to_bits(), m) });
+        m >>= 1;
+    }
+    v
+}
+
+/// Wrapping sum of `v` over the warp by a xor butterfly; every lane gets the sum.
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn warp_sum_i32(mut v: i32) -> i32 {
+    let mut m = 16;
+    while m > 0 {
+        // SAFETY: forwarded from the caller.
+        v = v.wrapping_add(unsafe { shfl_xor(v as u32, m) } as i32);
+        m >>= 1;
+    }
+    v
+}
+
+/// Xor of `v` over the warp; every lane gets it.
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn warp_xor_u32(mut v: u32) -> u32 {
+    let mut m = 16;
+    while m > 0 {
+        // SAFETY: forwarded from the caller.
+        v ^= unsafe { shfl_xor(v, m) };
+        m >>= 1;
+    }
+    v
+}
+
+// ---------------------------------------------------------------------------------------------
+// Global-memory loads
+
+/// 128-bit read-only load through the non-coherent cache (`ld.global.nc.v4.u32`).
+///
+/// # Safety
+/// `p` must point to 16 readable, 16-byte-aligned bytes of global memory that no thread writes
+/// while the kernel runs.
+#[inline(always)]
+pub unsafe fn ld_nc_v4(p: *const U32x4) -> U32x4 {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!(
+            "ld.global.nc.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
+            d = out(reg32) d,
+            options(pure, readonly, nostack)
+        );
+    }
+    U32x4([a, b, c, d])
+}
+
+/// 128-bit streaming load: read-only, not kept in L1, with a 256-byte L2 prefetch
+/// (`ld.global.nc.L1::no_allocate.L2::256B.v4.u32`). For data each warp reads exactly once,
+/// such as weights in a matrix-vector product.
+///
+/// # Safety
+/// As [`ld_nc_v4`].
+#[inline(always)]
+pub unsafe fn ld_stream_v4(p: *const U32x4) -> U32x4 {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!(
+            "ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
+            d = out(reg32) d,
+            options(pure, readonly, nostack)
+        );
+    }
+    U32x4([a, b, c, d])
+}
+
+/// 32-bit read-only load (`ld.global.nc.u32`).
+///
+/// # Safety
+/// `p` must point to 4 readable, 4-byte-aligned bytes of global memory that no thread writes
+/// while the kernel runs.
+#[inline(always)]
+pub unsafe fn ld_nc_u32(p: *const u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!("ld.global.nc.u32 {r}, [{p}];", p = in(reg64) p, r = out(reg32) r,
+             options(pure, readonly, nostack));
+    }
+    r
+}
+
+/// 16-bit read-only load (`ld.global.nc.u16`).
+///
+/// # Safety
+/// `p` must point to 2 readable, 2-byte-aligned bytes of global memory that no thread writes
+/// while the kernel runs.
+#[inline(always)]
+pub unsafe fn ld_nc_u16(p: *const u16) -> u16 {
+    let r: u16;
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!("ld.global.nc.u16 {r}, [{p}];", p = in(reg64) p, r = out(reg16) r,
+             options(pure, readonly, nostack));
+    }
+    r
+}
+
+/// 8-bit read-only load (`ld.global.nc.u8`).
+///
+/// # Safety
+/// `p` must point to a readable byte of global memory that no thread writes while the kernel
+/// runs.
+#[inline(always)]
+pub unsafe fn ld_nc_u8(p: *const u8) -> u8 {
+    let r: u16;
+    // SAFETY: the caller guarantees a valid, read-only global address.
+    unsafe {
+        asm!("ld.global.nc.u8 {r}, [{p}];", p = in(reg64) p, r = out(reg16) r,
+             options(pure, readonly, nostack));
+    }
+    r as u8
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared memory
+
+global_asm!(".extern .shared .align 16 .b8 CMV_DYN_SMEM[];");
+
+/// Generic pointer to the block's dynamic shared memory (the size given at launch).
+///
+/// Reads and writes through it are ordinary pointer accesses; the launcher must have asked
+/// for at least as many bytes as the kernel uses.
+#[inline(always)]
+pub fn dyn_smem() -> *mut u8 {
+    let p: u64;
+    // SAFETY: `cvta` of a shared symbol only computes an address.
+    unsafe {
+        asm!("cvta.shared.u64 {p}, CMV_DYN_SMEM;", p = out(reg64) p,
+             options(pure, nomem, nostack));
+    }
+    p as *mut u8
+}
+
+/// Declares a block of static shared memory of `$bytes` bytes named `$name`, aligned to 16, and
+/// evaluates to a generic `*mut u8` to it.
+///
+/// Use it once per kernel, in a function that is inlined into that one kernel only (PTX
+/// rejects a symbol declared twice). Must be called inside an `unsafe` block.
+#[macro_export]
+macro_rules! static_shared {
+    ($name:ident, $bytes:literal) => {{
+        let p: u64;
+        core::arch::asm!(
+            concat!(".shared .align 16 .b8 ", stringify!($name), "[", stringify!($bytes), "];"),
+            concat!("cvta.shared.u64 {p}, ", stringify!($name), ";"),
+            p = out(reg64) p,
+            options(nostack)
+        );
+        p as *mut u8
+    }};
+}

@@ -1,0 +1,207 @@
+//! Pure functions with one meaning on the GPU and the host.
+//!
+//! On `nvptx64` each is one or two PTX instructions; on the host a bit-exact fallback, tested
+//! below against the definition.
+
+/// `dp4a.s32.s32`: the dot product of the four signed bytes of `a` and `b`, plus `c`.
+///
+/// Wrapping addition, as the hardware does (no saturation).
+#[inline(always)]
+pub fn dp4a(a: u32, b: u32, c: i32) -> i32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: i32;
+        // SAFETY: a pure register-to-register instruction, available from sm_61 on (we build
+        // for sm_80).
+        unsafe {
+            core::arch::asm!(
+                "dp4a.s32.s32 {r}, {a}, {b}, {c};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let a = a.to_le_bytes();
+        let b = b.to_le_bytes();
+        let mut acc = c;
+        for k in 0..4 {
+            acc = acc.wrapping_add(i32::from(a[k] as i8) * i32::from(b[k] as i8));
+        }
+        acc
+    }
+}
+
+/// Fused multiply-add `a * b + c` with one rounding (`fma.rn.f32`).
+#[inline(always)]
+pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: a pure register instruction.
+        unsafe {
+            core::arch::asm!(
+                "fma.rn.f32 {r}, {a}, {b}, {c};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        a.mul_add(b, c)
+    }
+}
+
+/// Population count (`popc.b32`).
+#[inline(always)]
+pub fn popc(x: u32) -> u32 {
+    x.count_ones()
+}
+
+/// Population count of a 64-bit word (`popc.b64`).
+#[inline(always)]
+pub fn popc64(x: u64) -> u32 {
+    x.count_ones()
+}
+
+/// IEEE binary16 bits to `f32` (`cvt.f32.f16`, exact).
+#[inline(always)]
+pub fn f16_to_f32(h: u16) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: a pure register conversion.
+        unsafe {
+            core::arch::asm!(
+                "cvt.f32.f16 {r}, {h};",
+                r = out(reg32) r, h = in(reg16) h,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        half::f16::from_bits(h).to_f32()
+    }
+}
+
+/// `f32` to IEEE binary16 bits, rounding to nearest even (`cvt.rn.f16.f32`).
+#[inline(always)]
+pub fn f32_to_f16(x: f32) -> u16 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u16;
+        // SAFETY: a pure register conversion.
+        unsafe {
+            core::arch::asm!(
+                "cvt.rn.f16.f32 {r}, {x};",
+                r = out(reg16) r, x = in(reg32) x,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        half::f16::from_f32(x).to_bits()
+    }
+}
+
+/// The two halves of a `half2` word as `f32`: (low half, high half).
+#[inline(always)]
+pub fn half2_to_f32x2(w: u32) -> (f32, f32) {
+    (f16_to_f32(w as u16), f16_to_f32((w >> 16) as u16))
+}
+
+/// Round an `f64` to the nearest `i32`, ties to even, saturating at the `i32` range
+/// (`cvt.rni.s32.f64`; NaN gives 0, as on the GPU).
+#[inline(always)]
+pub fn round_half_even_f64_to_i32(x: f64) -> i32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: i32;
+        // SAFETY: a pure register conversion (saturating by definition in PTX).
+        unsafe {
+            core::arch::asm!(
+                "cvt.rni.s32.f64 {r}, {x};",
+                r = out(reg32) r, x = in(reg64) x,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        if x.is_nan() {
+            0
+        } else {
+            // `as` saturates at the i32 range.
+            x.round_ties_even() as i32
+        }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dp4a_matches_definition() {
+        let cases = [
+            (0x7f80_01ffu32, 0x7f80_01ffu32, 0i32),
+            (0x8080_8080, 0x8080_8080, -5),
+            (0x0102_0304, 0xfffe_fdfc, 100),
+            (0xffff_ffff, 0x7f7f_7f7f, i32::MAX),
+        ];
+        for (a, b, c) in cases {
+            let mut want = c as i64;
+            for k in 0..4 {
+                let x = ((a >> (8 * k)) & 0xff) as u8 as i8 as i64;
+                let y = ((b >> (8 * k)) & 0xff) as u8 as i8 as i64;
+                want += x * y;
+            }
+            assert_eq!(dp4a(a, b, c), want as i32, "dp4a({a:#x}, {b:#x}, {c})");
+        }
+    }
+
+    #[test]
+    fn f16_conversions_round_trip_every_finite_value() {
+        for bits in 0u16..=u16::MAX {
+            let f = f16_to_f32(bits);
+            if f.is_nan() {
+                assert!(f32::from(half::f16::from_bits(bits)).is_nan());
+                continue;
+            }
+            assert_eq!(f32_to_f16(f), bits, "bits {bits:#06x}");
+        }
+    }
+
+    #[test]
+    fn f32_to_f16_rounds_half_to_even() {
+        // 2049 lies halfway between the binary16 neighbours 2048 and 2050: even wins.
+        assert_eq!(f16_to_f32(f32_to_f16(2049.0)), 2048.0);
+        assert_eq!(f16_to_f32(f32_to_f16(2051.0)), 2052.0);
+    }
+
+    #[test]
+    fn round_half_even_ties_and_saturation() {
+        assert_eq!(round_half_even_f64_to_i32(2.5), 2);
+        assert_eq!(round_half_even_f64_to_i32(3.5), 4);
+        assert_eq!(round_half_even_f64_to_i32(-2.5), -2);
+        assert_eq!(round_half_even_f64_to_i32(-0.5), 0);
+        assert_eq!(round_half_even_f64_to_i32(1e300), i32::MAX);
+        assert_eq!(round_half_even_f64_to_i32(-1e300), i32::MIN);
+        assert_eq!(round_half_even_f64_to_i32(f64::NAN), 0);
+    }
+
+    #[test]
+    fn half2_unpacks_low_then_high() {
+        let w = (u32::from(f32_to_f16(-3.0)) << 16) | u32::from(f32_to_f16(0.5));
+        assert_eq!(half2_to_f32x2(w), (0.5, -3.0));
+    }
+}

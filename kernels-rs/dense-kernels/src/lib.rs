@@ -1,0 +1,91 @@
+//! Dense matrix-vector kernels: the baselines every cmv format is measured against.
+//!
+//! * `cmv_gemv_f16_b{B}` (B in [`KERNEL_BATCHES`]): `Y = X W^T` for a row-major fp16 `W`
+//!   (`rows x cols`), up to `B` fp16 input vectors and fp32 accumulation; output fp16. Needs `cols % 8 == 0` and
+//!   16-byte-aligned `W` and `X`.
+//! * `cmv_gemv_i8_b{B}`: the same with int8 `W` and `X`, `dp4a` and int32 accumulation; writes
+//!   the int32 accumulators and their int8 requantization ([`requantize`]). Needs
+//!   `cols % 16 == 0`.
+//! * `cmv_gemv_f16_any`, `cmv_gemv_i8_any`: any `cols`, any batch; slower fallbacks.
+//! * `cmv_stream_read`: reads a buffer once with 128-bit loads; the bandwidth ceiling.
+//!
+//! Layouts (all row-major, no padding): `W[row * cols + col]`, `X[b * cols + col]`,
+//! `Y[b * rows + row]`.
+//!
+//! Each warp owns [`rows_per_warp_f16`]`(B)` (or `_i8`) consecutive rows; a block has
+//! [`BLOCK_THREADS`] threads. The host computes the grid from these constants.
+#![cfg_attr(target_arch = "nvptx64", no_std)]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+
+mod math;
+pub use math::*;
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels;
+
+/// Threads per block of every dense GEMV kernel.
+pub const BLOCK_THREADS: u32 = 256;
+/// Warps per block of every dense GEMV kernel.
+pub const WARPS_PER_BLOCK: u32 = BLOCK_THREADS / cmv_device::WARP_SIZE;
+/// Largest batch with a specialized kernel.
+pub const MAX_BATCH: u32 = 16;
+/// Column multiple the fp16 fast kernels need (one 16-byte chunk).
+pub const F16_COL_MULTIPLE: u32 = 8;
+/// Column multiple the int8 fast kernels need (one 16-byte chunk).
+pub const I8_COL_MULTIPLE: u32 = 16;
+/// 16-byte weight chunks each lane loads before using any, split over the warp's rows.
+pub const CHUNKS_IN_FLIGHT: usize = 4;
+/// Threads per block of the streaming-read kernel.
+pub const STREAM_THREADS: u32 = 512;
+/// 16-byte loads each streaming-read thread keeps in flight.
+pub const STREAM_UNROLL: u32 = 4;
+
+/// Batch sizes with a specialized kernel; a batch runs on the smallest one that holds it.
+pub const KERNEL_BATCHES: [u32; 5] = [1, 2, 4, 8, 16];
+
+/// The specialized batch size that runs `batch` input vectors, if any (`1..=MAX_BATCH`).
+pub const fn kernel_batch(batch: u32) -> Option<u32> {
+    let mut i = 0;
+    while i < KERNEL_BATCHES.len() {
+        if batch >= 1 && batch <= KERNEL_BATCHES[i] {
+            return Some(KERNEL_BATCHES[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Rows each warp of `cmv_gemv_f16_b{kernel_batch}` computes.
+pub const fn rows_per_warp_f16(kernel_batch: u32) -> u32 {
+    match kernel_batch {
+        0..=2 => 1,
+        _ => 2,
+    }
+}
+
+/// Rows each warp of `cmv_gemv_i8_b{kernel_batch}` computes.
+pub const fn rows_per_warp_i8(kernel_batch: u32) -> u32 {
+    rows_per_warp_f16(kernel_batch)
+}
+
+/// PTX name of the fp16 fast kernel that runs `batch` input vectors (1..=16).
+pub fn f16_kernel_name(batch: u32) -> Option<&'static str> {
+    Some(match kernel_batch(batch)? {
+        1 => "cmv_gemv_f16_b1",
+        2 => "cmv_gemv_f16_b2",
+        4 => "cmv_gemv_f16_b4",
+        8 => "cmv_gemv_f16_b8",
+        _ => "cmv_gemv_f16_b16",
+    })
+}
+
+/// PTX name of the int8 fast kernel that runs `batch` input vectors (1..=16).
+pub fn i8_kernel_name(batch: u32) -> Option<&'static str> {
+    Some(match kernel_batch(batch)? {
+        1 => "cmv_gemv_i8_b1",
+        2 => "cmv_gemv_i8_b2",
+        4 => "cmv_gemv_i8_b4",
+        8 => "cmv_gemv_i8_b8",
+        _ => "cmv_gemv_i8_b16",
+    })
+}
