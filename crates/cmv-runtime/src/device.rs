@@ -8,8 +8,8 @@ use cudarc::driver::{
     LaunchConfig, ValidAsZeroBits,
 };
 
-use crate::error::{DriverResultExt, RuntimeError};
 use crate::Result;
+use crate::error::{DriverResultExt, RuntimeError};
 
 /// PTX text embedded in a format crate (`include_str!` of its committed, generated file).
 #[derive(Debug)]
@@ -51,7 +51,11 @@ pub struct DeviceInfo {
 impl DeviceInfo {
     /// Driver version as `major.minor`.
     pub fn driver_version_string(&self) -> String {
-        format!("{}.{}", self.driver_version / 1000, (self.driver_version % 1000) / 10)
+        format!(
+            "{}.{}",
+            self.driver_version / 1000,
+            (self.driver_version % 1000) / 10
+        )
     }
 }
 
@@ -66,7 +70,9 @@ pub struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu").field("info", &self.info).finish_non_exhaustive()
+        f.debug_struct("Gpu")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
     }
 }
 
@@ -112,7 +118,13 @@ impl Gpu {
             )? as u32,
             driver_version,
         };
-        Ok(Self { ctx, stream, info, modules: Mutex::new(HashMap::new()), blas: OnceLock::new() })
+        Ok(Self {
+            ctx,
+            stream,
+            info,
+            modules: Mutex::new(HashMap::new()),
+            blas: OnceLock::new(),
+        })
     }
 
     /// Facts about the device.
@@ -142,10 +154,13 @@ impl Gpu {
                 Some(m) => m.clone(),
                 None => {
                     let ptx = cudarc::nvrtc::Ptx::from_src(module.ptx);
-                    let m = self
-                        .ctx
-                        .load_module(ptx)
-                        .map_err(|source| RuntimeError::ModuleLoad { module: module.name, source })?;
+                    let m =
+                        self.ctx
+                            .load_module(ptx)
+                            .map_err(|source| RuntimeError::ModuleLoad {
+                                module: module.name,
+                                source,
+                            })?;
                     modules.insert(module.name, m.clone());
                     m
                 }
@@ -153,8 +168,15 @@ impl Gpu {
         };
         let func = m
             .load_function(kernel)
-            .map_err(|_| RuntimeError::MissingKernel { module: module.name, kernel })?;
-        Ok(Kernel { func, name: kernel, max_smem: self.info.max_smem_per_block_optin })
+            .map_err(|_| RuntimeError::MissingKernel {
+                module: module.name,
+                kernel,
+            })?;
+        Ok(Kernel {
+            func,
+            name: kernel,
+            max_smem: self.info.max_smem_per_block_optin,
+        })
     }
 
     /// Copies `host` to a new device buffer.
@@ -195,10 +217,12 @@ impl Gpu {
         if !unsafe { cudarc::cublas::sys::is_culib_present() } {
             return Err(RuntimeError::NoCublas);
         }
-        let b = Arc::new(
-            CudaBlas::new(self.stream.clone())
-                .map_err(|source| RuntimeError::Cublas { op: "cublasCreate", source })?,
-        );
+        let b = Arc::new(CudaBlas::new(self.stream.clone()).map_err(|source| {
+            RuntimeError::Cublas {
+                op: "cublasCreate",
+                source,
+            }
+        })?);
         Ok(self.blas.get_or_init(|| b).clone())
     }
 }
@@ -221,14 +245,23 @@ impl Kernel {
     /// (2^31 - 1, 65535, 65535), at most 1024 threads per block, and no more dynamic shared
     /// memory than the device allows (raising the kernel's limit when above 48 KiB).
     pub fn check_config(&self, cfg: &LaunchConfig) -> Result<()> {
-        let invalid = |reason: String| RuntimeError::InvalidLaunch { kernel: self.name, reason };
+        let invalid = |reason: String| RuntimeError::InvalidLaunch {
+            kernel: self.name,
+            reason,
+        };
         let (gx, gy, gz) = cfg.grid_dim;
         let (bx, by, bz) = cfg.block_dim;
         if gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 {
-            return Err(invalid(format!("empty grid {:?} or block {:?}", cfg.grid_dim, cfg.block_dim)));
+            return Err(invalid(format!(
+                "empty grid {:?} or block {:?}",
+                cfg.grid_dim, cfg.block_dim
+            )));
         }
         if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
-            return Err(invalid(format!("grid {:?} exceeds (2^31-1, 65535, 65535)", cfg.grid_dim)));
+            return Err(invalid(format!(
+                "grid {:?} exceeds (2^31-1, 65535, 65535)",
+                cfg.grid_dim
+            )));
         }
         let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
         if threads > 1024 {

@@ -58,8 +58,12 @@ where
     let ctx = gpu.context();
     let mut events = Vec::with_capacity(iters);
     for _ in 0..iters {
-        let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).op("cuEventCreate")?;
-        let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).op("cuEventCreate")?;
+        let start = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .op("cuEventCreate")?;
+        let end = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .op("cuEventCreate")?;
         events.push((start, end));
     }
     let stream = gpu.stream();
@@ -102,7 +106,9 @@ mod tests {
 
     #[test]
     fn quantiles_by_nearest_rank() {
-        let t = Timings { samples_ms: vec![5.0, 1.0, 3.0, 2.0, 4.0] };
+        let t = Timings {
+            samples_ms: vec![5.0, 1.0, 3.0, 2.0, 4.0],
+        };
         assert_eq!(t.median_ms(), 3.0);
         assert_eq!(t.min_ms(), 1.0);
         assert_eq!(t.quantile(1.0), 5.0);

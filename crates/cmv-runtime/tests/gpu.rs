@@ -8,7 +8,11 @@ fn opening_a_device_never_panics() {
         Ok(gpu) => {
             let info = gpu.info();
             assert!(info.sm_count > 0 && info.l2_bytes > 0 && info.total_mem > 0);
-            assert!(info.driver_version >= 11000, "driver {}", info.driver_version);
+            assert!(
+                info.driver_version >= 11000,
+                "driver {}",
+                info.driver_version
+            );
         }
         Err(RuntimeError::NoDriver | RuntimeError::NoDevice { .. }) => {
             eprintln!("SKIPPED opening_a_device_never_panics: no GPU");
@@ -21,18 +25,26 @@ fn opening_a_device_never_panics() {
 
 #[test]
 fn upload_download_and_event_timing() {
-    let Some(gpu) = gpu_for_tests("upload_download_and_event_timing") else { return };
+    let Some(gpu) = gpu_for_tests("upload_download_and_event_timing") else {
+        return;
+    };
     let host: Vec<u32> = (0..1 << 20).map(|i| i * 2_654_435_761).collect();
     let dev = gpu.upload(&host).unwrap();
     let mut copy = gpu.alloc_zeros::<u32>(host.len()).unwrap();
     let t = time_launches(&gpu, 2, 10, |_| {
-        gpu.stream().memcpy_dtod(&dev, &mut copy).map_err(|source| RuntimeError::Driver {
-            op: "cuMemcpyDtoD",
-            source,
-        })
+        gpu.stream()
+            .memcpy_dtod(&dev, &mut copy)
+            .map_err(|source| RuntimeError::Driver {
+                op: "cuMemcpyDtoD",
+                source,
+            })
     })
     .unwrap();
     assert_eq!(t.samples_ms.len(), 10);
-    assert!(t.samples_ms.iter().all(|&s| s > 0.0 && s.is_finite()), "{:?}", t.samples_ms);
+    assert!(
+        t.samples_ms.iter().all(|&s| s > 0.0 && s.is_finite()),
+        "{:?}",
+        t.samples_ms
+    );
     assert_eq!(gpu.download(&copy).unwrap(), host);
 }

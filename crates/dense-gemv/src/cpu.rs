@@ -15,14 +15,22 @@ pub fn gemv_f16(w: &[f16], rows: usize, cols: usize, x: &[f16], batch: usize) ->
     check_batch(batch)?;
     check_len("weights", w.len(), rows * cols)?;
     check_len("input", x.len(), batch * cols)?;
-    let xf: Vec<f64> = x[..batch * cols].iter().map(|v| f64::from(v.to_f32())).collect();
+    let xf: Vec<f64> = x[..batch * cols]
+        .iter()
+        .map(|v| f64::from(v.to_f32()))
+        .collect();
     let mut y = vec![0.0f64; batch * rows];
     let per_row: Vec<Vec<f64>> = w[..rows * cols]
         .par_chunks(cols)
         .map(|row| {
             let wf: Vec<f64> = row.iter().map(|v| f64::from(v.to_f32())).collect();
             (0..batch)
-                .map(|b| wf.iter().zip(&xf[b * cols..(b + 1) * cols]).map(|(a, c)| a * c).sum())
+                .map(|b| {
+                    wf.iter()
+                        .zip(&xf[b * cols..(b + 1) * cols])
+                        .map(|(a, c)| a * c)
+                        .sum()
+                })
                 .collect()
         })
         .collect();
@@ -49,9 +57,11 @@ pub fn gemv_i8(w: &[i8], rows: usize, cols: usize, x: &[i8], batch: usize) -> Re
         .map(|row| {
             (0..batch)
                 .map(|b| {
-                    row.iter().zip(&x[b * cols..(b + 1) * cols]).fold(0i32, |acc, (&a, &c)| {
-                        acc.wrapping_add(i32::from(a) * i32::from(c))
-                    })
+                    row.iter()
+                        .zip(&x[b * cols..(b + 1) * cols])
+                        .fold(0i32, |acc, (&a, &c)| {
+                            acc.wrapping_add(i32::from(a) * i32::from(c))
+                        })
                 })
                 .collect()
         })
@@ -98,9 +108,24 @@ mod tests {
     fn references_reject_bad_arguments() {
         let w = vec![f16::ONE; 6];
         let x = vec![f16::ONE; 3];
-        assert!(matches!(gemv_f16(&w, 2, 3, &x, 2), Err(DenseError::Length { what: "input", .. })));
-        assert!(matches!(gemv_f16(&w, 3, 3, &x, 1), Err(DenseError::Length { what: "weights", .. })));
-        assert!(matches!(gemv_f16(&w, 2, 3, &x, 0), Err(DenseError::Batch { .. })));
-        assert!(matches!(gemv_i8(&[1], 0, 1, &[1], 1), Err(DenseError::Shape { .. })));
+        assert!(matches!(
+            gemv_f16(&w, 2, 3, &x, 2),
+            Err(DenseError::Length { what: "input", .. })
+        ));
+        assert!(matches!(
+            gemv_f16(&w, 3, 3, &x, 1),
+            Err(DenseError::Length {
+                what: "weights",
+                ..
+            })
+        ));
+        assert!(matches!(
+            gemv_f16(&w, 2, 3, &x, 0),
+            Err(DenseError::Batch { .. })
+        ));
+        assert!(matches!(
+            gemv_i8(&[1], 0, 1, &[1], 1),
+            Err(DenseError::Shape { .. })
+        ));
     }
 }

@@ -7,8 +7,8 @@ use cmv_runtime::cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cmv_runtime::cudarc::driver::PushKernelArg;
 use cmv_runtime::{CudaSlice, CudaStream, DeviceRepr, Gpu, Kernel, LaunchConfig, RuntimeError};
 use dense_kernels::{
-    BLOCK_THREADS, F16_COL_MULTIPLE, I8_COL_MULTIPLE, KERNEL_BATCHES, STREAM_THREADS,
-    WARPS_PER_BLOCK, kernel_batch, rows_per_warp_f16, rows_per_warp_i8,
+    BLOCK_THREADS, F16_COL_MULTIPLE, I8_COL_MULTIPLE, KERNEL_BATCHES, STREAM_THREADS, kernel_batch,
+    rows_per_warp_f16, rows_per_warp_i8,
 };
 use half::f16;
 
@@ -42,6 +42,25 @@ impl<T: DeviceRepr> DeviceMatrix<T> {
     pub fn data(&self) -> &CudaSlice<T> {
         &self.data
     }
+
+    /// A second copy on the device (a device-to-device copy), e.g. to rotate through copies
+    /// larger than L2 when timing.
+    ///
+    /// # Errors
+    /// Runtime errors (out of memory).
+    pub fn try_clone(&self) -> Result<Self> {
+        let data = self.data.try_clone().map_err(|source| {
+            DenseError::Runtime(RuntimeError::Driver {
+                op: "cuMemcpyDtoD",
+                source,
+            })
+        })?;
+        Ok(Self {
+            data,
+            rows: self.rows,
+            cols: self.cols,
+        })
+    }
 }
 
 impl DeviceMatrix<f16> {
@@ -54,9 +73,16 @@ impl DeviceMatrix<f16> {
         let (r, c) = check_shape(rows, cols)?;
         check_len("weights", w.len(), rows * cols)?;
         if let Some(index) = w[..rows * cols].iter().position(|v| !v.is_finite()) {
-            return Err(DenseError::NonFinite { index, value: w[index].to_f32() });
+            return Err(DenseError::NonFinite {
+                index,
+                value: w[index].to_f32(),
+            });
         }
-        Ok(Self { data: gpu.upload(&w[..rows * cols])?, rows: r, cols: c })
+        Ok(Self {
+            data: gpu.upload(&w[..rows * cols])?,
+            rows: r,
+            cols: c,
+        })
     }
 }
 
@@ -68,7 +94,11 @@ impl DeviceMatrix<i8> {
     pub fn upload_i8(gpu: &Gpu, w: &[i8], rows: usize, cols: usize) -> Result<Self> {
         let (r, c) = check_shape(rows, cols)?;
         check_len("weights", w.len(), rows * cols)?;
-        Ok(Self { data: gpu.upload(&w[..rows * cols])?, rows: r, cols: c })
+        Ok(Self {
+            data: gpu.upload(&w[..rows * cols])?,
+            rows: r,
+            cols: c,
+        })
     }
 }
 
@@ -81,25 +111,36 @@ pub struct DenseGemv {
     f16_any: Kernel,
     i8_any: Kernel,
     stream_read: Kernel,
+    stream_read_tiles: Kernel,
     sm_count: u32,
 }
 
 fn rows_grid(rows: u32, rows_per_warp: u32) -> LaunchConfig {
+    rows_grid_with(rows, rows_per_warp, BLOCK_THREADS)
+}
+
+fn rows_grid_with(rows: u32, rows_per_warp: u32, block_threads: u32) -> LaunchConfig {
     let warps = rows.div_ceil(rows_per_warp);
     LaunchConfig {
-        grid_dim: (warps.div_ceil(WARPS_PER_BLOCK), 1, 1),
-        block_dim: (BLOCK_THREADS, 1, 1),
+        grid_dim: (warps.div_ceil(block_threads / 32), 1, 1),
+        block_dim: (block_threads, 1, 1),
         shared_mem_bytes: 0,
     }
 }
 
 fn batch_index(batch: u32) -> usize {
     let kb = kernel_batch(batch).unwrap_or(dense_kernels::MAX_BATCH);
-    KERNEL_BATCHES.iter().position(|&b| b == kb).unwrap_or(KERNEL_BATCHES.len() - 1)
+    KERNEL_BATCHES
+        .iter()
+        .position(|&b| b == kb)
+        .unwrap_or(KERNEL_BATCHES.len() - 1)
 }
 
 fn launch_err(e: cmv_runtime::cudarc::driver::DriverError) -> DenseError {
-    DenseError::Runtime(RuntimeError::Driver { op: "cuLaunchKernel", source: e })
+    DenseError::Runtime(RuntimeError::Driver {
+        op: "cuLaunchKernel",
+        source: e,
+    })
 }
 
 impl DenseGemv {
@@ -124,6 +165,7 @@ impl DenseGemv {
             f16_any: load("cmv_gemv_f16_any")?,
             i8_any: load("cmv_gemv_i8_any")?,
             stream_read: load("cmv_stream_read")?,
+            stream_read_tiles: load("cmv_stream_read_tiles")?,
             sm_count: gpu.info().sm_count,
         })
     }
@@ -198,7 +240,14 @@ impl DenseGemv {
         };
         k.check_config(&cfg)?;
         let mut l = k.builder(&self.stream);
-        l.arg(&w.data).arg(x).arg(y32).arg(y8).arg(&scale).arg(&rows).arg(&cols).arg(&b);
+        l.arg(&w.data)
+            .arg(x)
+            .arg(y32)
+            .arg(y8)
+            .arg(&scale)
+            .arg(&rows)
+            .arg(&cols)
+            .arg(&b);
         // SAFETY: buffer sizes checked above; for the vector kernel cols % 16 == 0 and cudarc's
         // 256-byte-aligned allocations make every row and vector 16-byte aligned; the grid
         // gives each warp the rows the kernel expects.
@@ -223,7 +272,21 @@ impl DenseGemv {
     /// # Errors
     /// [`DenseError::Length`] when `buf` is not whole 16-byte chunks or `out` is short.
     pub fn stream_read(&self, buf: &CudaSlice<u8>, out: &mut CudaSlice<u32>) -> Result<()> {
-        if buf.len() % 16 != 0 {
+        self.stream_read_with(false, buf, out)
+    }
+
+    /// [`DenseGemv::stream_read`] with the access pattern chosen: `tiles` reads 4 KiB per warp
+    /// and step contiguously, otherwise each load of the grid covers one contiguous span.
+    ///
+    /// # Errors
+    /// As [`DenseGemv::stream_read`].
+    pub fn stream_read_with(
+        &self,
+        tiles: bool,
+        buf: &CudaSlice<u8>,
+        out: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        if !buf.len().is_multiple_of(16) {
             return Err(DenseError::Length {
                 what: "stream buffer (bytes, a multiple of 16)",
                 got: buf.len(),
@@ -237,10 +300,95 @@ impl DenseGemv {
             block_dim: (STREAM_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        self.stream_read.check_config(&cfg)?;
-        let mut l = self.stream_read.builder(&self.stream);
+        let k = if tiles {
+            &self.stream_read_tiles
+        } else {
+            &self.stream_read
+        };
+        k.check_config(&cfg)?;
+        let mut l = k.builder(&self.stream);
         l.arg(buf).arg(&n).arg(out);
         // SAFETY: buf holds n aligned 16-byte chunks; out holds one word per warp of the grid.
+        unsafe { l.launch(cfg) }.map_err(launch_err)?;
+        Ok(())
+    }
+}
+
+/// Batch-1 kernel variants for tuning (`cmv-bench --explore`): not a stable API.
+#[doc(hidden)]
+impl DenseGemv {
+    /// Launches the batch-1 fp16 variant `k` (one row per warp) with `block_threads` threads.
+    ///
+    /// # Errors
+    /// As [`DenseGemv::gemv_f16`]; the matrix must have `cols % 8 == 0`.
+    pub fn launch_f16_b1_variant(
+        &self,
+        k: &Kernel,
+        block_threads: u32,
+        w: &DeviceMatrix<f16>,
+        x: &CudaSlice<f16>,
+        y: &mut CudaSlice<f16>,
+    ) -> Result<()> {
+        check_len("input", x.len(), w.cols())?;
+        check_len("output", y.len(), w.rows())?;
+        if !w.cols.is_multiple_of(F16_COL_MULTIPLE) || !block_threads.is_multiple_of(32) {
+            return Err(DenseError::Shape {
+                rows: w.rows(),
+                cols: w.cols(),
+            });
+        }
+        let cfg = rows_grid_with(w.rows, 1, block_threads);
+        k.check_config(&cfg)?;
+        let one = 1u32;
+        let mut l = k.builder(&self.stream);
+        l.arg(&w.data)
+            .arg(x)
+            .arg(y)
+            .arg(&w.rows)
+            .arg(&w.cols)
+            .arg(&one);
+        // SAFETY: as in `gemv_f16`: sizes checked, 16-byte aligned rows, one row per warp.
+        unsafe { l.launch(cfg) }.map_err(launch_err)?;
+        Ok(())
+    }
+
+    /// Launches the batch-1 int8 variant `k` (one row per warp) with `block_threads` threads.
+    ///
+    /// # Errors
+    /// As [`DenseGemv::gemv_i8`]; the matrix must have `cols % 16 == 0`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_i8_b1_variant(
+        &self,
+        k: &Kernel,
+        block_threads: u32,
+        w: &DeviceMatrix<i8>,
+        x: &CudaSlice<i8>,
+        y32: &mut CudaSlice<i32>,
+        y8: &mut CudaSlice<i8>,
+        scale: f32,
+    ) -> Result<()> {
+        check_len("input", x.len(), w.cols())?;
+        check_len("int32 output", y32.len(), w.rows())?;
+        check_len("int8 output", y8.len(), w.rows())?;
+        if !w.cols.is_multiple_of(I8_COL_MULTIPLE) || !block_threads.is_multiple_of(32) {
+            return Err(DenseError::Shape {
+                rows: w.rows(),
+                cols: w.cols(),
+            });
+        }
+        let cfg = rows_grid_with(w.rows, 1, block_threads);
+        k.check_config(&cfg)?;
+        let one = 1u32;
+        let mut l = k.builder(&self.stream);
+        l.arg(&w.data)
+            .arg(x)
+            .arg(y32)
+            .arg(y8)
+            .arg(&scale)
+            .arg(&w.rows)
+            .arg(&w.cols)
+            .arg(&one);
+        // SAFETY: as in `gemv_i8`: sizes checked, 16-byte aligned rows, one row per warp.
         unsafe { l.launch(cfg) }.map_err(launch_err)?;
         Ok(())
     }
@@ -258,7 +406,9 @@ impl CublasGemv {
     /// # Errors
     /// [`RuntimeError::NoCublas`] when libcublas cannot be loaded.
     pub fn new(gpu: &Gpu) -> Result<Self> {
-        Ok(Self { blas: gpu.cublas()? })
+        Ok(Self {
+            blas: gpu.cublas()?,
+        })
     }
 
     /// The same product as [`DenseGemv::gemv_f16`], through cuBLAS.
@@ -275,7 +425,12 @@ impl CublasGemv {
         check_batch(batch)?;
         check_len("input", x.len(), batch * w.cols())?;
         check_len("output", y.len(), batch * w.rows())?;
-        let to_i32 = |v: usize| i32::try_from(v).map_err(|_| DenseError::Shape { rows: w.rows(), cols: w.cols() });
+        let to_i32 = |v: usize| {
+            i32::try_from(v).map_err(|_| DenseError::Shape {
+                rows: w.rows(),
+                cols: w.cols(),
+            })
+        };
         let (m, k, n) = (to_i32(w.rows())?, to_i32(w.cols())?, to_i32(batch)?);
         // Column-major view: W^T is cols x rows (lda = cols), X is cols x batch, Y rows x batch.
         let cfg = GemmConfig {
@@ -292,8 +447,10 @@ impl CublasGemv {
         };
         // SAFETY: A (W, k x m), B (x, k x n) and C (y, m x n) hold the elements the config
         // addresses, as checked above.
-        unsafe { self.blas.gemm(cfg, &w.data, x, y) }
-            .map_err(|source| RuntimeError::Cublas { op: "cublasGemmEx", source })?;
+        unsafe { self.blas.gemm(cfg, &w.data, x, y) }.map_err(|source| RuntimeError::Cublas {
+            op: "cublasGemmEx",
+            source,
+        })?;
         Ok(())
     }
 }

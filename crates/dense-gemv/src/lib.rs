@@ -88,7 +88,15 @@ pub fn check_batch(batch: usize) -> Result<u32> {
 
 /// Checks that a buffer holds at least `expected` elements.
 pub fn check_len(what: &'static str, got: usize, expected: usize) -> Result<()> {
-    if got < expected { Err(DenseError::Length { what, got, expected }) } else { Ok(()) }
+    if got < expected {
+        Err(DenseError::Length {
+            what,
+            got,
+            expected,
+        })
+    } else {
+        Ok(())
+    }
 }
 
 /// Relative error `||out - reference|| / ||reference||` in the Euclidean norm, the measure
@@ -106,7 +114,11 @@ pub fn relative_error(out: impl IntoIterator<Item = f64>, reference: &[f64]) -> 
     if n != reference.len() {
         return f64::NAN;
     }
-    if norm == 0.0 { diff.sqrt() } else { (diff / norm).sqrt() }
+    if norm == 0.0 {
+        diff.sqrt()
+    } else {
+        (diff / norm).sqrt()
+    }
 }
 
 #[cfg(test)]
@@ -115,15 +127,31 @@ mod tests {
 
     #[test]
     fn shape_batch_and_length_checks() {
-        assert!(matches!(check_shape(0, 4), Err(DenseError::Shape { rows: 0, cols: 4 })));
-        assert!(matches!(check_shape(4, 1 << 33), Err(DenseError::Shape { .. })));
+        assert!(matches!(
+            check_shape(0, 4),
+            Err(DenseError::Shape { rows: 0, cols: 4 })
+        ));
+        assert!(matches!(
+            check_shape(4, 1 << 33),
+            Err(DenseError::Shape { .. })
+        ));
         assert_eq!(check_shape(3, 5).unwrap(), (3, 5));
-        assert!(matches!(check_batch(0), Err(DenseError::Batch { batch: 0 })));
-        assert!(matches!(check_batch(17), Err(DenseError::Batch { batch: 17 })));
+        assert!(matches!(
+            check_batch(0),
+            Err(DenseError::Batch { batch: 0 })
+        ));
+        assert!(matches!(
+            check_batch(17),
+            Err(DenseError::Batch { batch: 17 })
+        ));
         assert_eq!(check_batch(16).unwrap(), 16);
         assert!(matches!(
             check_len("x", 3, 4),
-            Err(DenseError::Length { what: "x", got: 3, expected: 4 })
+            Err(DenseError::Length {
+                what: "x",
+                got: 3,
+                expected: 4
+            })
         ));
         let msg = check_batch(40).unwrap_err().to_string();
         assert!(msg.contains("40") && msg.contains("split"), "{msg}");
@@ -134,6 +162,9 @@ mod tests {
         assert_eq!(relative_error([3.0, 4.0], &[3.0, 4.0]), 0.0);
         assert!((relative_error([3.0, 4.5], &[3.0, 4.0]) - 0.1).abs() < 1e-12);
         assert!(relative_error([f64::NAN, 4.0], &[3.0, 4.0]).is_nan());
-        assert!(relative_error([3.0], &[3.0, 4.0]).is_nan(), "a short output must not pass");
+        assert!(
+            relative_error([3.0], &[3.0, 4.0]).is_nan(),
+            "a short output must not pass"
+        );
     }
 }

@@ -8,17 +8,29 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 fn random_f16(rng: &mut StdRng, n: usize, scale: f32) -> Vec<f16> {
-    (0..n).map(|_| f16::from_f32(rng.gen_range(-1.0f32..1.0) * scale)).collect()
+    (0..n)
+        .map(|_| f16::from_f32(rng.gen_range(-1.0f32..1.0) * scale))
+        .collect()
 }
 
 /// Shapes that exercise every path: vector kernels (cols % 16 == 0), the scalar fallback, row
 /// counts that do not fill a warp group or a block, a single row and column.
-const SHAPES: [(usize, usize); 8] =
-    [(1, 1), (1, 8), (7, 24), (33, 16), (257, 520), (1000, 4096), (513, 1001), (64, 8200)];
+const SHAPES: [(usize, usize); 8] = [
+    (1, 1),
+    (1, 8),
+    (7, 24),
+    (33, 16),
+    (257, 520),
+    (1000, 4096),
+    (513, 1001),
+    (64, 8200),
+];
 
 #[test]
 fn f16_gemv_matches_the_fp64_reference() {
-    let Some(gpu) = gpu_for_tests("f16_gemv_matches_the_fp64_reference") else { return };
+    let Some(gpu) = gpu_for_tests("f16_gemv_matches_the_fp64_reference") else {
+        return;
+    };
     let dense = DenseGemv::new(&gpu).unwrap();
     let mut rng = StdRng::seed_from_u64(1);
     for (rows, cols) in SHAPES {
@@ -33,14 +45,19 @@ fn f16_gemv_matches_the_fp64_reference() {
             dense.gemv_f16(&dw, &dx, &mut dy, batch).unwrap();
             let got = gpu.download(&dy).unwrap();
             let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
-            assert!(err < 1e-3, "{rows}x{cols} batch {batch}: relative error {err}");
+            assert!(
+                err < 1e-3,
+                "{rows}x{cols} batch {batch}: relative error {err}"
+            );
         }
     }
 }
 
 #[test]
 fn cublas_gemv_matches_the_fp64_reference() {
-    let Some(gpu) = gpu_for_tests("cublas_gemv_matches_the_fp64_reference") else { return };
+    let Some(gpu) = gpu_for_tests("cublas_gemv_matches_the_fp64_reference") else {
+        return;
+    };
     let blas = match CublasGemv::new(&gpu) {
         Ok(b) => b,
         Err(e) if std::env::var("CMV_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
@@ -61,14 +78,19 @@ fn cublas_gemv_matches_the_fp64_reference() {
             blas.gemv_f16(&dw, &dx, &mut dy, batch).unwrap();
             let got = gpu.download(&dy).unwrap();
             let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
-            assert!(err < 1e-3, "cuBLAS {rows}x{cols} batch {batch}: relative error {err}");
+            assert!(
+                err < 1e-3,
+                "cuBLAS {rows}x{cols} batch {batch}: relative error {err}"
+            );
         }
     }
 }
 
 #[test]
 fn i8_gemv_is_exact_and_requantizes_half_to_even() {
-    let Some(gpu) = gpu_for_tests("i8_gemv_is_exact_and_requantizes_half_to_even") else { return };
+    let Some(gpu) = gpu_for_tests("i8_gemv_is_exact_and_requantizes_half_to_even") else {
+        return;
+    };
     let dense = DenseGemv::new(&gpu).unwrap();
     let mut rng = StdRng::seed_from_u64(3);
     for (rows, cols) in SHAPES {
@@ -82,8 +104,14 @@ fn i8_gemv_is_exact_and_requantizes_half_to_even() {
                 let dx = gpu.upload(&x).unwrap();
                 let mut y32 = gpu.upload(&vec![i32::MIN; batch * rows]).unwrap();
                 let mut y8 = gpu.upload(&vec![0x55i8; batch * rows]).unwrap();
-                dense.gemv_i8(&dw, &dx, &mut y32, &mut y8, scale, batch).unwrap();
-                assert_eq!(gpu.download(&y32).unwrap(), want, "{rows}x{cols} batch {batch}");
+                dense
+                    .gemv_i8(&dw, &dx, &mut y32, &mut y8, scale, batch)
+                    .unwrap();
+                assert_eq!(
+                    gpu.download(&y32).unwrap(),
+                    want,
+                    "{rows}x{cols} batch {batch}"
+                );
                 assert_eq!(
                     gpu.download(&y8).unwrap(),
                     cpu::requantize_all(&want, scale),
@@ -96,14 +124,16 @@ fn i8_gemv_is_exact_and_requantizes_half_to_even() {
 
 #[test]
 fn stream_read_reads_every_byte() {
-    let Some(gpu) = gpu_for_tests("stream_read_reads_every_byte") else { return };
+    let Some(gpu) = gpu_for_tests("stream_read_reads_every_byte") else {
+        return;
+    };
     let dense = DenseGemv::new(&gpu).unwrap();
     let mut rng = StdRng::seed_from_u64(4);
     for chunks in [1usize, 1000, 1 << 20, (1 << 20) + 17] {
         let buf: Vec<u8> = (0..chunks * 16).map(|_| rng.r#gen()).collect();
-        let want = buf
-            .chunks_exact(4)
-            .fold(0u32, |a, c| a ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        let want = buf.chunks_exact(4).fold(0u32, |a, c| {
+            a ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+        });
         let dbuf = gpu.upload(&buf).unwrap();
         let mut out = gpu.alloc_zeros::<u32>(dense.stream_read_out_len()).unwrap();
         dense.stream_read(&dbuf, &mut out).unwrap();
@@ -114,13 +144,18 @@ fn stream_read_reads_every_byte() {
 
 #[test]
 fn bad_arguments_are_errors_not_launches() {
-    let Some(gpu) = gpu_for_tests("bad_arguments_are_errors_not_launches") else { return };
+    let Some(gpu) = gpu_for_tests("bad_arguments_are_errors_not_launches") else {
+        return;
+    };
     let dense = DenseGemv::new(&gpu).unwrap();
     let w = vec![f16::ONE; 64 * 64];
     let dw = DeviceMatrix::upload_f16(&gpu, &w, 64, 64).unwrap();
-    let dx = gpu.upload(&vec![f16::ONE; 64]).unwrap();
+    let dx = gpu.upload(&[f16::ONE; 64]).unwrap();
     let mut dy = gpu.alloc_zeros::<f16>(64).unwrap();
-    assert!(dense.gemv_f16(&dw, &dx, &mut dy, 2).is_err(), "x too short for batch 2");
+    assert!(
+        dense.gemv_f16(&dw, &dx, &mut dy, 2).is_err(),
+        "x too short for batch 2"
+    );
     assert!(dense.gemv_f16(&dw, &dx, &mut dy, 0).is_err());
     let mut nan = w.clone();
     nan[77] = f16::NAN;
@@ -130,7 +165,11 @@ fn bad_arguments_are_errors_not_launches() {
     let xi = gpu.upload(&[1i8; 64]).unwrap();
     let mut y32 = gpu.alloc_zeros::<i32>(64).unwrap();
     let mut y8 = gpu.alloc_zeros::<i8>(64).unwrap();
-    assert!(dense.gemv_i8(&wi, &xi, &mut y32, &mut y8, f32::NAN, 1).is_err());
+    assert!(
+        dense
+            .gemv_i8(&wi, &xi, &mut y32, &mut y8, f32::NAN, 1)
+            .is_err()
+    );
     dense.gemv_i8(&wi, &xi, &mut y32, &mut y8, 1.0, 1).unwrap();
     assert_eq!(gpu.download(&y32).unwrap(), vec![64; 64]);
 }

@@ -1,9 +1,9 @@
 //! Kernel entry points (NVPTX only). The arithmetic is in [`crate::math`].
 
 use crate::math::{dot_i8x16, fma_f16, fma_f16x8, requantize};
-use crate::{BLOCK_THREADS, CHUNKS_IN_FLIGHT, STREAM_UNROLL, WARPS_PER_BLOCK, rows_per_warp_f16, rows_per_warp_i8};
+use crate::{BLOCK_THREADS, STREAM_UNROLL, rows_per_warp_f16, rows_per_warp_i8, unroll_for};
 use cmv_device::{
-    U32x4, block_idx_x, f32_to_f16, grid_dim_x, global_thread_x, lane_id, ld_nc_u8, ld_nc_u16,
+    U32x4, block_idx_x, f32_to_f16, global_thread_x, grid_dim_x, lane_id, ld_nc_u8, ld_nc_u16,
     ld_nc_v4, ld_stream_v4, thread_idx_x, warp_id, warp_sum_f32, warp_sum_i32, warp_xor_u32,
 };
 
@@ -56,7 +56,7 @@ impl Chunk for I8 {
 /// All 32 lanes call it together; `w` holds `rows * chunks` and `x` holds `batch * chunks`
 /// readable, aligned 16-byte chunks; `row0 < rows`; `1 <= batch`.
 #[inline(always)]
-unsafe fn warp_rows_dot<K: Chunk, const B: usize, const R: usize>(
+unsafe fn warp_rows_dot<K: Chunk, const B: usize, const R: usize, const U: usize>(
     w: *const U32x4,
     x: *const U32x4,
     rows: u32,
@@ -65,8 +65,7 @@ unsafe fn warp_rows_dot<K: Chunk, const B: usize, const R: usize>(
     batch: u32,
 ) -> [[K::Acc; B]; R] {
     // U chunks of each of the R rows are loaded before any is used.
-    const { assert!(CHUNKS_IN_FLIGHT % R == 0) };
-    let unroll: usize = CHUNKS_IN_FLIGHT / R;
+    let unroll: usize = U;
     let lane = lane_id();
     let chunks = chunks as usize;
     let wrow: [*const U32x4; R] = core::array::from_fn(|r| {
@@ -77,7 +76,7 @@ unsafe fn warp_rows_dot<K: Chunk, const B: usize, const R: usize>(
     let mut acc = [[K::ZERO; B]; R];
     let mut c = lane as usize;
     while c < chunks {
-        let mut wv = [[U32x4([0; 4]); CHUNKS_IN_FLIGHT]; R];
+        let mut wv = [[U32x4([0; 4]); U]; R];
         for (r, wr) in wv.iter_mut().enumerate() {
             for (u, wu) in wr.iter_mut().enumerate().take(unroll) {
                 let ci = c + 32 * u;
@@ -115,13 +114,13 @@ unsafe fn warp_rows_dot<K: Chunk, const B: usize, const R: usize>(
 /// The first row of this warp, or `None` when the warp has no rows (uniform across the warp).
 #[inline(always)]
 fn warp_first_row(rows_per_warp: u32, rows: u32) -> Option<u32> {
-    let warp = block_idx_x() * WARPS_PER_BLOCK + warp_id();
+    let warp = block_idx_x() * (cmv_device::block_dim_x() / 32) + warp_id();
     let row0 = warp.checked_mul(rows_per_warp)?;
     (row0 < rows).then_some(row0)
 }
 
 #[inline(always)]
-unsafe fn gemv_f16<const B: usize, const R: usize>(
+unsafe fn gemv_f16<const B: usize, const R: usize, const U: usize>(
     w: *const U32x4,
     x: *const U32x4,
     y: *mut u16,
@@ -129,9 +128,11 @@ unsafe fn gemv_f16<const B: usize, const R: usize>(
     cols: u32,
     batch: u32,
 ) {
-    let Some(row0) = warp_first_row(R as u32, rows) else { return };
+    let Some(row0) = warp_first_row(R as u32, rows) else {
+        return;
+    };
     // SAFETY: the launcher checked the buffer sizes and alignment; the warp is whole.
-    let acc = unsafe { warp_rows_dot::<F16, B, R>(w, x, rows, cols / 8, row0, batch) };
+    let acc = unsafe { warp_rows_dot::<F16, B, R, U>(w, x, rows, cols / 8, row0, batch) };
     if lane_id() == 0 {
         for (r, accs) in acc.iter().enumerate() {
             let row = row0 + r as u32;
@@ -149,7 +150,7 @@ unsafe fn gemv_f16<const B: usize, const R: usize>(
 }
 
 #[inline(always)]
-unsafe fn gemv_i8<const B: usize, const R: usize>(
+unsafe fn gemv_i8<const B: usize, const R: usize, const U: usize>(
     w: *const U32x4,
     x: *const U32x4,
     y32: *mut i32,
@@ -159,9 +160,11 @@ unsafe fn gemv_i8<const B: usize, const R: usize>(
     cols: u32,
     batch: u32,
 ) {
-    let Some(row0) = warp_first_row(R as u32, rows) else { return };
+    let Some(row0) = warp_first_row(R as u32, rows) else {
+        return;
+    };
     // SAFETY: the launcher checked the buffer sizes and alignment; the warp is whole.
-    let acc = unsafe { warp_rows_dot::<I8, B, R>(w, x, rows, cols / 16, row0, batch) };
+    let acc = unsafe { warp_rows_dot::<I8, B, R, U>(w, x, rows, cols / 16, row0, batch) };
     if lane_id() == 0 {
         for (r, accs) in acc.iter().enumerate() {
             let row = row0 + r as u32;
@@ -183,7 +186,7 @@ unsafe fn gemv_i8<const B: usize, const R: usize>(
 }
 
 macro_rules! dense_entries {
-    ($($b:literal: $f16:ident, $i8:ident;)*) => {$(
+    ($($b:literal, $u:expr => $f16:ident, $i8:ident;)*) => {$(
         /// fp16 GEMV for up to this many input vectors; see the crate documentation.
         ///
         /// # Safety
@@ -194,7 +197,7 @@ macro_rules! dense_entries {
         ) {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_f16::<$b, { rows_per_warp_f16($b) as usize }>(w, x, y, rows, cols, batch)
+                gemv_f16::<$b, { rows_per_warp_f16($b) as usize }, { $u }>(w, x, y, rows, cols, batch)
             }
         }
 
@@ -209,7 +212,7 @@ macro_rules! dense_entries {
         ) {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_i8::<$b, { rows_per_warp_i8($b) as usize }>(
+                gemv_i8::<$b, { rows_per_warp_i8($b) as usize }, { $u }>(
                     w, x, y32, y8, scale, rows, cols, batch,
                 )
             }
@@ -218,11 +221,16 @@ macro_rules! dense_entries {
 }
 
 dense_entries! {
-    1: cmv_gemv_f16_b1, cmv_gemv_i8_b1;
-    2: cmv_gemv_f16_b2, cmv_gemv_i8_b2;
-    4: cmv_gemv_f16_b4, cmv_gemv_i8_b4;
-    8: cmv_gemv_f16_b8, cmv_gemv_i8_b8;
-    16: cmv_gemv_f16_b16, cmv_gemv_i8_b16;
+    1, unroll_for(1) => cmv_gemv_f16_b1, cmv_gemv_i8_b1;
+    2, unroll_for(2) => cmv_gemv_f16_b2, cmv_gemv_i8_b2;
+    4, unroll_for(4) => cmv_gemv_f16_b4, cmv_gemv_i8_b4;
+    8, unroll_for(8) => cmv_gemv_f16_b8, cmv_gemv_i8_b8;
+    16, unroll_for(16) => cmv_gemv_f16_b16, cmv_gemv_i8_b16;
+    // Batch-1 variants with other load depths, for `cmv-bench --explore`.
+    1, 2 => cmv_gemv_f16_b1_u2, cmv_gemv_i8_b1_u2;
+    1, 4 => cmv_gemv_f16_b1_u4, cmv_gemv_i8_b1_u4;
+    1, 8 => cmv_gemv_f16_b1_u8, cmv_gemv_i8_b1_u8;
+    1, 16 => cmv_gemv_f16_b1_u16, cmv_gemv_i8_b1_u16;
 }
 
 /// fp16 GEMV for any `cols` and any batch: one warp per row, scalar loads.
@@ -238,7 +246,9 @@ pub unsafe extern "ptx-kernel" fn cmv_gemv_f16_any(
     cols: u32,
     batch: u32,
 ) {
-    let Some(row) = warp_first_row(1, rows) else { return };
+    let Some(row) = warp_first_row(1, rows) else {
+        return;
+    };
     let lane = lane_id();
     let wrow = row as usize * cols as usize;
     for b in 0..batch as usize {
@@ -246,8 +256,12 @@ pub unsafe extern "ptx-kernel" fn cmv_gemv_f16_any(
         let mut j = lane;
         while j < cols {
             // SAFETY: j < cols, inside row `row` and input vector b.
-            let (wv, xv) =
-                unsafe { (ld_nc_u16(w.add(wrow + j as usize)), ld_nc_u16(x.add(b * cols as usize + j as usize))) };
+            let (wv, xv) = unsafe {
+                (
+                    ld_nc_u16(w.add(wrow + j as usize)),
+                    ld_nc_u16(x.add(b * cols as usize + j as usize)),
+                )
+            };
             acc = fma_f16(acc, wv, xv);
             j += 32;
         }
@@ -275,7 +289,9 @@ pub unsafe extern "ptx-kernel" fn cmv_gemv_i8_any(
     cols: u32,
     batch: u32,
 ) {
-    let Some(row) = warp_first_row(1, rows) else { return };
+    let Some(row) = warp_first_row(1, rows) else {
+        return;
+    };
     let lane = lane_id();
     let wrow = row as usize * cols as usize;
     for b in 0..batch as usize {
@@ -283,8 +299,12 @@ pub unsafe extern "ptx-kernel" fn cmv_gemv_i8_any(
         let mut j = lane;
         while j < cols {
             // SAFETY: j < cols, inside row `row` and input vector b.
-            let (wv, xv) =
-                unsafe { (ld_nc_u8(w.add(wrow + j as usize)), ld_nc_u8(x.add(b * cols as usize + j as usize))) };
+            let (wv, xv) = unsafe {
+                (
+                    ld_nc_u8(w.add(wrow + j as usize)),
+                    ld_nc_u8(x.add(b * cols as usize + j as usize)),
+                )
+            };
             acc = acc.wrapping_add(i32::from(wv as i8) * i32::from(xv as i8));
             j += 32;
         }
@@ -337,6 +357,42 @@ pub unsafe extern "ptx-kernel" fn cmv_stream_read(p: *const U32x4, n: u64, out: 
             + (thread_idx_x() / 32) as usize;
         // SAFETY: out holds one word per warp of the grid.
         unsafe { *out.add(warp) = x };
+    }
+}
+
+/// Like [`cmv_stream_read`], but each warp reads `8 x 512` contiguous bytes per step (eight
+/// 16-byte loads per lane in flight), warps striding over the buffer.
+///
+/// # Safety
+/// As [`cmv_stream_read`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn cmv_stream_read_tiles(p: *const U32x4, n: u64, out: *mut u32) {
+    const U: u64 = 8;
+    let warps = u64::from(grid_dim_x()) * u64::from(crate::STREAM_THREADS / 32);
+    let warp = u64::from(block_idx_x()) * u64::from(crate::STREAM_THREADS / 32)
+        + u64::from(thread_idx_x() / 32);
+    let lane = u64::from(lane_id());
+    let mut base = warp * 32 * U;
+    let mut acc = 0u32;
+    while base < n {
+        let mut v = [U32x4([0; 4]); U as usize];
+        for (u, vu) in v.iter_mut().enumerate() {
+            let i = base + u as u64 * 32 + lane;
+            if i < n {
+                // SAFETY: i < n.
+                *vu = unsafe { ld_stream_v4(p.add(i as usize)) };
+            }
+        }
+        for vu in v {
+            acc ^= vu.0[0] ^ vu.0[1] ^ vu.0[2] ^ vu.0[3];
+        }
+        base += warps * 32 * U;
+    }
+    // SAFETY: all lanes reach this point (the loop bound is warp-uniform).
+    let x = unsafe { warp_xor_u32(acc) };
+    if lane == 0 {
+        // SAFETY: out holds one word per warp of the grid.
+        unsafe { *out.add(warp as usize) = x };
     }
 }
 

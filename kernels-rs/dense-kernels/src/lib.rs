@@ -35,6 +35,11 @@ pub const F16_COL_MULTIPLE: u32 = 8;
 pub const I8_COL_MULTIPLE: u32 = 16;
 /// 16-byte weight chunks each lane loads before using any, split over the warp's rows.
 pub const CHUNKS_IN_FLIGHT: usize = 4;
+
+/// Chunks of each row a lane of `cmv_gemv_*_b{kernel_batch}` loads before using any.
+pub const fn unroll_for(kernel_batch: u32) -> usize {
+    CHUNKS_IN_FLIGHT / rows_per_warp_f16(kernel_batch) as usize
+}
 /// Threads per block of the streaming-read kernel.
 pub const STREAM_THREADS: u32 = 512;
 /// 16-byte loads each streaming-read thread keeps in flight.

@@ -48,7 +48,12 @@ mod tests {
 
     fn pack_f16(v: [f32; 8]) -> U32x4 {
         let h: Vec<u32> = v.iter().map(|&f| u32::from(f32_to_f16(f))).collect();
-        U32x4([h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16])
+        U32x4([
+            h[0] | h[1] << 16,
+            h[2] | h[3] << 16,
+            h[4] | h[5] << 16,
+            h[6] | h[7] << 16,
+        ])
     }
 
     #[test]
@@ -69,7 +74,11 @@ mod tests {
                 u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]])
             }))
         };
-        let want: i32 = w.iter().zip(&x).map(|(&a, &b)| i32::from(a) * i32::from(b)).sum();
+        let want: i32 = w
+            .iter()
+            .zip(&x)
+            .map(|(&a, &b)| i32::from(a) * i32::from(b))
+            .sum();
         assert_eq!(dot_i8x16(-7, pack(w), pack(x)), want - 7);
     }
 
@@ -90,9 +99,18 @@ mod tests {
         for b in 1..=crate::MAX_BATCH {
             let k = crate::kernel_batch(b).unwrap();
             assert!(k >= b && k < 2 * b, "batch {b} runs on kernel batch {k}");
-            assert_eq!(crate::f16_kernel_name(b), Some(format!("cmv_gemv_f16_b{k}").as_str()));
-            assert_eq!(crate::i8_kernel_name(b), Some(format!("cmv_gemv_i8_b{k}").as_str()));
-            assert_eq!(crate::CHUNKS_IN_FLIGHT % crate::rows_per_warp_f16(k) as usize, 0);
+            assert_eq!(
+                crate::f16_kernel_name(b),
+                Some(format!("cmv_gemv_f16_b{k}").as_str())
+            );
+            assert_eq!(
+                crate::i8_kernel_name(b),
+                Some(format!("cmv_gemv_i8_b{k}").as_str())
+            );
+            assert_eq!(
+                crate::CHUNKS_IN_FLIGHT % crate::rows_per_warp_f16(k) as usize,
+                0
+            );
         }
         assert_eq!(crate::f16_kernel_name(0), None);
         assert_eq!(crate::f16_kernel_name(17), None);

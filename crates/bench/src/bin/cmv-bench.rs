@@ -1,0 +1,176 @@
+//! `cmv-bench`: the benchmark behind `cargo xtask bench`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bench::report::{self, Report};
+use bench::{BenchConfig, BenchError, dense};
+use clap::Parser;
+use cmv_runtime::{Gpu, RuntimeError};
+use dense_gemv::DenseGemv;
+
+/// Benchmarks every cmv format against the dense baselines.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Folder for bench.json and speedup.svg.
+    #[arg(long, default_value = "target/bench")]
+    out_dir: PathBuf,
+    /// Shapes as ROWSxCOLS, comma-separated (default: the seven LLM shapes).
+    #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+    shapes: Vec<(usize, usize)>,
+    /// Batches, comma-separated (default: 1,4,16).
+    #[arg(long, value_delimiter = ',')]
+    batches: Vec<usize>,
+    /// Timed calls per configuration (the median is reported; at least 100 for results).
+    #[arg(long, default_value_t = 200)]
+    iters: usize,
+    /// Untimed warm-up calls per configuration.
+    #[arg(long, default_value_t = 20)]
+    warmup: usize,
+    /// A quick run: the two smallest shapes, batch 1 and 4, 100 calls.
+    #[arg(long)]
+    quick: bool,
+    /// Skip the GPU even if there is one.
+    #[arg(long)]
+    cpu_only: bool,
+    /// Time the batch-1 kernel variants and streaming-read patterns instead (for tuning).
+    #[arg(long)]
+    explore: bool,
+}
+
+fn parse_shape(s: &str) -> Result<(usize, usize), String> {
+    let (r, c) = s
+        .split_once('x')
+        .ok_or_else(|| format!("shape {s:?} is not ROWSxCOLS"))?;
+    let r = r
+        .trim()
+        .parse()
+        .map_err(|e| format!("rows of {s:?}: {e}"))?;
+    let c = c
+        .trim()
+        .parse()
+        .map_err(|e| format!("cols of {s:?}: {e}"))?;
+    if r == 0 || c == 0 {
+        return Err(format!("shape {s:?} is empty"));
+    }
+    Ok((r, c))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cmv-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), BenchError> {
+    let mut cfg = BenchConfig::default();
+    if args.quick {
+        cfg.shapes = vec![(4096, 4096), (11008, 4096)];
+        cfg.batches = vec![1, 4];
+        cfg.iters = 100;
+    }
+    if !args.shapes.is_empty() {
+        cfg.shapes = args.shapes.clone();
+    }
+    if !args.batches.is_empty() {
+        cfg.batches = args.batches.clone();
+    }
+    if !args.quick {
+        cfg.iters = args.iters;
+    }
+    cfg.warmup = args.warmup;
+    let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let mut report = Report {
+        device: "none".into(),
+        driver: "none".into(),
+        git_revision: env!("CMV_GIT_REV").into(),
+        date,
+        config: cfg.clone(),
+        ceiling_gbps: None,
+        gpu: Vec::new(),
+        cpu: Vec::new(),
+        gpu_skipped: None,
+    };
+    let gpu = if args.cpu_only {
+        Err(RuntimeError::NoDevice {
+            ordinal: 0,
+            count: 0,
+        })
+    } else {
+        Gpu::new(0)
+    };
+    match gpu {
+        Ok(gpu) => {
+            let info = gpu.info().clone();
+            report.device = info.name.clone();
+            report.driver = info.driver_version_string();
+            println!(
+                "{} (sm_{}{}, {} SMs, {} MB L2, driver {}), build {}",
+                info.name,
+                info.compute_capability.0,
+                info.compute_capability.1,
+                info.sm_count,
+                info.l2_bytes >> 20,
+                report.driver,
+                report.git_revision
+            );
+            let dense = DenseGemv::new(&gpu)?;
+            if args.explore {
+                return bench::explore::run(&gpu, &dense, &cfg);
+            }
+            let ceiling = dense::measure_ceiling(&gpu, &dense, &cfg)?;
+            println!(
+                "read ceiling: {:.1} GB/s (streaming read of {} MiB, median {:.1} us)",
+                ceiling.gbps,
+                ceiling.bytes >> 20,
+                ceiling.median_us
+            );
+            report.ceiling_gbps = Some(ceiling.gbps);
+            let mut ms = dense::run_gpu(&gpu, &dense, &cfg, ceiling.gbps, |m| {
+                eprintln!(
+                    "  {}/{} {}x{} b{}: {:.2} us, {:.1} GB/s ({:.1}%)",
+                    m.format,
+                    m.kernel,
+                    m.rows,
+                    m.cols,
+                    m.batch,
+                    m.median_us,
+                    m.gbps,
+                    m.pct_of_ceiling
+                );
+            })?;
+            report::fill_speedups(&mut ms);
+            report.gpu = ms;
+        }
+        Err(e) => {
+            println!(
+                "no GPU ({e}): running the CPU side only (sizes, bits per weight, CPU reference timings)"
+            );
+            report.gpu_skipped = Some(e.to_string());
+        }
+    }
+    let cpu_cfg = BenchConfig {
+        shapes: cfg.shapes.clone(),
+        ..cfg.clone()
+    };
+    report.cpu = dense::run_cpu(&cpu_cfg)?;
+    println!("\nCPU side:\n{}", report::cpu_table(&report.cpu));
+    if !report.gpu.is_empty() {
+        println!(
+            "GPU ({}, ceiling {:.1} GB/s):\n{}",
+            report.device,
+            report.ceiling_gbps.unwrap_or(0.0),
+            report::gpu_table(&report.gpu)
+        );
+    }
+    for p in report::write_files(&report, &args.out_dir)? {
+        println!("wrote {p}");
+    }
+    Ok(())
+}

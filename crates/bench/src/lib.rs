@@ -1,0 +1,135 @@
+//! The benchmark harness behind `cargo xtask bench`.
+//!
+//! A *suite* (the dense baselines now; each format adds its own) produces [`Measurement`]s:
+//! one kernel, one shape, one batch, timed with CUDA events as the median of many calls after
+//! warm-up, each call reading a different copy of the weights so that it streams from HBM,
+//! its output checked against the CPU reference. [`report`] turns them into the table, the
+//! JSON file and the plot.
+
+pub mod data;
+pub mod dense;
+pub mod explore;
+pub mod report;
+
+use serde::Serialize;
+
+/// The shapes (rows, cols) every format is measured on: Llama-2-7B, Llama-3-8B, Llama-3-70B.
+pub const SHAPES: [(usize, usize); 7] = [
+    (4096, 4096),
+    (11008, 4096),
+    (4096, 11008),
+    (14336, 4096),
+    (4096, 14336),
+    (28672, 8192),
+    (8192, 28672),
+];
+
+/// Batches every format is measured at.
+pub const BATCHES: [usize; 3] = [1, 4, 16];
+
+/// How to measure.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchConfig {
+    /// Shapes to run.
+    pub shapes: Vec<(usize, usize)>,
+    /// Batches to run.
+    pub batches: Vec<usize>,
+    /// Untimed calls first.
+    pub warmup: usize,
+    /// Timed calls (the median is reported).
+    pub iters: usize,
+    /// Weight bytes to rotate through at least (and at least 4 x L2).
+    pub min_rotation_bytes: usize,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        Self {
+            shapes: SHAPES.to_vec(),
+            batches: BATCHES.to_vec(),
+            warmup: 20,
+            iters: 200,
+            min_rotation_bytes: 1 << 30,
+        }
+    }
+}
+
+/// One timed kernel configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct Measurement {
+    /// The format (`dense-fp16`, `dense-int8`, ...).
+    pub format: String,
+    /// The implementation (`cmv`, `cublas`).
+    pub kernel: String,
+    /// Matrix rows.
+    pub rows: usize,
+    /// Matrix columns.
+    pub cols: usize,
+    /// Input vectors.
+    pub batch: usize,
+    /// Bytes one call must read: the (compressed) weights plus the inputs.
+    pub bytes_read: usize,
+    /// Storage bits per weight, everything included.
+    pub bits_per_weight: f64,
+    /// Weight copies rotated through.
+    pub copies: usize,
+    /// Median time per call, microseconds.
+    pub median_us: f64,
+    /// 10th percentile, microseconds.
+    pub p10_us: f64,
+    /// 90th percentile, microseconds.
+    pub p90_us: f64,
+    /// `bytes_read / median`, GB/s.
+    pub gbps: f64,
+    /// `gbps` over the measured read ceiling, percent.
+    pub pct_of_ceiling: f64,
+    /// Best dense fp16 time over this time (filled in by [`report::fill_speedups`]).
+    pub speedup_vs_best_dense: Option<f64>,
+    /// How the output was checked, e.g. `exact` or `rel_err=2.1e-4`.
+    pub check: String,
+}
+
+/// The CPU side of a run (what a machine without a GPU measures).
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuMeasurement {
+    /// The format.
+    pub format: String,
+    /// Matrix rows.
+    pub rows: usize,
+    /// Matrix columns.
+    pub cols: usize,
+    /// Bytes of the stored matrix.
+    pub bytes: usize,
+    /// Storage bits per weight.
+    pub bits_per_weight: f64,
+    /// Batch-1 CPU reference product, milliseconds.
+    pub reference_ms: f64,
+}
+
+/// Errors of a benchmark run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A result did not match its CPU reference: the run is invalid.
+    #[error("{what}: GPU result does not match the CPU reference ({detail})")]
+    Mismatch {
+        /// Which configuration.
+        what: String,
+        /// How it differed.
+        detail: String,
+    },
+    /// A dense-baseline error.
+    #[error(transparent)]
+    Dense(#[from] dense_gemv::DenseError),
+    /// A runtime error.
+    #[error(transparent)]
+    Runtime(#[from] cmv_runtime::RuntimeError),
+    /// Writing the report failed.
+    #[error("writing {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}

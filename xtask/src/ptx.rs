@@ -1,0 +1,444 @@
+//! `cargo xtask ptx`: builds the device crates to PTX with Debian's `rustc-web` (rustc on LLVM 22)
+//! and the NVPTX back end, and writes the PTX into the host crates that embed it.
+//!
+//! See docs/TOOLCHAIN.md for the recipe and the reasons behind each flag.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::util::{self, Error, FileLock, INSTALL_CMD, IoContext, Result};
+
+/// A device crate (`kernels-rs/<package>`) and where its PTX is committed.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceCrate {
+    /// Cargo package name; the crate lives in `kernels-rs/<package>`.
+    pub package: &'static str,
+    /// Where the PTX goes, relative to the workspace root (inside the host crate that embeds it).
+    pub ptx: &'static str,
+}
+
+impl DeviceCrate {
+    const fn new(package: &'static str, ptx: &'static str) -> Self {
+        DeviceCrate { package, ptx }
+    }
+
+    /// The crate's directory relative to the workspace root (named in the PTX header).
+    pub fn dir(&self) -> String {
+        format!("kernels-rs/{}", self.package)
+    }
+}
+
+/// Every device crate built to PTX. Adding a device crate is adding a line here.
+#[rustfmt::skip]
+pub const DEVICE_CRATES: &[DeviceCrate] = &[
+    DeviceCrate::new("dense-kernels", "crates/dense-gemv/ptx/dense_kernels.ptx"),
+];
+
+/// The compiler: Debian's `rustc-web`, rustc on LLVM 22.
+const RUSTC: &str = "/usr/bin/rustc";
+/// The LLVM major version `rustc-web` is built on; its tools must match.
+const LLVM_MAJOR: &str = "22";
+/// `llvm-link`, `opt` and `llc` of that LLVM, which the bitcode linker calls.
+const LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
+/// The standard library source that `-Zbuild-std=core` compiles (from `rust-web-src`).
+const RUST_SRC: &str = "/usr/lib/rustlib/src/rust/library";
+/// Where `rust-web-src` puts the compiler source tree (`rustc-<version>`).
+const RUSTC_SRC_PARENT: &str = "/usr/src";
+/// The bitcode linker's directory inside that tree.
+const LINKER_SUBDIR: &str = "src/tools/llvm-bitcode-linker";
+const TARGET: &str = "nvptx64-nvidia-cuda";
+/// The Cargo profile of the device build (root Cargo.toml).
+const PROFILE: &str = "ptx";
+/// Code generation flags besides `-C linker` (docs/TOOLCHAIN.md explains each).
+const CODEGEN_FLAGS: &[&str] = &[
+    "-C",
+    "target-cpu=sm_80",
+    "-C",
+    "target-feature=+ptx78",
+    "-C",
+    "llvm-args=-unroll-threshold=1000",
+];
+/// Environment variables the nested builds inherit; everything else is cleared.
+const PASS_ENV: &[&str] = &[
+    "HOME",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "TERM",
+];
+
+/// What `cargo xtask ptx` does.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Compare with the committed PTX instead of writing it.
+    pub check: bool,
+    /// Run ptxas (when found) and print the resource table.
+    pub report: bool,
+    /// Capture the nested builds' output (shown only on failure).
+    pub quiet: bool,
+}
+
+/// The installed PTX toolchain.
+#[derive(Debug)]
+pub struct Toolchain {
+    /// `rustc 1.96.0 (ac68faa20 2026-05-25) ... with LLVM 22.1.2`, as written in the PTX header.
+    pub version: String,
+    /// The bitcode linker's source directory.
+    pub linker_src: PathBuf,
+}
+
+fn missing(tool: &str, path: &str) -> Error {
+    Error::MissingTool {
+        tool: format!("{tool} ({path})"),
+        install: INSTALL_CMD.to_owned(),
+    }
+}
+
+/// Finds every part of the PTX toolchain, or names the first missing one.
+pub fn find_toolchain() -> Result<Toolchain> {
+    if !util::is_executable(Path::new(RUSTC)) {
+        return Err(missing("rustc-web", RUSTC));
+    }
+    let vv = util::stdout_of(RUSTC, &["-vV"])?;
+    let field = |key: &str| {
+        vv.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let (release, llvm) = (field("release:"), field("LLVM version:"));
+    if llvm.split('.').next() != Some(LLVM_MAJOR) {
+        return Err(Error::MissingTool {
+            tool: format!(
+                "rustc-web ({RUSTC} is rustc {release} on LLVM {llvm}, not on LLVM {LLVM_MAJOR})"
+            ),
+            install: INSTALL_CMD.to_owned(),
+        });
+    }
+    if !Path::new(RUST_SRC).join("core/Cargo.toml").is_file() {
+        return Err(missing("rust-web-src", RUST_SRC));
+    }
+    for tool in ["llvm-link", "opt", "llc"] {
+        let path = format!("{LLVM_BIN}/{tool}");
+        if !util::is_executable(Path::new(&path)) {
+            return Err(missing(tool, &path));
+        }
+    }
+    let linker_src = find_linker_src(&release).ok_or_else(|| {
+        missing(
+            "llvm-bitcode-linker source",
+            &format!("{RUSTC_SRC_PARENT}/rustc-*/{LINKER_SUBDIR}"),
+        )
+    })?;
+    let version_line = util::stdout_of(RUSTC, &["--version"])?;
+    Ok(Toolchain {
+        version: format!("{version_line} with LLVM {llvm}"),
+        linker_src,
+    })
+}
+
+/// `/usr/src/rustc-<release>/src/tools/llvm-bitcode-linker`, or the newest such tree.
+fn find_linker_src(release: &str) -> Option<PathBuf> {
+    let exact = Path::new(RUSTC_SRC_PARENT)
+        .join(format!("rustc-{release}"))
+        .join(LINKER_SUBDIR);
+    if exact.join("Cargo.toml").is_file() {
+        return Some(exact);
+    }
+    let mut found: Vec<PathBuf> = fs::read_dir(RUSTC_SRC_PARENT)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("rustc-"))
+        .map(|e| e.path().join(LINKER_SUBDIR))
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// A command with a cleared environment: only [`PASS_ENV`] and `PATH` (LLVM 22 first).
+fn scrubbed(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear();
+    for key in PASS_ENV {
+        if let Some(val) = std::env::var_os(key) {
+            cmd.env(key, val);
+        }
+    }
+    let mut path = vec![PathBuf::from(LLVM_BIN)];
+    if let Some(old) = std::env::var_os("PATH") {
+        path.extend(std::env::split_paths(&old));
+    }
+    cmd.env(
+        "PATH",
+        std::env::join_paths(path).expect("PATH entries contain no ':'"),
+    );
+    cmd
+}
+
+fn run_build(cmd: &mut Command, quiet: bool) -> Result<()> {
+    if quiet {
+        util::run_captured(cmd).map(drop)
+    } else {
+        util::run(cmd)
+    }
+}
+
+/// Builds `llvm-bitcode-linker` into `target/xtask/bin` unless the build there is up to date.
+fn build_linker(tc: &Toolchain, ws: &Path, quiet: bool) -> Result<PathBuf> {
+    let dir = ws.join("target/xtask");
+    let bin = dir.join("bin/llvm-bitcode-linker");
+    let stamp_path = dir.join("llvm-bitcode-linker.stamp");
+    let stamp = format!(
+        "source: {}\nrustc: {}\n",
+        tc.linker_src.display(),
+        tc.version
+    );
+    if util::is_executable(&bin) && fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) {
+        return Ok(bin);
+    }
+    eprintln!(
+        "xtask: building llvm-bitcode-linker from {}",
+        tc.linker_src.display()
+    );
+    // Copy the source out of /usr/src (read-only, and it belongs to the rustc workspace there).
+    let src = dir.join("llvm-bitcode-linker-src");
+    if src.exists() {
+        fs::remove_dir_all(&src).ctx(|| format!("remove {}", src.display()))?;
+    }
+    util::copy_dir(&tc.linker_src, &src)?;
+    let manifest = src.join("Cargo.toml");
+    let mut text = fs::read_to_string(&manifest).ctx(|| format!("read {}", manifest.display()))?;
+    text.push_str("\n[workspace]\n");
+    fs::write(&manifest, text).ctx(|| format!("write {}", manifest.display()))?;
+    let mut cmd = scrubbed(util::cargo_bin());
+    cmd.current_dir(&src)
+        .env("CARGO_TARGET_DIR", dir.join("llvm-bitcode-linker-build"))
+        .args(["build", "--release", "--quiet"]);
+    run_build(&mut cmd, quiet)?;
+    let built = dir.join("llvm-bitcode-linker-build/release/llvm-bitcode-linker");
+    fs::create_dir_all(dir.join("bin")).ctx(|| format!("create {}", dir.display()))?;
+    fs::copy(&built, &bin).ctx(|| format!("copy {}", built.display()))?;
+    fs::write(&stamp_path, stamp).ctx(|| format!("write {}", stamp_path.display()))?;
+    Ok(bin)
+}
+
+/// The header that starts every generated PTX file.
+fn header(krate: &DeviceCrate, tc: &Toolchain) -> String {
+    format!(
+        "// Generated by `cargo xtask ptx` from {dir}. Do not edit.\n\
+         // rustc: {version}\n\
+         // flags: --target {TARGET} --profile {PROFILE} -Zbuild-std=core {flags}\n",
+        dir = krate.dir(),
+        version = tc.version,
+        flags = CODEGEN_FLAGS.join(" "),
+    )
+}
+
+/// The toolchain named in a generated file's header.
+fn header_version(ptx: &str) -> Option<&str> {
+    ptx.lines()
+        .take(5)
+        .find_map(|l| l.strip_prefix("// rustc: "))
+}
+
+/// Removes what must not depend on the machine: absolute paths of the checkout and `CRLF`s.
+fn normalize(raw: &str, ws: &Path) -> String {
+    let mut text = raw.replace("\r\n", "\n");
+    let ws = ws.to_string_lossy();
+    if text.contains(ws.as_ref()) {
+        text = text.replace(ws.as_ref(), "<workspace>");
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// Builds one device crate; returns the PTX with its header.
+fn build_ptx(
+    krate: &DeviceCrate,
+    tc: &Toolchain,
+    linker: &Path,
+    ws: &Path,
+    quiet: bool,
+) -> Result<String> {
+    let target_dir = ws.join("target/ptx-build");
+    let mut rustflags = vec!["-C".to_owned(), format!("linker={}", linker.display())];
+    rustflags.extend(CODEGEN_FLAGS.iter().map(|s| (*s).to_owned()));
+    let mut cmd = scrubbed(util::cargo_bin());
+    cmd.current_dir(ws)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTC", RUSTC)
+        .env("CARGO_ENCODED_RUSTFLAGS", rustflags.join("\x1f"))
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args([
+            "rustc",
+            "-p",
+            krate.package,
+            "--profile",
+            PROFILE,
+            "--target",
+            TARGET,
+        ])
+        .args(["-Zbuild-std=core", "--crate-type", "cdylib"]);
+    if quiet {
+        cmd.arg("--quiet");
+    }
+    let start = Instant::now();
+    run_build(&mut cmd, quiet)?;
+    let out = target_dir
+        .join(TARGET)
+        .join(PROFILE)
+        .join(format!("{}.ptx", krate.package.replace('-', "_")));
+    let raw = fs::read_to_string(&out).ctx(|| format!("read {}", out.display()))?;
+    if !quiet {
+        eprintln!(
+            "xtask: built {} in {:.1} s",
+            krate.package,
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(header(krate, tc) + &normalize(&raw, ws))
+}
+
+/// First differing line of two texts, for messages.
+fn first_difference(a: &str, b: &str) -> String {
+    let (mut la, mut lb) = (a.lines(), b.lines());
+    for n in 1.. {
+        match (la.next(), lb.next()) {
+            (Some(x), Some(y)) if x == y => {}
+            (None, None) => return "line endings differ".to_owned(),
+            (x, y) => {
+                return format!(
+                    "line {n}: committed {:?}, built {:?}",
+                    x.unwrap_or("<end of file>"),
+                    y.unwrap_or("<end of file>")
+                );
+            }
+        }
+    }
+    unreachable!()
+}
+
+/// `cargo xtask ptx [--check]`.
+pub fn run(opts: Options) -> Result<()> {
+    let ws = util::workspace_root();
+    let tc = find_toolchain()?;
+    // One build at a time per checkout (e.g. `cargo xtask ptx` next to the xtask test).
+    let _lock = FileLock::acquire(&ws.join("target/xtask/ptx.lock"))?;
+    let linker = build_linker(&tc, &ws, opts.quiet)?;
+    let mut stale = Vec::new();
+    let mut reported = Vec::new();
+    for krate in DEVICE_CRATES {
+        let built = build_ptx(krate, &tc, &linker, &ws, opts.quiet)?;
+        let dest = ws.join(krate.ptx);
+        let committed = fs::read_to_string(&dest).ok();
+        if opts.check {
+            let fresh = ws
+                .join("target/xtask/check")
+                .join(Path::new(krate.ptx).file_name().unwrap());
+            fs::create_dir_all(fresh.parent().unwrap())
+                .ctx(|| "create target/xtask/check".into())?;
+            fs::write(&fresh, &built).ctx(|| format!("write {}", fresh.display()))?;
+            match committed {
+                Some(c) if c == built => println!("xtask: {} is up to date", krate.ptx),
+                Some(c) => {
+                    let mut msg = format!(
+                        "{} is stale ({}; the fresh build is {})",
+                        krate.ptx,
+                        first_difference(&c, &built),
+                        fresh.display()
+                    );
+                    match header_version(&c) {
+                        Some(v) if v != tc.version => msg.push_str(&format!(
+                            "\n  note: it was generated with {v}, but the installed toolchain is {}",
+                            tc.version
+                        )),
+                        None => msg.push_str("\n  note: its `// rustc:` header line is missing"),
+                        Some(_) => {}
+                    }
+                    stale.push(msg);
+                }
+                None => stale.push(format!("{} does not exist", krate.ptx)),
+            }
+            reported.push((krate.package, fresh));
+        } else {
+            if committed.as_deref() == Some(built.as_str()) {
+                println!("xtask: {} unchanged", krate.ptx);
+            } else {
+                fs::create_dir_all(dest.parent().unwrap())
+                    .ctx(|| format!("create dir for {}", krate.ptx))?;
+                fs::write(&dest, &built).ctx(|| format!("write {}", dest.display()))?;
+                println!("xtask: wrote {}", krate.ptx);
+            }
+            reported.push((krate.package, dest));
+        }
+    }
+    if opts.report {
+        crate::ptxas::report_if_found(&ws, &reported)?;
+    }
+    if stale.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Stale(format!(
+            "{}\nrun `cargo xtask ptx` and commit the result",
+            stale.join("\n")
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed PTX matches the device crates (in the style of rust-analyzer's
+    /// generated-file tests). Skips, passing, where the PTX toolchain is not installed.
+    #[test]
+    fn committed_ptx_is_up_to_date() {
+        let opts = Options {
+            check: true,
+            report: false,
+            quiet: true,
+        };
+        match run(opts) {
+            Ok(()) => {}
+            Err(Error::MissingTool { tool, install }) => {
+                // Straight to stderr: libtest captures `println!` of passing tests.
+                let msg = format!("SKIPPED: {tool} not installed; {install}\n");
+                std::io::Write::write_all(&mut std::io::stderr(), msg.as_bytes()).unwrap();
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn header_round_trips() {
+        let tc = Toolchain {
+            version: "rustc 9.9.9 (x) with LLVM 22.0.0".into(),
+            linker_src: PathBuf::new(),
+        };
+        let text = header(&DEVICE_CRATES[0], &tc) + "//\n.version 7.8\n";
+        assert_eq!(header_version(&text), Some(tc.version.as_str()));
+        assert!(first_difference("a\nb\n", "a\nc\n").starts_with("line 2:"));
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        for k in DEVICE_CRATES {
+            assert!(
+                k.ptx
+                    .ends_with(&format!("/ptx/{}.ptx", k.package.replace('-', "_"))),
+                "{k:?}"
+            );
+            assert!(
+                DEVICE_CRATES.iter().filter(|o| o.ptx == k.ptx).count() == 1,
+                "{k:?}"
+            );
+            let manifest = util::workspace_root().join(k.dir()).join("Cargo.toml");
+            assert!(manifest.is_file(), "{k:?}: no {}", manifest.display());
+        }
+    }
+}
