@@ -79,6 +79,7 @@ struct Timed<'a> {
     bits_per_weight: f64,
     copies: usize,
     ceiling_gbps: f64,
+    read_us: f64,
     check: &'a str,
 }
 
@@ -100,6 +101,7 @@ impl Timed<'_> {
             p90_us: t.quantile(0.9) * 1e3,
             gbps,
             pct_of_ceiling: 100.0 * gbps / self.ceiling_gbps,
+            pct_of_size_matched_read: 100.0 * self.read_us / median_us,
             speedup_vs_best_dense: None,
             check: self.check.into(),
         }
@@ -126,6 +128,25 @@ fn check_f16(what: &str, got: &[f16], want: &[f64]) -> Result<String, BenchError
         });
     }
     Ok(format!("rel_err={err:.1e}"))
+}
+
+/// Median time of a plain streaming read of the rotated weight copies `mats`, microseconds.
+fn size_matched_read<T: cmv_runtime::DeviceRepr>(
+    gpu: &Gpu,
+    dense: &DenseGemv,
+    cfg: &BenchConfig,
+    mats: &[DeviceMatrix<T>],
+) -> Result<f64, BenchError> {
+    let mut out = gpu
+        .alloc_zeros::<u32>(dense.stream_read_out_len())
+        .map_err(runtime)?;
+    let t = time_launches(gpu, cfg.warmup, cfg.iters, |i| {
+        dense
+            .stream_read(mats[i % mats.len()].data(), &mut out)
+            .map_err(dense_err)
+    })
+    .map_err(runtime)?;
+    Ok(t.median_ms() * 1e3)
 }
 
 /// Runs the dense fp16 (ours and cuBLAS) and int8 kernels over every shape and batch.
@@ -156,6 +177,7 @@ pub fn run_gpu(
         for _ in 1..copies {
             mats.push(mats[0].try_clone()?);
         }
+        let read_us = size_matched_read(gpu, dense, cfg, &mats)?;
         for &batch in &cfg.batches {
             let x = data::f16_uniform(batch * cols, 1.0, seed + batch as u64);
             let want = cpu::gemv_f16(&w, rows, cols, &x, batch)?;
@@ -193,6 +215,7 @@ pub fn run_gpu(
                     bits_per_weight: 16.0,
                     copies,
                     ceiling_gbps,
+                    read_us,
                     check: &check,
                 }
                 .measurement(&t);
@@ -209,6 +232,7 @@ pub fn run_gpu(
         for _ in 1..copies {
             mats.push(mats[0].try_clone()?);
         }
+        let read_us = size_matched_read(gpu, dense, cfg, &mats)?;
         let scale = 1.0 / (cols as f32).sqrt() / 64.0;
         for &batch in &cfg.batches {
             let x = data::i8_uniform(batch * cols, seed + 100 + batch as u64);
@@ -250,6 +274,7 @@ pub fn run_gpu(
                 bits_per_weight: 8.0,
                 copies,
                 ceiling_gbps,
+                read_us,
                 check: "exact",
             }
             .measurement(&t);

@@ -1,11 +1,38 @@
-//! `cmv-bench --explore`: times the batch-1 kernel variants (load depth x block size) and the
-//! two streaming-read patterns, to choose the defaults. Every output is checked.
+//! `cmv-bench --explore`: times the batch-1 kernel variants (rows per warp, loads in flight,
+//! load qualifiers, block size) and the streaming-read variants, to choose the defaults.
+//! Every GEMV output is checked against the CPU reference.
 
 use cmv_runtime::{Gpu, rotation_copies, time_launches};
-use dense_gemv::{DenseGemv, DeviceMatrix, PTX, cpu, relative_error};
+use dense_gemv::{DenseGemv, DeviceMatrix, PTX, Split, cpu, relative_error};
 use half::f16;
 
 use crate::{BenchConfig, BenchError, data};
+
+const STREAMS: [&str; 7] = [
+    "cmv_stream_read",
+    "cmv_stream_x_grid_s",
+    "cmv_stream_x_grid_n",
+    "cmv_stream_x_grid_a",
+    "cmv_stream_x_grid_c",
+    "cmv_stream_x_tiles_n",
+    "cmv_stream_x_tiles_c",
+];
+
+/// Batch-1 variants: name suffix (rows per warp `r`, chunks in flight `u`, load no-`a`llocate
+/// or `c`s) and rows per warp.
+const VARIANTS: [(&str, u32); 8] = [
+    ("r1u2a", 1),
+    ("r1u2c", 1),
+    ("r1u4a", 1),
+    ("r2u1a", 2),
+    ("r2u2a", 2),
+    ("r4u1a", 4),
+    ("r4u1c", 4),
+    ("r4u2a", 4),
+];
+
+/// Work splits tried for each variant: (slices, block threads).
+const SPLITS: [(u32, u32); 5] = [(1, 128), (1, 256), (2, 256), (4, 256), (8, 256)];
 
 fn rt(e: dense_gemv::DenseError) -> cmv_runtime::RuntimeError {
     match e {
@@ -17,21 +44,41 @@ fn rt(e: dense_gemv::DenseError) -> cmv_runtime::RuntimeError {
     }
 }
 
-/// Prints one line per variant: shape, kernel, block, median us, GB/s.
+/// Kernel names are `'static`; an explore run loads a handful, once.
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Rotated device copies of one matrix.
+fn copies<T: cmv_runtime::DeviceRepr>(
+    first: DeviceMatrix<T>,
+    l2: usize,
+    cfg: &BenchConfig,
+) -> Result<Vec<DeviceMatrix<T>>, BenchError> {
+    let n = rotation_copies(first.bytes(), l2, cfg.min_rotation_bytes);
+    let mut v = vec![first];
+    for _ in 1..n {
+        v.push(v[0].try_clone()?);
+    }
+    Ok(v)
+}
+
+/// Prints one line per variant: shape, kernel, block, median us, GB/s, check.
 pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchError> {
     let l2 = gpu.info().l2_bytes;
-    // Streaming-read patterns.
     let bytes = (8 * l2).max(1 << 30).next_multiple_of(16);
     let buf = gpu.upload(&data::bytes(bytes, 5))?;
     let mut out = gpu.alloc_zeros::<u32>(dense.stream_read_out_len())?;
-    for tiles in [false, true] {
+    for name in STREAMS {
+        let k = gpu.kernel(&PTX, name)?;
         let t = time_launches(gpu, 5, 50, |_| {
-            dense.stream_read_with(tiles, &buf, &mut out).map_err(rt)
+            dense.launch_stream_variant(&k, &buf, &mut out).map_err(rt)
         })?;
+        let ms = t.median_ms();
         println!(
-            "explore stream tiles={tiles}: {:.1} us, {:.1} GB/s",
-            t.median_ms() * 1e3,
-            bytes as f64 / (t.median_ms() * 1e6)
+            "explore stream {name}: {:.1} us, {:.1} GB/s",
+            ms * 1e3,
+            bytes as f64 / (ms * 1e6)
         );
     }
     drop(buf);
@@ -39,33 +86,30 @@ pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchE
         let w = data::f16_uniform(rows * cols, 1.0, 9);
         let x = data::f16_uniform(cols, 1.0, 10);
         let want = cpu::gemv_f16(&w, rows, cols, &x, 1)?;
-        let m0 = DeviceMatrix::upload_f16(gpu, &w, rows, cols)?;
-        let copies = rotation_copies(m0.bytes(), l2, cfg.min_rotation_bytes);
-        let mut mats = vec![m0];
-        for _ in 1..copies {
-            mats.push(mats[0].try_clone()?);
-        }
+        let mats = copies(DeviceMatrix::upload_f16(gpu, &w, rows, cols)?, l2, cfg)?;
         let dx = gpu.upload(&x)?;
         let mut y = gpu.alloc_zeros::<f16>(rows)?;
-        for name in [
-            "cmv_gemv_f16_b1_u2",
-            "cmv_gemv_f16_b1_u4",
-            "cmv_gemv_f16_b1_u8",
-            "cmv_gemv_f16_b1_u16",
-        ] {
-            let k = gpu.kernel(&PTX, name)?;
-            for block in [128u32, 256, 512] {
+        for (suffix, rpw) in VARIANTS {
+            let k = gpu.kernel(&PTX, leak(format!("cmv_gemv_f16_x_{suffix}")))?;
+            for (slices, block_threads) in SPLITS {
+                let split = Split {
+                    rows_per_warp: rpw,
+                    slices,
+                    block_threads,
+                };
                 let t = time_launches(gpu, 10, 100, |i| {
+                    let m = &mats[i % mats.len()];
                     dense
-                        .launch_f16_b1_variant(&k, block, &mats[i % copies], &dx, &mut y)
+                        .launch_f16(&k, split, 1, m, &dx, &mut y, 1)
                         .map_err(rt)
                 })?;
                 let got = gpu.download(&y)?;
                 let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
-                let gbps = (rows * cols * 2) as f64 / (t.median_ms() * 1e6);
+                let ms = t.median_ms();
+                let gbps = (rows * cols * 2) as f64 / (ms * 1e6);
                 println!(
-                    "explore {rows}x{cols} {name} block {block}: {:.2} us, {gbps:.1} GB/s, rel_err {err:.1e}",
-                    t.median_ms() * 1e3
+                    "explore {rows}x{cols} f16 {suffix} s{slices} t{block_threads}: {:.2} us, {gbps:.1} GB/s, rel_err {err:.1e}",
+                    ms * 1e3
                 );
             }
         }
@@ -73,41 +117,30 @@ pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchE
         let w = data::i8_uniform(rows * cols, 11);
         let x = data::i8_uniform(cols, 12);
         let want = cpu::gemv_i8(&w, rows, cols, &x, 1)?;
-        let m0 = DeviceMatrix::upload_i8(gpu, &w, rows, cols)?;
-        let copies = rotation_copies(m0.bytes(), l2, cfg.min_rotation_bytes);
-        let mut mats = vec![m0];
-        for _ in 1..copies {
-            mats.push(mats[0].try_clone()?);
-        }
+        let mats = copies(DeviceMatrix::upload_i8(gpu, &w, rows, cols)?, l2, cfg)?;
         let dx = gpu.upload(&x)?;
         let mut y32 = gpu.alloc_zeros::<i32>(rows)?;
         let mut y8 = gpu.alloc_zeros::<i8>(rows)?;
-        for name in [
-            "cmv_gemv_i8_b1_u2",
-            "cmv_gemv_i8_b1_u4",
-            "cmv_gemv_i8_b1_u8",
-            "cmv_gemv_i8_b1_u16",
-        ] {
-            let k = gpu.kernel(&PTX, name)?;
-            for block in [128u32, 256, 512] {
+        for (suffix, rpw) in VARIANTS {
+            let k = gpu.kernel(&PTX, leak(format!("cmv_gemv_i8_x_{suffix}")))?;
+            for (slices, block_threads) in SPLITS {
+                let split = Split {
+                    rows_per_warp: rpw,
+                    slices,
+                    block_threads,
+                };
                 let t = time_launches(gpu, 10, 100, |i| {
+                    let m = &mats[i % mats.len()];
                     dense
-                        .launch_i8_b1_variant(
-                            &k,
-                            block,
-                            &mats[i % copies],
-                            &dx,
-                            &mut y32,
-                            &mut y8,
-                            0.01,
-                        )
+                        .launch_i8(&k, split, 1, m, &dx, (&mut y32, &mut y8), 0.01, 1)
                         .map_err(rt)
                 })?;
                 let exact = gpu.download(&y32)? == want;
-                let gbps = (rows * cols) as f64 / (t.median_ms() * 1e6);
+                let ms = t.median_ms();
+                let gbps = (rows * cols) as f64 / (ms * 1e6);
                 println!(
-                    "explore {rows}x{cols} {name} block {block}: {:.2} us, {gbps:.1} GB/s, exact {exact}",
-                    t.median_ms() * 1e3
+                    "explore {rows}x{cols} i8 {suffix} s{slices} t{block_threads}: {:.2} us, {gbps:.1} GB/s, exact {exact}",
+                    ms * 1e3
                 );
             }
         }

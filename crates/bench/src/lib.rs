@@ -83,6 +83,10 @@ pub struct Measurement {
     pub gbps: f64,
     /// `gbps` over the measured read ceiling, percent.
     pub pct_of_ceiling: f64,
+    /// A plain streaming read of the same weight copies (the fastest way to read these bytes
+    /// once) over this call's time, percent: how close the kernel is to the limit at this size,
+    /// launch and ramp-up included.
+    pub pct_of_size_matched_read: f64,
     /// Best dense fp16 time over this time (filled in by [`report::fill_speedups`]).
     pub speedup_vs_best_dense: Option<f64>,
     /// How the output was checked, e.g. `exact` or `rel_err=2.1e-4`.

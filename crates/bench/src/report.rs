@@ -54,20 +54,12 @@ pub fn gpu_table(ms: &[Measurement]) -> String {
     let _ = writeln!(
         s,
         "{:<12} {:<7} {:>12} {:>3} {:>6} {:>10} {:>8} {:>7} {:>8}  check",
-        "format",
-        "kernel",
-        "shape",
-        "b",
-        "bits/w",
-        "median_us",
-        "GB/s",
-        "%ceil",
-        "speedup"
+        "format", "kernel", "shape", "b", "bits/w", "median_us", "GB/s", "%ceil", "speedup"
     );
     for m in ms {
         let _ = writeln!(
             s,
-            "{:<12} {:<7} {:>12} {:>3} {:>6.2} {:>10.2} {:>8.1} {:>7.1} {:>8}  {}",
+            "{:<12} {:<7} {:>12} {:>3} {:>6.2} {:>10.2} {:>8.1} {:>7.1} {:>7.1} {:>8}  {}",
             m.format,
             m.kernel,
             format!("{}x{}", m.rows, m.cols),
@@ -76,6 +68,7 @@ pub fn gpu_table(ms: &[Measurement]) -> String {
             m.median_us,
             m.gbps,
             m.pct_of_ceiling,
+            m.pct_of_size_matched_read,
             m.speedup_vs_best_dense
                 .map_or("-".into(), |v| format!("{v:.2}x")),
             m.check
@@ -268,6 +261,7 @@ mod tests {
             p90_us: us,
             gbps: 1.0,
             pct_of_ceiling: 1.0,
+            pct_of_size_matched_read: 1.0,
             speedup_vs_best_dense: None,
             check: "exact".into(),
         }

@@ -111,19 +111,87 @@ pub struct DenseGemv {
     f16_any: Kernel,
     i8_any: Kernel,
     stream_read: Kernel,
-    stream_read_tiles: Kernel,
     sm_count: u32,
 }
 
-fn rows_grid(rows: u32, rows_per_warp: u32) -> LaunchConfig {
-    rows_grid_with(rows, rows_per_warp, BLOCK_THREADS)
+/// Work split of one launch of a fast GEMV kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// Rows per warp (fixed by the kernel).
+    pub rows_per_warp: u32,
+    /// Warps that share each group of rows, splitting its columns (1, 2, 4 or 8).
+    pub slices: u32,
+    /// Threads per block (a multiple of `32 * slices`, at most 1024).
+    pub block_threads: u32,
 }
 
-fn rows_grid_with(rows: u32, rows_per_warp: u32, block_threads: u32) -> LaunchConfig {
-    let warps = rows.div_ceil(rows_per_warp);
+impl Split {
+    /// The launch configuration for `rows` rows and `batch_slots` accumulators per row (the
+    /// kernel's batch), with the shared memory the cross-warp reduction needs.
+    fn config(&self, rows: u32, batch_slots: u32) -> Result<LaunchConfig> {
+        let warps_per_block = self.block_threads / 32;
+        let valid = matches!(self.slices, 1 | 2 | 4 | 8)
+            && self.block_threads.is_multiple_of(32)
+            && (32..=1024).contains(&self.block_threads)
+            && warps_per_block.is_multiple_of(self.slices)
+            && self.rows_per_warp > 0;
+        if !valid {
+            return Err(DenseError::Runtime(RuntimeError::InvalidLaunch {
+                kernel: "dense GEMV",
+                reason: format!("invalid work split {self:?}"),
+            }));
+        }
+        let rows_per_block = warps_per_block / self.slices * self.rows_per_warp;
+        let smem = if self.slices > 1 {
+            warps_per_block * self.rows_per_warp * batch_slots * 4
+        } else {
+            0
+        };
+        Ok(LaunchConfig {
+            grid_dim: (rows.div_ceil(rows_per_block), 1, 1),
+            block_dim: (self.block_threads, 1, 1),
+            shared_mem_bytes: smem,
+        })
+    }
+}
+
+/// Slices for a row group: `preferred`, halved while a slice would hold fewer than 32 chunks
+/// (one 16-byte load per lane).
+fn slices_for(chunks_per_row: u32, preferred: u32) -> u32 {
+    let mut slices = preferred;
+    while slices > 1 && chunks_per_row / slices < 32 {
+        slices /= 2;
+    }
+    slices
+}
+
+/// The work split `gemv_f16` uses for a `rows x cols` matrix (cols a multiple of 8) and
+/// `batch` vectors. Chosen from `cmv-bench --explore` on an H200 (docs/PERF.md): the columns
+/// are split 8 ways for tall matrices (8192 rows or more) and 4 ways otherwise.
+pub fn f16_split(rows: u32, cols: u32, batch: u32) -> Split {
+    let kb = kernel_batch(batch).unwrap_or(dense_kernels::MAX_BATCH);
+    Split {
+        rows_per_warp: rows_per_warp_f16(kb),
+        slices: slices_for(cols / 8, if rows >= 8192 { 8 } else { 4 }),
+        block_threads: BLOCK_THREADS,
+    }
+}
+
+/// The work split `gemv_i8` uses (cols a multiple of 16): 4 column slices, from the same
+/// measurements as [`f16_split`].
+pub fn i8_split(_rows: u32, cols: u32, batch: u32) -> Split {
+    let kb = kernel_batch(batch).unwrap_or(dense_kernels::MAX_BATCH);
+    Split {
+        rows_per_warp: rows_per_warp_i8(kb),
+        slices: slices_for(cols / 16, 4),
+        block_threads: BLOCK_THREADS,
+    }
+}
+
+fn scalar_grid(rows: u32) -> LaunchConfig {
     LaunchConfig {
-        grid_dim: (warps.div_ceil(block_threads / 32), 1, 1),
-        block_dim: (block_threads, 1, 1),
+        grid_dim: (rows.div_ceil(BLOCK_THREADS / 32), 1, 1),
+        block_dim: (BLOCK_THREADS, 1, 1),
         shared_mem_bytes: 0,
     }
 }
@@ -165,7 +233,6 @@ impl DenseGemv {
             f16_any: load("cmv_gemv_f16_any")?,
             i8_any: load("cmv_gemv_i8_any")?,
             stream_read: load("cmv_stream_read")?,
-            stream_read_tiles: load("cmv_stream_read_tiles")?,
             sm_count: gpu.info().sm_count,
         })
     }
@@ -187,19 +254,12 @@ impl DenseGemv {
         check_len("input", x.len(), batch * w.cols())?;
         check_len("output", y.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols % F16_COL_MULTIPLE == 0 {
-            let k = &self.f16[batch_index(b)];
-            let cfg = rows_grid(rows, rows_per_warp_f16(kernel_batch(b).unwrap_or(16)));
-            k.check_config(&cfg)?;
-            let mut l = k.builder(&self.stream);
-            l.arg(&w.data).arg(x).arg(y).arg(&rows).arg(&cols).arg(&b);
-            // SAFETY: w holds rows * cols values and x, y were checked to hold batch * cols and
-            // batch * rows; cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every
-            // row and input vector starts on a 16-byte boundary, as the kernel's loads need; the
-            // grid covers every row with rows_per_warp rows per warp, as the kernel assumes.
-            unsafe { l.launch(cfg) }.map_err(launch_err)?;
+        if cols.is_multiple_of(F16_COL_MULTIPLE) {
+            let kb = kernel_batch(b).unwrap_or(16);
+            let split = f16_split(rows, cols, b);
+            self.launch_f16(&self.f16[batch_index(b)], split, kb, w, x, y, b)?;
         } else {
-            let cfg = rows_grid(rows, 1);
+            let cfg = scalar_grid(rows);
             self.f16_any.check_config(&cfg)?;
             let mut l = self.f16_any.builder(&self.stream);
             l.arg(&w.data).arg(x).arg(y).arg(&rows).arg(&cols).arg(&b);
@@ -232,26 +292,34 @@ impl DenseGemv {
         check_len("int32 output", y32.len(), batch * w.rows())?;
         check_len("int8 output", y8.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        let (k, cfg) = if cols % I8_COL_MULTIPLE == 0 {
-            let cfg = rows_grid(rows, rows_per_warp_i8(kernel_batch(b).unwrap_or(16)));
-            (&self.i8[batch_index(b)], cfg)
+        if cols.is_multiple_of(I8_COL_MULTIPLE) {
+            let kb = kernel_batch(b).unwrap_or(16);
+            let split = i8_split(rows, cols, b);
+            self.launch_i8(
+                &self.i8[batch_index(b)],
+                split,
+                kb,
+                w,
+                x,
+                (y32, y8),
+                scale,
+                b,
+            )?;
         } else {
-            (&self.i8_any, rows_grid(rows, 1))
-        };
-        k.check_config(&cfg)?;
-        let mut l = k.builder(&self.stream);
-        l.arg(&w.data)
-            .arg(x)
-            .arg(y32)
-            .arg(y8)
-            .arg(&scale)
-            .arg(&rows)
-            .arg(&cols)
-            .arg(&b);
-        // SAFETY: buffer sizes checked above; for the vector kernel cols % 16 == 0 and cudarc's
-        // 256-byte-aligned allocations make every row and vector 16-byte aligned; the grid
-        // gives each warp the rows the kernel expects.
-        unsafe { l.launch(cfg) }.map_err(launch_err)?;
+            let cfg = scalar_grid(rows);
+            self.i8_any.check_config(&cfg)?;
+            let mut l = self.i8_any.builder(&self.stream);
+            l.arg(&w.data)
+                .arg(x)
+                .arg(y32)
+                .arg(y8)
+                .arg(&scale)
+                .arg(&rows)
+                .arg(&cols)
+                .arg(&b);
+            // SAFETY: buffer sizes checked above; one warp per row, as the kernel assumes.
+            unsafe { l.launch(cfg) }.map_err(launch_err)?;
+        }
         Ok(())
     }
 
@@ -265,45 +333,48 @@ impl DenseGemv {
         self.sm_count * 4
     }
 
-    /// Reads every byte of `buf` (whose length must be a multiple of 16) once and writes, per
+    /// Reads every byte of `buf` (whose size must be a multiple of 16 bytes) once and writes, per
     /// warp, the xor of the 32-bit words it read to `out` (see
     /// [`DenseGemv::stream_read_out_len`]); the xor of `out` equals the xor of `buf`'s words.
     ///
     /// # Errors
     /// [`DenseError::Length`] when `buf` is not whole 16-byte chunks or `out` is short.
-    pub fn stream_read(&self, buf: &CudaSlice<u8>, out: &mut CudaSlice<u32>) -> Result<()> {
-        self.stream_read_with(false, buf, out)
+    pub fn stream_read<T: DeviceRepr>(
+        &self,
+        buf: &CudaSlice<T>,
+        out: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        self.launch_stream_variant(&self.stream_read, buf, out)
     }
+}
 
-    /// [`DenseGemv::stream_read`] with the access pattern chosen: `tiles` reads 4 KiB per warp
-    /// and step contiguously, otherwise each load of the grid covers one contiguous span.
+/// Lower-level launches: an explicit kernel and work split, as the tuning run
+/// (`cmv-bench --explore`) uses them. Kernel names are in `dense_kernels`.
+impl DenseGemv {
+    /// Launches the streaming-read variant `k` (see `stream_read`).
     ///
     /// # Errors
     /// As [`DenseGemv::stream_read`].
-    pub fn stream_read_with(
+    pub fn launch_stream_variant<T: DeviceRepr>(
         &self,
-        tiles: bool,
-        buf: &CudaSlice<u8>,
+        k: &Kernel,
+        buf: &CudaSlice<T>,
         out: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        if !buf.len().is_multiple_of(16) {
+        check_len("stream output", out.len(), self.stream_read_out_len())?;
+        let bytes = buf.len() * std::mem::size_of::<T>();
+        if !bytes.is_multiple_of(16) {
             return Err(DenseError::Length {
-                what: "stream buffer (bytes, a multiple of 16)",
-                got: buf.len(),
-                expected: buf.len().next_multiple_of(16),
+                what: "stream buffer (bytes)",
+                got: bytes,
+                expected: bytes.next_multiple_of(16),
             });
         }
-        check_len("stream output", out.len(), self.stream_read_out_len())?;
-        let n = (buf.len() / 16) as u64;
+        let n = (bytes / 16) as u64;
         let cfg = LaunchConfig {
             grid_dim: (self.stream_grid(), 1, 1),
             block_dim: (STREAM_THREADS, 1, 1),
             shared_mem_bytes: 0,
-        };
-        let k = if tiles {
-            &self.stream_read_tiles
-        } else {
-            &self.stream_read
         };
         k.check_config(&cfg)?;
         let mut l = k.builder(&self.stream);
@@ -312,73 +383,80 @@ impl DenseGemv {
         unsafe { l.launch(cfg) }.map_err(launch_err)?;
         Ok(())
     }
-}
 
-/// Batch-1 kernel variants for tuning (`cmv-bench --explore`): not a stable API.
-#[doc(hidden)]
-impl DenseGemv {
-    /// Launches the batch-1 fp16 variant `k` (one row per warp) with `block_threads` threads.
+    /// Launches fast fp16 kernel `k` (compiled for `kernel_batch` vectors and
+    /// `split.rows_per_warp` rows per warp) for `batch` vectors with the work split `split`.
     ///
     /// # Errors
-    /// As [`DenseGemv::gemv_f16`]; the matrix must have `cols % 8 == 0`.
-    pub fn launch_f16_b1_variant(
+    /// As [`DenseGemv::gemv_f16`], and an invalid split; the matrix needs `cols % 8 == 0`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_f16(
         &self,
         k: &Kernel,
-        block_threads: u32,
+        split: Split,
+        kernel_batch: u32,
         w: &DeviceMatrix<f16>,
         x: &CudaSlice<f16>,
         y: &mut CudaSlice<f16>,
+        batch: u32,
     ) -> Result<()> {
-        check_len("input", x.len(), w.cols())?;
-        check_len("output", y.len(), w.rows())?;
-        if !w.cols.is_multiple_of(F16_COL_MULTIPLE) || !block_threads.is_multiple_of(32) {
+        check_len("input", x.len(), batch as usize * w.cols())?;
+        check_len("output", y.len(), batch as usize * w.rows())?;
+        if !w.cols.is_multiple_of(F16_COL_MULTIPLE) || batch == 0 || batch > kernel_batch {
             return Err(DenseError::Shape {
                 rows: w.rows(),
                 cols: w.cols(),
             });
         }
-        let cfg = rows_grid_with(w.rows, 1, block_threads);
+        let cfg = split.config(w.rows, kernel_batch)?;
         k.check_config(&cfg)?;
-        let one = 1u32;
         let mut l = k.builder(&self.stream);
         l.arg(&w.data)
             .arg(x)
             .arg(y)
             .arg(&w.rows)
             .arg(&w.cols)
-            .arg(&one);
-        // SAFETY: as in `gemv_f16`: sizes checked, 16-byte aligned rows, one row per warp.
+            .arg(&batch)
+            .arg(&split.slices);
+        // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows (checked
+        // above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every row and
+        // vector starts on a 16-byte boundary, as the kernel's loads need; the split was
+        // validated and its grid covers every row with the kernel's rows per warp; the shared
+        // memory holds one accumulator per warp, row and kernel batch slot.
         unsafe { l.launch(cfg) }.map_err(launch_err)?;
         Ok(())
     }
 
-    /// Launches the batch-1 int8 variant `k` (one row per warp) with `block_threads` threads.
+    /// Launches fast int8 kernel `k`; see [`DenseGemv::launch_f16`].
     ///
     /// # Errors
-    /// As [`DenseGemv::gemv_i8`]; the matrix must have `cols % 16 == 0`.
+    /// As [`DenseGemv::gemv_i8`], and an invalid split; the matrix needs `cols % 16 == 0`.
     #[allow(clippy::too_many_arguments)]
-    pub fn launch_i8_b1_variant(
+    pub fn launch_i8(
         &self,
         k: &Kernel,
-        block_threads: u32,
+        split: Split,
+        kernel_batch: u32,
         w: &DeviceMatrix<i8>,
         x: &CudaSlice<i8>,
-        y32: &mut CudaSlice<i32>,
-        y8: &mut CudaSlice<i8>,
+        (y32, y8): (&mut CudaSlice<i32>, &mut CudaSlice<i8>),
         scale: f32,
+        batch: u32,
     ) -> Result<()> {
-        check_len("input", x.len(), w.cols())?;
-        check_len("int32 output", y32.len(), w.rows())?;
-        check_len("int8 output", y8.len(), w.rows())?;
-        if !w.cols.is_multiple_of(I8_COL_MULTIPLE) || !block_threads.is_multiple_of(32) {
+        check_len("input", x.len(), batch as usize * w.cols())?;
+        check_len("int32 output", y32.len(), batch as usize * w.rows())?;
+        check_len("int8 output", y8.len(), batch as usize * w.rows())?;
+        if !w.cols.is_multiple_of(I8_COL_MULTIPLE) || batch == 0 || batch > kernel_batch {
             return Err(DenseError::Shape {
                 rows: w.rows(),
                 cols: w.cols(),
             });
         }
-        let cfg = rows_grid_with(w.rows, 1, block_threads);
+        if !scale.is_finite() {
+            return Err(DenseError::Scale { scale });
+        }
+        let cfg = split.config(w.rows, kernel_batch)?;
         k.check_config(&cfg)?;
-        let one = 1u32;
         let mut l = k.builder(&self.stream);
         l.arg(&w.data)
             .arg(x)
@@ -387,8 +465,9 @@ impl DenseGemv {
             .arg(&scale)
             .arg(&w.rows)
             .arg(&w.cols)
-            .arg(&one);
-        // SAFETY: as in `gemv_i8`: sizes checked, 16-byte aligned rows, one row per warp.
+            .arg(&batch);
+        l.arg(&split.slices);
+        // SAFETY: as in `launch_f16`, with cols % 16 == 0 for the 16-byte int8 chunks.
         unsafe { l.launch(cfg) }.map_err(launch_err)?;
         Ok(())
     }

@@ -13,7 +13,7 @@ pub mod cpu;
 mod gpu;
 
 pub use dense_kernels::{MAX_BATCH, requantize};
-pub use gpu::{CublasGemv, DenseGemv, DeviceMatrix};
+pub use gpu::{CublasGemv, DenseGemv, DeviceMatrix, Split, f16_split, i8_split};
 
 use cmv_runtime::{PtxModule, RuntimeError};
 

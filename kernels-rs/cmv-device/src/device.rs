@@ -218,6 +218,45 @@ pub unsafe fn ld_stream_v4(p: *const U32x4) -> U32x4 {
     U32x4([a, b, c, d])
 }
 
+/// 128-bit read-only load that does not allocate in L1
+/// (`ld.global.nc.L1::no_allocate.v4.u32`).
+///
+/// # Safety
+/// As [`ld_nc_v4`].
+#[inline(always)]
+pub unsafe fn ld_nc_na_v4(p: *const U32x4) -> U32x4 {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!(
+            "ld.global.nc.L1::no_allocate.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
+            d = out(reg32) d,
+            options(pure, readonly, nostack)
+        );
+    }
+    U32x4([a, b, c, d])
+}
+
+/// 128-bit load with the streaming cache hint, likely accessed once (`ld.global.cs.v4.u32`).
+///
+/// # Safety
+/// As [`ld_nc_v4`].
+#[inline(always)]
+pub unsafe fn ld_cs_v4(p: *const U32x4) -> U32x4 {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!(
+            "ld.global.cs.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
+            d = out(reg32) d,
+            options(pure, readonly, nostack)
+        );
+    }
+    U32x4([a, b, c, d])
+}
+
 /// 32-bit read-only load (`ld.global.nc.u32`).
 ///
 /// # Safety

@@ -1,11 +1,44 @@
 //! Kernel entry points (NVPTX only). The arithmetic is in [`crate::math`].
 
 use crate::math::{dot_i8x16, fma_f16, fma_f16x8, requantize};
-use crate::{BLOCK_THREADS, STREAM_UNROLL, rows_per_warp_f16, rows_per_warp_i8, unroll_for};
-use cmv_device::{
-    U32x4, block_idx_x, f32_to_f16, global_thread_x, grid_dim_x, lane_id, ld_nc_u8, ld_nc_u16,
-    ld_nc_v4, ld_stream_v4, thread_idx_x, warp_id, warp_sum_f32, warp_sum_i32, warp_xor_u32,
+use crate::{
+    BLOCK_THREADS, STREAM_UNROLL, rows_per_warp_f16, rows_per_warp_i8, unroll_f16, unroll_i8,
 };
+use cmv_device::{
+    U32x4, block_idx_x, f32_to_f16, global_thread_x, grid_dim_x, lane_id, ld_cs_v4, ld_nc_na_v4,
+    ld_nc_u8, ld_nc_u16, ld_nc_v4, ld_stream_v4, thread_idx_x, warp_id, warp_sum_f32, warp_sum_i32,
+    warp_xor_u32,
+};
+
+/// How weights are loaded: the cache qualifiers of the 128-bit load.
+#[derive(Clone, Copy, PartialEq, Eq, core::marker::ConstParamTy)]
+enum Load {
+    /// `ld.global.nc.L1::no_allocate.L2::256B`
+    Stream,
+    /// `ld.global.nc`
+    Nc,
+    /// `ld.global.nc.L1::no_allocate`
+    NcNoAlloc,
+    /// `ld.global.cs`
+    Cs,
+}
+
+/// One 16-byte weight load with the qualifiers `L` selects.
+///
+/// # Safety
+/// As [`ld_nc_v4`].
+#[inline(always)]
+unsafe fn load<const L: Load>(p: *const U32x4) -> U32x4 {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match L {
+            Load::Stream => ld_stream_v4(p),
+            Load::Nc => ld_nc_v4(p),
+            Load::NcNoAlloc => ld_nc_na_v4(p),
+            Load::Cs => ld_cs_v4(p),
+        }
+    }
+}
 
 /// How one 16-byte chunk of weights meets one of inputs.
 trait Chunk {
@@ -50,19 +83,21 @@ impl Chunk for I8 {
 /// The dot products of `R` consecutive rows starting at `row0` with `B` input vectors, summed
 /// over the warp (every lane gets every sum). Rows at or past `rows` are read as row
 /// `rows - 1` and input vectors at or past `batch` as vector `batch - 1`, so no load leaves its
-/// buffer; the caller must not store their results.
+/// buffer; the caller must not store their results. Only the chunks `c_begin..c_end` of each
+/// row are summed (a slice of the columns; `c_end <= chunks`).
 ///
 /// # Safety
 /// All 32 lanes call it together; `w` holds `rows * chunks` and `x` holds `batch * chunks`
 /// readable, aligned 16-byte chunks; `row0 < rows`; `1 <= batch`.
 #[inline(always)]
-unsafe fn warp_rows_dot<K: Chunk, const B: usize, const R: usize, const U: usize>(
+unsafe fn warp_rows_dot<K: Chunk, const B: usize, const R: usize, const U: usize, const L: Load>(
     w: *const U32x4,
     x: *const U32x4,
     rows: u32,
     chunks: u32,
     row0: u32,
     batch: u32,
+    (c_begin, c_end): (usize, usize),
 ) -> [[K::Acc; B]; R] {
     // U chunks of each of the R rows are loaded before any is used.
     let unroll: usize = U;
@@ -74,21 +109,21 @@ unsafe fn warp_rows_dot<K: Chunk, const B: usize, const R: usize, const U: usize
         unsafe { w.add(row * chunks) }
     });
     let mut acc = [[K::ZERO; B]; R];
-    let mut c = lane as usize;
-    while c < chunks {
+    let mut c = c_begin + lane as usize;
+    while c < c_end {
         let mut wv = [[U32x4([0; 4]); U]; R];
         for (r, wr) in wv.iter_mut().enumerate() {
             for (u, wu) in wr.iter_mut().enumerate().take(unroll) {
                 let ci = c + 32 * u;
-                if ci < chunks {
-                    // SAFETY: ci < chunks, inside row r.
-                    *wu = unsafe { ld_stream_v4(wrow[r].add(ci)) };
+                if ci < c_end {
+                    // SAFETY: ci < c_end <= chunks, inside row r.
+                    *wu = unsafe { load::<L>(wrow[r].add(ci)) };
                 }
             }
         }
         for u in 0..unroll {
             let ci = c + 32 * u;
-            if ci < chunks {
+            if ci < c_end {
                 for b in 0..B {
                     // Vectors past `batch` read the last one (their sums are not stored).
                     let xb = (b as u32).min(batch - 1) as usize;
@@ -111,37 +146,88 @@ unsafe fn warp_rows_dot<K: Chunk, const B: usize, const R: usize, const U: usize
     acc
 }
 
-/// The first row of this warp, or `None` when the warp has no rows (uniform across the warp).
-#[inline(always)]
-fn warp_first_row(rows_per_warp: u32, rows: u32) -> Option<u32> {
-    let warp = block_idx_x() * (cmv_device::block_dim_x() / 32) + warp_id();
-    let row0 = warp.checked_mul(rows_per_warp)?;
-    (row0 < rows).then_some(row0)
+/// What one warp computes: `R` rows from `row0` over the column chunks `c_begin..c_end`.
+///
+/// A block's warps form groups of `slices` consecutive warps; each group owns `R` consecutive
+/// rows and splits their columns into `slices` equal parts (split-K), so that short, tall or
+/// few-row matrices still give every SM enough independent loads.
+#[derive(Clone, Copy)]
+struct WarpTask {
+    row0: u32,
+    slice: u32,
+    chunk_range: (usize, usize),
 }
 
 #[inline(always)]
-unsafe fn gemv_f16<const B: usize, const R: usize, const U: usize>(
-    w: *const U32x4,
-    x: *const U32x4,
-    y: *mut u16,
+fn warp_task(rows_per_warp: u32, chunks: u32, slices: u32) -> WarpTask {
+    let groups = cmv_device::block_dim_x() / 32 / slices;
+    let w = warp_id();
+    let slice = w % slices;
+    let row0 = (block_idx_x() * groups + w / slices) * rows_per_warp;
+    let per = chunks.div_ceil(slices) as usize;
+    let c_begin = (slice as usize * per).min(chunks as usize);
+    let c_end = (c_begin + per).min(chunks as usize);
+    WarpTask {
+        row0,
+        slice,
+        chunk_range: (c_begin, c_end),
+    }
+}
+
+/// Adds the partial sums of the `slices` warps of each group (through shared memory) and calls
+/// `store(row, b, sum)` once per row below `rows` and vector below `batch`, from one lane.
+///
+/// # Safety
+/// Every thread of the block calls it (it has a barrier when `slices > 1`); the launch gave
+/// `block_dim / 32 * R * B * 4` bytes of dynamic shared memory when `slices > 1`.
+#[inline(always)]
+unsafe fn reduce_and_store<A, const B: usize, const R: usize>(
+    task: WarpTask,
+    acc: [[A; B]; R],
     rows: u32,
-    cols: u32,
     batch: u32,
-) {
-    let Some(row0) = warp_first_row(R as u32, rows) else {
-        return;
-    };
-    // SAFETY: the launcher checked the buffer sizes and alignment; the warp is whole.
-    let acc = unsafe { warp_rows_dot::<F16, B, R, U>(w, x, rows, cols / 8, row0, batch) };
+    slices: u32,
+    add: impl Fn(A, A) -> A,
+    mut store: impl FnMut(u32, usize, A),
+) where
+    A: Copy,
+{
+    let mut acc = acc;
+    if slices > 1 {
+        let smem = cmv_device::dyn_smem() as *mut A;
+        let base = warp_id() as usize * R * B;
+        if lane_id() == 0 {
+            for (r, accs) in acc.iter().enumerate() {
+                for (b, &a) in accs.iter().enumerate() {
+                    // SAFETY: the launch gave block_dim / 32 * R * B slots.
+                    unsafe { *smem.add(base + r * B + b) = a };
+                }
+            }
+        }
+        // SAFETY: every thread of the block reaches this barrier (no early return above).
+        unsafe { cmv_device::sync_threads() };
+        if task.slice != 0 {
+            return;
+        }
+        if lane_id() == 0 {
+            for s in 1..slices as usize {
+                for (r, accs) in acc.iter_mut().enumerate() {
+                    for (b, a) in accs.iter_mut().enumerate() {
+                        // SAFETY: warp + s is a warp of this group, inside the block.
+                        *a = add(*a, unsafe { *smem.add(base + s * R * B + r * B + b) });
+                    }
+                }
+            }
+        }
+    }
     if lane_id() == 0 {
         for (r, accs) in acc.iter().enumerate() {
-            let row = row0 + r as u32;
+            let row = task.row0 + r as u32;
             if row < rows {
                 // A constant trip count keeps `acc` in registers; `b < batch` masks the tail.
                 for (b, &a) in accs.iter().enumerate() {
                     if (b as u32) < batch {
-                        // SAFETY: y holds batch * rows values.
-                        unsafe { *y.add(b * rows as usize + row as usize) = f32_to_f16(a) };
+                        store(row, b, a);
                     }
                 }
             }
@@ -150,7 +236,37 @@ unsafe fn gemv_f16<const B: usize, const R: usize, const U: usize>(
 }
 
 #[inline(always)]
-unsafe fn gemv_i8<const B: usize, const R: usize, const U: usize>(
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemv_f16<const B: usize, const R: usize, const U: usize, const L: Load>(
+    w: *const U32x4,
+    x: *const U32x4,
+    y: *mut u16,
+    rows: u32,
+    cols: u32,
+    batch: u32,
+    slices: u32,
+) {
+    let chunks = cols / 8;
+    let task = warp_task(R as u32, chunks, slices);
+    let acc = if task.row0 < rows {
+        // SAFETY: the launcher checked sizes and alignment; the condition is warp-uniform.
+        unsafe {
+            warp_rows_dot::<F16, B, R, U, L>(w, x, rows, chunks, task.row0, batch, task.chunk_range)
+        }
+    } else {
+        [[0.0; B]; R]
+    };
+    let store = |row: u32, b: usize, a: f32| {
+        // SAFETY: y holds batch * rows values; row < rows and b < batch.
+        unsafe { *y.add(b * rows as usize + row as usize) = f32_to_f16(a) };
+    };
+    // SAFETY: every thread of the block gets here; the launcher sized the shared memory.
+    unsafe { reduce_and_store(task, acc, rows, batch, slices, |a, b| a + b, store) };
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemv_i8<const B: usize, const R: usize, const U: usize, const L: Load>(
     w: *const U32x4,
     x: *const U32x4,
     y32: *mut i32,
@@ -159,34 +275,39 @@ unsafe fn gemv_i8<const B: usize, const R: usize, const U: usize>(
     rows: u32,
     cols: u32,
     batch: u32,
+    slices: u32,
 ) {
-    let Some(row0) = warp_first_row(R as u32, rows) else {
-        return;
-    };
-    // SAFETY: the launcher checked the buffer sizes and alignment; the warp is whole.
-    let acc = unsafe { warp_rows_dot::<I8, B, R, U>(w, x, rows, cols / 16, row0, batch) };
-    if lane_id() == 0 {
-        for (r, accs) in acc.iter().enumerate() {
-            let row = row0 + r as u32;
-            if row < rows {
-                // A constant trip count keeps `acc` in registers; `b < batch` masks the tail.
-                for (b, &a) in accs.iter().enumerate() {
-                    if (b as u32) < batch {
-                        let i = b * rows as usize + row as usize;
-                        // SAFETY: y32 and y8 hold batch * rows values.
-                        unsafe {
-                            *y32.add(i) = a;
-                            *y8.add(i) = requantize(a, scale);
-                        }
-                    }
-                }
-            }
+    let chunks = cols / 16;
+    let task = warp_task(R as u32, chunks, slices);
+    let acc = if task.row0 < rows {
+        // SAFETY: the launcher checked sizes and alignment; the condition is warp-uniform.
+        unsafe {
+            warp_rows_dot::<I8, B, R, U, L>(w, x, rows, chunks, task.row0, batch, task.chunk_range)
         }
-    }
+    } else {
+        [[0; B]; R]
+    };
+    let store = |row: u32, b: usize, a: i32| {
+        let i = b * rows as usize + row as usize;
+        // SAFETY: y32 and y8 hold batch * rows values; row < rows and b < batch.
+        unsafe {
+            *y32.add(i) = a;
+            *y8.add(i) = requantize(a, scale);
+        }
+    };
+    // SAFETY: every thread of the block gets here; the launcher sized the shared memory.
+    unsafe { reduce_and_store(task, acc, rows, batch, slices, i32::wrapping_add, store) };
+}
+
+/// One warp per row, for the scalar fallback kernels; `None` past the last row.
+#[inline(always)]
+fn warp_row(rows: u32) -> Option<u32> {
+    let row = block_idx_x() * (cmv_device::block_dim_x() / 32) + warp_id();
+    (row < rows).then_some(row)
 }
 
 macro_rules! dense_entries {
-    ($($b:literal, $u:expr => $f16:ident, $i8:ident;)*) => {$(
+    ($($b:literal, $fs:expr, $is:expr, $l:expr => $f16:ident, $i8:ident;)*) => {$(
         /// fp16 GEMV for up to this many input vectors; see the crate documentation.
         ///
         /// # Safety
@@ -194,10 +315,11 @@ macro_rules! dense_entries {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $f16(
             w: *const U32x4, x: *const U32x4, y: *mut u16, rows: u32, cols: u32, batch: u32,
+            slices: u32,
         ) {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_f16::<$b, { rows_per_warp_f16($b) as usize }, { $u }>(w, x, y, rows, cols, batch)
+                gemv_f16::<$b, { $fs.0 }, { $fs.1 }, { $l }>(w, x, y, rows, cols, batch, slices)
             }
         }
 
@@ -208,12 +330,12 @@ macro_rules! dense_entries {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $i8(
             w: *const U32x4, x: *const U32x4, y32: *mut i32, y8: *mut i8, scale: f32,
-            rows: u32, cols: u32, batch: u32,
+            rows: u32, cols: u32, batch: u32, slices: u32,
         ) {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_i8::<$b, { rows_per_warp_i8($b) as usize }, { $u }>(
-                    w, x, y32, y8, scale, rows, cols, batch,
+                gemv_i8::<$b, { $is.0 }, { $is.1 }, { $l }>(
+                    w, x, y32, y8, scale, rows, cols, batch, slices,
                 )
             }
         }
@@ -221,16 +343,37 @@ macro_rules! dense_entries {
 }
 
 dense_entries! {
-    1, unroll_for(1) => cmv_gemv_f16_b1, cmv_gemv_i8_b1;
-    2, unroll_for(2) => cmv_gemv_f16_b2, cmv_gemv_i8_b2;
-    4, unroll_for(4) => cmv_gemv_f16_b4, cmv_gemv_i8_b4;
-    8, unroll_for(8) => cmv_gemv_f16_b8, cmv_gemv_i8_b8;
-    16, unroll_for(16) => cmv_gemv_f16_b16, cmv_gemv_i8_b16;
-    // Batch-1 variants with other load depths, for `cmv-bench --explore`.
-    1, 2 => cmv_gemv_f16_b1_u2, cmv_gemv_i8_b1_u2;
-    1, 4 => cmv_gemv_f16_b1_u4, cmv_gemv_i8_b1_u4;
-    1, 8 => cmv_gemv_f16_b1_u8, cmv_gemv_i8_b1_u8;
-    1, 16 => cmv_gemv_f16_b1_u16, cmv_gemv_i8_b1_u16;
+    1, f16_shape(1), i8_shape(1), Load::NcNoAlloc => cmv_gemv_f16_b1, cmv_gemv_i8_b1;
+    2, f16_shape(2), i8_shape(2), Load::NcNoAlloc => cmv_gemv_f16_b2, cmv_gemv_i8_b2;
+    4, f16_shape(4), i8_shape(4), Load::NcNoAlloc => cmv_gemv_f16_b4, cmv_gemv_i8_b4;
+    8, f16_shape(8), i8_shape(8), Load::NcNoAlloc => cmv_gemv_f16_b8, cmv_gemv_i8_b8;
+    16, f16_shape(16), i8_shape(16), Load::NcNoAlloc => cmv_gemv_f16_b16, cmv_gemv_i8_b16;
+    // Batch-1 variants (rows per warp r, chunks in flight per row u, load no-allocate a or
+    // cs c) for `cmv-bench --explore`.
+    1, (1, 2), (1, 2), Load::NcNoAlloc => cmv_gemv_f16_x_r1u2a, cmv_gemv_i8_x_r1u2a;
+    1, (1, 2), (1, 2), Load::Cs => cmv_gemv_f16_x_r1u2c, cmv_gemv_i8_x_r1u2c;
+    1, (1, 4), (1, 4), Load::NcNoAlloc => cmv_gemv_f16_x_r1u4a, cmv_gemv_i8_x_r1u4a;
+    1, (2, 1), (2, 1), Load::NcNoAlloc => cmv_gemv_f16_x_r2u1a, cmv_gemv_i8_x_r2u1a;
+    1, (2, 2), (2, 2), Load::NcNoAlloc => cmv_gemv_f16_x_r2u2a, cmv_gemv_i8_x_r2u2a;
+    1, (4, 1), (4, 1), Load::NcNoAlloc => cmv_gemv_f16_x_r4u1a, cmv_gemv_i8_x_r4u1a;
+    1, (4, 1), (4, 1), Load::Cs => cmv_gemv_f16_x_r4u1c, cmv_gemv_i8_x_r4u1c;
+    1, (4, 2), (4, 2), Load::NcNoAlloc => cmv_gemv_f16_x_r4u2a, cmv_gemv_i8_x_r4u2a;
+}
+
+/// (rows per warp, chunks in flight) of the fp16 kernel for `kernel_batch`.
+const fn f16_shape(kernel_batch: u32) -> (usize, usize) {
+    (
+        rows_per_warp_f16(kernel_batch) as usize,
+        unroll_f16(kernel_batch),
+    )
+}
+
+/// (rows per warp, chunks in flight) of the int8 kernel for `kernel_batch`.
+const fn i8_shape(kernel_batch: u32) -> (usize, usize) {
+    (
+        rows_per_warp_i8(kernel_batch) as usize,
+        unroll_i8(kernel_batch),
+    )
 }
 
 /// fp16 GEMV for any `cols` and any batch: one warp per row, scalar loads.
@@ -246,7 +389,7 @@ pub unsafe extern "ptx-kernel" fn cmv_gemv_f16_any(
     cols: u32,
     batch: u32,
 ) {
-    let Some(row) = warp_first_row(1, rows) else {
+    let Some(row) = warp_row(rows) else {
         return;
     };
     let lane = lane_id();
@@ -289,7 +432,7 @@ pub unsafe extern "ptx-kernel" fn cmv_gemv_i8_any(
     cols: u32,
     batch: u32,
 ) {
-    let Some(row) = warp_first_row(1, rows) else {
+    let Some(row) = warp_row(rows) else {
         return;
     };
     let lane = lane_id();
@@ -321,79 +464,93 @@ pub unsafe extern "ptx-kernel" fn cmv_gemv_i8_any(
     }
 }
 
-/// Reads `n` 16-byte chunks once (grid-stride, [`STREAM_UNROLL`] loads in flight per thread)
-/// and writes the xor of everything it read, one word per warp, to `out[global warp]`, so the
-/// host can check that every byte was read.
+/// Reads `n` 16-byte chunks once with loads `L` and writes the xor of everything it read,
+/// one word per warp, to `out[global warp]`, so the host can check that every byte was read.
+///
+/// `TILES == false`: grid-stride, [`STREAM_UNROLL`] loads in flight per thread, each load of
+/// the grid covering one contiguous span. `TILES == true`: each warp reads `8 x 512`
+/// contiguous bytes per step, warps striding over the buffer.
 ///
 /// # Safety
-/// `p` holds `n` aligned chunks; `out` holds `grid * BLOCK / 32` words.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_stream_read(p: *const U32x4, n: u64, out: *mut u32) {
-    let stride = u64::from(grid_dim_x()) * u64::from(crate::STREAM_THREADS);
-    let mut i = global_thread_x();
+/// `p` holds `n` aligned chunks; `out` holds `grid * STREAM_THREADS / 32` words.
+#[inline(always)]
+unsafe fn stream_read<const L: Load, const TILES: bool>(p: *const U32x4, n: u64, out: *mut u32) {
+    let warps_per_block = u64::from(crate::STREAM_THREADS / 32);
+    let warp = u64::from(block_idx_x()) * warps_per_block + u64::from(thread_idx_x() / 32);
     let mut acc = 0u32;
-    const U: u64 = STREAM_UNROLL as u64;
-    while i + (U - 1) * stride < n {
-        let mut v = [U32x4([0; 4]); STREAM_UNROLL as usize];
-        for (u, vu) in v.iter_mut().enumerate() {
-            // SAFETY: i + u * stride < n.
-            *vu = unsafe { ld_stream_v4(p.add((i + u as u64 * stride) as usize)) };
+    if TILES {
+        const U: u64 = 8;
+        let warps = u64::from(grid_dim_x()) * warps_per_block;
+        let lane = u64::from(lane_id());
+        let mut base = warp * 32 * U;
+        while base < n {
+            let mut v = [U32x4([0; 4]); U as usize];
+            for (u, vu) in v.iter_mut().enumerate() {
+                let i = base + u as u64 * 32 + lane;
+                if i < n {
+                    // SAFETY: i < n.
+                    *vu = unsafe { load::<L>(p.add(i as usize)) };
+                }
+            }
+            for vu in v {
+                acc ^= vu.0[0] ^ vu.0[1] ^ vu.0[2] ^ vu.0[3];
+            }
+            base += warps * 32 * U;
         }
-        for vu in v {
-            acc ^= vu.0[0] ^ vu.0[1] ^ vu.0[2] ^ vu.0[3];
+    } else {
+        const U: u64 = STREAM_UNROLL as u64;
+        let stride = u64::from(grid_dim_x()) * u64::from(crate::STREAM_THREADS);
+        let mut i = global_thread_x();
+        while i + (U - 1) * stride < n {
+            let mut v = [U32x4([0; 4]); U as usize];
+            for (u, vu) in v.iter_mut().enumerate() {
+                // SAFETY: i + u * stride < n.
+                *vu = unsafe { load::<L>(p.add((i + u as u64 * stride) as usize)) };
+            }
+            for vu in v {
+                acc ^= vu.0[0] ^ vu.0[1] ^ vu.0[2] ^ vu.0[3];
+            }
+            i += U * stride;
         }
-        i += U * stride;
+        while i < n {
+            // SAFETY: i < n.
+            let v = unsafe { load::<L>(p.add(i as usize)) };
+            acc ^= v.0[0] ^ v.0[1] ^ v.0[2] ^ v.0[3];
+            i += stride;
+        }
     }
-    while i < n {
-        // SAFETY: i < n.
-        let v = unsafe { ld_stream_v4(p.add(i as usize)) };
-        acc ^= v.0[0] ^ v.0[1] ^ v.0[2] ^ v.0[3];
-        i += stride;
-    }
-    // SAFETY: all lanes reach this point (no early exit above).
+    // SAFETY: all lanes reach this point (the loop bounds are warp-uniform or end together).
     let x = unsafe { warp_xor_u32(acc) };
     if lane_id() == 0 {
-        let warp = block_idx_x() as usize * (crate::STREAM_THREADS / 32) as usize
-            + (thread_idx_x() / 32) as usize;
-        // SAFETY: out holds one word per warp of the grid.
-        unsafe { *out.add(warp) = x };
-    }
-}
-
-/// Like [`cmv_stream_read`], but each warp reads `8 x 512` contiguous bytes per step (eight
-/// 16-byte loads per lane in flight), warps striding over the buffer.
-///
-/// # Safety
-/// As [`cmv_stream_read`].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_stream_read_tiles(p: *const U32x4, n: u64, out: *mut u32) {
-    const U: u64 = 8;
-    let warps = u64::from(grid_dim_x()) * u64::from(crate::STREAM_THREADS / 32);
-    let warp = u64::from(block_idx_x()) * u64::from(crate::STREAM_THREADS / 32)
-        + u64::from(thread_idx_x() / 32);
-    let lane = u64::from(lane_id());
-    let mut base = warp * 32 * U;
-    let mut acc = 0u32;
-    while base < n {
-        let mut v = [U32x4([0; 4]); U as usize];
-        for (u, vu) in v.iter_mut().enumerate() {
-            let i = base + u as u64 * 32 + lane;
-            if i < n {
-                // SAFETY: i < n.
-                *vu = unsafe { ld_stream_v4(p.add(i as usize)) };
-            }
-        }
-        for vu in v {
-            acc ^= vu.0[0] ^ vu.0[1] ^ vu.0[2] ^ vu.0[3];
-        }
-        base += warps * 32 * U;
-    }
-    // SAFETY: all lanes reach this point (the loop bound is warp-uniform).
-    let x = unsafe { warp_xor_u32(acc) };
-    if lane == 0 {
         // SAFETY: out holds one word per warp of the grid.
         unsafe { *out.add(warp as usize) = x };
     }
+}
+
+macro_rules! stream_entries {
+    ($($name:ident = $l:expr, $tiles:literal;)*) => {$(
+        /// Streaming read of a buffer; see `stream_read`.
+        ///
+        /// # Safety
+        /// `p` holds `n` aligned chunks; `out` holds `grid * STREAM_THREADS / 32` words.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: *const U32x4, n: u64, out: *mut u32) {
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe { stream_read::<{ $l }, $tiles>(p, n, out) }
+        }
+    )*};
+}
+
+stream_entries! {
+    // The default, chosen by `cmv-bench --explore` (docs/PERF.md): warp tiles, no L1
+    // allocation, no L2 prefetch hint (the 256-byte prefetch hint cost about 5%).
+    cmv_stream_read = Load::NcNoAlloc, true;
+    cmv_stream_x_grid_s = Load::Stream, false;
+    cmv_stream_x_grid_n = Load::Nc, false;
+    cmv_stream_x_grid_a = Load::NcNoAlloc, false;
+    cmv_stream_x_grid_c = Load::Cs, false;
+    cmv_stream_x_tiles_n = Load::Nc, true;
+    cmv_stream_x_tiles_c = Load::Cs, true;
 }
 
 const _: () = assert!(BLOCK_THREADS % 32 == 0);

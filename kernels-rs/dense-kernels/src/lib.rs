@@ -15,7 +15,8 @@
 //! Each warp owns [`rows_per_warp_f16`]`(B)` (or `_i8`) consecutive rows; a block has
 //! [`BLOCK_THREADS`] threads. The host computes the grid from these constants.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, adt_const_params))]
+#![cfg_attr(target_arch = "nvptx64", allow(incomplete_features))]
 
 mod math;
 pub use math::*;
@@ -33,13 +34,6 @@ pub const MAX_BATCH: u32 = 16;
 pub const F16_COL_MULTIPLE: u32 = 8;
 /// Column multiple the int8 fast kernels need (one 16-byte chunk).
 pub const I8_COL_MULTIPLE: u32 = 16;
-/// 16-byte weight chunks each lane loads before using any, split over the warp's rows.
-pub const CHUNKS_IN_FLIGHT: usize = 4;
-
-/// Chunks of each row a lane of `cmv_gemv_*_b{kernel_batch}` loads before using any.
-pub const fn unroll_for(kernel_batch: u32) -> usize {
-    CHUNKS_IN_FLIGHT / rows_per_warp_f16(kernel_batch) as usize
-}
 /// Threads per block of the streaming-read kernel.
 pub const STREAM_THREADS: u32 = 512;
 /// 16-byte loads each streaming-read thread keeps in flight.
@@ -60,17 +54,40 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
     None
 }
 
+// The work shapes below were chosen by `cmv-bench --explore` on an H200 (docs/PERF.md): more
+// rows per warp reuse each input chunk for more weight chunks; a few 16-byte loads per lane in
+// flight suffice when the columns are also split across warps (see `dense-gemv`'s split).
+
 /// Rows each warp of `cmv_gemv_f16_b{kernel_batch}` computes.
 pub const fn rows_per_warp_f16(kernel_batch: u32) -> u32 {
     match kernel_batch {
-        0..=2 => 1,
+        0..=1 => 4,
         _ => 2,
+    }
+}
+
+/// 16-byte chunks of each row a lane of `cmv_gemv_f16_b{kernel_batch}` loads before using any.
+pub const fn unroll_f16(kernel_batch: u32) -> usize {
+    match kernel_batch {
+        0..=1 => 2,
+        _ => 1,
     }
 }
 
 /// Rows each warp of `cmv_gemv_i8_b{kernel_batch}` computes.
 pub const fn rows_per_warp_i8(kernel_batch: u32) -> u32 {
-    rows_per_warp_f16(kernel_batch)
+    match kernel_batch {
+        0..=1 => 2,
+        _ => 2,
+    }
+}
+
+/// 16-byte chunks of each row a lane of `cmv_gemv_i8_b{kernel_batch}` loads before using any.
+pub const fn unroll_i8(kernel_batch: u32) -> usize {
+    match kernel_batch {
+        0..=1 => 2,
+        _ => 1,
+    }
 }
 
 /// PTX name of the fp16 fast kernel that runs `batch` input vectors (1..=16).
