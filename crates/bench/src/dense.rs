@@ -1,6 +1,6 @@
 //! The dense suite: the bandwidth ceiling, our fp16 and int8 kernels, and cuBLAS.
 
-use cmv_runtime::{Gpu, Timings, rotation_copies, time_launches};
+use cmv_runtime::{Gpu, Timings, rotation_copies};
 use dense_gemv::{CublasGemv, DenseGemv, DeviceMatrix, cpu, relative_error};
 use half::f16;
 
@@ -40,16 +40,18 @@ pub fn measure_ceiling(
     let mut out = gpu
         .alloc_zeros::<u32>(dense.stream_read_out_len())
         .map_err(runtime)?;
-    let t = time_launches(gpu, cfg.warmup.min(5), cfg.iters.min(50), |_| {
-        dense.stream_read(&buf, &mut out).map_err(|e| match e {
-            dense_gemv::DenseError::Runtime(r) => r,
-            other => cmv_runtime::RuntimeError::InvalidLaunch {
-                kernel: "cmv_stream_read",
-                reason: other.to_string(),
-            },
+    let t = cfg
+        .timing
+        .time(gpu, cfg, 1, |_| {
+            dense.stream_read(&buf, &mut out).map_err(|e| match e {
+                dense_gemv::DenseError::Runtime(r) => r,
+                other => cmv_runtime::RuntimeError::InvalidLaunch {
+                    kernel: "cmv_stream_read",
+                    reason: other.to_string(),
+                },
+            })
         })
-    })
-    .map_err(runtime)?;
+        .map_err(runtime)?;
     let got = gpu
         .download(&out)
         .map_err(runtime)?
@@ -140,12 +142,14 @@ fn size_matched_read<T: cmv_runtime::DeviceRepr>(
     let mut out = gpu
         .alloc_zeros::<u32>(dense.stream_read_out_len())
         .map_err(runtime)?;
-    let t = time_launches(gpu, cfg.warmup, cfg.iters, |i| {
-        dense
-            .stream_read(mats[i % mats.len()].data(), &mut out)
-            .map_err(dense_err)
-    })
-    .map_err(runtime)?;
+    let t = cfg
+        .timing
+        .time(gpu, cfg, mats.len(), |i| {
+            dense
+                .stream_read(mats[i % mats.len()].data(), &mut out)
+                .map_err(dense_err)
+        })
+        .map_err(runtime)?;
     Ok(t.median_ms() * 1e3)
 }
 
@@ -199,10 +203,12 @@ pub fn run_gpu(
                 let mut y = gpu.upload(&vec![f16::NAN; batch * rows]).map_err(runtime)?;
                 run(&mats[0], &mut y)?;
                 let check = check_f16(&what, &gpu.download(&y).map_err(runtime)?, &want)?;
-                let t = time_launches(gpu, cfg.warmup, cfg.iters, |i| {
-                    run(&mats[i % copies], &mut y).map_err(dense_err)
-                })
-                .map_err(runtime)?;
+                let t = cfg
+                    .timing
+                    .time(gpu, cfg, copies, |i| {
+                        run(&mats[i % copies], &mut y).map_err(dense_err)
+                    })
+                    .map_err(runtime)?;
                 // The output of the last timed call is checked too.
                 check_f16(&what, &gpu.download(&y).map_err(runtime)?, &want)?;
                 let m = Timed {
@@ -257,12 +263,14 @@ pub fn run_gpu(
             };
             dense.gemv_i8(&mats[0], &dx, &mut y32, &mut y8, scale, batch)?;
             check_exact(&y32, &y8)?;
-            let t = time_launches(gpu, cfg.warmup, cfg.iters, |i| {
-                dense
-                    .gemv_i8(&mats[i % copies], &dx, &mut y32, &mut y8, scale, batch)
-                    .map_err(dense_err)
-            })
-            .map_err(runtime)?;
+            let t = cfg
+                .timing
+                .time(gpu, cfg, copies, |i| {
+                    dense
+                        .gemv_i8(&mats[i % copies], &dx, &mut y32, &mut y8, scale, batch)
+                        .map_err(dense_err)
+                })
+                .map_err(runtime)?;
             check_exact(&y32, &y8)?;
             let m = Timed {
                 format: "dense-int8",

@@ -31,6 +31,30 @@ const VARIANTS: [(&str, u32); 8] = [
     ("r4u2a", 4),
 ];
 
+/// Tensor-core kernels tried at batch 4 and 16.
+const MMA: [(usize, [&str; 3]); 2] = [
+    (
+        4,
+        [
+            "cmv_gemv_f16_mma_x_n8u1",
+            "cmv_gemv_f16_mma_n8",
+            "cmv_gemv_f16_mma_x_n8u4",
+        ],
+    ),
+    (
+        16,
+        [
+            "cmv_gemv_f16_mma_x_n16u1",
+            "cmv_gemv_f16_mma_n16",
+            "cmv_gemv_f16_mma_x_n16u4",
+        ],
+    ),
+];
+
+fn dense_kernels_batch(batch: usize) -> u32 {
+    if batch <= 8 { 8 } else { 16 }
+}
+
 /// Work splits tried for each variant: (slices, block threads).
 const SPLITS: [(u32, u32); 5] = [(1, 128), (1, 256), (2, 256), (4, 256), (8, 256)];
 
@@ -111,6 +135,37 @@ pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchE
                     "explore {rows}x{cols} f16 {suffix} s{slices} t{block_threads}: {:.2} us, {gbps:.1} GB/s, rel_err {err:.1e}",
                     ms * 1e3
                 );
+            }
+        }
+        for (batch, names) in MMA {
+            let x = data::f16_uniform(batch * cols, 1.0, 13);
+            let want = cpu::gemv_f16(&w, rows, cols, &x, batch)?;
+            let dx = gpu.upload(&x)?;
+            let mut y = gpu.alloc_zeros::<f16>(batch * rows)?;
+            let kb = dense_kernels_batch(batch);
+            for name in names {
+                let k = gpu.kernel(&PTX, name)?;
+                for slices in [2u32, 4, 8] {
+                    let split = Split {
+                        rows_per_warp: 16,
+                        slices,
+                        block_threads: 256,
+                    };
+                    let t = time_launches(gpu, 10, 100, |i| {
+                        let m = &mats[i % mats.len()];
+                        dense
+                            .launch_f16(&k, split, kb, m, &dx, &mut y, batch as u32)
+                            .map_err(rt)
+                    })?;
+                    let got = gpu.download(&y)?;
+                    let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
+                    let ms = t.median_ms();
+                    let gbps = (rows * cols * 2) as f64 / (ms * 1e6);
+                    println!(
+                        "explore {rows}x{cols} f16 b{batch} {name} s{slices}: {:.2} us, {gbps:.1} GB/s, rel_err {err:.1e}",
+                        ms * 1e3
+                    );
+                }
             }
         }
         drop(mats);

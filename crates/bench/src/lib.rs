@@ -40,6 +40,43 @@ pub struct BenchConfig {
     pub iters: usize,
     /// Weight bytes to rotate through at least (and at least 4 x L2).
     pub min_rotation_bytes: usize,
+    /// How calls are timed.
+    pub timing: Timing,
+}
+
+/// How calls are timed (both with CUDA events, after warm-up, median reported).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Timing {
+    /// A CUDA graph of at least 16 back-to-back calls (covering every weight copy) is
+    /// replayed; a sample is one replay over its calls. No host launch overhead and no events
+    /// between kernels, as in an inference step.
+    Graph,
+    /// An event pair around every single call, launched from the host back to back.
+    Events,
+}
+
+impl Timing {
+    /// Times `launch(i)` (which must use weight copy `i % copies`) per `cfg`; per-call samples.
+    pub fn time<F>(
+        self,
+        gpu: &cmv_runtime::Gpu,
+        cfg: &BenchConfig,
+        copies: usize,
+        launch: F,
+    ) -> Result<cmv_runtime::Timings, cmv_runtime::RuntimeError>
+    where
+        F: FnMut(usize) -> Result<(), cmv_runtime::RuntimeError>,
+    {
+        match self {
+            Timing::Events => cmv_runtime::time_launches(gpu, cfg.warmup, cfg.iters, launch),
+            Timing::Graph => {
+                let calls = 16usize.div_ceil(copies.max(1)) * copies.max(1);
+                let reps = cfg.iters.div_ceil(calls).max(20);
+                cmv_runtime::time_graph(gpu, calls, 3, reps, launch)
+            }
+        }
+    }
 }
 
 impl Default for BenchConfig {
@@ -50,6 +87,7 @@ impl Default for BenchConfig {
             warmup: 20,
             iters: 200,
             min_rotation_bytes: 1 << 30,
+            timing: Timing::Graph,
         }
     }
 }

@@ -53,8 +53,17 @@ pub fn gpu_table(ms: &[Measurement]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<12} {:<7} {:>12} {:>3} {:>6} {:>10} {:>8} {:>7} {:>8}  check",
-        "format", "kernel", "shape", "b", "bits/w", "median_us", "GB/s", "%ceil", "speedup"
+        "{:<12} {:<7} {:>12} {:>3} {:>6} {:>10} {:>8} {:>7} {:>7} {:>8}  check",
+        "format",
+        "kernel",
+        "shape",
+        "b",
+        "bits/w",
+        "median_us",
+        "GB/s",
+        "%ceil",
+        "%read",
+        "speedup"
     );
     for m in ms {
         let _ = writeln!(

@@ -99,7 +99,12 @@ impl Gpu {
             return Err(RuntimeError::NoDevice { ordinal, count });
         }
         let ctx = CudaContext::new(ordinal).op("cuDevicePrimaryCtxRetain")?;
-        let stream = ctx.default_stream();
+        // SAFETY: every buffer, copy and launch of this `Gpu` goes to its one stream, which
+        // orders them, so cudarc's per-buffer events across streams are not needed.
+        unsafe { ctx.disable_event_tracking() };
+        // A stream of our own (not the legacy default stream), so that launches can be
+        // captured into CUDA graphs for timing.
+        let stream = ctx.new_stream().op("cuStreamCreate")?;
         let attr = |a: Attr, op: &'static str| ctx.attribute(a).op(op);
         let mut driver_version = 0;
         // SAFETY: cuDriverGetVersion writes one int to the pointer we pass.

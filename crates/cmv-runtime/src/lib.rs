@@ -3,7 +3,8 @@
 //! * [`Gpu`]: one device, its context and stream, lazily loaded [`PtxModule`]s and the facts
 //!   a benchmark needs ([`DeviceInfo`]: name, SM count, L2 size, driver version).
 //! * [`Kernel`]: a loaded entry point whose launch configuration is validated before launch.
-//! * [`time_launches`]: CUDA-event timing with warm-up; [`Timings`] gives median and spread.
+//! * [`time_launches`]: CUDA-event timing with warm-up, and [`time_graph`], the same over
+//!   replays of a captured CUDA graph; [`Timings`] gives median and spread.
 //! * [`rotation_copies`]: how many weight copies make every timed call read from HBM.
 //!
 //! Nothing CUDA is needed to build or to run the CPU tests: `libcuda` is loaded at run time,
@@ -20,7 +21,7 @@ pub use cudarc;
 pub use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig};
 pub use device::{DeviceInfo, Gpu, Kernel, PtxModule, gpu_for_tests};
 pub use error::{DriverResultExt, RuntimeError};
-pub use timing::{Timings, rotation_copies, time_launches};
+pub use timing::{Timings, rotation_copies, time_graph, time_launches};
 
 /// Result alias of this crate.
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

@@ -80,6 +80,77 @@ where
     Ok(Timings { samples_ms })
 }
 
+/// Times `launch(i)` for `i in 0..calls` captured into one CUDA graph: the graph is replayed
+/// `warmup` times untimed, then `reps` times between CUDA events; each sample is one replay's
+/// time divided by `calls`. Back-to-back kernels in a graph start without the host's launch
+/// overhead and without events between them, as they would in an inference step.
+///
+/// `launch` runs `calls` times before the capture as a plain warm-up (module loading and any
+/// lazy initialization must not happen during a capture), then `calls` times inside it.
+///
+/// # Errors
+/// The first error of `launch` or of the graph and event calls.
+pub fn time_graph<F>(
+    gpu: &Gpu,
+    calls: usize,
+    warmup: usize,
+    reps: usize,
+    mut launch: F,
+) -> Result<Timings>
+where
+    F: FnMut(usize) -> Result<()>,
+{
+    use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+    for i in 0..calls {
+        launch(i)?;
+    }
+    gpu.synchronize()?;
+    let stream = gpu.stream();
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .op("cuStreamBeginCapture")?;
+    let captured = (0..calls).try_for_each(&mut launch);
+    // The capture must end even when a launch failed.
+    let graph = stream
+        .end_capture(CUgraphInstantiate_flags(0))
+        .op("cuStreamEndCapture");
+    captured?;
+    let graph = graph?.ok_or(crate::RuntimeError::InvalidLaunch {
+        kernel: "graph",
+        reason: "the stream capture recorded no work".into(),
+    })?;
+    for _ in 0..warmup {
+        graph.launch().op("cuGraphLaunch")?;
+    }
+    gpu.synchronize()?;
+    let ctx = gpu.context();
+    let mut events = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .op("cuEventCreate")?;
+        let end = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .op("cuEventCreate")?;
+        events.push((start, end));
+    }
+    for (start, end) in &events {
+        start.record(stream).op("cuEventRecord")?;
+        graph.launch().op("cuGraphLaunch")?;
+        end.record(stream).op("cuEventRecord")?;
+    }
+    gpu.synchronize()?;
+    let samples_ms = events
+        .iter()
+        .map(|(s, e)| {
+            s.elapsed_ms(e)
+                .map(|t| f64::from(t) / calls as f64)
+                .op("cuEventElapsedTime")
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Timings { samples_ms })
+}
+
 /// How many copies of a `bytes_per_copy` operand to rotate through so that each timed call
 /// reads from device memory rather than from L2: enough for `max(4 x L2, min_total_bytes)` in
 /// all, and at least 2.

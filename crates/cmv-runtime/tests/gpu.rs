@@ -1,6 +1,6 @@
 //! GPU tests of the runtime itself; skipped (with a message) where there is no GPU.
 
-use cmv_runtime::{Gpu, RuntimeError, gpu_for_tests, time_launches};
+use cmv_runtime::{Gpu, RuntimeError, gpu_for_tests, time_graph, time_launches};
 
 #[test]
 fn opening_a_device_never_panics() {
@@ -47,4 +47,23 @@ fn upload_download_and_event_timing() {
         t.samples_ms
     );
     assert_eq!(gpu.download(&copy).unwrap(), host);
+
+    // The same copies captured into a graph: per-call samples, and the copies really ran.
+    let mut copy2 = gpu.alloc_zeros::<u32>(host.len()).unwrap();
+    let g = time_graph(&gpu, 4, 2, 5, |_| {
+        gpu.stream()
+            .memcpy_dtod(&dev, &mut copy2)
+            .map_err(|source| RuntimeError::Driver {
+                op: "cuMemcpyDtoD",
+                source,
+            })
+    })
+    .unwrap();
+    assert_eq!(g.samples_ms.len(), 5);
+    assert!(
+        g.samples_ms.iter().all(|&s| s > 0.0 && s.is_finite()),
+        "{:?}",
+        g.samples_ms
+    );
+    assert_eq!(gpu.download(&copy2).unwrap(), host);
 }

@@ -7,8 +7,8 @@ use cmv_runtime::cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cmv_runtime::cudarc::driver::PushKernelArg;
 use cmv_runtime::{CudaSlice, CudaStream, DeviceRepr, Gpu, Kernel, LaunchConfig, RuntimeError};
 use dense_kernels::{
-    BLOCK_THREADS, F16_COL_MULTIPLE, I8_COL_MULTIPLE, KERNEL_BATCHES, STREAM_THREADS, kernel_batch,
-    rows_per_warp_f16, rows_per_warp_i8,
+    BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, I8_COL_MULTIPLE, KERNEL_BATCHES,
+    STREAM_THREADS, f16_kernel_batch, kernel_batch, rows_per_warp_f16, rows_per_warp_i8,
 };
 use half::f16;
 
@@ -168,11 +168,14 @@ fn slices_for(chunks_per_row: u32, preferred: u32) -> u32 {
 /// The work split `gemv_f16` uses for a `rows x cols` matrix (cols a multiple of 8) and
 /// `batch` vectors. Chosen from `cmv-bench --explore` on an H200 (docs/PERF.md): the columns
 /// are split 8 ways for tall matrices (8192 rows or more) and 4 ways otherwise.
+/// The tensor-core kernels (batch 5 to 16) split the columns 8 ways: a group of warps owns 16
+/// rows, so only splitting the columns gives the GPU enough warps.
 pub fn f16_split(rows: u32, cols: u32, batch: u32) -> Split {
-    let kb = kernel_batch(batch).unwrap_or(dense_kernels::MAX_BATCH);
+    let kb = f16_kernel_batch(batch).unwrap_or(dense_kernels::MAX_BATCH);
+    let preferred = if kb > 4 || rows >= 8192 { 8 } else { 4 };
     Split {
         rows_per_warp: rows_per_warp_f16(kb),
-        slices: slices_for(cols / 8, if rows >= 8192 { 8 } else { 4 }),
+        slices: slices_for(cols / 8, preferred),
         block_threads: BLOCK_THREADS,
     }
 }
@@ -218,9 +221,9 @@ impl DenseGemv {
     /// Runtime errors: a driver that rejects the PTX, a missing entry point.
     pub fn new(gpu: &Gpu) -> Result<Self> {
         let load = |name: &'static str| gpu.kernel(&PTX, name);
-        let f16 = KERNEL_BATCHES
+        let f16 = F16_KERNEL_BATCHES
             .iter()
-            .map(|&b| load(dense_kernels::f16_kernel_name(b).unwrap_or("cmv_gemv_f16_b16")))
+            .map(|&b| load(dense_kernels::f16_kernel_name(b).unwrap_or("cmv_gemv_f16_mma_n16")))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let i8 = KERNEL_BATCHES
             .iter()
@@ -255,9 +258,13 @@ impl DenseGemv {
         check_len("output", y.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
         if cols.is_multiple_of(F16_COL_MULTIPLE) {
-            let kb = kernel_batch(b).unwrap_or(16);
+            let kb = f16_kernel_batch(b).unwrap_or(16);
             let split = f16_split(rows, cols, b);
-            self.launch_f16(&self.f16[batch_index(b)], split, kb, w, x, y, b)?;
+            let k = F16_KERNEL_BATCHES
+                .iter()
+                .position(|&v| v == kb)
+                .unwrap_or(F16_KERNEL_BATCHES.len() - 1);
+            self.launch_f16(&self.f16[k], split, kb, w, x, y, b)?;
         } else {
             let cfg = scalar_grid(rows);
             self.f16_any.check_config(&cfg)?;

@@ -175,6 +175,37 @@ pub unsafe fn warp_xor_u32(mut v: u32) -> u32 {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Tensor cores
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: `D = A B + C` for a 16x16 fp16 tile
+/// `A`, a 16x8 fp16 tile `B` and 16x8 fp32 accumulators, spread over the warp.
+///
+/// With `g = lane / 4` and `t = lane % 4`, each register holds two fp16 values (low half first):
+/// `a[0]` = A(g, 2t..2t+2), `a[1]` = A(g+8, 2t..), `a[2]` = A(g, 2t+8..), `a[3]` = A(g+8, 2t+8..);
+/// `b[0]` = B(2t..2t+2, g), `b[1]` = B(2t+8..2t+10, g); `c[0..2]` = C(g, 2t..2t+2),
+/// `c[2..4]` = C(g+8, 2t..2t+2).
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn mma_m16n8k16_f16_f32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+    let (d0, d1, d2, d3): (f32, f32, f32, f32);
+    // SAFETY: a register-only warp-collective instruction (sm_80+); the caller guarantees
+    // the whole warp executes it. Not `pure`, so it is never moved into divergent code.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
+            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+            options(nomem, nostack)
+        );
+    }
+    [d0, d1, d2, d3]
+}
+
+// ---------------------------------------------------------------------------------------------
 // Global-memory loads
 
 /// 128-bit read-only load through the non-coherent cache (`ld.global.nc.v4.u32`).

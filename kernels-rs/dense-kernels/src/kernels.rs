@@ -6,8 +6,8 @@ use crate::{
 };
 use cmv_device::{
     U32x4, block_idx_x, f32_to_f16, global_thread_x, grid_dim_x, lane_id, ld_cs_v4, ld_nc_na_v4,
-    ld_nc_u8, ld_nc_u16, ld_nc_v4, ld_stream_v4, thread_idx_x, warp_id, warp_sum_f32, warp_sum_i32,
-    warp_xor_u32,
+    ld_nc_u8, ld_nc_u16, ld_nc_v4, ld_stream_v4, mma_m16n8k16_f16_f32, thread_idx_x, warp_id,
+    warp_sum_f32, warp_sum_i32, warp_xor_u32,
 };
 
 /// How weights are loaded: the cache qualifiers of the 128-bit load.
@@ -299,6 +299,142 @@ unsafe fn gemv_i8<const B: usize, const R: usize, const U: usize, const L: Load>
     unsafe { reduce_and_store(task, acc, rows, batch, slices, i32::wrapping_add, store) };
 }
 
+/// fp16 GEMV on tensor cores for 2 to `8 * NT` input vectors.
+///
+/// A group of `slices` warps owns 16 rows; each warp sums its slice of the column blocks of
+/// 32 with `mma.m16n8k16` (rows as M, input vectors as N, `NT` tiles of 8). Lane `(g, t)` loads
+/// the 16 bytes at columns `32 kb + 8t ..+8` of rows `g` and `g + 8` and of vector `g`; the
+/// first `mma` of a block takes the low 8 bytes as its `k = {2t, 2t+1, 2t+8, 2t+9}`, the second
+/// the high 8 bytes. Weights and inputs use the same permutation of `k`, so the dot products are
+/// unchanged and every load is 16 bytes wide.
+///
+/// # Safety
+/// As the other fast kernels: sizes and 16-byte alignment checked by the launcher, which also
+/// gives `block_dim / 32 * 16 * 8 * NT * 4` bytes of dynamic shared memory when `slices > 1`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemv_f16_mma<const NT: usize, const U: usize, const L: Load>(
+    w: *const U32x4,
+    x: *const U32x4,
+    y: *mut u16,
+    rows: u32,
+    cols: u32,
+    batch: u32,
+    slices: u32,
+) {
+    let chunks = (cols / 8) as usize;
+    let kblocks = chunks.div_ceil(4);
+    let task = warp_task(16, kblocks as u32, slices);
+    let (kb0, kb1) = task.chunk_range;
+    let lane = lane_id();
+    let (g, t) = ((lane >> 2) as usize, (lane & 3) as usize);
+    let row_a = (task.row0 + g as u32).min(rows - 1) as usize;
+    let row_b = (task.row0 + g as u32 + 8).min(rows - 1) as usize;
+    // SAFETY: both rows are below `rows`.
+    let (pa, pb) = unsafe { (w.add(row_a * chunks), w.add(row_b * chunks)) };
+    let xn: [*const U32x4; NT] = core::array::from_fn(|nt| {
+        let n = ((nt * 8 + g) as u32).min(batch - 1) as usize;
+        // SAFETY: n < batch.
+        unsafe { x.add(n * chunks) }
+    });
+    let mut acc = [[0.0f32; 4]; NT];
+    if task.row0 < rows {
+        let mut kb = kb0;
+        while kb < kb1 {
+            let zero = U32x4([0; 4]);
+            let mut wa = [zero; U];
+            let mut wb = [zero; U];
+            let mut xv = [[zero; U]; NT];
+            for u in 0..U {
+                let c = (kb + u) * 4 + t;
+                if kb + u < kb1 && c < chunks {
+                    // SAFETY: c < chunks: inside both rows and every input vector.
+                    unsafe {
+                        wa[u] = load::<L>(pa.add(c));
+                        wb[u] = load::<L>(pb.add(c));
+                        for nt in 0..NT {
+                            xv[nt][u] = ld_nc_v4(xn[nt].add(c));
+                        }
+                    }
+                }
+            }
+            for u in 0..U {
+                for nt in 0..NT {
+                    let (a, b, xx) = (wa[u].0, wb[u].0, xv[nt][u].0);
+                    // SAFETY: the loop bounds are warp-uniform, so the whole warp is here.
+                    unsafe {
+                        acc[nt] =
+                            mma_m16n8k16_f16_f32([a[0], b[0], a[1], b[1]], [xx[0], xx[1]], acc[nt]);
+                        acc[nt] =
+                            mma_m16n8k16_f16_f32([a[2], b[2], a[3], b[3]], [xx[2], xx[3]], acc[nt]);
+                    }
+                }
+            }
+            kb += U;
+        }
+    }
+    if slices > 1 {
+        let smem = cmv_device::dyn_smem() as *mut f32;
+        let base = (warp_id() as usize * 32 + lane as usize) * 4 * NT;
+        for (nt, a) in acc.iter().enumerate() {
+            for (i, &v) in a.iter().enumerate() {
+                // SAFETY: the launch gave 32 * 4 * NT floats per warp.
+                unsafe { *smem.add(base + nt * 4 + i) = v };
+            }
+        }
+        // SAFETY: every thread of the block reaches this barrier (no early return above).
+        unsafe { cmv_device::sync_threads() };
+        if task.slice != 0 {
+            return;
+        }
+        for s in 1..slices as usize {
+            for (nt, a) in acc.iter_mut().enumerate() {
+                for (i, v) in a.iter_mut().enumerate() {
+                    // SAFETY: warp + s is a warp of this group, inside the block.
+                    *v += unsafe { *smem.add(base + s * 32 * 4 * NT + nt * 4 + i) };
+                }
+            }
+        }
+    }
+    for (nt, a) in acc.iter().enumerate() {
+        for (i, &v) in a.iter().enumerate() {
+            let row = task.row0 + g as u32 + if i >= 2 { 8 } else { 0 };
+            let n = (nt * 8 + 2 * t + (i & 1)) as u32;
+            if row < rows && n < batch {
+                // SAFETY: y holds batch * rows values.
+                unsafe { *y.add(n as usize * rows as usize + row as usize) = f32_to_f16(v) };
+            }
+        }
+    }
+}
+
+macro_rules! mma_entries {
+    ($($name:ident = $nt:literal, $u:literal, $l:expr;)*) => {$(
+        /// fp16 GEMV on tensor cores for up to `8 * NT` input vectors; see `gemv_f16_mma`.
+        ///
+        /// # Safety
+        /// Launched by `dense-gemv`, which validates sizes, alignment and the grid.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            w: *const U32x4, x: *const U32x4, y: *mut u16, rows: u32, cols: u32, batch: u32,
+            slices: u32,
+        ) {
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe { gemv_f16_mma::<$nt, $u, { $l }>(w, x, y, rows, cols, batch, slices) }
+        }
+    )*};
+}
+
+mma_entries! {
+    cmv_gemv_f16_mma_n8 = 1, 2, Load::NcNoAlloc;
+    cmv_gemv_f16_mma_n16 = 2, 2, Load::NcNoAlloc;
+    // Variants for `cmv-bench --explore`.
+    cmv_gemv_f16_mma_x_n8u1 = 1, 1, Load::NcNoAlloc;
+    cmv_gemv_f16_mma_x_n8u4 = 1, 4, Load::NcNoAlloc;
+    cmv_gemv_f16_mma_x_n16u1 = 2, 1, Load::NcNoAlloc;
+    cmv_gemv_f16_mma_x_n16u4 = 2, 4, Load::NcNoAlloc;
+}
+
 /// One warp per row, for the scalar fallback kernels; `None` past the last row.
 #[inline(always)]
 fn warp_row(rows: u32) -> Option<u32> {
@@ -306,9 +442,10 @@ fn warp_row(rows: u32) -> Option<u32> {
     (row < rows).then_some(row)
 }
 
-macro_rules! dense_entries {
-    ($($b:literal, $fs:expr, $is:expr, $l:expr => $f16:ident, $i8:ident;)*) => {$(
-        /// fp16 GEMV for up to this many input vectors; see the crate documentation.
+macro_rules! f16_entries {
+    ($($b:literal, $fs:expr, $l:expr => $f16:ident;)*) => {$(
+        /// fp16 GEMV of up to this many input vectors on the CUDA cores; see the crate
+        /// documentation.
         ///
         /// # Safety
         /// Launched by `dense-gemv`, which validates sizes, alignment and the grid.
@@ -322,7 +459,11 @@ macro_rules! dense_entries {
                 gemv_f16::<$b, { $fs.0 }, { $fs.1 }, { $l }>(w, x, y, rows, cols, batch, slices)
             }
         }
+    )*};
+}
 
+macro_rules! i8_entries {
+    ($($b:literal, $is:expr, $l:expr => $i8:ident;)*) => {$(
         /// int8 GEMV for up to this many input vectors; see the crate documentation.
         ///
         /// # Safety
@@ -342,22 +483,36 @@ macro_rules! dense_entries {
     )*};
 }
 
-dense_entries! {
-    1, f16_shape(1), i8_shape(1), Load::NcNoAlloc => cmv_gemv_f16_b1, cmv_gemv_i8_b1;
-    2, f16_shape(2), i8_shape(2), Load::NcNoAlloc => cmv_gemv_f16_b2, cmv_gemv_i8_b2;
-    4, f16_shape(4), i8_shape(4), Load::NcNoAlloc => cmv_gemv_f16_b4, cmv_gemv_i8_b4;
-    8, f16_shape(8), i8_shape(8), Load::NcNoAlloc => cmv_gemv_f16_b8, cmv_gemv_i8_b8;
-    16, f16_shape(16), i8_shape(16), Load::NcNoAlloc => cmv_gemv_f16_b16, cmv_gemv_i8_b16;
-    // Batch-1 variants (rows per warp r, chunks in flight per row u, load no-allocate a or
-    // cs c) for `cmv-bench --explore`.
-    1, (1, 2), (1, 2), Load::NcNoAlloc => cmv_gemv_f16_x_r1u2a, cmv_gemv_i8_x_r1u2a;
-    1, (1, 2), (1, 2), Load::Cs => cmv_gemv_f16_x_r1u2c, cmv_gemv_i8_x_r1u2c;
-    1, (1, 4), (1, 4), Load::NcNoAlloc => cmv_gemv_f16_x_r1u4a, cmv_gemv_i8_x_r1u4a;
-    1, (2, 1), (2, 1), Load::NcNoAlloc => cmv_gemv_f16_x_r2u1a, cmv_gemv_i8_x_r2u1a;
-    1, (2, 2), (2, 2), Load::NcNoAlloc => cmv_gemv_f16_x_r2u2a, cmv_gemv_i8_x_r2u2a;
-    1, (4, 1), (4, 1), Load::NcNoAlloc => cmv_gemv_f16_x_r4u1a, cmv_gemv_i8_x_r4u1a;
-    1, (4, 1), (4, 1), Load::Cs => cmv_gemv_f16_x_r4u1c, cmv_gemv_i8_x_r4u1c;
-    1, (4, 2), (4, 2), Load::NcNoAlloc => cmv_gemv_f16_x_r4u2a, cmv_gemv_i8_x_r4u2a;
+f16_entries! {
+    1, f16_shape(1), Load::NcNoAlloc => cmv_gemv_f16_b1;
+    4, f16_shape(4), Load::NcNoAlloc => cmv_gemv_f16_b4;
+    // Variants (rows per warp r, chunks in flight per row u, load no-allocate a or cs c) for
+    // `cmv-bench --explore`.
+    1, (1, 2), Load::NcNoAlloc => cmv_gemv_f16_x_r1u2a;
+    1, (1, 2), Load::Cs => cmv_gemv_f16_x_r1u2c;
+    1, (1, 4), Load::NcNoAlloc => cmv_gemv_f16_x_r1u4a;
+    1, (2, 1), Load::NcNoAlloc => cmv_gemv_f16_x_r2u1a;
+    1, (2, 2), Load::NcNoAlloc => cmv_gemv_f16_x_r2u2a;
+    1, (4, 1), Load::NcNoAlloc => cmv_gemv_f16_x_r4u1a;
+    1, (4, 1), Load::Cs => cmv_gemv_f16_x_r4u1c;
+    1, (4, 2), Load::NcNoAlloc => cmv_gemv_f16_x_r4u2a;
+}
+
+i8_entries! {
+    1, i8_shape(1), Load::NcNoAlloc => cmv_gemv_i8_b1;
+    2, i8_shape(2), Load::NcNoAlloc => cmv_gemv_i8_b2;
+    4, i8_shape(4), Load::NcNoAlloc => cmv_gemv_i8_b4;
+    8, i8_shape(8), Load::NcNoAlloc => cmv_gemv_i8_b8;
+    16, i8_shape(16), Load::NcNoAlloc => cmv_gemv_i8_b16;
+    // Batch-1 variants, named as the fp16 ones.
+    1, (1, 2), Load::NcNoAlloc => cmv_gemv_i8_x_r1u2a;
+    1, (1, 2), Load::Cs => cmv_gemv_i8_x_r1u2c;
+    1, (1, 4), Load::NcNoAlloc => cmv_gemv_i8_x_r1u4a;
+    1, (2, 1), Load::NcNoAlloc => cmv_gemv_i8_x_r2u1a;
+    1, (2, 2), Load::NcNoAlloc => cmv_gemv_i8_x_r2u2a;
+    1, (4, 1), Load::NcNoAlloc => cmv_gemv_i8_x_r4u1a;
+    1, (4, 1), Load::Cs => cmv_gemv_i8_x_r4u1c;
+    1, (4, 2), Load::NcNoAlloc => cmv_gemv_i8_x_r4u2a;
 }
 
 /// (rows per warp, chunks in flight) of the fp16 kernel for `kernel_batch`.

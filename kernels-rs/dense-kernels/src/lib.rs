@@ -1,9 +1,11 @@
 //! Dense matrix-vector kernels: the baselines every cmv format is measured against.
 //!
-//! * `cmv_gemv_f16_b{B}` (B in [`KERNEL_BATCHES`]): `Y = X W^T` for a row-major fp16 `W`
-//!   (`rows x cols`), up to `B` fp16 input vectors and fp32 accumulation; output fp16. Needs `cols % 8 == 0` and
+//! * `cmv_gemv_f16_b1`, `_b4`, `cmv_gemv_f16_mma_n8`, `_n16`: `Y = X W^T` for a row-major
+//!   fp16 `W` (`rows x cols`), 1, up to 4, up to 8 or up to 16 fp16 input vectors, fp32
+//!   accumulation (CUDA cores up to 4 vectors, `mma.m16n8k16` tensor cores beyond); output
+//!   fp16. Needs `cols % 8 == 0` and
 //!   16-byte-aligned `W` and `X`.
-//! * `cmv_gemv_i8_b{B}`: the same with int8 `W` and `X`, `dp4a` and int32 accumulation; writes
+//! * `cmv_gemv_i8_b{B}` (B in [`KERNEL_BATCHES`]): the same with int8 `W` and `X`, `dp4a` and int32 accumulation; writes
 //!   the int32 accumulators and their int8 requantization ([`requantize`]). Needs
 //!   `cols % 16 == 0`.
 //! * `cmv_gemv_f16_any`, `cmv_gemv_i8_any`: any `cols`, any batch; slower fallbacks.
@@ -58,15 +60,18 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
 // rows per warp reuse each input chunk for more weight chunks; a few 16-byte loads per lane in
 // flight suffice when the columns are also split across warps (see `dense-gemv`'s split).
 
-/// Rows each warp of `cmv_gemv_f16_b{kernel_batch}` computes.
+/// Rows each warp (group of warps, for the tensor-core kernels) of the fp16 kernel for
+/// `kernel_batch` computes: 4 at batch 1, 2 at batch 4 (CUDA cores), 16 (the `mma` tile) for 8
+/// and 16.
 pub const fn rows_per_warp_f16(kernel_batch: u32) -> u32 {
     match kernel_batch {
         0..=1 => 4,
-        _ => 2,
+        2..=4 => 2,
+        _ => 16,
     }
 }
 
-/// 16-byte chunks of each row a lane of `cmv_gemv_f16_b{kernel_batch}` loads before using any.
+/// 16-byte chunks of each row a lane of the CUDA-core fp16 kernels loads before using any.
 pub const fn unroll_f16(kernel_batch: u32) -> usize {
     match kernel_batch {
         0..=1 => 2,
@@ -90,14 +95,28 @@ pub const fn unroll_i8(kernel_batch: u32) -> usize {
     }
 }
 
+/// fp16 kernels: batch 1 and up to 4 on the CUDA cores, up to 8 and up to 16 on tensor
+/// cores (measured faster from 5 vectors on; docs/PERF.md).
+pub const F16_KERNEL_BATCHES: [u32; 4] = [1, 4, 8, 16];
+
+/// The fp16 kernel batch (accumulator slots per row) that runs `batch` vectors (1..=16).
+pub const fn f16_kernel_batch(batch: u32) -> Option<u32> {
+    match batch {
+        1 => Some(1),
+        2..=4 => Some(4),
+        5..=8 => Some(8),
+        9..=16 => Some(16),
+        _ => None,
+    }
+}
+
 /// PTX name of the fp16 fast kernel that runs `batch` input vectors (1..=16).
 pub fn f16_kernel_name(batch: u32) -> Option<&'static str> {
-    Some(match kernel_batch(batch)? {
+    Some(match f16_kernel_batch(batch)? {
         1 => "cmv_gemv_f16_b1",
-        2 => "cmv_gemv_f16_b2",
         4 => "cmv_gemv_f16_b4",
-        8 => "cmv_gemv_f16_b8",
-        _ => "cmv_gemv_f16_b16",
+        8 => "cmv_gemv_f16_mma_n8",
+        _ => "cmv_gemv_f16_mma_n16",
     })
 }
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bench::report::{self, Report};
-use bench::{BenchConfig, BenchError, dense};
+use bench::{BenchConfig, BenchError, Timing, dense};
 use clap::Parser;
 use cmv_runtime::{Gpu, RuntimeError};
 use dense_gemv::DenseGemv;
@@ -28,6 +28,10 @@ struct Args {
     /// Untimed warm-up calls per configuration.
     #[arg(long, default_value_t = 20)]
     warmup: usize,
+    /// How calls are timed: replays of a CUDA graph of back-to-back calls, or an event pair
+    /// around each call launched from the host.
+    #[arg(long, value_enum, default_value_t = Timing::Graph)]
+    timing: Timing,
     /// A quick run: the two smallest shapes, batch 1 and 4, 100 calls.
     #[arg(long)]
     quick: bool,
@@ -85,6 +89,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
         cfg.iters = args.iters;
     }
     cfg.warmup = args.warmup;
+    cfg.timing = args.timing;
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut report = Report {
         device: "none".into(),
