@@ -13,9 +13,11 @@ pub mod report;
 
 use serde::Serialize;
 
-/// The shapes (rows, cols) every format is measured on: Llama-2-7B, Llama-3-8B, Llama-3-70B.
-pub const SHAPES: [(usize, usize); 7] = [
+/// The shapes (rows, cols) every format is measured on: Llama-2-7B, Llama-3-8B, Llama-3-70B,
+/// and 8192 x 8192 (a square reference for the int8 and ANS kernels).
+pub const SHAPES: [(usize, usize); 8] = [
     (4096, 4096),
+    (8192, 8192),
     (11008, 4096),
     (4096, 11008),
     (14336, 4096),
