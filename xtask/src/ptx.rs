@@ -34,6 +34,7 @@ impl DeviceCrate {
 #[rustfmt::skip]
 pub const DEVICE_CRATES: &[DeviceCrate] = &[
     DeviceCrate::new("dense-kernels", "crates/dense-gemv/ptx/dense_kernels.ptx"),
+    DeviceCrate::new("selftest-kernels", "crates/cmv-runtime/ptx/selftest_kernels.ptx"),
 ];
 
 /// The compiler: Debian's `rustc-web`, rustc on LLVM 22.

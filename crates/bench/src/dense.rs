@@ -132,6 +132,21 @@ fn check_f16(what: &str, got: &[f16], want: &[f64]) -> Result<String, BenchError
     Ok(format!("rel_err={err:.1e}"))
 }
 
+/// `first` and enough device copies of it to rotate through at least 4 x L2 and
+/// `cfg.min_rotation_bytes` in all, so that each timed call reads from device memory.
+pub fn weight_copies<T: cmv_runtime::DeviceRepr>(
+    first: DeviceMatrix<T>,
+    l2_bytes: usize,
+    cfg: &BenchConfig,
+) -> Result<Vec<DeviceMatrix<T>>, BenchError> {
+    let n = rotation_copies(first.bytes(), l2_bytes, cfg.min_rotation_bytes);
+    let mut v = vec![first];
+    for _ in 1..n {
+        v.push(v[0].try_clone()?);
+    }
+    Ok(v)
+}
+
 /// Median time of a plain streaming read of the rotated weight copies `mats`, microseconds.
 fn size_matched_read<T: cmv_runtime::DeviceRepr>(
     gpu: &Gpu,
@@ -176,11 +191,8 @@ pub fn run_gpu(
         // fp16
         let w = data::f16_uniform(rows * cols, 1.0, seed);
         let first = DeviceMatrix::upload_f16(gpu, &w, rows, cols)?;
-        let copies = rotation_copies(first.bytes(), l2, cfg.min_rotation_bytes);
-        let mut mats = vec![first];
-        for _ in 1..copies {
-            mats.push(mats[0].try_clone()?);
-        }
+        let mats = weight_copies(first, l2, cfg)?;
+        let copies = mats.len();
         let read_us = size_matched_read(gpu, dense, cfg, &mats)?;
         for &batch in &cfg.batches {
             let x = data::f16_uniform(batch * cols, 1.0, seed + batch as u64);
@@ -233,11 +245,8 @@ pub fn run_gpu(
         // int8
         let w = data::i8_uniform(rows * cols, seed + 7);
         let first = DeviceMatrix::upload_i8(gpu, &w, rows, cols)?;
-        let copies = rotation_copies(first.bytes(), l2, cfg.min_rotation_bytes);
-        let mut mats = vec![first];
-        for _ in 1..copies {
-            mats.push(mats[0].try_clone()?);
-        }
+        let mats = weight_copies(first, l2, cfg)?;
+        let copies = mats.len();
         let read_us = size_matched_read(gpu, dense, cfg, &mats)?;
         let scale = 1.0 / (cols as f32).sqrt() / 64.0;
         for &batch in &cfg.batches {

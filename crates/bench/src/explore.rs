@@ -2,10 +2,11 @@
 //! load qualifiers, block size) and the streaming-read variants, to choose the defaults.
 //! Every GEMV output is checked against the CPU reference.
 
-use cmv_runtime::{Gpu, rotation_copies, time_launches};
+use cmv_runtime::{Gpu, time_launches};
 use dense_gemv::{DenseGemv, DeviceMatrix, PTX, Split, cpu, relative_error};
 use half::f16;
 
+use crate::dense::weight_copies;
 use crate::{BenchConfig, BenchError, data};
 
 const STREAMS: [&str; 7] = [
@@ -73,20 +74,6 @@ fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
-/// Rotated device copies of one matrix.
-fn copies<T: cmv_runtime::DeviceRepr>(
-    first: DeviceMatrix<T>,
-    l2: usize,
-    cfg: &BenchConfig,
-) -> Result<Vec<DeviceMatrix<T>>, BenchError> {
-    let n = rotation_copies(first.bytes(), l2, cfg.min_rotation_bytes);
-    let mut v = vec![first];
-    for _ in 1..n {
-        v.push(v[0].try_clone()?);
-    }
-    Ok(v)
-}
-
 /// Prints one line per variant: shape, kernel, block, median us, GB/s, check.
 pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchError> {
     let l2 = gpu.info().l2_bytes;
@@ -110,7 +97,7 @@ pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchE
         let w = data::f16_uniform(rows * cols, 1.0, 9);
         let x = data::f16_uniform(cols, 1.0, 10);
         let want = cpu::gemv_f16(&w, rows, cols, &x, 1)?;
-        let mats = copies(DeviceMatrix::upload_f16(gpu, &w, rows, cols)?, l2, cfg)?;
+        let mats = weight_copies(DeviceMatrix::upload_f16(gpu, &w, rows, cols)?, l2, cfg)?;
         let dx = gpu.upload(&x)?;
         let mut y = gpu.alloc_zeros::<f16>(rows)?;
         for (suffix, rpw) in VARIANTS {
@@ -172,7 +159,7 @@ pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchE
         let w = data::i8_uniform(rows * cols, 11);
         let x = data::i8_uniform(cols, 12);
         let want = cpu::gemv_i8(&w, rows, cols, &x, 1)?;
-        let mats = copies(DeviceMatrix::upload_i8(gpu, &w, rows, cols)?, l2, cfg)?;
+        let mats = weight_copies(DeviceMatrix::upload_i8(gpu, &w, rows, cols)?, l2, cfg)?;
         let dx = gpu.upload(&x)?;
         let mut y32 = gpu.alloc_zeros::<i32>(rows)?;
         let mut y8 = gpu.alloc_zeros::<i8>(rows)?;
