@@ -180,13 +180,26 @@ pub fn f16_split(rows: u32, cols: u32, batch: u32) -> Split {
     }
 }
 
-/// The work split `gemv_i8` uses (cols a multiple of 16): 4 column slices, from the same
-/// measurements as [`f16_split`].
-pub fn i8_split(_rows: u32, cols: u32, batch: u32) -> Split {
+/// The work split `gemv_i8` uses (cols a multiple of 16). At batch 1 (4 rows per warp) the
+/// columns are split into the most slices (up to 8) that keep the grid at or under 4096 warps:
+/// from `cmv-bench --explore` on an H200 (docs/PERF.md), more warps than that only added
+/// cross-warp reductions; other batches split 4 ways.
+pub fn i8_split(rows: u32, cols: u32, batch: u32) -> Split {
     let kb = kernel_batch(batch).unwrap_or(dense_kernels::MAX_BATCH);
+    let rows_per_warp = rows_per_warp_i8(kb);
+    let preferred = if kb == 1 {
+        let warps = rows.div_ceil(rows_per_warp);
+        let mut s = 1;
+        while s < 8 && warps * s * 2 <= 4096 {
+            s *= 2;
+        }
+        s
+    } else {
+        4
+    };
     Split {
-        rows_per_warp: rows_per_warp_i8(kb),
-        slices: slices_for(cols / 16, 4),
+        rows_per_warp,
+        slices: slices_for(cols / 16, preferred),
         block_threads: BLOCK_THREADS,
     }
 }
@@ -538,5 +551,88 @@ impl CublasGemv {
             source,
         })?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_config_covers_every_row_and_sizes_the_reduction() {
+        let s = Split {
+            rows_per_warp: 4,
+            slices: 2,
+            block_threads: 256,
+        };
+        // 8 warps per block, 4 groups of 2 slices, 4 rows each: 16 rows per block.
+        let cfg = s.config(100, 1).unwrap();
+        assert_eq!(cfg.grid_dim.0, 7);
+        assert_eq!(cfg.block_dim.0, 256);
+        assert_eq!(cfg.shared_mem_bytes, 8 * 4 * 4);
+        let one = Split {
+            rows_per_warp: 1,
+            slices: 1,
+            block_threads: 128,
+        };
+        let cfg = one.config(5, 16).unwrap();
+        assert_eq!((cfg.grid_dim.0, cfg.shared_mem_bytes), (2, 0));
+    }
+
+    #[test]
+    fn invalid_splits_are_refused() {
+        for s in [
+            Split {
+                rows_per_warp: 4,
+                slices: 3,
+                block_threads: 256,
+            },
+            Split {
+                rows_per_warp: 4,
+                slices: 8,
+                block_threads: 128,
+            },
+            Split {
+                rows_per_warp: 4,
+                slices: 1,
+                block_threads: 100,
+            },
+            Split {
+                rows_per_warp: 4,
+                slices: 1,
+                block_threads: 2048,
+            },
+            Split {
+                rows_per_warp: 0,
+                slices: 1,
+                block_threads: 256,
+            },
+        ] {
+            assert!(s.config(64, 1).is_err(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn default_splits_follow_the_measured_rules() {
+        // fp16 batch 1: 8 slices from 8192 rows on, 4 below; tensor-core batches: 8.
+        assert_eq!(f16_split(11008, 4096, 1).slices, 8);
+        assert_eq!(f16_split(4096, 14336, 1).slices, 4);
+        assert_eq!(f16_split(4096, 4096, 16).rows_per_warp, 16);
+        assert_eq!(f16_split(4096, 4096, 16).slices, 8);
+        // Narrow matrices keep at least 32 chunks per slice.
+        assert_eq!(f16_split(11008, 256, 1).slices, 1);
+        assert_eq!(f16_split(11008, 512, 1).slices, 2);
+        // int8 batch 1: the most slices (<= 8) that keep the grid at or under 4096 warps.
+        assert_eq!(i8_split(4096, 4096, 1).slices, 4);
+        assert_eq!(i8_split(8192, 8192, 1).slices, 2);
+        assert_eq!(i8_split(11008, 4096, 1).slices, 1);
+        assert_eq!(i8_split(64, 8192, 1).slices, 8);
+        // Every default split is a valid launch.
+        for (r, c) in [(1, 16), (7, 48), (4096, 4096), (28672, 8192)] {
+            for b in 1..=16 {
+                f16_split(r, c, b).config(r, 16).unwrap();
+                i8_split(r, c, b).config(r, 16).unwrap();
+            }
+        }
     }
 }

@@ -82,7 +82,7 @@ pub const fn unroll_f16(kernel_batch: u32) -> usize {
 /// Rows each warp of `cmv_gemv_i8_b{kernel_batch}` computes.
 pub const fn rows_per_warp_i8(kernel_batch: u32) -> u32 {
     match kernel_batch {
-        0..=1 => 2,
+        0..=1 => 4,
         _ => 2,
     }
 }
