@@ -55,28 +55,7 @@ where
         launch(i)?;
     }
     gpu.synchronize()?;
-    let ctx = gpu.context();
-    let mut events = Vec::with_capacity(iters);
-    for _ in 0..iters {
-        let start = ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .op("cuEventCreate")?;
-        let end = ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .op("cuEventCreate")?;
-        events.push((start, end));
-    }
-    let stream = gpu.stream();
-    for (i, (start, end)) in events.iter().enumerate() {
-        start.record(stream).op("cuEventRecord")?;
-        launch(warmup + i)?;
-        end.record(stream).op("cuEventRecord")?;
-    }
-    gpu.synchronize()?;
-    let samples_ms = events
-        .iter()
-        .map(|(s, e)| s.elapsed_ms(e).map(f64::from).op("cuEventElapsedTime"))
-        .collect::<Result<Vec<_>>>()?;
+    let samples_ms = event_samples(gpu, iters, 1, |i| launch(warmup + i))?;
     Ok(Timings { samples_ms })
 }
 
@@ -123,32 +102,41 @@ where
         graph.launch().op("cuGraphLaunch")?;
     }
     gpu.synchronize()?;
+    let samples_ms = event_samples(gpu, reps, calls, |_| graph.launch().op("cuGraphLaunch"))?;
+    Ok(Timings { samples_ms })
+}
+
+/// Enqueues `enqueue(i)` for `i in 0..n` between CUDA event pairs, back to back, then waits;
+/// returns each pair's time in milliseconds divided by `calls_per_sample`.
+fn event_samples(
+    gpu: &Gpu,
+    n: usize,
+    calls_per_sample: usize,
+    mut enqueue: impl FnMut(usize) -> Result<()>,
+) -> Result<Vec<f64>> {
     let ctx = gpu.context();
-    let mut events = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .op("cuEventCreate")?;
-        let end = ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .op("cuEventCreate")?;
-        events.push((start, end));
-    }
-    for (start, end) in &events {
+    let new_event = || {
+        ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .op("cuEventCreate")
+    };
+    let events = (0..n)
+        .map(|_| Ok((new_event()?, new_event()?)))
+        .collect::<Result<Vec<_>>>()?;
+    let stream = gpu.stream();
+    for (i, (start, end)) in events.iter().enumerate() {
         start.record(stream).op("cuEventRecord")?;
-        graph.launch().op("cuGraphLaunch")?;
+        enqueue(i)?;
         end.record(stream).op("cuEventRecord")?;
     }
     gpu.synchronize()?;
-    let samples_ms = events
+    events
         .iter()
         .map(|(s, e)| {
             s.elapsed_ms(e)
-                .map(|t| f64::from(t) / calls as f64)
+                .map(|t| f64::from(t) / calls_per_sample.max(1) as f64)
                 .op("cuEventElapsedTime")
         })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Timings { samples_ms })
+        .collect()
 }
 
 /// How many copies of a `bytes_per_copy` operand to rotate through so that each timed call
