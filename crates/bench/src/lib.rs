@@ -6,6 +6,7 @@
 //! its output checked against the CPU reference. [`report`] turns them into the table, the
 //! JSON file and the plot.
 
+pub mod ans;
 pub mod data;
 pub mod dense;
 pub mod explore;
@@ -164,6 +165,9 @@ pub enum BenchError {
     /// A dense-baseline error.
     #[error(transparent)]
     Dense(#[from] dense_gemv::DenseError),
+    /// An `ans-codec` error.
+    #[error(transparent)]
+    Ans(#[from] ans_codec::AnsError),
     /// A runtime error.
     #[error(transparent)]
     Runtime(#[from] cmv_runtime::RuntimeError),

@@ -29,6 +29,68 @@ pub struct Report {
     pub cpu: Vec<CpuMeasurement>,
     /// Why there are no GPU measurements, if there are none.
     pub gpu_skipped: Option<String>,
+    /// MatVANS: the chain benchmark's configuration.
+    pub ans_config: Option<crate::ans::ChainConfig>,
+    /// MatVANS: compressed sizes per element, by part.
+    pub ans_sizes: Vec<crate::ans::SizeRow>,
+    /// MatVANS: timed chains (GPU).
+    pub ans_chain: Vec<crate::ans::ChainRow>,
+}
+
+/// The MatVANS size table.
+pub fn ans_size_table(rows: &[crate::ans::SizeRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>6} {:<17} {:>2} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "d",
+        "layout",
+        "P",
+        "entropy",
+        "x-ent",
+        "payload",
+        "states",
+        "padding",
+        "tables",
+        "offsets",
+        "total"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:>6} {:<17} {:>2} {:>8.4} {:>8.4} {:>8.4} {:>8.4} {:>8.4} {:>8.4} {:>8.4} {:>8.4}",
+            r.d,
+            r.layout,
+            r.precision,
+            r.entropy,
+            r.cross_entropy,
+            r.payload,
+            r.flushed_states,
+            r.padding,
+            r.tables,
+            r.offsets,
+            r.total
+        );
+    }
+    s
+}
+
+/// The MatVANS chain table.
+pub fn ans_chain_table(rows: &[crate::ans::ChainRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>6} {:<17} {:>10} {:>9} {:>8} {:>8}",
+        "d", "kernel", "chain_us", "GMAC/s", "GB/s", "speedup"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:>6} {:<17} {:>10.1} {:>9.1} {:>8.1} {:>7.2}x",
+            r.d, r.kernel, r.median_us, r.gmacs, r.gbps, r.speedup_vs_dense
+        );
+    }
+    s
 }
 
 /// Sets each measurement's speedup: the best dense fp16 median at its shape and batch over

@@ -289,6 +289,18 @@ impl Kernel {
         Ok(())
     }
 
+    /// How many blocks of `block_threads` threads with `dyn_smem` bytes of dynamic shared
+    /// memory fit on one SM at once (for persistent grids). Call [`Kernel::check_config`] with
+    /// that shared-memory size first when it is above 48 KiB.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Driver`] when the driver refuses the query.
+    pub fn max_active_blocks_per_sm(&self, block_threads: u32, dyn_smem: u32) -> Result<u32> {
+        self.func
+            .occupancy_max_active_blocks_per_multiprocessor(block_threads, dyn_smem as usize, None)
+            .op("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    }
+
     /// A launch builder on `stream` for this kernel; push the arguments, then call the unsafe
     /// `launch` after [`Kernel::check_config`] and the checks the kernel's own contract needs.
     pub fn builder<'a>(&'a self, stream: &'a CudaStream) -> LaunchArgs<'a> {

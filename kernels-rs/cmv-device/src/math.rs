@@ -146,6 +146,17 @@ pub fn round_half_even_f64_to_i32(x: f64) -> i32 {
     }
 }
 
+/// Requantization of an int32 accumulator to int8: `round_half_even(acc * scale)` computed in
+/// f64 (exact product, one rounding), then saturated to `-128..=127`.
+///
+/// Every int8 kernel of cmv and its CPU reference use this one function, so results match bit
+/// for bit. `scale` must be finite (hosts validate it).
+#[inline(always)]
+pub fn requantize(acc: i32, scale: f32) -> i8 {
+    let q = round_half_even_f64_to_i32(f64::from(acc) * f64::from(scale));
+    q.clamp(-128, 127) as i8
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;

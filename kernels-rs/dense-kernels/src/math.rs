@@ -1,6 +1,6 @@
 //! The per-chunk arithmetic of the dense kernels, shared with the host so it is unit-tested.
 
-use cmv_device::{U32x4, dp4a, f16_to_f32, fma_f32, half2_to_f32x2, round_half_even_f64_to_i32};
+use cmv_device::{U32x4, dp4a, f16_to_f32, fma_f32, half2_to_f32x2};
 
 /// `acc + sum_k w[k] * x[k]` over the eight fp16 values of two 16-byte chunks, in fp32, in
 /// order k = 0..8 (low half of word 0 first).
@@ -30,16 +30,7 @@ pub fn dot_i8x16(mut acc: i32, w: U32x4, x: U32x4) -> i32 {
     acc
 }
 
-/// Requantization of an int32 accumulator to int8: `round_half_even(acc * scale)` computed in
-/// f64 (exact product, one rounding), then saturated to `-128..=127`.
-///
-/// The GPU kernels and the CPU reference use this same function, so results match bit for bit.
-/// `scale` must be finite (the host validates it).
-#[inline(always)]
-pub fn requantize(acc: i32, scale: f32) -> i8 {
-    let q = round_half_even_f64_to_i32(f64::from(acc) * f64::from(scale));
-    q.clamp(-128, 127) as i8
-}
+pub use cmv_device::requantize;
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {

@@ -41,6 +41,15 @@ struct Args {
     /// Time the batch-1 kernel variants and streaming-read patterns instead (for tuning).
     #[arg(long)]
     explore: bool,
+    /// Suites to run, comma-separated: dense, ans.
+    #[arg(long, value_delimiter = ',', default_value = "dense,ans")]
+    suites: Vec<String>,
+    /// MatVANS chain: matrix sizes d (default 2048,4096,8192,16384; 32768 needs ~16 GB).
+    #[arg(long, value_delimiter = ',')]
+    ans_dims: Vec<usize>,
+    /// MatVANS chain: standard deviation of the entries.
+    #[arg(long, default_value_t = 4.0)]
+    ans_sigma: f64,
 }
 
 fn parse_shape(s: &str) -> Result<(usize, usize), String> {
@@ -101,7 +110,22 @@ fn run(args: &Args) -> Result<(), BenchError> {
         gpu: Vec::new(),
         cpu: Vec::new(),
         gpu_skipped: None,
+        ans_config: None,
+        ans_sizes: Vec::new(),
+        ans_chain: Vec::new(),
     };
+    let want = |suite: &str| args.suites.iter().any(|s| s == suite);
+    let mut ans_cfg = bench::ans::ChainConfig {
+        sigma: args.ans_sigma,
+        ..Default::default()
+    };
+    if !args.ans_dims.is_empty() {
+        ans_cfg.dims = args.ans_dims.clone();
+    }
+    if args.quick {
+        ans_cfg.dims = vec![2048, 4096];
+        ans_cfg.iters = 30;
+    }
     let gpu = if args.cpu_only {
         Err(RuntimeError::NoDevice {
             ordinal: 0,
@@ -158,20 +182,36 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 "no GPU ({e}): running the CPU side only (sizes, bits per weight, CPU reference timings)"
             );
             report.gpu_skipped = Some(e.to_string());
+            if want("ans") {
+                report.ans_sizes = bench::ans::run_cpu(&ans_cfg)?;
+                report.ans_config = Some(ans_cfg.clone());
+            }
         }
     }
-    let cpu_cfg = BenchConfig {
-        shapes: cfg.shapes.clone(),
-        ..cfg.clone()
-    };
-    report.cpu = dense::run_cpu(&cpu_cfg)?;
-    println!("\nCPU side:\n{}", report::cpu_table(&report.cpu));
+    if want("dense") {
+        report.cpu = dense::run_cpu(&cfg)?;
+        println!("\nCPU side:\n{}", report::cpu_table(&report.cpu));
+    }
     if !report.gpu.is_empty() {
         println!(
             "GPU ({}, ceiling {:.1} GB/s):\n{}",
             report.device,
             report.ceiling_gbps.unwrap_or(0.0),
             report::gpu_table(&report.gpu)
+        );
+    }
+    if !report.ans_sizes.is_empty() {
+        println!(
+            "MatVANS sizes, bits per element (sigma {}):\n{}",
+            ans_cfg.sigma,
+            report::ans_size_table(&report.ans_sizes)
+        );
+    }
+    if !report.ans_chain.is_empty() {
+        println!(
+            "MatVANS chain of {} products d x d, to v_10 downloaded:\n{}",
+            bench::ans::CHAIN,
+            report::ans_chain_table(&report.ans_chain)
         );
     }
     for p in report::write_files(&report, &args.out_dir)? {

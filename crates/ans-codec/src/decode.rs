@@ -1,0 +1,352 @@
+//! The CPU decoder: the kernels' exact procedure, one row (or stripe) per task.
+//!
+//! Each unit's 32 coders take their initial states from the first 64 logical words of the
+//! unit's stream, then decode in the decoding order of `docs/ANS.md`, refilling in increasing
+//! lane order from the stream read through `layout::interleave`. A read past the end of the
+//! unit's stream, or a coder that does not end in `2^32`, is [`AnsError::Corrupted`].
+
+use ans_kernels::coder::{decode_group, needs_refill, refill};
+use ans_kernels::layout::{BLOCK_WORDS, CHUNK, LANES, QUAD, STATE_LOWER, STRIPE_ROWS, interleave};
+use rayon::prelude::*;
+
+use crate::matrix::{STATE_WORDS, Stats};
+use crate::model::{VALUES, index};
+use crate::{AnsError, AnsMatrix, Layout, Result};
+
+/// Reads a unit's logical stream through the interleaving, never past its end.
+struct Reader<'a> {
+    words: &'a [u32],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    #[inline(always)]
+    fn next(&mut self) -> Option<u32> {
+        let p = self.pos;
+        let w = *self
+            .words
+            .get(p - p % BLOCK_WORDS + interleave(p % BLOCK_WORDS))?;
+        self.pos += 1;
+        Some(w)
+    }
+}
+
+impl AnsMatrix {
+    /// Decodes the matrix: `rows * cols` values, row-major, the padding stripped.
+    ///
+    /// # Errors
+    /// [`AnsError::Corrupted`] for the first row (or stripe) whose stream does not decode,
+    /// [`AnsError::Alloc`] when the result cannot be allocated.
+    pub fn decode(&self) -> Result<Vec<i8>> {
+        let (rows, cols) = (self.rows, self.cols);
+        let n = rows
+            .checked_mul(cols)
+            .ok_or(AnsError::Shape { rows, cols })?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(n)
+            .map_err(|_| AnsError::Alloc { bytes: n as u128 })?;
+        out.resize(n, 0i8);
+        let table = self.table();
+        let results: Vec<Result<usize>> = match self.layout {
+            Layout::WarpRows => out
+                .par_chunks_mut(cols)
+                .enumerate()
+                .map(|(o, row)| {
+                    self.decode_unit(&table, o, |_, c, vals| {
+                        for (k, &v) in vals.iter().enumerate() {
+                            if let Some(slot) = row.get_mut(c + k) {
+                                *slot = v;
+                            }
+                        }
+                    })
+                })
+                .collect(),
+            Layout::WarpStripes => out
+                .par_chunks_mut(STRIPE_ROWS * cols)
+                .enumerate()
+                .map(|(t, stripe)| {
+                    self.decode_unit(&table, t, |l, c, vals| {
+                        for (k, &v) in vals.iter().enumerate() {
+                            if c + k < cols
+                                && let Some(slot) = stripe.get_mut(l * cols + c + k)
+                            {
+                                *slot = v;
+                            }
+                        }
+                    })
+                })
+                .collect(),
+        };
+        first_error(results)?;
+        Ok(out)
+    }
+
+    /// The product of the decoded matrix and `x` (`cols` values) as the kernels compute it:
+    /// int32 accumulators, wrapping on overflow as `dp4a` does, and their requantization to
+    /// int8 (`cmv_device::requantize`, round half to even). The matrix is decoded a row (or a
+    /// stripe) at a time, never materialized.
+    ///
+    /// # Errors
+    /// [`AnsError::Length`] when `x` does not hold `cols` values, [`AnsError::Scale`] for a
+    /// non-finite scale, [`AnsError::Corrupted`] as [`AnsMatrix::decode`].
+    pub fn gemv_reference(&self, x: &[i8], scale: f32) -> Result<(Vec<i32>, Vec<i8>)> {
+        let cols = self.cols;
+        if x.len() != cols {
+            return Err(AnsError::Length {
+                what: "input vector",
+                got: x.len(),
+                expected: cols,
+            });
+        }
+        if !scale.is_finite() {
+            return Err(AnsError::Scale { scale });
+        }
+        let table = self.table();
+        let dot = |acc: &mut i32, c: usize, vals: &[i8]| {
+            for (k, &v) in vals.iter().enumerate() {
+                if let Some(&xv) = x.get(c + k) {
+                    *acc = acc.wrapping_add(i32::from(v) * i32::from(xv));
+                }
+            }
+        };
+        let mut acc = vec![0i32; self.rows];
+        let results: Vec<Result<usize>> = match self.layout {
+            Layout::WarpRows => acc
+                .par_iter_mut()
+                .enumerate()
+                .map(|(o, a)| self.decode_unit(&table, o, |_, c, vals| dot(a, c, vals)))
+                .collect(),
+            Layout::WarpStripes => acc
+                .par_chunks_mut(STRIPE_ROWS)
+                .enumerate()
+                .map(|(t, accs)| {
+                    self.decode_unit(&table, t, |l, c, vals| {
+                        if let Some(a) = accs.get_mut(l) {
+                            dot(a, c, vals);
+                        }
+                    })
+                })
+                .collect(),
+        };
+        first_error(results)?;
+        let y = acc
+            .iter()
+            .map(|&a| cmv_device::requantize(a, scale))
+            .collect();
+        Ok((acc, y))
+    }
+
+    /// Decodes every unit to count its data words and the real elements' values. A unit that
+    /// does not decode counts all its non-state words as data.
+    pub(crate) fn decode_stats(&self) -> Stats {
+        let table = self.table();
+        let (rows, cols) = (self.rows, self.cols);
+        let per_unit: Vec<([u64; VALUES], u32)> = (0..self.units())
+            .into_par_iter()
+            .map(|u| {
+                let mut counts = [0u64; VALUES];
+                let result = self.decode_unit(&table, u, |l, c, vals| {
+                    let row = match self.layout {
+                        Layout::WarpRows => u,
+                        Layout::WarpStripes => STRIPE_ROWS * u + l,
+                    };
+                    if row < rows {
+                        for (k, &v) in vals.iter().enumerate() {
+                            if c + k < cols {
+                                counts[index(v)] += 1;
+                            }
+                        }
+                    }
+                });
+                let unit_words = self.offsets[u + 1].saturating_sub(self.offsets[u]) as usize;
+                let read = result.unwrap_or(unit_words);
+                (counts, read.saturating_sub(STATE_WORDS) as u32)
+            })
+            .collect();
+        let mut counts = [0u64; VALUES];
+        let mut data_words = Vec::with_capacity(per_unit.len());
+        for (c, d) in per_unit {
+            for (a, b) in counts.iter_mut().zip(c) {
+                *a += b;
+            }
+            data_words.push(d);
+        }
+        Stats { data_words, counts }
+    }
+
+    /// Decodes unit `unit` with `table` (the model's), calling `sink(lane, col, values)` for
+    /// every group in decoding order (`col` is the group's first column in the padded matrix,
+    /// `lane` the coder). Returns the words read.
+    fn decode_unit(
+        &self,
+        table: &[u32],
+        unit: usize,
+        sink: impl FnMut(usize, usize, &[i8]),
+    ) -> Result<usize> {
+        match self.group() {
+            4 => self.decode_unit_g::<4>(table, unit, sink),
+            _ => self.decode_unit_g::<2>(table, unit, sink),
+        }
+    }
+
+    fn decode_unit_g<const G: usize>(
+        &self,
+        table: &[u32],
+        unit: usize,
+        mut sink: impl FnMut(usize, usize, &[i8]),
+    ) -> Result<usize> {
+        let kind = self.layout.unit();
+        let corrupted = |reason: String| AnsError::Corrupted {
+            unit: kind,
+            index: unit,
+            reason,
+        };
+        let words = match (self.offsets.get(unit), self.offsets.get(unit + 1)) {
+            (Some(&lo), Some(&hi)) => self.stream.get(lo as usize..hi as usize),
+            _ => None,
+        }
+        .ok_or_else(|| corrupted("its offsets are outside the stream".into()))?;
+        let mut reader = Reader { words, pos: 0 };
+        let mut x = [0u64; LANES];
+        for (l, s) in x.iter_mut().enumerate() {
+            match (reader.next(), reader.next()) {
+                (Some(hi), Some(lo)) => *s = u64::from(hi) << 32 | u64::from(lo),
+                _ => {
+                    return Err(corrupted(format!(
+                        "its stream of {} words is too short for lane {l}'s initial state",
+                        words.len()
+                    )));
+                }
+            }
+        }
+        let precision = self.precision();
+        let lookup = |s: u32| table[s as usize];
+        let steps = QUAD / G;
+        let (chunks, chunk_cols, lane_cols) = match self.layout {
+            Layout::WarpRows => (self.padded_cols / CHUNK, CHUNK, QUAD),
+            Layout::WarpStripes => (self.padded_cols / QUAD, QUAD, 0),
+        };
+        for j in 0..chunks {
+            for g in 0..steps {
+                let col = chunk_cols * j + G * g;
+                for (l, s) in x.iter_mut().enumerate() {
+                    let (vals, nx) = decode_group::<G>(*s, precision, lookup);
+                    sink(l, col + lane_cols * l, &vals);
+                    *s = nx;
+                }
+                for (l, s) in x.iter_mut().enumerate() {
+                    if needs_refill(*s) {
+                        let Some(w) = reader.next() else {
+                            return Err(corrupted(format!(
+                                "its stream ran out after {} words, at step {j}.{g} for lane {l}",
+                                reader.pos
+                            )));
+                        };
+                        *s = refill(*s, w);
+                    }
+                }
+            }
+        }
+        if let Some((l, s)) = x.iter().enumerate().find(|&(_, &s)| s != STATE_LOWER) {
+            return Err(corrupted(format!(
+                "lane {l} ended in state {s:#x} instead of 2^32 after reading {} of {} words",
+                reader.pos,
+                words.len()
+            )));
+        }
+        Ok(reader.pos)
+    }
+}
+
+/// The error of the first unit that failed, if any.
+fn first_error(results: Vec<Result<usize>>) -> Result<()> {
+    results.into_iter().try_for_each(|r| r.map(drop))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EncodeOptions, encode};
+
+    fn sample(rows: usize, cols: usize) -> Vec<i8> {
+        (0..rows * cols)
+            .map(|i| {
+                let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58;
+                (h as i8) - 32
+            })
+            .collect()
+    }
+
+    #[test]
+    fn both_layouts_round_trip_and_multiply() {
+        let (rows, cols) = (37, 301);
+        let w = sample(rows, cols);
+        let x: Vec<i8> = (0..cols).map(|i| (i % 255) as u8 as i8).collect();
+        for layout in [Layout::WarpRows, Layout::WarpStripes] {
+            let opts = EncodeOptions {
+                layout,
+                ..Default::default()
+            };
+            let m = encode(&w, rows, cols, &opts).unwrap();
+            assert_eq!(m.decode().unwrap(), w);
+            let (acc, y) = m.gemv_reference(&x, 0.01).unwrap();
+            for r in 0..rows {
+                let want: i32 = (0..cols)
+                    .map(|c| i32::from(w[r * cols + c]) * i32::from(x[c]))
+                    .sum();
+                assert_eq!(acc[r], want);
+                assert_eq!(y[r], cmv_device::requantize(want, 0.01));
+            }
+            assert!(matches!(
+                m.gemv_reference(&x[1..], 1.0),
+                Err(AnsError::Length {
+                    what: "input vector",
+                    ..
+                })
+            ));
+            assert!(matches!(
+                m.gemv_reference(&x, f32::NAN),
+                Err(AnsError::Scale { .. })
+            ));
+            // A decode finds the encoder's counts.
+            let fresh = m.decode_stats();
+            let known = m.stats();
+            assert_eq!(fresh.data_words, known.data_words);
+            assert_eq!(fresh.counts, known.counts);
+        }
+    }
+
+    #[test]
+    fn a_damaged_stream_is_reported_with_its_unit() {
+        let (rows, cols) = (4, 256);
+        let w = sample(rows, cols);
+        let mut m = encode(&w, rows, cols, &EncodeOptions::default()).unwrap();
+        let start = m.offsets[2] as usize;
+        // Lane 0's initial high word of row 2.
+        m.stream[start + interleave(0)] ^= 0x10;
+        match m.decode() {
+            Err(AnsError::Corrupted {
+                unit: "row",
+                index: 2,
+                reason,
+            }) => {
+                assert!(reason.contains("lane"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn reads_stop_at_the_end_of_the_unit() {
+        let words: Vec<u32> = (0..128).collect();
+        let mut r = Reader {
+            words: &words,
+            pos: 0,
+        };
+        for p in 0..128 {
+            assert_eq!(r.next(), Some(words[interleave(p)]));
+        }
+        assert_eq!(r.next(), None);
+        assert_eq!(r.pos, 128);
+    }
+}

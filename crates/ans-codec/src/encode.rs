@@ -1,0 +1,295 @@
+//! The encoder: fits the model, codes every row (or stripe) in parallel, and lays the streams
+//! out as `docs/ANS.md` specifies.
+
+use std::sync::OnceLock;
+
+use ans_kernels::coder::encode_group;
+use ans_kernels::layout::{BLOCK_WORDS, CHUNK, LANES, QUAD, STATE_LOWER, STRIPE_ROWS, interleave};
+use rayon::prelude::*;
+
+use crate::matrix::{STATE_WORDS, Stats};
+use crate::model::{self, Model, VALUES, index};
+use crate::{AnsError, AnsMatrix, Layout, Result};
+
+/// Options of [`encode`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EncodeOptions {
+    /// How the matrix is split among coders (default: one warp per row).
+    pub layout: Layout,
+    /// A forced model precision in `7..=12`, or `None` (the default) to choose the smallest
+    /// precision within `max_overhead_bits` of the entropy.
+    pub precision: Option<u32>,
+    /// How many bits per element the model's cross-entropy may exceed the empirical entropy
+    /// when the precision is chosen automatically (default 0.1, the goal the format is held to).
+    pub max_overhead_bits: f64,
+}
+
+impl Default for EncodeOptions {
+    fn default() -> Self {
+        Self {
+            layout: Layout::WarpRows,
+            precision: None,
+            max_overhead_bits: 0.1,
+        }
+    }
+}
+
+/// Compresses the row-major `rows x cols` int8 matrix `matrix` (its first `rows * cols`
+/// elements).
+///
+/// The model is fitted to the elements and the padding together (the padding is coded with
+/// the most frequent value); each row or stripe is coded independently, in parallel.
+///
+/// # Errors
+/// [`AnsError::Shape`] for an empty shape or a padded side past `u32::MAX`,
+/// [`AnsError::Length`] for a short buffer, the model's errors ([`Model::fit`]) for bad
+/// options, [`AnsError::StreamTooLong`] when the stream would not fit 32-bit word offsets.
+pub fn encode(matrix: &[i8], rows: usize, cols: usize, opts: &EncodeOptions) -> Result<AnsMatrix> {
+    let layout = opts.layout;
+    let (padded_rows, padded_cols) = layout.padded_shape(rows, cols)?;
+    let n = rows
+        .checked_mul(cols)
+        .ok_or(AnsError::Shape { rows, cols })?;
+    if matrix.len() < n {
+        return Err(AnsError::Length {
+            what: "matrix",
+            got: matrix.len(),
+            expected: n,
+        });
+    }
+    let real = &matrix[..n];
+    let counts = model::counts(real);
+    // The padding is coded with the model's most frequent value, which is the most frequent
+    // value of the matrix (the smallest on ties): count it there before fitting.
+    let mut with_padding = counts;
+    let top = (0..VALUES).fold(0, |best, i| if counts[i] > counts[best] { i } else { best });
+    with_padding[top] += padded_rows as u64 * padded_cols as u64 - n as u64;
+    let model = Model::fit_counts(&with_padding, opts)?;
+
+    let coder = UnitCoder::new(&model, real, rows, cols, padded_cols, layout);
+    let units = layout.units(padded_rows);
+    let coded: Vec<(Vec<u32>, u64)> = match model.group() {
+        4 => (0..units)
+            .into_par_iter()
+            .map(|u| coder.encode_unit::<4>(u))
+            .collect(),
+        _ => (0..units)
+            .into_par_iter()
+            .map(|u| coder.encode_unit::<2>(u))
+            .collect(),
+    };
+    let lengths: Vec<usize> = coded.iter().map(|(s, _)| s.len()).collect();
+    let offsets = offsets_from_lengths(&lengths)?;
+    let data_words = coded
+        .iter()
+        .map(|&(_, d)| u32::try_from(d).map_err(|_| AnsError::StreamTooLong { words: d }))
+        .collect::<Result<Vec<u32>>>()?;
+    let mut stream = Vec::with_capacity(*offsets.last().expect("units + 1 offsets") as usize);
+    for (s, _) in &coded {
+        stream.extend_from_slice(s);
+    }
+    drop(coded);
+    let m = AnsMatrix {
+        layout,
+        model,
+        rows,
+        cols,
+        padded_rows,
+        padded_cols,
+        offsets,
+        stream,
+        stats: OnceLock::from(Stats { data_words, counts }),
+    };
+    debug_assert!(m.validate().is_ok());
+    Ok(m)
+}
+
+/// The offsets of streams of `lengths` words laid end to end (`lengths.len() + 1` entries).
+///
+/// # Errors
+/// [`AnsError::StreamTooLong`] when the total is past `u32::MAX`.
+pub(crate) fn offsets_from_lengths(lengths: &[usize]) -> Result<Vec<u32>> {
+    let mut offsets = Vec::with_capacity(lengths.len() + 1);
+    let mut total = 0u64;
+    offsets.push(0);
+    for &len in lengths {
+        total += len as u64;
+        offsets.push(u32::try_from(total).map_err(|_| AnsError::StreamTooLong {
+            words: lengths.iter().map(|&l| l as u64).sum(),
+        })?);
+    }
+    Ok(offsets)
+}
+
+/// What coding one unit needs.
+struct UnitCoder<'a> {
+    cdf: [u32; VALUES],
+    freq: [u32; VALUES],
+    precision: u32,
+    padding: i8,
+    matrix: &'a [i8],
+    rows: usize,
+    cols: usize,
+    padded_cols: usize,
+    layout: Layout,
+}
+
+impl<'a> UnitCoder<'a> {
+    fn new(
+        model: &Model,
+        matrix: &'a [i8],
+        rows: usize,
+        cols: usize,
+        padded_cols: usize,
+        layout: Layout,
+    ) -> Self {
+        Self {
+            cdf: model.cdfs(),
+            freq: model.freqs().map(u32::from),
+            precision: model.precision(),
+            padding: model.padding_value(),
+            matrix,
+            rows,
+            cols,
+            padded_cols,
+            layout,
+        }
+    }
+
+    /// Element `(row, col)` of the padded matrix.
+    #[inline(always)]
+    fn at(&self, row: usize, col: usize) -> i8 {
+        if row < self.rows && col < self.cols {
+            self.matrix[row * self.cols + col]
+        } else {
+            self.padding
+        }
+    }
+
+    /// Codes unit `unit` (a row or a stripe): returns its stored (interleaved, padded) stream
+    /// and the number of data words in it.
+    fn encode_unit<const G: usize>(&self, unit: usize) -> (Vec<u32>, u64) {
+        let steps = QUAD / G;
+        let mut x = [STATE_LOWER; LANES];
+        let mut emitted = Vec::new();
+        let model = |v: i8| (self.cdf[index(v)], self.freq[index(v)]);
+        // The exact reverse of the decoding order: the last step first, lanes 31 down to 0.
+        let mut step = |lane: usize, row: usize, col: usize| {
+            let values: [i8; G] = std::array::from_fn(|k| self.at(row, col + k));
+            let (nx, word) = encode_group::<G>(x[lane], self.precision, model, values);
+            emitted.extend(word);
+            x[lane] = nx;
+        };
+        match self.layout {
+            Layout::WarpRows => {
+                for j in (0..self.padded_cols / CHUNK).rev() {
+                    for g in (0..steps).rev() {
+                        for l in (0..LANES).rev() {
+                            step(l, unit, CHUNK * j + QUAD * l + G * g);
+                        }
+                    }
+                }
+            }
+            Layout::WarpStripes => {
+                for j in (0..self.padded_cols / QUAD).rev() {
+                    for g in (0..steps).rev() {
+                        for l in (0..LANES).rev() {
+                            step(l, STRIPE_ROWS * unit + l, QUAD * j + G * g);
+                        }
+                    }
+                }
+            }
+        }
+        let data_words = emitted.len() as u64;
+        // Flush lanes 31 down to 0, low half then high half; reversed, the stream starts with
+        // hi(x_0), lo(x_0), ..., hi(x_31), lo(x_31).
+        for &s in x.iter().rev() {
+            emitted.push(s as u32);
+            emitted.push((s >> 32) as u32);
+        }
+        emitted.reverse();
+        debug_assert!(emitted.len() >= STATE_WORDS);
+        let len = emitted.len().next_multiple_of(BLOCK_WORDS);
+        let mut stored = vec![0u32; len];
+        for (p, &w) in emitted.iter().enumerate() {
+            stored[p - p % BLOCK_WORDS + interleave(p % BLOCK_WORDS)] = w;
+        }
+        (stored, data_words)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_are_prefix_sums_within_u32() {
+        assert_eq!(
+            offsets_from_lengths(&[128, 256]).unwrap(),
+            vec![0, 128, 384]
+        );
+        let big = 1usize << 31;
+        assert!(matches!(
+            offsets_from_lengths(&[big, big]),
+            Err(AnsError::StreamTooLong { words }) if words == 1 << 32
+        ));
+        assert_eq!(
+            offsets_from_lengths(&[big, big - 128]).unwrap()[2],
+            u32::MAX - 127
+        );
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        let o = EncodeOptions::default();
+        assert!(matches!(
+            encode(&[], 0, 3, &o),
+            Err(AnsError::Shape { rows: 0, cols: 3 })
+        ));
+        assert!(matches!(
+            encode(&[1], 1, 0, &o),
+            Err(AnsError::Shape { .. })
+        ));
+        assert!(matches!(
+            encode(&[1, 2, 3], 2, 2, &o),
+            Err(AnsError::Length {
+                what: "matrix",
+                got: 3,
+                expected: 4
+            })
+        ));
+        let forced = EncodeOptions {
+            precision: Some(6),
+            ..o
+        };
+        assert!(matches!(
+            encode(&[1], 1, 1, &forced),
+            Err(AnsError::Precision { precision: 6 })
+        ));
+        let all: Vec<i8> = (0..256).map(|i| i as u8 as i8).collect();
+        let forced = EncodeOptions {
+            precision: Some(7),
+            ..o
+        };
+        assert!(matches!(
+            encode(&all, 16, 16, &forced),
+            Err(AnsError::TooManyValues { distinct: 256, .. })
+        ));
+    }
+
+    #[test]
+    fn a_constant_matrix_costs_only_its_states() {
+        let m = encode(&[3; 1000], 10, 100, &EncodeOptions::default()).unwrap();
+        let s = m.sizes();
+        assert_eq!(s.payload_bytes, 0);
+        assert_eq!(m.stream().len(), 10 * 128);
+        assert_eq!(m.decode().unwrap(), vec![3; 1000]);
+        // Every state is still 2^32: hi = 1, lo = 0.
+        for unit in m.stream().chunks(128) {
+            for l in 0..LANES {
+                assert_eq!(unit[interleave(2 * l)], 1);
+                assert_eq!(unit[interleave(2 * l + 1)], 0);
+            }
+        }
+    }
+}

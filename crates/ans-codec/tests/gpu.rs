@@ -1,0 +1,178 @@
+//! GPU tests: both kernels of both layouts against the CPU reference, bit for bit, and the
+//! corruption flag. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1` turns a
+//! missing GPU into a failure.
+
+use ans_codec::format::{CRC_OFFSET, checksum};
+use ans_codec::gpu::{AnsGemv, DeviceAnsMatrix};
+use ans_codec::{AnsMatrix, EncodeOptions, Layout, encode};
+use cmv_runtime::{Gpu, gpu_for_tests};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
+
+fn gaussian(n: usize, sigma: f64, seed: u64) -> Vec<i8> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let normal = Normal::new(0.0, sigma).unwrap();
+    (0..n)
+        .map(|_| normal.sample(&mut rng).round().clamp(-128.0, 127.0) as i8)
+        .collect()
+}
+
+/// Runs `m` on the GPU and compares with `gemv_reference`; returns the GPU's error check.
+fn check_against_cpu(
+    gpu: &Gpu,
+    ans: &mut AnsGemv,
+    m: &AnsMatrix,
+    seed: u64,
+) -> ans_codec::Result<()> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let x: Vec<i8> = (0..m.cols()).map(|_| rng.r#gen()).collect();
+    let scale = 1.0 / 1024.0;
+    let dm = DeviceAnsMatrix::upload(gpu, m).unwrap();
+    let dx = gpu.upload(&x).unwrap();
+    let mut y32 = gpu.upload(&vec![i32::MIN; m.rows()]).unwrap();
+    let mut y8 = gpu.upload(&vec![0x55i8; m.rows()]).unwrap();
+    ans.gemv(&dm, &dx, &mut y32, &mut y8, scale).unwrap();
+    let gpu_check = ans.check(gpu);
+    match m.gemv_reference(&x, scale) {
+        Ok((want32, want8)) => {
+            assert!(
+                gpu_check.is_ok(),
+                "GPU flagged a matrix the CPU decodes: {gpu_check:?}"
+            );
+            assert_eq!(
+                gpu.download(&y32).unwrap(),
+                want32,
+                "int32, {}x{}",
+                m.rows(),
+                m.cols()
+            );
+            assert_eq!(
+                gpu.download(&y8).unwrap(),
+                want8,
+                "int8, {}x{}",
+                m.rows(),
+                m.cols()
+            );
+        }
+        Err(e) => assert!(gpu_check.is_err(), "the CPU found {e} but the GPU did not"),
+    }
+    gpu_check
+}
+
+#[test]
+fn every_kernel_matches_the_cpu_reference() {
+    let Some(gpu) = gpu_for_tests("every_kernel_matches_the_cpu_reference") else {
+        return;
+    };
+    let mut ans = AnsGemv::new(&gpu).unwrap();
+    let shapes = [
+        (1, 1),
+        (1, 130),
+        (37, 300),
+        (64, 4096),
+        (300, 1000),
+        (1000, 4096),
+        (33, 8192),
+    ];
+    // (sigma, forced precision): the default (P = 8 for sigma 4), the 7-bit register path,
+    // pairs at 10 and 12 bits, and a wide distribution that needs 256 values.
+    let models = [
+        (4.0, None),
+        (4.0, Some(7)),
+        (4.0, Some(10)),
+        (2.0, Some(12)),
+        (60.0, None),
+    ];
+    let mut seed = 0;
+    for (rows, cols) in shapes {
+        for &(sigma, precision) in &models {
+            seed += 1;
+            let w = gaussian(rows * cols, sigma, seed);
+            for layout in [Layout::WarpRows, Layout::WarpStripes] {
+                let opts = EncodeOptions {
+                    layout,
+                    precision,
+                    ..EncodeOptions::default()
+                };
+                let m = encode(&w, rows, cols, &opts).unwrap();
+                check_against_cpu(&gpu, &mut ans, &m, seed).unwrap_or_else(|e| {
+                    panic!(
+                        "{rows}x{cols} sigma {sigma} P {} {layout:?}: {e}",
+                        m.precision()
+                    )
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn corrupted_streams_are_flagged_not_read_past() {
+    let Some(gpu) = gpu_for_tests("corrupted_streams_are_flagged_not_read_past") else {
+        return;
+    };
+    let mut ans = AnsGemv::new(&gpu).unwrap();
+    let w = gaussian(96 * 1000, 4.0, 77);
+    let mut flagged = 0;
+    for layout in [Layout::WarpRows, Layout::WarpStripes] {
+        for precision in [Some(7), None, Some(11)] {
+            let m = encode(
+                &w,
+                96,
+                1000,
+                &EncodeOptions {
+                    layout,
+                    precision,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let blob = m.to_bytes();
+            let stream_start = blob.len() - 4 * m.stream().len();
+            let mut rng = StdRng::seed_from_u64(5);
+            for _ in 0..12 {
+                let mut bad = blob.clone();
+                // Damage a word of the stream and make the container valid again.
+                let at = stream_start + 4 * rng.gen_range(0..m.stream().len());
+                bad[at..at + 4].copy_from_slice(&rng.r#gen::<u32>().to_le_bytes());
+                let crc = checksum(&bad);
+                bad[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+                let Ok(damaged) = AnsMatrix::from_bytes(&bad) else {
+                    continue;
+                };
+                // Same verdict as the CPU decoder, and the same result when both accept it.
+                if check_against_cpu(&gpu, &mut ans, &damaged, 9).is_err() {
+                    flagged += 1;
+                }
+            }
+        }
+    }
+    assert!(flagged > 0, "no damaged stream was flagged");
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    let Some(gpu) = gpu_for_tests("bad_arguments_are_errors") else {
+        return;
+    };
+    let mut ans = AnsGemv::new(&gpu).unwrap();
+    let m = encode(
+        &gaussian(64 * 256, 4.0, 1),
+        64,
+        256,
+        &EncodeOptions::default(),
+    )
+    .unwrap();
+    let dm = DeviceAnsMatrix::upload(&gpu, &m).unwrap();
+    let short = gpu.upload(&[1i8; 255]).unwrap();
+    let x = gpu.upload(&[1i8; 256]).unwrap();
+    let mut y32 = gpu.alloc_zeros::<i32>(64).unwrap();
+    let mut y8 = gpu.alloc_zeros::<i8>(64).unwrap();
+    let mut y8_short = gpu.alloc_zeros::<i8>(63).unwrap();
+    assert!(ans.gemv(&dm, &short, &mut y32, &mut y8, 1.0).is_err());
+    assert!(ans.gemv(&dm, &x, &mut y32, &mut y8_short, 1.0).is_err());
+    assert!(ans.gemv(&dm, &x, &mut y32, &mut y8, f32::NAN).is_err());
+    ans.gemv(&dm, &x, &mut y32, &mut y8, 1.0).unwrap();
+    ans.check(&gpu).unwrap();
+}

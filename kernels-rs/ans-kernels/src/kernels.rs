@@ -1,0 +1,641 @@
+//! The fused decode + GEMV kernels (NVPTX only); the format is `docs/ANS.md`.
+//!
+//! Every kernel is persistent: a block loads the input vector (and, for the shared-memory
+//! path, the lookup table) into shared memory once, then its warps loop over rows (or
+//! stripes) with a grid stride. A warp keeps two 128-word blocks of its stream in registers
+//! (the one being consumed and the next, loaded ahead), so every global read is one coalesced
+//! 16-byte load per lane.
+
+use cmv_device::{
+    U32x4, ballot, block_dim_x, block_idx_x, dp4a, dyn_smem, grid_dim_x, lane_id, ld_nc_na_v4,
+    ld_nc_u8, ld_nc_u32, popc, requantize, shfl_idx, sync_threads, thread_idx_x, warp_id,
+    warp_sum_i32,
+};
+
+use crate::coder::{decode_group, needs_refill, refill};
+use crate::layout::{BLOCK_WORDS, LANES, STATE_LOWER, pack_entry};
+
+use crate::{ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
+
+/// Where table lookups go: three byte tables in registers (7-bit path) or packed entries in
+/// shared memory.
+#[derive(Clone, Copy)]
+enum Tables {
+    /// Word `lane` of the value, cdf and freq-minus-one byte tables.
+    Registers([u32; 3]),
+    /// Packed entries in shared memory.
+    Shared(*const u32),
+}
+
+impl Tables {
+    /// The packed entry of `slot`.
+    ///
+    /// # Safety
+    /// All lanes of the warp call it together (the register path shuffles); for the shared
+    /// path `slot` is below the table's size.
+    #[inline(always)]
+    unsafe fn lookup(self, slot: u32) -> u32 {
+        match self {
+            Tables::Registers(t) => {
+                let shift = 8 * (slot & 3);
+                // SAFETY: the caller guarantees a converged warp.
+                let (v, c, f) = unsafe {
+                    (
+                        (shfl_idx(t[0], slot >> 2) >> shift) & 0xff,
+                        (shfl_idx(t[1], slot >> 2) >> shift) & 0xff,
+                        (shfl_idx(t[2], slot >> 2) >> shift) & 0xff,
+                    )
+                };
+                pack_entry(v as u8 as i8, c, f + 1)
+            }
+            // SAFETY: slot < 2^precision, the table's size.
+            Tables::Shared(p) => unsafe { *p.add(slot as usize) },
+        }
+    }
+}
+
+/// A warp's view of one row's (or stripe's) stream: a queue of logical words.
+struct Queue {
+    /// The stream's first 16-byte unit for this lane (`base / 4 + lane`).
+    base: *const U32x4,
+    /// 128-word blocks in the stream.
+    blocks: u32,
+    /// Index of the block in `cur`.
+    blk: u32,
+    /// Logical position of the next word inside `cur` (0..128).
+    off: u32,
+    cur: U32x4,
+    next: U32x4,
+    /// Set when the decoder asked for words past the end of the stream.
+    overrun: bool,
+}
+
+impl Queue {
+    /// # Safety
+    /// `stream` points to `blocks * 128` readable words (16-byte aligned); `blocks >= 1`.
+    #[inline(always)]
+    unsafe fn new(stream: *const U32x4, blocks: u32) -> Self {
+        let lane = lane_id() as usize;
+        // SAFETY: block 0 exists; block 1 only when blocks > 1.
+        let base = unsafe { stream.add(lane) };
+        let cur = unsafe { ld_nc_na_v4(base) };
+        let next = if blocks > 1 {
+            unsafe { ld_nc_na_v4(base.add(32)) }
+        } else {
+            U32x4([0; 4])
+        };
+        Queue {
+            base,
+            blocks,
+            blk: 0,
+            off: 0,
+            cur,
+            next,
+            overrun: false,
+        }
+    }
+
+    /// Register `w` (0..4) of `cur`, or word 0 of `next` for `w == 4`; `w` is warp-uniform.
+    #[inline(always)]
+    fn window(&self, w: u32) -> u32 {
+        match w {
+            0 => self.cur.0[0],
+            1 => self.cur.0[1],
+            2 => self.cur.0[2],
+            3 => self.cur.0[3],
+            _ => self.next.0[0],
+        }
+    }
+
+    /// The logical words at positions `off + rank` for the lanes that ask (`rank < 32`), then
+    /// advances by `count`. All lanes call it together.
+    ///
+    /// # Safety
+    /// A converged warp; `count <= 32`.
+    #[inline(always)]
+    unsafe fn take(&mut self, rank: u32, count: u32) -> u32 {
+        let w0 = self.off >> 5;
+        let pos = self.off + rank;
+        // SAFETY: converged warp (the caller's guarantee); source lanes are below 32.
+        let (a, b) = unsafe {
+            (
+                shfl_idx(self.window(w0), pos & 31),
+                shfl_idx(self.window(w0 + 1), pos & 31),
+            )
+        };
+        let word = if pos >> 5 == w0 { a } else { b };
+        // Words asked for past the end of the stream read as zeros (the registers beyond the
+        // last block are zero) and mark the unit corrupted.
+        let end = u64::from(self.blk) * BLOCK_WORDS as u64 + u64::from(self.off + count);
+        if end > u64::from(self.blocks) * BLOCK_WORDS as u64 {
+            self.overrun = true;
+        }
+        self.off += count;
+        if self.off >= BLOCK_WORDS as u32 {
+            self.off -= BLOCK_WORDS as u32;
+            self.blk += 1;
+            self.cur = self.next;
+            self.next = if self.blk + 1 < self.blocks {
+                // SAFETY: block blk + 1 exists.
+                unsafe { ld_nc_na_v4(self.base.add(32 * (self.blk + 1) as usize)) }
+            } else {
+                U32x4([0; 4])
+            };
+        }
+        word
+    }
+
+    /// Lane `lane`'s initial state: logical words `2 lane` (high half) and `2 lane + 1`.
+    ///
+    /// # Safety
+    /// A converged warp, before any `take`.
+    #[inline(always)]
+    unsafe fn initial_state(&mut self) -> u64 {
+        let lane = lane_id();
+        let (p_hi, p_lo) = (2 * lane, 2 * lane + 1);
+        // Words 0..64 are in registers 0 and 1 of `cur`.
+        // SAFETY: converged warp.
+        let (h0, h1, l0, l1) = unsafe {
+            (
+                shfl_idx(self.cur.0[0], p_hi & 31),
+                shfl_idx(self.cur.0[1], p_hi & 31),
+                shfl_idx(self.cur.0[0], p_lo & 31),
+                shfl_idx(self.cur.0[1], p_lo & 31),
+            )
+        };
+        let hi = if p_hi < 32 { h0 } else { h1 };
+        let lo = if p_lo < 32 { l0 } else { l1 };
+        self.off = 2 * LANES as u32;
+        (u64::from(hi) << 32) | u64::from(lo)
+    }
+}
+
+/// Decodes one group on every lane and refills the lanes that need it.
+///
+/// # Safety
+/// A converged warp.
+#[inline(always)]
+unsafe fn step<const G: usize>(
+    state: &mut u64,
+    q: &mut Queue,
+    tables: Tables,
+    precision: u32,
+) -> [i8; G] {
+    // SAFETY: converged warp; slots are below 2^precision.
+    let (vals, x) = decode_group::<G>(*state, precision, |s| unsafe { tables.lookup(s) });
+    let need = needs_refill(x);
+    // SAFETY: converged warp.
+    let mask = unsafe { ballot(need) };
+    let below = mask & ((1u32 << lane_id()) - 1);
+    // SAFETY: converged warp; popc(mask) <= 32.
+    let word = unsafe { q.take(popc(below), popc(mask)) };
+    *state = if need { refill(x, word) } else { x };
+    vals
+}
+
+/// Four int8 values as one `dp4a` operand (element 0 in the low byte).
+#[inline(always)]
+fn pack4(v: [i8; 4]) -> u32 {
+    u32::from_le_bytes([v[0] as u8, v[1] as u8, v[2] as u8, v[3] as u8])
+}
+
+/// Decodes one quad (one step of 4, or two steps of 2).
+///
+/// # Safety
+/// A converged warp.
+#[inline(always)]
+unsafe fn quad<const G: usize>(
+    state: &mut u64,
+    q: &mut Queue,
+    tables: Tables,
+    precision: u32,
+) -> u32 {
+    // SAFETY: forwarded.
+    unsafe {
+        if G == 4 {
+            let v = step::<4>(state, q, tables, precision);
+            pack4(v)
+        } else {
+            let a = step::<2>(state, q, tables, precision);
+            let b = step::<2>(state, q, tables, precision);
+            pack4([a[0], a[1], b[0], b[1]])
+        }
+    }
+}
+
+/// Copies the input vector (as words of 4 int8, zero past `cols`) into shared memory, and the
+/// packed table when there is one; returns the words of the vector.
+///
+/// # Safety
+/// Every thread of the block calls it (it ends with a barrier); the launch gave
+/// `padded_cols + 4 * table_len` bytes of dynamic shared memory.
+#[inline(always)]
+unsafe fn stage(
+    x: *const u8,
+    cols: u32,
+    padded_cols: u32,
+    table: *const u32,
+    table_len: u32,
+) -> (*const u32, *const u32) {
+    let smem = dyn_smem() as *mut u32;
+    let xw = padded_cols / 4;
+    let mut i = thread_idx_x();
+    while i < xw {
+        let mut b = [0u8; 4];
+        for (k, bk) in b.iter_mut().enumerate() {
+            let c = 4 * i + k as u32;
+            if c < cols {
+                // SAFETY: c < cols, inside the input.
+                *bk = unsafe { ld_nc_u8(x.add(c as usize)) };
+            }
+        }
+        // SAFETY: i < padded_cols / 4 words of shared memory.
+        unsafe { *smem.add(i as usize) = u32::from_le_bytes(b) };
+        i += block_dim_x();
+    }
+    let mut i = thread_idx_x();
+    while i < table_len {
+        // SAFETY: i < table_len entries, after the vector's words.
+        unsafe { *smem.add((xw + i) as usize) = ld_nc_u32(table.add(i as usize)) };
+        i += block_dim_x();
+    }
+    // SAFETY: every thread of the block reaches this barrier (the caller's guarantee).
+    unsafe { sync_threads() };
+    // SAFETY: both regions lie inside the dynamic shared memory.
+    (smem as *const u32, unsafe { smem.add(xw as usize) }
+        as *const u32)
+}
+
+/// The stream of unit `u`: its first 16-byte unit and its block count, if the offsets are
+/// sane (checked on the host too).
+///
+/// # Safety
+/// `offsets` holds `u + 2` words.
+#[inline(always)]
+unsafe fn unit_stream(
+    stream: *const U32x4,
+    offsets: *const u32,
+    u: u32,
+) -> Option<(*const U32x4, u32)> {
+    // SAFETY: u + 1 < units + 1 offsets.
+    let (a, b) = unsafe {
+        (
+            ld_nc_u32(offsets.add(u as usize)),
+            ld_nc_u32(offsets.add(u as usize + 1)),
+        )
+    };
+    let words = b.checked_sub(a)?;
+    let blocks = words / BLOCK_WORDS as u32;
+    if blocks == 0 || words % BLOCK_WORDS as u32 != 0 || a % 4 != 0 {
+        return None;
+    }
+    // SAFETY: the host validated that every offset is inside the stream.
+    Some((unsafe { stream.add((a / 4) as usize) }, blocks))
+}
+
+/// `ans-warp-rows`: a warp per row, lane `l` decoding the quads at `128 j + 4 l`.
+///
+/// # Safety
+/// See [`cmv_ans_rows_p7`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_kernel<const G: usize>(
+    stream: *const U32x4,
+    offsets: *const u32,
+    tables: Tables,
+    xs: *const u32,
+    y32: *mut i32,
+    y8: *mut i8,
+    err: *mut u32,
+    scale: f32,
+    rows: u32,
+    padded_cols: u32,
+    precision: u32,
+) {
+    let lane = lane_id();
+    let warps = block_dim_x() / 32;
+    let mut row = block_idx_x() * warps + warp_id();
+    let stride = grid_dim_x() * warps;
+    let chunks = padded_cols / 128;
+    while row < rows {
+        // SAFETY: row < rows, so offsets[row + 1] exists.
+        let Some((s, blocks)) = (unsafe { unit_stream(stream, offsets, row) }) else {
+            if lane == 0 {
+                // SAFETY: err holds one word.
+                unsafe { *err |= ERR_STREAM_OVERRUN };
+            }
+            row += stride;
+            continue;
+        };
+        // SAFETY: the stream holds `blocks` blocks; the warp is converged here.
+        let mut q = unsafe { Queue::new(s, blocks) };
+        let mut state = unsafe { q.initial_state() };
+        let mut acc = 0i32;
+        for j in 0..chunks {
+            // SAFETY: converged warp (the loop bound is uniform).
+            let w = unsafe { quad::<G>(&mut state, &mut q, tables, precision) };
+            // SAFETY: 32 j + lane < padded_cols / 4 words of the staged vector.
+            let xv = unsafe { *xs.add((32 * j + lane) as usize) };
+            acc = dp4a(w, xv, acc);
+        }
+        // SAFETY: converged warp.
+        let sum = unsafe { warp_sum_i32(acc) };
+        let bad = unsafe { ballot(state != STATE_LOWER) } != 0;
+        if lane == 0 {
+            // SAFETY: row < rows outputs; err holds one word.
+            unsafe {
+                *y32.add(row as usize) = sum;
+                *y8.add(row as usize) = requantize(sum, scale);
+                if q.overrun {
+                    *err |= ERR_STREAM_OVERRUN;
+                }
+                if bad {
+                    *err |= ERR_FINAL_STATE;
+                }
+            }
+        }
+        row += stride;
+    }
+}
+
+/// `ans-warp-stripes`: a warp per stripe of 32 rows, lane `l` decoding row `32 t + l`.
+///
+/// # Safety
+/// See [`cmv_ans_stripes_p7`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn stripes_kernel<const G: usize>(
+    stream: *const U32x4,
+    offsets: *const u32,
+    tables: Tables,
+    xs: *const u32,
+    y32: *mut i32,
+    y8: *mut i8,
+    err: *mut u32,
+    scale: f32,
+    rows: u32,
+    padded_cols: u32,
+    precision: u32,
+) {
+    let lane = lane_id();
+    let warps = block_dim_x() / 32;
+    let stripes = rows.div_ceil(32);
+    let mut t = block_idx_x() * warps + warp_id();
+    let stride = grid_dim_x() * warps;
+    let quads = padded_cols / 4;
+    while t < stripes {
+        // SAFETY: t < stripes, so offsets[t + 1] exists.
+        let Some((s, blocks)) = (unsafe { unit_stream(stream, offsets, t) }) else {
+            if lane == 0 {
+                // SAFETY: err holds one word.
+                unsafe { *err |= ERR_STREAM_OVERRUN };
+            }
+            t += stride;
+            continue;
+        };
+        // SAFETY: the stream holds `blocks` blocks; the warp is converged here.
+        let mut q = unsafe { Queue::new(s, blocks) };
+        let mut state = unsafe { q.initial_state() };
+        let mut acc = 0i32;
+        for j in 0..quads {
+            // SAFETY: converged warp (the loop bound is uniform).
+            let w = unsafe { quad::<G>(&mut state, &mut q, tables, precision) };
+            // SAFETY: j < padded_cols / 4 words of the staged vector (a broadcast read).
+            let xv = unsafe { *xs.add(j as usize) };
+            acc = dp4a(w, xv, acc);
+        }
+        // SAFETY: converged warp.
+        let bad = unsafe { ballot(state != STATE_LOWER) } != 0;
+        let row = 32 * t + lane;
+        if row < rows {
+            // SAFETY: row < rows outputs.
+            unsafe {
+                *y32.add(row as usize) = acc;
+                *y8.add(row as usize) = requantize(acc, scale);
+            }
+        }
+        if lane == 0 && (q.overrun || bad) {
+            let flag = if q.overrun { ERR_STREAM_OVERRUN } else { 0 }
+                | if bad { ERR_FINAL_STATE } else { 0 };
+            // SAFETY: err holds one word.
+            unsafe { *err |= flag };
+        }
+        t += stride;
+    }
+}
+
+/// `ans-warp-rows` with the 7-bit model's tables in registers (`reg_tables`: 3 x 32 words,
+/// `layout::register_tables`).
+///
+/// # Safety
+/// Launched by `ans-codec`, which validated the matrix (offsets start at 0, increase, are
+/// multiples of 128 words and end at the stream's length; every offset is a multiple of 128,
+/// so the stream pointer plus an offset stays 16-byte aligned), sized the buffers (`x`:
+/// `cols` bytes, `y32`/`y8`: `rows`), launched whole warps, and gave `padded_cols` bytes of
+/// dynamic shared memory.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn cmv_ans_rows_p7(
+    stream: *const U32x4,
+    offsets: *const u32,
+    reg_tables: *const u32,
+    x: *const u8,
+    y32: *mut i32,
+    y8: *mut i8,
+    err: *mut u32,
+    scale: f32,
+    rows: u32,
+    cols: u32,
+    padded_cols: u32,
+) {
+    let lane = lane_id() as usize;
+    // SAFETY: reg_tables holds 96 words.
+    let t = unsafe {
+        [
+            ld_nc_u32(reg_tables.add(lane)),
+            ld_nc_u32(reg_tables.add(32 + lane)),
+            ld_nc_u32(reg_tables.add(64 + lane)),
+        ]
+    };
+    // SAFETY: every thread stages; the launcher sized the shared memory.
+    let (xs, _) = unsafe { stage(x, cols, padded_cols, reg_tables, 0) };
+    // SAFETY: forwarded from the launcher's checks.
+    unsafe {
+        rows_kernel::<4>(
+            stream,
+            offsets,
+            Tables::Registers(t),
+            xs,
+            y32,
+            y8,
+            err,
+            scale,
+            rows,
+            padded_cols,
+            7,
+        )
+    }
+}
+
+/// `ans-warp-rows` with the packed table (`2^precision` entries) in shared memory, any
+/// precision from 7 to 12.
+///
+/// # Safety
+/// As [`cmv_ans_rows_p7`], with `padded_cols + 4 * 2^precision` bytes of dynamic shared memory.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn cmv_ans_rows_smem(
+    stream: *const U32x4,
+    offsets: *const u32,
+    table: *const u32,
+    x: *const u8,
+    y32: *mut i32,
+    y8: *mut i8,
+    err: *mut u32,
+    scale: f32,
+    rows: u32,
+    cols: u32,
+    padded_cols: u32,
+    precision: u32,
+) {
+    // SAFETY: every thread stages; the launcher sized the shared memory.
+    let (xs, ts) = unsafe { stage(x, cols, padded_cols, table, 1 << precision) };
+    let tables = Tables::Shared(ts);
+    // SAFETY: forwarded from the launcher's checks; the branch is uniform.
+    unsafe {
+        if precision <= 8 {
+            rows_kernel::<4>(
+                stream,
+                offsets,
+                tables,
+                xs,
+                y32,
+                y8,
+                err,
+                scale,
+                rows,
+                padded_cols,
+                precision,
+            )
+        } else {
+            rows_kernel::<2>(
+                stream,
+                offsets,
+                tables,
+                xs,
+                y32,
+                y8,
+                err,
+                scale,
+                rows,
+                padded_cols,
+                precision,
+            )
+        }
+    }
+}
+
+/// `ans-warp-stripes` with the 7-bit tables in registers.
+///
+/// # Safety
+/// As [`cmv_ans_rows_p7`] (offsets per stripe).
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn cmv_ans_stripes_p7(
+    stream: *const U32x4,
+    offsets: *const u32,
+    reg_tables: *const u32,
+    x: *const u8,
+    y32: *mut i32,
+    y8: *mut i8,
+    err: *mut u32,
+    scale: f32,
+    rows: u32,
+    cols: u32,
+    padded_cols: u32,
+) {
+    let lane = lane_id() as usize;
+    // SAFETY: reg_tables holds 96 words.
+    let t = unsafe {
+        [
+            ld_nc_u32(reg_tables.add(lane)),
+            ld_nc_u32(reg_tables.add(32 + lane)),
+            ld_nc_u32(reg_tables.add(64 + lane)),
+        ]
+    };
+    // SAFETY: every thread stages; the launcher sized the shared memory.
+    let (xs, _) = unsafe { stage(x, cols, padded_cols, reg_tables, 0) };
+    // SAFETY: forwarded from the launcher's checks.
+    unsafe {
+        stripes_kernel::<4>(
+            stream,
+            offsets,
+            Tables::Registers(t),
+            xs,
+            y32,
+            y8,
+            err,
+            scale,
+            rows,
+            padded_cols,
+            7,
+        )
+    }
+}
+
+/// `ans-warp-stripes` with the packed table in shared memory.
+///
+/// # Safety
+/// As [`cmv_ans_rows_smem`] (offsets per stripe).
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn cmv_ans_stripes_smem(
+    stream: *const U32x4,
+    offsets: *const u32,
+    table: *const u32,
+    x: *const u8,
+    y32: *mut i32,
+    y8: *mut i8,
+    err: *mut u32,
+    scale: f32,
+    rows: u32,
+    cols: u32,
+    padded_cols: u32,
+    precision: u32,
+) {
+    // SAFETY: every thread stages; the launcher sized the shared memory.
+    let (xs, ts) = unsafe { stage(x, cols, padded_cols, table, 1 << precision) };
+    let tables = Tables::Shared(ts);
+    // SAFETY: forwarded from the launcher's checks; the branch is uniform.
+    unsafe {
+        if precision <= 8 {
+            stripes_kernel::<4>(
+                stream,
+                offsets,
+                tables,
+                xs,
+                y32,
+                y8,
+                err,
+                scale,
+                rows,
+                padded_cols,
+                precision,
+            )
+        } else {
+            stripes_kernel::<2>(
+                stream,
+                offsets,
+                tables,
+                xs,
+                y32,
+                y8,
+                err,
+                scale,
+                rows,
+                padded_cols,
+                precision,
+            )
+        }
+    }
+}
