@@ -291,7 +291,11 @@ pub fn run_gpu(
                     dense.gemv_i8(w, x, &mut y32, dst, chain.alphas[i], 1)?;
                 }
                 // After 10 products the result is in bufs[(CHAIN - 1) % 2 == 1 ? 0 : 1].
-                let last = if CHAIN.is_multiple_of(2) { &bufs[0] } else { &bufs[1] };
+                let last = if CHAIN.is_multiple_of(2) {
+                    &bufs[0]
+                } else {
+                    &bufs[1]
+                };
                 gpu.download(last).map_err(rt)
             },
         )?;
@@ -355,7 +359,11 @@ pub fn run_gpu(
                         ans.gemv(m, x, &mut y32, dst, chain.alphas[i])
                             .map_err(runtime)?;
                     }
-                    let last = if CHAIN.is_multiple_of(2) { &bufs[0] } else { &bufs[1] };
+                    let last = if CHAIN.is_multiple_of(2) {
+                        &bufs[0]
+                    } else {
+                        &bufs[1]
+                    };
                     let v = gpu.download(last).map_err(rt)?;
                     ans.check(gpu).map_err(runtime)?;
                     Ok(v)

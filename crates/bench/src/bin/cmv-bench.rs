@@ -161,21 +161,30 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 ceiling.median_us
             );
             report.ceiling_gbps = Some(ceiling.gbps);
-            let mut ms = dense::run_gpu(&gpu, &dense, &cfg, ceiling.gbps, |m| {
-                eprintln!(
-                    "  {}/{} {}x{} b{}: {:.2} us, {:.1} GB/s ({:.1}%)",
-                    m.format,
-                    m.kernel,
-                    m.rows,
-                    m.cols,
-                    m.batch,
-                    m.median_us,
-                    m.gbps,
-                    m.pct_of_ceiling
-                );
-            })?;
-            report::fill_speedups(&mut ms);
-            report.gpu = ms;
+            if want("dense") {
+                let mut ms = dense::run_gpu(&gpu, &dense, &cfg, ceiling.gbps, |m| {
+                    eprintln!(
+                        "  {}/{} {}x{} b{}: {:.2} us, {:.1} GB/s ({:.1}%)",
+                        m.format,
+                        m.kernel,
+                        m.rows,
+                        m.cols,
+                        m.batch,
+                        m.median_us,
+                        m.gbps,
+                        m.pct_of_ceiling
+                    );
+                })?;
+                report::fill_speedups(&mut ms);
+                report.gpu = ms;
+            }
+            if want("ans") {
+                let (sizes, chain) =
+                    bench::ans::run_gpu(&gpu, &ans_cfg, |line| eprintln!("  {line}"))?;
+                report.ans_sizes = sizes;
+                report.ans_chain = chain;
+                report.ans_config = Some(ans_cfg.clone());
+            }
         }
         Err(e) => {
             println!(
