@@ -3,7 +3,7 @@
 //! Every kernel is persistent: a block loads the input vector (and, for the shared-memory
 //! path, the lookup table) into shared memory once, then its warps loop over rows (or
 //! stripes) with a grid stride. A warp keeps two 128-word blocks of its stream in registers
-//! (the one being consumed and the next, loaded ahead), so every global read is one coalesced
+//! (the one being consumed and [`AHEAD`] more, loaded ahead), so every global read is one coalesced
 //! 16-byte load per lane.
 
 use cmv_device::{
@@ -54,6 +54,11 @@ impl Tables {
     }
 }
 
+/// Blocks of 128 words a warp loads ahead of the one it consumes: a block lasts about 8
+/// steps at 4 bits per element, so this keeps 1.5 KiB per warp in flight across a few
+/// thousand cycles of DRAM latency.
+pub const AHEAD: usize = 3;
+
 /// A warp's view of one row's (or stripe's) stream: a queue of logical words.
 struct Queue {
     /// The stream's first 16-byte unit for this lane (`base / 4 + lane`).
@@ -65,7 +70,8 @@ struct Queue {
     /// Logical position of the next word inside `cur` (0..128).
     off: u32,
     cur: U32x4,
-    next: U32x4,
+    /// The next [`AHEAD`] blocks (zeros past the end of the stream).
+    ahead: [U32x4; AHEAD],
     /// Set when the decoder asked for words past the end of the stream.
     overrun: bool,
 }
@@ -79,23 +85,27 @@ impl Queue {
         // SAFETY: block 0 exists; block 1 only when blocks > 1.
         let base = unsafe { stream.add(lane) };
         let cur = unsafe { ld_nc_na_v4(base) };
-        let next = if blocks > 1 {
-            unsafe { ld_nc_na_v4(base.add(32)) }
-        } else {
-            U32x4([0; 4])
-        };
+        let ahead: [U32x4; AHEAD] = core::array::from_fn(|k| {
+            if (k as u32 + 1) < blocks {
+                // SAFETY: block k + 1 exists.
+                unsafe { ld_nc_na_v4(base.add(32 * (k + 1))) }
+            } else {
+                U32x4([0; 4])
+            }
+        });
         Queue {
             base,
             blocks,
             blk: 0,
             off: 0,
             cur,
-            next,
+            ahead,
             overrun: false,
         }
     }
 
-    /// Register `w` (0..4) of `cur`, or word 0 of `next` for `w == 4`; `w` is warp-uniform.
+    /// Register `w` (0..4) of `cur`, or word 0 of the next block for `w == 4`; `w` is
+    /// warp-uniform.
     #[inline(always)]
     fn window(&self, w: u32) -> u32 {
         match w {
@@ -103,7 +113,7 @@ impl Queue {
             1 => self.cur.0[1],
             2 => self.cur.0[2],
             3 => self.cur.0[3],
-            _ => self.next.0[0],
+            _ => self.ahead[0].0[0],
         }
     }
 
@@ -134,10 +144,14 @@ impl Queue {
         if self.off >= BLOCK_WORDS as u32 {
             self.off -= BLOCK_WORDS as u32;
             self.blk += 1;
-            self.cur = self.next;
-            self.next = if self.blk + 1 < self.blocks {
-                // SAFETY: block blk + 1 exists.
-                unsafe { ld_nc_na_v4(self.base.add(32 * (self.blk + 1) as usize)) }
+            self.cur = self.ahead[0];
+            for k in 0..AHEAD - 1 {
+                self.ahead[k] = self.ahead[k + 1];
+            }
+            let load = self.blk + AHEAD as u32;
+            self.ahead[AHEAD - 1] = if load < self.blocks {
+                // SAFETY: block `load` exists.
+                unsafe { ld_nc_na_v4(self.base.add(32 * load as usize)) }
             } else {
                 U32x4([0; 4])
             };
