@@ -5,7 +5,7 @@
 //! lane order from the stream read through `layout::interleave`. A read past the end of the
 //! unit's stream, or a coder that does not end in `2^32`, is [`AnsError::Corrupted`].
 
-use ans_kernels::coder::{decode_group, needs_refill, refill};
+use ans_kernels::coder::{Slot, decode_group, needs_refill, refill};
 use ans_kernels::layout::{BLOCK_WORDS, CHUNK, LANES, QUAD, STATE_LOWER, STRIPE_ROWS, interleave};
 use rayon::prelude::*;
 
@@ -220,7 +220,7 @@ impl AnsMatrix {
             }
         }
         let precision = self.precision();
-        let lookup = |s: u32| table[s as usize];
+        let lookup = |s: u32| Slot::from_packed(table[s as usize]);
         let steps = QUAD / G;
         let (chunks, chunk_cols, lane_cols) = match self.layout {
             Layout::WarpRows => (self.padded_cols / CHUNK, CHUNK, QUAD),

@@ -1,6 +1,6 @@
 //! The benchmark harness behind `cargo xtask bench`.
 //!
-//! A *suite* (the dense baselines now; each format adds its own) produces [`Measurement`]s:
+//! A *suite* (the dense baselines, MatVANS, real model weights in [`weights`]) produces [`Measurement`]s:
 //! one kernel, one shape, one batch, timed with CUDA events as the median of many calls after
 //! warm-up, each call reading a different copy of the weights so that it streams from HBM,
 //! its output checked against the CPU reference. [`report`] turns them into the table, the
@@ -11,6 +11,7 @@ pub mod data;
 pub mod dense;
 pub mod explore;
 pub mod report;
+pub mod weights;
 
 use serde::Serialize;
 
@@ -171,6 +172,9 @@ pub enum BenchError {
     /// A runtime error.
     #[error(transparent)]
     Runtime(#[from] cmv_runtime::RuntimeError),
+    /// The weights suite could not load its model.
+    #[error(transparent)]
+    Weights(#[from] weights::WeightsError),
     /// Writing the report failed.
     #[error("writing {path}: {source}")]
     Io {

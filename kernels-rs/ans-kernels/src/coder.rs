@@ -8,36 +8,80 @@
 
 use crate::layout::STATE_LOWER;
 
-/// Decodes `G` elements from state `x` with a table lookup `lookup(slot) -> packed entry`
-/// (see [`crate::layout::pack_entry`]); returns the values and the state before refilling.
+/// What a table lookup gives for one slot: the symbol's value, cumulative frequency and
+/// frequency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// The value.
+    pub value: i8,
+    /// Its cumulative frequency.
+    pub cdf: u32,
+    /// Its frequency.
+    pub freq: u32,
+}
+
+impl Slot {
+    /// Unpacks a table entry ([`crate::layout::pack_entry`]).
+    #[inline(always)]
+    pub const fn from_packed(e: u32) -> Self {
+        Slot {
+            value: crate::layout::entry_value(e),
+            cdf: crate::layout::entry_cdf(e),
+            freq: crate::layout::entry_freq(e),
+        }
+    }
+}
+
+/// Decodes `G` elements from state `x` with a table lookup `lookup(slot)`; returns the values
+/// and the state before refilling.
 ///
 /// After the step, a state below `2^32` ([`needs_refill`]) takes the next stream word as its
-/// low half: `x = x << 32 | word`.
+/// low half: `x = x << 32 | word`. When the group's precision `G * precision` is below 32
+/// bits (the 7-bit quads), the product frequency and the rank fit in 32 bits and are computed
+/// so; otherwise in 64.
 #[inline(always)]
 pub fn decode_group<const G: usize>(
     x: u64,
     precision: u32,
-    lookup: impl Fn(u32) -> u32,
+    lookup: impl Fn(u32) -> Slot,
 ) -> ([i8; G], u64) {
     let m = precision * G as u32;
-    let q = x & ((1u64 << m) - 1);
-    let hi = x >> m;
-    let slot_mask = (1u64 << precision) - 1;
+    // The quantiles are in the low word (m <= 32).
+    let q = if m >= 32 {
+        x as u32
+    } else {
+        (x as u32) & ((1u32 << m) - 1)
+    };
+    let hi = if m >= 64 { 0 } else { x >> m };
+    let slot_mask = (1u32 << precision) - 1;
     let mut values = [0i8; G];
-    let mut f = 1u64;
-    let mut rank = 0u64;
-    let mut k = G;
-    while k > 0 {
-        k -= 1;
-        let slot = ((q >> (precision * k as u32)) & slot_mask) as u32;
-        let e = lookup(slot);
-        values[k] = crate::layout::entry_value(e);
-        let fk = u64::from(crate::layout::entry_freq(e));
-        let rk = u64::from(slot - crate::layout::entry_cdf(e));
-        rank = rank * fk + rk;
-        f *= fk;
+    if m < 32 {
+        let mut f = 1u32;
+        let mut rank = 0u32;
+        let mut k = G;
+        while k > 0 {
+            k -= 1;
+            let slot = (q >> (precision * k as u32)) & slot_mask;
+            let e = lookup(slot);
+            values[k] = e.value;
+            rank = rank * e.freq + (slot - e.cdf);
+            f *= e.freq;
+        }
+        (values, hi * u64::from(f) + u64::from(rank))
+    } else {
+        let mut f = 1u64;
+        let mut rank = 0u64;
+        let mut k = G;
+        while k > 0 {
+            k -= 1;
+            let slot = (q >> (precision * k as u32)) & slot_mask;
+            let e = lookup(slot);
+            values[k] = e.value;
+            rank = rank * u64::from(e.freq) + u64::from(slot - e.cdf);
+            f *= u64::from(e.freq);
+        }
+        (values, hi * f + rank)
     }
-    (values, hi * f + rank)
 }
 
 /// True when a state must take the next stream word after a step.
@@ -137,7 +181,8 @@ mod tests {
         }
         // Decode forward, reading the emitted words in reverse.
         for g in &groups {
-            let (vals, mut nx) = decode_group::<G>(x, precision, |s| table[s as usize]);
+            let (vals, mut nx) =
+                decode_group::<G>(x, precision, |s| Slot::from_packed(table[s as usize]));
             assert_eq!(&vals, g);
             if needs_refill(nx) {
                 nx = refill(nx, words.pop().expect("stream ran dry"));
@@ -171,7 +216,7 @@ mod tests {
         let x = STATE_LOWER + 12345;
         let (nx, w) = encode_group(x, 7, |_| (0, 128), [5i8; 4]);
         assert_eq!((nx, w), (x, None));
-        let (vals, dx) = decode_group::<4>(x, 7, |s| table[s as usize]);
+        let (vals, dx) = decode_group::<4>(x, 7, |s| Slot::from_packed(table[s as usize]));
         assert_eq!((vals, dx), ([5; 4], x));
         // The same at 8 bits, where the product frequency is exactly 2^32.
         let (nx, w) = encode_group(x, 8, |_| (0, 256), [5i8; 4]);

@@ -8,12 +8,12 @@
 
 use cmv_device::{
     U32x4, ballot, block_dim_x, block_idx_x, dp4a, dyn_smem, grid_dim_x, lane_id, ld_nc_na_v4,
-    ld_nc_u8, ld_nc_u32, popc, requantize, shfl_idx, sync_threads, thread_idx_x, warp_id,
+    ld_nc_u8, ld_nc_u32, popc, prmt, requantize, shfl_idx, sync_threads, thread_idx_x, warp_id,
     warp_sum_i32,
 };
 
-use crate::coder::{decode_group, needs_refill, refill};
-use crate::layout::{BLOCK_WORDS, LANES, STATE_LOWER, pack_entry};
+use crate::coder::{Slot, decode_group, needs_refill, refill};
+use crate::layout::{BLOCK_WORDS, LANES, STATE_LOWER};
 
 use crate::{ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
 
@@ -28,28 +28,34 @@ enum Tables {
 }
 
 impl Tables {
-    /// The packed entry of `slot`.
+    /// The table's entry for `slot`.
     ///
     /// # Safety
     /// All lanes of the warp call it together (the register path shuffles); for the shared
     /// path `slot` is below the table's size.
     #[inline(always)]
-    unsafe fn lookup(self, slot: u32) -> u32 {
+    unsafe fn lookup(self, slot: u32) -> Slot {
         match self {
             Tables::Registers(t) => {
-                let shift = 8 * (slot & 3);
+                // Byte `slot % 4` of the word of lane `slot / 4`, zero-extended (byte 4 of
+                // `b:a` is a zero byte of `b = 0`).
+                let sel = (slot & 3) | 0x4440;
                 // SAFETY: the caller guarantees a converged warp.
                 let (v, c, f) = unsafe {
                     (
-                        (shfl_idx(t[0], slot >> 2) >> shift) & 0xff,
-                        (shfl_idx(t[1], slot >> 2) >> shift) & 0xff,
-                        (shfl_idx(t[2], slot >> 2) >> shift) & 0xff,
+                        prmt(shfl_idx(t[0], slot >> 2), 0, sel),
+                        prmt(shfl_idx(t[1], slot >> 2), 0, sel),
+                        prmt(shfl_idx(t[2], slot >> 2), 0, sel),
                     )
                 };
-                pack_entry(v as u8 as i8, c, f + 1)
+                Slot {
+                    value: v as u8 as i8,
+                    cdf: c,
+                    freq: f + 1,
+                }
             }
             // SAFETY: slot < 2^precision, the table's size.
-            Tables::Shared(p) => unsafe { *p.add(slot as usize) },
+            Tables::Shared(p) => Slot::from_packed(unsafe { *p.add(slot as usize) }),
         }
     }
 }
@@ -104,17 +110,17 @@ impl Queue {
         }
     }
 
-    /// Register `w` (0..4) of `cur`, or word 0 of the next block for `w == 4`; `w` is
-    /// warp-uniform.
+    /// Registers `w` and `w + 1` of `cur` (0..4), where register 4 is word 0 of the next
+    /// block; `w < 4` is warp-uniform. Selects, not branches: this runs every step.
     #[inline(always)]
-    fn window(&self, w: u32) -> u32 {
-        match w {
-            0 => self.cur.0[0],
-            1 => self.cur.0[1],
-            2 => self.cur.0[2],
-            3 => self.cur.0[3],
-            _ => self.ahead[0].0[0],
-        }
+    fn windows(&self, w: u32) -> (u32, u32) {
+        use core::hint::select_unpredictable as sel;
+        let [c0, c1, c2, c3] = self.cur.0;
+        let n0 = self.ahead[0].0[0];
+        let (odd, high) = (w & 1 != 0, w & 2 != 0);
+        let a = sel(high, sel(odd, c3, c2), sel(odd, c1, c0));
+        let b = sel(high, sel(odd, n0, c3), sel(odd, c2, c1));
+        (a, b)
     }
 
     /// The logical words at positions `off + rank` for the lanes that ask (`rank < 32`), then
@@ -126,13 +132,9 @@ impl Queue {
     unsafe fn take(&mut self, rank: u32, count: u32) -> u32 {
         let w0 = self.off >> 5;
         let pos = self.off + rank;
+        let (wa, wb) = self.windows(w0);
         // SAFETY: converged warp (the caller's guarantee); source lanes are below 32.
-        let (a, b) = unsafe {
-            (
-                shfl_idx(self.window(w0), pos & 31),
-                shfl_idx(self.window(w0 + 1), pos & 31),
-            )
-        };
+        let (a, b) = unsafe { (shfl_idx(wa, pos & 31), shfl_idx(wb, pos & 31)) };
         let word = if pos >> 5 == w0 { a } else { b };
         // Words asked for past the end of the stream read as zeros (the registers beyond the
         // last block are zero) and mark the unit corrupted.

@@ -56,6 +56,36 @@ pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
     }
 }
 
+/// Byte permute (`prmt.b32 d, a, b, sel`): byte `i` of the result is byte `sel[4i..4i+3]`
+/// (0..=7) of the 8 bytes `b:a` (`a` is bytes 0..=3). Modes and sign replication (bit 3 of a
+/// selector nibble) are not used: nibbles must be 0..=7.
+#[inline(always)]
+pub fn prmt(a: u32, b: u32, sel: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register instruction.
+        unsafe {
+            core::arch::asm!(
+                "prmt.b32 {r}, {a}, {b}, {s};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, s = in(reg32) sel,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let bytes = (u64::from(b) << 32 | u64::from(a)).to_le_bytes();
+        let mut r = 0u32;
+        for i in 0..4 {
+            let n = (sel >> (4 * i)) & 7;
+            r |= u32::from(bytes[n as usize]) << (8 * i);
+        }
+        r
+    }
+}
+
 /// Population count (`popc.b32`).
 #[inline(always)]
 pub fn popc(x: u32) -> u32 {
@@ -208,6 +238,16 @@ mod tests {
         assert_eq!(round_half_even_f64_to_i32(1e300), i32::MAX);
         assert_eq!(round_half_even_f64_to_i32(-1e300), i32::MIN);
         assert_eq!(round_half_even_f64_to_i32(f64::NAN), 0);
+    }
+
+    #[test]
+    fn prmt_selects_bytes() {
+        let (a, b) = (0x4433_2211u32, 0x8877_6655u32);
+        assert_eq!(prmt(a, b, 0x3210), a);
+        assert_eq!(prmt(a, b, 0x7654), b);
+        assert_eq!(prmt(a, b, 0x0000_4567), 0x5566_7788);
+        // Selecting byte k of a into byte 0, zeros (bytes of b = 0) elsewhere.
+        assert_eq!(prmt(a, 0, 0x4442), 0x33);
     }
 
     #[test]
