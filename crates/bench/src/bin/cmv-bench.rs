@@ -41,9 +41,17 @@ struct Args {
     /// Time the batch-1 kernel variants and streaming-read patterns instead (for tuning).
     #[arg(long)]
     explore: bool,
-    /// Suites to run, comma-separated: dense, ans.
-    #[arg(long, value_delimiter = ',', default_value = "dense,ans")]
+    /// Suites to run, comma-separated: dense, ans, weights (the last on the CPU).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "dense,ans,weights",
+        value_parser = ["dense", "ans", "weights"]
+    )]
     suites: Vec<String>,
+    /// The weights suite's safetensors model (`cargo xtask fetch-model` writes the default).
+    #[arg(long, default_value = bench::weights::DEFAULT_MODEL)]
+    model: PathBuf,
     /// MatVANS chain: matrix sizes d (default 2048,4096,8192,16384; 32768 needs ~16 GB).
     #[arg(long, value_delimiter = ',')]
     ans_dims: Vec<usize>,
@@ -113,6 +121,8 @@ fn run(args: &Args) -> Result<(), BenchError> {
         ans_config: None,
         ans_sizes: Vec::new(),
         ans_chain: Vec::new(),
+        weights: None,
+        weights_skipped: None,
     };
     let want = |suite: &str| args.suites.iter().any(|s| s == suite);
     let mut ans_cfg = bench::ans::ChainConfig {
@@ -197,6 +207,22 @@ fn run(args: &Args) -> Result<(), BenchError> {
             }
         }
     }
+    if want("weights") {
+        if args.model.exists() {
+            println!(
+                "weights: int8-quantizing and encoding the 2-D tensors of {}",
+                args.model.display()
+            );
+        }
+        match bench::weights::run(&args.model, |_| {})? {
+            Some(w) => report.weights = Some(w),
+            None => {
+                let line = bench::weights::missing_line(&args.model);
+                println!("{line}");
+                report.weights_skipped = Some(line);
+            }
+        }
+    }
     if want("dense") {
         report.cpu = dense::run_cpu(&cfg)?;
         println!("\nCPU side:\n{}", report::cpu_table(&report.cpu));
@@ -221,6 +247,13 @@ fn run(args: &Args) -> Result<(), BenchError> {
             "MatVANS chain of {} products d x d, to v_10 downloaded:\n{}",
             bench::ans::CHAIN,
             report::ans_chain_table(&report.ans_chain)
+        );
+    }
+    if let Some(w) = &report.weights {
+        println!(
+            "Real weights, int8 per-row absmax, bits per element ({}):\n{}",
+            w.model,
+            bench::weights::table(w)
         );
     }
     for p in report::write_files(&report, &args.out_dir)? {
