@@ -60,10 +60,11 @@ impl Tables {
     }
 }
 
-/// Blocks of 128 words a warp loads ahead of the one it consumes: a block lasts about 8
-/// steps at 4 bits per element, so this keeps 1.5 KiB per warp in flight across a few
-/// thousand cycles of DRAM latency.
-pub const AHEAD: usize = 3;
+/// Blocks of 128 words a warp loads ahead of the one it consumes (a block lasts about 8 steps
+/// at 4 bits per element). Three blocks ahead measured no faster than one on an H200: the
+/// kernels are bound by instruction issue, not by memory latency (docs/PERF.md), and every
+/// block ahead costs registers and moves.
+pub const AHEAD: usize = 1;
 
 /// A warp's view of one row's (or stripe's) stream: a queue of logical words.
 struct Queue {
