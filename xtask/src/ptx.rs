@@ -36,6 +36,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
     DeviceCrate::new("dense-kernels", "crates/dense-gemv/ptx/dense_kernels.ptx"),
     DeviceCrate::new("selftest-kernels", "crates/cmv-runtime/ptx/selftest_kernels.ptx"),
     DeviceCrate::new("ans-kernels", "crates/ans-codec/ptx/ans_kernels.ptx"),
+    DeviceCrate::new("spqr-kernels", "crates/spqr-format/ptx/spqr_kernels.ptx"),
 ];
 
 /// The compiler: Debian's `rustc-web`, rustc on LLVM 22.

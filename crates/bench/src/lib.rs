@@ -12,6 +12,8 @@ pub mod data;
 pub mod dense;
 pub mod explore;
 pub mod report;
+pub mod spqr;
+pub mod spqr_accuracy;
 pub mod weights;
 
 use serde::Serialize;

@@ -29,6 +29,8 @@ pub struct Report {
     pub cpu: Vec<CpuMeasurement>,
     /// Why there are no GPU measurements, if there are none.
     pub gpu_skipped: Option<String>,
+    /// SpQR: timed configurations (GPU).
+    pub spqr: Vec<crate::spqr::SpqrRow>,
     /// MatVANS: the chain benchmark's configuration.
     pub ans_config: Option<crate::ans::ChainConfig>,
     /// MatVANS: compressed sizes per element, by part.
@@ -39,6 +41,42 @@ pub struct Report {
     pub weights: Option<crate::weights::WeightsReport>,
     /// Why the weights suite did not run, if it was asked for and did not.
     pub weights_skipped: Option<String>,
+}
+
+/// The SpQR table.
+pub fn spqr_table(rows: &[crate::spqr::SpqrRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>12} {:>2} {:<12} {:>6} {:>10} {:>8} {:>7} {:>8} {:>8} {:>9}",
+        "shape",
+        "b",
+        "kernel",
+        "bits/w",
+        "median_us",
+        "GB/s",
+        "%ceil",
+        "vs cuBLAS",
+        "vs dense",
+        "rel_err"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:>12} {:>2} {:<12} {:>6.2} {:>10.2} {:>8.1} {:>7.1} {:>8.2}x {:>7.2}x {:>9.1e}",
+            format!("{}x{}", r.rows, r.cols),
+            r.batch,
+            r.kernel,
+            r.bits_per_weight,
+            r.median_us,
+            r.gbps,
+            r.pct_of_ceiling,
+            r.speedup_vs_cublas,
+            r.speedup_vs_dense,
+            r.rel_err
+        );
+    }
+    s
 }
 
 /// The MatVANS size table.

@@ -304,6 +304,37 @@ pub unsafe fn ld_nc_u32(p: *const u32) -> u32 {
     r
 }
 
+/// 64-bit read-only load that does not allocate in L1 (`ld.global.nc.L1::no_allocate.u64`),
+/// for data a warp reads once.
+///
+/// # Safety
+/// `p` must point to 8 readable, 8-byte-aligned bytes of global memory that no thread writes
+/// while the kernel runs.
+#[inline(always)]
+pub unsafe fn ld_stream_u64(p: *const u64) -> u64 {
+    let r: u64;
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!("ld.global.nc.L1::no_allocate.u64 {r}, [{p}];", p = in(reg64) p, r = out(reg64) r,
+             options(pure, readonly, nostack));
+    }
+    r
+}
+
+/// `atomicAdd` of an `f32` to a location in shared or global memory (generic address,
+/// `atom.add.f32`); returns nothing.
+///
+/// # Safety
+/// `p` must point to a valid, 4-byte-aligned `f32` that other threads access only atomically
+/// or after a barrier.
+#[inline(always)]
+pub unsafe fn atomic_add_f32(p: *mut f32, v: f32) {
+    // SAFETY: the caller guarantees a valid address.
+    unsafe {
+        asm!("red.add.f32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack));
+    }
+}
+
 /// 16-bit read-only load (`ld.global.nc.u16`).
 ///
 /// # Safety

@@ -41,14 +41,17 @@ struct Args {
     /// Time the batch-1 kernel variants and streaming-read patterns instead (for tuning).
     #[arg(long)]
     explore: bool,
-    /// Suites to run, comma-separated: dense, ans, weights (the last on the CPU).
+    /// Suites to run, comma-separated: dense, spqr, ans, weights (the last on the CPU).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "dense,ans,weights",
-        value_parser = ["dense", "ans", "weights"]
+        default_value = "dense,spqr,ans,weights",
+        value_parser = ["dense", "spqr", "ans", "weights"]
     )]
     suites: Vec<String>,
+    /// SpQR suite: batches (kernels exist for 1, 2, 4 and 8 vectors).
+    #[arg(long, value_delimiter = ',', default_value = "1,4,8")]
+    spqr_batches: Vec<usize>,
     /// The weights suite's safetensors model (`cargo xtask fetch-model` writes the default).
     #[arg(long, default_value = bench::weights::DEFAULT_MODEL)]
     model: PathBuf,
@@ -121,6 +124,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
         ans_config: None,
         ans_sizes: Vec::new(),
         ans_chain: Vec::new(),
+        spqr: Vec::new(),
         weights: None,
         weights_skipped: None,
     };
@@ -187,6 +191,31 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 })?;
                 report::fill_speedups(&mut ms);
                 report.gpu = ms;
+            }
+            if want("spqr") {
+                let rows = bench::spqr::run_gpu(
+                    &gpu,
+                    &cfg,
+                    &args.spqr_batches,
+                    ceiling.gbps,
+                    |r| {
+                        eprintln!(
+                            "  spqr/{} {}x{} b{}: {:.2} us, {:.1} GB/s ({:.1}%), {:.2}x cuBLAS, {:.2}x dense, {:.2} bits/w",
+                            r.kernel,
+                            r.rows,
+                            r.cols,
+                            r.batch,
+                            r.median_us,
+                            r.gbps,
+                            r.pct_of_ceiling,
+                            r.speedup_vs_cublas,
+                            r.speedup_vs_dense,
+                            r.bits_per_weight
+                        );
+                    },
+                )?;
+                println!("SpQR (fused 3-bit GEMV):\n{}", report::spqr_table(&rows));
+                report.spqr = rows;
             }
             if want("ans") {
                 let (sizes, chain) =

@@ -1,0 +1,193 @@
+//! The SpQR suite: the fused 3-bit GEMV (CSR and PTCSR outliers) against the dense fp16
+//! kernels, on the LLM shapes, batch 1, 4 and 8.
+
+use cmv_runtime::Gpu;
+use dense_gemv::{CublasGemv, DenseGemv, DeviceMatrix};
+use half::f16;
+use serde::Serialize;
+use spqr_format::gpu::{DeviceSpqrMatrix, SpqrGemv};
+use spqr_format::{OutlierFormat, QuantizeOptions, SpqrMatrix, quantize};
+
+use crate::dense::{F16_TOLERANCE, weight_copies};
+use crate::{BenchConfig, BenchError, data};
+
+/// One timed SpQR configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct SpqrRow {
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Input vectors.
+    pub batch: usize,
+    /// `csr`, `ptcsr`, `cmv-fp16` or `cublas-fp16`.
+    pub kernel: String,
+    /// Bits per weight read (dense part, outliers and offsets of this encoding).
+    pub bits_per_weight: f64,
+    /// Median time per call, microseconds.
+    pub median_us: f64,
+    /// Bytes read per call over the median, GB/s.
+    pub gbps: f64,
+    /// `gbps` over the measured ceiling, percent.
+    pub pct_of_ceiling: f64,
+    /// cuBLAS fp16 time over this time.
+    pub speedup_vs_cublas: f64,
+    /// Our dense fp16 time over this time.
+    pub speedup_vs_dense: f64,
+    /// Relative error against the fp64 reference of the quantized matrix.
+    pub rel_err: f64,
+}
+
+fn rt(e: cmv_runtime::RuntimeError) -> BenchError {
+    BenchError::Runtime(e)
+}
+
+fn spqr_err(e: spqr_format::SpqrError) -> cmv_runtime::RuntimeError {
+    match e {
+        spqr_format::SpqrError::Runtime(r) => r,
+        o => cmv_runtime::RuntimeError::InvalidLaunch {
+            kernel: "spqr",
+            reason: o.to_string(),
+        },
+    }
+}
+
+fn dense_err(e: dense_gemv::DenseError) -> cmv_runtime::RuntimeError {
+    match e {
+        dense_gemv::DenseError::Runtime(r) => r,
+        o => cmv_runtime::RuntimeError::InvalidLaunch {
+            kernel: "dense",
+            reason: o.to_string(),
+        },
+    }
+}
+
+fn rel_err(got: &[f16], want: &[f64]) -> f64 {
+    dense_gemv::relative_error(got.iter().map(|v| f64::from(v.to_f32())), want)
+}
+
+/// Runs the suite. `progress` gets each row as it is measured.
+pub fn run_gpu(
+    gpu: &Gpu,
+    cfg: &BenchConfig,
+    batches: &[usize],
+    ceiling_gbps: f64,
+    mut progress: impl FnMut(&SpqrRow),
+) -> Result<Vec<SpqrRow>, BenchError> {
+    let spqr = SpqrGemv::new(gpu).map_err(|e| rt(spqr_err(e)))?;
+    let dense = DenseGemv::new(gpu)?;
+    let blas = CublasGemv::new(gpu).ok();
+    let l2 = gpu.info().l2_bytes;
+    let mut out = Vec::new();
+    for (si, &(rows, cols)) in cfg.shapes.iter().enumerate() {
+        let w16 = data::f16_uniform(rows * cols, 1.0, 500 + si as u64);
+        let w32: Vec<f32> = w16.iter().map(|v| v.to_f32()).collect();
+        let m: SpqrMatrix =
+            quantize(&w32, rows, cols, &QuantizeOptions::default()).map_err(|e| rt(spqr_err(e)))?;
+        drop(w32);
+        // Rotated copies of the compressed matrix and of the fp16 matrix.
+        let first = DeviceSpqrMatrix::upload(gpu, &m).map_err(|e| rt(spqr_err(e)))?;
+        let n = cmv_runtime::rotation_copies(first.bytes_read(), l2, cfg.min_rotation_bytes);
+        let mut mats = vec![first];
+        for _ in 1..n {
+            mats.push(mats[0].try_clone().map_err(|e| rt(spqr_err(e)))?);
+        }
+        let dmats = weight_copies(DeviceMatrix::upload_f16(gpu, &w16, rows, cols)?, l2, cfg)?;
+        drop(w16);
+        for &batch in batches {
+            let x = data::f16_uniform(batch * cols, 1.0, 900 + batch as u64);
+            let want = m.gemv_reference(&x, batch).map_err(|e| rt(spqr_err(e)))?;
+            let dx = gpu.upload(&x).map_err(rt)?;
+            let mut y = gpu.alloc_zeros::<f16>(batch * rows).map_err(rt)?;
+            // Dense fp16 baselines at this shape and batch.
+            let dense_us = cfg
+                .timing
+                .time(gpu, cfg, dmats.len(), |i| {
+                    dense
+                        .gemv_f16(&dmats[i % dmats.len()], &dx, &mut y, batch)
+                        .map_err(dense_err)
+                })
+                .map_err(rt)?
+                .median_ms()
+                * 1e3;
+            let cublas_us = match &blas {
+                Some(b) => {
+                    cfg.timing
+                        .time(gpu, cfg, dmats.len(), |i| {
+                            b.gemv_f16(&dmats[i % dmats.len()], &dx, &mut y, batch)
+                                .map_err(dense_err)
+                        })
+                        .map_err(rt)?
+                        .median_ms()
+                        * 1e3
+                }
+                None => f64::NAN,
+            };
+            for (format, name) in [(OutlierFormat::Csr, "csr"), (OutlierFormat::Ptcsr, "ptcsr")] {
+                for d in &mut mats {
+                    d.set_outlier_format(format);
+                }
+                let mut ys = gpu.upload(&vec![f16::NAN; batch * rows]).map_err(rt)?;
+                spqr.gemv(&mats[0], &dx, &mut ys, batch)
+                    .map_err(|e| rt(spqr_err(e)))?;
+                let err = rel_err(&gpu.download(&ys).map_err(rt)?, &want);
+                if err.is_nan() || err >= F16_TOLERANCE {
+                    return Err(BenchError::Mismatch {
+                        what: format!("spqr {name} {rows}x{cols} batch {batch}"),
+                        detail: format!("relative error {err:.3e}"),
+                    });
+                }
+                let t = cfg
+                    .timing
+                    .time(gpu, cfg, mats.len(), |i| {
+                        spqr.gemv(&mats[i % mats.len()], &dx, &mut ys, batch)
+                            .map_err(spqr_err)
+                    })
+                    .map_err(rt)?;
+                let err_after = rel_err(&gpu.download(&ys).map_err(rt)?, &want);
+                if err_after.is_nan() || err_after >= F16_TOLERANCE {
+                    return Err(BenchError::Mismatch {
+                        what: format!("spqr {name} {rows}x{cols} batch {batch} (timed)"),
+                        detail: format!("relative error {err_after:.3e}"),
+                    });
+                }
+                let us = t.median_ms() * 1e3;
+                let bytes = mats[0].bytes_read() + 2 * batch * cols;
+                let gbps = bytes as f64 / (us * 1e3);
+                let row = SpqrRow {
+                    rows,
+                    cols,
+                    batch,
+                    kernel: name.into(),
+                    bits_per_weight: 8.0 * mats[0].bytes_read() as f64 / (rows * cols) as f64,
+                    median_us: us,
+                    gbps,
+                    pct_of_ceiling: 100.0 * gbps / ceiling_gbps,
+                    speedup_vs_cublas: cublas_us / us,
+                    speedup_vs_dense: dense_us / us,
+                    rel_err: err,
+                };
+                progress(&row);
+                out.push(row);
+            }
+            for (name, us) in [("cmv-fp16", dense_us), ("cublas-fp16", cublas_us)] {
+                let bytes = 2 * rows * cols + 2 * batch * cols;
+                let gbps = bytes as f64 / (us * 1e3);
+                out.push(SpqrRow {
+                    rows,
+                    cols,
+                    batch,
+                    kernel: name.into(),
+                    bits_per_weight: 16.0,
+                    median_us: us,
+                    gbps,
+                    pct_of_ceiling: 100.0 * gbps / ceiling_gbps,
+                    speedup_vs_cublas: cublas_us / us,
+                    speedup_vs_dense: dense_us / us,
+                    rel_err: 0.0,
+                });
+            }
+        }
+    }
+    Ok(out)
+}

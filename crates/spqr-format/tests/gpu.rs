@@ -1,0 +1,131 @@
+//! GPU tests: the SpQR kernel against the CPU reference, CSR and PTCSR, batch 1 to 8.
+//! Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1` makes that a failure.
+
+use cmv_runtime::gpu_for_tests;
+use half::f16;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
+use spqr_format::gpu::{DeviceSpqrMatrix, SpqrGemv};
+use spqr_format::{OutlierFormat, QuantizeOptions, quantize};
+
+fn relative_error(got: &[f16], want: &[f64]) -> f64 {
+    let (mut d, mut n) = (0.0, 0.0);
+    for (g, w) in got.iter().zip(want) {
+        let g = f64::from(g.to_f32());
+        d += (g - w) * (g - w);
+        n += w * w;
+    }
+    if got.len() != want.len() {
+        f64::NAN
+    } else {
+        (d / n.max(1e-300)).sqrt()
+    }
+}
+
+#[test]
+fn kernel_matches_the_cpu_reference() {
+    let Some(gpu) = gpu_for_tests("kernel_matches_the_cpu_reference") else {
+        return;
+    };
+    let spqr = SpqrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(1);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    for (rows, cols) in [
+        (1, 1),
+        (16, 16),
+        (17, 33),
+        (100, 500),
+        (256, 4096),
+        (1000, 1000),
+        (48, 8200),
+    ] {
+        let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+        for fraction in [0.0, 0.01, 0.05] {
+            let opts = QuantizeOptions {
+                outlier_fraction: fraction,
+                ..QuantizeOptions::default()
+            };
+            let m = quantize(&w, rows, cols, &opts).unwrap();
+            let mut dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+            for batch in [1, 2, 3, 4, 5, 8] {
+                let x: Vec<f16> = (0..batch * cols)
+                    .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                    .collect();
+                let want = m.gemv_reference(&x, batch).unwrap();
+                let dx = gpu.upload(&x).unwrap();
+                for format in [OutlierFormat::Csr, OutlierFormat::Ptcsr] {
+                    dm.set_outlier_format(format);
+                    let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+                    spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
+                    let got = gpu.download(&dy).unwrap();
+                    let err = relative_error(&got, &want);
+                    assert!(
+                        err < 1e-3,
+                        "{rows}x{cols} outliers {fraction} batch {batch} {format:?}: relative error {err}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    let Some(gpu) = gpu_for_tests("bad_arguments_are_errors") else {
+        return;
+    };
+    let spqr = SpqrGemv::new(&gpu).unwrap();
+    let w = vec![0.5f32; 32 * 64];
+    let m = quantize(&w, 32, 64, &QuantizeOptions::default()).unwrap();
+    let dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+    let x = gpu.upload(&[f16::ONE; 64]).unwrap();
+    let mut y = gpu.alloc_zeros::<f16>(32).unwrap();
+    assert!(
+        spqr.gemv(&dm, &x, &mut y, 2).is_err(),
+        "x too short for batch 2"
+    );
+    assert!(spqr.gemv(&dm, &x, &mut y, 0).is_err());
+    assert!(spqr.gemv(&dm, &x, &mut y, 9).is_err());
+    spqr.gemv(&dm, &x, &mut y, 1).unwrap();
+    let got = gpu.download(&y).unwrap();
+    for v in got {
+        assert!((v.to_f32() - 32.0).abs() < 0.05, "{v}");
+    }
+}
+
+#[test]
+fn calibrated_and_permuted_matrices_run_on_permuted_inputs() {
+    use spqr_format::Calibration;
+    let Some(gpu) = gpu_for_tests("calibrated_and_permuted_matrices_run_on_permuted_inputs") else {
+        return;
+    };
+    let spqr = SpqrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    let (rows, cols, samples) = (64, 96, 200);
+    let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+    let x_cal: Vec<f32> = (0..samples * cols)
+        .map(|_| normal.sample(&mut rng))
+        .collect();
+    let opts = QuantizeOptions {
+        calibration: Some(Calibration::Inputs { x: x_cal, samples }),
+        permute: true,
+        ..QuantizeOptions::default()
+    };
+    let m = quantize(&w, rows, cols, &opts).unwrap();
+    assert!(m.input_permutation().is_some());
+    let dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+    assert!(dm.is_permuted());
+    for batch in [1, 4] {
+        let x: Vec<f16> = (0..batch * cols)
+            .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+            .collect();
+        let want = m.gemv_reference(&x, batch).unwrap();
+        let dx = gpu.upload(&m.permute_input(&x, batch).unwrap()).unwrap();
+        let mut dy = gpu.alloc_zeros::<f16>(batch * rows).unwrap();
+        spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
+        let err = relative_error(&gpu.download(&dy).unwrap(), &want);
+        assert!(err < 1e-3, "batch {batch}: relative error {err}");
+    }
+}

@@ -1,0 +1,276 @@
+//! The fused dequantize + GEMV kernel (NVPTX only); the format is `docs/SPQR.md`.
+//!
+//! A block computes one tile row (16 rows). Thread `t` owns row `t % 16` of the tiles
+//! `t / 16, t / 16 + 16, ...` of each staged column chunk: 16 consecutive threads read the 16
+//! rows of a tile, so a warp reads 256 contiguous bytes per step. The input vectors are staged
+//! in shared memory as fp32, with the sum of each group of 16 (`xsum`). Each 3-bit code `q`
+//! becomes the float `8 + q` by writing it into the mantissa of 8.0 (one or, no conversion
+//! instruction), so a group's dot product is `s (sum (8 + q) x - (8 + z) xsum)`.
+//! Outliers are added through shared-memory atomics after the dense part.
+
+use cmv_device::{
+    atomic_add_f32, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, fma_f32, lane_id,
+    ld_nc_u16, ld_nc_u32, ld_stream_u64, shfl_xor, sync_threads, thread_idx_x, warp_id,
+};
+
+use crate::layout::{
+    SecondOrder, TILE, first_order, outlier_col, outlier_value, row_qs, row_qz, row_stat_byte,
+};
+use crate::smem_floats;
+
+/// Tile rows each thread loads before using any.
+const UNROLL: usize = 4;
+
+/// The tile's second-order statistics, rebuilt by the 16 lanes that hold its rows.
+///
+/// # Safety
+/// All 32 lanes of the warp call it together.
+#[inline(always)]
+unsafe fn second_order(w: u64, r: u32) -> SecondOrder {
+    let v = u64::from(row_stat_byte(w)) << (8 * (r >> 1));
+    let (mut lo, mut hi) = (v as u32, (v >> 32) as u32);
+    for m in [2, 4, 8] {
+        // SAFETY: the caller guarantees a converged warp.
+        unsafe {
+            lo |= shfl_xor(lo, m);
+            hi |= shfl_xor(hi, m);
+        }
+    }
+    SecondOrder::from_u64(u64::from(lo) | (u64::from(hi) << 32))
+}
+
+/// `sum_k (8 + q_k) x_k` over the 16 codes of a tile row.
+#[inline(always)]
+fn dot_codes(w: u64, xs: *const f32) -> f32 {
+    let mut dot = 0.0f32;
+    let codes = w >> crate::layout::CODES_SHIFT;
+    for k in 0..TILE {
+        let q = ((codes >> (3 * k)) & 7) as u32;
+        // 8.0 is 0x4100_0000; a mantissa unit at bit 20 is worth 1.
+        let f = f32::from_bits(0x4100_0000 | (q << 20));
+        // SAFETY: the caller passes 16 staged floats.
+        dot = fma_f32(f, unsafe { *xs.add(k) }, dot);
+    }
+    dot
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn spqr_gemv<const B: usize, const PT: bool>(
+    dense: *const u64,
+    x: *const u16,
+    y: *mut u16,
+    offsets: *const u32,
+    col_vals: *const u32,
+    rows: u32,
+    cols: u32,
+    padded_cols: u32,
+    batch: u32,
+    kc: u32,
+) {
+    let tid = thread_idx_x();
+    let r = tid & 15;
+    let g = tid >> 4;
+    let groups = block_dim_x() >> 4;
+    let warps = block_dim_x() >> 5;
+    let tile_row = block_idx_x();
+    let smem = dyn_smem() as *mut f32;
+    let (kc_u, b_u) = (kc as usize, B);
+    // SAFETY (all pointer offsets below): the launcher gave `smem_floats(B, kc, warps)` floats.
+    let xs = smem;
+    let xsum = unsafe { xs.add(b_u * kc_u) };
+    let red = unsafe { xsum.add(b_u * kc_u / TILE) };
+    let out = unsafe { red.add(warps as usize * TILE * b_u) };
+    let offs = unsafe { out.add(TILE * b_u) } as *mut u32;
+    // SAFETY: the tile row's words are inside the dense part.
+    let row_base = unsafe { dense.add(tile_row as usize * padded_cols as usize) };
+    let mut acc = [0.0f32; B];
+    let mut c0 = 0u32;
+    while c0 < padded_cols {
+        let cn = kc.min(padded_cols - c0);
+        // SAFETY: every thread of the block runs the same chunk loop.
+        unsafe { sync_threads() };
+        let mut idx = tid;
+        while idx < B as u32 * cn {
+            let (b, c) = (idx / cn, idx % cn);
+            let col = c0 + c;
+            let v = if col < cols && b < batch {
+                // SAFETY: b < batch and col < cols: inside the input.
+                f16_to_f32(unsafe { ld_nc_u16(x.add((b * cols + col) as usize)) })
+            } else {
+                0.0
+            };
+            // SAFETY: b < B and c < kc.
+            unsafe { *xs.add(b as usize * kc_u + c as usize) = v };
+            idx += block_dim_x();
+        }
+        // SAFETY: as above.
+        unsafe { sync_threads() };
+        let ntiles = cn / TILE as u32;
+        let mut idx = tid;
+        while idx < B as u32 * ntiles {
+            let (b, t) = (idx / ntiles, idx % ntiles);
+            let mut s = 0.0f32;
+            for k in 0..TILE {
+                // SAFETY: inside the staged chunk.
+                s += unsafe { *xs.add(b as usize * kc_u + t as usize * TILE + k) };
+            }
+            // SAFETY: b < B and t < kc / 16.
+            unsafe { *xsum.add(b as usize * (kc_u / TILE) + t as usize) = s };
+            idx += block_dim_x();
+        }
+        // SAFETY: as above.
+        unsafe { sync_threads() };
+        let steps = ntiles.div_ceil(groups);
+        let mut s = 0;
+        while s < steps {
+            // UNROLL tile rows loaded before any is used, to keep loads in flight.
+            let mut ws = [0u64; UNROLL];
+            for (u, wu) in ws.iter_mut().enumerate() {
+                let lt = g + (s + u as u32) * groups;
+                if lt < ntiles {
+                    // SAFETY: tile c0 / 16 + lt of this tile row exists; row r < 16.
+                    *wu =
+                        unsafe { ld_stream_u64(row_base.add(((c0 / 16 + lt) * 16 + r) as usize)) };
+                }
+            }
+            for (u, &w) in ws.iter().enumerate() {
+                let lt = g + (s + u as u32) * groups;
+                // SAFETY: the step count is uniform over the block, so the warp is converged.
+                let so = unsafe { second_order(w, r) };
+                if lt < ntiles {
+                    let (sc, z) = first_order(row_qs(w), row_qz(w), so);
+                    for (b, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: inside the staged chunk and its sums.
+                        let (xp, t) = unsafe {
+                            (
+                                xs.add(b * kc_u + lt as usize * TILE),
+                                *xsum.add(b * (kc_u / TILE) + lt as usize),
+                            )
+                        };
+                        let dot = dot_codes(w, xp);
+                        *a = fma_f32(sc, dot - (8.0 + z) * t, *a);
+                    }
+                }
+            }
+            s += UNROLL as u32;
+        }
+        c0 += cn;
+    }
+    // Rows are shared by lanes l and l ^ 16 of a warp, then by the block's warps.
+    for a in acc.iter_mut() {
+        // SAFETY: every lane reaches this point.
+        *a += f32::from_bits(unsafe { shfl_xor(a.to_bits(), 16) });
+    }
+    let lane = lane_id();
+    if lane < 16 {
+        for (b, &a) in acc.iter().enumerate() {
+            // SAFETY: warp < warps, lane < 16, b < B.
+            unsafe { *red.add((warp_id() as usize * TILE + lane as usize) * b_u + b) = a };
+        }
+    }
+    if tid <= 16 {
+        let base = if PT { tile_row } else { 16 * tile_row };
+        // SAFETY: the offsets cover every tile row (PTCSR) or row (CSR), plus one.
+        let o = if PT {
+            if tid <= 1 {
+                unsafe { ld_nc_u32(offsets.add((base + tid) as usize)) }
+            } else {
+                0
+            }
+        } else {
+            unsafe { ld_nc_u32(offsets.add((base + tid) as usize)) }
+        };
+        // SAFETY: 17 words reserved.
+        unsafe { *offs.add(tid as usize) = o };
+    }
+    // SAFETY: every thread reaches this barrier.
+    unsafe { sync_threads() };
+    if tid < 16 * B as u32 {
+        let (rr, b) = ((tid / B as u32) as usize, (tid % B as u32) as usize);
+        let mut total = 0.0f32;
+        for w in 0..warps as usize {
+            // SAFETY: inside the reduction area.
+            total += unsafe { *red.add((w * TILE + rr) * b_u + b) };
+        }
+        // SAFETY: inside the output area.
+        unsafe { *out.add(rr * b_u + b) = total };
+    }
+    // SAFETY: every thread reaches this barrier.
+    unsafe { sync_threads() };
+    // Outliers: the tile row's entries, spread over the block.
+    // SAFETY: written before the barrier above.
+    let (start, end) = unsafe { (*offs, if PT { *offs.add(1) } else { *offs.add(16) }) };
+    let mut e = start + tid;
+    while e < end {
+        // SAFETY: start <= e < end, inside col_vals (validated on the host).
+        let wv = unsafe { ld_nc_u32(col_vals.add(e as usize)) };
+        let rr = if PT {
+            (e - start) & 15
+        } else {
+            let mut k = 0;
+            // The row whose range holds e: the last k with offs[k] <= e.
+            // SAFETY: offs holds 17 words.
+            while k < 15 && unsafe { *offs.add(k as usize + 1) } <= e {
+                k += 1;
+            }
+            k
+        };
+        if wv != 0 {
+            let (c, v) = (outlier_col(wv), f16_to_f32(outlier_value(wv)));
+            for b in 0..B.min(batch as usize) {
+                // SAFETY: c < cols (validated) and b < batch.
+                let xv = f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
+                // SAFETY: inside the output area; shared-memory atomics.
+                unsafe { atomic_add_f32(out.add(rr as usize * b_u + b), v * xv) };
+            }
+        }
+        e += block_dim_x();
+    }
+    // SAFETY: every thread reaches this barrier.
+    unsafe { sync_threads() };
+    if tid < 16 * B as u32 {
+        let (rr, b) = (tid / B as u32, tid % B as u32);
+        let row = 16 * tile_row + rr;
+        if row < rows && b < batch {
+            // SAFETY: inside the output area; row < rows and b < batch outputs.
+            unsafe {
+                let v = *out.add((rr * B as u32 + b) as usize);
+                *y.add((b * rows + row) as usize) = f32_to_f16(v);
+            }
+        }
+    }
+    let _ = smem_floats;
+}
+
+macro_rules! entries {
+    ($($name:ident = $b:literal, $pt:literal;)*) => {$(
+        /// SpQR GEMV for up to this many input vectors; see the module documentation.
+        ///
+        /// # Safety
+        /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
+        /// columns), sized the inputs and outputs, launched one block per tile row with a
+        /// multiple of 32 threads and `smem_floats(B, kc, warps) * 4` bytes of shared memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            dense: *const u64, x: *const u16, y: *mut u16, offsets: *const u32,
+            col_vals: *const u32, rows: u32, cols: u32, padded_cols: u32, batch: u32, kc: u32,
+        ) {
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe {
+                spqr_gemv::<$b, $pt>(dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, kc)
+            }
+        }
+    )*};
+}
+
+entries! {
+    cmv_spqr_csr_b1 = 1, false;
+    cmv_spqr_csr_b2 = 2, false;
+    cmv_spqr_csr_b4 = 4, false;
+    cmv_spqr_csr_b8 = 8, false;
+    cmv_spqr_ptcsr_b1 = 1, true;
+    cmv_spqr_ptcsr_b2 = 2, true;
+    cmv_spqr_ptcsr_b4 = 4, true;
+    cmv_spqr_ptcsr_b8 = 8, true;
+}
