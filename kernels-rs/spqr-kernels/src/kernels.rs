@@ -21,35 +21,54 @@ use crate::smem_floats;
 /// Tile rows each thread loads before using any.
 const UNROLL: usize = 4;
 
-/// The tile's second-order statistics, rebuilt by the 16 lanes that hold its rows.
+/// The tile's second-order statistics, rebuilt by the 16 lanes that hold its rows with three
+/// xor-shuffles: rows 0-7 carry the low word (byte `r / 2` of it), rows 8-15 the high word;
+/// shuffles over lane bits 1 and 2 gather each word, the third swaps the two halves.
 ///
 /// # Safety
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
 unsafe fn second_order(w: u64, r: u32) -> SecondOrder {
-    let v = u64::from(row_stat_byte(w)) << (8 * (r >> 1));
-    let (mut lo, mut hi) = (v as u32, (v >> 32) as u32);
-    for m in [2, 4, 8] {
-        // SAFETY: the caller guarantees a converged warp.
-        unsafe {
-            lo |= shfl_xor(lo, m);
-            hi |= shfl_xor(hi, m);
-        }
+    let mut v = u32::from(row_stat_byte(w)) << (8 * ((r >> 1) & 3));
+    // SAFETY: the caller guarantees a converged warp.
+    unsafe {
+        v |= shfl_xor(v, 2);
+        v |= shfl_xor(v, 4);
     }
+    // SAFETY: as above.
+    let other = unsafe { shfl_xor(v, 8) };
+    let (lo, hi) = if r < 8 { (v, other) } else { (other, v) };
     SecondOrder::from_u64(u64::from(lo) | (u64::from(hi) << 32))
 }
 
-/// `sum_k (8 + q_k) x_k` over the 16 codes of a tile row.
+/// Four staged floats, aligned for one 16-byte shared-memory load.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct F32x4([f32; 4]);
+
+/// The float `8 + q` for the 3-bit code at bits `shift..shift + 3` of `c` (8.0 is
+/// 0x4100_0000; a mantissa unit at bit 20 is worth 1).
+#[inline(always)]
+fn code_float(c: u32, shift: u32) -> f32 {
+    let bits = if shift <= 20 { (c << (20 - shift)) & 0x0070_0000 } else { (c >> (shift - 20)) & 0x0070_0000 };
+    f32::from_bits(0x4100_0000 | bits)
+}
+
+/// `sum_k (8 + q_k) x_k` over the 16 codes of a tile row; `xs` is 16-byte aligned.
 #[inline(always)]
 fn dot_codes(w: u64, xs: *const f32) -> f32 {
+    // Codes 0-9 from the low word, 10-15 from the high one, with 32-bit shifts.
+    let lo = (w >> crate::layout::CODES_SHIFT) as u32;
+    let hi = (w >> (crate::layout::CODES_SHIFT + 30)) as u32;
     let mut dot = 0.0f32;
-    let codes = w >> crate::layout::CODES_SHIFT;
-    for k in 0..TILE {
-        let q = ((codes >> (3 * k)) & 7) as u32;
-        // 8.0 is 0x4100_0000; a mantissa unit at bit 20 is worth 1.
-        let f = f32::from_bits(0x4100_0000 | (q << 20));
-        // SAFETY: the caller passes 16 staged floats.
-        dot = fma_f32(f, unsafe { *xs.add(k) }, dot);
+    for v in 0..TILE / 4 {
+        // SAFETY: the caller passes 16 staged floats, 16-byte aligned.
+        let xv = unsafe { *(xs as *const F32x4).add(v) };
+        for (e, &xk) in xv.0.iter().enumerate() {
+            let k = (4 * v + e) as u32;
+            let f = if k < 10 { code_float(lo, 3 * k) } else { code_float(hi, 3 * (k - 10)) };
+            dot = fma_f32(f, xk, dot);
+        }
     }
     dot
 }
