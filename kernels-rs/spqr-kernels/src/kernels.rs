@@ -6,10 +6,10 @@
 //! in shared memory as fp32, with the sum of each group of 16 (`xsum`). Each 3-bit code `q`
 //! becomes the float `8 + q` by writing it into the mantissa of 8.0 (one or, no conversion
 //! instruction), so a group's dot product is `s (sum (8 + q) x - (8 + z) xsum)`.
-//! Outliers are added through shared-memory atomics after the dense part.
+//! Outliers are added by the threads that own their rows, before the reduction.
 
 use cmv_device::{
-    atomic_add_f32, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, fma_f32, lane_id,
+    block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, fma_f32, lane_id,
     ld_nc_u16, ld_nc_u32, ld_stream_u64, shfl_xor, sync_threads, thread_idx_x, warp_id,
 };
 
@@ -176,6 +176,35 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         }
         c0 += cn;
     }
+    // Outliers, before the reduction, into the same accumulators: thread t only ever sees
+    // entries of its row t % 16 (PTCSR: entry k of row r sits at 16 k + r and the block
+    // stride is a multiple of 16; CSR: thread t walks row t % 16 with stride blockDim / 16).
+    let (first, end, stride) = if PT {
+        // SAFETY: the block offsets have one entry per tile row, plus one.
+        let (s0, s1) = unsafe {
+            (ld_nc_u32(offsets.add(tile_row as usize)), ld_nc_u32(offsets.add(tile_row as usize + 1)))
+        };
+        (s0 + tid, s1, block_dim_x())
+    } else {
+        let row = (16 * tile_row + r) as usize;
+        // SAFETY: the row offsets have one entry per padded row, plus one.
+        let (s0, s1) = unsafe { (ld_nc_u32(offsets.add(row)), ld_nc_u32(offsets.add(row + 1))) };
+        (s0 + g, s1, groups)
+    };
+    let mut e = first;
+    while e < end {
+        // SAFETY: e < end <= the outlier words' length (validated on the host).
+        let wv = unsafe { ld_nc_u32(col_vals.add(e as usize)) };
+        if wv != 0 {
+            let (c, v) = (outlier_col(wv), f16_to_f32(outlier_value(wv)));
+            for (b, a) in acc.iter_mut().enumerate().take(batch as usize) {
+                // SAFETY: c < cols (validated) and b < batch.
+                let xv = f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
+                *a = fma_f32(v, xv, *a);
+            }
+        }
+        e += stride;
+    }
     // Rows are shared by lanes l and l ^ 16 of a warp, then by the block's warps.
     for a in acc.iter_mut() {
         // SAFETY: every lane reaches this point.
@@ -188,78 +217,22 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             unsafe { *red.add((warp_id() as usize * TILE + lane as usize) * b_u + b) = a };
         }
     }
-    if tid <= 16 {
-        let base = if PT { tile_row } else { 16 * tile_row };
-        // SAFETY: the offsets cover every tile row (PTCSR) or row (CSR), plus one.
-        let o = if PT {
-            if tid <= 1 {
-                unsafe { ld_nc_u32(offsets.add((base + tid) as usize)) }
-            } else {
-                0
-            }
-        } else {
-            unsafe { ld_nc_u32(offsets.add((base + tid) as usize)) }
-        };
-        // SAFETY: 17 words reserved.
-        unsafe { *offs.add(tid as usize) = o };
-    }
-    // SAFETY: every thread reaches this barrier.
-    unsafe { sync_threads() };
-    if tid < 16 * B as u32 {
-        let (rr, b) = ((tid / B as u32) as usize, (tid % B as u32) as usize);
-        let mut total = 0.0f32;
-        for w in 0..warps as usize {
-            // SAFETY: inside the reduction area.
-            total += unsafe { *red.add((w * TILE + rr) * b_u + b) };
-        }
-        // SAFETY: inside the output area.
-        unsafe { *out.add(rr * b_u + b) = total };
-    }
-    // SAFETY: every thread reaches this barrier.
-    unsafe { sync_threads() };
-    // Outliers: the tile row's entries, spread over the block.
-    // SAFETY: written before the barrier above.
-    let (start, end) = unsafe { (*offs, if PT { *offs.add(1) } else { *offs.add(16) }) };
-    let mut e = start + tid;
-    while e < end {
-        // SAFETY: start <= e < end, inside col_vals (validated on the host).
-        let wv = unsafe { ld_nc_u32(col_vals.add(e as usize)) };
-        let rr = if PT {
-            (e - start) & 15
-        } else {
-            let mut k = 0;
-            // The row whose range holds e: the last k with offs[k] <= e.
-            // SAFETY: offs holds 17 words.
-            while k < 15 && unsafe { *offs.add(k as usize + 1) } <= e {
-                k += 1;
-            }
-            k
-        };
-        if wv != 0 {
-            let (c, v) = (outlier_col(wv), f16_to_f32(outlier_value(wv)));
-            for b in 0..B.min(batch as usize) {
-                // SAFETY: c < cols (validated) and b < batch.
-                let xv = f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
-                // SAFETY: inside the output area; shared-memory atomics.
-                unsafe { atomic_add_f32(out.add(rr as usize * b_u + b), v * xv) };
-            }
-        }
-        e += block_dim_x();
-    }
     // SAFETY: every thread reaches this barrier.
     unsafe { sync_threads() };
     if tid < 16 * B as u32 {
         let (rr, b) = (tid / B as u32, tid % B as u32);
+        let mut total = 0.0f32;
+        for w in 0..warps as usize {
+            // SAFETY: inside the reduction area.
+            total += unsafe { *red.add((w * TILE + rr as usize) * b_u + b as usize) };
+        }
         let row = 16 * tile_row + rr;
         if row < rows && b < batch {
-            // SAFETY: inside the output area; row < rows and b < batch outputs.
-            unsafe {
-                let v = *out.add((rr * B as u32 + b) as usize);
-                *y.add((b * rows + row) as usize) = f32_to_f16(v);
-            }
+            // SAFETY: row < rows and b < batch outputs.
+            unsafe { *y.add((b * rows + row) as usize) = f32_to_f16(total) };
         }
     }
-    let _ = smem_floats;
+    let _ = (out, offs, smem_floats);
 }
 
 macro_rules! entries {
