@@ -60,17 +60,18 @@ fn dot_codes(w: u64, xs: *const f32) -> f32 {
     // Codes 0-9 from the low word, 10-15 from the high one, with 32-bit shifts.
     let lo = (w >> crate::layout::CODES_SHIFT) as u32;
     let hi = (w >> (crate::layout::CODES_SHIFT + 30)) as u32;
-    let mut dot = 0.0f32;
+    // Four partial sums: four independent FMA chains instead of one of 16.
+    let mut dot = [0.0f32; 4];
     for v in 0..TILE / 4 {
         // SAFETY: the caller passes 16 staged floats, 16-byte aligned.
         let xv = unsafe { *(xs as *const F32x4).add(v) };
         for (e, &xk) in xv.0.iter().enumerate() {
             let k = (4 * v + e) as u32;
             let f = if k < 10 { code_float(lo, 3 * k) } else { code_float(hi, 3 * (k - 10)) };
-            dot = fma_f32(f, xk, dot);
+            dot[e] = fma_f32(f, xk, dot[e]);
         }
     }
-    dot
+    (dot[0] + dot[1]) + (dot[2] + dot[3])
 }
 
 #[inline(always)]
