@@ -1,43 +1,43 @@
 //! The fused dequantize + GEMV kernel (NVPTX only); the format is `docs/SPQR.md`.
 //!
-//! A block computes one tile row (16 rows). Thread `t` owns row `t % 16` of the tiles
-//! `t / 16, t / 16 + 16, ...` of each staged column chunk: 16 consecutive threads read the 16
-//! rows of a tile, so a warp reads 256 contiguous bytes per step. The input vectors are staged
+//! A block computes one tile row (16 rows). Thread `t` owns rows `t % 8` and `t % 8 + 8` of
+//! the tiles `t / 8, t / 8 + 32, ...` of each staged column chunk: 8 consecutive threads read
+//! a tile's 16 rows, sharing its statistics (two shuffles per word) and its 16 inputs. The input vectors are staged
 //! in shared memory as fp32, with the sum of each group of 16 (`xsum`). Each 3-bit code `q`
 //! becomes the float `8 + q` by writing it into the mantissa of 8.0 (one or, no conversion
 //! instruction), so a group's dot product is `s (sum (8 + q) x - (8 + z) xsum)`.
 //! Outliers are added by the threads that own their rows, before the reduction.
 
 use cmv_device::{
-    block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, fma_f32, lane_id,
-    ld_nc_u16, ld_nc_u32, ld_stream_u64, shfl_xor, sync_threads, thread_idx_x, warp_id,
+    block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, fma_f32, lane_id, ld_nc_u16,
+    ld_nc_u32, ld_stream_u64, shfl_xor, sync_threads, thread_idx_x, warp_id,
 };
 
 use crate::layout::{
-    SecondOrder, TILE, first_order, outlier_col, outlier_value, row_qs, row_qz, row_stat_byte,
+    CODES_SHIFT, SecondOrder, TILE, first_order, outlier_col, outlier_value, row_qs, row_qz,
+    row_stat_byte,
 };
 use crate::smem_floats;
 
-/// Tile rows each thread loads before using any.
-const UNROLL: usize = 4;
-
-/// The tile's second-order statistics, rebuilt by the 16 lanes that hold its rows with three
-/// xor-shuffles: rows 0-7 carry the low word (byte `r / 2` of it), rows 8-15 the high word;
-/// shuffles over lane bits 1 and 2 gather each word, the third swaps the two halves.
+/// The tile's second-order statistics, rebuilt by the 8 lanes that hold its 16 rows (lane
+/// `r` holds rows `r` and `r + 8`): row `r`'s byte is byte `r / 2` of the low word, row
+/// `r + 8`'s byte `r / 2` of the high word; two xor-shuffles per word (over lane bits 1 and 2)
+/// gather them.
 ///
 /// # Safety
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
-unsafe fn second_order(w: u64, r: u32) -> SecondOrder {
-    let mut v = u32::from(row_stat_byte(w)) << (8 * ((r >> 1) & 3));
-    // SAFETY: the caller guarantees a converged warp.
-    unsafe {
-        v |= shfl_xor(v, 2);
-        v |= shfl_xor(v, 4);
+unsafe fn second_order(w0: u64, w1: u64, r: u32) -> SecondOrder {
+    let shift = 8 * ((r >> 1) & 3);
+    let mut lo = u32::from(row_stat_byte(w0)) << shift;
+    let mut hi = u32::from(row_stat_byte(w1)) << shift;
+    for m in [2, 4] {
+        // SAFETY: the caller guarantees a converged warp.
+        unsafe {
+            lo |= shfl_xor(lo, m);
+            hi |= shfl_xor(hi, m);
+        }
     }
-    // SAFETY: as above.
-    let other = unsafe { shfl_xor(v, 8) };
-    let (lo, hi) = if r < 8 { (v, other) } else { (other, v) };
     SecondOrder::from_u64(u64::from(lo) | (u64::from(hi) << 32))
 }
 
@@ -50,33 +50,55 @@ struct F32x4([f32; 4]);
 /// 0x4100_0000; a mantissa unit at bit 20 is worth 1).
 #[inline(always)]
 fn code_float(c: u32, shift: u32) -> f32 {
-    let bits = if shift <= 20 { (c << (20 - shift)) & 0x0070_0000 } else { (c >> (shift - 20)) & 0x0070_0000 };
+    let bits = if shift <= 20 {
+        (c << (20 - shift)) & 0x0070_0000
+    } else {
+        (c >> (shift - 20)) & 0x0070_0000
+    };
     f32::from_bits(0x4100_0000 | bits)
 }
 
-/// `sum_k (8 + q_k) x_k` over the 16 codes of a tile row; `xs` is 16-byte aligned.
+/// `sum_k (8 + q_k) x_k` over the 16 codes of two tile rows of the same tile (so the same 16
+/// inputs); `xs` is 16-byte aligned. Written with scalars so that nothing is indexed at run
+/// time (which would put it in local memory).
 #[inline(always)]
-fn dot_codes(w: u64, xs: *const f32) -> f32 {
-    // Codes 0-9 from the low word, 10-15 from the high one, with 32-bit shifts.
-    let lo = (w >> crate::layout::CODES_SHIFT) as u32;
-    let hi = (w >> (crate::layout::CODES_SHIFT + 30)) as u32;
-    // Four partial sums: four independent FMA chains instead of one of 16.
-    let mut dot = [0.0f32; 4];
+fn dot_codes2(w0: u64, w1: u64, xs: *const f32) -> (f32, f32) {
+    // Codes 0-9 from a low word, 10-15 from a high one, with 32-bit shifts.
+    let (lo0, hi0) = (
+        (w0 >> CODES_SHIFT) as u32,
+        (w0 >> (CODES_SHIFT + 30)) as u32,
+    );
+    let (lo1, hi1) = (
+        (w1 >> CODES_SHIFT) as u32,
+        (w1 >> (CODES_SHIFT + 30)) as u32,
+    );
+    // Two partial sums per row: shorter FMA chains.
+    let (mut a0, mut b0, mut a1, mut b1) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
     for v in 0..TILE / 4 {
         // SAFETY: the caller passes 16 staged floats, 16-byte aligned.
         let xv = unsafe { *(xs as *const F32x4).add(v) };
-        for (e, &xk) in xv.0.iter().enumerate() {
+        for e in 0..4 {
             let k = (4 * v + e) as u32;
-            let f = if k < 10 { code_float(lo, 3 * k) } else { code_float(hi, 3 * (k - 10)) };
-            dot[e] = fma_f32(f, xk, dot[e]);
+            let (f0, f1) = if k < 10 {
+                (code_float(lo0, 3 * k), code_float(lo1, 3 * k))
+            } else {
+                (code_float(hi0, 3 * (k - 10)), code_float(hi1, 3 * (k - 10)))
+            };
+            if e % 2 == 0 {
+                a0 = fma_f32(f0, xv.0[e], a0);
+                a1 = fma_f32(f1, xv.0[e], a1);
+            } else {
+                b0 = fma_f32(f0, xv.0[e], b0);
+                b1 = fma_f32(f1, xv.0[e], b1);
+            }
         }
     }
-    (dot[0] + dot[1]) + (dot[2] + dot[3])
+    (a0 + b0, a1 + b1)
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn spqr_gemv<const B: usize, const PT: bool>(
+unsafe fn spqr_gemv<const B: usize, const PT: bool, const UNROLL: usize>(
     dense: *const u64,
     x: *const u16,
     y: *mut u16,
@@ -89,9 +111,10 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     kc: u32,
 ) {
     let tid = thread_idx_x();
-    let r = tid & 15;
-    let g = tid >> 4;
-    let groups = block_dim_x() >> 4;
+    // Thread t holds rows r and r + 8 of tiles t / 8, t / 8 + groups, ...
+    let r = tid & 7;
+    let g = tid >> 3;
+    let groups = block_dim_x() >> 3;
     let warps = block_dim_x() >> 5;
     let tile_row = block_idx_x();
     let smem = dyn_smem() as *mut f32;
@@ -104,7 +127,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let offs = unsafe { out.add(TILE * b_u) } as *mut u32;
     // SAFETY: the tile row's words are inside the dense part.
     let row_base = unsafe { dense.add(tile_row as usize * padded_cols as usize) };
-    let mut acc = [0.0f32; B];
+    // acc[h][b]: row r + 8 h, vector b.
+    let mut acc = [[0.0f32; B]; 2];
     let mut c0 = 0u32;
     while c0 < padded_cols {
         let cn = kc.min(padded_cols - c0);
@@ -144,23 +168,30 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         let steps = ntiles.div_ceil(groups);
         let mut s = 0;
         while s < steps {
-            // UNROLL tile rows loaded before any is used, to keep loads in flight.
-            let mut ws = [0u64; UNROLL];
+            // UNROLL tiles loaded before any is used, to keep loads in flight (fewer for larger
+            // batches, whose bodies are too large for the compiler to unroll more).
+            let mut ws = [[0u64; 2]; UNROLL];
             for (u, wu) in ws.iter_mut().enumerate() {
                 let lt = g + (s + u as u32) * groups;
                 if lt < ntiles {
-                    // SAFETY: tile c0 / 16 + lt of this tile row exists; row r < 16.
-                    *wu =
-                        unsafe { ld_stream_u64(row_base.add(((c0 / 16 + lt) * 16 + r) as usize)) };
+                    let p = ((c0 / 16 + lt) * 16 + r) as usize;
+                    // SAFETY: tile c0 / 16 + lt of this tile row exists; rows r, r + 8 < 16.
+                    *wu = unsafe {
+                        [
+                            ld_stream_u64(row_base.add(p)),
+                            ld_stream_u64(row_base.add(p + 8)),
+                        ]
+                    };
                 }
             }
             for (u, &w) in ws.iter().enumerate() {
                 let lt = g + (s + u as u32) * groups;
                 // SAFETY: the step count is uniform over the block, so the warp is converged.
-                let so = unsafe { second_order(w, r) };
+                let so = unsafe { second_order(w[0], w[1], r) };
                 if lt < ntiles {
-                    let (sc, z) = first_order(row_qs(w), row_qz(w), so);
-                    for (b, a) in acc.iter_mut().enumerate() {
+                    let (s0, z0) = first_order(row_qs(w[0]), row_qz(w[0]), so);
+                    let (s1, z1) = first_order(row_qs(w[1]), row_qz(w[1]), so);
+                    for b in 0..B {
                         // SAFETY: inside the staged chunk and its sums.
                         let (xp, t) = unsafe {
                             (
@@ -168,8 +199,9 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
                                 *xsum.add(b * (kc_u / TILE) + lt as usize),
                             )
                         };
-                        let dot = dot_codes(w, xp);
-                        *a = fma_f32(sc, dot - (8.0 + z) * t, *a);
+                        let (d0, d1) = dot_codes2(w[0], w[1], xp);
+                        acc[0][b] = fma_f32(s0, d0 - (8.0 + z0) * t, acc[0][b]);
+                        acc[1][b] = fma_f32(s1, d1 - (8.0 + z1) * t, acc[1][b]);
                     }
                 }
             }
@@ -178,44 +210,68 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         c0 += cn;
     }
     // Outliers, before the reduction, into the same accumulators: thread t only ever sees
-    // entries of its row t % 16 (PTCSR: entry k of row r sits at 16 k + r and the block
-    // stride is a multiple of 16; CSR: thread t walks row t % 16 with stride blockDim / 16).
+    // entries of row t % 16, one of its two rows (PTCSR: entry k of row r sits at 16 k + r and
+    // the block stride is a multiple of 16; CSR: thread t walks row t % 16 with stride
+    // blockDim / 16).
     let (first, end, stride) = if PT {
         // SAFETY: the block offsets have one entry per tile row, plus one.
         let (s0, s1) = unsafe {
-            (ld_nc_u32(offsets.add(tile_row as usize)), ld_nc_u32(offsets.add(tile_row as usize + 1)))
+            (
+                ld_nc_u32(offsets.add(tile_row as usize)),
+                ld_nc_u32(offsets.add(tile_row as usize + 1)),
+            )
         };
         (s0 + tid, s1, block_dim_x())
     } else {
-        let row = (16 * tile_row + r) as usize;
+        let row = (16 * tile_row + (tid & 15)) as usize;
         // SAFETY: the row offsets have one entry per padded row, plus one.
         let (s0, s1) = unsafe { (ld_nc_u32(offsets.add(row)), ld_nc_u32(offsets.add(row + 1))) };
-        (s0 + g, s1, groups)
+        (s0 + (tid >> 4), s1, block_dim_x() >> 4)
     };
+    // Row tid % 16 is row r (h = 0) or r + 8 (h = 1) of this thread.
+    let h = ((tid >> 3) & 1) as usize;
     let mut e = first;
     while e < end {
         // SAFETY: e < end <= the outlier words' length (validated on the host).
         let wv = unsafe { ld_nc_u32(col_vals.add(e as usize)) };
         if wv != 0 {
             let (c, v) = (outlier_col(wv), f16_to_f32(outlier_value(wv)));
-            for (b, a) in acc.iter_mut().enumerate().take(batch as usize) {
-                // SAFETY: c < cols (validated) and b < batch.
-                let xv = f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
-                *a = fma_f32(v, xv, *a);
+            for b in 0..B {
+                if (b as u32) < batch {
+                    // SAFETY: c < cols (validated) and b < batch.
+                    let xv =
+                        f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
+                    // Constant indices keep `acc` in registers.
+                    if h == 0 {
+                        acc[0][b] = fma_f32(v, xv, acc[0][b]);
+                    } else {
+                        acc[1][b] = fma_f32(v, xv, acc[1][b]);
+                    }
+                }
             }
         }
         e += stride;
     }
-    // Rows are shared by lanes l and l ^ 16 of a warp, then by the block's warps.
-    for a in acc.iter_mut() {
-        // SAFETY: every lane reaches this point.
-        *a += f32::from_bits(unsafe { shfl_xor(a.to_bits(), 16) });
+    // Rows are shared by lanes l, l ^ 8, l ^ 16, l ^ 24 of a warp, then by the block's warps.
+    for hh in 0..2 {
+        for b in 0..B {
+            let mut a = acc[hh][b];
+            // SAFETY: every lane reaches this point.
+            unsafe {
+                a += f32::from_bits(shfl_xor(a.to_bits(), 8));
+                a += f32::from_bits(shfl_xor(a.to_bits(), 16));
+            }
+            acc[hh][b] = a;
+        }
     }
     let lane = lane_id();
-    if lane < 16 {
-        for (b, &a) in acc.iter().enumerate() {
-            // SAFETY: warp < warps, lane < 16, b < B.
-            unsafe { *red.add((warp_id() as usize * TILE + lane as usize) * b_u + b) = a };
+    if lane < 8 {
+        for hh in 0..2 {
+            for b in 0..B {
+                let rr = lane as usize + 8 * hh;
+                // SAFETY: warp < warps, rr < 16, b < B.
+                unsafe { *red.add((warp_id() as usize * TILE + rr) * b_u + b) = acc[hh][b] };
+            }
         }
     }
     // SAFETY: every thread reaches this barrier.
@@ -237,7 +293,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
 }
 
 macro_rules! entries {
-    ($($name:ident = $b:literal, $pt:literal;)*) => {$(
+    ($($name:ident = $b:literal, $pt:literal, $u:literal;)*) => {$(
         /// SpQR GEMV for up to this many input vectors; see the module documentation.
         ///
         /// # Safety
@@ -251,19 +307,19 @@ macro_rules! entries {
         ) {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                spqr_gemv::<$b, $pt>(dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, kc)
+                spqr_gemv::<$b, $pt, $u>(dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, kc)
             }
         }
     )*};
 }
 
 entries! {
-    cmv_spqr_csr_b1 = 1, false;
-    cmv_spqr_csr_b2 = 2, false;
-    cmv_spqr_csr_b4 = 4, false;
-    cmv_spqr_csr_b8 = 8, false;
-    cmv_spqr_ptcsr_b1 = 1, true;
-    cmv_spqr_ptcsr_b2 = 2, true;
-    cmv_spqr_ptcsr_b4 = 4, true;
-    cmv_spqr_ptcsr_b8 = 8, true;
+    cmv_spqr_csr_b1 = 1, false, 4;
+    cmv_spqr_csr_b2 = 2, false, 2;
+    cmv_spqr_csr_b4 = 4, false, 1;
+    cmv_spqr_csr_b8 = 8, false, 1;
+    cmv_spqr_ptcsr_b1 = 1, true, 4;
+    cmv_spqr_ptcsr_b2 = 2, true, 2;
+    cmv_spqr_ptcsr_b4 = 4, true, 1;
+    cmv_spqr_ptcsr_b8 = 8, true, 1;
 }
