@@ -3,9 +3,8 @@
 //! A block computes one tile row (16 rows). Thread `t` owns rows `t % 8` and `t % 8 + 8` of
 //! the tiles `t / 8, t / 8 + 32, ...` of each staged column chunk: 8 consecutive threads read
 //! a tile's 16 rows, sharing its statistics (two shuffles per word) and its 16 inputs. The input vectors are staged
-//! in shared memory as fp32, with the sum of each group of 16 (`xsum`). Each 3-bit code `q`
-//! becomes the float `8 + q` by writing it into the mantissa of 8.0 (one or, no conversion
-//! instruction), so a group's dot product is `s (sum (8 + q) x - (8 + z) xsum)`.
+//! in shared memory as fp32, with the sum of each group of 16 (`xsum`), so a group's dot
+//! product is `s (sum q x - z xsum)`.
 //! Outliers are added by the threads that own their rows, before the reduction.
 
 use cmv_device::{
@@ -46,19 +45,13 @@ unsafe fn second_order(w0: u64, w1: u64, r: u32) -> SecondOrder {
 #[derive(Clone, Copy)]
 struct F32x4([f32; 4]);
 
-/// The float `8 + q` for the 3-bit code at bits `shift..shift + 3` of `c` (8.0 is
-/// 0x4100_0000; a mantissa unit at bit 20 is worth 1).
+/// The 3-bit code at bits `shift..shift + 3` of `c`, as a float (`I2FP`, full rate on sm_90).
 #[inline(always)]
-fn code_float(c: u32, shift: u32) -> f32 {
-    let bits = if shift <= 20 {
-        (c << (20 - shift)) & 0x0070_0000
-    } else {
-        (c >> (shift - 20)) & 0x0070_0000
-    };
-    f32::from_bits(0x4100_0000 | bits)
+fn code_value(c: u32, shift: u32) -> f32 {
+    ((c >> shift) & 7) as f32
 }
 
-/// `sum_k (8 + q_k) x_k` over the 16 codes of two tile rows of the same tile (so the same 16
+/// `sum_k q_k x_k` over the 16 codes of two tile rows of the same tile (so the same 16
 /// inputs); `xs` is 16-byte aligned. Written with scalars so that nothing is indexed at run
 /// time (which would put it in local memory).
 #[inline(always)]
@@ -80,9 +73,9 @@ fn dot_codes2(w0: u64, w1: u64, xs: *const f32) -> (f32, f32) {
         for e in 0..4 {
             let k = (4 * v + e) as u32;
             let (f0, f1) = if k < 10 {
-                (code_float(lo0, 3 * k), code_float(lo1, 3 * k))
+                (code_value(lo0, 3 * k), code_value(lo1, 3 * k))
             } else {
-                (code_float(hi0, 3 * (k - 10)), code_float(hi1, 3 * (k - 10)))
+                (code_value(hi0, 3 * (k - 10)), code_value(hi1, 3 * (k - 10)))
             };
             if e % 2 == 0 {
                 a0 = fma_f32(f0, xv.0[e], a0);
@@ -200,8 +193,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool, const UNROLL: usize>(
                             )
                         };
                         let (d0, d1) = dot_codes2(w[0], w[1], xp);
-                        acc[0][b] = fma_f32(s0, d0 - (8.0 + z0) * t, acc[0][b]);
-                        acc[1][b] = fma_f32(s1, d1 - (8.0 + z1) * t, acc[1][b]);
+                        acc[0][b] = fma_f32(s0, d0 - z0 * t, acc[0][b]);
+                        acc[1][b] = fma_f32(s1, d1 - z1 * t, acc[1][b]);
                     }
                 }
             }
