@@ -141,6 +141,46 @@ pub struct SpqrGemv {
 }
 
 impl SpqrGemv {
+    /// The hybrid mode (as the thesis does): times the product with CSR and with PTCSR
+    /// outliers on this GPU (median of 20 calls each, batch 1, after 3 warm-up calls) and keeps
+    /// the faster encoding in both `dm` and `m`, so that `m.to_bytes()` records the choice.
+    /// Returns the choice and the two median times in microseconds (CSR, PTCSR).
+    ///
+    /// # Errors
+    /// Runtime errors.
+    pub fn choose_outlier_format(
+        &self,
+        gpu: &Gpu,
+        dm: &mut DeviceSpqrMatrix,
+        m: &mut SpqrMatrix,
+    ) -> Result<(OutlierFormat, f64, f64), SpqrError> {
+        let x = gpu.upload(&vec![f16::from_f32(0.5); dm.cols()])?;
+        let mut y = gpu.alloc_zeros::<f16>(dm.rows())?;
+        let mut time = |format: OutlierFormat| -> Result<f64, SpqrError> {
+            dm.set_outlier_format(format);
+            let t = cmv_runtime::time_launches(gpu, 3, 20, |_| {
+                self.gemv(dm, &x, &mut y, 1).map_err(|e| match e {
+                    SpqrError::Runtime(r) => r,
+                    o => RuntimeError::InvalidLaunch {
+                        kernel: "spqr",
+                        reason: o.to_string(),
+                    },
+                })
+            })?;
+            Ok(t.median_ms() * 1e3)
+        };
+        let csr = time(OutlierFormat::Csr)?;
+        let ptcsr = time(OutlierFormat::Ptcsr)?;
+        let choice = if ptcsr < csr {
+            OutlierFormat::Ptcsr
+        } else {
+            OutlierFormat::Csr
+        };
+        dm.set_outlier_format(choice);
+        m.set_outlier_format(choice);
+        Ok((choice, csr, ptcsr))
+    }
+
     /// Loads the kernels.
     ///
     /// # Errors

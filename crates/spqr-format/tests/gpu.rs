@@ -129,3 +129,34 @@ fn calibrated_and_permuted_matrices_run_on_permuted_inputs() {
         assert!(err < 1e-3, "batch {batch}: relative error {err}");
     }
 }
+
+#[test]
+fn hybrid_mode_times_both_encodings_and_records_the_choice() {
+    let Some(gpu) = gpu_for_tests("hybrid_mode_times_both_encodings_and_records_the_choice") else {
+        return;
+    };
+    let spqr = SpqrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(9);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    let (rows, cols) = (512, 2048);
+    let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+    let mut m = quantize(&w, rows, cols, &QuantizeOptions::default()).unwrap();
+    let mut dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+    let (choice, csr_us, ptcsr_us) = spqr.choose_outlier_format(&gpu, &mut dm, &mut m).unwrap();
+    assert!(csr_us > 0.0 && ptcsr_us > 0.0);
+    assert_eq!(
+        choice,
+        if ptcsr_us < csr_us {
+            OutlierFormat::Ptcsr
+        } else {
+            OutlierFormat::Csr
+        }
+    );
+    assert_eq!((m.outlier_format(), dm.outlier_format()), (choice, choice));
+    let reloaded = spqr_format::SpqrMatrix::from_bytes(&m.to_bytes()).unwrap();
+    assert_eq!(
+        reloaded.outlier_format(),
+        choice,
+        "the choice is stored in the container"
+    );
+}
