@@ -206,9 +206,7 @@ impl AnsGemv {
             .arg(y8)
             .arg(&mut self.err);
         l.arg(&scale).arg(&m.rows).arg(&m.cols).arg(&m.padded_cols);
-        if !register {
-            l.arg(&m.precision);
-        }
+        l.arg(&m.precision);
         // SAFETY: `m` comes from a validated `AnsMatrix` (offsets start at 0, increase by
         // multiples of 128 words of at least 128, end at the stream's length; the table has
         // 96 words for precision 7 and 2^P entries otherwise); x, y32 and y8 were checked

@@ -315,20 +315,19 @@ unsafe fn unit_stream(
 /// # Safety
 /// See [`cmv_ans_rows_p7`].
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn rows_kernel<const G: usize>(
-    stream: *const U32x4,
-    offsets: *const u32,
-    tables: Tables,
-    xs: *const u32,
-    y32: *mut i32,
-    y8: *mut i8,
-    err: *mut u32,
-    scale: f32,
-    rows: u32,
-    padded_cols: u32,
-    precision: u32,
-) {
+unsafe fn rows_kernel<const G: usize>(a: Args, tables: Tables) {
+    let Args {
+        stream,
+        offsets,
+        xs,
+        y32,
+        y8,
+        err,
+        scale,
+        rows,
+        padded_cols,
+        precision,
+    } = a;
     let lane = lane_id();
     let warps = block_dim_x() / 32;
     let mut row = block_idx_x() * warps + warp_id();
@@ -380,20 +379,19 @@ unsafe fn rows_kernel<const G: usize>(
 /// # Safety
 /// See [`cmv_ans_stripes_p7`].
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn stripes_kernel<const G: usize>(
-    stream: *const U32x4,
-    offsets: *const u32,
-    tables: Tables,
-    xs: *const u32,
-    y32: *mut i32,
-    y8: *mut i8,
-    err: *mut u32,
-    scale: f32,
-    rows: u32,
-    padded_cols: u32,
-    precision: u32,
-) {
+unsafe fn stripes_kernel<const G: usize>(a: Args, tables: Tables) {
+    let Args {
+        stream,
+        offsets,
+        xs,
+        y32,
+        y8,
+        err,
+        scale,
+        rows,
+        padded_cols,
+        precision,
+    } = a;
     let lane = lane_id();
     let warps = block_dim_x() / 32;
     let stripes = rows.div_ceil(32);
@@ -441,67 +439,31 @@ unsafe fn stripes_kernel<const G: usize>(
     }
 }
 
-/// `ans-warp-rows` with the 7-bit model's tables in registers (`reg_tables`: 3 x 32 words,
-/// `layout::register_tables`).
-///
-/// # Safety
-/// Launched by `ans-codec`, which validated the matrix (offsets start at 0, increase, are
-/// multiples of 128 words and end at the stream's length; every offset is a multiple of 128,
-/// so the stream pointer plus an offset stays 16-byte aligned), sized the buffers (`x`:
-/// `cols` bytes, `y32`/`y8`: `rows`), launched whole warps, and gave `padded_cols` bytes of
-/// dynamic shared memory.
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn cmv_ans_rows_p7(
+/// What every kernel gets besides its tables (the launch's arguments, with the input vector
+/// already staged in shared memory).
+#[derive(Clone, Copy)]
+struct Args {
     stream: *const U32x4,
     offsets: *const u32,
-    reg_tables: *const u32,
-    x: *const u8,
+    xs: *const u32,
     y32: *mut i32,
     y8: *mut i8,
     err: *mut u32,
     scale: f32,
     rows: u32,
-    cols: u32,
     padded_cols: u32,
-) {
-    let lane = lane_id() as usize;
-    // SAFETY: reg_tables holds 96 words.
-    let t = unsafe {
-        [
-            ld_nc_u32(reg_tables.add(lane)),
-            ld_nc_u32(reg_tables.add(32 + lane)),
-            ld_nc_u32(reg_tables.add(64 + lane)),
-        ]
-    };
-    // SAFETY: every thread stages; the launcher sized the shared memory.
-    let (xs, _) = unsafe { stage(x, cols, padded_cols, reg_tables, 0) };
-    // SAFETY: forwarded from the launcher's checks.
-    unsafe {
-        rows_kernel::<4>(
-            stream,
-            offsets,
-            Tables::Registers(t),
-            xs,
-            y32,
-            y8,
-            err,
-            scale,
-            rows,
-            padded_cols,
-            7,
-        )
-    }
+    precision: u32,
 }
 
-/// `ans-warp-rows` with the packed table (`2^precision` entries) in shared memory, any
-/// precision from 7 to 12.
+/// Stages the input (and the packed table unless `REGISTER`), builds the tables and runs the
+/// layout's kernel with the group size the precision needs.
 ///
 /// # Safety
-/// As [`cmv_ans_rows_p7`], with `padded_cols + 4 * 2^precision` bytes of dynamic shared memory.
-#[unsafe(no_mangle)]
+/// See [`cmv_ans_rows_p7`] and [`cmv_ans_rows_smem`]; `table` is the 3 x 32 register-table
+/// words when `REGISTER` (precision 7), else `2^precision` packed entries.
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn cmv_ans_rows_smem(
+unsafe fn entry<const STRIPES: bool, const REGISTER: bool>(
     stream: *const U32x4,
     offsets: *const u32,
     table: *const u32,
@@ -515,144 +477,93 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_rows_smem(
     padded_cols: u32,
     precision: u32,
 ) {
-    // SAFETY: every thread stages; the launcher sized the shared memory.
-    let (xs, ts) = unsafe { stage(x, cols, padded_cols, table, 1 << precision) };
-    let tables = Tables::Shared(ts);
-    // SAFETY: forwarded from the launcher's checks; the branch is uniform.
-    unsafe {
-        if precision <= 8 {
-            rows_kernel::<4>(
-                stream,
-                offsets,
-                tables,
-                xs,
-                y32,
-                y8,
-                err,
-                scale,
-                rows,
-                padded_cols,
-                precision,
-            )
-        } else {
-            rows_kernel::<2>(
-                stream,
-                offsets,
-                tables,
-                xs,
-                y32,
-                y8,
-                err,
-                scale,
-                rows,
-                padded_cols,
-                precision,
-            )
-        }
-    }
-}
-
-/// `ans-warp-stripes` with the 7-bit tables in registers.
-///
-/// # Safety
-/// As [`cmv_ans_rows_p7`] (offsets per stripe).
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn cmv_ans_stripes_p7(
-    stream: *const U32x4,
-    offsets: *const u32,
-    reg_tables: *const u32,
-    x: *const u8,
-    y32: *mut i32,
-    y8: *mut i8,
-    err: *mut u32,
-    scale: f32,
-    rows: u32,
-    cols: u32,
-    padded_cols: u32,
-) {
-    let lane = lane_id() as usize;
-    // SAFETY: reg_tables holds 96 words.
-    let t = unsafe {
-        [
-            ld_nc_u32(reg_tables.add(lane)),
-            ld_nc_u32(reg_tables.add(32 + lane)),
-            ld_nc_u32(reg_tables.add(64 + lane)),
-        ]
+    let (tables, xs, precision) = if REGISTER {
+        let lane = lane_id() as usize;
+        // SAFETY: the register tables are 3 x 32 words.
+        let t = unsafe {
+            [
+                ld_nc_u32(table.add(lane)),
+                ld_nc_u32(table.add(32 + lane)),
+                ld_nc_u32(table.add(64 + lane)),
+            ]
+        };
+        // SAFETY: every thread stages; the launcher sized the shared memory.
+        let (xs, _) = unsafe { stage(x, cols, padded_cols, table, 0) };
+        (Tables::Registers(t), xs, 7)
+    } else {
+        // SAFETY: every thread stages; the launcher sized the shared memory.
+        let (xs, ts) = unsafe { stage(x, cols, padded_cols, table, 1 << precision) };
+        (Tables::Shared(ts), xs, precision)
     };
-    // SAFETY: every thread stages; the launcher sized the shared memory.
-    let (xs, _) = unsafe { stage(x, cols, padded_cols, reg_tables, 0) };
-    // SAFETY: forwarded from the launcher's checks.
+    let a = Args {
+        stream,
+        offsets,
+        xs,
+        y32,
+        y8,
+        err,
+        scale,
+        rows,
+        padded_cols,
+        precision,
+    };
+    // SAFETY: forwarded from the launcher's checks; the branches are uniform.
     unsafe {
-        stripes_kernel::<4>(
-            stream,
-            offsets,
-            Tables::Registers(t),
-            xs,
-            y32,
-            y8,
-            err,
-            scale,
-            rows,
-            padded_cols,
-            7,
-        )
+        match (STRIPES, precision <= 8) {
+            (false, true) => rows_kernel::<4>(a, tables),
+            (false, false) => rows_kernel::<2>(a, tables),
+            (true, true) => stripes_kernel::<4>(a, tables),
+            (true, false) => stripes_kernel::<2>(a, tables),
+        }
     }
 }
 
-/// `ans-warp-stripes` with the packed table in shared memory.
-///
-/// # Safety
-/// As [`cmv_ans_rows_smem`] (offsets per stripe).
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn cmv_ans_stripes_smem(
-    stream: *const U32x4,
-    offsets: *const u32,
-    table: *const u32,
-    x: *const u8,
-    y32: *mut i32,
-    y8: *mut i8,
-    err: *mut u32,
-    scale: f32,
-    rows: u32,
-    cols: u32,
-    padded_cols: u32,
-    precision: u32,
-) {
-    // SAFETY: every thread stages; the launcher sized the shared memory.
-    let (xs, ts) = unsafe { stage(x, cols, padded_cols, table, 1 << precision) };
-    let tables = Tables::Shared(ts);
-    // SAFETY: forwarded from the launcher's checks; the branch is uniform.
-    unsafe {
-        if precision <= 8 {
-            stripes_kernel::<4>(
-                stream,
-                offsets,
-                tables,
-                xs,
-                y32,
-                y8,
-                err,
-                scale,
-                rows,
-                padded_cols,
-                precision,
-            )
-        } else {
-            stripes_kernel::<2>(
-                stream,
-                offsets,
-                tables,
-                xs,
-                y32,
-                y8,
-                err,
-                scale,
-                rows,
-                padded_cols,
-                precision,
-            )
+macro_rules! ans_entries {
+    ($($(#[$doc:meta])* $name:ident = $stripes:literal, $register:literal;)*) => {$(
+        $(#[$doc])*
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            stream: *const U32x4, offsets: *const u32, table: *const u32, x: *const u8,
+            y32: *mut i32, y8: *mut i8, err: *mut u32, scale: f32, rows: u32, cols: u32,
+            padded_cols: u32, precision: u32,
+        ) {
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe {
+                entry::<$stripes, $register>(
+                    stream, offsets, table, x, y32, y8, err, scale, rows, cols, padded_cols,
+                    precision,
+                )
+            }
         }
-    }
+    )*};
+}
+
+ans_entries! {
+    /// `ans-warp-rows` with the 7-bit model's tables in registers (`table`: 3 x 32 words,
+    /// `layout::register_tables`; `precision` is ignored).
+    ///
+    /// # Safety
+    /// Launched by `ans-codec`, which validated the matrix (offsets start at 0, increase, are
+    /// multiples of 128 words and end at the stream's length, so the stream pointer plus an
+    /// offset stays 16-byte aligned), sized the buffers (`x`: `cols` bytes, `y32`/`y8`:
+    /// `rows`), launched whole warps, and gave `padded_cols` bytes of dynamic shared memory.
+    cmv_ans_rows_p7 = false, true;
+    /// `ans-warp-rows` with the packed table (`2^precision` entries) in shared memory, any
+    /// precision from 7 to 12.
+    ///
+    /// # Safety
+    /// As [`cmv_ans_rows_p7`], with `padded_cols + 4 * 2^precision` bytes of dynamic shared
+    /// memory.
+    cmv_ans_rows_smem = false, false;
+    /// `ans-warp-stripes` with the 7-bit tables in registers.
+    ///
+    /// # Safety
+    /// As [`cmv_ans_rows_p7`] (offsets per stripe).
+    cmv_ans_stripes_p7 = true, true;
+    /// `ans-warp-stripes` with the packed table in shared memory.
+    ///
+    /// # Safety
+    /// As [`cmv_ans_rows_smem`] (offsets per stripe).
+    cmv_ans_stripes_smem = true, false;
 }
