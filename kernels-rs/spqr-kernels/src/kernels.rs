@@ -51,38 +51,37 @@ fn code_value(c: u32, shift: u32) -> f32 {
     ((c >> shift) & 7) as f32
 }
 
-/// `sum_k q_k x_k` over the 16 codes of two tile rows of the same tile (so the same 16
-/// inputs); `xs` is 16-byte aligned. Written with scalars so that nothing is indexed at run
-/// time (which would put it in local memory).
+/// The 16 codes of a tile row as floats (codes 0-9 from a low word, 10-15 from a high one,
+/// with 32-bit shifts).
 #[inline(always)]
-fn dot_codes2(w0: u64, w1: u64, xs: *const f32) -> (f32, f32) {
-    // Codes 0-9 from a low word, 10-15 from a high one, with 32-bit shifts.
-    let (lo0, hi0) = (
-        (w0 >> CODES_SHIFT) as u32,
-        (w0 >> (CODES_SHIFT + 30)) as u32,
-    );
-    let (lo1, hi1) = (
-        (w1 >> CODES_SHIFT) as u32,
-        (w1 >> (CODES_SHIFT + 30)) as u32,
-    );
-    // Two partial sums per row: shorter FMA chains.
+fn code_values(w: u64) -> [f32; TILE] {
+    let (lo, hi) = ((w >> CODES_SHIFT) as u32, (w >> (CODES_SHIFT + 30)) as u32);
+    core::array::from_fn(|k| {
+        let k = k as u32;
+        if k < 10 {
+            code_value(lo, 3 * k)
+        } else {
+            code_value(hi, 3 * (k - 10))
+        }
+    })
+}
+
+/// `sum_k q_k x_k` for two tile rows' code values `q0`, `q1` of the same tile (so the same 16
+/// inputs); `xs` is 16-byte aligned. Two partial sums per row: shorter FMA chains.
+#[inline(always)]
+fn dot2(q0: &[f32; TILE], q1: &[f32; TILE], xs: *const f32) -> (f32, f32) {
     let (mut a0, mut b0, mut a1, mut b1) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
     for v in 0..TILE / 4 {
         // SAFETY: the caller passes 16 staged floats, 16-byte aligned.
         let xv = unsafe { *(xs as *const F32x4).add(v) };
         for e in 0..4 {
-            let k = (4 * v + e) as u32;
-            let (f0, f1) = if k < 10 {
-                (code_value(lo0, 3 * k), code_value(lo1, 3 * k))
-            } else {
-                (code_value(hi0, 3 * (k - 10)), code_value(hi1, 3 * (k - 10)))
-            };
+            let k = 4 * v + e;
             if e % 2 == 0 {
-                a0 = fma_f32(f0, xv.0[e], a0);
-                a1 = fma_f32(f1, xv.0[e], a1);
+                a0 = fma_f32(q0[k], xv.0[e], a0);
+                a1 = fma_f32(q1[k], xv.0[e], a1);
             } else {
-                b0 = fma_f32(f0, xv.0[e], b0);
-                b1 = fma_f32(f1, xv.0[e], b1);
+                b0 = fma_f32(q0[k], xv.0[e], b0);
+                b1 = fma_f32(q1[k], xv.0[e], b1);
             }
         }
     }
@@ -184,6 +183,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool, const UNROLL: usize>(
                 if lt < ntiles {
                     let (s0, z0) = first_order(row_qs(w[0]), row_qz(w[0]), so);
                     let (s1, z1) = first_order(row_qs(w[1]), row_qz(w[1]), so);
+                    // The codes become floats once, for every vector.
+                    let (q0, q1) = (code_values(w[0]), code_values(w[1]));
                     for b in 0..B {
                         // SAFETY: inside the staged chunk and its sums.
                         let (xp, t) = unsafe {
@@ -192,7 +193,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool, const UNROLL: usize>(
                                 *xsum.add(b * (kc_u / TILE) + lt as usize),
                             )
                         };
-                        let (d0, d1) = dot_codes2(w[0], w[1], xp);
+                        let (d0, d1) = dot2(&q0, &q1, xp);
                         acc[0][b] = fma_f32(s0, d0 - z0 * t, acc[0][b]);
                         acc[1][b] = fma_f32(s1, d1 - z1 * t, acc[1][b]);
                     }
