@@ -208,84 +208,52 @@ pub unsafe fn mma_m16n8k16_f16_f32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f3
 // ---------------------------------------------------------------------------------------------
 // Global-memory loads
 
-/// 128-bit read-only load through the non-coherent cache (`ld.global.nc.v4.u32`).
-///
-/// # Safety
-/// `p` must point to 16 readable, 16-byte-aligned bytes of global memory that no thread writes
-/// while the kernel runs.
-#[inline(always)]
-pub unsafe fn ld_nc_v4(p: *const U32x4) -> U32x4 {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
-    unsafe {
-        asm!(
-            "ld.global.nc.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
-            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
-            d = out(reg32) d,
-            options(pure, readonly, nostack)
-        );
-    }
-    U32x4([a, b, c, d])
+/// Defines a 128-bit load with the given PTX instruction (`ld.global<qualifiers>.v4.u32`).
+macro_rules! ld_v4 {
+    ($($(#[$doc:meta])* $name:ident = $insn:literal;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub unsafe fn $name(p: *const U32x4) -> U32x4 {
+            let (a, b, c, d): (u32, u32, u32, u32);
+            // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+            unsafe {
+                asm!(
+                    concat!($insn, " {{{a}, {b}, {c}, {d}}}, [{p}];"),
+                    p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
+                    d = out(reg32) d,
+                    options(pure, readonly, nostack)
+                );
+            }
+            U32x4([a, b, c, d])
+        }
+    )*};
 }
 
-/// 128-bit streaming load: read-only, not kept in L1, with a 256-byte L2 prefetch
-/// (`ld.global.nc.L1::no_allocate.L2::256B.v4.u32`). For data each warp reads exactly once,
-/// such as weights in a matrix-vector product.
-///
-/// # Safety
-/// As [`ld_nc_v4`].
-#[inline(always)]
-pub unsafe fn ld_stream_v4(p: *const U32x4) -> U32x4 {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
-    unsafe {
-        asm!(
-            "ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
-            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
-            d = out(reg32) d,
-            options(pure, readonly, nostack)
-        );
-    }
-    U32x4([a, b, c, d])
-}
-
-/// 128-bit read-only load that does not allocate in L1
-/// (`ld.global.nc.L1::no_allocate.v4.u32`).
-///
-/// # Safety
-/// As [`ld_nc_v4`].
-#[inline(always)]
-pub unsafe fn ld_nc_na_v4(p: *const U32x4) -> U32x4 {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
-    unsafe {
-        asm!(
-            "ld.global.nc.L1::no_allocate.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
-            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
-            d = out(reg32) d,
-            options(pure, readonly, nostack)
-        );
-    }
-    U32x4([a, b, c, d])
-}
-
-/// 128-bit load with the streaming cache hint, likely accessed once (`ld.global.cs.v4.u32`).
-///
-/// # Safety
-/// As [`ld_nc_v4`].
-#[inline(always)]
-pub unsafe fn ld_cs_v4(p: *const U32x4) -> U32x4 {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
-    unsafe {
-        asm!(
-            "ld.global.cs.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
-            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
-            d = out(reg32) d,
-            options(pure, readonly, nostack)
-        );
-    }
-    U32x4([a, b, c, d])
+ld_v4! {
+    /// 128-bit read-only load through the non-coherent cache (`ld.global.nc.v4.u32`).
+    ///
+    /// # Safety
+    /// `p` must point to 16 readable, 16-byte-aligned bytes of global memory that no thread
+    /// writes while the kernel runs.
+    ld_nc_v4 = "ld.global.nc.v4.u32";
+    /// 128-bit streaming load: read-only, not kept in L1, with a 256-byte L2 prefetch
+    /// (`ld.global.nc.L1::no_allocate.L2::256B.v4.u32`). Measured slower than
+    /// [`ld_nc_na_v4`] for streaming on an H200 (docs/PERF.md); kept for comparisons.
+    ///
+    /// # Safety
+    /// As [`ld_nc_v4`].
+    ld_stream_v4 = "ld.global.nc.L1::no_allocate.L2::256B.v4.u32";
+    /// 128-bit read-only load that does not allocate in L1
+    /// (`ld.global.nc.L1::no_allocate.v4.u32`): for data each warp reads once, such as weights.
+    ///
+    /// # Safety
+    /// As [`ld_nc_v4`].
+    ld_nc_na_v4 = "ld.global.nc.L1::no_allocate.v4.u32";
+    /// 128-bit load with the streaming cache hint, likely accessed once (`ld.global.cs.v4.u32`).
+    ///
+    /// # Safety
+    /// As [`ld_nc_v4`].
+    ld_cs_v4 = "ld.global.cs.v4.u32";
 }
 
 /// 32-bit read-only load (`ld.global.nc.u32`).
