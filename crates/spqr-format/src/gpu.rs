@@ -6,7 +6,8 @@ use std::sync::Arc;
 use cmv_runtime::cudarc::driver::PushKernelArg;
 use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError};
 use half::f16;
-use spqr_kernels::{BLOCK_THREADS, MAX_BATCH, chunk_cols, kernel_batch, kernel_name, smem_floats};
+use spqr_kernels::layout::{SecondOrder, TILE, first_order, row_qs, row_qz, row_stat_byte};
+use spqr_kernels::{MAX_BATCH, block_threads, kernel_name, smem_floats, tc};
 
 use crate::{OutlierFormat, SpqrError, SpqrMatrix};
 
@@ -22,6 +23,10 @@ pub struct DeviceSpqrMatrix {
     padded_cols: u32,
     format: OutlierFormat,
     permuted: bool,
+    /// Scale factors of the kernel (`tc::prescale`): 1.0 unless the scales are too large for
+    /// fp16 arithmetic as they are.
+    pre: f32,
+    post: f32,
     dense: CudaSlice<u64>,
     csr_offsets: CudaSlice<u32>,
     csr_vals: CudaSlice<u32>,
@@ -46,6 +51,21 @@ fn upload_nonempty(gpu: &Gpu, v: &[u32]) -> Result<CudaSlice<u32>, SpqrError> {
     })
 }
 
+/// The largest first-order scale magnitude and the largest `|z s|` over every tile row.
+fn scale_extremes(dense: &[u64]) -> (f32, f32) {
+    let (mut max_s, mut max_zs) = (0.0f32, 0.0f32);
+    for tile in dense.chunks_exact(TILE) {
+        let bytes: [u8; TILE] = core::array::from_fn(|r| row_stat_byte(tile[r]));
+        let so = SecondOrder::from_row_bytes(&bytes);
+        for &w in tile {
+            let (s, z) = first_order(row_qs(w), row_qz(w), so);
+            max_s = max_s.max(s.abs());
+            max_zs = max_zs.max((z * s).abs());
+        }
+    }
+    (max_s, max_zs)
+}
+
 impl DeviceSpqrMatrix {
     /// Validates `m` (every length and offset a launch relies on) and uploads it.
     ///
@@ -53,7 +73,11 @@ impl DeviceSpqrMatrix {
     /// The validation's errors; runtime errors.
     pub fn upload(gpu: &Gpu, m: &SpqrMatrix) -> Result<Self, SpqrError> {
         m.validate()?;
+        let (max_s, max_zs) = scale_extremes(m.dense());
+        let (pre, post) = tc::prescale(max_s, max_zs);
         Ok(Self {
+            pre,
+            post,
             rows: to_u32(m.rows(), m)?,
             cols: to_u32(m.cols(), m)?,
             padded_rows: to_u32(m.padded_rows(), m)?,
@@ -229,7 +253,6 @@ impl SpqrGemv {
         };
         check("input", x.len(), batch * m.cols())?;
         check("output", y.len(), batch * m.rows())?;
-        let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
         let pt = m.format == OutlierFormat::Ptcsr;
         let name = kernel_name(b, pt).unwrap_or("cmv_spqr_csr_b1");
         let k = self
@@ -241,11 +264,11 @@ impl SpqrGemv {
                 module: PTX.name,
                 kernel: name,
             }))?;
-        let kc = chunk_cols(kb);
+        let threads = block_threads(m.padded_cols);
         let cfg = LaunchConfig {
             grid_dim: (m.padded_rows / 16, 1, 1),
-            block_dim: (BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: 4 * smem_floats(kb, kc, BLOCK_THREADS / 32),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 4 * smem_floats(threads / 32),
         };
         k.check_config(&cfg)?;
         let (offsets, vals) = if pt {
@@ -253,17 +276,23 @@ impl SpqrGemv {
         } else {
             (&m.csr_offsets, &m.csr_vals)
         };
+        // 16-byte input loads need every vector to start 16-byte aligned (allocations are).
+        let aligned = u32::from(m.cols.is_multiple_of(8));
         let mut l = k.builder(&self.stream);
         l.arg(&m.dense).arg(x).arg(y).arg(offsets).arg(vals);
         l.arg(&m.rows)
             .arg(&m.cols)
             .arg(&m.padded_cols)
             .arg(&b)
-            .arg(&kc);
+            .arg(&m.pre)
+            .arg(&m.post)
+            .arg(&aligned);
         // SAFETY: `m` comes from a validated `SpqrMatrix` (dense words for every tile row,
         // offsets monotone and inside the outlier words, outlier columns below cols); x and y
         // were checked against batch, cols and rows; one block per tile row of whole warps;
-        // the shared memory is `smem_floats` for this kernel batch, chunk and block.
+        // `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte aligned);
+        // `pre`/`post` from `tc::prescale` of this matrix's scales; the shared memory is
+        // `smem_floats` for the block's warps.
         unsafe { l.launch(cfg) }.map_err(|source| RuntimeError::Driver {
             op: "cuLaunchKernel",
             source,

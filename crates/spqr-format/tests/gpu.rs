@@ -71,6 +71,36 @@ fn kernel_matches_the_cpu_reference() {
 }
 
 #[test]
+fn large_and_small_weights_keep_their_accuracy() {
+    // Scales above 63 do not fit the kernel's fp16 arithmetic as they are: the launcher
+    // divides them by a power of two and multiplies the result back. Tiny weights (fp16
+    // subnormal scales) and large inputs are covered too.
+    let Some(gpu) = gpu_for_tests("large_and_small_weights_keep_their_accuracy") else {
+        return;
+    };
+    let spqr = SpqrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    let (rows, cols) = (64, 1024);
+    for (wscale, xscale) in [(3000.0f32, 1.0f32), (1e-3, 1.0), (0.02, 300.0), (20.0, 50.0)] {
+        let w: Vec<f32> = (0..rows * cols).map(|_| wscale * normal.sample(&mut rng)).collect();
+        let m = quantize(&w, rows, cols, &QuantizeOptions::default()).unwrap();
+        let dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+        for batch in [1, 8] {
+            let x: Vec<f16> = (0..batch * cols)
+                .map(|_| f16::from_f32(xscale * rng.gen_range(-1.0..1.0)))
+                .collect();
+            let want = m.gemv_reference(&x, batch).unwrap();
+            let dx = gpu.upload(&x).unwrap();
+            let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+            spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
+            let err = relative_error(&gpu.download(&dy).unwrap(), &want);
+            assert!(err < 1e-3, "weights x{wscale}, inputs x{xscale}, batch {batch}: {err}");
+        }
+    }
+}
+
+#[test]
 fn bad_arguments_are_errors() {
     let Some(gpu) = gpu_for_tests("bad_arguments_are_errors") else {
         return;

@@ -86,6 +86,37 @@ pub fn prmt(a: u32, b: u32, sel: u32) -> u32 {
     }
 }
 
+/// Any bitwise function of three words (`lop3.b32`): bit `i` of the result is bit
+/// `(a_i << 2) | (b_i << 1) | c_i` of `LUT` (so `LUT = f(0xf0, 0xcc, 0xaa)`, e.g. `0xea` for
+/// `(a & b) | c`). One instruction, and opaque to LLVM, which would otherwise regroup such
+/// expressions into two.
+#[inline(always)]
+pub fn lop3<const LUT: u8>(a: u32, b: u32, c: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register instruction (sm_50+).
+        unsafe {
+            core::arch::asm!(
+                "lop3.b32 {r}, {a}, {b}, {c}, {lut};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                lut = const LUT,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let mut r = 0u32;
+        for i in 0..32 {
+            let k = (((a >> i) & 1) << 2) | (((b >> i) & 1) << 1) | ((c >> i) & 1);
+            r |= u32::from((LUT >> k) & 1) << i;
+        }
+        r
+    }
+}
+
 /// Population count (`popc.b32`).
 #[inline(always)]
 pub fn popc(x: u32) -> u32 {
@@ -148,6 +179,100 @@ pub fn half2_to_f32x2(w: u32) -> (f32, f32) {
     (f16_to_f32(w as u16), f16_to_f32((w >> 16) as u16))
 }
 
+/// The `half2` word of two `f32` values, each rounded to nearest even: `lo` in the low half
+/// (`cvt.rn.f16x2.f32 d, hi, lo`, one instruction on sm_80+).
+#[inline(always)]
+pub fn f32x2_to_half2(lo: f32, hi: f32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register conversion (sm_80+).
+        unsafe {
+            core::arch::asm!(
+                "cvt.rn.f16x2.f32 {r}, {h}, {l};",
+                r = out(reg32) r, h = in(reg32) hi, l = in(reg32) lo,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        u32::from(f32_to_f16(lo)) | (u32::from(f32_to_f16(hi)) << 16)
+    }
+}
+
+/// Host model of one fp16 lane of `fma.rn.f16x2`: the exact `a * b + c`, rounded once.
+#[cfg(not(target_arch = "nvptx64"))]
+fn fma_f16_lane(a: u16, b: u16, c: u16) -> u16 {
+    use half::f16;
+    let (a, b, c) = (f16::from_bits(a), f16::from_bits(b), f16::from_bits(c));
+    // The product of two fp16 values (at most 22 significant bits) is exact in f64; the sum
+    // is rounded to odd (TwoSum error as a sticky bit), which makes the final rounding to
+    // fp16 the single correct rounding of the exact value.
+    let (p, c) = (a.to_f64() * b.to_f64(), c.to_f64());
+    let s = p + c;
+    let bp = s - p;
+    let e = (p - (s - bp)) + (c - bp);
+    let s = if e != 0.0 && s.is_finite() && s.to_bits() & 1 == 0 {
+        if (e > 0.0) == (s > 0.0) {
+            f64::from_bits(s.to_bits() + 1)
+        } else {
+            f64::from_bits(s.to_bits() - 1)
+        }
+    } else {
+        s
+    };
+    f16::from_f64(s).to_bits()
+}
+
+/// `fma.rn.f16x2`: `a * b + c` per half of the `half2` words, each rounded once.
+#[inline(always)]
+pub fn hfma2(a: u32, b: u32, c: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register instruction (sm_53+).
+        unsafe {
+            core::arch::asm!(
+                "fma.rn.f16x2 {r}, {a}, {b}, {c};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let lane = |s: u32| fma_f16_lane((a >> s) as u16, (b >> s) as u16, (c >> s) as u16);
+        u32::from(lane(0)) | (u32::from(lane(16)) << 16)
+    }
+}
+
+/// `mul.rn.f16x2`: `a * b` per half of the `half2` words, each rounded once.
+#[inline(always)]
+pub fn hmul2(a: u32, b: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register instruction (sm_53+).
+        unsafe {
+            core::arch::asm!(
+                "mul.rn.f16x2 {r}, {a}, {b};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        // -0.0 as the addend keeps the sign of a zero product, as a plain multiply does.
+        let lane = |s: u32| fma_f16_lane((a >> s) as u16, (b >> s) as u16, 0x8000);
+        u32::from(lane(0)) | (u32::from(lane(16)) << 16)
+    }
+}
+
 /// Round an `f64` to the nearest `i32`, ties to even, saturating at the `i32` range
 /// (`cvt.rni.s32.f64`; NaN gives 0, as on the GPU).
 #[inline(always)]
@@ -208,6 +333,35 @@ mod tests {
             }
             assert_eq!(dp4a(a, b, c), want as i32, "dp4a({a:#x}, {b:#x}, {c})");
         }
+    }
+
+    #[test]
+    fn lop3_evaluates_its_table() {
+        let (a, b, c) = (0xdead_beefu32, 0x1234_5678u32, 0x0f0f_00ffu32);
+        assert_eq!(lop3::<0xea>(a, b, c), (a & b) | c);
+        assert_eq!(lop3::<0x96>(a, b, c), a ^ b ^ c);
+        assert_eq!(lop3::<0xf0>(a, b, c), a);
+        assert_eq!(lop3::<0xe8>(a, b, c), (a & b) | (b & c) | (a & c));
+    }
+
+    #[test]
+    fn half2_arithmetic_rounds_once() {
+        use half::f16;
+        let h = |x: f32| f16::from_f32(x).to_bits();
+        let pack = |lo: u16, hi: u16| u32::from(lo) | (u32::from(hi) << 16);
+        // 3 * 0.1 (fp16) + 1: exact value 1.29980..., one rounding.
+        let (a, b, c) = (pack(h(3.0), h(-2.0)), pack(h(0.1), h(0.1)), pack(h(1.0), h(1.0)));
+        let exact = |x: f32, y: f32, z: f32| {
+            let v = f64::from(f16::from_f32(x)) * f64::from(f16::from_f32(y))
+                + f64::from(f16::from_f32(z));
+            f16::from_f64(v).to_bits()
+        };
+        assert_eq!(hfma2(a, b, c), pack(exact(3.0, 0.1, 1.0), exact(-2.0, 0.1, 1.0)));
+        // Exact ties round to even: 2048 + 1 -> 2048, 2048 + 3 -> 2052 (fp16 ulp 2 there).
+        let r = hfma2(pack(h(1.0), h(3.0)), pack(h(1.0), h(1.0)), pack(h(2048.0), h(2048.0)));
+        assert_eq!(r, pack(h(2048.0), h(2052.0)));
+        assert_eq!(hmul2(pack(h(1.5), h(-0.0)), pack(h(2.0), h(3.0))), pack(h(3.0), 0x8000));
+        assert_eq!(f32x2_to_half2(1.0, -2.5), pack(h(1.0), h(-2.5)));
     }
 
     #[test]

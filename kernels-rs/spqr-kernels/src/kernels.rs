@@ -1,96 +1,108 @@
-//! The fused dequantize + GEMV kernel (NVPTX only); the format is `docs/SPQR.md`.
+//! The fused dequantize + GEMV kernel (NVPTX only); the format is `docs/SPQR.md`, the tensor-core
+//! mapping [`crate::tc`].
 //!
-//! A block computes one tile row (16 rows). Thread `t` owns rows `t % 8` and `t % 8 + 8` of
-//! the tiles `t / 8, t / 8 + 32, ...` of each staged column chunk: 8 consecutive threads read
-//! a tile's 16 rows, sharing its statistics (two shuffles per word) and its 16 inputs. The input vectors are staged
-//! in shared memory as fp32, with the sum of each group of 16 (`xsum`), so a group's dot
-//! product is `s (sum q x - z xsum)`.
-//! Outliers are added by the threads that own their rows, before the reduction.
+//! A block computes one tile row (16 rows); its warps split the columns into steps of 4 tiles
+//! (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` loads rows `2g, 2g + 1`
+//! of tile `t` (16 bytes) and its input vector `g` (the MMA's column `g`; lanes past the batch
+//! repeat the last vector) for that tile, rebuilds the tile's second-order statistics with three
+//! xor-shuffles, turns its 32 codes into 16 scaled `half2` pairs, and issues 4 MMAs for the
+//! codes and 4 for the zeros. Batches up to 8 cost the same instructions as batch 1.
+//! Outliers are added by all threads of the block (each owns one row), then the warps'
+//! results and the outlier sums are reduced in shared memory, in a fixed order.
 
 use cmv_device::{
-    block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, fma_f32, lane_id, ld_nc_u16,
-    ld_nc_u32, ld_stream_u64, shfl_xor, sync_threads, thread_idx_x, warp_id,
+    U32x4, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, f32x2_to_half2,
+    half2_to_f32x2, ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_xor,
+    sync_threads, thread_idx_x,
 };
 
-use crate::layout::{
-    CODES_SHIFT, SecondOrder, TILE, first_order, outlier_col, outlier_value, row_qs, row_qz,
-    row_stat_byte,
-};
-use crate::smem_floats;
+use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value, row_qs, row_qz};
+use crate::tc::{MASK_A, MASK_B, input_pairs, scaled_pairs};
+use crate::{MAX_BATCH, STEPS_IN_FLIGHT};
 
-/// The tile's second-order statistics, rebuilt by the 8 lanes that hold its 16 rows (lane
-/// `r` holds rows `r` and `r + 8`): row `r`'s byte is byte `r / 2` of the low word, row
-/// `r + 8`'s byte `r / 2` of the high word; two xor-shuffles per word (over lane bits 1 and 2)
-/// gather them.
+const MB: usize = MAX_BATCH as usize;
+
+/// The 16 fp16 inputs `col0..col0 + 16` of vector row `xv` as 8 `half2` words in natural order;
+/// zeros past `cols`.
+///
+/// # Safety
+/// `xv` points to `cols` readable fp16 values; `aligned` only if `xv` is 16-byte aligned and
+/// `cols` a multiple of 8.
+#[inline(always)]
+unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: bool) -> [u32; 8] {
+    if aligned && col0 + TILE as u32 <= cols {
+        // SAFETY: 16 values from col0 are inside the vector and 16-byte aligned.
+        let (a, b) = unsafe {
+            let p = xv.add(col0 as usize) as *const U32x4;
+            (ld_nc_v4(p).0, ld_nc_v4(p.add(1)).0)
+        };
+        [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
+    } else {
+        core::array::from_fn(|j| {
+            let c = col0 + 2 * j as u32;
+            // SAFETY: each read is checked against cols.
+            let lo = if c < cols { unsafe { ld_nc_u16(xv.add(c as usize)) } } else { 0 };
+            let hi = if c + 1 < cols { unsafe { ld_nc_u16(xv.add(c as usize + 1)) } } else { 0 };
+            u32::from(lo) | (u32::from(hi) << 16)
+        })
+    }
+}
+
+/// One step: the MMAs of two rows of one tile per lane, into `acc` (codes) and `cor` (zeros).
 ///
 /// # Safety
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
-unsafe fn second_order(w0: u64, w1: u64, r: u32) -> SecondOrder {
-    let shift = 8 * ((r >> 1) & 3);
-    let mut lo = u32::from(row_stat_byte(w0)) << shift;
-    let mut hi = u32::from(row_stat_byte(w1)) << shift;
-    for m in [2, 4] {
+#[allow(clippy::too_many_arguments)]
+unsafe fn step(
+    w: [u32; 4],
+    x: [u32; 8],
+    g: u32,
+    pre: f32,
+    masks: [u32; 2],
+    acc: &mut [f32; 4],
+    cor: &mut [f32; 4],
+) {
+    let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
+    let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
+    // Rows 2g and 2g + 1 both hold byte g of the statistics: gather the 8 bytes over the lanes
+    // of the same tile (lane bits 2-4 are g).
+    let byte = (w[1] >> (STAT_SHIFT - 32)) & 0xff;
+    let mut v = byte << (8 * (g & 3));
+    // SAFETY: the caller guarantees a converged warp.
+    let other = unsafe {
+        v |= shfl_xor(v, 4);
+        v |= shfl_xor(v, 8);
+        shfl_xor(v, 16)
+    };
+    let (lo, hi) = if g < 4 { (v, other) } else { (other, v) };
+    let (ss, sz) = half2_to_f32x2(lo);
+    let (zs, zz) = half2_to_f32x2(hi);
+    let ss = ss * pre;
+    // s = ss (qs - sz), z = zs (qz - zz), as the CPU computes them (times a power of two).
+    let row = |w: u64| {
+        let s = ss * (row_qs(w) as f32 - sz);
+        let z = zs * (row_qz(w) as f32 - zz);
+        let nzs = -(z * s);
+        (f32x2_to_half2(s, s), f32x2_to_half2(nzs, nzs))
+    };
+    let (s0, nz0) = row(w0);
+    let (s1, nz1) = row(w1);
+    let (p0, p1) = (scaled_pairs(w0, s0, masks), scaled_pairs(w1, s1, masks));
+    let xp = input_pairs(&x);
+    for m in 0..4 {
+        let b = [xp[2 * m], xp[2 * m + 1]];
         // SAFETY: the caller guarantees a converged warp.
         unsafe {
-            lo |= shfl_xor(lo, m);
-            hi |= shfl_xor(hi, m);
+            *acc = mma_m16n8k16_f16_f32([p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1]], b, *acc);
+            *cor = mma_m16n8k16_f16_f32([nz0, nz1, nz0, nz1], b, *cor);
         }
     }
-    SecondOrder::from_u64(u64::from(lo) | (u64::from(hi) << 32))
-}
-
-/// Four staged floats, aligned for one 16-byte shared-memory load.
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct F32x4([f32; 4]);
-
-/// The 3-bit code at bits `shift..shift + 3` of `c`, as a float (`I2FP`, full rate on sm_90).
-#[inline(always)]
-fn code_value(c: u32, shift: u32) -> f32 {
-    ((c >> shift) & 7) as f32
-}
-
-/// The 16 codes of a tile row as floats (codes 0-9 from a low word, 10-15 from a high one,
-/// with 32-bit shifts).
-#[inline(always)]
-fn code_values(w: u64) -> [f32; TILE] {
-    let (lo, hi) = ((w >> CODES_SHIFT) as u32, (w >> (CODES_SHIFT + 30)) as u32);
-    core::array::from_fn(|k| {
-        let k = k as u32;
-        if k < 10 {
-            code_value(lo, 3 * k)
-        } else {
-            code_value(hi, 3 * (k - 10))
-        }
-    })
-}
-
-/// `sum_k q_k x_k` for two tile rows' code values `q0`, `q1` of the same tile (so the same 16
-/// inputs); `xs` is 16-byte aligned. Two partial sums per row: shorter FMA chains.
-#[inline(always)]
-fn dot2(q0: &[f32; TILE], q1: &[f32; TILE], xs: *const f32) -> (f32, f32) {
-    let (mut a0, mut b0, mut a1, mut b1) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
-    for v in 0..TILE / 4 {
-        // SAFETY: the caller passes 16 staged floats, 16-byte aligned.
-        let xv = unsafe { *(xs as *const F32x4).add(v) };
-        for e in 0..4 {
-            let k = 4 * v + e;
-            if e % 2 == 0 {
-                a0 = fma_f32(q0[k], xv.0[e], a0);
-                a1 = fma_f32(q1[k], xv.0[e], a1);
-            } else {
-                b0 = fma_f32(q0[k], xv.0[e], b0);
-                b1 = fma_f32(q1[k], xv.0[e], b1);
-            }
-        }
-    }
-    (a0 + b0, a1 + b1)
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn spqr_gemv<const B: usize, const PT: bool, const UNROLL: usize>(
+unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     dense: *const u64,
     x: *const u16,
     y: *mut u16,
@@ -100,220 +112,154 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool, const UNROLL: usize>(
     cols: u32,
     padded_cols: u32,
     batch: u32,
-    kc: u32,
+    pre: f32,
+    post: f32,
+    aligned: u32,
 ) {
     let tid = thread_idx_x();
-    // Thread t holds rows r and r + 8 of tiles t / 8, t / 8 + groups, ...
-    let r = tid & 7;
-    let g = tid >> 3;
-    let groups = block_dim_x() >> 3;
-    let warps = block_dim_x() >> 5;
-    let tile_row = block_idx_x();
-    let smem = dyn_smem() as *mut f32;
-    let (kc_u, b_u) = (kc as usize, B);
-    // SAFETY (all pointer offsets below): the launcher gave `smem_floats(B, kc, warps)` floats.
-    let xs = smem;
-    let xsum = unsafe { xs.add(b_u * kc_u) };
-    let red = unsafe { xsum.add(b_u * kc_u / TILE) };
-    let out = unsafe { red.add(warps as usize * TILE * b_u) };
-    let offs = unsafe { out.add(TILE * b_u) } as *mut u32;
-    // SAFETY: the tile row's words are inside the dense part.
-    let row_base = unsafe { dense.add(tile_row as usize * padded_cols as usize) };
-    // acc[h][b]: row r + 8 h, vector b.
-    let mut acc = [[0.0f32; B]; 2];
-    let mut c0 = 0u32;
-    while c0 < padded_cols {
-        let cn = kc.min(padded_cols - c0);
-        // SAFETY: every thread of the block runs the same chunk loop.
-        unsafe { sync_threads() };
-        let mut idx = tid;
-        while idx < B as u32 * cn {
-            let (b, c) = (idx / cn, idx % cn);
-            let col = c0 + c;
-            let v = if col < cols && b < batch {
-                // SAFETY: b < batch and col < cols: inside the input.
-                f16_to_f32(unsafe { ld_nc_u16(x.add((b * cols + col) as usize)) })
-            } else {
-                0.0
-            };
-            // SAFETY: b < B and c < kc.
-            unsafe { *xs.add(b as usize * kc_u + c as usize) = v };
-            idx += block_dim_x();
-        }
-        // SAFETY: as above.
-        unsafe { sync_threads() };
-        let ntiles = cn / TILE as u32;
-        let mut idx = tid;
-        while idx < B as u32 * ntiles {
-            let (b, t) = (idx / ntiles, idx % ntiles);
-            let mut s = 0.0f32;
-            for k in 0..TILE {
-                // SAFETY: inside the staged chunk.
-                s += unsafe { *xs.add(b as usize * kc_u + t as usize * TILE + k) };
+    let (lane, warp, warps) = (tid & 31, tid >> 5, block_dim_x() >> 5);
+    let (g, t) = (lane >> 2, lane & 3);
+    let band = block_idx_x();
+    let ntiles = padded_cols / TILE as u32;
+    let nsteps = ntiles.div_ceil(4);
+    // SAFETY: the band's words are inside the dense part (tile row `band` starts at word
+    // `band * padded_cols`, tile `j`'s row `r` at `16 j + r` after it).
+    let band_words = unsafe { dense.add(band as usize * padded_cols as usize) };
+    // SAFETY: vector min(g, batch - 1) < batch is inside the input.
+    let xv = unsafe { x.add(g.min(batch - 1) as usize * cols as usize) };
+    // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 8):
+    // see `tc::scaled_pairs`.
+    let unknown_zero = batch >> 16;
+    let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
+    let mut acc = [0.0f32; 4];
+    let mut cor = [0.0f32; 4];
+    let mut s0 = warp;
+    while s0 < nsteps {
+        // STEPS_IN_FLIGHT steps of this warp loaded before any is used.
+        let mut ws = [[0u32; 4]; STEPS_IN_FLIGHT];
+        let mut xs = [[0u32; 8]; STEPS_IN_FLIGHT];
+        for u in 0..STEPS_IN_FLIGHT {
+            let tile = (s0 + u as u32 * warps) * 4 + t;
+            if tile < ntiles {
+                // SAFETY: rows 2g, 2g + 1 of a tile of this band: 16 bytes, 16-byte aligned.
+                ws[u] = unsafe {
+                    ld_nc_na_v4(band_words.add(tile as usize * TILE + 2 * g as usize) as *const U32x4).0
+                };
+                // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
+                xs[u] = unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) };
             }
-            // SAFETY: b < B and t < kc / 16.
-            unsafe { *xsum.add(b as usize * (kc_u / TILE) + t as usize) = s };
-            idx += block_dim_x();
         }
-        // SAFETY: as above.
-        unsafe { sync_threads() };
-        let steps = ntiles.div_ceil(groups);
-        let mut s = 0;
-        while s < steps {
-            // UNROLL tiles loaded before any is used, to keep loads in flight (fewer for larger
-            // batches, whose bodies are too large for the compiler to unroll more).
-            let mut ws = [[0u64; 2]; UNROLL];
-            for (u, wu) in ws.iter_mut().enumerate() {
-                let lt = g + (s + u as u32) * groups;
-                if lt < ntiles {
-                    let p = ((c0 / 16 + lt) * 16 + r) as usize;
-                    // SAFETY: tile c0 / 16 + lt of this tile row exists; rows r, r + 8 < 16.
-                    *wu = unsafe {
-                        [
-                            ld_stream_u64(row_base.add(p)),
-                            ld_stream_u64(row_base.add(p + 8)),
-                        ]
-                    };
-                }
+        for u in 0..STEPS_IN_FLIGHT {
+            // Uniform over the warp: every lane takes the same steps.
+            if s0 + (u as u32) * warps < nsteps {
+                // SAFETY: converged warp (the condition is warp-uniform).
+                unsafe { step(ws[u], xs[u], g, pre, masks, &mut acc, &mut cor) };
             }
-            for (u, &w) in ws.iter().enumerate() {
-                let lt = g + (s + u as u32) * groups;
-                // SAFETY: the step count is uniform over the block, so the warp is converged.
-                let so = unsafe { second_order(w[0], w[1], r) };
-                if lt < ntiles {
-                    let (s0, z0) = first_order(row_qs(w[0]), row_qz(w[0]), so);
-                    let (s1, z1) = first_order(row_qs(w[1]), row_qz(w[1]), so);
-                    // The codes become floats once, for every vector.
-                    let (q0, q1) = (code_values(w[0]), code_values(w[1]));
-                    for b in 0..B {
-                        // SAFETY: inside the staged chunk and its sums.
-                        let (xp, t) = unsafe {
-                            (
-                                xs.add(b * kc_u + lt as usize * TILE),
-                                *xsum.add(b * (kc_u / TILE) + lt as usize),
-                            )
-                        };
-                        let (d0, d1) = dot2(&q0, &q1, xp);
-                        acc[0][b] = fma_f32(s0, d0 - z0 * t, acc[0][b]);
-                        acc[1][b] = fma_f32(s1, d1 - z1 * t, acc[1][b]);
-                    }
-                }
-            }
-            s += UNROLL as u32;
         }
-        c0 += cn;
+        s0 += STEPS_IN_FLIGHT as u32 * warps;
     }
-    // Outliers, before the reduction, into the same accumulators: thread t only ever sees
-    // entries of row t % 16, one of its two rows (PTCSR: entry k of row r sits at 16 k + r and
-    // the block stride is a multiple of 16; CSR: thread t walks row t % 16 with stride
-    // blockDim / 16).
+    let smem = dyn_smem() as *mut f32;
+    // red[warp][row][vector], then out[slot][row][vector] (slot = tid / 16).
+    let red = smem;
+    // SAFETY: the launcher gave `smem_floats(warps)` floats.
+    let outl = unsafe { smem.add(warps as usize * TILE * MB) };
+    for i in 0..4 {
+        let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
+        // SAFETY: warp < warps, r < 16, n < 8.
+        unsafe { *red.add((warp as usize * TILE + r) * MB + n) = (acc[i] + cor[i]) * post };
+    }
+    // Outliers: thread tid owns row tid % 16 of the tile row (PTCSR: entry k of row r sits at
+    // 16 k + r and the block stride is a multiple of 16; CSR: slot tid / 16 walks the row with
+    // stride blockDim / 16).
+    let r = tid & 15;
     let (first, end, stride) = if PT {
         // SAFETY: the block offsets have one entry per tile row, plus one.
-        let (s0, s1) = unsafe {
-            (
-                ld_nc_u32(offsets.add(tile_row as usize)),
-                ld_nc_u32(offsets.add(tile_row as usize + 1)),
-            )
+        let (a, b) = unsafe {
+            (ld_nc_u32(offsets.add(band as usize)), ld_nc_u32(offsets.add(band as usize + 1)))
         };
-        (s0 + tid, s1, block_dim_x())
+        (a + tid, b, block_dim_x())
     } else {
-        let row = (16 * tile_row + (tid & 15)) as usize;
+        let row = (16 * band + r) as usize;
         // SAFETY: the row offsets have one entry per padded row, plus one.
-        let (s0, s1) = unsafe { (ld_nc_u32(offsets.add(row)), ld_nc_u32(offsets.add(row + 1))) };
-        (s0 + (tid >> 4), s1, block_dim_x() >> 4)
+        let (a, b) = unsafe { (ld_nc_u32(offsets.add(row)), ld_nc_u32(offsets.add(row + 1))) };
+        (a + (tid >> 4), b, block_dim_x() >> 4)
     };
-    // Row tid % 16 is row r (h = 0) or r + 8 (h = 1) of this thread.
-    let h = ((tid >> 3) & 1) as usize;
+    let mut o = [0.0f32; B];
     let mut e = first;
     while e < end {
         // SAFETY: e < end <= the outlier words' length (validated on the host).
         let wv = unsafe { ld_nc_u32(col_vals.add(e as usize)) };
         if wv != 0 {
             let (c, v) = (outlier_col(wv), f16_to_f32(outlier_value(wv)));
-            for b in 0..B {
+            for (b, ob) in o.iter_mut().enumerate() {
                 if (b as u32) < batch {
                     // SAFETY: c < cols (validated) and b < batch.
-                    let xv =
-                        f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
-                    // Constant indices keep `acc` in registers.
-                    if h == 0 {
-                        acc[0][b] = fma_f32(v, xv, acc[0][b]);
-                    } else {
-                        acc[1][b] = fma_f32(v, xv, acc[1][b]);
-                    }
+                    let xv = f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
+                    *ob += v * xv;
                 }
             }
         }
         e += stride;
     }
-    // Rows are shared by lanes l, l ^ 8, l ^ 16, l ^ 24 of a warp, then by the block's warps.
-    for hh in 0..2 {
-        for b in 0..B {
-            let mut a = acc[hh][b];
-            // SAFETY: every lane reaches this point.
-            unsafe {
-                a += f32::from_bits(shfl_xor(a.to_bits(), 8));
-                a += f32::from_bits(shfl_xor(a.to_bits(), 16));
-            }
-            acc[hh][b] = a;
-        }
-    }
-    let lane = lane_id();
-    if lane < 8 {
-        for hh in 0..2 {
-            for b in 0..B {
-                let rr = lane as usize + 8 * hh;
-                // SAFETY: warp < warps, rr < 16, b < B.
-                unsafe { *red.add((warp_id() as usize * TILE + rr) * b_u + b) = acc[hh][b] };
-            }
-        }
+    for (b, ob) in o.iter().enumerate() {
+        // SAFETY: slot tid / 16 < blockDim / 16, r < 16, b < 8.
+        unsafe { *outl.add(((tid >> 4) as usize * TILE + r as usize) * MB + b) = *ob };
     }
     // SAFETY: every thread reaches this barrier.
     unsafe { sync_threads() };
     if tid < 16 * B as u32 {
-        let (rr, b) = (tid / B as u32, tid % B as u32);
+        let (rr, b) = ((tid / B as u32) as usize, (tid % B as u32) as usize);
         let mut total = 0.0f32;
         for w in 0..warps as usize {
             // SAFETY: inside the reduction area.
-            total += unsafe { *red.add((w * TILE + rr as usize) * b_u + b as usize) };
+            total += unsafe { *red.add((w * TILE + rr) * MB + b) };
         }
-        let row = 16 * tile_row + rr;
-        if row < rows && b < batch {
+        for slot in 0..(block_dim_x() >> 4) as usize {
+            // SAFETY: inside the outlier area.
+            total += unsafe { *outl.add((slot * TILE + rr) * MB + b) };
+        }
+        let row = 16 * band + rr as u32;
+        if row < rows && (b as u32) < batch {
             // SAFETY: row < rows and b < batch outputs.
-            unsafe { *y.add((b * rows + row) as usize) = f32_to_f16(total) };
+            unsafe { *y.add(b * rows as usize + row as usize) = f32_to_f16(total) };
         }
     }
-    let _ = (out, offs, smem_floats);
 }
 
 macro_rules! entries {
-    ($($name:ident = $b:literal, $pt:literal, $u:literal;)*) => {$(
+    ($($name:ident = $b:literal, $pt:literal;)*) => {$(
         /// SpQR GEMV for up to this many input vectors; see the module documentation.
         ///
         /// # Safety
         /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
-        /// columns), sized the inputs and outputs, launched one block per tile row with a
-        /// multiple of 32 threads and `smem_floats(B, kc, warps) * 4` bytes of shared memory.
+        /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
+        /// and `cols % 8 == 0`), chose `pre`/`post` from the matrix's scales, and launched one
+        /// block per tile row of whole warps with `smem_floats(warps) * 4` bytes of shared
+        /// memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             dense: *const u64, x: *const u16, y: *mut u16, offsets: *const u32,
-            col_vals: *const u32, rows: u32, cols: u32, padded_cols: u32, batch: u32, kc: u32,
+            col_vals: *const u32, rows: u32, cols: u32, padded_cols: u32, batch: u32,
+            pre: f32, post: f32, aligned: u32,
         ) {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                spqr_gemv::<$b, $pt, $u>(dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, kc)
+                spqr_gemv::<$b, $pt>(
+                    dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, pre, post,
+                    aligned,
+                )
             }
         }
     )*};
 }
 
 entries! {
-    cmv_spqr_csr_b1 = 1, false, 4;
-    cmv_spqr_csr_b2 = 2, false, 2;
-    cmv_spqr_csr_b4 = 4, false, 1;
-    cmv_spqr_csr_b8 = 8, false, 1;
-    cmv_spqr_ptcsr_b1 = 1, true, 4;
-    cmv_spqr_ptcsr_b2 = 2, true, 2;
-    cmv_spqr_ptcsr_b4 = 4, true, 1;
-    cmv_spqr_ptcsr_b8 = 8, true, 1;
+    cmv_spqr_csr_b1 = 1, false;
+    cmv_spqr_csr_b2 = 2, false;
+    cmv_spqr_csr_b4 = 4, false;
+    cmv_spqr_csr_b8 = 8, false;
+    cmv_spqr_ptcsr_b1 = 1, true;
+    cmv_spqr_ptcsr_b2 = 2, true;
+    cmv_spqr_ptcsr_b4 = 4, true;
+    cmv_spqr_ptcsr_b8 = 8, true;
 }

@@ -5,18 +5,20 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
 pub mod layout;
+pub mod tc;
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 
-/// Threads per block of the kernel (one block per tile row).
+/// Threads per block of the kernel (one block per tile row), unless the launcher picks
+/// another multiple of 32 (see [`block_threads`]).
 pub const BLOCK_THREADS: u32 = 256;
 /// Largest batch a kernel runs (kernels exist for 1, 2, 4 and 8).
 pub const MAX_BATCH: u32 = 8;
-/// Input columns staged in shared memory per chunk, for all vectors together.
-pub const STAGE_FLOATS: u32 = 4096;
+/// Steps (4 tiles each) a warp loads before it uses any, to keep loads in flight.
+pub const STEPS_IN_FLIGHT: usize = 4;
 
-/// The kernel batch (accumulators per row) that runs `batch` vectors.
+/// The kernel batch (outlier accumulators per row) that runs `batch` vectors.
 pub const fn kernel_batch(batch: u32) -> Option<u32> {
     match batch {
         1 => Some(1),
@@ -27,17 +29,18 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
     }
 }
 
-/// Columns per staged chunk for a kernel batch: a multiple of 256 (16 tiles of 16).
-pub const fn chunk_cols(kernel_batch: u32) -> u32 {
-    let c = STAGE_FLOATS / kernel_batch;
-    if c < 256 { 256 } else { c - c % 256 }
+/// Threads per block for a matrix of `padded_cols` columns: 8 warps, fewer when the tile row
+/// has fewer steps of 4 tiles than that (every warp gets at least one).
+pub const fn block_threads(padded_cols: u32) -> u32 {
+    let steps = padded_cols.div_ceil(64);
+    let warps = if steps < BLOCK_THREADS / 32 { steps } else { BLOCK_THREADS / 32 };
+    32 * if warps == 0 { 1 } else { warps }
 }
 
-/// Floats of dynamic shared memory the kernel uses: the staged vectors, their group sums, the
-/// per-warp partial sums, the tile row's results, and 17 offsets.
-pub const fn smem_floats(kernel_batch: u32, kc: u32, warps: u32) -> u32 {
-    let b = kernel_batch;
-    b * kc + b * kc / 16 + warps * 16 * b + 16 * b + 17
+/// Floats of dynamic shared memory for a block of `warps` warps: each warp's 16 x 8 results
+/// and each 16-thread slot's 16 x 8 outlier sums.
+pub const fn smem_floats(warps: u32) -> u32 {
+    warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH
 }
 
 /// PTX name of the kernel for `batch` vectors and the outlier format.

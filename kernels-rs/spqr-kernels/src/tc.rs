@@ -1,0 +1,191 @@
+//! How the kernel feeds SpQR tiles to the tensor cores (`mma.m16n8k16`, fp16 in, fp32
+//! accumulation): plain functions, shared by the kernel and the host tests.
+//!
+//! A warp multiplies 16 rows (one tile row) by 64 columns (4 tiles) per step, with lane
+//! `(g, t) = (lane / 4, lane % 4)` holding rows `2g` and `2g + 1` of tile `t`: one 16-byte load
+//! of two `u64` words. The MMA's row `g` is row `2g`, its row `g + 8` row `2g + 1`; its 16
+//! k-slots are 4 columns of each of the 4 tiles, lane `t`'s slots always of tile `t`. Which
+//! columns of a tile fill which slot is free (the input pairs follow the same order), so the
+//! kernel takes the 16 codes of a `u64` in the [`PAIRS`] order, in which two codes land in the
+//! two halves of a `half2` with one mask:
+//!
+//! - A 32-bit window of the word, `w >> WINDOW_SHIFTS[i]`, holds codes `k` and `k + 1` at
+//!   bits 4 and 7 and codes `k + 4`, `k + 5` at bits 16 and 19 (`k = 0, 2, 8, 10`).
+//! - `(window & MASK_A) | MAGIC_A` is the `half2` `(64 + q_k, 1024 + q_{k+4})`, exactly:
+//!   the code sits in the mantissa of an fp16 whose unit in the last place is 1.
+//!   `(window & MASK_B) | MAGIC_B` is `(8 + q_{k+1}, 128 + q_{k+5})`.
+//! - `fma(v, s, -offset * s)` is then `s q` rounded once to fp16: the product is exact inside
+//!   the FMA and `offset * s` is a power-of-two multiple of the fp16 scale, so exact as long
+//!   as it is finite, which [`MAX_SCALE`] guarantees.
+//!
+//! The zero is not folded into the weights (its rounding would cost accuracy): a second MMA
+//! per step multiplies the same inputs by `-z s` in every slot of a row's tile, adding
+//! `-z s sum(x)` in fp32.
+
+use cmv_device::{hfma2, hmul2, lop3, prmt};
+
+/// The pairs of codes `(k_low, k_high)` of a tile row in the order the kernel uses them: pair
+/// `2m` and `2m + 1` feed MMA `m` of a step.
+pub const PAIRS: [(usize, usize); 8] = [
+    (0, 4),
+    (1, 5),
+    (2, 6),
+    (3, 7),
+    (8, 12),
+    (9, 13),
+    (10, 14),
+    (11, 15),
+];
+
+/// Right shifts of the `u64` word giving the window of pairs `2i` and `2i + 1`.
+pub const WINDOW_SHIFTS: [u32; 4] = [2, 8, 26, 32];
+/// Bits of the even pair in its window: the low code at bits 4-6, the high one at 16-18.
+pub const MASK_A: u32 = 0x0007_0070;
+/// Bits of the odd pair: 7-9 and 19-21.
+pub const MASK_B: u32 = 0x0038_0380;
+/// Exponents that make the even pair `(64 + q, 1024 + q)`.
+pub const MAGIC_A: u32 = 0x6400_5400;
+/// Exponents that make the odd pair `(8 + q, 128 + q)`.
+pub const MAGIC_B: u32 = 0x5800_4800;
+/// `half2 (-64, -1024)`: times the scale, the offset to remove from an even pair.
+pub const NEG_OFFSET_A: u32 = 0xe400_d400;
+/// `half2 (-8, -128)`: times the scale, the offset to remove from an odd pair.
+pub const NEG_OFFSET_B: u32 = 0xd800_c800;
+/// Largest first-order scale magnitude the kernel takes as it is: `1024 s` must stay a finite
+/// fp16 (at most 65504). A matrix with larger scales runs with all of them divided by a
+/// power of two and the result multiplied back ([`prescale`]).
+pub const MAX_SCALE: f32 = 63.0;
+/// Largest `|z s|` the kernel takes as it is (finite in fp16, with margin).
+pub const MAX_ZERO_TERM: f32 = 65000.0;
+
+/// The `half2` pair `2i + odd` of word `w` before scaling: `(base + q_low, base' + q_high)`.
+/// `masks` is `[MASK_A, MASK_B]` (see [`scaled_pairs`]).
+#[inline(always)]
+pub fn magic_pair(w: u64, i: usize, odd: bool, masks: [u32; 2]) -> u32 {
+    let win = (w >> WINDOW_SHIFTS[i]) as u32;
+    if odd {
+        lop3::<0xea>(win, masks[1], MAGIC_B)
+    } else {
+        lop3::<0xea>(win, masks[0], MAGIC_A)
+    }
+}
+
+/// The 8 scaled pairs of a tile row, `half2 (s q_{k_low}, s q_{k_high})` in [`PAIRS`] order,
+/// for the fp16 scale `s` given as `half2 (s, s)`. `masks` must be `[MASK_A, MASK_B]`; the
+/// kernel passes them as values the compiler cannot see are constant, so they stay in
+/// registers (as constants, `ptxas` rebuilds each with a move before every use: 16 extra
+/// instructions per step).
+#[inline(always)]
+pub fn scaled_pairs(w: u64, s2: u32, masks: [u32; 2]) -> [u32; 8] {
+    let (ca, cb) = (hmul2(s2, NEG_OFFSET_A), hmul2(s2, NEG_OFFSET_B));
+    core::array::from_fn(|p| {
+        let odd = p % 2 == 1;
+        hfma2(magic_pair(w, p / 2, odd, masks), s2, if odd { cb } else { ca })
+    })
+}
+
+/// The 16 inputs of a tile as the 8 `half2` pairs of [`PAIRS`], from their natural order (`r[j]`
+/// holds inputs `2j` and `2j + 1`): one byte permute each.
+#[inline(always)]
+pub fn input_pairs(r: &[u32; 8]) -> [u32; 8] {
+    // Pair (j, j + 4) of each half-tile: the low (even j) or high (odd j) halves of words
+    // j / 2 and j / 2 + 2 of that half.
+    core::array::from_fn(|p| {
+        let base = if p < 4 { 0 } else { 4 };
+        let w = base + (p % 4) / 2;
+        let sel = if p % 2 == 0 { 0x5410 } else { 0x7632 };
+        prmt(r[w], r[w + 2], sel)
+    })
+}
+
+/// The power-of-two divisor the kernel applies to the scales of a matrix whose largest scale
+/// magnitude is `max_scale` and largest `|z s|` is `max_zero_term` (1.0 when none is needed),
+/// as `(pre, post)`: scales are multiplied by `pre`, results by `post = 1 / pre`.
+pub fn prescale(max_scale: f32, max_zero_term: f32) -> (f32, f32) {
+    // 2^e for |e| <= 126, from its bits (no `exp2` in `core`).
+    let pow2 = |e: i32| f32::from_bits(((127 + e) as u32) << 23);
+    let mut k = 0i32;
+    while k < 126 && (max_scale * pow2(-k) > MAX_SCALE || max_zero_term * pow2(-k) > MAX_ZERO_TERM)
+    {
+        k += 1;
+    }
+    (pow2(-k), pow2(k))
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+    use crate::layout::{TILE, pack_row, row_code};
+    use half::f16;
+
+    fn lanes(v: u32) -> (u16, u16) {
+        (v as u16, (v >> 16) as u16)
+    }
+
+    #[test]
+    fn pairs_cover_every_code_once() {
+        let mut seen = [0; TILE];
+        for (a, b) in PAIRS {
+            seen[a] += 1;
+            seen[b] += 1;
+        }
+        assert_eq!(seen, [1; TILE]);
+    }
+
+    #[test]
+    fn magic_pairs_hold_the_codes_exactly() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        for _ in 0..2000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let codes: [u8; TILE] = core::array::from_fn(|k| ((state >> (3 * k)) & 7) as u8);
+            let w = pack_row((state >> 50) as u32, (state >> 53) as u32, &codes, (state >> 56) as u8);
+            for (p, &(kl, kh)) in PAIRS.iter().enumerate() {
+                let (lo, hi) = lanes(magic_pair(w, p / 2, p % 2 == 1, [MASK_A, MASK_B]));
+                let (bl, bh) = if p % 2 == 0 { (64.0, 1024.0) } else { (8.0, 128.0) };
+                assert_eq!(f16::from_bits(lo).to_f32(), bl + row_code(w, kl as u32) as f32);
+                assert_eq!(f16::from_bits(hi).to_f32(), bh + row_code(w, kh as u32) as f32);
+            }
+        }
+    }
+
+    #[test]
+    fn scaled_pairs_are_the_rounded_products() {
+        let codes: [u8; TILE] = core::array::from_fn(|k| (k as u8 * 3 + 1) % 8);
+        let w = pack_row(3, 5, &codes, 0x5a);
+        for s in [1.0f32, -0.013_37, 63.0, -63.0, 6.1e-5, 1e-7, 0.3333, 0.0] {
+            let sh = f16::from_f32(s);
+            let s2 = u32::from(sh.to_bits()) * 0x1_0001;
+            let got = scaled_pairs(w, s2, [MASK_A, MASK_B]);
+            for (p, &(kl, kh)) in PAIRS.iter().enumerate() {
+                let want = |k: usize| f16::from_f32(sh.to_f32() * codes[k] as f32).to_bits();
+                let (lo, hi) = lanes(got[p]);
+                assert_eq!(
+                    (f16::from_bits(lo).to_f32(), f16::from_bits(hi).to_f32()),
+                    (f16::from_bits(want(kl)).to_f32(), f16::from_bits(want(kh)).to_f32()),
+                    "s {s}, pair {p}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn input_pairs_follow_the_code_pairs() {
+        let x: [u16; TILE] = core::array::from_fn(|k| 0x3c00 + k as u16);
+        let r: [u32; 8] = core::array::from_fn(|j| u32::from(x[2 * j]) | u32::from(x[2 * j + 1]) << 16);
+        let got = input_pairs(&r);
+        for (p, &(kl, kh)) in PAIRS.iter().enumerate() {
+            assert_eq!(lanes(got[p]), (x[kl], x[kh]), "pair {p}");
+        }
+    }
+
+    #[test]
+    fn prescale_is_one_for_ordinary_scales_and_a_power_of_two_otherwise() {
+        assert_eq!(prescale(0.5, 3.0), (1.0, 1.0));
+        assert_eq!(prescale(63.0, 65000.0), (1.0, 1.0));
+        let (pre, post) = prescale(1000.0, 10.0);
+        assert_eq!((pre, post), (1.0 / 16.0, 16.0));
+        assert!(1000.0 * pre <= MAX_SCALE);
+        let (pre, _) = prescale(1.0, 1e6);
+        assert!(1e6 * pre <= MAX_ZERO_TERM && 1e6 * pre * 2.0 > MAX_ZERO_TERM);
+    }
+}
