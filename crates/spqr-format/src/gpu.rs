@@ -7,7 +7,7 @@ use cmv_runtime::cudarc::driver::PushKernelArg;
 use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError};
 use half::f16;
 use spqr_kernels::layout::{SecondOrder, TILE, first_order, row_qs, row_qz, row_stat_byte};
-use spqr_kernels::{MAX_BATCH, block_threads, kernel_name, smem_floats, tc};
+use spqr_kernels::{MAX_BATCH, block_threads, kernel_name, smem_bytes, tc};
 
 use crate::{OutlierFormat, SpqrError, SpqrMatrix};
 
@@ -268,7 +268,7 @@ impl SpqrGemv {
         let cfg = LaunchConfig {
             grid_dim: (m.padded_rows / 16, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: 4 * smem_floats(threads / 32),
+            shared_mem_bytes: smem_bytes(threads / 32),
         };
         k.check_config(&cfg)?;
         let (offsets, vals) = if pt {
@@ -292,7 +292,7 @@ impl SpqrGemv {
         // were checked against batch, cols and rows; one block per tile row of whole warps;
         // `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte aligned);
         // `pre`/`post` from `tc::prescale` of this matrix's scales; the shared memory is
-        // `smem_floats` for the block's warps.
+        // `smem_bytes` for the block's warps.
         unsafe { l.launch(cfg) }.map_err(|source| RuntimeError::Driver {
             op: "cuLaunchKernel",
             source,

@@ -355,6 +355,77 @@ pub fn dyn_smem() -> *mut u8 {
     p as *mut u8
 }
 
+/// The 32-bit shared-memory address of the byte `offset` bytes into the dynamic shared
+/// memory (for `ld.shared` and `cp.async`).
+#[inline(always)]
+pub fn dyn_smem_addr(offset: u32) -> u32 {
+    let p: u32;
+    // SAFETY: `mov` of a shared symbol's address only computes an address.
+    unsafe {
+        asm!("mov.u32 {p}, CMV_DYN_SMEM;", p = out(reg32) p, options(pure, nomem, nostack));
+    }
+    p + offset
+}
+
+// ---------------------------------------------------------------------------------------------
+// Asynchronous copies to shared memory (sm_80+)
+
+/// `cp.async.cg.shared.global`: starts copying 16 bytes from `src` (global) to the shared
+/// address `dst`, of which only the first `src_bytes` (0 or 16) are read; the rest is zeros.
+/// The copy belongs to the next [`cp_async_commit`] group.
+///
+/// # Safety
+/// `dst` must be a 16-byte-aligned shared address inside the launch's shared memory that no
+/// other access touches until [`cp_async_wait`] says the group is done; when `src_bytes` is 16,
+/// `src` must point to 16 readable, 16-byte-aligned bytes of global memory that no thread
+/// writes while the kernel runs; `src_bytes` must be 0 or 16.
+#[inline(always)]
+pub unsafe fn cp_async_16(dst: u32, src: *const u8, src_bytes: u32) {
+    // SAFETY: the caller guarantees the addresses.
+    unsafe {
+        asm!("cp.async.cg.shared.global [{d}], [{s}], 16, {n};",
+             d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes,
+             options(nostack));
+    }
+}
+
+/// `cp.async.commit_group`: closes the group of this thread's copies started since the last
+/// commit.
+#[inline(always)]
+pub fn cp_async_commit() {
+    // SAFETY: only bookkeeping of this thread's own copies.
+    unsafe {
+        asm!("cp.async.commit_group;", options(nostack));
+    }
+}
+
+/// `cp.async.wait_group N`: waits until at most `N` of this thread's committed groups are
+/// still in flight; the shared memory of the others is then readable by this thread.
+#[inline(always)]
+pub fn cp_async_wait<const N: u32>() {
+    // SAFETY: only waits.
+    unsafe {
+        asm!("cp.async.wait_group {n};", n = const N, options(nostack));
+    }
+}
+
+/// 128-bit load from the shared address `addr` (`ld.shared.v4.u32`).
+///
+/// # Safety
+/// `addr` must be a 16-byte-aligned shared address inside the launch's shared memory, with
+/// no write to it in flight (for `cp.async` copies: after the matching wait).
+#[inline(always)]
+pub unsafe fn ld_shared_v4(addr: u32) -> U32x4 {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+             p = in(reg32) addr, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
+             d = out(reg32) d, options(nostack));
+    }
+    U32x4([a, b, c, d])
+}
+
 /// Declares a block of static shared memory of `$bytes` bytes named `$name`, aligned to 16, and
 /// evaluates to a generic `*mut u8` to it.
 ///

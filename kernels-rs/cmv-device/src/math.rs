@@ -249,6 +249,29 @@ pub fn hfma2(a: u32, b: u32, c: u32) -> u32 {
     }
 }
 
+/// `add.rn.f16x2`: `a + b` per half of the `half2` words, each rounded once.
+#[inline(always)]
+pub fn hadd2(a: u32, b: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register instruction (sm_53+).
+        unsafe {
+            core::arch::asm!(
+                "add.rn.f16x2 {r}, {a}, {b};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let lane = |s: u32| fma_f16_lane((a >> s) as u16, 0x3c00, (b >> s) as u16);
+        u32::from(lane(0)) | (u32::from(lane(16)) << 16)
+    }
+}
+
 /// `mul.rn.f16x2`: `a * b` per half of the `half2` words, each rounded once.
 #[inline(always)]
 pub fn hmul2(a: u32, b: u32) -> u32 {
@@ -362,6 +385,7 @@ mod tests {
         assert_eq!(r, pack(h(2048.0), h(2052.0)));
         assert_eq!(hmul2(pack(h(1.5), h(-0.0)), pack(h(2.0), h(3.0))), pack(h(3.0), 0x8000));
         assert_eq!(f32x2_to_half2(1.0, -2.5), pack(h(1.0), h(-2.5)));
+        assert_eq!(hadd2(pack(h(2048.0), h(0.5)), pack(h(1.0), h(0.25))), pack(h(2048.0), h(0.75)));
     }
 
     #[test]

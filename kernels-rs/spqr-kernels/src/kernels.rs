@@ -4,21 +4,21 @@
 //! A block computes one tile row (16 rows); its warps split the columns into steps of 4 tiles
 //! (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` loads rows `2g, 2g + 1`
 //! of tile `t` (16 bytes) and its input vector `g` (the MMA's column `g`; lanes past the batch
-//! repeat the last vector) for that tile, rebuilds the tile's second-order statistics with three
+//! repeat the last vector) for that tile (weights through a `cp.async` ring in shared memory), rebuilds the tile's second-order statistics with three
 //! xor-shuffles, turns its 32 codes into 16 scaled `half2` pairs, and issues 4 MMAs for the
 //! codes and 4 for the zeros. Batches up to 8 cost the same instructions as batch 1.
 //! Outliers are added by all threads of the block (each owns one row), then the warps'
 //! results and the outlier sums are reduced in shared memory, in a fixed order.
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, f32x2_to_half2,
-    half2_to_f32x2, ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_xor,
-    sync_threads, thread_idx_x,
+    U32x4, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem,
+    dyn_smem_addr, f16_to_f32, f32_to_f16, half2_to_f32x2, ld_nc_u16, ld_nc_u32, ld_nc_v4,
+    ld_shared_v4, mma_m16n8k16_f16_f32, shfl_xor, sync_threads, thread_idx_x,
 };
 
 use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value, row_qs, row_qz};
-use crate::tc::{MASK_A, MASK_B, input_pairs, scaled_pairs};
-use crate::{MAX_BATCH, STEPS_IN_FLIGHT};
+use crate::tc::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
+use crate::{MAX_BATCH, STAGES, ring_offset};
 
 const MB: usize = MAX_BATCH as usize;
 
@@ -83,19 +83,17 @@ unsafe fn step(
     let row = |w: u64| {
         let s = ss * (row_qs(w) as f32 - sz);
         let z = zs * (row_qz(w) as f32 - zz);
-        let nzs = -(z * s);
-        (f32x2_to_half2(s, s), f32x2_to_half2(nzs, nzs))
+        row_consts(s, z)
     };
-    let (s0, nz0) = row(w0);
-    let (s1, nz1) = row(w1);
-    let (p0, p1) = (scaled_pairs(w0, s0, masks), scaled_pairs(w1, s1, masks));
+    let (c0, c1) = (row(w0), row(w1));
+    let (p0, p1) = (scaled_pairs(w0, &c0, masks), scaled_pairs(w1, &c1, masks));
     let xp = input_pairs(&x);
     for m in 0..4 {
         let b = [xp[2 * m], xp[2 * m + 1]];
         // SAFETY: the caller guarantees a converged warp.
         unsafe {
             *acc = mma_m16n8k16_f16_f32([p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1]], b, *acc);
-            *cor = mma_m16n8k16_f16_f32([nz0, nz1, nz0, nz1], b, *cor);
+            *cor = mma_m16n8k16_f16_f32([c0.nzf2, c1.nzf2, c0.nzf2, c1.nzf2], b, *cor);
         }
     }
 }
@@ -133,35 +131,51 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
     let mut acc = [0.0f32; 4];
     let mut cor = [0.0f32; 4];
-    let mut s0 = warp;
-    while s0 < nsteps {
-        // STEPS_IN_FLIGHT steps of this warp loaded before any is used.
-        let mut ws = [[0u32; 4]; STEPS_IN_FLIGHT];
-        let mut xs = [[0u32; 8]; STEPS_IN_FLIGHT];
-        for u in 0..STEPS_IN_FLIGHT {
-            let tile = (s0 + u as u32 * warps) * 4 + t;
-            if tile < ntiles {
-                // SAFETY: rows 2g, 2g + 1 of a tile of this band: 16 bytes, 16-byte aligned.
-                ws[u] = unsafe {
-                    ld_nc_na_v4(band_words.add(tile as usize * TILE + 2 * g as usize) as *const U32x4).0
-                };
-                // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
-                xs[u] = unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) };
-            }
+    // This warp's steps are warp + i * warps for i < mine. Their weights go through a ring of
+    // STAGES 512-byte slots in shared memory (each lane copies and reads its own 16 bytes), so
+    // STAGES - 1 steps of loads are in flight while one is computed.
+    let mine = if warp < nsteps { (nsteps - warp).div_ceil(warps) } else { 0 };
+    let ring = dyn_smem_addr(ring_offset(warps) + (warp * STAGES as u32 * 32 + lane) * 16);
+    let issue = |i: u32| {
+        let tile = (warp + i * warps) * 4 + t;
+        let ok = i < mine && tile < ntiles;
+        // SAFETY: when `ok`, rows 2g, 2g + 1 of a tile of this band (16 aligned bytes); else
+        // nothing is read and the slot is zero-filled. The slot is this lane's own, and was
+        // last read (into registers) by the previous step.
+        unsafe {
+            let src = if ok { band_words.add(tile as usize * TILE + 2 * g as usize) } else { band_words };
+            cp_async_16(ring + (i % STAGES as u32) * 512, src as *const u8, if ok { 16 } else { 0 });
         }
-        for u in 0..STEPS_IN_FLIGHT {
-            // Uniform over the warp: every lane takes the same steps.
-            if s0 + (u as u32) * warps < nsteps {
-                // SAFETY: converged warp (the condition is warp-uniform).
-                unsafe { step(ws[u], xs[u], g, pre, masks, &mut acc, &mut cor) };
-            }
-        }
-        s0 += STEPS_IN_FLIGHT as u32 * warps;
+        cp_async_commit();
+    };
+    let inputs = |i: u32| {
+        let tile = (warp + i * warps) * 4 + t;
+        // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
+        unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) }
+    };
+    for i in 0..STAGES as u32 - 1 {
+        issue(i);
     }
+    let mut xn = if mine > 0 { inputs(0) } else { [0; 8] };
+    let mut i = 0;
+    while i < mine {
+        issue(i + STAGES as u32 - 1);
+        cp_async_wait::<{ STAGES as u32 - 1 }>();
+        // SAFETY: the group of step i is complete; the slot is this lane's.
+        let w = unsafe { ld_shared_v4(ring + (i % STAGES as u32) * 512) }.0;
+        let x = xn;
+        if i + 1 < mine {
+            xn = inputs(i + 1);
+        }
+        // SAFETY: converged warp (`mine` is warp-uniform).
+        unsafe { step(w, x, g, pre, masks, &mut acc, &mut cor) };
+        i += 1;
+    }
+    cp_async_wait::<0>();
     let smem = dyn_smem() as *mut f32;
     // red[warp][row][vector], then out[slot][row][vector] (slot = tid / 16).
     let red = smem;
-    // SAFETY: the launcher gave `smem_floats(warps)` floats.
+    // SAFETY: the launcher gave `smem_bytes(warps)` bytes: the reduction areas, then the ring.
     let outl = unsafe { smem.add(warps as usize * TILE * MB) };
     for i in 0..4 {
         let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
@@ -234,7 +248,7 @@ macro_rules! entries {
         /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
         /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
         /// and `cols % 8 == 0`), chose `pre`/`post` from the matrix's scales, and launched one
-        /// block per tile row of whole warps with `smem_floats(warps) * 4` bytes of shared
+        /// block per tile row of whole warps with `smem_bytes(warps)` bytes of shared
         /// memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
