@@ -221,8 +221,10 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     }
     // SAFETY: every thread reaches this barrier.
     unsafe { sync_threads() };
-    if tid < 16 * B as u32 {
-        let (rr, b) = ((tid / B as u32) as usize, (tid % B as u32) as usize);
+    // Blocks of one warp have fewer threads than 16 B outputs.
+    let mut idx = tid;
+    while idx < 16 * B as u32 {
+        let (rr, b) = ((idx / B as u32) as usize, (idx % B as u32) as usize);
         let mut total = 0.0f32;
         for w in 0..warps as usize {
             // SAFETY: inside the reduction area.
@@ -237,6 +239,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             // SAFETY: row < rows and b < batch outputs.
             unsafe { *y.add(b * rows as usize + row as usize) = f32_to_f16(total) };
         }
+        idx += block_dim_x();
     }
 }
 
