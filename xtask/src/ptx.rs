@@ -304,7 +304,71 @@ fn build_ptx(
             start.elapsed().as_secs_f64()
         );
     }
-    Ok(header(krate, tc) + &normalize(&raw, ws))
+    Ok(header(krate, tc) + &apply_launch_bounds(&normalize(&raw, ws))?)
+}
+
+/// Symbols a device crate exports to give every kernel of its module a performance directive
+/// (Rust has no attribute for them): `#[unsafe(no_mangle)] pub static CMV_MAXNTID: u32 = N;`
+/// becomes `.maxntid N, 1, 1`, `CMV_MINNCTAPERSM` becomes `.minnctapersm N`.
+const DIRECTIVES: [(&str, &str, u32); 2] = [
+    ("CMV_MAXNTID", ".maxntid {}, 1, 1", 1024),
+    ("CMV_MINNCTAPERSM", ".minnctapersm {}", 32),
+];
+
+/// The value of the `u32` static `symbol` in a PTX module: LLVM writes it as
+/// `.u32 NAME = N;` or as little-endian bytes, `.b8 NAME[4] = {b0, b1};` (trailing zero bytes
+/// left out).
+fn ptx_static_u32(ptx: &str, symbol: &str) -> Option<u32> {
+    ptx.lines().find_map(|l| {
+        let rest = l.split_once(&format!(" {symbol}"))?.1;
+        if !(rest.starts_with(' ') || rest.starts_with('[')) {
+            return None;
+        }
+        let value = rest.split_once('=')?.1.trim().trim_end_matches(';').trim();
+        if let Some(bytes) = value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
+            let mut n = 0u32;
+            for (i, b) in bytes.split(',').enumerate() {
+                let b: u32 = b.trim().parse().ok()?;
+                n |= b.checked_shl(8 * i as u32)?;
+            }
+            Some(n)
+        } else {
+            value.parse().ok()
+        }
+    })
+}
+
+/// Adds the [`DIRECTIVES`] a module asks for after the parameter list of each of its entries.
+/// (Without `.maxntid`, `ptxas` must allow 1024-thread blocks and caps a kernel at 64
+/// registers; with `.minnctapersm` it knows how many blocks per SM are enough.)
+fn apply_launch_bounds(ptx: &str) -> Result<String> {
+    let mut lines = String::new();
+    for (symbol, format, max) in DIRECTIVES {
+        if let Some(n) = ptx_static_u32(ptx, symbol) {
+            if n == 0 || n > max {
+                return Err(Error::Msg(format!("{symbol} = {n}: must be 1..={max}")));
+            }
+            lines.push_str(&format.replace("{}", &n.to_string()));
+            lines.push('\n');
+        }
+    }
+    if lines.is_empty() {
+        return Ok(ptx.to_owned());
+    }
+    let mut out = String::with_capacity(ptx.len() + 64);
+    let mut in_entry_params = false;
+    for line in ptx.lines() {
+        out.push_str(line);
+        out.push('\n');
+        let entry = line.starts_with(".visible .entry ") || line.starts_with(".entry ");
+        if entry && !line.contains(')') {
+            in_entry_params = true;
+        } else if (entry && line.contains(')')) || (in_entry_params && line.starts_with(')')) {
+            out.push_str(&lines);
+            in_entry_params = false;
+        }
+    }
+    Ok(out)
 }
 
 /// First differing line of two texts, for messages.
@@ -415,6 +479,25 @@ mod tests {
             }
             Err(e) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn launch_bounds_go_after_every_entry_parameter_list() {
+        let ptx = ".visible .global .align 4 .u32 CMV_MAXNTID = 256;\n\
+                   .visible .entry a(\n\t.param .u32 a_param_0\n)\n{\n\tret;\n}\n\
+                   .visible .entry b()\n{\n\tret;\n}\n\
+                   .visible .entry c(\n\t.param .u32 c_param_0\n)  // @c\n{\n\tret;\n}\n";
+        let out = apply_launch_bounds(ptx).unwrap();
+        assert_eq!(out.matches(".maxntid 256, 1, 1").count(), 3, "{out}");
+        assert!(out.contains("b()\n.maxntid 256, 1, 1\n{"));
+        assert!(out.contains(")\n.maxntid 256, 1, 1\n{"));
+        assert!(out.contains(")  // @c\n.maxntid 256, 1, 1\n{"));
+        assert_eq!(apply_launch_bounds(".visible .entry a(\n)\n{\n}\n").unwrap().matches("maxntid").count(), 0);
+        assert!(apply_launch_bounds(".global .u32 CMV_MAXNTID = 4096;\n").is_err());
+        let bytes = ".visible .global .align 4 .b8 CMV_MAXNTID[4] = {0, 1};\n.visible .entry a()\n{\n}\n";
+        assert!(apply_launch_bounds(bytes).unwrap().contains(".maxntid 256, 1, 1"));
+        let both = ".global .u32 CMV_MINNCTAPERSM = 2;\n.global .u32 CMV_MAXNTID = 128;\n.entry a()\n{\n}\n";
+        assert!(apply_launch_bounds(both).unwrap().contains("a()\n.maxntid 128, 1, 1\n.minnctapersm 2\n{"));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! of tile `t` (16 bytes) and its input vector `g` (the MMA's column `g`; lanes past the batch
 //! repeat the last vector) for that tile (weights through a `cp.async` ring in shared memory), rebuilds the tile's second-order statistics with three
 //! xor-shuffles, turns its 32 codes into 16 scaled `half2` pairs, and issues 4 MMAs for the
-//! codes and 4 for the zeros. Batches up to 8 cost the same instructions as batch 1.
+//! codes and 8 for the zeros (two fp16 parts). Batches up to 8 cost the same instructions as batch 1.
 //! Outliers are added by all threads of the block (each owns one row), then the warps'
 //! results and the outlier sums are reduced in shared memory, in a fixed order.
 
@@ -18,9 +18,20 @@ use cmv_device::{
 
 use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value, row_qs, row_qz};
 use crate::tc::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
-use crate::{MAX_BATCH, STAGES, ring_offset};
+use crate::{BLOCK_THREADS, MAX_BATCH, STAGES, ring_offset};
 
 const MB: usize = MAX_BATCH as usize;
+
+/// Launch bounds of every kernel here (`cargo xtask ptx` turns this into `.maxntid`): the
+/// launcher never uses more threads, and `ptxas` may then use more than 64 registers.
+#[unsafe(no_mangle)]
+pub static CMV_MAXNTID: u32 = BLOCK_THREADS;
+
+/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 2 blocks of 8 warps
+/// hide the latency, and letting it use up to 128 registers keeps the loop free of
+/// recomputed addresses.
+#[unsafe(no_mangle)]
+pub static CMV_MINNCTAPERSM: u32 = 2;
 
 /// The 16 fp16 inputs `col0..col0 + 16` of vector row `xv` as 8 `half2` words in natural order;
 /// zeros past `cols`.
@@ -48,21 +59,19 @@ unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: bool) -> [u
     }
 }
 
-/// One step: the MMAs of two rows of one tile per lane, into `acc` (codes) and `cor` (zeros).
+/// The accumulators of a warp: codes times scales, and the two parts of the zeros.
+struct Acc {
+    codes: [f32; 4],
+    zero_hi: [f32; 4],
+    zero_lo: [f32; 4],
+}
+
+/// One step: the MMAs of two rows of one tile per lane.
 ///
 /// # Safety
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn step(
-    w: [u32; 4],
-    x: [u32; 8],
-    g: u32,
-    pre: f32,
-    masks: [u32; 2],
-    acc: &mut [f32; 4],
-    cor: &mut [f32; 4],
-) {
+unsafe fn step(w: [u32; 4], x: [u32; 8], g: u32, pre: f32, masks: [u32; 2], acc: &mut Acc) {
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
     // Rows 2g and 2g + 1 both hold byte g of the statistics: gather the 8 bytes over the lanes
@@ -92,8 +101,21 @@ unsafe fn step(
         let b = [xp[2 * m], xp[2 * m + 1]];
         // SAFETY: the caller guarantees a converged warp.
         unsafe {
-            *acc = mma_m16n8k16_f16_f32([p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1]], b, *acc);
-            *cor = mma_m16n8k16_f16_f32([c0.nzf2, c1.nzf2, c0.nzf2, c1.nzf2], b, *cor);
+            acc.codes = mma_m16n8k16_f16_f32(
+                [p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1]],
+                b,
+                acc.codes,
+            );
+            acc.zero_hi = mma_m16n8k16_f16_f32(
+                [c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi],
+                b,
+                acc.zero_hi,
+            );
+            acc.zero_lo = mma_m16n8k16_f16_f32(
+                [c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo],
+                b,
+                acc.zero_lo,
+            );
         }
     }
 }
@@ -129,27 +151,35 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // see `tc::scaled_pairs`.
     let unknown_zero = batch >> 16;
     let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
-    let mut acc = [0.0f32; 4];
-    let mut cor = [0.0f32; 4];
+    let mut acc = Acc {
+        codes: [0.0; 4],
+        zero_hi: [0.0; 4],
+        zero_lo: [0.0; 4],
+    };
     // This warp's steps are warp + i * warps for i < mine. Their weights go through a ring of
     // STAGES 512-byte slots in shared memory (each lane copies and reads its own 16 bytes), so
     // STAGES - 1 steps of loads are in flight while one is computed.
     let mine = if warp < nsteps { (nsteps - warp).div_ceil(warps) } else { 0 };
     let ring = dyn_smem_addr(ring_offset(warps) + (warp * STAGES as u32 * 32 + lane) * 16);
+    // The lane's tile in step i is first_tile + i * tile_stride.
+    let first_tile = warp * 4 + t;
+    let tile_stride = warps * 4;
+    // SAFETY: only an address; dereferenced below when the tile exists.
+    let lane_words = unsafe { band_words.add(2 * g as usize) };
     let issue = |i: u32| {
-        let tile = (warp + i * warps) * 4 + t;
+        let tile = first_tile + i * tile_stride;
         let ok = i < mine && tile < ntiles;
         // SAFETY: when `ok`, rows 2g, 2g + 1 of a tile of this band (16 aligned bytes); else
         // nothing is read and the slot is zero-filled. The slot is this lane's own, and was
         // last read (into registers) by the previous step.
         unsafe {
-            let src = if ok { band_words.add(tile as usize * TILE + 2 * g as usize) } else { band_words };
+            let src = lane_words.add(if ok { tile as usize * TILE } else { 0 });
             cp_async_16(ring + (i % STAGES as u32) * 512, src as *const u8, if ok { 16 } else { 0 });
         }
         cp_async_commit();
     };
     let inputs = |i: u32| {
-        let tile = (warp + i * warps) * 4 + t;
+        let tile = first_tile + i * tile_stride;
         // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
         unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) }
     };
@@ -168,7 +198,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             xn = inputs(i + 1);
         }
         // SAFETY: converged warp (`mine` is warp-uniform).
-        unsafe { step(w, x, g, pre, masks, &mut acc, &mut cor) };
+        unsafe { step(w, x, g, pre, masks, &mut acc) };
         i += 1;
     }
     cp_async_wait::<0>();
@@ -180,7 +210,10 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     for i in 0..4 {
         let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
         // SAFETY: warp < warps, r < 16, n < 8.
-        unsafe { *red.add((warp as usize * TILE + r) * MB + n) = (acc[i] + cor[i]) * post };
+        unsafe {
+            *red.add((warp as usize * TILE + r) * MB + n) =
+                (acc.codes[i] + (acc.zero_hi[i] + acc.zero_lo[i])) * post
+        };
     }
     // Outliers: thread tid owns row tid % 16 of the tile row (PTCSR: entry k of row r sits at
     // 16 k + r and the block stride is a multiple of 16; CSR: slot tid / 16 walks the row with
