@@ -120,6 +120,67 @@ unsafe fn step(w: [u32; 4], x: [u32; 8], g: u32, pre: f32, masks: [u32; 2], acc:
     }
 }
 
+/// The outliers' part of row `tid % 16` of the tile row for each vector, from the entries
+/// this thread walks (PTCSR: entry k of row r sits at 16 k + r and the block stride is a
+/// multiple of 16; CSR: slot tid / 16 walks the row with stride blockDim / 16). Four entries
+/// at a time, so their loads overlap.
+///
+/// # Safety
+/// The launcher's checks: offsets and outlier words validated, outlier columns below `cols`,
+/// `x` holding `batch` vectors.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn outlier_sums<const B: usize, const PT: bool>(
+    offsets: *const u32,
+    col_vals: *const u32,
+    x: *const u16,
+    cols: u32,
+    batch: u32,
+    band: u32,
+    tid: u32,
+) -> [f32; B] {
+    let (first, end, stride) = if PT {
+        // SAFETY: the block offsets have one entry per tile row, plus one.
+        let (a, b) = unsafe {
+            (ld_nc_u32(offsets.add(band as usize)), ld_nc_u32(offsets.add(band as usize + 1)))
+        };
+        (a + tid, b, block_dim_x())
+    } else {
+        let row = (16 * band + (tid & 15)) as usize;
+        // SAFETY: the row offsets have one entry per padded row, plus one.
+        let (a, b) = unsafe { (ld_nc_u32(offsets.add(row)), ld_nc_u32(offsets.add(row + 1))) };
+        (a + (tid >> 4), b, block_dim_x() >> 4)
+    };
+    let mut o = [0.0f32; B];
+    let mut e = first;
+    while e < end {
+        let mut wv = [0u32; 4];
+        for (k, w) in wv.iter_mut().enumerate() {
+            let ek = e + k as u32 * stride;
+            if ek < end {
+                // SAFETY: ek < end <= the outlier words' length (validated on the host).
+                *w = unsafe { ld_nc_u32(col_vals.add(ek as usize)) };
+            }
+        }
+        for w in wv {
+            // A zero word is PTCSR padding (or past the end).
+            if w != 0 {
+                let (c, v) = (outlier_col(w), f16_to_f32(outlier_value(w)));
+                for (b, ob) in o.iter_mut().enumerate() {
+                    if (b as u32) < batch {
+                        // SAFETY: c < cols (validated) and b < batch.
+                        let xv =
+                            f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
+                        *ob += v * xv;
+                    }
+                }
+            }
+        }
+        e += 4 * stride;
+    }
+    o
+}
+
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn spqr_gemv<const B: usize, const PT: bool>(
@@ -186,6 +247,18 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     for i in 0..STAGES as u32 - 1 {
         issue(i);
     }
+    // The outliers while the first weights are on their way; their sums wait in shared memory
+    // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
+    // SAFETY: forwarded from the launcher's checks.
+    let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, band, tid) };
+    let smem = dyn_smem() as *mut f32;
+    let red = smem;
+    // SAFETY: the launcher gave `smem_bytes(warps)` bytes: the reduction areas, then the ring.
+    let outl = unsafe { smem.add(warps as usize * TILE * MB) };
+    for (b, ob) in o.iter().enumerate() {
+        // SAFETY: slot tid / 16 < blockDim / 16, row tid % 16 < 16, b < 8.
+        unsafe { *outl.add(((tid >> 4) as usize * TILE + (tid & 15) as usize) * MB + b) = *ob };
+    }
     let mut xn = if mine > 0 { inputs(0) } else { [0; 8] };
     let mut i = 0;
     while i < mine {
@@ -202,11 +275,6 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         i += 1;
     }
     cp_async_wait::<0>();
-    let smem = dyn_smem() as *mut f32;
-    // red[warp][row][vector], then out[slot][row][vector] (slot = tid / 16).
-    let red = smem;
-    // SAFETY: the launcher gave `smem_bytes(warps)` bytes: the reduction areas, then the ring.
-    let outl = unsafe { smem.add(warps as usize * TILE * MB) };
     for i in 0..4 {
         let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
         // SAFETY: warp < warps, r < 16, n < 8.
@@ -214,43 +282,6 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             *red.add((warp as usize * TILE + r) * MB + n) =
                 (acc.codes[i] + (acc.zero_hi[i] + acc.zero_lo[i])) * post
         };
-    }
-    // Outliers: thread tid owns row tid % 16 of the tile row (PTCSR: entry k of row r sits at
-    // 16 k + r and the block stride is a multiple of 16; CSR: slot tid / 16 walks the row with
-    // stride blockDim / 16).
-    let r = tid & 15;
-    let (first, end, stride) = if PT {
-        // SAFETY: the block offsets have one entry per tile row, plus one.
-        let (a, b) = unsafe {
-            (ld_nc_u32(offsets.add(band as usize)), ld_nc_u32(offsets.add(band as usize + 1)))
-        };
-        (a + tid, b, block_dim_x())
-    } else {
-        let row = (16 * band + r) as usize;
-        // SAFETY: the row offsets have one entry per padded row, plus one.
-        let (a, b) = unsafe { (ld_nc_u32(offsets.add(row)), ld_nc_u32(offsets.add(row + 1))) };
-        (a + (tid >> 4), b, block_dim_x() >> 4)
-    };
-    let mut o = [0.0f32; B];
-    let mut e = first;
-    while e < end {
-        // SAFETY: e < end <= the outlier words' length (validated on the host).
-        let wv = unsafe { ld_nc_u32(col_vals.add(e as usize)) };
-        if wv != 0 {
-            let (c, v) = (outlier_col(wv), f16_to_f32(outlier_value(wv)));
-            for (b, ob) in o.iter_mut().enumerate() {
-                if (b as u32) < batch {
-                    // SAFETY: c < cols (validated) and b < batch.
-                    let xv = f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
-                    *ob += v * xv;
-                }
-            }
-        }
-        e += stride;
-    }
-    for (b, ob) in o.iter().enumerate() {
-        // SAFETY: slot tid / 16 < blockDim / 16, r < 16, b < 8.
-        unsafe { *outl.add(((tid >> 4) as usize * TILE + r as usize) * MB + b) = *ob };
     }
     // SAFETY: every thread reaches this barrier.
     unsafe { sync_threads() };
