@@ -27,11 +27,11 @@ const MB: usize = MAX_BATCH as usize;
 #[unsafe(no_mangle)]
 pub static CMV_MAXNTID: u32 = BLOCK_THREADS;
 
-/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 2 blocks of 8 warps
-/// hide the latency, and letting it use up to 128 registers keeps the loop free of
-/// recomputed addresses.
+/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 6 blocks of 4 warps,
+/// up to 85 registers, which keeps the loop free of recomputed addresses (at 64 `ptxas`
+/// rebuilds them every step).
 #[unsafe(no_mangle)]
-pub static CMV_MINNCTAPERSM: u32 = 2;
+pub static CMV_MINNCTAPERSM: u32 = 6;
 
 /// The 16 fp16 inputs `col0..col0 + 16` of vector row `xv` as 8 `half2` words in natural order;
 /// zeros past `cols`.

@@ -12,12 +12,13 @@ mod kernels;
 
 /// Threads per block of the kernel (one block per tile row), unless the launcher picks
 /// another multiple of 32 (see [`block_threads`]).
-pub const BLOCK_THREADS: u32 = 256;
+pub const BLOCK_THREADS: u32 = 128;
 /// Largest batch a kernel runs (kernels exist for 1, 2, 4 and 8).
 pub const MAX_BATCH: u32 = 8;
 /// Slots of a warp's ring of weight loads: `STAGES - 1` steps (4 tiles, 512 bytes each) are
-/// in flight while one is computed.
-pub const STAGES: usize = 8;
+/// in flight while one is computed. Measured on an H200 (docs/PERF.md): 2 beats 4 and 8, as
+/// less shared memory leaves more L1 for the inputs and more blocks fit.
+pub const STAGES: usize = 2;
 
 /// The kernel batch (outlier accumulators per row) that runs `batch` vectors.
 pub const fn kernel_batch(batch: u32) -> Option<u32> {
@@ -30,7 +31,7 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
     }
 }
 
-/// Threads per block for a matrix of `padded_cols` columns: 8 warps, fewer when the tile row
+/// Threads per block for a matrix of `padded_cols` columns: 4 warps, fewer when the tile row
 /// has fewer steps of 4 tiles than that (every warp gets at least one).
 pub const fn block_threads(padded_cols: u32) -> u32 {
     let steps = padded_cols.div_ceil(64);
