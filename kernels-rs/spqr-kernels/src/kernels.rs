@@ -4,21 +4,20 @@
 //! A block computes one tile row (16 rows); its warps split the columns into steps of 4 tiles
 //! (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` loads rows `2g, 2g + 1`
 //! of tile `t` (16 bytes) and its input vector `g` (the MMA's column `g`; lanes past the batch
-//! repeat the last vector) for that tile (weights through a `cp.async` ring in shared memory), rebuilds the tile's second-order statistics with three
+//! repeat the last vector) for that tile (loaded one step ahead), rebuilds the tile's second-order statistics with three
 //! xor-shuffles, turns its 32 codes into 16 scaled `half2` pairs, and issues 4 MMAs for the
 //! codes and 8 for the zeros (two fp16 parts). Batches up to 8 cost the same instructions as batch 1.
 //! Outliers are added by all threads of the block (each owns one row), then the warps'
 //! results and the outlier sums are reduced in shared memory, in a fixed order.
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem,
-    dyn_smem_addr, f16_to_f32, f32_to_f16, half2_to_f32x2, ld_nc_u16, ld_nc_u32, ld_nc_v4,
-    ld_shared_v4, mma_m16n8k16_f16_f32, shfl_xor, sync_threads, thread_idx_x,
+    U32x4, block_dim_x, block_idx_x, dyn_smem,
+    f16_to_f32, f32_to_f16, half2_to_f32x2, ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_xor, sync_threads, thread_idx_x,
 };
 
 use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value, row_qs, row_qz};
 use crate::tc::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
-use crate::{BLOCK_THREADS, MAX_BATCH, STAGES, ring_offset};
+use crate::{BLOCK_THREADS, MAX_BATCH};
 
 const MB: usize = MAX_BATCH as usize;
 
@@ -217,64 +216,49 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         zero_hi: [0.0; 4],
         zero_lo: [0.0; 4],
     };
-    // This warp's steps are warp + i * warps for i < mine. Their weights go through a ring of
-    // STAGES 512-byte slots in shared memory (each lane copies and reads its own 16 bytes), so
-    // STAGES - 1 steps of loads are in flight while one is computed.
+    // This warp's steps are warp + i * warps for i < mine; the loads of step i + 1 (weights and
+    // inputs, into registers) are in flight while step i is computed. (A `cp.async` ring of 2,
+    // 4 or 8 slots in shared memory measured no faster on an H200: docs/PERF.md.)
     let mine = if warp < nsteps { (nsteps - warp).div_ceil(warps) } else { 0 };
-    let ring = dyn_smem_addr(ring_offset(warps) + (warp * STAGES as u32 * 32 + lane) * 16);
     // The lane's tile in step i is first_tile + i * tile_stride.
     let first_tile = warp * 4 + t;
     let tile_stride = warps * 4;
     // SAFETY: only an address; dereferenced below when the tile exists.
     let lane_words = unsafe { band_words.add(2 * g as usize) };
-    let issue = |i: u32| {
+    let load = |i: u32| {
         let tile = first_tile + i * tile_stride;
-        let ok = i < mine && tile < ntiles;
-        // SAFETY: when `ok`, rows 2g, 2g + 1 of a tile of this band (16 aligned bytes); else
-        // nothing is read and the slot is zero-filled. The slot is this lane's own, and was
-        // last read (into registers) by the previous step.
-        unsafe {
-            let src = lane_words.add(if ok { tile as usize * TILE } else { 0 });
-            cp_async_16(ring + (i % STAGES as u32) * 512, src as *const u8, if ok { 16 } else { 0 });
-        }
-        cp_async_commit();
-    };
-    let inputs = |i: u32| {
-        let tile = first_tile + i * tile_stride;
+        let w = if tile < ntiles {
+            // SAFETY: rows 2g, 2g + 1 of a tile of this band: 16 aligned bytes.
+            unsafe { ld_nc_na_v4(lane_words.add(tile as usize * TILE) as *const U32x4).0 }
+        } else {
+            [0; 4]
+        };
         // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
-        unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) }
+        (w, unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) })
     };
-    for i in 0..STAGES as u32 - 1 {
-        issue(i);
-    }
+    let mut next = if mine > 0 { load(0) } else { ([0; 4], [0; 8]) };
     // The outliers while the first weights are on their way; their sums wait in shared memory
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
     // SAFETY: forwarded from the launcher's checks.
     let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, band, tid) };
     let smem = dyn_smem() as *mut f32;
     let red = smem;
-    // SAFETY: the launcher gave `smem_bytes(warps)` bytes: the reduction areas, then the ring.
+    // SAFETY: the launcher gave `smem_bytes(warps)` bytes.
     let outl = unsafe { smem.add(warps as usize * TILE * MB) };
     for (b, ob) in o.iter().enumerate() {
         // SAFETY: slot tid / 16 < blockDim / 16, row tid % 16 < 16, b < 8.
         unsafe { *outl.add(((tid >> 4) as usize * TILE + (tid & 15) as usize) * MB + b) = *ob };
     }
-    let mut xn = if mine > 0 { inputs(0) } else { [0; 8] };
     let mut i = 0;
     while i < mine {
-        issue(i + STAGES as u32 - 1);
-        cp_async_wait::<{ STAGES as u32 - 1 }>();
-        // SAFETY: the group of step i is complete; the slot is this lane's.
-        let w = unsafe { ld_shared_v4(ring + (i % STAGES as u32) * 512) }.0;
-        let x = xn;
+        let (w, x) = next;
         if i + 1 < mine {
-            xn = inputs(i + 1);
+            next = load(i + 1);
         }
         // SAFETY: converged warp (`mine` is warp-uniform).
         unsafe { step(w, x, g, pre, masks, &mut acc) };
         i += 1;
     }
-    cp_async_wait::<0>();
     for i in 0..4 {
         let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
         // SAFETY: warp < warps, r < 16, n < 8.

@@ -15,11 +15,6 @@ mod kernels;
 pub const BLOCK_THREADS: u32 = 128;
 /// Largest batch a kernel runs (kernels exist for 1, 2, 4 and 8).
 pub const MAX_BATCH: u32 = 8;
-/// Slots of a warp's ring of weight loads: `STAGES - 1` steps (4 tiles, 512 bytes each) are
-/// in flight while one is computed. Measured on an H200 (docs/PERF.md): 2 beats 4 and 8, as
-/// less shared memory leaves more L1 for the inputs and more blocks fit.
-pub const STAGES: usize = 2;
-
 /// The kernel batch (outlier accumulators per row) that runs `batch` vectors.
 pub const fn kernel_batch(batch: u32) -> Option<u32> {
     match batch {
@@ -39,16 +34,10 @@ pub const fn block_threads(padded_cols: u32) -> u32 {
     32 * if warps == 0 { 1 } else { warps }
 }
 
-/// Bytes of dynamic shared memory before the weight rings: each warp's 16 x 8 results and
-/// each 16-thread slot's 16 x 8 outlier sums (fp32).
-pub const fn ring_offset(warps: u32) -> u32 {
-    4 * (warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH)
-}
-
-/// Bytes of dynamic shared memory for a block of `warps` warps: the reduction areas and one
-/// ring of `STAGES` 512-byte slots per warp.
+/// Bytes of dynamic shared memory for a block of `warps` warps: each warp's 16 x 8 results
+/// and each 16-thread slot's 16 x 8 outlier sums (fp32).
 pub const fn smem_bytes(warps: u32) -> u32 {
-    ring_offset(warps) + warps * STAGES as u32 * 512
+    4 * (warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH)
 }
 
 /// PTX name of the kernel for `batch` vectors and the outlier format.
