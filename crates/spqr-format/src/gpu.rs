@@ -264,7 +264,7 @@ impl SpqrGemv {
                 module: PTX.name,
                 kernel: name,
             }))?;
-        let threads = block_threads(m.padded_cols);
+        let threads = block_threads(m.padded_rows, m.padded_cols);
         let cfg = LaunchConfig {
             grid_dim: (m.padded_rows / 16, 1, 1),
             block_dim: (threads, 1, 1),

@@ -1,7 +1,7 @@
 //! The fused dequantize + GEMV kernel (NVPTX only); the format is `docs/SPQR.md`, the tensor-core
 //! mapping [`crate::tc`].
 //!
-//! A block computes one tile row (16 rows); its warps split the columns into steps of 4 tiles
+//! A block computes one tile row (16 rows); its 4 or 8 warps split the columns into steps of 4 tiles
 //! (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` loads rows `2g, 2g + 1`
 //! of tile `t` (16 bytes) and its input vector `g` (the MMA's column `g`; lanes past the batch
 //! repeat the last vector) for that tile (loaded one step ahead), rebuilds the tile's second-order statistics with three
@@ -26,11 +26,11 @@ const MB: usize = MAX_BATCH as usize;
 #[unsafe(no_mangle)]
 pub static CMV_MAXNTID: u32 = BLOCK_THREADS;
 
-/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 6 blocks of 4 warps,
-/// up to 85 registers, which keeps the loop free of recomputed addresses (at 64 `ptxas`
+/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 3 blocks of the largest
+/// size (6 of the usual 4 warps), up to 85 registers, which keeps the loop free of recomputed addresses (at 64 `ptxas`
 /// rebuilds them every step).
 #[unsafe(no_mangle)]
-pub static CMV_MINNCTAPERSM: u32 = 6;
+pub static CMV_MINNCTAPERSM: u32 = 3;
 
 /// The 16 fp16 inputs `col0..col0 + 16` of vector row `xv` as 8 `half2` words in natural order;
 /// zeros past `cols`.

@@ -10,9 +10,8 @@ pub mod tc;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 
-/// Threads per block of the kernel (one block per tile row), unless the launcher picks
-/// another multiple of 32 (see [`block_threads`]).
-pub const BLOCK_THREADS: u32 = 128;
+/// Most threads per block of the kernel (one block per tile row); see [`block_threads`].
+pub const BLOCK_THREADS: u32 = 256;
 /// Largest batch a kernel runs (kernels exist for 1, 2, 4 and 8).
 pub const MAX_BATCH: u32 = 8;
 /// The kernel batch (outlier accumulators per row) that runs `batch` vectors.
@@ -26,11 +25,14 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
     }
 }
 
-/// Threads per block for a matrix of `padded_cols` columns: 4 warps, fewer when the tile row
-/// has fewer steps of 4 tiles than that (every warp gets at least one).
-pub const fn block_threads(padded_cols: u32) -> u32 {
+/// Threads per block for a matrix of `padded_rows x padded_cols`: 4 warps per tile row, or 8
+/// when there are fewer than 512 tile rows (so that short, wide matrices still fill the GPU),
+/// never more warps than the tile row has steps of 4 tiles. (4 warps measured best from 688
+/// tile rows on, 8 below, on an H200: docs/PERF.md.)
+pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
     let steps = padded_cols.div_ceil(64);
-    let warps = if steps < BLOCK_THREADS / 32 { steps } else { BLOCK_THREADS / 32 };
+    let want = if padded_rows / 16 < 512 { 8 } else { 4 };
+    let warps = if steps < want { steps } else { want };
     32 * if warps == 0 { 1 } else { warps }
 }
 
