@@ -492,12 +492,27 @@ mod tests {
         assert!(out.contains("b()\n.maxntid 256, 1, 1\n{"));
         assert!(out.contains(")\n.maxntid 256, 1, 1\n{"));
         assert!(out.contains(")  // @c\n.maxntid 256, 1, 1\n{"));
-        assert_eq!(apply_launch_bounds(".visible .entry a(\n)\n{\n}\n").unwrap().matches("maxntid").count(), 0);
+        assert_eq!(
+            apply_launch_bounds(".visible .entry a(\n)\n{\n}\n")
+                .unwrap()
+                .matches("maxntid")
+                .count(),
+            0
+        );
         assert!(apply_launch_bounds(".global .u32 CMV_MAXNTID = 4096;\n").is_err());
-        let bytes = ".visible .global .align 4 .b8 CMV_MAXNTID[4] = {0, 1};\n.visible .entry a()\n{\n}\n";
-        assert!(apply_launch_bounds(bytes).unwrap().contains(".maxntid 256, 1, 1"));
+        let bytes =
+            ".visible .global .align 4 .b8 CMV_MAXNTID[4] = {0, 1};\n.visible .entry a()\n{\n}\n";
+        assert!(
+            apply_launch_bounds(bytes)
+                .unwrap()
+                .contains(".maxntid 256, 1, 1")
+        );
         let both = ".global .u32 CMV_MINNCTAPERSM = 2;\n.global .u32 CMV_MAXNTID = 128;\n.entry a()\n{\n}\n";
-        assert!(apply_launch_bounds(both).unwrap().contains("a()\n.maxntid 128, 1, 1\n.minnctapersm 2\n{"));
+        assert!(
+            apply_launch_bounds(both)
+                .unwrap()
+                .contains("a()\n.maxntid 128, 1, 1\n.minnctapersm 2\n{")
+        );
     }
 
     #[test]

@@ -83,7 +83,9 @@ fn large_and_small_weights_keep_their_accuracy() {
     let normal = Normal::new(0.0f32, 1.0).unwrap();
     let (rows, cols) = (64, 1024);
     for (wscale, xscale) in [(300.0f32, 1.0f32), (1e-3, 1.0), (0.02, 300.0), (20.0, 20.0)] {
-        let w: Vec<f32> = (0..rows * cols).map(|_| wscale * normal.sample(&mut rng)).collect();
+        let w: Vec<f32> = (0..rows * cols)
+            .map(|_| wscale * normal.sample(&mut rng))
+            .collect();
         let m = quantize(&w, rows, cols, &QuantizeOptions::default()).unwrap();
         let dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
         for batch in [1, 8] {
@@ -95,7 +97,10 @@ fn large_and_small_weights_keep_their_accuracy() {
             let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
             spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
             let err = relative_error(&gpu.download(&dy).unwrap(), &want);
-            assert!(err < 1e-3, "weights x{wscale}, inputs x{xscale}, batch {batch}: {err}");
+            assert!(
+                err < 1e-3,
+                "weights x{wscale}, inputs x{xscale}, batch {batch}: {err}"
+            );
         }
     }
 }

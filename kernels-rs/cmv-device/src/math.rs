@@ -373,19 +373,36 @@ mod tests {
         let h = |x: f32| f16::from_f32(x).to_bits();
         let pack = |lo: u16, hi: u16| u32::from(lo) | (u32::from(hi) << 16);
         // 3 * 0.1 (fp16) + 1: exact value 1.29980..., one rounding.
-        let (a, b, c) = (pack(h(3.0), h(-2.0)), pack(h(0.1), h(0.1)), pack(h(1.0), h(1.0)));
+        let (a, b, c) = (
+            pack(h(3.0), h(-2.0)),
+            pack(h(0.1), h(0.1)),
+            pack(h(1.0), h(1.0)),
+        );
         let exact = |x: f32, y: f32, z: f32| {
             let v = f64::from(f16::from_f32(x)) * f64::from(f16::from_f32(y))
                 + f64::from(f16::from_f32(z));
             f16::from_f64(v).to_bits()
         };
-        assert_eq!(hfma2(a, b, c), pack(exact(3.0, 0.1, 1.0), exact(-2.0, 0.1, 1.0)));
+        assert_eq!(
+            hfma2(a, b, c),
+            pack(exact(3.0, 0.1, 1.0), exact(-2.0, 0.1, 1.0))
+        );
         // Exact ties round to even: 2048 + 1 -> 2048, 2048 + 3 -> 2052 (fp16 ulp 2 there).
-        let r = hfma2(pack(h(1.0), h(3.0)), pack(h(1.0), h(1.0)), pack(h(2048.0), h(2048.0)));
+        let r = hfma2(
+            pack(h(1.0), h(3.0)),
+            pack(h(1.0), h(1.0)),
+            pack(h(2048.0), h(2048.0)),
+        );
         assert_eq!(r, pack(h(2048.0), h(2052.0)));
-        assert_eq!(hmul2(pack(h(1.5), h(-0.0)), pack(h(2.0), h(3.0))), pack(h(3.0), 0x8000));
+        assert_eq!(
+            hmul2(pack(h(1.5), h(-0.0)), pack(h(2.0), h(3.0))),
+            pack(h(3.0), 0x8000)
+        );
         assert_eq!(f32x2_to_half2(1.0, -2.5), pack(h(1.0), h(-2.5)));
-        assert_eq!(hadd2(pack(h(2048.0), h(0.5)), pack(h(1.0), h(0.25))), pack(h(2048.0), h(0.75)));
+        assert_eq!(
+            hadd2(pack(h(2048.0), h(0.5)), pack(h(1.0), h(0.25))),
+            pack(h(2048.0), h(0.75))
+        );
     }
 
     #[test]

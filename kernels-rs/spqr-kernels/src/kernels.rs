@@ -11,8 +11,8 @@
 //! results and the outlier sums are reduced in shared memory, in a fixed order.
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, dyn_smem,
-    f16_to_f32, f32_to_f16, half2_to_f32x2, ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_xor, sync_threads, thread_idx_x,
+    U32x4, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, half2_to_f32x2, ld_nc_na_v4,
+    ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_xor, sync_threads, thread_idx_x,
 };
 
 use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value, row_qs, row_qz};
@@ -51,8 +51,16 @@ unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: bool) -> [u
         core::array::from_fn(|j| {
             let c = col0 + 2 * j as u32;
             // SAFETY: each read is checked against cols.
-            let lo = if c < cols { unsafe { ld_nc_u16(xv.add(c as usize)) } } else { 0 };
-            let hi = if c + 1 < cols { unsafe { ld_nc_u16(xv.add(c as usize + 1)) } } else { 0 };
+            let lo = if c < cols {
+                unsafe { ld_nc_u16(xv.add(c as usize)) }
+            } else {
+                0
+            };
+            let hi = if c + 1 < cols {
+                unsafe { ld_nc_u16(xv.add(c as usize + 1)) }
+            } else {
+                0
+            };
             u32::from(lo) | (u32::from(hi) << 16)
         })
     }
@@ -105,16 +113,10 @@ unsafe fn step(w: [u32; 4], x: [u32; 8], g: u32, pre: f32, masks: [u32; 2], acc:
                 b,
                 acc.codes,
             );
-            acc.zero_hi = mma_m16n8k16_f16_f32(
-                [c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi],
-                b,
-                acc.zero_hi,
-            );
-            acc.zero_lo = mma_m16n8k16_f16_f32(
-                [c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo],
-                b,
-                acc.zero_lo,
-            );
+            acc.zero_hi =
+                mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
+            acc.zero_lo =
+                mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
         }
     }
 }
@@ -141,7 +143,10 @@ unsafe fn outlier_sums<const B: usize, const PT: bool>(
     let (first, end, stride) = if PT {
         // SAFETY: the block offsets have one entry per tile row, plus one.
         let (a, b) = unsafe {
-            (ld_nc_u32(offsets.add(band as usize)), ld_nc_u32(offsets.add(band as usize + 1)))
+            (
+                ld_nc_u32(offsets.add(band as usize)),
+                ld_nc_u32(offsets.add(band as usize + 1)),
+            )
         };
         (a + tid, b, block_dim_x())
     } else {
@@ -219,7 +224,11 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // This warp's steps are warp + i * warps for i < mine; the loads of step i + 1 (weights and
     // inputs, into registers) are in flight while step i is computed. (A `cp.async` ring of 2,
     // 4 or 8 slots in shared memory measured no faster on an H200: docs/PERF.md.)
-    let mine = if warp < nsteps { (nsteps - warp).div_ceil(warps) } else { 0 };
+    let mine = if warp < nsteps {
+        (nsteps - warp).div_ceil(warps)
+    } else {
+        0
+    };
     // The lane's tile in step i is first_tile + i * tile_stride.
     let first_tile = warp * 4 + t;
     let tile_stride = warps * 4;
@@ -234,7 +243,9 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             [0; 4]
         };
         // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
-        (w, unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) })
+        (w, unsafe {
+            load_inputs(xv, tile * TILE as u32, cols, aligned != 0)
+        })
     };
     let mut next = if mine > 0 { load(0) } else { ([0; 4], [0; 8]) };
     // The outliers while the first weights are on their way; their sums wait in shared memory

@@ -111,7 +111,11 @@ pub fn magic_pair(w: u64, i: usize, odd: bool, masks: [u32; 2]) -> u32 {
 pub fn scaled_pairs(w: u64, c: &RowConsts, masks: [u32; 2]) -> [u32; 8] {
     core::array::from_fn(|p| {
         let odd = p % 2 == 1;
-        hfma2(magic_pair(w, p / 2, odd, masks), c.s2, if odd { c.cb } else { c.ca })
+        hfma2(
+            magic_pair(w, p / 2, odd, masks),
+            c.s2,
+            if odd { c.cb } else { c.ca },
+        )
     })
 }
 
@@ -167,14 +171,31 @@ mod tests {
     fn magic_pairs_hold_the_codes_exactly() {
         let mut state = 0x1234_5678_9abc_def0u64;
         for _ in 0..2000 {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let codes: [u8; TILE] = core::array::from_fn(|k| ((state >> (3 * k)) & 7) as u8);
-            let w = pack_row((state >> 50) as u32, (state >> 53) as u32, &codes, (state >> 56) as u8);
+            let w = pack_row(
+                (state >> 50) as u32,
+                (state >> 53) as u32,
+                &codes,
+                (state >> 56) as u8,
+            );
             for (p, &(kl, kh)) in PAIRS.iter().enumerate() {
                 let (lo, hi) = lanes(magic_pair(w, p / 2, p % 2 == 1, [MASK_A, MASK_B]));
-                let (bl, bh) = if p % 2 == 0 { (64.0, 1024.0) } else { (8.0, 128.0) };
-                assert_eq!(f16::from_bits(lo).to_f32(), bl + row_code(w, kl as u32) as f32);
-                assert_eq!(f16::from_bits(hi).to_f32(), bh + row_code(w, kh as u32) as f32);
+                let (bl, bh) = if p % 2 == 0 {
+                    (64.0, 1024.0)
+                } else {
+                    (8.0, 128.0)
+                };
+                assert_eq!(
+                    f16::from_bits(lo).to_f32(),
+                    bl + row_code(w, kl as u32) as f32
+                );
+                assert_eq!(
+                    f16::from_bits(hi).to_f32(),
+                    bh + row_code(w, kh as u32) as f32
+                );
             }
         }
     }
@@ -203,7 +224,10 @@ mod tests {
                 let nz = -f64::from(z) * f64::from(sh);
                 let err = (h(c.nz_hi) + h(c.nz_lo) - nz).abs();
                 // 2^-22 relative, or half the smallest fp16 subnormal (2^-25) for tiny terms.
-                assert!(err <= nz.abs() * 2.4e-7 + 3e-8, "s {s}, z {z}: zero term off by {err}");
+                assert!(
+                    err <= nz.abs() * 2.4e-7 + 3e-8,
+                    "s {s}, z {z}: zero term off by {err}"
+                );
             }
         }
     }
@@ -229,7 +253,9 @@ mod tests {
         // weights s (q - z): the budget the GPU test's 1e-3 leaves after the fp16 output.
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             state
         };
         let (mut d2, mut n2) = (0.0f64, 0.0f64);
@@ -239,9 +265,8 @@ mod tests {
             let w = pack_row(0, 0, &codes, 0);
             let s = 0.001 + (next() % 1000) as f32 * 1e-4;
             let z = (next() % 7000) as f32 / 1000.0;
-            let x: [f16; TILE] = core::array::from_fn(|_| {
-                f16::from_f32(((next() % 2001) as f32 - 1000.0) / 1000.0)
-            });
+            let x: [f16; TILE] =
+                core::array::from_fn(|_| f16::from_f32(((next() % 2001) as f32 - 1000.0) / 1000.0));
             let exact: f64 = (0..TILE)
                 .map(|k| f64::from(s * (codes[k] as f32 - z)) * f64::from(x[k].to_f32()))
                 .sum();
@@ -256,7 +281,8 @@ mod tests {
     #[test]
     fn input_pairs_follow_the_code_pairs() {
         let x: [u16; TILE] = core::array::from_fn(|k| 0x3c00 + k as u16);
-        let r: [u32; 8] = core::array::from_fn(|j| u32::from(x[2 * j]) | u32::from(x[2 * j + 1]) << 16);
+        let r: [u32; 8] =
+            core::array::from_fn(|j| u32::from(x[2 * j]) | u32::from(x[2 * j + 1]) << 16);
         let got = input_pairs(&r);
         for (p, &(kl, kh)) in PAIRS.iter().enumerate() {
             assert_eq!(lanes(got[p]), (x[kl], x[kh]), "pair {p}");
