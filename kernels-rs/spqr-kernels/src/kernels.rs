@@ -1,14 +1,15 @@
-//! The fused dequantize + GEMV kernel (NVPTX only); the format is `docs/SPQR.md`, the tensor-core
-//! mapping [`crate::tc`].
+//! The fused dequantize + GEMV kernel (NVPTX only); the format is `docs/SPQR.md`, the
+//! tensor-core mapping [`crate::tc`].
 //!
-//! A block computes one tile row (16 rows); its 4 or 8 warps split the columns into steps of 4 tiles
-//! (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` loads rows `2g, 2g + 1`
-//! of tile `t` (16 bytes) and its input vector `g` (the MMA's column `g`; lanes past the batch
-//! repeat the last vector) for that tile (loaded one step ahead), rebuilds the tile's second-order statistics with three
-//! xor-shuffles, turns its 32 codes into 16 scaled `half2` pairs, and issues 4 MMAs for the
-//! codes and 8 for the zeros (two fp16 parts). Batches up to 8 cost the same instructions as batch 1.
-//! Outliers are added by all threads of the block (each owns one row), then the warps'
-//! results and the outlier sums are reduced in shared memory, in a fixed order.
+//! A block computes one tile row (16 rows); its 4 or 8 warps split the columns into steps of 4
+//! tiles (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` holds rows
+//! `2g, 2g + 1` of tile `t` (16 bytes) and the tile's inputs of vector `g` (the MMA's column
+//! `g`; lanes past the batch repeat the last vector), both loaded one step ahead; it rebuilds
+//! the tile's second-order statistics with three xor-shuffles, turns its 32 codes into 16
+//! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (two fp16 parts).
+//! Batches up to 8 cost the same instructions as batch 1. Outliers are gathered first by all
+//! threads of the block (each owns one row); the warps' results and the outlier sums meet in
+//! shared memory and are added in a fixed order.
 
 use cmv_device::{
     U32x4, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, half2_to_f32x2, ld_nc_na_v4,
