@@ -18,11 +18,12 @@
 //!   the FMA and `offset * s` is a power-of-two multiple of the fp16 scale `s`, so exact as
 //!   long as it is finite, which [`MAX_SCALE`] guarantees. Two instructions per two weights.
 //!
-//! The zero is not folded into the weights (a rounded `s z` there would cost accuracy): the
-//! same inputs go through two more MMAs per step, by `-z s` in every slot of a row's tile,
-//! split into an fp16 `hi` and the fp16 rest `lo`, adding `-z s sum(x)` almost exactly in
-//! fp32. So the weights the kernel uses are `s (q - z)` with `s` rounded to fp16 and the
-//! products `s q` rounded to fp16: relative errors of 2^-11 at most, tested below.
+//! The zero is not folded into the weights (a rounded `s z` there would cost accuracy): next
+//! to each MMA of codes, the same inputs go through two more, by `-z s` in every slot of a
+//! row's tile, split into an fp16 `hi` and the fp16 rest `lo`, adding `-z s sum(x)` almost
+//! exactly in fp32. So the weights the kernel uses are `s (q - z)` with `s` rounded to fp16
+//! and the products `s q` rounded to fp16 (each rounding at most 2^-11 relative); what that
+//! does to dot products is tested below.
 
 use cmv_device::{f32x2_to_half2, half2_to_f32x2, hfma2, hmul2, lop3, prmt};
 
