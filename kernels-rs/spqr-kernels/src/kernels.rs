@@ -12,12 +12,13 @@
 //! shared memory and are added in a fixed order.
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, half2_to_f32x2, ld_nc_na_v4,
-    ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_xor, sync_threads, thread_idx_x,
+    U32x4, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, fma_f32, half2_to_f32x2,
+    ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_xor, sync_threads,
+    thread_idx_x,
 };
 
 use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value, row_qs, row_qz};
-use crate::tc::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
+use crate::tc::{MASK_A, MASK_B, input_pairs, input_sum, row_consts, scaled_pairs};
 use crate::{BLOCK_THREADS, MAX_BATCH};
 
 const MB: usize = MAX_BATCH as usize;
@@ -70,6 +71,8 @@ unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: bool) -> [u
 /// The accumulators of a warp: codes times scales, and the two parts of the zeros.
 struct Acc {
     codes: [f32; 4],
+    /// Batch 1: the zero terms of rows 2g and 2g + 1 from this lane's tiles, in fp32.
+    zsum: [f32; 2],
     zero_hi: [f32; 4],
     zero_lo: [f32; 4],
 }
@@ -79,7 +82,14 @@ struct Acc {
 /// # Safety
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
-unsafe fn step(w: [u32; 4], x: [u32; 8], g: u32, pre: f32, masks: [u32; 2], acc: &mut Acc) {
+unsafe fn step<const B: usize>(
+    w: [u32; 4],
+    x: [u32; 8],
+    g: u32,
+    pre: f32,
+    masks: [u32; 2],
+    acc: &mut Acc,
+) {
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
     // Rows 2g and 2g + 1 both hold byte g of the statistics: gather the 8 bytes over the lanes
@@ -114,11 +124,20 @@ unsafe fn step(w: [u32; 4], x: [u32; 8], g: u32, pre: f32, masks: [u32; 2], acc:
                 b,
                 acc.codes,
             );
-            acc.zero_hi =
-                mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
-            acc.zero_lo =
-                mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
+            if B > 1 {
+                acc.zero_hi =
+                    mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
+                acc.zero_lo =
+                    mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
+            }
         }
+    }
+    if B == 1 {
+        // One vector: every lane holds its tile's inputs of it, so the zero term of its two
+        // rows is -z s times their sum, on the CUDA cores instead of 8 MMAs.
+        let xs = input_sum(&x);
+        acc.zsum[0] = fma_f32(c0.nz, xs, acc.zsum[0]);
+        acc.zsum[1] = fma_f32(c1.nz, xs, acc.zsum[1]);
     }
 }
 
@@ -219,6 +238,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
     let mut acc = Acc {
         codes: [0.0; 4],
+        zsum: [0.0; 2],
         zero_hi: [0.0; 4],
         zero_lo: [0.0; 4],
     };
@@ -268,8 +288,22 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             next = load(i + 1);
         }
         // SAFETY: converged warp (`mine` is warp-uniform).
-        unsafe { step(w, x, g, pre, masks, &mut acc) };
+        unsafe { step::<B>(w, x, g, pre, masks, &mut acc) };
         i += 1;
+    }
+    if B == 1 {
+        // The 4 lanes of rows 2g, 2g + 1 (t = 0..3) each hold a part; vector 0 of those rows
+        // is in lane t = 0's accumulators 0 and 2.
+        for (h, z) in acc.zsum.iter_mut().enumerate() {
+            // SAFETY: every lane reaches this point.
+            unsafe {
+                *z += f32::from_bits(shfl_xor(z.to_bits(), 1));
+                *z += f32::from_bits(shfl_xor(z.to_bits(), 2));
+            }
+            if t == 0 {
+                acc.codes[2 * h] += *z;
+            }
+        }
     }
     for i in 0..4 {
         let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
