@@ -13,12 +13,12 @@
 
 use cmv_device::{
     U32x4, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, fma_f32, half2_to_f32x2,
-    ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_xor, sync_threads,
-    thread_idx_x,
+    ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_idx, shfl_xor,
+    sync_threads, thread_idx_x,
 };
 
 use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value, row_qs, row_qz};
-use crate::tc::{MASK_A, MASK_B, input_pairs, input_sum, row_consts, scaled_pairs};
+use crate::tc::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
 use crate::{BLOCK_THREADS, MAX_BATCH};
 
 const MB: usize = MAX_BATCH as usize;
@@ -73,6 +73,10 @@ struct Acc {
     codes: [f32; 4],
     /// Batch 1: the zero terms of rows 2g and 2g + 1 from this lane's tiles, in fp32.
     zsum: [f32; 2],
+    /// Batch 1: this lane's A registers of the tile-indicator matrix (row i sums tile i % 4).
+    ind: u32,
+    /// Batch 1: the lane holding the input sum of this lane's tile (lane 4 t).
+    sum_lane: u32,
     zero_hi: [f32; 4],
     zero_lo: [f32; 4],
 }
@@ -133,9 +137,15 @@ unsafe fn step<const B: usize>(
         }
     }
     if B == 1 {
-        // One vector: every lane holds its tile's inputs of it, so the zero term of its two
-        // rows is -z s times their sum, on the CUDA cores instead of 8 MMAs.
-        let xs = input_sum(&x);
+        // One vector: the tiles' input sums by 4 MMAs with an indicator matrix (row i of D
+        // is the sum of tile i % 4), then -z s times the sum of this lane's tile.
+        let mut d = [0.0f32; 4];
+        for m in 0..4 {
+            // SAFETY: the caller guarantees a converged warp.
+            d = unsafe { mma_m16n8k16_f16_f32([acc.ind; 4], [xp[2 * m], xp[2 * m + 1]], d) };
+        }
+        // SAFETY: as above.
+        let xs = f32::from_bits(unsafe { shfl_idx(d[0].to_bits(), acc.sum_lane) });
         acc.zsum[0] = fma_f32(c0.nz, xs, acc.zsum[0]);
         acc.zsum[1] = fma_f32(c1.nz, xs, acc.zsum[1]);
     }
@@ -239,6 +249,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let mut acc = Acc {
         codes: [0.0; 4],
         zsum: [0.0; 2],
+        ind: if t == g % 4 { 0x3c00_3c00 } else { 0 },
+        sum_lane: 4 * t,
         zero_hi: [0.0; 4],
         zero_lo: [0.0; 4],
     };

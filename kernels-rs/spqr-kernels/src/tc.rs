@@ -74,7 +74,7 @@ pub struct RowConsts {
     pub nz_hi: u32,
     /// The rest, `-z s - hi`, rounded to fp16, in both halves.
     pub nz_lo: u32,
-    /// `-z s` (with the fp16 `s`) in fp32, for the batch-1 kernel's CUDA-core zero term.
+    /// `-z s` (with the fp16 `s`) in fp32, for the batch-1 kernel's zero term.
     pub nz: f32,
 }
 
@@ -93,18 +93,6 @@ pub fn row_consts(s: f32, z: f32) -> RowConsts {
         nz_lo: f32x2_to_half2(rest, rest),
         nz,
     }
-}
-
-/// The sum of 16 fp16 inputs (8 `half2` words) in fp32.
-#[inline(always)]
-pub fn input_sum(x: &[u32; 8]) -> f32 {
-    let mut s = [0.0f32; 2];
-    for (j, &w) in x.iter().enumerate() {
-        let (a, b) = half2_to_f32x2(w);
-        // Two chains, each pair added exactly (two fp16 values sum exactly in fp32).
-        s[j % 2] += a + b;
-    }
-    s[0] + s[1]
 }
 
 /// The `half2` pair `2i + odd` of word `w` before scaling: `(base + q_low, base' + q_high)`.
@@ -292,20 +280,6 @@ mod tests {
         }
         let rel = (d2 / n2).sqrt();
         assert!(rel < 4e-4, "relative error {rel}");
-    }
-
-    #[test]
-    fn input_sum_adds_the_sixteen_halves() {
-        let x: [f32; TILE] = core::array::from_fn(|k| (k as f32 - 7.5) * 0.37);
-        let r: [u32; 8] = core::array::from_fn(|j| {
-            let h = |v: f32| u32::from(f16::from_f32(v).to_bits());
-            h(x[2 * j]) | h(x[2 * j + 1]) << 16
-        });
-        let want: f64 = x
-            .iter()
-            .map(|&v| f64::from(f16::from_f32(v).to_f32()))
-            .sum();
-        assert!((f64::from(input_sum(&r)) - want).abs() <= want.abs() * 1e-6 + 1e-6);
     }
 
     #[test]
