@@ -6,8 +6,9 @@
 //! `2g, 2g + 1` of tile `t` (16 bytes) and the tile's inputs of vector `g` (the MMA's column
 //! `g`; lanes past the batch repeat the last vector), both loaded one step ahead; it rebuilds
 //! the tile's second-order statistics with three xor-shuffles, turns its 32 codes into 16
-//! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (two fp16 parts).
-//! Batches up to 8 cost the same instructions as batch 1. Outliers are gathered first by all
+//! scaled `half2` pairs, and issues 4 MMAs for the codes. The zero terms: at batch 1, 4 MMAs
+//! with an indicator matrix give each tile's input sum, times `-z s` in fp32; from batch 2, 8
+//! MMAs multiply the inputs by `-z s` in two fp16 parts. Batches 2-8 cost the same instructions. Outliers are gathered first by all
 //! threads of the block (each owns one row); the warps' results and the outlier sums meet in
 //! shared memory and are added in a fixed order.
 
@@ -59,6 +60,7 @@ unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: bool) -> [u
                 0
             };
             let hi = if c + 1 < cols {
+                // SAFETY: checked against cols.
                 unsafe { ld_nc_u16(xv.add(c as usize + 1)) }
             } else {
                 0
@@ -68,8 +70,9 @@ unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: bool) -> [u
     }
 }
 
-/// The accumulators of a warp: codes times scales, and the two parts of the zeros.
+/// The accumulators of a lane.
 struct Acc {
+    /// The code MMAs' fragment: rows 2g, 2g + 1 of vectors 2t, 2t + 1.
     codes: [f32; 4],
     /// Batch 1: the zero terms of rows 2g and 2g + 1 from this lane's tiles, in fp32.
     zsum: [f32; 2],
@@ -77,6 +80,7 @@ struct Acc {
     ind: u32,
     /// Batch 1: the lane holding the input sum of this lane's tile (lane 4 t).
     sum_lane: u32,
+    /// Batch 2-8: the zero MMAs' fragments, for the fp16 high and low parts of `-z s`.
     zero_hi: [f32; 4],
     zero_lo: [f32; 4],
 }
