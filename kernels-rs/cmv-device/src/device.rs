@@ -205,6 +205,34 @@ pub unsafe fn mma_m16n8k16_f16_f32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f3
     [d0, d1, d2, d3]
 }
 
+/// `redux.sync.max.u32`: the largest `v` of the warp, in every lane (sm_80+).
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn redux_max_u32(v: u32) -> u32 {
+    let r: u32;
+    // SAFETY: a register-only warp-collective instruction; the caller guarantees the whole
+    // warp executes it. Not `pure`, so it is never moved into divergent code.
+    unsafe {
+        asm!("redux.sync.max.u32 {r}, {v}, 0xffffffff;", r = out(reg32) r, v = in(reg32) v,
+             options(nomem, nostack));
+    }
+    r
+}
+
+/// `__syncwarp()`: the lanes of the warp wait for each other, and their shared-memory writes
+/// before it are visible to the others after it.
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn sync_warp() {
+    // SAFETY: the caller guarantees the whole warp executes it; no `nomem`, so the compiler
+    // keeps memory accesses on their side of it.
+    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack)) }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Global-memory loads
 
@@ -353,6 +381,64 @@ pub fn dyn_smem() -> *mut u8 {
              options(pure, nomem, nostack));
     }
     p as *mut u8
+}
+
+/// The shared-window address (`.shared`, 32 bits) of the block's dynamic shared memory, for
+/// [`lds_v4`], [`lds_u32`] and [`sts_v4`].
+#[inline(always)]
+pub fn dyn_smem_addr() -> u32 {
+    let a: u32;
+    // SAFETY: `mov` of a shared symbol's address only computes an address.
+    unsafe {
+        asm!("mov.u32 {a}, CMV_DYN_SMEM;", a = out(reg32) a, options(pure, nomem, nostack));
+    }
+    a
+}
+
+/// 128-bit shared-memory load (`ld.shared.v4.u32`) at shared-window address `a`.
+///
+/// # Safety
+/// `a` is 16-byte aligned and 16 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+pub unsafe fn lds_v4(a: u32) -> U32x4 {
+    let (x, y, z, w): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("ld.shared.v4.u32 {{{x}, {y}, {z}, {w}}}, [{a}];", a = in(reg32) a,
+             x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+             options(readonly, nostack));
+    }
+    U32x4([x, y, z, w])
+}
+
+/// 32-bit shared-memory load (`ld.shared.u32`) at shared-window address `a`.
+///
+/// # Safety
+/// `a` is 4-byte aligned and inside the block's shared memory.
+#[inline(always)]
+pub unsafe fn lds_u32(a: u32) -> u32 {
+    let x: u32;
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("ld.shared.u32 {x}, [{a}];", a = in(reg32) a, x = out(reg32) x,
+             options(readonly, nostack));
+    }
+    x
+}
+
+/// 128-bit shared-memory store (`st.shared.v4.u32`) at shared-window address `a`.
+///
+/// # Safety
+/// `a` is 16-byte aligned and 16 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+pub unsafe fn sts_v4(a: u32, v: U32x4) {
+    let [x, y, z, w] = v.0;
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("st.shared.v4.u32 [{a}], {{{x}, {y}, {z}, {w}}};", a = in(reg32) a,
+             x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, w = in(reg32) w,
+             options(nostack));
+    }
 }
 
 /// Declares a block of static shared memory of `$bytes` bytes named `$name`, aligned to 16, and

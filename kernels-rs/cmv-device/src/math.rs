@@ -278,6 +278,50 @@ pub fn hmul2(a: u32, b: u32) -> u32 {
     }
 }
 
+/// Host model of one fp16 lane of `max.f16x2`: the larger value; a NaN loses to a number, two
+/// NaNs give the canonical NaN (`0x7fff`); `+0` is larger than `-0`.
+#[cfg(not(target_arch = "nvptx64"))]
+fn max_f16_lane(a: u16, b: u16, _: u16) -> u16 {
+    use half::f16;
+    let (x, y) = (f16::from_bits(a), f16::from_bits(b));
+    match (x.is_nan(), y.is_nan()) {
+        (true, true) => 0x7fff,
+        (true, false) => b,
+        (false, true) => a,
+        _ if x == y => {
+            if a & 0x8000 == 0 {
+                a
+            } else {
+                b
+            }
+        }
+        _ if x > y => a,
+        _ => b,
+    }
+}
+
+/// `max.f16x2`: the larger of `a` and `b` per half (sm_80+).
+#[inline(always)]
+pub fn hmax2(a: u32, b: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register instruction (sm_80+).
+        unsafe {
+            core::arch::asm!(
+                "max.f16x2 {r}, {a}, {b};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        per_half(a, b, 0, max_f16_lane)
+    }
+}
+
 /// Round an `f64` to the nearest `i32`, ties to even, saturating at the `i32` range
 /// (`cvt.rni.s32.f64`; NaN gives 0, as on the GPU).
 #[inline(always)]
@@ -381,6 +425,26 @@ mod tests {
             pack(h(3.0), 0x8000)
         );
         assert_eq!(f32x2_to_half2(1.0, -2.5), pack(h(1.0), h(-2.5)));
+    }
+
+    #[test]
+    fn hmax2_takes_the_larger_half_and_skips_nan() {
+        let pack = |lo: u16, hi: u16| u32::from(lo) | (u32::from(hi) << 16);
+        // 1.0 vs 2.0, -3.0 vs -0.5
+        assert_eq!(
+            hmax2(pack(0x3c00, 0xc200), pack(0x4000, 0xb800)),
+            pack(0x4000, 0xb800)
+        );
+        // NaN vs 1.0, +0 vs -0
+        assert_eq!(
+            hmax2(pack(0x7e00, 0x8000), pack(0x3c00, 0x0000)),
+            pack(0x3c00, 0x0000)
+        );
+        assert_eq!(hmax2(pack(0x7e00, 0), pack(0x7e01, 0)) & 0xffff, 0x7fff);
+        // Non-negative halves order as their bit patterns (the kernels' use).
+        for (a, b) in [(0x0001u16, 0x03ffu16), (0x7bff, 0x7c00), (0x0400, 0x03ff)] {
+            assert_eq!(hmax2(pack(a, b), pack(b, a)), pack(a.max(b), a.max(b)));
+        }
     }
 
     #[test]

@@ -3,24 +3,31 @@
 //!
 //! A block computes one tile row (16 rows); its 4 or 8 warps split the columns into steps of 4
 //! tiles (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` holds rows
-//! `2g, 2g + 1` of tile `t` (16 bytes) and the tile's inputs of vector `g` (the MMA's column
-//! `g`; lanes past the batch repeat the last vector), both loaded one step ahead; it rebuilds
-//! the tile's second-order statistics with three xor-shuffles, turns its 32 codes into 16
-//! scaled `half2` pairs, and issues 4 MMAs for the codes. The zero terms: at batch 1, 4 MMAs
-//! with an indicator matrix give each tile's input sum, times `-z s` in fp32; from batch 2, 8
-//! MMAs multiply the inputs by `-z s` in two fp16 parts. Batches 2-8 cost the same instructions. Outliers are gathered first by all
-//! threads of the block (each owns one row); the warps' results and the outlier sums meet in
-//! shared memory and are added in a fixed order.
+//! `2g, 2g + 1` of tile `t` (16 bytes, loaded one step ahead); it rebuilds the tile's
+//! second-order statistics with three xor-shuffles and the scales and zeros of its two rows in
+//! fp32, turns its 32 codes into 16 exact `half2` pairs (one `LOP3` each), and issues 4 MMAs
+//! for the codes and 4 with ones for the input sums per two vectors. Column `n` of B holds
+//! only tile `n / 2`'s inputs, so each lane receives its own rows' products with its own tile
+//! and scales them in fp32 (`crate::tc`). The inputs are staged per warp in shared memory,
+//! 8 steps (fewer for larger batches) at a time, already permuted and scaled by a power of two.
+//! Outliers are gathered first by all threads of the block (each owns one row); the warps'
+//! results and the outlier sums meet in shared memory and are added in a fixed order.
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, fma_f32, half2_to_f32x2,
-    ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, mma_m16n8k16_f16_f32, shfl_idx, shfl_xor,
-    sync_threads, thread_idx_x,
+    U32x4, block_dim_x, block_idx_x, dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, ld_nc_na_v4,
+    ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4,
+    sync_threads, sync_warp, thread_idx_x,
 };
 
-use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value, row_qs, row_qz};
-use crate::tc::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
-use crate::{BLOCK_THREADS, MAX_BATCH};
+use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value};
+use crate::tc::{
+    ONES_FRAGMENT, a_fragment, accumulate, code_pairs, input_exponent, input_factors, max_abs_bits,
+    result_scale, row_scale_zero, staged_pairs, tile_consts,
+};
+use crate::{
+    BLOCK_THREADS, MAX_BATCH, MAX_SETS, MAX_UNITS, ROUND_BYTES, WARP_STAGE_BYTES, ZERO_BYTES,
+    round_steps, sets,
+};
 
 const MB: usize = MAX_BATCH as usize;
 
@@ -70,33 +77,22 @@ unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: bool) -> [u
     }
 }
 
-/// The accumulators of a lane.
-struct Acc {
-    /// The code MMAs' fragment: rows 2g, 2g + 1 of vectors 2t, 2t + 1.
-    codes: [f32; 4],
-    /// Batch 1: the zero terms of rows 2g and 2g + 1 from this lane's tiles, in fp32.
-    zsum: [f32; 2],
-    /// Batch 1: this lane's A registers of the tile-indicator matrix (row i sums tile i % 4).
-    ind: u32,
-    /// Batch 1: the lane holding the input sum of this lane's tile (lane 4 t).
-    sum_lane: u32,
-    /// Batch 2-8: the zero MMAs' fragments, for the fp16 high and low parts of `-z s`.
-    zero_hi: [f32; 4],
-    zero_lo: [f32; 4],
-}
-
-/// One step: the MMAs of two rows of one tile per lane.
+/// One step: lane `(g, t)`'s two rows of tile `t`, multiplied with the staged inputs of its
+/// B column (at shared address `frag`, or zeros), the results scaled into `acc` (`acc[j]` is
+/// the fragment of vector set `j`: rows `2g, 2g + 1`, vectors `2j, 2j + 1`). `ones` is
+/// [`ONES_FRAGMENT`].
 ///
 /// # Safety
-/// All 32 lanes of the warp call it together.
+/// All 32 lanes of the warp call it together; `frag` is 16-byte aligned with `64 * sets(B)`
+/// bytes of this warp's shared memory after it.
 #[inline(always)]
 unsafe fn step<const B: usize>(
     w: [u32; 4],
-    x: [u32; 8],
+    frag: u32,
     g: u32,
-    pre: f32,
-    masks: [u32; 2],
-    acc: &mut Acc,
+    f: f32,
+    ones: [u32; 4],
+    acc: &mut [[f32; 4]; MAX_SETS],
 ) {
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
@@ -111,50 +107,37 @@ unsafe fn step<const B: usize>(
         shfl_xor(v, 16)
     };
     let (lo, hi) = if g < 4 { (v, other) } else { (other, v) };
-    let (ss, sz) = half2_to_f32x2(lo);
-    let (zs, zz) = half2_to_f32x2(hi);
-    let ss = ss * pre;
-    // s = ss (qs - sz), z = zs (qz - zz), as the CPU computes them (times a power of two).
-    let row = |w: u64| {
-        let s = ss * (row_qs(w) as f32 - sz);
-        let z = zs * (row_qz(w) as f32 - zz);
-        row_consts(s, z)
-    };
-    let (c0, c1) = (row(w0), row(w1));
-    let (p0, p1) = (scaled_pairs(w0, &c0, masks), scaled_pairs(w1, &c1, masks));
-    let xp = input_pairs(&x);
-    for m in 0..4 {
-        let b = [xp[2 * m], xp[2 * m + 1]];
-        // SAFETY: the caller guarantees a converged warp.
-        unsafe {
-            acc.codes = mma_m16n8k16_f16_f32(
-                [p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1]],
-                b,
-                acc.codes,
-            );
-            if B > 1 {
-                acc.zero_hi =
-                    mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
-                acc.zero_lo =
-                    mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
+    let c = tile_consts(lo, hi, f);
+    let (s0, nz0) = row_scale_zero(w0, &c);
+    let (s1, nz1) = row_scale_zero(w1, &c);
+    let (p0, p1) = (code_pairs(w0), code_pairs(w1));
+    for (j, a) in acc.iter_mut().enumerate().take(sets(B as u32) as usize) {
+        // SAFETY: inside this warp's staging area (the caller's guarantee).
+        let (b0, b1) = unsafe {
+            (
+                lds_v4(frag + 64 * j as u32).0,
+                lds_v4(frag + 64 * j as u32 + 16).0,
+            )
+        };
+        let b = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
+        let (mut d, mut ds) = ([0.0f32; 4], [0.0f32; 4]);
+        for m in 0..4 {
+            let bm = [b[2 * m], b[2 * m + 1]];
+            // SAFETY: the caller guarantees a converged warp.
+            unsafe {
+                d = mma_m16n8k16_f16_f32(a_fragment(&p0, &p1, m), bm, d);
+                ds = mma_m16n8k16_f16_f32(ones, bm, ds);
             }
         }
-    }
-    if B == 1 {
-        // One vector: the tiles' input sums by 4 MMAs with an indicator matrix (row i of D
-        // is the sum of tile i % 4), then -z s times the sum of this lane's tile.
-        let mut d = [0.0f32; 4];
-        for m in 0..4 {
-            // SAFETY: the caller guarantees a converged warp.
-            d = unsafe { mma_m16n8k16_f16_f32([acc.ind; 4], [xp[2 * m], xp[2 * m + 1]], d) };
+        // The ones' rows are all equal: ds[0] = ds[2], ds[1] = ds[3].
+        a[0] = accumulate(a[0], s0, nz0, d[0], ds[0]);
+        a[2] = accumulate(a[2], s1, nz1, d[2], ds[0]);
+        if B > 1 {
+            a[1] = accumulate(a[1], s0, nz0, d[1], ds[1]);
+            a[3] = accumulate(a[3], s1, nz1, d[3], ds[1]);
         }
-        // SAFETY: as above.
-        let xs = f32::from_bits(unsafe { shfl_idx(d[0].to_bits(), acc.sum_lane) });
-        acc.zsum[0] = fma_f32(c0.nz, xs, acc.zsum[0]);
-        acc.zsum[1] = fma_f32(c1.nz, xs, acc.zsum[1]);
     }
 }
-
 /// The outliers' part of row `tid % 16` of the tile row for each vector, from the entries
 /// this thread walks (PTCSR: entry k of row r sits at 16 k + r and the block stride is a
 /// multiple of 16; CSR: slot tid / 16 walks the row with stride blockDim / 16). Four entries
@@ -231,10 +214,14 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     cols: u32,
     padded_cols: u32,
     batch: u32,
-    pre: f32,
-    post: f32,
     aligned: u32,
 ) {
+    // Vector sets (two vectors each, the B slots of a tile), steps per staging round, and
+    // the staging units (one tile of one vector) of each lane per round.
+    let sets: usize = sets(B as u32) as usize;
+    let round: u32 = round_steps(B as u32);
+    let units: usize = (4 * round as usize * B).div_ceil(32);
+    debug_assert!(units <= MAX_UNITS);
     let tid = thread_idx_x();
     let (lane, warp, warps) = (tid & 31, tid >> 5, block_dim_x() >> 5);
     let (g, t) = (lane >> 2, lane & 3);
@@ -244,23 +231,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // SAFETY: the band's words are inside the dense part (tile row `band` starts at word
     // `band * padded_cols`, tile `j`'s row `r` at `16 j + r` after it).
     let band_words = unsafe { dense.add(band as usize * padded_cols as usize) };
-    // SAFETY: vector min(g, batch - 1) < batch is inside the input.
-    let xv = unsafe { x.add(g.min(batch - 1) as usize * cols as usize) };
-    // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 8):
-    // see `tc::scaled_pairs`.
-    let unknown_zero = batch >> 16;
-    let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
-    let mut acc = Acc {
-        codes: [0.0; 4],
-        zsum: [0.0; 2],
-        ind: if t == g % 4 { 0x3c00_3c00 } else { 0 },
-        sum_lane: 4 * t,
-        zero_hi: [0.0; 4],
-        zero_lo: [0.0; 4],
-    };
-    // This warp's steps are warp + i * warps for i < mine; the loads of step i + 1 (weights and
-    // inputs, into registers) are in flight while step i is computed. (A `cp.async` ring of 2,
-    // 4 or 8 slots in shared memory measured no faster on an H200: docs/PERF.md.)
+    // This warp's steps are warp + i * warps for i < mine; the weights of step i + 1 are
+    // loaded into registers while step i is computed.
     let mine = if warp < nsteps {
         (nsteps - warp).div_ceil(warps)
     } else {
@@ -271,22 +243,19 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let tile_stride = warps * 4;
     // SAFETY: only an address; dereferenced below when the tile exists.
     let lane_words = unsafe { band_words.add(2 * g as usize) };
+    // Past the last tile (the last step of a matrix whose tiles are not a multiple of 4, and
+    // the load after a warp's last step) a lane reads the band's last tile again: its inputs
+    // are staged as zeros, and its finite statistics make its products zero.
+    let last_tile = ntiles - 1;
     let load = |i: u32| {
-        let tile = first_tile + i * tile_stride;
-        let w = if tile < ntiles {
-            // SAFETY: rows 2g, 2g + 1 of a tile of this band: 16 aligned bytes.
-            unsafe { ld_nc_na_v4(lane_words.add(tile as usize * TILE) as *const U32x4).0 }
-        } else {
-            [0; 4]
-        };
-        // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
-        (w, unsafe {
-            load_inputs(xv, tile * TILE as u32, cols, aligned != 0)
-        })
+        let tile = (first_tile + i * tile_stride).min(last_tile);
+        // SAFETY: rows 2g, 2g + 1 of a tile of this band: 16 aligned bytes.
+        unsafe { ld_nc_na_v4(lane_words.add(tile as usize * TILE) as *const U32x4).0 }
     };
-    let mut next = if mine > 0 { load(0) } else { ([0; 4], [0; 8]) };
+    let mut next = load(0);
     // The outliers while the first weights are on their way; their sums wait in shared memory
-    // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
+    // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16, then each warp's
+    // staging area and zeros).
     // SAFETY: forwarded from the launcher's checks.
     let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, band, tid) };
     let smem = dyn_smem() as *mut f32;
@@ -297,37 +266,104 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         // SAFETY: slot tid / 16 < blockDim / 16, row tid % 16 < 16, b < 8.
         unsafe { *outl.add(((tid >> 4) as usize * TILE + (tid & 15) as usize) * MB + b) = *ob };
     }
+    let area = dyn_smem_addr() + 4 * 3 * warps * (TILE * MB) as u32 + warp * WARP_STAGE_BYTES;
+    let zeros = area + ROUND_BYTES;
+    if lane < ZERO_BYTES / 16 {
+        // SAFETY: inside this warp's zero area; made visible by the staging's warp barrier.
+        unsafe { sts_v4(zeros + 16 * lane, U32x4([0; 4])) };
+    }
+    // Lane (g, t) supplies B column g: the inputs of tile g / 2, vector slot g % 2, when that
+    // is its own tile t, else zeros (stride 0).
+    let own = g >> 1 == t;
+    let slot = if B > 1 { 32 * (g & 1) } else { 0 };
+    let (frag0, frag_stride) = if own {
+        (area + 64 * sets as u32 * t + slot, 4 * 64 * sets as u32)
+    } else {
+        (zeros, 0)
+    };
+    // (An opaque zero keeps the stride a register: as a known 0-or-constant, `ptxas` selects
+    // between two sums every step.)
+    let frag_stride = frag_stride | (batch >> 20);
+    // The ones' A fragment, through a zero the compiler cannot prove (the launcher passes
+    // batch <= 8), so that it stays in registers instead of being rebuilt every step.
+    // (Four different such zeros: with equal values `ptxas` copies one register into the
+    // fragment's next every step.)
+    let ones: [u32; 4] = core::array::from_fn(|i| ONES_FRAGMENT[i] | (batch >> (16 + i)));
+    let mut acc = [[0.0f32; 4]; MAX_SETS];
     let mut i = 0;
     while i < mine {
-        let (w, x) = next;
-        if i + 1 < mine {
-            next = load(i + 1);
+        // Stage the inputs of steps i .. i + round: unit u = lane + 32 k is tile u % (4 round)
+        // of the round, vector u / (4 round); scaled by the round's exponent.
+        let mut raw = [[0u32; 8]; MAX_UNITS];
+        let mut mx = 0;
+        for (k, r) in raw.iter_mut().enumerate().take(units) {
+            let u = lane + 32 * k as u32;
+            let (ti, v) = (u % (4 * round), u / (4 * round));
+            let tile = (warp + (i + ti / 4) * warps) * 4 + ti % 4;
+            // SAFETY: vector min(v, batch - 1) < batch is inside the input; `aligned` was
+            // checked by the launcher; reads are bounded by cols.
+            *r = unsafe {
+                let xv = x.add(v.min(batch - 1) as usize * cols as usize);
+                load_inputs(xv, tile * TILE as u32, cols, aligned != 0)
+            };
+            mx = max_abs_bits(r, mx);
         }
-        // SAFETY: converged warp (`mine` is warp-uniform).
-        unsafe { step::<B>(w, x, g, pre, masks, &mut acc) };
-        i += 1;
+        // SAFETY: converged warp (`i` and `mine` are warp-uniform).
+        let e = input_exponent(unsafe { redux_max_u32(mx) });
+        let factors = input_factors(e);
+        // SAFETY: every lane has finished reading the previous round.
+        unsafe { sync_warp() };
+        for (k, r) in raw.iter().enumerate().take(units) {
+            let u = lane + 32 * k as u32;
+            let (ti, v) = (u % (4 * round), u / (4 * round));
+            let p = staged_pairs(r, factors);
+            let at = area + 64 * (ti * sets as u32 + v / 2) + 32 * (v % 2);
+            // SAFETY: inside this warp's staging area (ti < 4 round, v / 2 < sets).
+            unsafe {
+                sts_v4(at, U32x4([p[0], p[1], p[2], p[3]]));
+                sts_v4(at + 16, U32x4([p[4], p[5], p[6], p[7]]));
+            }
+        }
+        // SAFETY: converged warp.
+        unsafe { sync_warp() };
+        let f = result_scale(e);
+        let end = mine.min(i + round);
+        let mut frag = frag0;
+        // Two steps per iteration, so that the prefetched words need no copies.
+        while i < end {
+            let w = next;
+            next = load(i + 1);
+            // SAFETY: converged warp; `frag` is the lane's slot of this step (or zeros).
+            unsafe { step::<B>(w, frag, g, f, ones, &mut acc) };
+            frag += frag_stride;
+            i += 1;
+            if i < end {
+                let w = next;
+                next = load(i + 1);
+                // SAFETY: as above.
+                unsafe { step::<B>(w, frag, g, f, ones, &mut acc) };
+                frag += frag_stride;
+                i += 1;
+            }
+        }
     }
-    if B == 1 {
-        // The 4 lanes of rows 2g, 2g + 1 (t = 0..3) each hold a part; vector 0 of those rows
-        // is in lane t = 0's accumulators 0 and 2.
-        for (h, z) in acc.zsum.iter_mut().enumerate() {
+    // The 4 lanes of rows 2g, 2g + 1 (t = 0..3) hold different tiles: sum them.
+    for (j, a) in acc.iter_mut().enumerate().take(sets) {
+        for (q, v) in a.iter_mut().enumerate() {
+            if B == 1 && q % 2 == 1 {
+                continue;
+            }
             // SAFETY: every lane reaches this point.
             unsafe {
-                *z += f32::from_bits(shfl_xor(z.to_bits(), 1));
-                *z += f32::from_bits(shfl_xor(z.to_bits(), 2));
+                *v += f32::from_bits(shfl_xor(v.to_bits(), 1));
+                *v += f32::from_bits(shfl_xor(v.to_bits(), 2));
             }
             if t == 0 {
-                acc.codes[2 * h] += *z;
+                let (r, n) = (2 * g as usize + q / 2, 2 * j + q % 2);
+                // SAFETY: warp < warps, r < 16, n < 8.
+                unsafe { *red.add((warp as usize * TILE + r) * MB + n) = *v };
             }
         }
-    }
-    for i in 0..4 {
-        let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
-        // SAFETY: warp < warps, r < 16, n < 8.
-        unsafe {
-            *red.add((warp as usize * TILE + r) * MB + n) =
-                (acc.codes[i] + (acc.zero_hi[i] + acc.zero_lo[i])) * post
-        };
     }
     // SAFETY: every thread reaches this barrier.
     unsafe { sync_threads() };
@@ -360,20 +396,18 @@ macro_rules! entries {
         /// # Safety
         /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
         /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
-        /// and `cols % 8 == 0`), chose `pre`/`post` from the matrix's scales, and launched one
-        /// block per tile row of whole warps with `smem_bytes(warps)` bytes of shared
-        /// memory.
+        /// and `cols % 8 == 0`), and launched one block per tile row of whole warps with
+        /// `smem_bytes(warps)` bytes of shared memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             dense: *const u64, x: *const u16, y: *mut u16, offsets: *const u32,
             col_vals: *const u32, rows: u32, cols: u32, padded_cols: u32, batch: u32,
-            pre: f32, post: f32, aligned: u32,
+            aligned: u32,
         ) {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 spqr_gemv::<$b, $pt>(
-                    dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, pre, post,
-                    aligned,
+                    dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, aligned,
                 )
             }
         }

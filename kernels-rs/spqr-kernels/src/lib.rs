@@ -36,10 +36,40 @@ pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
     32 * if warps == 0 { 1 } else { warps }
 }
 
-/// Bytes of dynamic shared memory for a block of `warps` warps: each warp's 16 x 8 results
-/// and each 16-thread slot's 16 x 8 outlier sums (fp32).
+/// Vector sets of a kernel batch: the B operand carries two vectors of each tile.
+pub const fn sets(kernel_batch: u32) -> u32 {
+    kernel_batch.div_ceil(2)
+}
+
+/// Most vector sets (batch 8).
+pub const MAX_SETS: usize = 4;
+/// Most staging units (16 inputs of one vector) a lane stages per round.
+pub const MAX_UNITS: usize = 2;
+
+/// Steps whose inputs a warp stages at once: 8 for one set, fewer for more sets, so that a
+/// round always takes [`ROUND_BYTES`].
+pub const fn round_steps(kernel_batch: u32) -> u32 {
+    8 / sets(kernel_batch)
+}
+
+/// Bytes of a warp's staged inputs per round: steps x 4 tiles x sets x 64 (two vectors' 16
+/// fp16 inputs).
+pub const ROUND_BYTES: u32 = 8 * 4 * 64;
+/// Bytes of zeros after each warp's staging area (the B columns of other tiles).
+pub const ZERO_BYTES: u32 = 64 * MAX_SETS as u32;
+/// Shared memory of one warp's staging.
+pub const WARP_STAGE_BYTES: u32 = ROUND_BYTES + ZERO_BYTES;
+
+const _: () = assert!(round_steps(1) * 4 * sets(1) * 64 == ROUND_BYTES);
+const _: () = assert!(round_steps(8) * 4 * sets(8) * 64 == ROUND_BYTES);
+const _: () = assert!((4 * round_steps(8) * 8).div_ceil(32) as usize <= MAX_UNITS);
+const _: () = assert!((4 * round_steps(2) * 2).div_ceil(32) as usize <= MAX_UNITS);
+const _: () = assert!(sets(8) as usize <= MAX_SETS);
+
+/// Bytes of dynamic shared memory for a block of `warps` warps: each warp's 16 x 8 results,
+/// each 16-thread slot's 16 x 8 outlier sums (fp32), and each warp's staging area.
 pub const fn smem_bytes(warps: u32) -> u32 {
-    4 * (warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH)
+    4 * (warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH) + warps * WARP_STAGE_BYTES
 }
 
 /// PTX name of the kernel for `batch` vectors and the outlier format.

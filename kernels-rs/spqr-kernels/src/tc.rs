@@ -4,28 +4,34 @@
 //! A warp multiplies 16 rows (one tile row) by 64 columns (4 tiles) per step, with lane
 //! `(g, t) = (lane / 4, lane % 4)` holding rows `2g` and `2g + 1` of tile `t`: one 16-byte load
 //! of two `u64` words. The MMA's row `g` is row `2g`, its row `g + 8` row `2g + 1`; its 16
-//! k-slots are 4 columns of each of the 4 tiles, lane `t`'s slots always of tile `t`. Which
-//! columns of a tile fill which slot is free (the input pairs follow the same order), so the
-//! kernel takes the 16 codes of a `u64` in the [`PAIRS`] order, in which two codes land in the
-//! two halves of a `half2` with one mask:
+//! k-slots are 4 columns of each of the 4 tiles, lane `t`'s slots always of tile `t`.
 //!
-//! - A 32-bit window of the word, `w >> WINDOW_SHIFTS[i]`, holds codes `k` and `k + 1` at
-//!   bits 4 and 7 and codes `k + 4`, `k + 5` at bits 16 and 19 (`k = 0, 2, 8, 10`).
-//! - `(window & MASK_A) | MAGIC_A` is the `half2` `(64 + q_k, 1024 + q_{k+4})`, exactly:
-//!   the code sits in the mantissa of an fp16 whose unit in the last place is 1.
-//!   `(window & MASK_B) | MAGIC_B` is `(8 + q_{k+1}, 128 + q_{k+5})`.
-//! - `fma(v, s, -offset * s)` is then `s q` rounded once to fp16: the product is exact inside
-//!   the FMA and `offset * s` is a power-of-two multiple of the fp16 scale `s`, so exact as
-//!   long as it is finite, which [`MAX_SCALE`] guarantees. Two instructions per two weights.
+//! **Codes as they are.** The A operand holds the raw codes: a 32-bit window of the word,
+//! `w >> WINDOW_SHIFTS[i]`, masked with [`MASK_A`] or [`MASK_B`], is a `half2` whose halves are
+//! two codes `q` sitting in the mantissa of an fp16 with a zero exponent, i.e. the exact
+//! subnormals `q 2^(pos - 24)` (`pos` the code's bit in its half, [`POS_A`], [`POS_B`]). One
+//! `LOP3` per two weights, no scaling: the pairs are [`PAIRS`].
 //!
-//! The zero is not folded into the weights (a rounded `s z` there would cost accuracy): next
-//! to each MMA of codes, the same inputs go through two more, by `-z s` in every slot of a
-//! row's tile, split into an fp16 `hi` and the fp16 rest `lo`, adding `-z s sum(x)` almost
-//! exactly in fp32. So the weights the kernel uses are `s (q - z)` with `s` rounded to fp16
-//! and the products `s q` rounded to fp16 (each rounding at most 2^-11 relative); what that
-//! does to dot products is tested below.
+//! **Routing tiles to lanes through the B operand.** Scales differ per tile, so the four
+//! tiles of a step must not be summed by the MMA. Column `n` of B carries the inputs of tile
+//! `n / 2` only (zeros in the other tiles' k-slots) for vector slot `n % 2`: then `D(r, n)` is
+//! the dot product of row `r` with tile `n / 2` alone, and the fragment of lane `(g, t)`, `D(g,
+//! 2t..2t+2)` and `D(g + 8, 2t..2t+2)`, is exactly its own rows and its own tile, for two
+//! vectors. Lane `(g, t)` supplies B column `g`, so it loads the tile's inputs when
+//! `g / 2 == t` and zeros otherwise. The scale and zero are applied afterwards in fp32: the
+//! weights are `s (q - z)` with `s` and `z` computed in fp32 as the CPU does, so the only
+//! rounding left is fp32 accumulation.
+//!
+//! **Inputs.** Each input is multiplied by `2^(E - pos)` for its slot's code position (an
+//! exact power-of-two scaling in fp16: `E` puts the largest input of a staging round just
+//! below 2^15, so no scaled input overflows and only inputs 2^22 times smaller than the
+//! largest lose bits). Then `D = 2^(E - 24) sum q x`, and [`result_scale`] undoes it.
+//! The input sums of the zero term come from the same B fragments with an A of ones
+//! ([`ONES_FRAGMENT`]: `2^(pos - 24)`, matching each slot's position).
 
-use cmv_device::{f32x2_to_half2, half2_to_f32x2, hfma2, hmul2, lop3, prmt};
+use cmv_device::{f32_to_f16, fma_f32, half2_to_f32x2, hmax2, hmul2, prmt};
+
+use crate::layout::{row_qs, row_qz};
 
 /// The pairs of codes `(k_low, k_high)` of a tile row in the order the kernel uses them: pair
 /// `2m` and `2m + 1` feed MMA `m` of a step.
@@ -46,81 +52,36 @@ pub const WINDOW_SHIFTS: [u32; 4] = [2, 8, 26, 32];
 pub const MASK_A: u32 = 0x0007_0070;
 /// Bits of the odd pair: 7-9 and 19-21.
 pub const MASK_B: u32 = 0x0038_0380;
-/// Exponents that make the even pair `(64 + q, 1024 + q)`.
-pub const MAGIC_A: u32 = 0x6400_5400;
-/// Exponents that make the odd pair `(8 + q, 128 + q)`.
-pub const MAGIC_B: u32 = 0x5800_4800;
-/// `half2 (-64, -1024)`: times the scale, the offset to remove from an even pair.
-pub const NEG_OFFSET_A: u32 = 0xe400_d400;
-/// `half2 (-8, -128)`: times the scale, the offset to remove from an odd pair.
-pub const NEG_OFFSET_B: u32 = 0xd800_c800;
-/// Largest first-order scale magnitude the kernel takes as it is: `1024 s` must stay a finite
-/// fp16 (at most 65504). A matrix with larger scales runs with all of them divided by a
-/// power of two and the result multiplied back ([`prescale`]).
-pub const MAX_SCALE: f32 = 63.0;
-/// Largest `|z s|` the kernel takes as it is (finite in fp16, with margin).
-pub const MAX_ZERO_TERM: f32 = 65000.0;
+/// Bit positions (in their fp16 halves) of the low and high codes of an even pair.
+pub const POS_A: (u32, u32) = (4, 0);
+/// Bit positions of the low and high codes of an odd pair.
+pub const POS_B: (u32, u32) = (7, 3);
+/// The even pair with both codes 1: `2^(pos - 24)` in each half.
+pub const ONES_A: u32 = (1 << POS_A.0) | (1 << (16 + POS_A.1));
+/// The odd pair with both codes 1.
+pub const ONES_B: u32 = (1 << POS_B.0) | (1 << (16 + POS_B.1));
+/// The A fragment of every MMA of the input sums: all codes 1.
+pub const ONES_FRAGMENT: [u32; 4] = [ONES_A, ONES_A, ONES_B, ONES_B];
+/// Largest `E` ([`input_exponent`]): `2^(E - pos)` must be a normal fp16.
+pub const MAX_EXPONENT: i32 = 15;
 
-/// The per-row values of a tile row, as `half2` words (and the zero term in fp32).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RowConsts {
-    /// `(s, s)`, `s` rounded to fp16.
-    pub s2: u32,
-    /// `(-64 s, -1024 s)`: removes the even pairs' offsets.
-    pub ca: u32,
-    /// `(-8 s, -128 s)`: removes the odd pairs' offsets.
-    pub cb: u32,
-    /// `-z s` (with the fp16 `s`) rounded to fp16, in both halves.
-    pub nz_hi: u32,
-    /// The rest, `-z s - hi`, rounded to fp16, in both halves.
-    pub nz_lo: u32,
-    /// `-z s` (with the fp16 `s`) in fp32, for the batch-1 kernel's zero term.
-    pub nz: f32,
+/// Pair `p` of word `w`: `half2 (q_low 2^(pos_low - 24), q_high 2^(pos_high - 24))`, exact.
+#[inline(always)]
+pub fn code_pair(w: u64, p: usize) -> u32 {
+    let win = (w >> WINDOW_SHIFTS[p / 2]) as u32;
+    win & if p.is_multiple_of(2) { MASK_A } else { MASK_B }
 }
 
-/// The row values for scale `s` and zero `z` (fp32, as the CPU computes them).
+/// The 8 code pairs of a tile row, in the [`PAIRS`] order.
 #[inline(always)]
-pub fn row_consts(s: f32, z: f32) -> RowConsts {
-    let s2 = f32x2_to_half2(s, s);
-    let nz = -(z * half2_to_f32x2(s2).0);
-    let nz_hi = f32x2_to_half2(nz, nz);
-    let rest = nz - half2_to_f32x2(nz_hi).0;
-    RowConsts {
-        s2,
-        ca: hmul2(s2, NEG_OFFSET_A),
-        cb: hmul2(s2, NEG_OFFSET_B),
-        nz_hi,
-        nz_lo: f32x2_to_half2(rest, rest),
-        nz,
-    }
+pub fn code_pairs(w: u64) -> [u32; 8] {
+    core::array::from_fn(|p| code_pair(w, p))
 }
 
-/// The `half2` pair `2i + odd` of word `w` before scaling: `(base + q_low, base' + q_high)`.
-/// `masks` is `[MASK_A, MASK_B]` (see [`scaled_pairs`]).
+/// The A fragment of MMA `m` for a lane holding rows `2g` (pairs `p0`) and `2g + 1` (`p1`).
 #[inline(always)]
-pub fn magic_pair(w: u64, i: usize, odd: bool, masks: [u32; 2]) -> u32 {
-    let win = (w >> WINDOW_SHIFTS[i]) as u32;
-    if odd {
-        lop3::<0xea>(win, masks[1], MAGIC_B)
-    } else {
-        lop3::<0xea>(win, masks[0], MAGIC_A)
-    }
-}
-
-/// The 8 weight pairs of a tile row, `half2 (s q_{k_low}, s q_{k_high})` for the codes of
-/// [`PAIRS`], each rounded once. `masks` must be `[MASK_A, MASK_B]`; the kernel passes them
-/// as values the compiler cannot see are constant, so they stay in registers (as constants,
-/// `ptxas` rebuilds each with a move before every use: 16 extra instructions per step).
-#[inline(always)]
-pub fn scaled_pairs(w: u64, c: &RowConsts, masks: [u32; 2]) -> [u32; 8] {
-    core::array::from_fn(|p| {
-        let odd = p % 2 == 1;
-        hfma2(
-            magic_pair(w, p / 2, odd, masks),
-            c.s2,
-            if odd { c.cb } else { c.ca },
-        )
-    })
+pub fn a_fragment(p0: &[u32; 8], p1: &[u32; 8], m: usize) -> [u32; 4] {
+    [p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1]]
 }
 
 /// The 16 inputs of a tile as the 8 `half2` pairs of [`PAIRS`], from their natural order (`r[j]`
@@ -137,28 +98,119 @@ pub fn input_pairs(r: &[u32; 8]) -> [u32; 8] {
     })
 }
 
-/// The power-of-two divisor the kernel applies to the scales of a matrix whose largest scale
-/// magnitude is `max_scale` and largest `|z s|` is `max_zero_term` (1.0 when none is needed),
-/// as `(pre, post)`: scales are multiplied by `pre`, results by `post = 1 / pre`.
-pub fn prescale(max_scale: f32, max_zero_term: f32) -> (f32, f32) {
-    // 2^e for |e| <= 126, from its bits (no `exp2` in `core`).
-    let pow2 = |e: i32| f32::from_bits(((127 + e) as u32) << 23);
-    let mut k = 0i32;
-    while k < 126 && (max_scale * pow2(-k) > MAX_SCALE || max_zero_term * pow2(-k) > MAX_ZERO_TERM)
-    {
-        k += 1;
+/// The largest magnitude among 16 fp16 inputs (8 `half2` words), as fp16 bits (non-negative
+/// fp16 values order as their bits). `acc` is the running maximum of earlier calls.
+#[inline(always)]
+pub fn max_abs_bits(r: &[u32; 8], acc: u32) -> u32 {
+    let mut m = 0u32;
+    for &v in r {
+        m = hmax2(m, v & 0x7fff_7fff);
     }
-    (pow2(-k), pow2(k))
+    acc.max(m & 0xffff).max(m >> 16)
+}
+
+/// The exponent `E` for inputs whose largest magnitude has fp16 bits `max_bits`: the largest
+/// times `2^E` lies in `[2^14, 2^15)` (at most [`MAX_EXPONENT`], for tiny or zero inputs).
+#[inline(always)]
+pub fn input_exponent(max_bits: u32) -> i32 {
+    let e = 29 - (max_bits >> 10) as i32;
+    if e > MAX_EXPONENT { MAX_EXPONENT } else { e }
+}
+
+/// The `half2` factors `2^(E - pos)` of the even and of the odd input pairs.
+#[inline(always)]
+pub fn input_factors(e: i32) -> [u32; 2] {
+    let f = |lo: u32, hi: u32| {
+        (((e - lo as i32 + 15) as u32) << 10) | (((e - hi as i32 + 15) as u32) << 26)
+    };
+    [f(POS_A.0, POS_A.1), f(POS_B.0, POS_B.1)]
+}
+
+/// The 8 input pairs of a tile as the B operand wants them: [`input_pairs`] times
+/// [`input_factors`] (exact unless a product is subnormal).
+#[inline(always)]
+pub fn staged_pairs(r: &[u32; 8], factors: [u32; 2]) -> [u32; 8] {
+    let p = input_pairs(r);
+    core::array::from_fn(|i| hmul2(p[i], factors[i % 2]))
+}
+
+/// `2^(24 - E)`: what the MMA results of a round with exponent `E` are multiplied by.
+#[inline(always)]
+pub fn result_scale(e: i32) -> f32 {
+    f32::from_bits(((127 + 24 - e) as u32) << 23)
+}
+
+/// A tile's fp32 constants: `s = a qs + b` and `-z = c qz + d` for each of its rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TileConsts {
+    /// `ss` times the round's result scale.
+    pub a: f32,
+    /// `-a sz`.
+    pub b: f32,
+    /// `-zs`.
+    pub c: f32,
+    /// `zs zz`.
+    pub d: f32,
+}
+
+/// The constants of a tile from its statistics, `lo = (ss, sz)` and `hi = (zs, zz)` as
+/// `half2` words, and the round's [`result_scale`] `f`.
+#[inline(always)]
+pub fn tile_consts(lo: u32, hi: u32, f: f32) -> TileConsts {
+    let (ss, sz) = half2_to_f32x2(lo);
+    let (zs, zz) = half2_to_f32x2(hi);
+    let a = ss * f;
+    TileConsts {
+        a,
+        b: -(a * sz),
+        c: -zs,
+        d: zs * zz,
+    }
+}
+
+/// A row's scale (times the result scale) and negated zero: `(s f, -z)`.
+#[inline(always)]
+pub fn row_scale_zero(w: u64, c: &TileConsts) -> (f32, f32) {
+    (
+        fma_f32(c.a, row_qs(w) as f32, c.b),
+        fma_f32(c.c, row_qz(w) as f32, c.d),
+    )
+}
+
+/// Adds a row's part of one tile to its accumulator: `s f (d - z ds)`, with `d` the MMA
+/// result of the codes and `ds` that of the ones.
+#[inline(always)]
+pub fn accumulate(acc: f32, s: f32, nz: f32, d: f32, ds: f32) -> f32 {
+    fma_f32(s, fma_f32(nz, ds, d), acc)
+}
+
+/// The fp16 bits of `2^e` (for tests and the host's checks).
+pub fn pow2_half(e: i32) -> u16 {
+    f32_to_f16(f32::from_bits(((127 + e) as u32) << 23))
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
-    use crate::layout::{TILE, pack_row, row_code};
+    use crate::layout::{SecondOrder, TILE, first_order, pack_row, row_code};
     use half::f16;
 
     fn lanes(v: u32) -> (u16, u16) {
         (v as u16, (v >> 16) as u16)
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 11
+        }
+        fn unit(&mut self) -> f64 {
+            (self.next() % 2_000_001) as f64 / 1e6 - 1.0
+        }
     }
 
     #[test]
@@ -172,114 +224,31 @@ mod tests {
     }
 
     #[test]
-    fn magic_pairs_hold_the_codes_exactly() {
-        let mut state = 0x1234_5678_9abc_def0u64;
+    fn code_pairs_are_the_exact_subnormal_codes() {
+        let mut rng = Rng(0x1234_5678_9abc_def0);
         for _ in 0..2000 {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let codes: [u8; TILE] = core::array::from_fn(|k| ((state >> (3 * k)) & 7) as u8);
+            let st = rng.next();
+            let codes: [u8; TILE] = core::array::from_fn(|k| ((st >> (3 * k)) & 7) as u8);
             let w = pack_row(
-                (state >> 50) as u32,
-                (state >> 53) as u32,
+                rng.next() as u32,
+                rng.next() as u32,
                 &codes,
-                (state >> 56) as u8,
+                rng.next() as u8,
             );
             for (p, &(kl, kh)) in PAIRS.iter().enumerate() {
-                let (lo, hi) = lanes(magic_pair(w, p / 2, p % 2 == 1, [MASK_A, MASK_B]));
-                let (bl, bh) = if p % 2 == 0 {
-                    (64.0, 1024.0)
-                } else {
-                    (8.0, 128.0)
+                let (lo, hi) = lanes(code_pair(w, p));
+                let (pl, ph) = if p % 2 == 0 { POS_A } else { POS_B };
+                let val = |bits: u16, pos: u32| {
+                    f64::from(f16::from_bits(bits).to_f32()) * 2f64.powi(24 - pos as i32)
                 };
-                assert_eq!(
-                    f16::from_bits(lo).to_f32(),
-                    bl + row_code(w, kl as u32) as f32
-                );
-                assert_eq!(
-                    f16::from_bits(hi).to_f32(),
-                    bh + row_code(w, kh as u32) as f32
-                );
+                assert_eq!(val(lo, pl), f64::from(row_code(w, kl as u32)));
+                assert_eq!(val(hi, ph), f64::from(row_code(w, kh as u32)));
+                // Ones have the same positions.
+                let ones = if p % 2 == 0 { ONES_A } else { ONES_B };
+                let (ol, oh) = lanes(ones);
+                assert_eq!((val(ol, pl), val(oh, ph)), (1.0, 1.0));
             }
         }
-    }
-
-    #[test]
-    fn scaled_pairs_are_the_rounded_products() {
-        let codes: [u8; TILE] = core::array::from_fn(|k| (k as u8 * 3 + 1) % 8);
-        let w = pack_row(3, 5, &codes, 0x5a);
-        for s in [1.0f32, -0.013_37, 63.0, -63.0, 6.1e-5, 1e-7, 0.3333, 0.0] {
-            for z in [0.0f32, 3.4, -2.7, 7.49, 900.0] {
-                let c = row_consts(s, z);
-                let sh = f16::from_bits(c.s2 as u16).to_f32();
-                assert_eq!(c.s2 >> 16, c.s2 & 0xffff);
-                assert_eq!(sh, f16::from_f32(s).to_f32());
-                let got = scaled_pairs(w, &c, [MASK_A, MASK_B]);
-                for (p, &(kl, kh)) in PAIRS.iter().enumerate() {
-                    let want = |k: usize| f16::from_f32(sh * codes[k] as f32).to_f32();
-                    let (lo, hi) = lanes(got[p]);
-                    assert_eq!(
-                        (f16::from_bits(lo).to_f32(), f16::from_bits(hi).to_f32()),
-                        (want(kl), want(kh)),
-                        "s {s}, z {z}, pair {p}"
-                    );
-                }
-                let h = |v: u32| f64::from(f16::from_bits(v as u16).to_f32());
-                let nz = -f64::from(z) * f64::from(sh);
-                let err = (h(c.nz_hi) + h(c.nz_lo) - nz).abs();
-                // 2^-22 relative, or half the smallest fp16 subnormal (2^-25) for tiny terms.
-                assert!(
-                    err <= nz.abs() * 2.4e-7 + 3e-8,
-                    "s {s}, z {z}: zero term off by {err}"
-                );
-            }
-        }
-    }
-
-    /// The kernel's fp16 arithmetic for one tile row, emulated: the products and the zero
-    /// term summed exactly, as the tensor cores do (up to their fp32 accumulation).
-    fn emulated_row_dot(w: u64, s: f32, z: f32, x: &[f16; TILE]) -> f64 {
-        let c = row_consts(s, z);
-        let pairs = scaled_pairs(w, &c, [MASK_A, MASK_B]);
-        let h = |b: u16| f64::from(f16::from_bits(b).to_f32());
-        let mut acc = 0.0;
-        for (p, &(kl, kh)) in PAIRS.iter().enumerate() {
-            let (lo, hi) = lanes(pairs[p]);
-            acc += h(lo) * f64::from(x[kl].to_f32()) + h(hi) * f64::from(x[kh].to_f32());
-        }
-        let xsum: f64 = x.iter().map(|v| f64::from(v.to_f32())).sum();
-        acc + (h(c.nz_hi as u16) + h(c.nz_lo as u16)) * xsum
-    }
-
-    #[test]
-    fn the_fp16_weights_keep_products_within_the_tested_tolerance() {
-        // Relative error of many rows' dot products against the fp64 product with the fp32
-        // weights s (q - z): the budget the GPU test's 1e-3 leaves after the fp16 output.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            state
-        };
-        let (mut d2, mut n2) = (0.0f64, 0.0f64);
-        for _ in 0..4000 {
-            let r = next();
-            let codes: [u8; TILE] = core::array::from_fn(|k| ((r >> (3 * k)) & 7) as u8);
-            let w = pack_row(0, 0, &codes, 0);
-            let s = 0.001 + (next() % 1000) as f32 * 1e-4;
-            let z = (next() % 7000) as f32 / 1000.0;
-            let x: [f16; TILE] =
-                core::array::from_fn(|_| f16::from_f32(((next() % 2001) as f32 - 1000.0) / 1000.0));
-            let exact: f64 = (0..TILE)
-                .map(|k| f64::from(s * (codes[k] as f32 - z)) * f64::from(x[k].to_f32()))
-                .sum();
-            let got = emulated_row_dot(w, s, z, &x);
-            d2 += (got - exact) * (got - exact);
-            n2 += exact * exact;
-        }
-        let rel = (d2 / n2).sqrt();
-        assert!(rel < 4e-4, "relative error {rel}");
     }
 
     #[test]
@@ -294,13 +263,191 @@ mod tests {
     }
 
     #[test]
-    fn prescale_is_one_for_ordinary_scales_and_a_power_of_two_otherwise() {
-        assert_eq!(prescale(0.5, 3.0), (1.0, 1.0));
-        assert_eq!(prescale(63.0, 65000.0), (1.0, 1.0));
-        let (pre, post) = prescale(1000.0, 10.0);
-        assert_eq!((pre, post), (1.0 / 16.0, 16.0));
-        assert!(1000.0 * pre <= MAX_SCALE);
-        let (pre, _) = prescale(1.0, 1e6);
-        assert!(1e6 * pre <= MAX_ZERO_TERM && 1e6 * pre * 2.0 > MAX_ZERO_TERM);
+    fn input_exponent_keeps_scaled_inputs_finite_and_large() {
+        for bits in (0u32..0x7c00)
+            .step_by(7)
+            .chain([0, 1, 0x3ff, 0x400, 0x7bff])
+        {
+            let e = input_exponent(bits);
+            assert!((-1..=MAX_EXPONENT).contains(&e), "bits {bits:#x}: E {e}");
+            let m = f64::from(f16::from_bits(bits as u16).to_f32()) * 2f64.powi(e);
+            assert!(m < 32768.0, "bits {bits:#x}");
+            if e < MAX_EXPONENT {
+                assert!(m >= 16384.0, "bits {bits:#x}");
+            }
+            for f in input_factors(e) {
+                let (lo, hi) = lanes(f);
+                for h in [lo, hi] {
+                    let v = f16::from_bits(h);
+                    assert!(v.is_normal(), "E {e}: factor {h:#x}");
+                }
+            }
+        }
+        assert_eq!(
+            input_factors(0)[0],
+            u32::from(pow2_half(-4)) | u32::from(pow2_half(0)) << 16
+        );
+        assert_eq!(result_scale(24), 1.0);
+        assert_eq!(result_scale(-1), 2f32.powi(25));
+    }
+
+    #[test]
+    fn max_abs_bits_is_the_largest_magnitude() {
+        let mut rng = Rng(7);
+        for _ in 0..500 {
+            let x: [u16; TILE] = core::array::from_fn(|_| {
+                f16::from_f64(rng.unit() * 2f64.powi((rng.next() % 30) as i32 - 15)).to_bits()
+            });
+            let r: [u32; 8] =
+                core::array::from_fn(|j| u32::from(x[2 * j]) | u32::from(x[2 * j + 1]) << 16);
+            let want = x.iter().map(|&h| u32::from(h & 0x7fff)).max().unwrap_or(0);
+            assert_eq!(max_abs_bits(&r, 0), want);
+            assert_eq!(max_abs_bits(&r, 0x7bff), 0x7bff);
+        }
+    }
+
+    /// `mma.m16n8k16` on the host, from the 32 lanes' fragments (the PTX ISA's layouts),
+    /// exact sums of the exact products (the tensor cores add in fp32; the tests' tolerance
+    /// covers that).
+    fn mma(a: &[[u32; 4]; 32], b: &[[u32; 2]; 32]) -> [[f64; 4]; 32] {
+        let h = |v: u32, hi: bool| {
+            f64::from(f16::from_bits((v >> if hi { 16 } else { 0 }) as u16).to_f32())
+        };
+        let (mut am, mut bm) = ([[0.0f64; 16]; 16], [[0.0f64; 8]; 16]);
+        for (lane, (al, bl)) in a.iter().zip(b).enumerate() {
+            let (g, t) = (lane / 4, lane % 4);
+            for (i, &v) in al.iter().enumerate() {
+                let row = g + 8 * (i % 2);
+                let col = 2 * t + 8 * (i / 2);
+                am[row][col] = h(v, false);
+                am[row][col + 1] = h(v, true);
+            }
+            for (i, &v) in bl.iter().enumerate() {
+                let k = 2 * t + 8 * i;
+                bm[k][g] = h(v, false);
+                bm[k + 1][g] = h(v, true);
+            }
+        }
+        core::array::from_fn(|lane| {
+            let (g, t) = (lane / 4, lane % 4);
+            core::array::from_fn(|i| {
+                let (r, n) = (g + 8 * (i / 2), 2 * t + i % 2);
+                (0..16).map(|k| am[r][k] * bm[k][n]).sum()
+            })
+        })
+    }
+
+    #[test]
+    fn a_warp_step_gives_each_lane_its_rows_and_tile() {
+        // Four random tiles (statistics, codes), two random vectors: the lanes' fragments
+        // built as the kernel builds them, the MMA emulated, the result of each lane compared
+        // with the fp64 product of its two rows of its tile with both vectors.
+        let mut rng = Rng(0x5eed);
+        for case in 0..200 {
+            let tiles: [[u64; TILE]; 4] = core::array::from_fn(|_| {
+                let h = |v: f64| f16::from_f64(v).to_bits();
+                let so = SecondOrder {
+                    ss: h(rng.unit().abs() * 0.01 + 1e-4),
+                    sz: h(rng.unit() * 4.0 + 3.5),
+                    zs: h(rng.unit().abs() + 0.05),
+                    zz: h(rng.unit() * 3.0),
+                };
+                core::array::from_fn(|r| {
+                    let st = rng.next();
+                    let codes: [u8; TILE] = core::array::from_fn(|k| ((st >> (3 * k)) & 7) as u8);
+                    pack_row(
+                        rng.next() as u32,
+                        rng.next() as u32,
+                        &codes,
+                        so.byte_for_row(r),
+                    )
+                })
+            });
+            // Vector magnitudes far apart in some cases (the round's exponent follows the
+            // largest).
+            let mag = [1.0, 2f64.powi((case % 9) * 3 - 12)];
+            let x: [[[u16; TILE]; 4]; 2] = core::array::from_fn(|v| {
+                core::array::from_fn(|_| {
+                    core::array::from_fn(|_| f16::from_f64(rng.unit() * mag[v]).to_bits())
+                })
+            });
+            let words = |v: usize, t: usize| -> [u32; 8] {
+                core::array::from_fn(|j| {
+                    u32::from(x[v][t][2 * j]) | u32::from(x[v][t][2 * j + 1]) << 16
+                })
+            };
+            let mut maxb = 0;
+            for v in 0..2 {
+                for t in 0..4 {
+                    maxb = max_abs_bits(&words(v, t), maxb);
+                }
+            }
+            let e = input_exponent(maxb);
+            let (fac, f) = (input_factors(e), result_scale(e));
+            let staged: [[[u32; 8]; 4]; 2] =
+                core::array::from_fn(|v| core::array::from_fn(|t| staged_pairs(&words(v, t), fac)));
+            let (mut d, mut ds) = ([[0.0f64; 4]; 32], [[0.0f64; 4]; 32]);
+            for m in 0..4 {
+                let a: [[u32; 4]; 32] = core::array::from_fn(|lane| {
+                    let (g, t) = (lane / 4, lane % 4);
+                    a_fragment(
+                        &code_pairs(tiles[t][2 * g]),
+                        &code_pairs(tiles[t][2 * g + 1]),
+                        m,
+                    )
+                });
+                let b: [[u32; 2]; 32] = core::array::from_fn(|lane| {
+                    let (g, t) = (lane / 4, lane % 4);
+                    if g / 2 == t {
+                        let s = &staged[g % 2][t];
+                        [s[2 * m], s[2 * m + 1]]
+                    } else {
+                        [0, 0]
+                    }
+                });
+                let (dm, sm) = (mma(&a, &b), mma(&[ONES_FRAGMENT; 32], &b));
+                for lane in 0..32 {
+                    for i in 0..4 {
+                        d[lane][i] += dm[lane][i];
+                        ds[lane][i] += sm[lane][i];
+                    }
+                }
+            }
+            for lane in 0..32 {
+                let (g, t) = (lane / 4, lane % 4);
+                let bytes: [u8; TILE] =
+                    core::array::from_fn(|r| crate::layout::row_stat_byte(tiles[t][r]));
+                let so = SecondOrder::from_row_bytes(&bytes);
+                let v = so.to_u64();
+                let c = tile_consts(v as u32, (v >> 32) as u32, f);
+                for i in 0..4 {
+                    let (row, vec) = (2 * g + i / 2, i % 2);
+                    let w = tiles[t][row];
+                    let (s, nz) = row_scale_zero(w, &c);
+                    let got = f64::from(accumulate(
+                        0.0,
+                        s,
+                        nz,
+                        d[lane][i] as f32,
+                        ds[lane][i] as f32,
+                    ));
+                    let (s32, z32) = first_order(row_qs(w), row_qz(w), so);
+                    let terms: Vec<f64> = (0..TILE)
+                        .map(|k| {
+                            f64::from(s32)
+                                * (f64::from(row_code(w, k as u32)) - f64::from(z32))
+                                * f64::from(f16::from_bits(x[vec][t][k]).to_f32())
+                        })
+                        .collect();
+                    let want: f64 = terms.iter().sum();
+                    let scale: f64 = terms.iter().map(|v| v.abs()).sum::<f64>()
+                        + f64::from(s32.abs() * z32.abs()) * mag[vec] * 16.0;
+                    assert!(
+                        (got - want).abs() <= 1e-6 * scale + 1e-30,
+                        "case {case} lane {lane} i {i}: {got} vs {want} (scale {scale})"
+                    );
+                }
+            }
+        }
     }
 }
