@@ -6,7 +6,10 @@ use std::sync::Arc;
 use cmv_runtime::cudarc::driver::PushKernelArg;
 use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError};
 use half::f16;
-use spqr_kernels::{MAX_BATCH, block_threads, kernel_name, smem_bytes};
+use spqr_kernels::layout::{SecondOrder, TILE, first_order, row_qs, row_qz, row_stat_byte};
+use spqr_kernels::{
+    MAX_BATCH, block_threads, is_scaled_kernel, kernel_batch, kernel_name, smem_bytes, tc_scaled,
+};
 
 use crate::{OutlierFormat, SpqrError, SpqrMatrix};
 
@@ -22,6 +25,10 @@ pub struct DeviceSpqrMatrix {
     padded_cols: u32,
     format: OutlierFormat,
     permuted: bool,
+    /// Scale factors of the scaled-weights kernel (3 to 8 vectors, `tc_scaled::prescale`): 1.0
+    /// unless the scales are too large for its fp16 arithmetic as they are.
+    pre: f32,
+    post: f32,
     dense: CudaSlice<u64>,
     csr_offsets: CudaSlice<u32>,
     csr_vals: CudaSlice<u32>,
@@ -46,6 +53,21 @@ fn upload_nonempty(gpu: &Gpu, v: &[u32]) -> Result<CudaSlice<u32>, SpqrError> {
     })
 }
 
+/// The largest first-order scale magnitude and the largest `|z s|` over every tile row.
+fn scale_extremes(dense: &[u64]) -> (f32, f32) {
+    let (mut max_s, mut max_zs) = (0.0f32, 0.0f32);
+    for tile in dense.chunks_exact(TILE) {
+        let bytes: [u8; TILE] = core::array::from_fn(|r| row_stat_byte(tile[r]));
+        let so = SecondOrder::from_row_bytes(&bytes);
+        for &w in tile {
+            let (s, z) = first_order(row_qs(w), row_qz(w), so);
+            max_s = max_s.max(s.abs());
+            max_zs = max_zs.max((z * s).abs());
+        }
+    }
+    (max_s, max_zs)
+}
+
 impl DeviceSpqrMatrix {
     /// Validates `m` (every length and offset a launch relies on) and uploads it.
     ///
@@ -53,7 +75,11 @@ impl DeviceSpqrMatrix {
     /// The validation's errors; runtime errors.
     pub fn upload(gpu: &Gpu, m: &SpqrMatrix) -> Result<Self, SpqrError> {
         m.validate()?;
+        let (max_s, max_zs) = scale_extremes(m.dense());
+        let (pre, post) = tc_scaled::prescale(max_s, max_zs);
         Ok(Self {
+            pre,
+            post,
             rows: to_u32(m.rows(), m)?,
             cols: to_u32(m.cols(), m)?,
             padded_rows: to_u32(m.padded_rows(), m)?,
@@ -256,16 +282,18 @@ impl SpqrGemv {
         let aligned = u32::from(m.cols.is_multiple_of(8));
         let mut l = k.builder(&self.stream);
         l.arg(&m.dense).arg(x).arg(y).arg(offsets).arg(vals);
-        l.arg(&m.rows)
-            .arg(&m.cols)
-            .arg(&m.padded_cols)
-            .arg(&b)
-            .arg(&aligned);
+        l.arg(&m.rows).arg(&m.cols).arg(&m.padded_cols).arg(&b);
+        if kernel_batch(b).is_some_and(is_scaled_kernel) {
+            l.arg(&m.pre).arg(&m.post);
+        }
+        l.arg(&aligned);
         // SAFETY: `m` comes from a validated `SpqrMatrix` (dense words for every tile row,
         // offsets monotone and inside the outlier words, outlier columns below cols); x and y
         // were checked against batch, cols and rows; one block per tile row of whole warps;
-        // `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte aligned); the
-        // shared memory is `smem_bytes` for the block's warps.
+        // `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte aligned);
+        // the scaled-weights kernels (and only they) take `pre`/`post`, from
+        // `tc_scaled::prescale` of this matrix's scales; the shared memory is `smem_bytes` for
+        // the block's warps.
         unsafe { l.launch(cfg) }.map_err(|source| RuntimeError::Driver {
             op: "cuLaunchKernel",
             source,

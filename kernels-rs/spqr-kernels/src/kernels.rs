@@ -49,7 +49,7 @@ pub static CMV_MINNCTAPERSM: u32 = 3;
 /// `xv` points to `cols` readable fp16 values; `aligned` only if `xv` is 16-byte aligned and
 /// `cols` a multiple of 8.
 #[inline(always)]
-unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: bool) -> [u32; 8] {
+pub(crate) unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: bool) -> [u32; 8] {
     if aligned && col0 + TILE as u32 <= cols {
         // SAFETY: 16 values from col0 are inside the vector and 16-byte aligned.
         let (a, b) = unsafe {
@@ -148,7 +148,7 @@ unsafe fn step<const B: usize>(
 /// `x` holding `batch` vectors.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn outlier_sums<const B: usize, const PT: bool>(
+pub(crate) unsafe fn outlier_sums<const B: usize, const PT: bool>(
     offsets: *const u32,
     col_vals: *const u32,
     x: *const u16,
@@ -417,10 +417,6 @@ macro_rules! entries {
 entries! {
     cmv_spqr_csr_b1 = 1, false;
     cmv_spqr_csr_b2 = 2, false;
-    cmv_spqr_csr_b4 = 4, false;
-    cmv_spqr_csr_b8 = 8, false;
     cmv_spqr_ptcsr_b1 = 1, true;
     cmv_spqr_ptcsr_b2 = 2, true;
-    cmv_spqr_ptcsr_b4 = 4, true;
-    cmv_spqr_ptcsr_b8 = 8, true;
 }

@@ -6,9 +6,12 @@
 
 pub mod layout;
 pub mod tc;
+pub mod tc_scaled;
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
+#[cfg(target_arch = "nvptx64")]
+mod kernels_scaled;
 
 /// Most threads per block of the kernel (one block per tile row); see [`block_threads`].
 pub const BLOCK_THREADS: u32 = 256;
@@ -36,18 +39,27 @@ pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
     32 * if warps == 0 { 1 } else { warps }
 }
 
-/// Vector sets of a kernel batch: the B operand carries two vectors of each tile.
+/// Largest kernel batch of the routed kernel ([`tc`]); larger batches run the scaled-weights
+/// kernel ([`tc_scaled`]), which takes the fp16 prescale arguments.
+pub const ROUTED_MAX_BATCH: u32 = 2;
+
+/// Whether the kernel for `kernel_batch` vectors is the scaled-weights one (its launch passes
+/// `pre` and `post` from [`tc_scaled::prescale`]).
+pub const fn is_scaled_kernel(kernel_batch: u32) -> bool {
+    kernel_batch > ROUTED_MAX_BATCH
+}
+
+/// Vector sets of a routed kernel batch: the B operand carries two vectors of each tile.
 pub const fn sets(kernel_batch: u32) -> u32 {
     kernel_batch.div_ceil(2)
 }
 
-/// Most vector sets (batch 8).
-pub const MAX_SETS: usize = 4;
+/// Most vector sets of the routed kernel.
+pub const MAX_SETS: usize = 1;
 /// Most staging units (16 inputs of one vector) a lane stages per round.
 pub const MAX_UNITS: usize = 2;
 
-/// Steps whose inputs a warp stages at once: 8 for one set, fewer for more sets, so that a
-/// round always takes [`ROUND_BYTES`].
+/// Steps whose inputs a warp of the routed kernel stages at once.
 pub const fn round_steps(kernel_batch: u32) -> u32 {
     8 / sets(kernel_batch)
 }
@@ -61,13 +73,14 @@ pub const ZERO_BYTES: u32 = 64 * MAX_SETS as u32;
 pub const WARP_STAGE_BYTES: u32 = ROUND_BYTES + ZERO_BYTES;
 
 const _: () = assert!(round_steps(1) * 4 * sets(1) * 64 == ROUND_BYTES);
-const _: () = assert!(round_steps(8) * 4 * sets(8) * 64 == ROUND_BYTES);
-const _: () = assert!((4 * round_steps(8) * 8).div_ceil(32) as usize <= MAX_UNITS);
+const _: () =
+    assert!(round_steps(ROUTED_MAX_BATCH) * 4 * sets(ROUTED_MAX_BATCH) * 64 == ROUND_BYTES);
 const _: () = assert!((4 * round_steps(2) * 2).div_ceil(32) as usize <= MAX_UNITS);
-const _: () = assert!(sets(8) as usize <= MAX_SETS);
+const _: () = assert!(sets(ROUTED_MAX_BATCH) as usize <= MAX_SETS);
 
 /// Bytes of dynamic shared memory for a block of `warps` warps: each warp's 16 x 8 results,
-/// each 16-thread slot's 16 x 8 outlier sums (fp32), and each warp's staging area.
+/// each 16-thread slot's 16 x 8 outlier sums (fp32), and each warp's staging area (used by the
+/// routed kernel only).
 pub const fn smem_bytes(warps: u32) -> u32 {
     4 * (warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH) + warps * WARP_STAGE_BYTES
 }

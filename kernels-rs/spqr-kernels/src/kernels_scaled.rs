@@ -1,0 +1,238 @@
+//! The kernel for 3 to 8 vectors (NVPTX only): the weights scaled in fp16 before the MMA,
+//! the vectors in the MMA's 8 columns; the arithmetic is [`crate::tc_scaled`].
+//!
+//! A block computes one tile row (16 rows); its 4 or 8 warps split the columns into steps of 4
+//! tiles (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` holds rows
+//! `2g, 2g + 1` of tile `t` (16 bytes) and the tile's inputs of vector `g` (the MMA's column
+//! `g`; lanes past the batch repeat the last vector), both loaded one step ahead; it rebuilds
+//! the tile's second-order statistics with three xor-shuffles, turns its 32 codes into 16
+//! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (`-z s` in two
+//! fp16 parts). All 8 vectors cost the same instructions. The outliers and the final sums
+//! are those of [`crate::kernels`].
+
+use cmv_device::{
+    U32x4, block_dim_x, block_idx_x, dyn_smem, f32_to_f16, half2_to_f32x2, ld_nc_na_v4,
+    mma_m16n8k16_f16_f32, shfl_xor, sync_threads, thread_idx_x,
+};
+
+use crate::MAX_BATCH;
+use crate::kernels::{load_inputs, outlier_sums};
+use crate::layout::{STAT_SHIFT, TILE, row_qs, row_qz};
+use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
+
+const MB: usize = MAX_BATCH as usize;
+
+/// The accumulators of a lane.
+struct Acc {
+    /// The code MMAs' fragment: rows 2g, 2g + 1 of vectors 2t, 2t + 1.
+    codes: [f32; 4],
+    /// The zero MMAs' fragments, for the fp16 high and low parts of `-z s`.
+    zero_hi: [f32; 4],
+    zero_lo: [f32; 4],
+}
+
+/// One step: the MMAs of two rows of one tile per lane.
+///
+/// # Safety
+/// All 32 lanes of the warp call it together.
+#[inline(always)]
+unsafe fn step<const B: usize>(
+    w: [u32; 4],
+    x: [u32; 8],
+    g: u32,
+    pre: f32,
+    masks: [u32; 2],
+    acc: &mut Acc,
+) {
+    let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
+    let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
+    // Rows 2g and 2g + 1 both hold byte g of the statistics: gather the 8 bytes over the lanes
+    // of the same tile (lane bits 2-4 are g).
+    let byte = (w[1] >> (STAT_SHIFT - 32)) & 0xff;
+    let mut v = byte << (8 * (g & 3));
+    // SAFETY: the caller guarantees a converged warp.
+    let other = unsafe {
+        v |= shfl_xor(v, 4);
+        v |= shfl_xor(v, 8);
+        shfl_xor(v, 16)
+    };
+    let (lo, hi) = if g < 4 { (v, other) } else { (other, v) };
+    let (ss, sz) = half2_to_f32x2(lo);
+    let (zs, zz) = half2_to_f32x2(hi);
+    let ss = ss * pre;
+    // s = ss (qs - sz), z = zs (qz - zz), as the CPU computes them (times a power of two).
+    let row = |w: u64| {
+        let s = ss * (row_qs(w) as f32 - sz);
+        let z = zs * (row_qz(w) as f32 - zz);
+        row_consts(s, z)
+    };
+    let (c0, c1) = (row(w0), row(w1));
+    let (p0, p1) = (scaled_pairs(w0, &c0, masks), scaled_pairs(w1, &c1, masks));
+    let xp = input_pairs(&x);
+    for m in 0..4 {
+        let b = [xp[2 * m], xp[2 * m + 1]];
+        // SAFETY: the caller guarantees a converged warp.
+        unsafe {
+            acc.codes = mma_m16n8k16_f16_f32(
+                [p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1]],
+                b,
+                acc.codes,
+            );
+            acc.zero_hi =
+                mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
+            acc.zero_lo =
+                mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
+        }
+    }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn spqr_gemv<const B: usize, const PT: bool>(
+    dense: *const u64,
+    x: *const u16,
+    y: *mut u16,
+    offsets: *const u32,
+    col_vals: *const u32,
+    rows: u32,
+    cols: u32,
+    padded_cols: u32,
+    batch: u32,
+    pre: f32,
+    post: f32,
+    aligned: u32,
+) {
+    let tid = thread_idx_x();
+    let (lane, warp, warps) = (tid & 31, tid >> 5, block_dim_x() >> 5);
+    let (g, t) = (lane >> 2, lane & 3);
+    let band = block_idx_x();
+    let ntiles = padded_cols / TILE as u32;
+    let nsteps = ntiles.div_ceil(4);
+    // SAFETY: the band's words are inside the dense part (tile row `band` starts at word
+    // `band * padded_cols`, tile `j`'s row `r` at `16 j + r` after it).
+    let band_words = unsafe { dense.add(band as usize * padded_cols as usize) };
+    // SAFETY: vector min(g, batch - 1) < batch is inside the input.
+    let xv = unsafe { x.add(g.min(batch - 1) as usize * cols as usize) };
+    // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 8):
+    // see `tc::scaled_pairs`.
+    let unknown_zero = batch >> 16;
+    let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
+    let mut acc = Acc {
+        codes: [0.0; 4],
+        zero_hi: [0.0; 4],
+        zero_lo: [0.0; 4],
+    };
+    // This warp's steps are warp + i * warps for i < mine; the loads of step i + 1 (weights and
+    // inputs, into registers) are in flight while step i is computed. (A `cp.async` ring of 2,
+    // 4 or 8 slots in shared memory measured no faster on an H200: docs/PERF.md.)
+    let mine = if warp < nsteps {
+        (nsteps - warp).div_ceil(warps)
+    } else {
+        0
+    };
+    // The lane's tile in step i is first_tile + i * tile_stride.
+    let first_tile = warp * 4 + t;
+    let tile_stride = warps * 4;
+    // SAFETY: only an address; dereferenced below when the tile exists.
+    let lane_words = unsafe { band_words.add(2 * g as usize) };
+    let load = |i: u32| {
+        let tile = first_tile + i * tile_stride;
+        let w = if tile < ntiles {
+            // SAFETY: rows 2g, 2g + 1 of a tile of this band: 16 aligned bytes.
+            unsafe { ld_nc_na_v4(lane_words.add(tile as usize * TILE) as *const U32x4).0 }
+        } else {
+            [0; 4]
+        };
+        // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
+        (w, unsafe {
+            load_inputs(xv, tile * TILE as u32, cols, aligned != 0)
+        })
+    };
+    let mut next = if mine > 0 { load(0) } else { ([0; 4], [0; 8]) };
+    // The outliers while the first weights are on their way; their sums wait in shared memory
+    // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
+    // SAFETY: forwarded from the launcher's checks.
+    let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, band, tid) };
+    let smem = dyn_smem() as *mut f32;
+    let red = smem;
+    // SAFETY: the launcher gave `smem_bytes(warps)` bytes.
+    let outl = unsafe { smem.add(warps as usize * TILE * MB) };
+    for (b, ob) in o.iter().enumerate() {
+        // SAFETY: slot tid / 16 < blockDim / 16, row tid % 16 < 16, b < 8.
+        unsafe { *outl.add(((tid >> 4) as usize * TILE + (tid & 15) as usize) * MB + b) = *ob };
+    }
+    let mut i = 0;
+    while i < mine {
+        let (w, x) = next;
+        if i + 1 < mine {
+            next = load(i + 1);
+        }
+        // SAFETY: converged warp (`mine` is warp-uniform).
+        unsafe { step::<B>(w, x, g, pre, masks, &mut acc) };
+        i += 1;
+    }
+    for i in 0..4 {
+        let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
+        // SAFETY: warp < warps, r < 16, n < 8.
+        unsafe {
+            *red.add((warp as usize * TILE + r) * MB + n) =
+                (acc.codes[i] + (acc.zero_hi[i] + acc.zero_lo[i])) * post
+        };
+    }
+    // SAFETY: every thread reaches this barrier.
+    unsafe { sync_threads() };
+    // Blocks of one warp have fewer threads than 16 B outputs.
+    let mut idx = tid;
+    while idx < 16 * B as u32 {
+        let (rr, b) = ((idx / B as u32) as usize, (idx % B as u32) as usize);
+        let mut total = 0.0f32;
+        for w in 0..warps as usize {
+            // SAFETY: inside the reduction area.
+            total += unsafe { *red.add((w * TILE + rr) * MB + b) };
+        }
+        for slot in 0..(block_dim_x() >> 4) as usize {
+            // SAFETY: inside the outlier area.
+            total += unsafe { *outl.add((slot * TILE + rr) * MB + b) };
+        }
+        let row = 16 * band + rr as u32;
+        if row < rows && (b as u32) < batch {
+            // SAFETY: row < rows and b < batch outputs.
+            unsafe { *y.add(b * rows as usize + row as usize) = f32_to_f16(total) };
+        }
+        idx += block_dim_x();
+    }
+}
+
+macro_rules! entries {
+    ($($name:ident = $b:literal, $pt:literal;)*) => {$(
+        /// SpQR GEMV for up to this many input vectors; see the module documentation.
+        ///
+        /// # Safety
+        /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
+        /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
+        /// and `cols % 8 == 0`), chose `pre`/`post` from the matrix's scales, and launched one
+        /// block per tile row of whole warps with `smem_bytes(warps)` bytes of shared
+        /// memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            dense: *const u64, x: *const u16, y: *mut u16, offsets: *const u32,
+            col_vals: *const u32, rows: u32, cols: u32, padded_cols: u32, batch: u32,
+            pre: f32, post: f32, aligned: u32,
+        ) {
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe {
+                spqr_gemv::<$b, $pt>(
+                    dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, pre, post,
+                    aligned,
+                )
+            }
+        }
+    )*};
+}
+
+entries! {
+    cmv_spqr_csr_b4 = 4, false;
+    cmv_spqr_csr_b8 = 8, false;
+    cmv_spqr_ptcsr_b4 = 4, true;
+    cmv_spqr_ptcsr_b8 = 8, true;
+}
