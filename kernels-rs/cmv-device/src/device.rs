@@ -384,7 +384,7 @@ pub fn dyn_smem() -> *mut u8 {
 }
 
 /// The shared-window address (`.shared`, 32 bits) of the block's dynamic shared memory, for
-/// [`lds_v4`], [`lds_u32`] and [`sts_v4`].
+/// [`lds_v4`] and [`sts_v4`].
 #[inline(always)]
 pub fn dyn_smem_addr() -> u32 {
     let a: u32;
@@ -409,21 +409,6 @@ pub unsafe fn lds_v4(a: u32) -> U32x4 {
              options(readonly, nostack));
     }
     U32x4([x, y, z, w])
-}
-
-/// 32-bit shared-memory load (`ld.shared.u32`) at shared-window address `a`.
-///
-/// # Safety
-/// `a` is 4-byte aligned and inside the block's shared memory.
-#[inline(always)]
-pub unsafe fn lds_u32(a: u32) -> u32 {
-    let x: u32;
-    // SAFETY: the caller guarantees an aligned address inside shared memory.
-    unsafe {
-        asm!("ld.shared.u32 {x}, [{a}];", a = in(reg32) a, x = out(reg32) x,
-             options(readonly, nostack));
-    }
-    x
 }
 
 /// 128-bit shared-memory store (`st.shared.v4.u32`) at shared-window address `a`.

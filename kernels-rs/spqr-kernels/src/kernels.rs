@@ -77,6 +77,98 @@ pub(crate) unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: 
     }
 }
 
+/// The tile's second-order statistics as `(ss, sz)` and `(zs, zz)` `half2` words, for the lane
+/// whose row `2g` has high word `w_hi`: rows `2g` and `2g + 1` both hold byte `g`, so three
+/// xor-shuffles over the lanes of the same tile (lane bits 2-4 are `g`) gather the 8 bytes.
+///
+/// # Safety
+/// All 32 lanes of the warp call it together.
+#[inline(always)]
+pub(crate) unsafe fn gather_stats(w_hi: u32, g: u32) -> (u32, u32) {
+    let byte = (w_hi >> (STAT_SHIFT - 32)) & 0xff;
+    let mut v = byte << (8 * (g & 3));
+    // SAFETY: the caller guarantees a converged warp.
+    let other = unsafe {
+        v |= shfl_xor(v, 4);
+        v |= shfl_xor(v, 8);
+        shfl_xor(v, 16)
+    };
+    if g < 4 { (v, other) } else { (other, v) }
+}
+
+/// The block's outlier sums, stored in shared memory: returns the reduction area
+/// (`red[warp][row][vector]`, filled by the warps) and the outlier area
+/// (`out[slot][row][vector]`, slot = tid / 16, filled here).
+///
+/// # Safety
+/// The launcher's checks (see [`outlier_sums`]) and `smem_bytes(warps)` bytes of shared
+/// memory.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn store_outliers<const B: usize, const PT: bool>(
+    offsets: *const u32,
+    col_vals: *const u32,
+    x: *const u16,
+    cols: u32,
+    batch: u32,
+    band: u32,
+    tid: u32,
+    warps: u32,
+) -> (*mut f32, *mut f32) {
+    // SAFETY: forwarded from the launcher's checks.
+    let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, band, tid) };
+    let red = dyn_smem() as *mut f32;
+    // SAFETY: the launcher gave `smem_bytes(warps)` bytes.
+    let outl = unsafe { red.add(warps as usize * TILE * MB) };
+    for (b, ob) in o.iter().enumerate() {
+        // SAFETY: slot tid / 16 < blockDim / 16, row tid % 16 < 16, b < 8.
+        unsafe { *outl.add(((tid >> 4) as usize * TILE + (tid & 15) as usize) * MB + b) = *ob };
+    }
+    (red, outl)
+}
+
+/// After a block barrier, adds the warps' results and the outlier sums of each row and
+/// vector in a fixed order and writes the fp16 outputs of the tile row `band`.
+///
+/// # Safety
+/// Every thread of the block calls it; `red` and `outl` from [`store_outliers`], every warp's
+/// part of `red` written; `y` holds `batch` vectors of `rows` outputs.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn write_rows<const B: usize>(
+    red: *const f32,
+    outl: *const f32,
+    y: *mut u16,
+    rows: u32,
+    batch: u32,
+    band: u32,
+    tid: u32,
+    warps: u32,
+) {
+    // SAFETY: every thread reaches this barrier (the caller's guarantee).
+    unsafe { sync_threads() };
+    // Blocks of one warp have fewer threads than 16 B outputs.
+    let mut idx = tid;
+    while idx < 16 * B as u32 {
+        let (rr, b) = ((idx / B as u32) as usize, (idx % B as u32) as usize);
+        let mut total = 0.0f32;
+        for w in 0..warps as usize {
+            // SAFETY: inside the reduction area.
+            total += unsafe { *red.add((w * TILE + rr) * MB + b) };
+        }
+        for slot in 0..(block_dim_x() >> 4) as usize {
+            // SAFETY: inside the outlier area.
+            total += unsafe { *outl.add((slot * TILE + rr) * MB + b) };
+        }
+        let row = 16 * band + rr as u32;
+        if row < rows && (b as u32) < batch {
+            // SAFETY: row < rows and b < batch outputs.
+            unsafe { *y.add(b * rows as usize + row as usize) = f32_to_f16(total) };
+        }
+        idx += block_dim_x();
+    }
+}
+
 /// One step: lane `(g, t)`'s two rows of tile `t`, multiplied with the staged inputs of its
 /// B column (at shared address `frag`, or zeros), the results scaled into `acc` (`acc[j]` is
 /// the fragment of vector set `j`: rows `2g, 2g + 1`, vectors `2j, 2j + 1`). `ones` is
@@ -96,17 +188,8 @@ unsafe fn step<const B: usize>(
 ) {
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
-    // Rows 2g and 2g + 1 both hold byte g of the statistics: gather the 8 bytes over the lanes
-    // of the same tile (lane bits 2-4 are g).
-    let byte = (w[1] >> (STAT_SHIFT - 32)) & 0xff;
-    let mut v = byte << (8 * (g & 3));
     // SAFETY: the caller guarantees a converged warp.
-    let other = unsafe {
-        v |= shfl_xor(v, 4);
-        v |= shfl_xor(v, 8);
-        shfl_xor(v, 16)
-    };
-    let (lo, hi) = if g < 4 { (v, other) } else { (other, v) };
+    let (lo, hi) = unsafe { gather_stats(w[1], g) };
     let c = tile_consts(lo, hi, f);
     let (s0, nz0) = row_scale_zero(w0, &c);
     let (s1, nz1) = row_scale_zero(w1, &c);
@@ -257,15 +340,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16, then each warp's
     // staging area and zeros).
     // SAFETY: forwarded from the launcher's checks.
-    let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, band, tid) };
-    let smem = dyn_smem() as *mut f32;
-    let red = smem;
-    // SAFETY: the launcher gave `smem_bytes(warps)` bytes.
-    let outl = unsafe { smem.add(warps as usize * TILE * MB) };
-    for (b, ob) in o.iter().enumerate() {
-        // SAFETY: slot tid / 16 < blockDim / 16, row tid % 16 < 16, b < 8.
-        unsafe { *outl.add(((tid >> 4) as usize * TILE + (tid & 15) as usize) * MB + b) = *ob };
-    }
+    let (red, outl) =
+        unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, band, tid, warps) };
     let area = dyn_smem_addr() + 4 * 3 * warps * (TILE * MB) as u32 + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane < ZERO_BYTES / 16 {
@@ -365,28 +441,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             }
         }
     }
-    // SAFETY: every thread reaches this barrier.
-    unsafe { sync_threads() };
-    // Blocks of one warp have fewer threads than 16 B outputs.
-    let mut idx = tid;
-    while idx < 16 * B as u32 {
-        let (rr, b) = ((idx / B as u32) as usize, (idx % B as u32) as usize);
-        let mut total = 0.0f32;
-        for w in 0..warps as usize {
-            // SAFETY: inside the reduction area.
-            total += unsafe { *red.add((w * TILE + rr) * MB + b) };
-        }
-        for slot in 0..(block_dim_x() >> 4) as usize {
-            // SAFETY: inside the outlier area.
-            total += unsafe { *outl.add((slot * TILE + rr) * MB + b) };
-        }
-        let row = 16 * band + rr as u32;
-        if row < rows && (b as u32) < batch {
-            // SAFETY: row < rows and b < batch outputs.
-            unsafe { *y.add(b * rows as usize + row as usize) = f32_to_f16(total) };
-        }
-        idx += block_dim_x();
-    }
+    // SAFETY: every thread gets here; every warp wrote its part of `red`.
+    unsafe { write_rows::<B>(red, outl, y, rows, batch, band, tid, warps) };
 }
 
 macro_rules! entries {

@@ -11,13 +11,13 @@
 //! are those of [`crate::kernels`].
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, dyn_smem, f32_to_f16, half2_to_f32x2, ld_nc_na_v4,
-    mma_m16n8k16_f16_f32, shfl_xor, sync_threads, thread_idx_x,
+    U32x4, block_dim_x, block_idx_x, half2_to_f32x2, ld_nc_na_v4, mma_m16n8k16_f16_f32,
+    thread_idx_x,
 };
 
 use crate::MAX_BATCH;
-use crate::kernels::{load_inputs, outlier_sums};
-use crate::layout::{STAT_SHIFT, TILE, row_qs, row_qz};
+use crate::kernels::{gather_stats, load_inputs, store_outliers, write_rows};
+use crate::layout::{TILE, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
 
 const MB: usize = MAX_BATCH as usize;
@@ -46,17 +46,8 @@ unsafe fn step<const B: usize>(
 ) {
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
-    // Rows 2g and 2g + 1 both hold byte g of the statistics: gather the 8 bytes over the lanes
-    // of the same tile (lane bits 2-4 are g).
-    let byte = (w[1] >> (STAT_SHIFT - 32)) & 0xff;
-    let mut v = byte << (8 * (g & 3));
     // SAFETY: the caller guarantees a converged warp.
-    let other = unsafe {
-        v |= shfl_xor(v, 4);
-        v |= shfl_xor(v, 8);
-        shfl_xor(v, 16)
-    };
-    let (lo, hi) = if g < 4 { (v, other) } else { (other, v) };
+    let (lo, hi) = unsafe { gather_stats(w[1], g) };
     let (ss, sz) = half2_to_f32x2(lo);
     let (zs, zz) = half2_to_f32x2(hi);
     let ss = ss * pre;
@@ -152,15 +143,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // The outliers while the first weights are on their way; their sums wait in shared memory
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
     // SAFETY: forwarded from the launcher's checks.
-    let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, band, tid) };
-    let smem = dyn_smem() as *mut f32;
-    let red = smem;
-    // SAFETY: the launcher gave `smem_bytes(warps)` bytes.
-    let outl = unsafe { smem.add(warps as usize * TILE * MB) };
-    for (b, ob) in o.iter().enumerate() {
-        // SAFETY: slot tid / 16 < blockDim / 16, row tid % 16 < 16, b < 8.
-        unsafe { *outl.add(((tid >> 4) as usize * TILE + (tid & 15) as usize) * MB + b) = *ob };
-    }
+    let (red, outl) =
+        unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, band, tid, warps) };
     let mut i = 0;
     while i < mine {
         let (w, x) = next;
@@ -179,28 +163,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
                 (acc.codes[i] + (acc.zero_hi[i] + acc.zero_lo[i])) * post
         };
     }
-    // SAFETY: every thread reaches this barrier.
-    unsafe { sync_threads() };
-    // Blocks of one warp have fewer threads than 16 B outputs.
-    let mut idx = tid;
-    while idx < 16 * B as u32 {
-        let (rr, b) = ((idx / B as u32) as usize, (idx % B as u32) as usize);
-        let mut total = 0.0f32;
-        for w in 0..warps as usize {
-            // SAFETY: inside the reduction area.
-            total += unsafe { *red.add((w * TILE + rr) * MB + b) };
-        }
-        for slot in 0..(block_dim_x() >> 4) as usize {
-            // SAFETY: inside the outlier area.
-            total += unsafe { *outl.add((slot * TILE + rr) * MB + b) };
-        }
-        let row = 16 * band + rr as u32;
-        if row < rows && (b as u32) < batch {
-            // SAFETY: row < rows and b < batch outputs.
-            unsafe { *y.add(b * rows as usize + row as usize) = f32_to_f16(total) };
-        }
-        idx += block_dim_x();
-    }
+    // SAFETY: every thread gets here; every warp wrote its part of `red`.
+    unsafe { write_rows::<B>(red, outl, y, rows, batch, band, tid, warps) };
 }
 
 macro_rules! entries {
