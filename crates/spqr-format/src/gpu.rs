@@ -6,7 +6,9 @@ use std::sync::Arc;
 use cmv_runtime::cudarc::driver::PushKernelArg;
 use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError};
 use half::f16;
-use spqr_kernels::layout::{SecondOrder, TILE, first_order, row_qs, row_qz, row_stat_byte};
+use spqr_kernels::layout::{
+    SecondOrder, TILE, device_order, first_order, row_qs, row_qz, row_stat_byte,
+};
 use spqr_kernels::{
     MAX_BATCH, block_threads, is_scaled_kernel, kernel_batch, kernel_name, smem_bytes, tc_scaled,
 };
@@ -86,7 +88,7 @@ impl DeviceSpqrMatrix {
             padded_cols: to_u32(m.padded_cols(), m)?,
             format: m.outlier_format(),
             permuted: m.input_permutation().is_some(),
-            dense: gpu.upload(m.dense())?,
+            dense: gpu.upload(&device_order(m.dense(), m.padded_cols()))?,
             csr_offsets: gpu.upload(m.csr_row_offsets())?,
             csr_vals: upload_nonempty(gpu, m.csr_col_vals())?,
             pt_offsets: gpu.upload(m.ptcsr_block_offsets())?,

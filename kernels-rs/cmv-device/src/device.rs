@@ -426,6 +426,46 @@ pub unsafe fn sts_v4(a: u32, v: U32x4) {
     }
 }
 
+/// Starts an asynchronous 16-byte copy from global memory at `src` to the shared-window
+/// address `dst` (`cp.async.cg.shared.global`, sm_80; cached in L2 only). The copy belongs to
+/// the calling thread's next commit group ([`cp_async_commit`]); its bytes may be read only
+/// after a [`cp_async_wait`] that covers that group.
+///
+/// # Safety
+/// `src` is 16-byte aligned with 16 readable bytes of global memory; `dst` is 16-byte aligned
+/// with 16 bytes inside the block's shared memory that nothing else reads or writes until the
+/// copy's group has been waited for.
+#[inline(always)]
+pub unsafe fn cp_async_16(dst: u32, src: *const U32x4) {
+    // SAFETY: the caller guarantees both ranges.
+    unsafe {
+        asm!("cp.async.cg.shared.global [{d}], [{s}], 16;", d = in(reg32) dst, s = in(reg64) src,
+             options(nostack));
+    }
+}
+
+/// Closes the calling thread's current group of [`cp_async_16`] copies (`cp.async.commit_group`).
+///
+/// # Safety
+/// None beyond being device code; `unsafe` to match the copies it groups.
+#[inline(always)]
+pub unsafe fn cp_async_commit() {
+    // SAFETY: no operands.
+    unsafe { asm!("cp.async.commit_group;", options(nostack)) };
+}
+
+/// Waits until at most `N` of the calling thread's most recent commit groups are still in
+/// flight (`cp.async.wait_group N`): every older group's bytes are then in shared memory and
+/// visible to this thread.
+///
+/// # Safety
+/// None beyond being device code; `unsafe` to match the copies it waits for.
+#[inline(always)]
+pub unsafe fn cp_async_wait<const N: u32>() {
+    // SAFETY: no operands besides the immediate.
+    unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
+}
+
 /// Declares a block of static shared memory of `$bytes` bytes named `$name`, aligned to 16, and
 /// evaluates to a generic `*mut u8` to it.
 ///

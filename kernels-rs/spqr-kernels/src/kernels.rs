@@ -3,7 +3,9 @@
 //!
 //! A block computes one tile row (16 rows); its 4 or 8 warps split the columns into steps of 4
 //! tiles (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` holds rows
-//! `2g, 2g + 1` of tile `t` (16 bytes, loaded one step ahead); it rebuilds the tile's
+//! `2g, 2g + 1` of tile `t` (16 bytes, which the device order of `layout::device_word` puts
+//! at `16 lane` of the step, copied with `cp.async` into a per-warp shared-memory ring
+//! [`crate::RING_DEPTH`] steps ahead); it rebuilds the tile's
 //! second-order statistics with three xor-shuffles and the scales and zeros of its two rows in
 //! fp32, turns its 32 codes into 16 exact `half2` pairs (one `LOP3` each), and issues 4 MMAs
 //! for the codes and 4 with ones for the input sums per two vectors. Column `n` of B holds
@@ -14,19 +16,19 @@
 //! results and the outlier sums meet in shared memory and are added in a fixed order.
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, ld_nc_na_v4,
-    ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4,
-    sync_threads, sync_warp, thread_idx_x,
+    U32x4, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem,
+    dyn_smem_addr, f16_to_f32, f32_to_f16, ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_v4,
+    mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4, sync_threads, sync_warp, thread_idx_x,
 };
 
-use crate::layout::{STAT_SHIFT, TILE, outlier_col, outlier_value};
+use crate::layout::{STAT_SHIFT, STEP_WORDS, TILE, device_band_words, outlier_col, outlier_value};
 use crate::tc::{
     ONES_FRAGMENT, a_fragment, accumulate, code_pairs, input_exponent, input_factors, max_abs_bits,
     result_scale, row_scale_zero, staged_pairs, tile_consts,
 };
 use crate::{
-    BLOCK_THREADS, MAX_BATCH, MAX_SETS, MAX_UNITS, ROUND_BYTES, WARP_STAGE_BYTES, ZERO_BYTES,
-    round_steps, sets,
+    BLOCK_THREADS, MAX_BATCH, MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES,
+    WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, round_steps, sets,
 };
 
 const MB: usize = MAX_BATCH as usize;
@@ -311,31 +313,45 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let band = block_idx_x();
     let ntiles = padded_cols / TILE as u32;
     let nsteps = ntiles.div_ceil(4);
-    // SAFETY: the band's words are inside the dense part (tile row `band` starts at word
-    // `band * padded_cols`, tile `j`'s row `r` at `16 j + r` after it).
-    let band_words = unsafe { dense.add(band as usize * padded_cols as usize) };
-    // This warp's steps are warp + i * warps for i < mine; the weights of step i + 1 are
-    // loaded into registers while step i is computed.
+    // SAFETY: the band's words are inside the dense part (the device order: tile row `band`
+    // starts at word `band * device_band_words(padded_cols)`, see `layout::device_word`).
+    let band_words = unsafe { dense.add(band as usize * device_band_words(padded_cols as usize)) };
+    // This warp's steps are warp + i * warps for i < mine; the weights of step i are copied
+    // into shared memory RING_DEPTH steps ahead.
     let mine = if warp < nsteps {
         (nsteps - warp).div_ceil(warps)
     } else {
         0
     };
-    // The lane's tile in step i is first_tile + i * tile_stride.
-    let first_tile = warp * 4 + t;
-    let tile_stride = warps * 4;
-    // SAFETY: only an address; dereferenced below when the tile exists.
-    let lane_words = unsafe { band_words.add(2 * g as usize) };
-    // Past the last tile (the last step of a matrix whose tiles are not a multiple of 4, and
-    // the load after a warp's last step) a lane reads the band's last tile again: its inputs
-    // are staged as zeros, and its finite statistics make its products zero.
-    let last_tile = ntiles - 1;
-    let load = |i: u32| {
-        let tile = (first_tile + i * tile_stride).min(last_tile);
-        // SAFETY: rows 2g, 2g + 1 of a tile of this band: 16 aligned bytes.
-        unsafe { ld_nc_na_v4(lane_words.add(tile as usize * TILE) as *const U32x4).0 }
+    // SAFETY: only an address; dereferenced below for this band's steps.
+    let lane_words = unsafe { band_words.add(2 * lane as usize) };
+    // Past this warp's last step (the copies ahead of it) a lane copies the band's last step
+    // again, which nothing reads.
+    let last_step = nsteps - 1;
+    // Each lane copies its own 16 bytes of step i (rows 2g, 2g + 1 of tile 4 step + t, which
+    // the device order puts at 16 lane) into slot i % RING_SLOTS of its warp's ring, and reads
+    // only what it copied itself, so no barrier is needed; the reads are lane-major 16 bytes,
+    // free of bank conflicts.
+    let ring = dyn_smem_addr()
+        + 4 * 3 * warps * (TILE * MB) as u32
+        + warps * WARP_STAGE_BYTES
+        + warp * WARP_RING_BYTES
+        + 16 * lane;
+    let copy = |i: u32| {
+        let step = (warp + i * warps).min(last_step);
+        // SAFETY: 16 aligned bytes of a step of this band into this lane's 16 bytes of the
+        // slot, which it last read RING_SLOTS - RING_DEPTH steps ago.
+        unsafe {
+            cp_async_16(
+                ring + 512 * (i % RING_SLOTS),
+                lane_words.add(step as usize * STEP_WORDS) as *const U32x4,
+            );
+            cp_async_commit();
+        }
     };
-    let mut next = load(0);
+    for d in 0..RING_DEPTH {
+        copy(d);
+    }
     // The outliers while the first weights are on their way; their sums wait in shared memory
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16, then each warp's
     // staging area and zeros).
@@ -405,24 +421,23 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         let f = result_scale(e);
         let end = mine.min(i + round);
         let mut frag = frag0;
-        // Two steps per iteration, so that the prefetched words need no copies.
         while i < end {
-            let w = next;
-            next = load(i + 1);
+            // SAFETY: one group per step was committed, so at most RING_DEPTH - 1 newer than
+            // step i's are pending; the slot holds this lane's 16 bytes of step i.
+            let w = unsafe {
+                cp_async_wait::<{ RING_DEPTH - 1 }>();
+                lds_v4(ring + 512 * (i % RING_SLOTS)).0
+            };
+            copy(i + RING_DEPTH);
             // SAFETY: converged warp; `frag` is the lane's slot of this step (or zeros).
             unsafe { step::<B>(w, frag, g, f, ones, &mut acc) };
             frag += frag_stride;
             i += 1;
-            if i < end {
-                let w = next;
-                next = load(i + 1);
-                // SAFETY: as above.
-                unsafe { step::<B>(w, frag, g, f, ones, &mut acc) };
-                frag += frag_stride;
-                i += 1;
-            }
         }
     }
+    // The copies past the last step (of the band's last tile) finish before the block ends.
+    // SAFETY: no operands.
+    unsafe { cp_async_wait::<0>() };
     // The 4 lanes of rows 2g, 2g + 1 (t = 0..3) hold different tiles: sum them.
     for (j, a) in acc.iter_mut().enumerate().take(sets) {
         for (q, v) in a.iter_mut().enumerate() {

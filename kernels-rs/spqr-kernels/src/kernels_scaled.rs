@@ -17,7 +17,7 @@ use cmv_device::{
 
 use crate::MAX_BATCH;
 use crate::kernels::{gather_stats, load_inputs, store_outliers, write_rows};
-use crate::layout::{TILE, row_qs, row_qz};
+use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
 
 const MB: usize = MAX_BATCH as usize;
@@ -99,9 +99,9 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let band = block_idx_x();
     let ntiles = padded_cols / TILE as u32;
     let nsteps = ntiles.div_ceil(4);
-    // SAFETY: the band's words are inside the dense part (tile row `band` starts at word
-    // `band * padded_cols`, tile `j`'s row `r` at `16 j + r` after it).
-    let band_words = unsafe { dense.add(band as usize * padded_cols as usize) };
+    // SAFETY: the band's words are inside the dense part (the device order: tile row `band`
+    // starts at word `band * device_band_words(padded_cols)`, see `layout::device_word`).
+    let band_words = unsafe { dense.add(band as usize * device_band_words(padded_cols as usize)) };
     // SAFETY: vector min(g, batch - 1) < batch is inside the input.
     let xv = unsafe { x.add(g.min(batch - 1) as usize * cols as usize) };
     // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 8):
@@ -121,19 +121,15 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     } else {
         0
     };
-    // The lane's tile in step i is first_tile + i * tile_stride.
-    let first_tile = warp * 4 + t;
-    let tile_stride = warps * 4;
-    // SAFETY: only an address; dereferenced below when the tile exists.
-    let lane_words = unsafe { band_words.add(2 * g as usize) };
+    // SAFETY: only an address; dereferenced below for this band's steps.
+    let lane_words = unsafe { band_words.add(2 * lane as usize) };
     let load = |i: u32| {
-        let tile = first_tile + i * tile_stride;
-        let w = if tile < ntiles {
-            // SAFETY: rows 2g, 2g + 1 of a tile of this band: 16 aligned bytes.
-            unsafe { ld_nc_na_v4(lane_words.add(tile as usize * TILE) as *const U32x4).0 }
-        } else {
-            [0; 4]
-        };
+        let step = warp + i * warps;
+        let tile = 4 * step + t;
+        // SAFETY: step < nsteps (i < mine): rows 2g, 2g + 1 of tile 4 step + t of this band,
+        // 16 aligned bytes (zero words for a padding tile).
+        let w =
+            unsafe { ld_nc_na_v4(lane_words.add(step as usize * STEP_WORDS) as *const U32x4).0 };
         // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
         (w, unsafe {
             load_inputs(xv, tile * TILE as u32, cols, aligned != 0)

@@ -141,6 +141,49 @@ pub const fn outlier_value(w: u32) -> u16 {
     (w >> 16) as u16
 }
 
+/// Tiles per kernel step: the kernels' warps take a tile row 4 tiles (64 words) at a time.
+pub const STEP_TILES: usize = 4;
+/// Words of one step.
+pub const STEP_WORDS: usize = STEP_TILES * TILE;
+
+/// Words of one tile row on the device: the tile row's `padded_cols` words (one per tile row
+/// of each tile), rounded up to whole steps with zero words.
+pub const fn device_band_words(padded_cols: usize) -> usize {
+    padded_cols.div_ceil(STEP_WORDS) * STEP_WORDS
+}
+
+/// Where the device copy keeps word `r` (0..16) of tile `tile` of a tile row, counted from the
+/// tile row's start: within each step of 4 tiles, lane `l = 4 g + t` of a warp finds rows
+/// `2g` and `2g + 1` of tile `t` (the rows it computes) as the 16 bytes at `16 l`, so a
+/// warp's loads of a step are lane-contiguous (one coalesced 512-byte read, also for
+/// `cp.async`, and conflict-free 16-byte shared-memory reads).
+pub const fn device_word(tile: usize, r: usize) -> usize {
+    let (step, t) = (tile / STEP_TILES, tile % STEP_TILES);
+    step * STEP_WORDS + 2 * (STEP_TILES * (r / 2) + t) + r % 2
+}
+
+/// The device copy of a matrix's tile rows (`dense`: `bands` tile rows of `padded_cols` words
+/// each, tile `j`'s row `r` at `16 j + r`): each tile row in [`device_word`] order, padded
+/// to [`device_band_words`] with zero words (zero statistics make a padding tile's products
+/// zero). Host only.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn device_order(dense: &[u64], padded_cols: usize) -> Vec<u64> {
+    let band_out = device_band_words(padded_cols);
+    let bands = dense.len().checked_div(padded_cols).unwrap_or(0);
+    let mut out = vec![0u64; bands * band_out];
+    for (band, dst) in dense
+        .chunks_exact(padded_cols.max(1))
+        .zip(out.chunks_exact_mut(band_out.max(1)))
+    {
+        for (j, tile) in band.chunks_exact(TILE).enumerate() {
+            for (r, &w) in tile.iter().enumerate() {
+                dst[device_word(j, r)] = w;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
@@ -169,6 +212,37 @@ mod tests {
         let bytes: [u8; 16] = core::array::from_fn(|r| so.byte_for_row(r));
         assert_eq!(bytes[4], bytes[5]);
         assert_eq!(SecondOrder::from_row_bytes(&bytes), so);
+    }
+
+    #[test]
+    fn device_order_puts_each_lanes_rows_at_its_16_bytes() {
+        // 2 tile rows of 5 tiles (80 words, padded to 2 steps = 128 words on the device).
+        let padded_cols = 80;
+        let dense: Vec<u64> = (0..2 * padded_cols as u64).map(|i| i + 1).collect();
+        let dev = device_order(&dense, padded_cols);
+        assert_eq!(device_band_words(padded_cols), 128);
+        assert_eq!(dev.len(), 256);
+        for b in 0..2 {
+            let band = &dev[b * 128..(b + 1) * 128];
+            for step in 0..2 {
+                for lane in 0..32 {
+                    let (g, t) = (lane / 4, lane % 4);
+                    let tile = 4 * step + t;
+                    let got = [band[64 * step + 2 * lane], band[64 * step + 2 * lane + 1]];
+                    let want = if tile < 5 {
+                        let at = b * padded_cols + 16 * tile + 2 * g;
+                        [dense[at], dense[at + 1]]
+                    } else {
+                        [0, 0]
+                    };
+                    assert_eq!(got, want, "band {b} step {step} lane {lane}");
+                }
+            }
+        }
+        // Every word lands once.
+        let mut seen: Vec<u64> = dev.iter().copied().filter(|&w| w != 0).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, dense);
     }
 
     #[test]

@@ -78,12 +78,26 @@ const _: () =
 const _: () = assert!((4 * round_steps(2) * 2).div_ceil(32) as usize <= MAX_UNITS);
 const _: () = assert!(sets(ROUTED_MAX_BATCH) as usize <= MAX_SETS);
 
+/// Steps by which the routed kernel's weight copies run ahead of their use.
+pub const RING_DEPTH: u32 = 3;
+/// Slots of a warp's weight ring (one step, 512 bytes, each): one more than [`RING_DEPTH`],
+/// so that a slot is refilled one step after its last read.
+pub const RING_SLOTS: u32 = RING_DEPTH + 1;
+/// Shared memory of one warp's weight ring.
+pub const WARP_RING_BYTES: u32 = RING_SLOTS * 512;
+
+const _: () = assert!(RING_SLOTS.is_power_of_two());
+
 /// Bytes of dynamic shared memory for a block of `warps` warps: each warp's 16 x 8 results,
-/// each 16-thread slot's 16 x 8 outlier sums (fp32), and each warp's staging area (used by the
-/// routed kernel only).
+/// each 16-thread slot's 16 x 8 outlier sums (fp32), then each warp's staging area and weight
+/// ring (used by the routed kernel only).
 pub const fn smem_bytes(warps: u32) -> u32 {
-    4 * (warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH) + warps * WARP_STAGE_BYTES
+    4 * (warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH)
+        + warps * (WARP_STAGE_BYTES + WARP_RING_BYTES)
 }
+
+// The largest block stays within the 48 KB a launch gets without opting in.
+const _: () = assert!(smem_bytes(BLOCK_THREADS / 32) <= 48 * 1024);
 
 /// PTX name of the kernel for `batch` vectors and the outlier format.
 pub fn kernel_name(batch: u32, ptcsr: bool) -> Option<&'static str> {
