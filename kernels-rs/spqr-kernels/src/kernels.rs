@@ -28,7 +28,7 @@ use crate::tc::{
 };
 use crate::{
     BLOCK_THREADS, MAX_BATCH, MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES,
-    WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, round_steps, sets,
+    WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, ring_offset, round_steps, sets, stage_offset,
 };
 
 const MB: usize = MAX_BATCH as usize;
@@ -96,6 +96,78 @@ pub(crate) unsafe fn gather_stats(w_hi: u32, g: u32) -> (u32, u32) {
         shfl_xor(v, 16)
     };
     if g < 4 { (v, other) } else { (other, v) }
+}
+
+/// A warp's ring of weight copies in shared memory: each lane copies its own 16 bytes of
+/// step `i` (rows `2g, 2g + 1` of tile `4 step + t`, which the device order of
+/// `layout::device_word` puts at `16 lane`) with `cp.async` into slot `i % RING_SLOTS`,
+/// [`RING_DEPTH`] steps ahead, and reads back only what it copied itself, so no barrier is
+/// needed; the reads are lane-major 16 bytes, free of bank conflicts.
+#[derive(Clone, Copy)]
+pub(crate) struct WeightRing {
+    /// This lane's 16 bytes of slot 0 (shared-window address).
+    slot0: u32,
+    /// This lane's words of the band's step 0.
+    lane_words: *const u64,
+    warp: u32,
+    warps: u32,
+    last_step: u32,
+}
+
+impl WeightRing {
+    /// The ring of warp `warp` (of `warps`) over a band of `nsteps >= 1` steps starting at
+    /// `band_words`, in the ring area at shared address `area` (`warps * WARP_RING_BYTES`).
+    #[inline(always)]
+    pub(crate) fn new(
+        band_words: *const u64,
+        area: u32,
+        lane: u32,
+        warp: u32,
+        warps: u32,
+        nsteps: u32,
+    ) -> Self {
+        Self {
+            slot0: area + warp * WARP_RING_BYTES + 16 * lane,
+            lane_words: band_words.wrapping_add(2 * lane as usize),
+            warp,
+            warps,
+            last_step: nsteps - 1,
+        }
+    }
+
+    /// Starts the copy of this warp's step `i` (`warp + i * warps`; past the band's last step
+    /// the last step again, which nothing reads) as one commit group.
+    ///
+    /// # Safety
+    /// `band_words` holds the band's `nsteps` steps in device order; the ring area is this
+    /// block's shared memory; step `i - (RING_SLOTS - RING_DEPTH)`'s slot was read already.
+    #[inline(always)]
+    pub(crate) unsafe fn copy(&self, i: u32) {
+        let step = (self.warp + i * self.warps).min(self.last_step);
+        // SAFETY: 16 aligned bytes of a step of this band into this lane's 16 bytes of the
+        // slot (the caller's guarantees).
+        unsafe {
+            cp_async_16(
+                self.slot0 + 512 * (i % RING_SLOTS),
+                self.lane_words.add(step as usize * STEP_WORDS) as *const U32x4,
+            );
+            cp_async_commit();
+        }
+    }
+
+    /// Waits for step `i`'s copy and reads this lane's 16 bytes of it.
+    ///
+    /// # Safety
+    /// Steps `0..i + RING_DEPTH` were copied, one [`WeightRing::copy`] each, in order.
+    #[inline(always)]
+    pub(crate) unsafe fn read(&self, i: u32) -> [u32; 4] {
+        // SAFETY: at most RING_DEPTH - 1 groups newer than step i's are pending, so waiting
+        // for that many completes it; the slot holds this lane's bytes of step i.
+        unsafe {
+            cp_async_wait::<{ RING_DEPTH - 1 }>();
+            lds_v4(self.slot0 + 512 * (i % RING_SLOTS)).0
+        }
+    }
 }
 
 /// The block's outlier sums, stored in shared memory: returns the reduction area
@@ -323,34 +395,17 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     } else {
         0
     };
-    // SAFETY: only an address; dereferenced below for this band's steps.
-    let lane_words = unsafe { band_words.add(2 * lane as usize) };
-    // Past this warp's last step (the copies ahead of it) a lane copies the band's last step
-    // again, which nothing reads.
-    let last_step = nsteps - 1;
-    // Each lane copies its own 16 bytes of step i (rows 2g, 2g + 1 of tile 4 step + t, which
-    // the device order puts at 16 lane) into slot i % RING_SLOTS of its warp's ring, and reads
-    // only what it copied itself, so no barrier is needed; the reads are lane-major 16 bytes,
-    // free of bank conflicts.
-    let ring = dyn_smem_addr()
-        + 4 * 3 * warps * (TILE * MB) as u32
-        + warps * WARP_STAGE_BYTES
-        + warp * WARP_RING_BYTES
-        + 16 * lane;
-    let copy = |i: u32| {
-        let step = (warp + i * warps).min(last_step);
-        // SAFETY: 16 aligned bytes of a step of this band into this lane's 16 bytes of the
-        // slot, which it last read RING_SLOTS - RING_DEPTH steps ago.
-        unsafe {
-            cp_async_16(
-                ring + 512 * (i % RING_SLOTS),
-                lane_words.add(step as usize * STEP_WORDS) as *const U32x4,
-            );
-            cp_async_commit();
-        }
-    };
+    let ring = WeightRing::new(
+        band_words,
+        dyn_smem_addr() + ring_offset(warps),
+        lane,
+        warp,
+        warps,
+        nsteps,
+    );
     for d in 0..RING_DEPTH {
-        copy(d);
+        // SAFETY: the band's steps in device order; nothing read yet.
+        unsafe { ring.copy(d) };
     }
     // The outliers while the first weights are on their way; their sums wait in shared memory
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16, then each warp's
@@ -358,7 +413,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // SAFETY: forwarded from the launcher's checks.
     let (red, outl) =
         unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, band, tid, warps) };
-    let area = dyn_smem_addr() + 4 * 3 * warps * (TILE * MB) as u32 + warp * WARP_STAGE_BYTES;
+    let area = dyn_smem_addr() + stage_offset(warps) + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane < ZERO_BYTES / 16 {
         // SAFETY: inside this warp's zero area; made visible by the staging's warp barrier.
@@ -422,13 +477,10 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         let end = mine.min(i + round);
         let mut frag = frag0;
         while i < end {
-            // SAFETY: one group per step was committed, so at most RING_DEPTH - 1 newer than
-            // step i's are pending; the slot holds this lane's 16 bytes of step i.
-            let w = unsafe {
-                cp_async_wait::<{ RING_DEPTH - 1 }>();
-                lds_v4(ring + 512 * (i % RING_SLOTS)).0
-            };
-            copy(i + RING_DEPTH);
+            // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step i + RING_DEPTH
+            // goes into the slot of step i - 1, read in the previous iteration.
+            let w = unsafe { ring.read(i) };
+            unsafe { ring.copy(i + RING_DEPTH) };
             // SAFETY: converged warp; `frag` is the lane's slot of this step (or zeros).
             unsafe { step::<B>(w, frag, g, f, ones, &mut acc) };
             frag += frag_stride;

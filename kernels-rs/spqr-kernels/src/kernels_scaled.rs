@@ -11,14 +11,14 @@
 //! are those of [`crate::kernels`].
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, half2_to_f32x2, ld_nc_na_v4, mma_m16n8k16_f16_f32,
+    block_dim_x, block_idx_x, cp_async_wait, dyn_smem_addr, half2_to_f32x2, mma_m16n8k16_f16_f32,
     thread_idx_x,
 };
 
-use crate::MAX_BATCH;
-use crate::kernels::{gather_stats, load_inputs, store_outliers, write_rows};
-use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
+use crate::kernels::{WeightRing, gather_stats, load_inputs, store_outliers, write_rows};
+use crate::layout::{TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
+use crate::{MAX_BATCH, RING_DEPTH, ring_offset};
 
 const MB: usize = MAX_BATCH as usize;
 
@@ -113,29 +113,32 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         zero_hi: [0.0; 4],
         zero_lo: [0.0; 4],
     };
-    // This warp's steps are warp + i * warps for i < mine; the loads of step i + 1 (weights and
-    // inputs, into registers) are in flight while step i is computed. (A `cp.async` ring of 2,
-    // 4 or 8 slots in shared memory measured no faster on an H200: docs/PERF.md.)
+    // This warp's steps are warp + i * warps for i < mine; the weights are copied into the
+    // warp's ring in shared memory RING_DEPTH steps ahead, the inputs of step i + 1 loaded into
+    // registers while step i is computed.
     let mine = if warp < nsteps {
         (nsteps - warp).div_ceil(warps)
     } else {
         0
     };
-    // SAFETY: only an address; dereferenced below for this band's steps.
-    let lane_words = unsafe { band_words.add(2 * lane as usize) };
-    let load = |i: u32| {
-        let step = warp + i * warps;
-        let tile = 4 * step + t;
-        // SAFETY: step < nsteps (i < mine): rows 2g, 2g + 1 of tile 4 step + t of this band,
-        // 16 aligned bytes (zero words for a padding tile).
-        let w =
-            unsafe { ld_nc_na_v4(lane_words.add(step as usize * STEP_WORDS) as *const U32x4).0 };
+    let ring = WeightRing::new(
+        band_words,
+        dyn_smem_addr() + ring_offset(warps),
+        lane,
+        warp,
+        warps,
+        nsteps,
+    );
+    for d in 0..RING_DEPTH {
+        // SAFETY: the band's steps in device order; nothing read yet.
+        unsafe { ring.copy(d) };
+    }
+    let load_x = |i: u32| {
+        let tile = 4 * (warp + i * warps) + t;
         // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
-        (w, unsafe {
-            load_inputs(xv, tile * TILE as u32, cols, aligned != 0)
-        })
+        unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) }
     };
-    let mut next = if mine > 0 { load(0) } else { ([0; 4], [0; 8]) };
+    let mut next = load_x(0);
     // The outliers while the first weights are on their way; their sums wait in shared memory
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
     // SAFETY: forwarded from the launcher's checks.
@@ -143,14 +146,19 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, band, tid, warps) };
     let mut i = 0;
     while i < mine {
-        let (w, x) = next;
-        if i + 1 < mine {
-            next = load(i + 1);
-        }
+        let x = next;
+        next = load_x(i + 1);
+        // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step i + RING_DEPTH goes
+        // into the slot of step i - 1, read in the previous iteration.
+        let w = unsafe { ring.read(i) };
+        unsafe { ring.copy(i + RING_DEPTH) };
         // SAFETY: converged warp (`mine` is warp-uniform).
         unsafe { step::<B>(w, x, g, pre, masks, &mut acc) };
         i += 1;
     }
+    // The copies past the last step finish before the block ends.
+    // SAFETY: no operands.
+    unsafe { cp_async_wait::<0>() };
     for i in 0..4 {
         let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
         // SAFETY: warp < warps, r < 16, n < 8.

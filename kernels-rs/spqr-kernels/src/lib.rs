@@ -92,8 +92,18 @@ const _: () = assert!(RING_SLOTS.is_power_of_two());
 /// each 16-thread slot's 16 x 8 outlier sums (fp32), then each warp's staging area and weight
 /// ring (used by the routed kernel only).
 pub const fn smem_bytes(warps: u32) -> u32 {
+    ring_offset(warps) + warps * WARP_RING_BYTES
+}
+
+/// Where the warps' staging areas start in the dynamic shared memory of a block of `warps`
+/// warps (after the results and the outlier sums, see [`smem_bytes`]).
+pub const fn stage_offset(warps: u32) -> u32 {
     4 * (warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH)
-        + warps * (WARP_STAGE_BYTES + WARP_RING_BYTES)
+}
+
+/// Where the warps' weight rings start (after the staging areas).
+pub const fn ring_offset(warps: u32) -> u32 {
+    stage_offset(warps) + warps * WARP_STAGE_BYTES
 }
 
 // The largest block stays within the 48 KB a launch gets without opting in.
