@@ -272,7 +272,7 @@ impl SpqrGemv {
         let cfg = LaunchConfig {
             grid_dim: (m.padded_rows / 16, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: smem_bytes(threads / 32),
+            shared_mem_bytes: smem_bytes(threads / 32, kernel_batch(b).unwrap_or(MAX_BATCH)),
         };
         k.check_config(&cfg)?;
         let (offsets, vals) = if pt {
@@ -285,7 +285,7 @@ impl SpqrGemv {
         let mut l = k.builder(&self.stream);
         l.arg(&m.dense).arg(x).arg(y).arg(offsets).arg(vals);
         l.arg(&m.rows).arg(&m.cols).arg(&m.padded_cols).arg(&b);
-        if kernel_batch(b).is_some_and(is_scaled_kernel) {
+        if is_scaled_kernel(kernel_batch(b).unwrap_or(MAX_BATCH)) {
             l.arg(&m.pre).arg(&m.post);
         }
         l.arg(&aligned);
@@ -295,7 +295,7 @@ impl SpqrGemv {
         // `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte aligned);
         // the scaled-weights kernels (and only they) take `pre`/`post`, from
         // `tc_scaled::prescale` of this matrix's scales; the shared memory is `smem_bytes` for
-        // the block's warps.
+        // the block's warps and the kernel batch.
         unsafe { l.launch(cfg) }.map_err(|source| RuntimeError::Driver {
             op: "cuLaunchKernel",
             source,

@@ -175,7 +175,7 @@ impl WeightRing {
 /// (`out[slot][row][vector]`, slot = tid / 16, filled here).
 ///
 /// # Safety
-/// The launcher's checks (see [`outlier_sums`]) and `smem_bytes(warps)` bytes of shared
+/// The launcher's checks (see [`outlier_sums`]) and `smem_bytes(warps, B)` bytes of shared
 /// memory.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -192,7 +192,7 @@ pub(crate) unsafe fn store_outliers<const B: usize, const PT: bool>(
     // SAFETY: forwarded from the launcher's checks.
     let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, band, tid) };
     let red = dyn_smem() as *mut f32;
-    // SAFETY: the launcher gave `smem_bytes(warps)` bytes.
+    // SAFETY: the launcher gave `smem_bytes(warps, B)` bytes.
     let outl = unsafe { red.add(warps as usize * TILE * MB) };
     for (b, ob) in o.iter().enumerate() {
         // SAFETY: slot tid / 16 < blockDim / 16, row tid % 16 < 16, b < 8.
@@ -520,7 +520,7 @@ macro_rules! entries {
         /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
         /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
         /// and `cols % 8 == 0`), and launched one block per tile row of whole warps with
-        /// `smem_bytes(warps)` bytes of shared memory.
+        /// `smem_bytes(warps, B)` bytes of shared memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             dense: *const u64, x: *const u16, y: *mut u16, offsets: *const u32,

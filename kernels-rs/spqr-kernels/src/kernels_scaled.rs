@@ -179,7 +179,7 @@ macro_rules! entries {
         /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
         /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
         /// and `cols % 8 == 0`), chose `pre`/`post` from the matrix's scales, and launched one
-        /// block per tile row of whole warps with `smem_bytes(warps)` bytes of shared
+        /// block per tile row of whole warps with `smem_bytes(warps, B)` bytes of shared
         /// memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
