@@ -3,8 +3,9 @@
 //!
 //! A block computes one tile row (16 rows); its 4 or 8 warps split the columns into steps of 4
 //! tiles (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` holds rows
-//! `2g, 2g + 1` of tile `t` (16 bytes) and the tile's inputs of vector `g` (the MMA's column
-//! `g`; lanes past the batch repeat the last vector), both loaded one step ahead; it rebuilds
+//! `2g, 2g + 1` of tile `t` (16 bytes, through the warp's `WeightRing` like the routed kernel)
+//! and the tile's inputs of vector `g` (the MMA's column `g`; lanes past the batch repeat the
+//! last vector, loaded into registers one step ahead); it rebuilds
 //! the tile's second-order statistics with three xor-shuffles, turns its 32 codes into 16
 //! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (`-z s` in two
 //! fp16 parts). All 8 vectors cost the same instructions. The outliers and the final sums
