@@ -136,36 +136,40 @@ impl WeightRing {
     }
 
     /// Starts the copy of this warp's step `i` (`warp + i * warps`; past the band's last step
-    /// the last step again, which nothing reads) as one commit group.
+    /// the last step again, which nothing reads) into `slot` (`i % RING_SLOTS`, passed so that
+    /// an unrolled loop can make it a constant) as one commit group.
     ///
     /// # Safety
     /// `band_words` holds the band's `nsteps` steps in device order; the ring area is this
-    /// block's shared memory; step `i - (RING_SLOTS - RING_DEPTH)`'s slot was read already.
+    /// block's shared memory; `slot == i % RING_SLOTS`; step `i - (RING_SLOTS - RING_DEPTH)`'s
+    /// slot was read already.
     #[inline(always)]
-    pub(crate) unsafe fn copy(&self, i: u32) {
+    pub(crate) unsafe fn copy(&self, i: u32, slot: u32) {
+        debug_assert!(slot == i % RING_SLOTS);
         let step = (self.warp + i * self.warps).min(self.last_step);
         // SAFETY: 16 aligned bytes of a step of this band into this lane's 16 bytes of the
         // slot (the caller's guarantees).
         unsafe {
             cp_async_16(
-                self.slot0 + 512 * (i % RING_SLOTS),
+                self.slot0 + 512 * slot,
                 self.lane_words.add(step as usize * STEP_WORDS) as *const U32x4,
             );
             cp_async_commit();
         }
     }
 
-    /// Waits for step `i`'s copy and reads this lane's 16 bytes of it.
+    /// Waits for step `i`'s copy and reads this lane's 16 bytes of it from `slot`
+    /// (`i % RING_SLOTS`).
     ///
     /// # Safety
     /// Steps `0..i + RING_DEPTH` were copied, one [`WeightRing::copy`] each, in order.
     #[inline(always)]
-    pub(crate) unsafe fn read(&self, i: u32) -> [u32; 4] {
+    pub(crate) unsafe fn read(&self, slot: u32) -> [u32; 4] {
         // SAFETY: at most RING_DEPTH - 1 groups newer than step i's are pending, so waiting
         // for that many completes it; the slot holds this lane's bytes of step i.
         unsafe {
             cp_async_wait::<{ RING_DEPTH - 1 }>();
-            lds_v4(self.slot0 + 512 * (i % RING_SLOTS)).0
+            lds_v4(self.slot0 + 512 * slot).0
         }
     }
 }
@@ -405,7 +409,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     );
     for d in 0..RING_DEPTH {
         // SAFETY: the band's steps in device order; nothing read yet.
-        unsafe { ring.copy(d) };
+        unsafe { ring.copy(d, d) };
     }
     // The outliers while the first weights are on their way; their sums wait in shared memory
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16, then each warp's
@@ -476,15 +480,22 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         let f = result_scale(e);
         let end = mine.min(i + round);
         let mut frag = frag0;
+        // Unrolled by the ring's slots: rounds start at multiples of RING_SLOTS, so step
+        // i + k sits in slot k and every slot offset is a constant.
         while i < end {
-            // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step i + RING_DEPTH
-            // goes into the slot of step i - 1, read in the previous iteration.
-            let w = unsafe { ring.read(i) };
-            unsafe { ring.copy(i + RING_DEPTH) };
-            // SAFETY: converged warp; `frag` is the lane's slot of this step (or zeros).
-            unsafe { step::<B>(w, frag, g, f, ones, &mut acc) };
-            frag += frag_stride;
-            i += 1;
+            for k in 0..RING_SLOTS {
+                if i < end {
+                    // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step
+                    // i + RING_DEPTH goes into the slot of step i - 1, read already.
+                    let w = unsafe { ring.read(k) };
+                    unsafe { ring.copy(i + RING_DEPTH, (k + RING_DEPTH) % RING_SLOTS) };
+                    // SAFETY: converged warp; `frag` is the lane's slot of this step (or
+                    // zeros).
+                    unsafe { step::<B>(w, frag, g, f, ones, &mut acc) };
+                    frag += frag_stride;
+                    i += 1;
+                }
+            }
         }
     }
     // The copies past the last step (of the band's last tile) finish before the block ends.

@@ -19,7 +19,7 @@ use cmv_device::{
 use crate::kernels::{WeightRing, gather_stats, load_inputs, store_outliers, write_rows};
 use crate::layout::{TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
-use crate::{MAX_BATCH, RING_DEPTH, ring_offset};
+use crate::{MAX_BATCH, RING_DEPTH, RING_SLOTS, ring_offset};
 
 const MB: usize = MAX_BATCH as usize;
 
@@ -132,7 +132,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     );
     for d in 0..RING_DEPTH {
         // SAFETY: the band's steps in device order; nothing read yet.
-        unsafe { ring.copy(d) };
+        unsafe { ring.copy(d, d) };
     }
     let load_x = |i: u32| {
         let tile = 4 * (warp + i * warps) + t;
@@ -151,8 +151,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         next = load_x(i + 1);
         // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step i + RING_DEPTH goes
         // into the slot of step i - 1, read in the previous iteration.
-        let w = unsafe { ring.read(i) };
-        unsafe { ring.copy(i + RING_DEPTH) };
+        let w = unsafe { ring.read(i % RING_SLOTS) };
+        unsafe { ring.copy(i + RING_DEPTH, (i + RING_DEPTH) % RING_SLOTS) };
         // SAFETY: converged warp (`mine` is warp-uniform).
         unsafe { step::<B>(w, x, g, pre, masks, &mut acc) };
         i += 1;

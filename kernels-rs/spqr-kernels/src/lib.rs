@@ -87,6 +87,9 @@ pub const RING_SLOTS: u32 = RING_DEPTH + 1;
 pub const WARP_RING_BYTES: u32 = RING_SLOTS * 512;
 
 const _: () = assert!(RING_SLOTS.is_power_of_two());
+// The routed kernel's rounds start at multiples of RING_SLOTS (its unrolled loop relies on it).
+const _: () =
+    assert!(round_steps(1).is_multiple_of(RING_SLOTS) && round_steps(2).is_multiple_of(RING_SLOTS));
 
 /// Bytes of dynamic shared memory for a block of `warps` warps of the kernel for
 /// `kernel_batch` vectors: each warp's 16 x 8 results, each 16-thread slot's 16 x 8 outlier
