@@ -116,23 +116,38 @@ pub(crate) struct WeightRing {
 
 impl WeightRing {
     /// The ring of warp `warp` (of `warps`) over a band of `nsteps >= 1` steps starting at
-    /// `band_words`, in the ring area at shared address `area` (`warps * WARP_RING_BYTES`).
+    /// `band_words`, in the block's ring area (`ring_offset(warps)` in dynamic shared
+    /// memory), with the copies of its first [`RING_DEPTH`] steps started. Also returns how
+    /// many steps the warp takes (`warp + i * warps` for `i < mine`).
+    ///
+    /// # Safety
+    /// `band_words` holds the band's `nsteps` steps in device order; the block has the ring
+    /// area of `warps` warps.
     #[inline(always)]
-    pub(crate) fn new(
+    pub(crate) unsafe fn start(
         band_words: *const u64,
-        area: u32,
         lane: u32,
         warp: u32,
         warps: u32,
         nsteps: u32,
-    ) -> Self {
-        Self {
-            slot0: area + warp * WARP_RING_BYTES + 16 * lane,
+    ) -> (Self, u32) {
+        let mine = if warp < nsteps {
+            (nsteps - warp).div_ceil(warps)
+        } else {
+            0
+        };
+        let ring = Self {
+            slot0: dyn_smem_addr() + ring_offset(warps) + warp * WARP_RING_BYTES + 16 * lane,
             lane_words: band_words.wrapping_add(2 * lane as usize),
             warp,
             warps,
             last_step: nsteps - 1,
+        };
+        for d in 0..RING_DEPTH {
+            // SAFETY: the caller's guarantees; nothing read yet.
+            unsafe { ring.copy(d, d) };
         }
+        (ring, mine)
     }
 
     /// Starts the copy of this warp's step `i` (`warp + i * warps`; past the band's last step
@@ -394,23 +409,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let band_words = unsafe { dense.add(band as usize * device_band_words(padded_cols as usize)) };
     // This warp's steps are warp + i * warps for i < mine; the weights of step i are copied
     // into shared memory RING_DEPTH steps ahead.
-    let mine = if warp < nsteps {
-        (nsteps - warp).div_ceil(warps)
-    } else {
-        0
-    };
-    let ring = WeightRing::new(
-        band_words,
-        dyn_smem_addr() + ring_offset(warps),
-        lane,
-        warp,
-        warps,
-        nsteps,
-    );
-    for d in 0..RING_DEPTH {
-        // SAFETY: the band's steps in device order; nothing read yet.
-        unsafe { ring.copy(d, d) };
-    }
+    // SAFETY: the band's steps in device order; the launcher gave the ring area.
+    let (ring, mine) = unsafe { WeightRing::start(band_words, lane, warp, warps, nsteps) };
     // The outliers while the first weights are on their way; their sums wait in shared memory
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16, then each warp's
     // staging area and zeros).

@@ -12,14 +12,13 @@
 //! are those of [`crate::kernels`].
 
 use cmv_device::{
-    block_dim_x, block_idx_x, cp_async_wait, dyn_smem_addr, half2_to_f32x2, mma_m16n8k16_f16_f32,
-    thread_idx_x,
+    block_dim_x, block_idx_x, cp_async_wait, half2_to_f32x2, mma_m16n8k16_f16_f32, thread_idx_x,
 };
 
 use crate::kernels::{WeightRing, gather_stats, load_inputs, store_outliers, write_rows};
 use crate::layout::{TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
-use crate::{MAX_BATCH, RING_DEPTH, RING_SLOTS, ring_offset};
+use crate::{MAX_BATCH, RING_DEPTH, RING_SLOTS};
 
 const MB: usize = MAX_BATCH as usize;
 
@@ -117,23 +116,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // This warp's steps are warp + i * warps for i < mine; the weights are copied into the
     // warp's ring in shared memory RING_DEPTH steps ahead, the inputs of step i + 1 loaded into
     // registers while step i is computed.
-    let mine = if warp < nsteps {
-        (nsteps - warp).div_ceil(warps)
-    } else {
-        0
-    };
-    let ring = WeightRing::new(
-        band_words,
-        dyn_smem_addr() + ring_offset(warps),
-        lane,
-        warp,
-        warps,
-        nsteps,
-    );
-    for d in 0..RING_DEPTH {
-        // SAFETY: the band's steps in device order; nothing read yet.
-        unsafe { ring.copy(d, d) };
-    }
+    // SAFETY: the band's steps in device order; the launcher gave the ring area.
+    let (ring, mine) = unsafe { WeightRing::start(band_words, lane, warp, warps, nsteps) };
     let load_x = |i: u32| {
         let tile = 4 * (warp + i * warps) + t;
         // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
