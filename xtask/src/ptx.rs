@@ -309,7 +309,8 @@ fn build_ptx(
 
 /// Symbols a device crate exports to give every kernel of its module a performance directive
 /// (Rust has no attribute for them): `#[unsafe(no_mangle)] pub static CMV_MAXNTID: u32 = N;`
-/// becomes `.maxntid N, 1, 1`, `CMV_MINNCTAPERSM` becomes `.minnctapersm N`.
+/// becomes `.maxntid N, 1, 1`, `CMV_MINNCTAPERSM` becomes `.minnctapersm N`. A symbol with
+/// an entry's name appended (`CMV_MINNCTAPERSM_cmv_foo`) sets it for that entry alone.
 const DIRECTIVES: [(&str, &str, u32); 2] = [
     ("CMV_MAXNTID", ".maxntid {}, 1, 1", 1024),
     ("CMV_MINNCTAPERSM", ".minnctapersm {}", 32),
@@ -338,34 +339,54 @@ fn ptx_static_u32(ptx: &str, symbol: &str) -> Option<u32> {
     })
 }
 
-/// Adds the [`DIRECTIVES`] a module asks for after the parameter list of each of its entries.
-/// (Without `.maxntid`, `ptxas` must allow 1024-thread blocks and caps a kernel at 64
-/// registers; with `.minnctapersm` it knows how many blocks per SM are enough.)
-fn apply_launch_bounds(ptx: &str) -> Result<String> {
+/// The directive lines of entry `entry` (its own symbols first, then the module's).
+fn directive_lines(ptx: &str, entry: &str) -> Result<String> {
     let mut lines = String::new();
     for (symbol, format, max) in DIRECTIVES {
-        if let Some(n) = ptx_static_u32(ptx, symbol) {
+        let own = format!("{symbol}_{entry}");
+        let found = ptx_static_u32(ptx, &own)
+            .map(|n| (own.clone(), n))
+            .or_else(|| ptx_static_u32(ptx, symbol).map(|n| (symbol.to_owned(), n)));
+        if let Some((name, n)) = found {
             if n == 0 || n > max {
-                return Err(Error::Msg(format!("{symbol} = {n}: must be 1..={max}")));
+                return Err(Error::Msg(format!("{name} = {n}: must be 1..={max}")));
             }
             lines.push_str(&format.replace("{}", &n.to_string()));
             lines.push('\n');
         }
     }
-    if lines.is_empty() {
+    Ok(lines)
+}
+
+/// Adds the [`DIRECTIVES`] a module asks for after the parameter list of each of its entries.
+/// (Without `.maxntid`, `ptxas` must allow 1024-thread blocks and caps a kernel at 64
+/// registers; with `.minnctapersm` it knows how many blocks per SM are enough.)
+fn apply_launch_bounds(ptx: &str) -> Result<String> {
+    if !ptx.contains(" CMV_MAXNTID") && !ptx.contains(" CMV_MINNCTAPERSM") {
         return Ok(ptx.to_owned());
     }
+    // The module's own values are checked even where no entry uses them.
+    directive_lines(ptx, "")?;
     let mut out = String::with_capacity(ptx.len() + 64);
-    let mut in_entry_params = false;
+    let mut pending: Option<String> = None;
     for line in ptx.lines() {
         out.push_str(line);
         out.push('\n');
-        let entry = line.starts_with(".visible .entry ") || line.starts_with(".entry ");
-        if entry && !line.contains(')') {
-            in_entry_params = true;
-        } else if (entry && line.contains(')')) || (in_entry_params && line.starts_with(')')) {
+        let entry = line
+            .strip_prefix(".visible .entry ")
+            .or_else(|| line.strip_prefix(".entry "));
+        if let Some(rest) = entry {
+            let name = rest.split(['(', ' ']).next().unwrap_or(rest);
+            let lines = directive_lines(ptx, name)?;
+            if line.contains(')') {
+                out.push_str(&lines);
+            } else {
+                pending = Some(lines);
+            }
+        } else if line.starts_with(')')
+            && let Some(lines) = pending.take()
+        {
             out.push_str(&lines);
-            in_entry_params = false;
         }
     }
     Ok(out)
@@ -512,6 +533,16 @@ mod tests {
             apply_launch_bounds(both)
                 .unwrap()
                 .contains("a()\n.maxntid 128, 1, 1\n.minnctapersm 2\n{")
+        );
+        // An entry's own value wins over the module's.
+        let own = ".global .u32 CMV_MINNCTAPERSM = 2;\n.global .u32 CMV_MINNCTAPERSM_b = 8;\n\
+                   .entry a()\n{\n}\n.entry b(\n\t.param .u32 b_param_0\n)\n{\n}\n";
+        let out = apply_launch_bounds(own).unwrap();
+        assert!(out.contains("a()\n.minnctapersm 2\n{"), "{out}");
+        assert!(out.contains(")\n.minnctapersm 8\n{"), "{out}");
+        assert!(
+            apply_launch_bounds(".global .u32 CMV_MINNCTAPERSM_a = 99;\n.entry a()\n{\n}\n")
+                .is_err()
         );
     }
 

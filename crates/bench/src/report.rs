@@ -48,10 +48,11 @@ pub fn spqr_table(rows: &[crate::spqr::SpqrRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:>12} {:>2} {:<12} {:>6} {:>10} {:>8} {:>7} {:>8} {:>8} {:>9}",
+        "{:>12} {:>2} {:<12} {:>6} {:>6} {:>10} {:>8} {:>7} {:>8} {:>8} {:>9}",
         "shape",
         "b",
         "kernel",
+        "splits",
         "bits/w",
         "median_us",
         "GB/s",
@@ -63,10 +64,11 @@ pub fn spqr_table(rows: &[crate::spqr::SpqrRow]) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:>12} {:>2} {:<12} {:>6.2} {:>10.2} {:>8.1} {:>7.1} {:>8.2}x {:>7.2}x {:>9.1e}",
+            "{:>12} {:>2} {:<12} {:>6} {:>6.2} {:>10.2} {:>8.1} {:>7.1} {:>8.2}x {:>7.2}x {:>9.1e}",
             format!("{}x{}", r.rows, r.cols),
             r.batch,
             r.kernel,
+            r.splits,
             r.bits_per_weight,
             r.median_us,
             r.gbps,

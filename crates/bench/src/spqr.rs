@@ -20,8 +20,10 @@ pub struct SpqrRow {
     pub cols: usize,
     /// Input vectors.
     pub batch: usize,
-    /// `csr`, `ptcsr`, `cmv-fp16` or `cublas-fp16`.
+    /// `csr`, `ptcsr`, `cmv-fp16` or `cublas-fp16`; `csr/s4` for a fixed split (tuning).
     pub kernel: String,
+    /// Blocks per tile row of the SpQR kernel (1 for the dense kernels).
+    pub splits: u32,
     /// Bits per weight read (dense part, outliers and offsets of this encoding).
     pub bits_per_weight: f64,
     /// Median time per call, microseconds.
@@ -71,6 +73,7 @@ pub fn run_gpu(
     gpu: &Gpu,
     cfg: &BenchConfig,
     batches: &[usize],
+    splits: &[Option<u32>],
     ceiling_gbps: f64,
     mut progress: impl FnMut(&SpqrRow),
 ) -> Result<Vec<SpqrRow>, BenchError> {
@@ -123,10 +126,19 @@ pub fn run_gpu(
                 }
                 None => f64::NAN,
             };
-            for (format, name) in [(OutlierFormat::Csr, "csr"), (OutlierFormat::Ptcsr, "ptcsr")] {
+            let variants = [(OutlierFormat::Csr, "csr"), (OutlierFormat::Ptcsr, "ptcsr")]
+                .into_iter()
+                .flat_map(|f| splits.iter().map(move |&s| (f, s)));
+            for ((format, base), split) in variants {
                 for d in &mut mats {
                     d.set_outlier_format(format);
+                    d.set_splits(split).map_err(|e| rt(spqr_err(e)))?;
                 }
+                let name = match split {
+                    None => base.to_owned(),
+                    Some(n) => format!("{base}/s{n}"),
+                };
+                let used = spqr.splits(&mats[0], batch).map_err(|e| rt(spqr_err(e)))?;
                 let mut ys = gpu.upload(&vec![f16::NAN; batch * rows]).map_err(rt)?;
                 spqr.gemv(&mats[0], &dx, &mut ys, batch)
                     .map_err(|e| rt(spqr_err(e)))?;
@@ -158,7 +170,8 @@ pub fn run_gpu(
                     rows,
                     cols,
                     batch,
-                    kernel: name.into(),
+                    kernel: name,
+                    splits: used,
                     bits_per_weight: 8.0 * mats[0].bytes_read() as f64 / (rows * cols) as f64,
                     median_us: us,
                     gbps,
@@ -178,6 +191,7 @@ pub fn run_gpu(
                     cols,
                     batch,
                     kernel: name.into(),
+                    splits: 1,
                     bits_per_weight: 16.0,
                     median_us: us,
                     gbps,

@@ -107,11 +107,25 @@ pub enum SpqrError {
         /// Words needed.
         words: u64,
     },
-    /// A batch outside `1..=16`.
-    #[error("batch {batch} is not supported: the GEMV takes 1 to 16 input vectors")]
+    /// A batch outside `1..=max`.
+    #[error("batch {batch} is not supported: this product takes 1 to {max} input vectors")]
     Batch {
         /// The batch asked for.
         batch: usize,
+        /// The largest batch it takes (16 on the CPU, 8 on the GPU).
+        max: usize,
+    },
+    /// A split of the GPU kernel's tile rows outside what the matrix allows.
+    #[error(
+        "{splits} blocks per tile row is not possible here: pass 1 to {max} (each part needs \
+         at least one step of 64 columns, and at most 16 parts), or None to let the launcher \
+         choose"
+    )]
+    Splits {
+        /// The split asked for.
+        splits: u32,
+        /// The most this matrix allows.
+        max: u32,
     },
     /// A dense word that breaks one of its rules.
     #[error(

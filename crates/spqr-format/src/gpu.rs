@@ -1,7 +1,7 @@
 //! The GPU path: a validated SpQR matrix on the device and the fused dequantize + GEMV kernel
 //! of `kernels-rs/spqr-kernels` (`docs/SPQR.md`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cmv_runtime::cudarc::driver::PushKernelArg;
 use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError};
@@ -10,7 +10,8 @@ use spqr_kernels::layout::{
     SecondOrder, TILE, device_order, first_order, row_qs, row_qz, row_stat_byte,
 };
 use spqr_kernels::{
-    MAX_BATCH, block_threads, is_scaled_kernel, kernel_batch, kernel_name, smem_bytes, tc_scaled,
+    MAX_BATCH, MAX_SPLITS, block_threads, choose_splits, is_scaled_kernel, kernel_batch,
+    kernel_name, smem_bytes, tc_scaled,
 };
 
 use crate::{OutlierFormat, SpqrError, SpqrMatrix};
@@ -27,6 +28,8 @@ pub struct DeviceSpqrMatrix {
     padded_cols: u32,
     format: OutlierFormat,
     permuted: bool,
+    /// Blocks per tile row, when not left to the launcher ([`choose_splits`]).
+    splits: Option<u32>,
     /// Scale factors of the scaled-weights kernel (3 to 8 vectors, `tc_scaled::prescale`): 1.0
     /// unless the scales are too large for its fp16 arithmetic as they are.
     pre: f32,
@@ -88,6 +91,7 @@ impl DeviceSpqrMatrix {
             padded_cols: to_u32(m.padded_cols(), m)?,
             format: m.outlier_format(),
             permuted: m.input_permutation().is_some(),
+            splits: None,
             dense: gpu.upload(&device_order(m.dense(), m.padded_cols()))?,
             csr_offsets: gpu.upload(m.csr_row_offsets())?,
             csr_vals: upload_nonempty(gpu, m.csr_col_vals())?,
@@ -139,6 +143,31 @@ impl DeviceSpqrMatrix {
         self.format = format;
     }
 
+    /// The most blocks a tile row can be split across: one step (64 columns) per part at
+    /// least, at most [`MAX_SPLITS`].
+    pub fn max_splits(&self) -> u32 {
+        self.padded_cols.div_ceil(64).clamp(1, MAX_SPLITS)
+    }
+
+    /// Fixes how many blocks each tile row is split across (`None`: the launcher chooses, by
+    /// [`choose_splits`] for the GPU it runs on). For tuning; the result does not depend on it
+    /// beyond fp32 rounding.
+    ///
+    /// # Errors
+    /// [`SpqrError::Splits`] outside `1..=max_splits()`.
+    pub fn set_splits(&mut self, splits: Option<u32>) -> Result<(), SpqrError> {
+        if let Some(s) = splits
+            && !(1..=self.max_splits()).contains(&s)
+        {
+            return Err(SpqrError::Splits {
+                splits: s,
+                max: self.max_splits(),
+            });
+        }
+        self.splits = splits;
+        Ok(())
+    }
+
     /// Whether the matrix was quantized with an input permutation: then `x` must be given in
     /// the permuted order (`x_perm[c] = x[perm[c]]`, see [`SpqrMatrix::permute_input`]).
     pub fn is_permuted(&self) -> bool {
@@ -161,11 +190,30 @@ impl DeviceSpqrMatrix {
     }
 }
 
-/// The SpQR kernels, loaded once for a [`Gpu`].
+/// Where the parts of split tile rows meet: fp32 partial sums and a counter per tile row
+/// (zero between launches: the last part of each tile row resets it).
+#[derive(Debug)]
+struct Workspace {
+    partials: CudaSlice<f32>,
+    counters: CudaSlice<u32>,
+}
+
+/// One loaded kernel and how many of its 4-warp blocks an SM runs at once.
+#[derive(Debug)]
+struct Loaded {
+    name: &'static str,
+    kernel: Kernel,
+    blocks_per_sm: u32,
+}
+
+/// The SpQR kernels, loaded once for a [`Gpu`], and the workspace of their split tile rows.
+/// Launches go to the `Gpu`'s stream, one after another.
 #[derive(Debug)]
 pub struct SpqrGemv {
     stream: Arc<CudaStream>,
-    kernels: Vec<(&'static str, Kernel)>,
+    sm_count: u32,
+    kernels: Vec<Loaded>,
+    workspace: Mutex<Workspace>,
 }
 
 impl SpqrGemv {
@@ -218,13 +266,70 @@ impl SpqrGemv {
         for b in [1, 2, 4, 8] {
             for pt in [false, true] {
                 let name = kernel_name(b, pt).unwrap_or("cmv_spqr_csr_b1");
-                kernels.push((name, gpu.kernel(&PTX, name)?));
+                let kernel = gpu.kernel(&PTX, name)?;
+                let blocks_per_sm = kernel.max_active_blocks_per_sm(128, smem_bytes(4, b))?;
+                kernels.push(Loaded {
+                    name,
+                    kernel,
+                    blocks_per_sm,
+                });
             }
         }
+        let workspace = Mutex::new(Workspace {
+            partials: gpu.alloc_zeros(1)?,
+            counters: gpu.alloc_zeros(1)?,
+        });
         Ok(Self {
             stream: gpu.stream().clone(),
+            sm_count: gpu.info().sm_count,
             kernels,
+            workspace,
         })
+    }
+
+    /// Blocks per tile row a launch of `m` with `batch` vectors uses: the matrix's fixed
+    /// split, or [`choose_splits`] for this GPU.
+    ///
+    /// # Errors
+    /// [`SpqrError::Batch`]; [`RuntimeError::MissingKernel`] for a kernel [`SpqrGemv::new`]
+    /// did not load.
+    pub fn splits(&self, m: &DeviceSpqrMatrix, batch: usize) -> Result<u32, SpqrError> {
+        let (_, k) = self.kernel(m, batch)?;
+        Ok(self.splits_for(m, k))
+    }
+
+    fn splits_for(&self, m: &DeviceSpqrMatrix, k: &Loaded) -> u32 {
+        m.splits.unwrap_or_else(|| {
+            let warps = block_threads(m.padded_rows, m.padded_cols) / 32;
+            choose_splits(
+                m.padded_rows / 16,
+                m.padded_cols.div_ceil(64),
+                warps,
+                self.sm_count * k.blocks_per_sm,
+            )
+            .min(m.max_splits())
+        })
+    }
+
+    /// The kernel for `batch` vectors and the matrix's outlier encoding, with its batch.
+    fn kernel(&self, m: &DeviceSpqrMatrix, batch: usize) -> Result<(u32, &Loaded), SpqrError> {
+        let b = u32::try_from(batch)
+            .ok()
+            .filter(|b| (1..=MAX_BATCH).contains(b))
+            .ok_or(SpqrError::Batch {
+                batch,
+                max: MAX_BATCH as usize,
+            })?;
+        let name = kernel_name(b, m.format == OutlierFormat::Ptcsr).unwrap_or("cmv_spqr_csr_b1");
+        let k = self
+            .kernels
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or(SpqrError::Runtime(RuntimeError::MissingKernel {
+                module: PTX.name,
+                kernel: name,
+            }))?;
+        Ok((b, k))
     }
 
     /// `y = W' x` for `batch` (1..=8) fp16 vectors `x` (`batch * cols`, in the matrix's input
@@ -240,10 +345,7 @@ impl SpqrGemv {
         y: &mut CudaSlice<f16>,
         batch: usize,
     ) -> Result<(), SpqrError> {
-        let b = u32::try_from(batch)
-            .ok()
-            .filter(|b| (1..=MAX_BATCH).contains(b))
-            .ok_or(SpqrError::Batch { batch })?;
+        let (b, loaded) = self.kernel(m, batch)?;
         let check = |what: &'static str, got: usize, expected: usize| {
             if got < expected {
                 Err(SpqrError::Length {
@@ -258,21 +360,24 @@ impl SpqrGemv {
         check("input", x.len(), batch * m.cols())?;
         check("output", y.len(), batch * m.rows())?;
         let pt = m.format == OutlierFormat::Ptcsr;
-        let name = kernel_name(b, pt).unwrap_or("cmv_spqr_csr_b1");
-        let k = self
-            .kernels
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, k)| k)
-            .ok_or(SpqrError::Runtime(RuntimeError::MissingKernel {
-                module: PTX.name,
-                kernel: name,
-            }))?;
+        let k = &loaded.kernel;
         let threads = block_threads(m.padded_rows, m.padded_cols);
+        let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
+        let bands = m.padded_rows / 16;
+        let splits = self.splits_for(m, loaded);
+        debug_assert!(splits <= m.max_splits());
+        let split_err = || SpqrError::Shape {
+            rows: m.rows(),
+            cols: m.cols(),
+        };
+        let blocks = bands.checked_mul(splits).ok_or_else(split_err)?;
+        let partials_len = (blocks as usize)
+            .checked_mul(16 * kb as usize)
+            .ok_or_else(split_err)?;
         let cfg = LaunchConfig {
-            grid_dim: (m.padded_rows / 16, 1, 1),
+            grid_dim: (blocks, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: smem_bytes(threads / 32, kernel_batch(b).unwrap_or(MAX_BATCH)),
+            shared_mem_bytes: smem_bytes(threads / 32, kb),
         };
         k.check_config(&cfg)?;
         let (offsets, vals) = if pt {
@@ -282,17 +387,41 @@ impl SpqrGemv {
         };
         // 16-byte input loads need every vector to start 16-byte aligned (allocations are).
         let aligned = u32::from(m.cols.is_multiple_of(8));
+        // A poisoned lock only means another launch panicked; the buffers are still whole.
+        let mut ws = self
+            .workspace
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if splits > 1 && (ws.partials.len() < partials_len || ws.counters.len() < bands as usize) {
+            let alloc = |e| RuntimeError::Driver {
+                op: "cuMemAlloc",
+                source: e,
+            };
+            // Zeroed counters; the old buffers are freed in stream order after earlier launches.
+            ws.partials = self.stream.alloc_zeros(partials_len).map_err(alloc)?;
+            ws.counters = self.stream.alloc_zeros(bands as usize).map_err(alloc)?;
+        }
+        let Workspace { partials, counters } = &mut *ws;
         let mut l = k.builder(&self.stream);
         l.arg(&m.dense).arg(x).arg(y).arg(offsets).arg(vals);
-        l.arg(&m.rows).arg(&m.cols).arg(&m.padded_cols).arg(&b);
-        if is_scaled_kernel(kernel_batch(b).unwrap_or(MAX_BATCH)) {
+        l.arg(partials).arg(counters);
+        l.arg(&m.rows)
+            .arg(&m.cols)
+            .arg(&m.padded_cols)
+            .arg(&b)
+            .arg(&splits);
+        if is_scaled_kernel(kb) {
             l.arg(&m.pre).arg(&m.post);
         }
         l.arg(&aligned);
         // SAFETY: `m` comes from a validated `SpqrMatrix` (dense words for every tile row,
         // offsets monotone and inside the outlier words, outlier columns below cols); x and y
-        // were checked against batch, cols and rows; one block per tile row of whole warps;
+        // were checked against batch, cols and rows; blocks of whole warps;
         // `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte aligned);
+        // `splits` blocks per tile row with 1 <= splits <= max_splits() <= its steps, and
+        // with splits > 1 a workspace of bands * splits * 16 * kb partial sums and `bands`
+        // counters, zero between launches (zeroed at allocation, reset by each tile row's
+        // last part; launches on this one stream do not overlap);
         // the scaled-weights kernels (and only they) take `pre`/`post`, from
         // `tc_scaled::prescale` of this matrix's scales; the shared memory is `smem_bytes` for
         // the block's warps and the kernel batch.

@@ -396,7 +396,7 @@ impl SpqrMatrix {
         batch: usize,
     ) -> Result<Vec<f64>> {
         if !(1..=MAX_BATCH).contains(&batch) {
-            return Err(SpqrError::Batch { batch });
+            return Err(SpqrError::Batch { batch, max: 16 });
         }
         let (rows, cols, pc) = (self.rows, self.cols, self.padded_cols);
         check_len("input", x.len(), batch * cols)?;

@@ -151,7 +151,7 @@ impl RtnMatrix {
     /// [`SpqrError::Batch`] or [`SpqrError::Length`].
     pub fn gemv_reference(&self, x: &[f16], batch: usize) -> Result<Vec<f64>> {
         if !(1..=MAX_BATCH).contains(&batch) {
-            return Err(SpqrError::Batch { batch });
+            return Err(SpqrError::Batch { batch, max: 16 });
         }
         check_len("input", x.len(), batch * self.cols)?;
         let w = self.dequantize();
@@ -229,7 +229,7 @@ mod tests {
         assert!(quantize_rtn(&[f32::NAN], 1, 1, 3).is_err());
         assert!(matches!(
             m.gemv_reference(&[f16::ONE; 3], 17),
-            Err(SpqrError::Batch { batch: 17 })
+            Err(SpqrError::Batch { batch: 17, .. })
         ));
     }
 }

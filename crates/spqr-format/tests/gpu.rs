@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use spqr_format::gpu::{DeviceSpqrMatrix, SpqrGemv};
-use spqr_format::{OutlierFormat, QuantizeOptions, quantize};
+use spqr_format::{OutlierFormat, QuantizeOptions, SpqrError, quantize};
 
 fn relative_error(got: &[f16], want: &[f64]) -> f64 {
     let (mut d, mut n) = (0.0, 0.0);
@@ -108,6 +108,70 @@ fn large_and_small_weights_keep_their_accuracy() {
                 err < 1e-3,
                 "weights x{wscale}, inputs x{xscale}, batch {batch}: {err}"
             );
+        }
+    }
+}
+
+#[test]
+fn split_tile_rows_add_up_and_reset_their_counters() {
+    // Every split of the tile rows gives the reference's result, batch 1 to 8, CSR and PTCSR
+    // (the outlier walks are shared out between the parts too); a second launch gives the
+    // same bits (the parts meet in a fixed order, and the last part reset the counters).
+    let Some(gpu) = gpu_for_tests("split_tile_rows_add_up_and_reset_their_counters") else {
+        return;
+    };
+    let spqr = SpqrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(11);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    let (rows, cols) = (100, 3000);
+    let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+    let opts = QuantizeOptions {
+        outlier_fraction: 0.03,
+        ..QuantizeOptions::default()
+    };
+    let m = quantize(&w, rows, cols, &opts).unwrap();
+    let mut dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+    // 3000 columns: 47 steps of 64.
+    assert_eq!(dm.max_splits(), 16);
+    assert!(matches!(
+        dm.set_splits(Some(0)),
+        Err(SpqrError::Splits { splits: 0, max: 16 })
+    ));
+    assert!(matches!(
+        dm.set_splits(Some(17)),
+        Err(SpqrError::Splits {
+            splits: 17,
+            max: 16
+        })
+    ));
+    for batch in [1, 2, 4, 8] {
+        let x: Vec<f16> = (0..batch * cols)
+            .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+            .collect();
+        let want = m.gemv_reference(&x, batch).unwrap();
+        let dx = gpu.upload(&x).unwrap();
+        for format in [OutlierFormat::Csr, OutlierFormat::Ptcsr] {
+            dm.set_outlier_format(format);
+            for splits in [Some(1), Some(2), Some(3), Some(7), Some(16), None] {
+                dm.set_splits(splits).unwrap();
+                let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+                spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
+                let first = gpu.download(&dy).unwrap();
+                let err = relative_error(&first, &want);
+                assert!(
+                    err < 1e-3,
+                    "batch {batch} {format:?} splits {splits:?}: relative error {err}"
+                );
+                spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
+                let again = gpu.download(&dy).unwrap();
+                assert!(
+                    first
+                        .iter()
+                        .zip(&again)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "batch {batch} {format:?} splits {splits:?}: a second launch differs"
+                );
+            }
         }
     }
 }

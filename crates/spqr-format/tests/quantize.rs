@@ -697,11 +697,11 @@ fn bad_inputs_are_errors() {
     let x = to_f16(&[1.0; 40]);
     assert!(matches!(
         m.gemv_reference(&x, 0),
-        Err(SpqrError::Batch { batch: 0 })
+        Err(SpqrError::Batch { batch: 0, max: 16 })
     ));
     assert!(matches!(
         m.gemv_reference(&x, 17),
-        Err(SpqrError::Batch { batch: 17 })
+        Err(SpqrError::Batch { batch: 17, max: 16 })
     ));
     assert!(matches!(
         m.gemv_reference(&x, 3),

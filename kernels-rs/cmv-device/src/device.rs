@@ -70,6 +70,71 @@ pub unsafe fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
+/// `__syncthreads_or(pred)`: a barrier for every thread of the block that also returns, to
+/// every thread, whether `pred` was true in any of them (`bar.red.or.pred`).
+///
+/// # Safety
+/// As [`sync_threads`].
+#[inline(always)]
+pub unsafe fn sync_threads_or(pred: bool) -> bool {
+    let r: u32;
+    // SAFETY: the caller guarantees block-uniform control flow.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p, q;",
+            "setp.ne.u32 p, {v}, 0;",
+            "bar.red.or.pred q, 0, p;",
+            "selp.u32 {r}, 1, 0, q; }}",
+            v = in(reg32) u32::from(pred), r = out(reg32) r, options(nostack)
+        );
+    }
+    r != 0
+}
+
+/// `__threadfence()`: orders this thread's earlier memory accesses before its later ones for
+/// every thread of the GPU (`fence.acq_rel.gpu`).
+///
+/// # Safety
+/// None beyond being device code; `unsafe` to match the accesses it orders.
+#[inline(always)]
+pub unsafe fn fence_gpu() {
+    // SAFETY: no operands.
+    unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) };
+}
+
+/// `atomicAdd` of a `u32` in global memory that returns the old value (`atom.global.add.u32`,
+/// relaxed; pair it with [`fence_gpu`] to publish or observe other writes).
+///
+/// # Safety
+/// `p` must point to a valid, 4-byte-aligned `u32` of global memory that other threads access
+/// only atomically while the kernel runs.
+#[inline(always)]
+pub unsafe fn atomic_add_u32(p: *mut u32, v: u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller guarantees a valid address.
+    unsafe {
+        asm!("atom.global.add.u32 {r}, [{p}], {v};", p = in(reg64) p, v = in(reg32) v,
+             r = out(reg32) r, options(nostack));
+    }
+    r
+}
+
+/// A 32-bit load that other blocks' writes are visible to once ordered by [`fence_gpu`]
+/// (`ld.relaxed.gpu.global.b32`: served by L2, never a stale L1 line).
+///
+/// # Safety
+/// `p` must point to 4 readable, 4-byte-aligned bytes of global memory.
+#[inline(always)]
+pub unsafe fn ld_relaxed_u32(p: *const u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller guarantees a valid, aligned global address.
+    unsafe {
+        asm!("ld.relaxed.gpu.global.b32 {r}, [{p}];", p = in(reg64) p, r = out(reg32) r,
+             options(nostack, readonly));
+    }
+    r
+}
+
 // ---------------------------------------------------------------------------------------------
 // Warp collectives (LLVM's NVVM intrinsics, which LLVM knows to be convergent)
 

@@ -16,9 +16,10 @@
 //! results and the outlier sums meet in shared memory and are added in a fixed order.
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem,
-    dyn_smem_addr, f16_to_f32, f32_to_f16, ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_v4,
-    mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4, sync_threads, sync_warp, thread_idx_x,
+    U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
+    dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, ld_nc_u16, ld_nc_u32, ld_nc_v4,
+    ld_relaxed_u32, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4, sync_threads,
+    sync_threads_or, sync_warp, thread_idx_x,
 };
 
 use crate::layout::{STAT_SHIFT, STEP_WORDS, TILE, device_band_words, outlier_col, outlier_value};
@@ -28,21 +29,61 @@ use crate::tc::{
 };
 use crate::{
     BLOCK_THREADS, MAX_BATCH, MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES,
-    WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, ring_offset, round_steps, sets, stage_offset,
+    WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, part_steps, ring_offset, round_steps, sets,
+    stage_offset,
 };
 
 const MB: usize = MAX_BATCH as usize;
+
+/// Which part of which tile row a block computes: block `b` takes part `b % splits` of tile
+/// row `b / splits`, the steps `part_steps(nsteps, splits, part)` of it and every `splits`-th
+/// outlier walk; with `splits > 1` the parts meet in `partials` (fp32, `[band][part][16][B]`),
+/// and the block that arrives last (by the tile row's counter) adds them in part order.
+#[derive(Clone, Copy)]
+pub(crate) struct Split {
+    pub partials: *mut f32,
+    pub counters: *mut u32,
+    pub splits: u32,
+    pub band: u32,
+    pub part: u32,
+}
+
+impl Split {
+    /// This block's part, from its index.
+    #[inline(always)]
+    pub(crate) fn of_block(partials: *mut f32, counters: *mut u32, splits: u32) -> Self {
+        let b = block_idx_x();
+        Self {
+            partials,
+            counters,
+            splits,
+            band: b / splits,
+            part: b % splits,
+        }
+    }
+}
 
 /// Launch bounds of every kernel here (`cargo xtask ptx` turns this into `.maxntid`): the
 /// launcher never uses more threads, and `ptxas` may then use more than 64 registers.
 #[unsafe(no_mangle)]
 pub static CMV_MAXNTID: u32 = BLOCK_THREADS;
 
-/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 3 blocks of the largest
-/// size (6 of the usual 4 warps), up to 85 registers, which keeps the loop free of recomputed addresses (at 64 `ptxas`
-/// rebuilds them every step).
+/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 6 blocks of 4 warps, up
+/// to 85 registers, which keeps the loops of 2 to 8 vectors free of spills and of recomputed
+/// addresses (at 64, `ptxas` rebuilds them every step or spills).
 #[unsafe(no_mangle)]
-pub static CMV_MINNCTAPERSM: u32 = 3;
+pub static CMV_MINNCTAPERSM: u32 = 6;
+
+/// One vector: 8 blocks of 4 warps (64 registers), a full SM's worth of warps; the kernel
+/// fits in them without spills.
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b1: u32 = 8;
+
+/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b1`].
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b1: u32 = 8;
 
 /// The 16 fp16 inputs `col0..col0 + 16` of vector row `xv` as 8 `half2` words in natural order;
 /// zeros past `cols`.
@@ -204,12 +245,12 @@ pub(crate) unsafe fn store_outliers<const B: usize, const PT: bool>(
     x: *const u16,
     cols: u32,
     batch: u32,
-    band: u32,
+    split: &Split,
     tid: u32,
     warps: u32,
 ) -> (*mut f32, *mut f32) {
     // SAFETY: forwarded from the launcher's checks.
-    let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, band, tid) };
+    let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, split, tid) };
     let red = dyn_smem() as *mut f32;
     // SAFETY: the launcher gave `smem_bytes(warps, B)` bytes.
     let outl = unsafe { red.add(warps as usize * TILE * MB) };
@@ -221,11 +262,15 @@ pub(crate) unsafe fn store_outliers<const B: usize, const PT: bool>(
 }
 
 /// After a block barrier, adds the warps' results and the outlier sums of each row and
-/// vector in a fixed order and writes the fp16 outputs of the tile row `band`.
+/// vector in a fixed order and writes the fp16 outputs of the tile row; a part of a split
+/// tile row stores its sums in `split.partials` instead, and the last part to arrive adds
+/// all parts' sums in part order (a deterministic result) and resets the tile row's counter.
 ///
 /// # Safety
 /// Every thread of the block calls it; `red` and `outl` from [`store_outliers`], every warp's
-/// part of `red` written; `y` holds `batch` vectors of `rows` outputs.
+/// part of `red` written; `y` holds `batch` vectors of `rows` outputs; with `split.splits > 1`,
+/// `split.partials` holds `[bands][splits][16][B]` values and the tile row's counter counts
+/// the parts that arrived (zero before the launch).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn write_rows<const B: usize>(
@@ -234,15 +279,15 @@ pub(crate) unsafe fn write_rows<const B: usize>(
     y: *mut u16,
     rows: u32,
     batch: u32,
-    band: u32,
+    split: &Split,
     tid: u32,
     warps: u32,
 ) {
     // SAFETY: every thread reaches this barrier (the caller's guarantee).
     unsafe { sync_threads() };
-    // Blocks of one warp have fewer threads than 16 B outputs.
-    let mut idx = tid;
-    while idx < 16 * B as u32 {
+    let n = 16 * B as u32;
+    // This block's sum of row `idx / B`, vector `idx % B`.
+    let block_sum = |idx: u32| {
         let (rr, b) = ((idx / B as u32) as usize, (idx % B as u32) as usize);
         let mut total = 0.0f32;
         for w in 0..warps as usize {
@@ -253,10 +298,63 @@ pub(crate) unsafe fn write_rows<const B: usize>(
             // SAFETY: inside the outlier area.
             total += unsafe { *outl.add((slot * TILE + rr) * MB + b) };
         }
-        let row = 16 * band + rr as u32;
-        if row < rows && (b as u32) < batch {
+        total
+    };
+    let split_rows = split.splits > 1;
+    // The tile row's partial sums: part p's at `part_sums + p * n`.
+    let part_sums = split
+        .partials
+        .wrapping_add((split.band * split.splits) as usize * n as usize);
+    if split_rows {
+        let mine = part_sums.wrapping_add((split.part * n) as usize);
+        // Blocks of one warp have fewer threads than 16 B sums.
+        let mut idx = tid;
+        while idx < n {
+            // SAFETY: inside this part's partial sums (the caller's guarantee).
+            unsafe { *mine.add(idx as usize) = block_sum(idx) };
+            idx += block_dim_x();
+        }
+        // Publish the sums, then count this part in; the last one to arrive reads them all.
+        // SAFETY: every thread of the block reaches both barriers; the counter is this tile
+        // row's (the caller's guarantee).
+        let last = unsafe {
+            fence_gpu();
+            sync_threads_or(
+                tid == 0
+                    && atomic_add_u32(split.counters.add(split.band as usize), 1)
+                        == split.splits - 1,
+            )
+        };
+        if !last {
+            return;
+        }
+        if tid == 0 {
+            // Every part has arrived: ready for the next launch.
+            // SAFETY: the tile row's counter; no other block touches it any more.
+            unsafe { *split.counters.add(split.band as usize) = 0 };
+        }
+        // SAFETY: no operands; orders the reads below after the other parts' published sums.
+        unsafe { fence_gpu() };
+    }
+    let mut idx = tid;
+    while idx < n {
+        let total = if split_rows {
+            let mut t = 0.0f32;
+            for p in 0..split.splits {
+                // SAFETY: inside the tile row's partial sums; written and published by part p.
+                t += f32::from_bits(unsafe {
+                    ld_relaxed_u32(part_sums.add((p * n + idx) as usize) as *const u32)
+                });
+            }
+            t
+        } else {
+            block_sum(idx)
+        };
+        let (rr, b) = (idx / B as u32, idx % B as u32);
+        let row = 16 * split.band + rr;
+        if row < rows && b < batch {
             // SAFETY: row < rows and b < batch outputs.
-            unsafe { *y.add(b * rows as usize + row as usize) = f32_to_f16(total) };
+            unsafe { *y.add(b as usize * rows as usize + row as usize) = f32_to_f16(total) };
         }
         idx += block_dim_x();
     }
@@ -330,9 +428,12 @@ pub(crate) unsafe fn outlier_sums<const B: usize, const PT: bool>(
     x: *const u16,
     cols: u32,
     batch: u32,
-    band: u32,
+    split: &Split,
     tid: u32,
 ) -> [f32; B] {
+    let band = split.band;
+    // The parts of a split tile row take every `splits`-th walk: slot s of part p starts
+    // where slot `p * slots + s` of a single block would.
     let (first, end, stride) = if PT {
         // SAFETY: the block offsets have one entry per tile row, plus one.
         let (a, b) = unsafe {
@@ -341,12 +442,17 @@ pub(crate) unsafe fn outlier_sums<const B: usize, const PT: bool>(
                 ld_nc_u32(offsets.add(band as usize + 1)),
             )
         };
-        (a + tid, b, block_dim_x())
+        (
+            a + split.part * block_dim_x() + tid,
+            b,
+            split.splits * block_dim_x(),
+        )
     } else {
         let row = (16 * band + (tid & 15)) as usize;
         // SAFETY: the row offsets have one entry per padded row, plus one.
         let (a, b) = unsafe { (ld_nc_u32(offsets.add(row)), ld_nc_u32(offsets.add(row + 1))) };
-        (a + (tid >> 4), b, block_dim_x() >> 4)
+        let slots = block_dim_x() >> 4;
+        (a + split.part * slots + (tid >> 4), b, split.splits * slots)
     };
     let mut o = [0.0f32; B];
     let mut e = first;
@@ -386,6 +492,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     y: *mut u16,
     offsets: *const u32,
     col_vals: *const u32,
+    split: Split,
     rows: u32,
     cols: u32,
     padded_cols: u32,
@@ -401,22 +508,29 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let tid = thread_idx_x();
     let (lane, warp, warps) = (tid & 31, tid >> 5, block_dim_x() >> 5);
     let (g, t) = (lane >> 2, lane & 3);
-    let band = block_idx_x();
-    let ntiles = padded_cols / TILE as u32;
-    let nsteps = ntiles.div_ceil(4);
-    // SAFETY: the band's words are inside the dense part (the device order: tile row `band`
-    // starts at word `band * device_band_words(padded_cols)`, see `layout::device_word`).
-    let band_words = unsafe { dense.add(band as usize * device_band_words(padded_cols as usize)) };
-    // This warp's steps are warp + i * warps for i < mine; the weights of step i are copied
-    // into shared memory RING_DEPTH steps ahead.
-    // SAFETY: the band's steps in device order; the launcher gave the ring area.
-    let (ring, mine) = unsafe { WeightRing::start(band_words, lane, warp, warps, nsteps) };
+    let nsteps = (padded_cols / TILE as u32).div_ceil(4);
+    // This block's steps of its tile row: s0..s1.
+    let (s0, s1) = part_steps(nsteps, split.splits, split.part);
+    // SAFETY: the part's words are inside the dense part (the device order: tile row `band`
+    // starts at word `band * device_band_words(padded_cols)`, see `layout::device_word`, and
+    // s1 <= nsteps).
+    let part_words = unsafe {
+        dense.add(
+            split.band as usize * device_band_words(padded_cols as usize)
+                + s0 as usize * STEP_WORDS,
+        )
+    };
+    // This warp's steps are s0 + warp + i * warps for i < mine; the weights of step i are
+    // copied into shared memory RING_DEPTH steps ahead.
+    // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
+    // launcher gave the ring area.
+    let (ring, mine) = unsafe { WeightRing::start(part_words, lane, warp, warps, s1 - s0) };
     // The outliers while the first weights are on their way; their sums wait in shared memory
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16, then each warp's
     // staging area and zeros).
     // SAFETY: forwarded from the launcher's checks.
     let (red, outl) =
-        unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, band, tid, warps) };
+        unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, &split, tid, warps) };
     let area = dyn_smem_addr() + stage_offset(warps) + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane < ZERO_BYTES / 16 {
@@ -450,7 +564,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         for (k, r) in raw.iter_mut().enumerate().take(units) {
             let u = lane + 32 * k as u32;
             let (ti, v) = (u % (4 * round), u / (4 * round));
-            let tile = (warp + (i + ti / 4) * warps) * 4 + ti % 4;
+            let tile = (s0 + warp + (i + ti / 4) * warps) * 4 + ti % 4;
             // SAFETY: vector min(v, batch - 1) < batch is inside the input; `aligned` was
             // checked by the launcher; reads are bounded by cols.
             *r = unsafe {
@@ -520,7 +634,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         }
     }
     // SAFETY: every thread gets here; every warp wrote its part of `red`.
-    unsafe { write_rows::<B>(red, outl, y, rows, batch, band, tid, warps) };
+    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps) };
 }
 
 macro_rules! entries {
@@ -530,18 +644,22 @@ macro_rules! entries {
         /// # Safety
         /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
         /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
-        /// and `cols % 8 == 0`), and launched one block per tile row of whole warps with
-        /// `smem_bytes(warps, B)` bytes of shared memory.
+        /// and `cols % 8 == 0`), and launched `splits` blocks per tile row (`1 <= splits <=`
+        /// its steps) of whole warps with `smem_bytes(warps, B)` bytes of shared memory;
+        /// with `splits > 1`, `partials` holds `bands * splits * 16 * B` values and `counters`
+        /// one zero per tile row.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             dense: *const u64, x: *const u16, y: *mut u16, offsets: *const u32,
-            col_vals: *const u32, rows: u32, cols: u32, padded_cols: u32, batch: u32,
-            aligned: u32,
+            col_vals: *const u32, partials: *mut f32, counters: *mut u32, rows: u32, cols: u32,
+            padded_cols: u32, batch: u32, splits: u32, aligned: u32,
         ) {
+            let split = Split::of_block(partials, counters, splits);
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 spqr_gemv::<$b, $pt>(
-                    dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, aligned,
+                    dense, x, y, offsets, col_vals, split, rows, cols, padded_cols, batch,
+                    aligned,
                 )
             }
         }

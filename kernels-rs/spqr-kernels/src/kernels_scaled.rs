@@ -11,14 +11,12 @@
 //! fp16 parts). All 8 vectors cost the same instructions. The outliers and the final sums
 //! are those of [`crate::kernels`].
 
-use cmv_device::{
-    block_dim_x, block_idx_x, cp_async_wait, half2_to_f32x2, mma_m16n8k16_f16_f32, thread_idx_x,
-};
+use cmv_device::{block_dim_x, cp_async_wait, half2_to_f32x2, mma_m16n8k16_f16_f32, thread_idx_x};
 
-use crate::kernels::{WeightRing, gather_stats, load_inputs, store_outliers, write_rows};
-use crate::layout::{TILE, device_band_words, row_qs, row_qz};
+use crate::kernels::{Split, WeightRing, gather_stats, load_inputs, store_outliers, write_rows};
+use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
-use crate::{MAX_BATCH, RING_DEPTH, RING_SLOTS};
+use crate::{MAX_BATCH, RING_DEPTH, RING_SLOTS, part_steps};
 
 const MB: usize = MAX_BATCH as usize;
 
@@ -85,6 +83,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     y: *mut u16,
     offsets: *const u32,
     col_vals: *const u32,
+    split: Split,
     rows: u32,
     cols: u32,
     padded_cols: u32,
@@ -96,12 +95,18 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let tid = thread_idx_x();
     let (lane, warp, warps) = (tid & 31, tid >> 5, block_dim_x() >> 5);
     let (g, t) = (lane >> 2, lane & 3);
-    let band = block_idx_x();
-    let ntiles = padded_cols / TILE as u32;
-    let nsteps = ntiles.div_ceil(4);
-    // SAFETY: the band's words are inside the dense part (the device order: tile row `band`
-    // starts at word `band * device_band_words(padded_cols)`, see `layout::device_word`).
-    let band_words = unsafe { dense.add(band as usize * device_band_words(padded_cols as usize)) };
+    let nsteps = (padded_cols / TILE as u32).div_ceil(4);
+    // This block's steps of its tile row: s0..s1.
+    let (s0, s1) = part_steps(nsteps, split.splits, split.part);
+    // SAFETY: the part's words are inside the dense part (the device order: tile row `band`
+    // starts at word `band * device_band_words(padded_cols)`, see `layout::device_word`, and
+    // s1 <= nsteps).
+    let part_words = unsafe {
+        dense.add(
+            split.band as usize * device_band_words(padded_cols as usize)
+                + s0 as usize * STEP_WORDS,
+        )
+    };
     // SAFETY: vector min(g, batch - 1) < batch is inside the input.
     let xv = unsafe { x.add(g.min(batch - 1) as usize * cols as usize) };
     // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 8):
@@ -113,13 +118,14 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         zero_hi: [0.0; 4],
         zero_lo: [0.0; 4],
     };
-    // This warp's steps are warp + i * warps for i < mine; the weights are copied into the
-    // warp's ring in shared memory RING_DEPTH steps ahead, the inputs of step i + 1 loaded into
-    // registers while step i is computed.
-    // SAFETY: the band's steps in device order; the launcher gave the ring area.
-    let (ring, mine) = unsafe { WeightRing::start(band_words, lane, warp, warps, nsteps) };
+    // This warp's steps are s0 + warp + i * warps for i < mine; the weights are copied into
+    // the warp's ring in shared memory RING_DEPTH steps ahead, the inputs of step i + 1 loaded
+    // into registers while step i is computed.
+    // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
+    // launcher gave the ring area.
+    let (ring, mine) = unsafe { WeightRing::start(part_words, lane, warp, warps, s1 - s0) };
     let load_x = |i: u32| {
-        let tile = 4 * (warp + i * warps) + t;
+        let tile = 4 * (s0 + warp + i * warps) + t;
         // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
         unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) }
     };
@@ -128,7 +134,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
     // SAFETY: forwarded from the launcher's checks.
     let (red, outl) =
-        unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, band, tid, warps) };
+        unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, &split, tid, warps) };
     let mut i = 0;
     while i < mine {
         let x = next;
@@ -153,7 +159,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         };
     }
     // SAFETY: every thread gets here; every warp wrote its part of `red`.
-    unsafe { write_rows::<B>(red, outl, y, rows, batch, band, tid, warps) };
+    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps) };
 }
 
 macro_rules! entries {
@@ -163,20 +169,23 @@ macro_rules! entries {
         /// # Safety
         /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
         /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
-        /// and `cols % 8 == 0`), chose `pre`/`post` from the matrix's scales, and launched one
-        /// block per tile row of whole warps with `smem_bytes(warps, B)` bytes of shared
-        /// memory.
+        /// and `cols % 8 == 0`), chose `pre`/`post` from the matrix's scales, and launched
+        /// `splits` blocks per tile row (`1 <= splits <=` its steps) of whole warps with
+        /// `smem_bytes(warps, B)` bytes of shared memory; with `splits > 1`, `partials` holds
+        /// `bands * splits * 16 * B` values and `counters` one zero per tile row.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             dense: *const u64, x: *const u16, y: *mut u16, offsets: *const u32,
-            col_vals: *const u32, rows: u32, cols: u32, padded_cols: u32, batch: u32,
-            pre: f32, post: f32, aligned: u32,
+            col_vals: *const u32, partials: *mut f32, counters: *mut u32, rows: u32,
+            cols: u32, padded_cols: u32, batch: u32, splits: u32, pre: f32, post: f32,
+            aligned: u32,
         ) {
+            let split = Split::of_block(partials, counters, splits);
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 spqr_gemv::<$b, $pt>(
-                    dense, x, y, offsets, col_vals, rows, cols, padded_cols, batch, pre, post,
-                    aligned,
+                    dense, x, y, offsets, col_vals, split, rows, cols, padded_cols, batch, pre,
+                    post, aligned,
                 )
             }
         }

@@ -14,7 +14,7 @@ mod kernels;
 mod kernels_scaled;
 
 /// Most threads per block of the kernel (one block per tile row); see [`block_threads`].
-pub const BLOCK_THREADS: u32 = 256;
+pub const BLOCK_THREADS: u32 = 128;
 /// Largest batch a kernel runs (kernels exist for 1, 2, 4 and 8).
 pub const MAX_BATCH: u32 = 8;
 /// The kernel batch (outlier accumulators per row) that runs `batch` vectors.
@@ -28,15 +28,55 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
     }
 }
 
-/// Threads per block for a matrix of `padded_rows x padded_cols`: 4 warps per tile row, or 8
-/// when there are fewer than 512 tile rows (so that short, wide matrices still fill the GPU),
-/// never more warps than the tile row has steps of 4 tiles. (4 warps measured best from 688
-/// tile rows on, 8 below, on an H200: docs/PERF.md.)
-pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
+/// Threads per block for a matrix of `padded_rows x padded_cols`: 4 warps, never more warps
+/// than a tile row has steps of 4 tiles. (Short, wide matrices fill the GPU by splitting
+/// their tile rows instead, [`choose_splits`].)
+pub const fn block_threads(_padded_rows: u32, padded_cols: u32) -> u32 {
     let steps = padded_cols.div_ceil(64);
-    let want = if padded_rows / 16 < 512 { 8 } else { 4 };
-    let warps = if steps < want { steps } else { want };
+    let warps = if steps < 4 { steps } else { 4 };
     32 * if warps == 0 { 1 } else { warps }
+}
+
+/// Most blocks one tile row is split across.
+pub const MAX_SPLITS: u32 = 16;
+/// Fewest steps per warp a part of a split tile row keeps: below that, a block's fixed costs
+/// (its first weight copies, its outliers, the parts' meeting) outweigh a better balance.
+pub const MIN_PART_STEPS_PER_WARP: u32 = 4;
+
+/// The steps `s0..s1` of part `part` of a tile row of `nsteps` steps split into `splits`
+/// parts (as equal as can be; non-empty when `splits <= nsteps`).
+pub const fn part_steps(nsteps: u32, splits: u32, part: u32) -> (u32, u32) {
+    let (n, s) = (nsteps as u64, splits as u64);
+    (
+        (part as u64 * n / s) as u32,
+        ((part as u64 + 1) * n / s) as u32,
+    )
+}
+
+/// How many blocks to split each of `bands` tile rows of `nsteps` steps across, for blocks of
+/// `warps` warps on a GPU that runs `slots` such blocks at once (SMs times blocks per SM):
+/// the kernel runs `bands * splits` blocks, and the last of `ceil(blocks / slots)` waves is
+/// the tail where SMs idle. Picks the split (at most [`MAX_SPLITS`], parts of at least
+/// [`MIN_PART_STEPS_PER_WARP`] steps per warp) whose waves are the fullest, preferring
+/// fewer splits unless more fill the waves by over 2%.
+pub fn choose_splits(bands: u32, nsteps: u32, warps: u32, slots: u32) -> u32 {
+    if bands == 0 || slots == 0 {
+        return 1;
+    }
+    let most = (nsteps / (MIN_PART_STEPS_PER_WARP * warps.max(1))).clamp(1, MAX_SPLITS);
+    let fill = |s: u32| {
+        let blocks = u64::from(bands) * u64::from(s);
+        let waves = blocks.div_ceil(u64::from(slots));
+        blocks as f64 / (waves * u64::from(slots)) as f64
+    };
+    let (mut best, mut best_fill) = (1, fill(1));
+    for s in 2..=most {
+        let f = fill(s);
+        if f > best_fill * 1.02 {
+            (best, best_fill) = (s, f);
+        }
+    }
+    best
 }
 
 /// Largest kernel batch of the routed kernel ([`tc`]); larger batches run the scaled-weights
@@ -119,6 +159,52 @@ pub const fn stage_offset(warps: u32) -> u32 {
 const _: () = assert!(smem_bytes(BLOCK_THREADS / 32, 1) <= 48 * 1024);
 const _: () =
     assert!(smem_bytes(BLOCK_THREADS / 32, MAX_BATCH) <= smem_bytes(BLOCK_THREADS / 32, 1));
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod split_tests {
+    use super::*;
+
+    #[test]
+    fn parts_cover_the_steps_once_in_order() {
+        for nsteps in 1..100 {
+            for splits in 1..=nsteps.min(MAX_SPLITS) {
+                let mut next = 0;
+                for p in 0..splits {
+                    let (s0, s1) = part_steps(nsteps, splits, p);
+                    assert_eq!(s0, next, "{nsteps} steps, {splits} splits, part {p}");
+                    assert!(s1 > s0, "empty part {p} of {splits} over {nsteps} steps");
+                    next = s1;
+                }
+                assert_eq!(next, nsteps);
+            }
+        }
+    }
+
+    #[test]
+    fn splits_fill_the_waves_within_limits() {
+        // 1792 tile rows of 128 steps on 132 SMs x 8 blocks: 1.7 waves unsplit (85% full),
+        // 7 parts make 11.9 waves (99%).
+        assert_eq!(choose_splits(1792, 128, 4, 1056), 7);
+        // 512 tile rows of 448 steps: half a wave; 2 parts nearly fill it.
+        assert_eq!(choose_splits(512, 448, 4, 1056), 2);
+        // Many full waves already: no split.
+        assert_eq!(choose_splits(4 * 1056, 128, 4, 1056), 1);
+        // Too few steps to split.
+        assert_eq!(choose_splits(10, 15, 4, 1056), 1);
+        // Far from one wave: as many parts as the steps allow.
+        assert_eq!(choose_splits(3, 129, 4, 1056), 8);
+        for (bands, nsteps) in [(1, 1), (7, 3000), (300, 64), (2000, 500), (1, 10_000)] {
+            let s = choose_splits(bands, nsteps, 4, 1056);
+            assert!((1..=MAX_SPLITS).contains(&s));
+            assert!(
+                s == 1 || nsteps / s >= 4 * MIN_PART_STEPS_PER_WARP,
+                "{bands} {nsteps}: {s}"
+            );
+        }
+        assert_eq!(choose_splits(0, 10, 4, 1056), 1);
+        assert_eq!(choose_splits(10, 10, 4, 0), 1);
+    }
+}
 
 /// PTX name of the kernel for `batch` vectors and the outlier format.
 pub fn kernel_name(batch: u32, ptcsr: bool) -> Option<&'static str> {

@@ -52,6 +52,10 @@ struct Args {
     /// SpQR suite: batches (kernels exist for 1, 2, 4 and 8 vectors).
     #[arg(long, value_delimiter = ',', default_value = "1,4,8")]
     spqr_batches: Vec<usize>,
+    /// SpQR suite: blocks per tile row, comma-separated: `auto` (the launcher's choice) and
+    /// fixed splits to compare with it (rows named like `csr/s4`), for tuning.
+    #[arg(long, value_delimiter = ',', default_value = "auto", value_parser = parse_splits)]
+    spqr_splits: Vec<Option<u32>>,
     /// The weights suite's safetensors model (`cargo xtask fetch-model` writes the default).
     #[arg(long, default_value = bench::weights::DEFAULT_MODEL)]
     model: PathBuf,
@@ -61,6 +65,16 @@ struct Args {
     /// MatVANS chain: standard deviation of the entries.
     #[arg(long, default_value_t = 4.0)]
     ans_sigma: f64,
+}
+
+fn parse_splits(s: &str) -> Result<Option<u32>, String> {
+    if s == "auto" {
+        return Ok(None);
+    }
+    match s.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(format!("split {s:?} is neither `auto` nor a number from 1")),
+    }
 }
 
 fn parse_shape(s: &str) -> Result<(usize, usize), String> {
@@ -197,14 +211,16 @@ fn run(args: &Args) -> Result<(), BenchError> {
                     &gpu,
                     &cfg,
                     &args.spqr_batches,
+                    &args.spqr_splits,
                     ceiling.gbps,
                     |r| {
                         eprintln!(
-                            "  spqr/{} {}x{} b{}: {:.2} us, {:.1} GB/s ({:.1}%), {:.2}x cuBLAS, {:.2}x dense, {:.2} bits/w",
+                            "  spqr/{} {}x{} b{} ({} splits): {:.2} us, {:.1} GB/s ({:.1}%), {:.2}x cuBLAS, {:.2}x dense, {:.2} bits/w",
                             r.kernel,
                             r.rows,
                             r.cols,
                             r.batch,
+                            r.splits,
                             r.median_us,
                             r.gbps,
                             r.pct_of_ceiling,
