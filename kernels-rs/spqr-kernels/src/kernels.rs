@@ -152,7 +152,8 @@ pub(crate) struct WeightRing {
     lane_words: *const u64,
     warp: u32,
     warps: u32,
-    last_step: u32,
+    /// The warp's steps.
+    mine: u32,
 }
 
 impl WeightRing {
@@ -182,7 +183,7 @@ impl WeightRing {
             lane_words: band_words.wrapping_add(2 * lane as usize),
             warp,
             warps,
-            last_step: nsteps - 1,
+            mine,
         };
         for d in 0..RING_DEPTH {
             // SAFETY: the caller's guarantees; nothing read yet.
@@ -191,9 +192,10 @@ impl WeightRing {
         (ring, mine)
     }
 
-    /// Starts the copy of this warp's step `i` (`warp + i * warps`; past the band's last step
-    /// the last step again, which nothing reads) into `slot` (`i % RING_SLOTS`, passed so that
-    /// an unrolled loop can make it a constant) as one commit group.
+    /// Starts the copy of this warp's step `i` (`warp + i * warps`; nothing past its last
+    /// step) into `slot` (`i % RING_SLOTS`, passed so that an unrolled loop can make it a
+    /// constant) as one commit group (empty past the last step, so that the groups still
+    /// count steps).
     ///
     /// # Safety
     /// `band_words` holds the band's `nsteps` steps in device order; the ring area is this
@@ -202,16 +204,19 @@ impl WeightRing {
     #[inline(always)]
     pub(crate) unsafe fn copy(&self, i: u32, slot: u32) {
         debug_assert!(slot == i % RING_SLOTS);
-        let step = (self.warp + i * self.warps).min(self.last_step);
-        // SAFETY: 16 aligned bytes of a step of this band into this lane's 16 bytes of the
-        // slot (the caller's guarantees).
-        unsafe {
-            cp_async_16(
-                self.slot0 + 512 * slot,
-                self.lane_words.add(step as usize * STEP_WORDS) as *const U32x4,
-            );
-            cp_async_commit();
+        if i < self.mine {
+            let step = self.warp + i * self.warps;
+            // SAFETY: 16 aligned bytes of a step of this band into this lane's 16 bytes of the
+            // slot (the caller's guarantees).
+            unsafe {
+                cp_async_16(
+                    self.slot0 + 512 * slot,
+                    self.lane_words.add(step as usize * STEP_WORDS) as *const U32x4,
+                )
+            };
         }
+        // SAFETY: no operands.
+        unsafe { cp_async_commit() };
     }
 
     /// Waits for step `i`'s copy and reads this lane's 16 bytes of it from `slot`
@@ -235,22 +240,19 @@ impl WeightRing {
 /// (`out[slot][row][vector]`, slot = tid / 16, filled here).
 ///
 /// # Safety
-/// The launcher's checks (see [`outlier_sums`]) and `smem_bytes(warps, B)` bytes of shared
-/// memory.
+/// As [`outlier_sums`]; `smem_bytes(warps, B)` bytes of shared memory.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn store_outliers<const B: usize, const PT: bool>(
-    offsets: *const u32,
+pub(crate) unsafe fn store_outliers<const B: usize>(
+    walk: OutlierWalk,
     col_vals: *const u32,
     x: *const u16,
     cols: u32,
     batch: u32,
-    split: &Split,
     tid: u32,
     warps: u32,
 ) -> (*mut f32, *mut f32) {
-    // SAFETY: forwarded from the launcher's checks.
-    let o = unsafe { outlier_sums::<B, PT>(offsets, col_vals, x, cols, batch, split, tid) };
+    // SAFETY: forwarded from the caller.
+    let o = unsafe { outlier_sums::<B>(walk, col_vals, x, cols, batch) };
     let red = dyn_smem() as *mut f32;
     // SAFETY: the launcher gave `smem_bytes(warps, B)` bytes.
     let outl = unsafe { red.add(warps as usize * TILE * MB) };
@@ -314,16 +316,19 @@ pub(crate) unsafe fn write_rows<const B: usize>(
             unsafe { *mine.add(idx as usize) = block_sum(idx) };
             idx += block_dim_x();
         }
-        // Publish the sums, then count this part in; the last one to arrive reads them all.
+        // Publish the sums (the barrier orders the block's writes before thread 0's fence),
+        // then count this part in; the last one to arrive reads them all.
         // SAFETY: every thread of the block reaches both barriers; the counter is this tile
         // row's (the caller's guarantee).
         let last = unsafe {
-            fence_gpu();
-            sync_threads_or(
-                tid == 0
-                    && atomic_add_u32(split.counters.add(split.band as usize), 1)
-                        == split.splits - 1,
-            )
+            sync_threads();
+            let mut last = false;
+            if tid == 0 {
+                fence_gpu();
+                last =
+                    atomic_add_u32(split.counters.add(split.band as usize), 1) == split.splits - 1;
+            }
+            sync_threads_or(last)
         };
         if !last {
             return;
@@ -412,30 +417,37 @@ unsafe fn step<const B: usize>(
         }
     }
 }
-/// The outliers' part of row `tid % 16` of the tile row for each vector, from the entries
-/// this thread walks (PTCSR: entry k of row r sits at 16 k + r and the block stride is a
-/// multiple of 16; CSR: slot tid / 16 walks the row with stride blockDim / 16). Four entries
-/// at a time, so their loads overlap.
+/// Outlier entries whose loads a thread issues at once for 1-2 vectors (2 for 4-8 vectors,
+/// whose kernels have fewer registers to spare).
+const OUTLIER_LOADS: usize = 8;
+
+/// The outlier entries a thread adds up: `first, first + stride, ...` below `end`.
+#[derive(Clone, Copy)]
+pub(crate) struct OutlierWalk {
+    first: u32,
+    end: u32,
+    stride: u32,
+}
+
+/// The outlier entries of row `tid % 16` of the tile row that this thread walks (PTCSR: entry
+/// k of row r sits at 16 k + r and the block stride is a multiple of 16; CSR: slot tid / 16
+/// walks the row with stride blockDim / 16), from the offsets.
 ///
 /// # Safety
-/// The launcher's checks: offsets and outlier words validated, outlier columns below `cols`,
-/// `x` holding `batch` vectors.
+/// The launcher's checks: offsets validated, one per padded row (CSR) or tile row (PTCSR),
+/// plus one.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn outlier_sums<const B: usize, const PT: bool>(
+pub(crate) unsafe fn outlier_walk<const PT: bool>(
     offsets: *const u32,
-    col_vals: *const u32,
-    x: *const u16,
-    cols: u32,
-    batch: u32,
     split: &Split,
     tid: u32,
-) -> [f32; B] {
+) -> OutlierWalk {
     let band = split.band;
     // The parts of a split tile row take every `splits`-th walk: slot s of part p starts
     // where slot `p * slots + s` of a single block would.
     let (first, end, stride) = if PT {
-        // SAFETY: the block offsets have one entry per tile row, plus one.
+        // SAFETY: the block offsets have one entry per tile row, plus one (the caller's
+        // guarantee).
         let (a, b) = unsafe {
             (
                 ld_nc_u32(offsets.add(band as usize)),
@@ -454,32 +466,59 @@ pub(crate) unsafe fn outlier_sums<const B: usize, const PT: bool>(
         let slots = block_dim_x() >> 4;
         (a + split.part * slots + (tid >> 4), b, split.splits * slots)
     };
+    OutlierWalk { first, end, stride }
+}
+
+/// The outliers' part of row `tid % 16` of the tile row for each vector, from the entries
+/// of `walk` ([`outlier_walk`]). [`OUTLIER_LOADS`] entries at a time, so their loads overlap.
+///
+/// # Safety
+/// The launcher's checks: outlier words validated, outlier columns below `cols`, `x` holding
+/// `batch` vectors; `walk` from [`outlier_walk`].
+#[inline(always)]
+pub(crate) unsafe fn outlier_sums<const B: usize>(
+    walk: OutlierWalk,
+    col_vals: *const u32,
+    x: *const u16,
+    cols: u32,
+    batch: u32,
+) -> [f32; B] {
+    let OutlierWalk { first, end, stride } = walk;
+    let n = if B >= 4 { 2 } else { OUTLIER_LOADS };
     let mut o = [0.0f32; B];
     let mut e = first;
     while e < end {
-        let mut wv = [0u32; 4];
-        for (k, w) in wv.iter_mut().enumerate() {
+        // All loads of a batch of entries are issued before any is used: the words, then
+        // the inputs at their columns (a zero word reads column 0, which exists, and adds
+        // nothing).
+        let mut wv = [0u32; OUTLIER_LOADS];
+        for (k, w) in wv.iter_mut().enumerate().take(n) {
             let ek = e + k as u32 * stride;
             if ek < end {
                 // SAFETY: ek < end <= the outlier words' length (validated on the host).
                 *w = unsafe { ld_nc_u32(col_vals.add(ek as usize)) };
             }
         }
-        for w in wv {
-            // A zero word is PTCSR padding (or past the end).
-            if w != 0 {
-                let (c, v) = (outlier_col(w), f16_to_f32(outlier_value(w)));
-                for (b, ob) in o.iter_mut().enumerate() {
-                    if (b as u32) < batch {
-                        // SAFETY: c < cols (validated) and b < batch.
-                        let xv =
-                            f16_to_f32(unsafe { ld_nc_u16(x.add(b * cols as usize + c as usize)) });
-                        *ob += v * xv;
-                    }
+        let mut xs = [[0u16; B]; OUTLIER_LOADS];
+        for (w, xk) in wv.iter().zip(xs.iter_mut()).take(n) {
+            let c = outlier_col(*w) as usize;
+            for (b, xb) in xk.iter_mut().enumerate() {
+                if (b as u32) < batch {
+                    // SAFETY: c < cols (validated, or 0 for a zero word) and b < batch.
+                    *xb = unsafe { ld_nc_u16(x.add(b * cols as usize + c)) };
                 }
             }
         }
-        e += 4 * stride;
+        for (w, xk) in wv.iter().zip(xs.iter()).take(n) {
+            // A zero word is PTCSR padding (or past the end).
+            if *w != 0 {
+                let v = f16_to_f32(outlier_value(*w));
+                for (ob, xb) in o.iter_mut().zip(xk.iter()) {
+                    *ob += v * f16_to_f32(*xb);
+                }
+            }
+        }
+        e += n as u32 * stride;
     }
     o
 }
@@ -525,12 +564,10 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
     // launcher gave the ring area.
     let (ring, mine) = unsafe { WeightRing::start(part_words, lane, warp, warps, s1 - s0) };
-    // The outliers while the first weights are on their way; their sums wait in shared memory
-    // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16, then each warp's
-    // staging area and zeros).
+    // The outliers are added after the weights (their latency then overlaps other blocks'
+    // work, not this block's first steps); their offsets are read now.
     // SAFETY: forwarded from the launcher's checks.
-    let (red, outl) =
-        unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, &split, tid, warps) };
+    let walk = unsafe { outlier_walk::<PT>(offsets, &split, tid) };
     let area = dyn_smem_addr() + stage_offset(warps) + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane < ZERO_BYTES / 16 {
@@ -612,7 +649,11 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             }
         }
     }
-    // The copies past the last step (of the band's last tile) finish before the block ends.
+    // The outlier sums wait in shared memory (red[warp][row][vector], then
+    // out[slot][row][vector], slot = tid / 16).
+    // SAFETY: forwarded from the launcher's checks.
+    let (red, outl) = unsafe { store_outliers::<B>(walk, col_vals, x, cols, batch, tid, warps) };
+    // Nothing is copied past the last step; the empty groups finish at once.
     // SAFETY: no operands.
     unsafe { cp_async_wait::<0>() };
     // The 4 lanes of rows 2g, 2g + 1 (t = 0..3) hold different tiles: sum them.

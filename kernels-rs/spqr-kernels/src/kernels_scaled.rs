@@ -13,7 +13,9 @@
 
 use cmv_device::{block_dim_x, cp_async_wait, half2_to_f32x2, mma_m16n8k16_f16_f32, thread_idx_x};
 
-use crate::kernels::{Split, WeightRing, gather_stats, load_inputs, store_outliers, write_rows};
+use crate::kernels::{
+    Split, WeightRing, gather_stats, load_inputs, outlier_walk, store_outliers, write_rows,
+};
 use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
 use crate::{MAX_BATCH, RING_DEPTH, RING_SLOTS, part_steps};
@@ -130,11 +132,14 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) }
     };
     let mut next = load_x(0);
-    // The outliers while the first weights are on their way; their sums wait in shared memory
-    // (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
+    // The outliers while the first weights are on their way (after the loop, their walk's
+    // registers measured slower here than in the routed kernel); their sums wait in shared
+    // memory (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
     // SAFETY: forwarded from the launcher's checks.
-    let (red, outl) =
-        unsafe { store_outliers::<B, PT>(offsets, col_vals, x, cols, batch, &split, tid, warps) };
+    let (red, outl) = unsafe {
+        let walk = outlier_walk::<PT>(offsets, &split, tid);
+        store_outliers::<B>(walk, col_vals, x, cols, batch, tid, warps)
+    };
     let mut i = 0;
     while i < mine {
         let x = next;
@@ -147,7 +152,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         unsafe { step::<B>(w, x, g, pre, masks, &mut acc) };
         i += 1;
     }
-    // The copies past the last step finish before the block ends.
+    // Nothing is copied past the last step; the empty groups finish at once.
     // SAFETY: no operands.
     unsafe { cp_async_wait::<0>() };
     for i in 0..4 {

@@ -55,28 +55,14 @@ pub const fn part_steps(nsteps: u32, splits: u32, part: u32) -> (u32, u32) {
 
 /// How many blocks to split each of `bands` tile rows of `nsteps` steps across, for blocks of
 /// `warps` warps on a GPU that runs `slots` such blocks at once (SMs times blocks per SM):
-/// the kernel runs `bands * splits` blocks, and the last of `ceil(blocks / slots)` waves is
-/// the tail where SMs idle. Picks the split (at most [`MAX_SPLITS`], parts of at least
-/// [`MIN_PART_STEPS_PER_WARP`] steps per warp) whose waves are the fullest, preferring
-/// fewer splits unless more fill the waves by over 2%.
+/// the most parts (at most [`MAX_SPLITS`], each of at least [`MIN_PART_STEPS_PER_WARP`]
+/// steps per warp) that keep the blocks within half of one wave. A part costs a block's
+/// fixed latencies (its first weight copies, its inputs' first round, the parts' meeting),
+/// so splitting pays only where the tile rows alone leave most of the GPU idle: on an H200
+/// (docs/PERF.md) 256 tile rows ran fastest in 2 parts, 528 and more unsplit.
 pub fn choose_splits(bands: u32, nsteps: u32, warps: u32, slots: u32) -> u32 {
-    if bands == 0 || slots == 0 {
-        return 1;
-    }
     let most = (nsteps / (MIN_PART_STEPS_PER_WARP * warps.max(1))).clamp(1, MAX_SPLITS);
-    let fill = |s: u32| {
-        let blocks = u64::from(bands) * u64::from(s);
-        let waves = blocks.div_ceil(u64::from(slots));
-        blocks as f64 / (waves * u64::from(slots)) as f64
-    };
-    let (mut best, mut best_fill) = (1, fill(1));
-    for s in 2..=most {
-        let f = fill(s);
-        if f > best_fill * 1.02 {
-            (best, best_fill) = (s, f);
-        }
-    }
-    best
+    (slots / 2).checked_div(bands).unwrap_or(1).clamp(1, most)
 }
 
 /// Largest kernel batch of the routed kernel ([`tc`]); larger batches run the scaled-weights
@@ -181,28 +167,33 @@ mod split_tests {
     }
 
     #[test]
-    fn splits_fill_the_waves_within_limits() {
-        // 1792 tile rows of 128 steps on 132 SMs x 8 blocks: 1.7 waves unsplit (85% full),
-        // 7 parts make 11.9 waves (99%).
-        assert_eq!(choose_splits(1792, 128, 4, 1056), 7);
-        // 512 tile rows of 448 steps: half a wave; 2 parts nearly fill it.
-        assert_eq!(choose_splits(512, 448, 4, 1056), 2);
-        // Many full waves already: no split.
-        assert_eq!(choose_splits(4 * 1056, 128, 4, 1056), 1);
-        // Too few steps to split.
-        assert_eq!(choose_splits(10, 15, 4, 1056), 1);
-        // Far from one wave: as many parts as the steps allow.
-        assert_eq!(choose_splits(3, 129, 4, 1056), 8);
-        for (bands, nsteps) in [(1, 1), (7, 3000), (300, 64), (2000, 500), (1, 10_000)] {
-            let s = choose_splits(bands, nsteps, 4, 1056);
+    fn splits_stay_within_half_a_wave_and_the_limits() {
+        // 132 SMs x 8 blocks of 4 warps.
+        let slots = 1056;
+        // 256 tile rows of 172 steps: 2 parts; 528 and more tile rows: none.
+        assert_eq!(choose_splits(256, 172, 4, slots), 2);
+        assert_eq!(choose_splits(528, 128, 4, slots), 1);
+        assert_eq!(choose_splits(1792, 128, 4, slots), 1);
+        // Few tile rows: as many parts as the steps allow (16 each at least).
+        assert_eq!(choose_splits(3, 129, 4, slots), 8);
+        assert_eq!(choose_splits(3, 15, 4, slots), 1);
+        for (bands, nsteps) in [
+            (1, 1),
+            (7, 3000),
+            (300, 64),
+            (2000, 500),
+            (1, 10_000),
+            (0, 5),
+        ] {
+            let s = choose_splits(bands, nsteps, 4, slots);
             assert!((1..=MAX_SPLITS).contains(&s));
             assert!(
                 s == 1 || nsteps / s >= 4 * MIN_PART_STEPS_PER_WARP,
                 "{bands} {nsteps}: {s}"
             );
+            assert!(s == 1 || bands * s <= slots / 2, "{bands} {nsteps}: {s}");
         }
-        assert_eq!(choose_splits(0, 10, 4, 1056), 1);
-        assert_eq!(choose_splits(10, 10, 4, 0), 1);
+        assert_eq!(choose_splits(10, 100, 4, 0), 1);
     }
 }
 
