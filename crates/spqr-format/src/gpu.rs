@@ -198,12 +198,11 @@ struct Workspace {
     counters: CudaSlice<u32>,
 }
 
-/// One loaded kernel and how many of its 4-warp blocks an SM runs at once.
+/// One loaded kernel.
 #[derive(Debug)]
 struct Loaded {
     name: &'static str,
     kernel: Kernel,
-    blocks_per_sm: u32,
 }
 
 /// The SpQR kernels, loaded once for a [`Gpu`], and the workspace of their split tile rows.
@@ -266,12 +265,9 @@ impl SpqrGemv {
         for b in [1, 2, 4, 8] {
             for pt in [false, true] {
                 let name = kernel_name(b, pt).unwrap_or("cmv_spqr_csr_b1");
-                let kernel = gpu.kernel(&PTX, name)?;
-                let blocks_per_sm = kernel.max_active_blocks_per_sm(128, smem_bytes(4, b))?;
                 kernels.push(Loaded {
                     name,
-                    kernel,
-                    blocks_per_sm,
+                    kernel: gpu.kernel(&PTX, name)?,
                 });
             }
         }
@@ -294,18 +290,18 @@ impl SpqrGemv {
     /// [`SpqrError::Batch`]; [`RuntimeError::MissingKernel`] for a kernel [`SpqrGemv::new`]
     /// did not load.
     pub fn splits(&self, m: &DeviceSpqrMatrix, batch: usize) -> Result<u32, SpqrError> {
-        let (_, k) = self.kernel(m, batch)?;
-        Ok(self.splits_for(m, k))
+        self.kernel(m, batch)?;
+        Ok(self.splits_for(m))
     }
 
-    fn splits_for(&self, m: &DeviceSpqrMatrix, k: &Loaded) -> u32 {
+    fn splits_for(&self, m: &DeviceSpqrMatrix) -> u32 {
         m.splits.unwrap_or_else(|| {
             let warps = block_threads(m.padded_rows, m.padded_cols) / 32;
             choose_splits(
                 m.padded_rows / 16,
                 m.padded_cols.div_ceil(64),
                 warps,
-                self.sm_count * k.blocks_per_sm,
+                self.sm_count,
             )
             .min(m.max_splits())
         })
@@ -364,7 +360,7 @@ impl SpqrGemv {
         let threads = block_threads(m.padded_rows, m.padded_cols);
         let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
         let bands = m.padded_rows / 16;
-        let splits = self.splits_for(m, loaded);
+        let splits = self.splits_for(m);
         debug_assert!(splits <= m.max_splits());
         let split_err = || SpqrError::Shape {
             rows: m.rows(),

@@ -68,22 +68,23 @@ impl Split {
 #[unsafe(no_mangle)]
 pub static CMV_MAXNTID: u32 = BLOCK_THREADS;
 
-/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 6 blocks of 4 warps, up
-/// to 85 registers, which keeps the loops of 2 to 8 vectors free of spills and of recomputed
-/// addresses (at 64, `ptxas` rebuilds them every step or spills).
+/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 3 blocks of the largest
+/// size (6 of the usual 4 warps), up to 85 registers, which keeps the loops of 2 to 8 vectors
+/// free of spills and of recomputed addresses (at 64, `ptxas` rebuilds them every step or
+/// spills).
 #[unsafe(no_mangle)]
-pub static CMV_MINNCTAPERSM: u32 = 6;
+pub static CMV_MINNCTAPERSM: u32 = 3;
 
-/// One vector: 8 blocks of 4 warps (64 registers), a full SM's worth of warps; the kernel
-/// fits in them without spills.
+/// One vector: 4 blocks of the largest size (8 of the usual 4 warps), 64 registers, a full
+/// SM's worth of warps; the kernel fits in them without spills.
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b1: u32 = 8;
+pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b1: u32 = 4;
 
 /// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b1`].
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b1: u32 = 8;
+pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b1: u32 = 4;
 
 /// The 16 fp16 inputs `col0..col0 + 16` of vector row `xv` as 8 `half2` words in natural order;
 /// zeros past `cols`.

@@ -14,7 +14,7 @@ mod kernels;
 mod kernels_scaled;
 
 /// Most threads per block of the kernel (one block per tile row); see [`block_threads`].
-pub const BLOCK_THREADS: u32 = 128;
+pub const BLOCK_THREADS: u32 = 256;
 /// Largest batch a kernel runs (kernels exist for 1, 2, 4 and 8).
 pub const MAX_BATCH: u32 = 8;
 /// The kernel batch (outlier accumulators per row) that runs `batch` vectors.
@@ -28,20 +28,25 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
     }
 }
 
-/// Threads per block for a matrix of `padded_rows x padded_cols`: 4 warps, never more warps
-/// than a tile row has steps of 4 tiles. (Short, wide matrices fill the GPU by splitting
-/// their tile rows instead, [`choose_splits`].)
-pub const fn block_threads(_padded_rows: u32, padded_cols: u32) -> u32 {
+/// Threads per block for a matrix of `padded_rows x padded_cols`: 4 warps per tile row, or 8
+/// when there are fewer than 512 tile rows (so that short, wide matrices still fill the GPU),
+/// never more warps than the tile row has steps of 4 tiles. (4 warps measured best from 688
+/// tile rows on, 8 below, on an H200, and 8 warps beat 4 warps in 2 parts: docs/PERF.md.)
+pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
     let steps = padded_cols.div_ceil(64);
-    let warps = if steps < 4 { steps } else { 4 };
+    let want = if padded_rows / 16 < 512 { 8 } else { 4 };
+    let warps = if steps < want { steps } else { want };
     32 * if warps == 0 { 1 } else { warps }
 }
 
 /// Most blocks one tile row is split across.
 pub const MAX_SPLITS: u32 = 16;
 /// Fewest steps per warp a part of a split tile row keeps: below that, a block's fixed costs
-/// (its first weight copies, its outliers, the parts' meeting) outweigh a better balance.
-pub const MIN_PART_STEPS_PER_WARP: u32 = 4;
+/// (its first weight copies, its inputs' first round, the parts' meeting) outweigh the
+/// parallelism it adds (4096 x 4096 ran slower in 2 parts of 8 steps per warp).
+pub const MIN_PART_STEPS_PER_WARP: u32 = 16;
+/// Warps per SM up to which tile rows are split (half of what the kernels run at once).
+pub const SPLIT_WARPS_PER_SM: u32 = 16;
 
 /// The steps `s0..s1` of part `part` of a tile row of `nsteps` steps split into `splits`
 /// parts (as equal as can be; non-empty when `splits <= nsteps`).
@@ -54,15 +59,19 @@ pub const fn part_steps(nsteps: u32, splits: u32, part: u32) -> (u32, u32) {
 }
 
 /// How many blocks to split each of `bands` tile rows of `nsteps` steps across, for blocks of
-/// `warps` warps on a GPU that runs `slots` such blocks at once (SMs times blocks per SM):
-/// the most parts (at most [`MAX_SPLITS`], each of at least [`MIN_PART_STEPS_PER_WARP`]
-/// steps per warp) that keep the blocks within half of one wave. A part costs a block's
-/// fixed latencies (its first weight copies, its inputs' first round, the parts' meeting),
-/// so splitting pays only where the tile rows alone leave most of the GPU idle: on an H200
-/// (docs/PERF.md) 256 tile rows ran fastest in 2 parts, 528 and more unsplit.
-pub fn choose_splits(bands: u32, nsteps: u32, warps: u32, slots: u32) -> u32 {
-    let most = (nsteps / (MIN_PART_STEPS_PER_WARP * warps.max(1))).clamp(1, MAX_SPLITS);
-    (slots / 2).checked_div(bands).unwrap_or(1).clamp(1, most)
+/// `warps` warps on a GPU of `sms` SMs: the most parts (at most [`MAX_SPLITS`], each of at
+/// least [`MIN_PART_STEPS_PER_WARP`] steps per warp) that keep the warps at
+/// [`SPLIT_WARPS_PER_SM`] per SM or fewer. The parts' meeting adds a block's worth of
+/// latency at the end, so splitting pays only where the tile rows alone leave most of the
+/// GPU idle (docs/PERF.md: on an H200, 256 tile rows of 8 warps ran faster unsplit than 4
+/// warps in 2 parts).
+pub fn choose_splits(bands: u32, nsteps: u32, warps: u32, sms: u32) -> u32 {
+    let warps = warps.max(1);
+    let most = (nsteps / (MIN_PART_STEPS_PER_WARP * warps)).clamp(1, MAX_SPLITS);
+    (SPLIT_WARPS_PER_SM * sms / warps)
+        .checked_div(bands)
+        .unwrap_or(1)
+        .clamp(1, most)
 }
 
 /// Largest kernel batch of the routed kernel ([`tc`]); larger batches run the scaled-weights
@@ -167,16 +176,19 @@ mod split_tests {
     }
 
     #[test]
-    fn splits_stay_within_half_a_wave_and_the_limits() {
-        // 132 SMs x 8 blocks of 4 warps.
-        let slots = 1056;
-        // 256 tile rows of 172 steps: 2 parts; 528 and more tile rows: none.
-        assert_eq!(choose_splits(256, 172, 4, slots), 2);
-        assert_eq!(choose_splits(528, 128, 4, slots), 1);
-        assert_eq!(choose_splits(1792, 128, 4, slots), 1);
-        // Few tile rows: as many parts as the steps allow (16 each at least).
-        assert_eq!(choose_splits(3, 129, 4, slots), 8);
-        assert_eq!(choose_splits(3, 15, 4, slots), 1);
+    fn splits_keep_to_half_the_warps_and_the_limits() {
+        let sms = 132;
+        // The benchmark shapes are not split: 256 tile rows of 8 warps fill 2048 of the
+        // 2112 warps, 512 and more tile rows of 4 warps more.
+        assert_eq!(choose_splits(256, 224, 8, sms), 1);
+        assert_eq!(choose_splits(512, 448, 4, sms), 1);
+        assert_eq!(choose_splits(1792, 128, 4, sms), 1);
+        // 64 tile rows (1024 rows) of 8 warps and 224 steps: 4 parts would fit the warps,
+        // the steps allow 1 (128 per part at least).
+        assert_eq!(choose_splits(64, 224, 8, sms), 1);
+        assert_eq!(choose_splits(64, 1024, 8, sms), 4);
+        // Few tile rows and many steps: as many parts as MAX_SPLITS.
+        assert_eq!(choose_splits(3, 4096, 8, sms), MAX_SPLITS);
         for (bands, nsteps) in [
             (1, 1),
             (7, 3000),
@@ -185,13 +197,18 @@ mod split_tests {
             (1, 10_000),
             (0, 5),
         ] {
-            let s = choose_splits(bands, nsteps, 4, slots);
-            assert!((1..=MAX_SPLITS).contains(&s));
-            assert!(
-                s == 1 || nsteps / s >= 4 * MIN_PART_STEPS_PER_WARP,
-                "{bands} {nsteps}: {s}"
-            );
-            assert!(s == 1 || bands * s <= slots / 2, "{bands} {nsteps}: {s}");
+            for warps in [1, 4, 8] {
+                let s = choose_splits(bands, nsteps, warps, sms);
+                assert!((1..=MAX_SPLITS).contains(&s));
+                assert!(
+                    s == 1 || nsteps / s >= warps * MIN_PART_STEPS_PER_WARP,
+                    "{bands} {nsteps} {warps}: {s}"
+                );
+                assert!(
+                    s == 1 || bands * s * warps <= SPLIT_WARPS_PER_SM * sms,
+                    "{bands} {nsteps} {warps}: {s}"
+                );
+            }
         }
         assert_eq!(choose_splits(10, 100, 4, 0), 1);
     }
