@@ -22,7 +22,10 @@ use cmv_device::{
     sync_threads_or, sync_warp, thread_idx_x,
 };
 
-use crate::layout::{STAT_SHIFT, STEP_WORDS, TILE, device_band_words, outlier_col, outlier_value};
+use crate::layout::{
+    STEP_WORDS, TILE, device_band_words, outlier_col, outlier_value, stat_half, stat_quarter,
+    stat_words,
+};
 use crate::tc::{
     ONES_FRAGMENT, a_fragment, accumulate, code_pairs, input_exponent, input_factors, max_abs_bits,
     result_scale, row_scale_zero, staged_pairs, tile_consts,
@@ -122,22 +125,19 @@ pub(crate) unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: 
 }
 
 /// The tile's second-order statistics as `(ss, sz)` and `(zs, zz)` `half2` words, for the lane
-/// whose row `2g` has high word `w_hi`: rows `2g` and `2g + 1` both hold byte `g`, so three
-/// xor-shuffles over the lanes of the same tile (lane bits 2-4 are `g`) gather the 8 bytes.
+/// `(g, t)` holding device rows `2g, 2g + 1` (`w`, four words): each lane holds a quarter of
+/// them (`layout::device_stat_byte`), and two xor-shuffles over the lanes of the same tile
+/// (lane bits 2-3 are `g % 4`) gather the rest.
 ///
 /// # Safety
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
-pub(crate) unsafe fn gather_stats(w_hi: u32, g: u32) -> (u32, u32) {
-    let byte = (w_hi >> (STAT_SHIFT - 32)) & 0xff;
-    let mut v = byte << (8 * (g & 3));
+pub(crate) unsafe fn gather_stats(w: &[u32; 4], g: u32) -> (u32, u32) {
+    let quarter = stat_quarter(w[1], w[3]);
     // SAFETY: the caller guarantees a converged warp.
-    let other = unsafe {
-        v |= shfl_xor(v, 4);
-        v |= shfl_xor(v, 8);
-        shfl_xor(v, 16)
-    };
-    if g < 4 { (v, other) } else { (other, v) }
+    let half = stat_half(quarter, unsafe { shfl_xor(quarter, 4) }, g);
+    // SAFETY: as above.
+    stat_words(half, unsafe { shfl_xor(half, 8) }, g)
 }
 
 /// A warp's ring of weight copies in shared memory: each lane copies its own 16 bytes of
@@ -386,7 +386,7 @@ unsafe fn step<const B: usize>(
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
     // SAFETY: the caller guarantees a converged warp.
-    let (lo, hi) = unsafe { gather_stats(w[1], g) };
+    let (lo, hi) = unsafe { gather_stats(&w, g) };
     let c = tile_consts(lo, hi, f);
     let (s0, nz0) = row_scale_zero(w0, &c);
     let (s1, nz1) = row_scale_zero(w1, &c);

@@ -47,7 +47,7 @@ unsafe fn step<const B: usize>(
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
     // SAFETY: the caller guarantees a converged warp.
-    let (lo, hi) = unsafe { gather_stats(w[1], g) };
+    let (lo, hi) = unsafe { gather_stats(&w, g) };
     let (ss, sz) = half2_to_f32x2(lo);
     let (zs, zz) = half2_to_f32x2(hi);
     let ss = ss * pre;

@@ -162,10 +162,59 @@ pub const fn device_word(tile: usize, r: usize) -> usize {
     step * STEP_WORDS + 2 * (STEP_TILES * (r / 2) + t) + r % 2
 }
 
+/// The byte of the tile's statistics (`SecondOrder::to_u64`) that row `r` holds on the
+/// device: rows `2g` and `2g + 1` hold bytes `2 (g % 4)` and `2 (g % 4) + 1` (the container's
+/// rows both hold byte `g`). The lane holding rows `2g, 2g + 1` then has a 16-bit quarter
+/// of the statistics, and two xor-shuffles gather the rest (`stat_quarter`, `stat_half`,
+/// `stat_words`).
+pub const fn device_stat_byte(r: usize) -> usize {
+    2 * ((r / 2) % 4) + r % 2
+}
+
+/// A tile's 16 rows with the statistics bytes of [`device_stat_byte`] (the codes, scales and
+/// zeros unchanged).
+pub fn device_tile_rows(tile: &[u64; TILE]) -> [u64; TILE] {
+    let so =
+        SecondOrder::from_row_bytes(&core::array::from_fn(|r| row_stat_byte(tile[r]))).to_u64();
+    core::array::from_fn(|r| {
+        let byte = (so >> (8 * device_stat_byte(r))) & 0xff;
+        (tile[r] & !(0xff << STAT_SHIFT)) | (byte << STAT_SHIFT)
+    })
+}
+
+/// The 16-bit quarter of the statistics a lane's two device rows hold (high words `hi0` of
+/// row `2g` and `hi1` of row `2g + 1`): quarter `g % 4`, bytes `2 (g % 4)`, `2 (g % 4) + 1`.
+/// Valid rows (`row_padding_ok`, which the container checks) have nothing above their
+/// statistics byte, so no mask is needed above it.
+#[inline(always)]
+pub fn stat_quarter(hi0: u32, hi1: u32) -> u32 {
+    const SHIFT: u32 = STAT_SHIFT - 32;
+    (hi0 >> SHIFT) | ((hi1 >> (SHIFT - 8)) & 0xff00)
+}
+
+/// The 32-bit half of the statistics of lane `g` after one xor-shuffle by 4 (lane `g ^ 1`,
+/// quarter `other`): quarters `g % 4` and `(g % 4) ^ 1` in order.
+#[inline(always)]
+pub fn stat_half(mine: u32, other: u32, g: u32) -> u32 {
+    let sel = if g & 1 == 0 { 0x5410 } else { 0x1054 };
+    cmv_device::prmt(mine, other, sel)
+}
+
+/// The statistics as `(ss, sz)` and `(zs, zz)` `half2` words of lane `g` after a second
+/// xor-shuffle by 8 (lane `g ^ 2`, the other half `other`).
+#[inline(always)]
+pub fn stat_words(mine: u32, other: u32, g: u32) -> (u32, u32) {
+    if g & 2 == 0 {
+        (mine, other)
+    } else {
+        (other, mine)
+    }
+}
+
 /// The device copy of a matrix's tile rows (`dense`: `bands` tile rows of `padded_cols` words
 /// each, tile `j`'s row `r` at `16 j + r`): each tile row in [`device_word`] order, padded
 /// to [`device_band_words`] with zero words (zero statistics make a padding tile's products
-/// zero). Host only.
+/// zero), its statistics bytes as [`device_tile_rows`] puts them. Host only.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn device_order(dense: &[u64], padded_cols: usize) -> Vec<u64> {
     let band_out = device_band_words(padded_cols);
@@ -176,7 +225,8 @@ pub fn device_order(dense: &[u64], padded_cols: usize) -> Vec<u64> {
         .zip(out.chunks_exact_mut(band_out.max(1)))
     {
         for (j, tile) in band.chunks_exact(TILE).enumerate() {
-            for (r, &w) in tile.iter().enumerate() {
+            let rows = device_tile_rows(&core::array::from_fn(|r| tile[r]));
+            for (r, w) in rows.into_iter().enumerate() {
                 dst[device_word(j, r)] = w;
             }
         }
@@ -230,8 +280,9 @@ mod tests {
                     let tile = 4 * step + t;
                     let got = [band[64 * step + 2 * lane], band[64 * step + 2 * lane + 1]];
                     let want = if tile < 5 {
-                        let at = b * padded_cols + 16 * tile + 2 * g;
-                        [dense[at], dense[at + 1]]
+                        let at = b * padded_cols + 16 * tile;
+                        let rows = device_tile_rows(&core::array::from_fn(|r| dense[at + r]));
+                        [rows[2 * g], rows[2 * g + 1]]
                     } else {
                         [0, 0]
                     };
@@ -239,10 +290,54 @@ mod tests {
                 }
             }
         }
-        // Every word lands once.
+        // Every word lands once (its codes, scales and zeros).
+        let strip = |w: &u64| w & !(0xff << STAT_SHIFT);
         let mut seen: Vec<u64> = dev.iter().copied().filter(|&w| w != 0).collect();
-        seen.sort_unstable();
-        assert_eq!(seen, dense);
+        seen.sort_unstable_by_key(strip);
+        assert_eq!(
+            seen.iter().map(strip).collect::<Vec<_>>(),
+            dense.iter().map(strip).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn two_shuffles_gather_the_statistics_from_the_device_rows() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..200 {
+            let so = SecondOrder::from_u64(next());
+            let tile: [u64; TILE] = core::array::from_fn(|r| {
+                let codes: [u8; TILE] = core::array::from_fn(|_| (next() & 7) as u8);
+                pack_row(next() as u32, next() as u32, &codes, so.byte_for_row(r))
+            });
+            let dev = device_tile_rows(&tile);
+            for r in 0..TILE {
+                assert_eq!(
+                    dev[r] & !(0xff << STAT_SHIFT),
+                    tile[r] & !(0xff << STAT_SHIFT)
+                );
+                assert!(row_padding_ok(dev[r]));
+            }
+            // The 8 lanes of the tile (g = 0..7), the shuffles emulated.
+            let quarter: [u32; 8] = core::array::from_fn(|g| {
+                stat_quarter((dev[2 * g] >> 32) as u32, (dev[2 * g + 1] >> 32) as u32)
+            });
+            let half: [u32; 8] =
+                core::array::from_fn(|g| stat_half(quarter[g], quarter[g ^ 1], g as u32));
+            for g in 0..8 {
+                let (lo, hi) = stat_words(half[g], half[g ^ 2], g as u32);
+                assert_eq!(
+                    u64::from(lo) | u64::from(hi) << 32,
+                    so.to_u64(),
+                    "lane g = {g}"
+                );
+            }
+        }
     }
 
     #[test]
