@@ -1,19 +1,20 @@
 //! The fused dequantize + GEMV kernel (NVPTX only); the format is `docs/SPQR.md`, the
 //! tensor-core mapping [`crate::tc`].
 //!
-//! A block computes one tile row (16 rows); its 4 or 8 warps split the columns into steps of 4
-//! tiles (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` holds rows
-//! `2g, 2g + 1` of tile `t` (16 bytes, which the device order of `layout::device_word` puts
-//! at `16 lane` of the step, copied with `cp.async` into a per-warp shared-memory ring
-//! [`crate::RING_DEPTH`] steps ahead); it rebuilds the tile's
-//! second-order statistics with three xor-shuffles and the scales and zeros of its two rows in
+//! A block computes one tile row (16 rows), or one part of it (`Split`); its 4 or 8 warps
+//! split the columns into steps of 4 tiles (warp `w` takes steps `w, w + warps, ...`). In a
+//! step, lane `(g, t)` holds rows `2g, 2g + 1` of tile `t` (16 bytes, which the device order
+//! of `layout::device_word` puts at `16 lane` of the step, copied with `cp.async` into a
+//! per-warp shared-memory ring [`crate::RING_DEPTH`] steps ahead); it rebuilds the tile's
+//! second-order statistics with two xor-shuffles and the scales and zeros of its two rows in
 //! fp32, turns its 32 codes into 16 exact `half2` pairs (one `LOP3` each), and issues 4 MMAs
 //! for the codes and 4 with ones for the input sums per two vectors. Column `n` of B holds
 //! only tile `n / 2`'s inputs, so each lane receives its own rows' products with its own tile
 //! and scales them in fp32 (`crate::tc`). The inputs are staged per warp in shared memory,
 //! 8 steps (fewer for larger batches) at a time, already permuted and scaled by a power of two.
-//! Outliers are gathered first by all threads of the block (each owns one row); the warps'
-//! results and the outlier sums meet in shared memory and are added in a fixed order.
+//! The outliers are added after the weights by all threads of the block (each owns one row);
+//! the warps' results and the outlier sums meet in shared memory and are added in a fixed
+//! order (and, for a split tile row, the parts' sums in part order, `write_rows`).
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,

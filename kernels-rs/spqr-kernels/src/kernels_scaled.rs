@@ -1,12 +1,12 @@
 //! The kernel for 3 to 8 vectors (NVPTX only): the weights scaled in fp16 before the MMA,
 //! the vectors in the MMA's 8 columns; the arithmetic is [`crate::tc_scaled`].
 //!
-//! A block computes one tile row (16 rows); its 4 or 8 warps split the columns into steps of 4
-//! tiles (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` holds rows
+//! A block computes one tile row (16 rows), or one part of it (`Split`); its 4 or 8 warps
+//! split the columns into steps of 4 tiles (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` holds rows
 //! `2g, 2g + 1` of tile `t` (16 bytes, through the warp's `WeightRing` like the routed kernel)
 //! and the tile's inputs of vector `g` (the MMA's column `g`; lanes past the batch repeat the
 //! last vector, loaded into registers one step ahead); it rebuilds
-//! the tile's second-order statistics with three xor-shuffles, turns its 32 codes into 16
+//! the tile's second-order statistics with two xor-shuffles, turns its 32 codes into 16
 //! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (`-z s` in two
 //! fp16 parts). All 8 vectors cost the same instructions. The outliers and the final sums
 //! are those of [`crate::kernels`].
