@@ -154,8 +154,7 @@ pub(crate) struct WeightRing {
     lane_words: *const u64,
     warp: u32,
     warps: u32,
-    /// The warp's steps.
-    mine: u32,
+    last_step: u32,
 }
 
 impl WeightRing {
@@ -185,7 +184,7 @@ impl WeightRing {
             lane_words: band_words.wrapping_add(2 * lane as usize),
             warp,
             warps,
-            mine,
+            last_step: nsteps - 1,
         };
         for d in 0..RING_DEPTH {
             // SAFETY: the caller's guarantees; nothing read yet.
@@ -194,10 +193,10 @@ impl WeightRing {
         (ring, mine)
     }
 
-    /// Starts the copy of this warp's step `i` (`warp + i * warps`; nothing past its last
-    /// step) into `slot` (`i % RING_SLOTS`, passed so that an unrolled loop can make it a
-    /// constant) as one commit group (empty past the last step, so that the groups still
-    /// count steps).
+    /// Starts the copy of this warp's step `i` (`warp + i * warps`; past the part's last step
+    /// the last step again, which nothing reads: cheaper than a predicated copy, measured)
+    /// into `slot` (`i % RING_SLOTS`, passed so that an unrolled loop can make it a constant)
+    /// as one commit group.
     ///
     /// # Safety
     /// `band_words` holds the band's `nsteps` steps in device order; the ring area is this
@@ -206,17 +205,15 @@ impl WeightRing {
     #[inline(always)]
     pub(crate) unsafe fn copy(&self, i: u32, slot: u32) {
         debug_assert!(slot == i % RING_SLOTS);
-        if i < self.mine {
-            let step = self.warp + i * self.warps;
-            // SAFETY: 16 aligned bytes of a step of this band into this lane's 16 bytes of the
-            // slot (the caller's guarantees).
-            unsafe {
-                cp_async_16(
-                    self.slot0 + 512 * slot,
-                    self.lane_words.add(step as usize * STEP_WORDS) as *const U32x4,
-                )
-            };
-        }
+        let step = (self.warp + i * self.warps).min(self.last_step);
+        // SAFETY: 16 aligned bytes of a step of this part into this lane's 16 bytes of the
+        // slot (the caller's guarantees).
+        unsafe {
+            cp_async_16(
+                self.slot0 + 512 * slot,
+                self.lane_words.add(step as usize * STEP_WORDS) as *const U32x4,
+            )
+        };
         // SAFETY: no operands.
         unsafe { cp_async_commit() };
     }
@@ -419,7 +416,7 @@ unsafe fn step<const B: usize>(
         }
     }
 }
-/// Outlier entries whose loads a thread issues at once for 1-2 vectors (2 for 4-8 vectors,
+/// Outlier entries whose loads a thread issues at once for 1-2 vectors (4 for 4-8 vectors,
 /// whose kernels have fewer registers to spare).
 const OUTLIER_LOADS: usize = 8;
 
@@ -486,7 +483,7 @@ pub(crate) unsafe fn outlier_sums<const B: usize>(
     batch: u32,
 ) -> [f32; B] {
     let OutlierWalk { first, end, stride } = walk;
-    let n = if B >= 4 { 2 } else { OUTLIER_LOADS };
+    let n = if B >= 4 { 4 } else { OUTLIER_LOADS };
     let mut o = [0.0f32; B];
     let mut e = first;
     while e < end {
@@ -655,7 +652,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // out[slot][row][vector], slot = tid / 16).
     // SAFETY: forwarded from the launcher's checks.
     let (red, outl) = unsafe { store_outliers::<B>(walk, col_vals, x, cols, batch, tid, warps) };
-    // Nothing is copied past the last step; the empty groups finish at once.
+    // The copies past the last step (of the part's last tile) finish before the block ends.
     // SAFETY: no operands.
     unsafe { cp_async_wait::<0>() };
     // The 4 lanes of rows 2g, 2g + 1 (t = 0..3) hold different tiles: sum them.

@@ -152,7 +152,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         unsafe { step::<B>(w, x, g, pre, masks, &mut acc) };
         i += 1;
     }
-    // Nothing is copied past the last step; the empty groups finish at once.
+    // The copies past the last step finish before the block ends.
     // SAFETY: no operands.
     unsafe { cp_async_wait::<0>() };
     for i in 0..4 {
