@@ -48,7 +48,7 @@ pub fn spqr_table(rows: &[crate::spqr::SpqrRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:>12} {:>2} {:<12} {:>6} {:>6} {:>10} {:>8} {:>7} {:>8} {:>8} {:>9}",
+        "{:>12} {:>2} {:<12} {:>6} {:>6} {:>10} {:>8} {:>7} {:>8} {:>7} {:>8} {:>8} {:>9}",
         "shape",
         "b",
         "kernel",
@@ -57,6 +57,8 @@ pub fn spqr_table(rows: &[crate::spqr::SpqrRow]) -> String {
         "median_us",
         "GB/s",
         "%ceil",
+        "read_us",
+        "%read",
         "vs cuBLAS",
         "vs dense",
         "rel_err"
@@ -64,7 +66,7 @@ pub fn spqr_table(rows: &[crate::spqr::SpqrRow]) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:>12} {:>2} {:<12} {:>6} {:>6.2} {:>10.2} {:>8.1} {:>7.1} {:>8.2}x {:>7.2}x {:>9.1e}",
+            "{:>12} {:>2} {:<12} {:>6} {:>6.2} {:>10.2} {:>8.1} {:>7.1} {:>8.2} {:>7.1} {:>8.2}x {:>7.2}x {:>9.1e}",
             format!("{}x{}", r.rows, r.cols),
             r.batch,
             r.kernel,
@@ -73,6 +75,8 @@ pub fn spqr_table(rows: &[crate::spqr::SpqrRow]) -> String {
             r.median_us,
             r.gbps,
             r.pct_of_ceiling,
+            r.read_us,
+            r.pct_of_same_size_read,
             r.speedup_vs_cublas,
             r.speedup_vs_dense,
             r.rel_err

@@ -32,6 +32,12 @@ pub struct SpqrRow {
     pub gbps: f64,
     /// `gbps` over the measured ceiling, percent.
     pub pct_of_ceiling: f64,
+    /// Median time of a plain streaming read of the same number of bytes (rotated copies as
+    /// many as this row's), microseconds: what any kernel reading these bytes once can reach
+    /// at this size, launch and ramp included.
+    pub read_us: f64,
+    /// `read_us` over `median_us`, percent.
+    pub pct_of_same_size_read: f64,
     /// cuBLAS fp16 time over this time.
     pub speedup_vs_cublas: f64,
     /// Our dense fp16 time over this time.
@@ -64,6 +70,38 @@ fn dense_err(e: dense_gemv::DenseError) -> cmv_runtime::RuntimeError {
     }
 }
 
+/// Median time of a plain streaming read (`DenseGemv::stream_read`) of `bytes` bytes, over
+/// `copies` rotated buffers of random words, microseconds.
+fn same_size_read(
+    gpu: &Gpu,
+    dense: &DenseGemv,
+    cfg: &BenchConfig,
+    bytes: usize,
+    copies: usize,
+) -> Result<f64, BenchError> {
+    let words = bytes.next_multiple_of(16) / 4;
+    let host: Vec<u32> = data::f16_uniform(2 * words, 1.0, 77)
+        .chunks_exact(2)
+        .map(|p| u32::from(p[0].to_bits()) | (u32::from(p[1].to_bits()) << 16))
+        .collect();
+    let bufs = (0..copies.max(1))
+        .map(|_| gpu.upload(&host))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(rt)?;
+    let mut out = gpu
+        .alloc_zeros::<u32>(dense.stream_read_out_len())
+        .map_err(rt)?;
+    let t = cfg
+        .timing
+        .time(gpu, cfg, bufs.len(), |i| {
+            dense
+                .stream_read(&bufs[i % bufs.len()], &mut out)
+                .map_err(dense_err)
+        })
+        .map_err(rt)?;
+    Ok(t.median_ms() * 1e3)
+}
+
 fn rel_err(got: &[f16], want: &[f64]) -> f64 {
     dense_gemv::relative_error(got.iter().map(|v| f64::from(v.to_f32())), want)
 }
@@ -83,6 +121,16 @@ pub fn run_gpu(
     let l2 = gpu.info().l2_bytes;
     let mut out = Vec::new();
     for (si, &(rows, cols)) in cfg.shapes.iter().enumerate() {
+        // Same-size reads by byte count, measured once each.
+        let mut reads = std::collections::HashMap::<usize, f64>::new();
+        let mut read_of = |bytes: usize, copies: usize| -> Result<f64, BenchError> {
+            if let Some(&us) = reads.get(&bytes) {
+                return Ok(us);
+            }
+            let us = same_size_read(gpu, &dense, cfg, bytes, copies)?;
+            reads.insert(bytes, us);
+            Ok(us)
+        };
         let w16 = data::f16_uniform(rows * cols, 1.0, 500 + si as u64);
         let w32: Vec<f32> = w16.iter().map(|v| v.to_f32()).collect();
         let m: SpqrMatrix =
@@ -166,6 +214,7 @@ pub fn run_gpu(
                 let us = t.median_ms() * 1e3;
                 let bytes = mats[0].bytes_read() + 2 * batch * cols;
                 let gbps = bytes as f64 / (us * 1e3);
+                let read_us = read_of(bytes, mats.len())?;
                 let row = SpqrRow {
                     rows,
                     cols,
@@ -176,6 +225,8 @@ pub fn run_gpu(
                     median_us: us,
                     gbps,
                     pct_of_ceiling: 100.0 * gbps / ceiling_gbps,
+                    read_us,
+                    pct_of_same_size_read: 100.0 * read_us / us,
                     speedup_vs_cublas: cublas_us / us,
                     speedup_vs_dense: dense_us / us,
                     rel_err: err,
@@ -186,6 +237,7 @@ pub fn run_gpu(
             for (name, us) in [("cmv-fp16", dense_us), ("cublas-fp16", cublas_us)] {
                 let bytes = 2 * rows * cols + 2 * batch * cols;
                 let gbps = bytes as f64 / (us * 1e3);
+                let read_us = read_of(bytes, dmats.len())?;
                 out.push(SpqrRow {
                     rows,
                     cols,
@@ -196,6 +248,8 @@ pub fn run_gpu(
                     median_us: us,
                     gbps,
                     pct_of_ceiling: 100.0 * gbps / ceiling_gbps,
+                    read_us,
+                    pct_of_same_size_read: 100.0 * read_us / us,
                     speedup_vs_cublas: cublas_us / us,
                     speedup_vs_dense: dense_us / us,
                     rel_err: 0.0,

@@ -215,7 +215,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
                     ceiling.gbps,
                     |r| {
                         eprintln!(
-                            "  spqr/{} {}x{} b{} ({} splits): {:.2} us, {:.1} GB/s ({:.1}%), {:.2}x cuBLAS, {:.2}x dense, {:.2} bits/w",
+                            "  spqr/{} {}x{} b{} ({} splits): {:.2} us, {:.1} GB/s ({:.1}%), same-size read {:.2} us ({:.1}%), {:.2}x cuBLAS, {:.2}x dense, {:.2} bits/w",
                             r.kernel,
                             r.rows,
                             r.cols,
@@ -224,6 +224,8 @@ fn run(args: &Args) -> Result<(), BenchError> {
                             r.median_us,
                             r.gbps,
                             r.pct_of_ceiling,
+                            r.read_us,
+                            r.pct_of_same_size_read,
                             r.speedup_vs_cublas,
                             r.speedup_vs_dense,
                             r.bits_per_weight
