@@ -11,7 +11,7 @@ use spqr_kernels::layout::{
 };
 use spqr_kernels::{
     MAX_BATCH, MAX_SPLITS, block_threads, choose_splits, is_scaled_kernel, kernel_batch,
-    kernel_name, smem_bytes, tc_scaled,
+    kernel_name, launch_warps, smem_bytes, tc_scaled,
 };
 
 use crate::{OutlierFormat, SpqrError, SpqrMatrix};
@@ -357,8 +357,9 @@ impl SpqrGemv {
         check("output", y.len(), batch * m.rows())?;
         let pt = m.format == OutlierFormat::Ptcsr;
         let k = &loaded.kernel;
-        let threads = block_threads(m.padded_rows, m.padded_cols);
         let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
+        // The routed kernels add a warp that walks the outliers (`launch_warps`).
+        let (threads, weight_warps) = launch_warps(m.padded_rows, m.padded_cols, kb);
         let bands = m.padded_rows / 16;
         let splits = self.splits_for(m);
         debug_assert!(splits <= m.max_splits());
@@ -373,7 +374,7 @@ impl SpqrGemv {
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: smem_bytes(threads / 32, kb),
+            shared_mem_bytes: smem_bytes(weight_warps, kb),
         };
         k.check_config(&cfg)?;
         let (offsets, vals) = if pt {

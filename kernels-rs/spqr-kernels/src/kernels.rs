@@ -1,8 +1,9 @@
 //! The fused dequantize + GEMV kernel (NVPTX only); the format is `docs/SPQR.md`, the
 //! tensor-core mapping [`crate::tc`].
 //!
-//! A block computes one tile row (16 rows), or one part of it (`Split`); its 4 or 8 warps
-//! split the columns into steps of 4 tiles (warp `w` takes steps `w, w + warps, ...`). In a
+//! A block computes one tile row (16 rows), or one part of it (`Split`); all its warps but the
+//! last (4 or 7, `crate::launch_warps`) split the columns into steps of 4 tiles (warp `w` takes
+//! steps `w, w + warps, ...`), while the last warp walks the tile row's outliers. In a
 //! step, lane `(g, t)` holds rows `2g, 2g + 1` of tile `t` (16 bytes, which the device order
 //! of `layout::device_word` puts at `16 lane` of the step, copied with `cp.async` into a
 //! per-warp shared-memory ring [`crate::RING_DEPTH`] steps ahead); it rebuilds the tile's
@@ -12,9 +13,11 @@
 //! only tile `n / 2`'s inputs, so each lane receives its own rows' products with its own tile
 //! and scales them in fp32 (`crate::tc`). The inputs are staged per warp in shared memory,
 //! 8 steps (fewer for larger batches) at a time, already permuted and scaled by a power of two.
-//! The outliers are added after the weights by all threads of the block (each owns one row);
-//! the warps' results and the outlier sums meet in shared memory and are added in a fixed
-//! order (and, for a split tile row, the parts' sums in part order, `write_rows`).
+//! The outlier warp's lanes each own one row and add every 32nd entry of the tile row's walk
+//! (8 loads in flight), at the same time as the weights stream (adding them after the
+//! weights, by all threads, left their latency at the end of every block); the warps' results
+//! and the outlier sums meet in shared memory and are added in a fixed order (and, for a split
+//! tile row, the parts' sums in part order, `write_rows`).
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
@@ -252,14 +255,21 @@ pub(crate) unsafe fn store_outliers<const B: usize>(
 ) -> (*mut f32, *mut f32) {
     // SAFETY: forwarded from the caller.
     let o = unsafe { outlier_sums::<B>(walk, col_vals, x, cols, batch) };
-    let red = dyn_smem() as *mut f32;
-    // SAFETY: the launcher gave `smem_bytes(warps, B)` bytes.
-    let outl = unsafe { red.add(warps as usize * TILE * MB) };
+    let (red, outl) = sum_areas(warps);
     for (b, ob) in o.iter().enumerate() {
-        // SAFETY: slot tid / 16 < blockDim / 16, row tid % 16 < 16, b < 8.
+        // SAFETY: slot tid / 16 < 2 warps, row tid % 16 < 16, b < 8.
         unsafe { *outl.add(((tid >> 4) as usize * TILE + (tid & 15) as usize) * MB + b) = *ob };
     }
     (red, outl)
+}
+
+/// The reduction area (`red[warp][row][vector]`) and the outlier area
+/// (`out[slot][row][vector]`) of a block with `warps` warps (of weights) in dynamic shared
+/// memory (`smem_bytes(warps, B)` bytes).
+#[inline(always)]
+pub(crate) fn sum_areas(warps: u32) -> (*mut f32, *mut f32) {
+    let red = dyn_smem() as *mut f32;
+    (red, red.wrapping_add(warps as usize * TILE * MB))
 }
 
 /// After a block barrier, adds the warps' results and the outlier sums of each row and
@@ -283,6 +293,7 @@ pub(crate) unsafe fn write_rows<const B: usize>(
     split: &Split,
     tid: u32,
     warps: u32,
+    slots: u32,
 ) {
     // SAFETY: every thread reaches this barrier (the caller's guarantee).
     unsafe { sync_threads() };
@@ -295,7 +306,7 @@ pub(crate) unsafe fn write_rows<const B: usize>(
             // SAFETY: inside the reduction area.
             total += unsafe { *red.add((w * TILE + rr) * MB + b) };
         }
-        for slot in 0..(block_dim_x() >> 4) as usize {
+        for slot in 0..slots as usize {
             // SAFETY: inside the outlier area.
             total += unsafe { *outl.add((slot * TILE + rr) * MB + b) };
         }
@@ -440,6 +451,7 @@ pub(crate) unsafe fn outlier_walk<const PT: bool>(
     offsets: *const u32,
     split: &Split,
     tid: u32,
+    threads: u32,
 ) -> OutlierWalk {
     let band = split.band;
     // The parts of a split tile row take every `splits`-th walk: slot s of part p starts
@@ -453,16 +465,12 @@ pub(crate) unsafe fn outlier_walk<const PT: bool>(
                 ld_nc_u32(offsets.add(band as usize + 1)),
             )
         };
-        (
-            a + split.part * block_dim_x() + tid,
-            b,
-            split.splits * block_dim_x(),
-        )
+        (a + split.part * threads + tid, b, split.splits * threads)
     } else {
         let row = (16 * band + (tid & 15)) as usize;
         // SAFETY: the row offsets have one entry per padded row, plus one.
         let (a, b) = unsafe { (ld_nc_u32(offsets.add(row)), ld_nc_u32(offsets.add(row + 1))) };
-        let slots = block_dim_x() >> 4;
+        let slots = threads >> 4;
         (a + split.part * slots + (tid >> 4), b, split.splits * slots)
     };
     OutlierWalk { first, end, stride }
@@ -537,14 +545,70 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     batch: u32,
     aligned: u32,
 ) {
+    let tid = thread_idx_x();
+    // The last warp walks the outliers while the others multiply the weights.
+    let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - 1);
+    let (red, outl) = sum_areas(warps);
+    if warp == warps {
+        // SAFETY: forwarded from the launcher's checks.
+        let o = unsafe {
+            let walk = outlier_walk::<PT>(offsets, &split, lane, 32);
+            outlier_sums::<B>(walk, col_vals, x, cols, batch)
+        };
+        for (b, ob) in o.iter().enumerate() {
+            // SAFETY: slot lane / 16 < 2 <= 2 warps, row lane % 16 < 16, b < 8.
+            unsafe {
+                *outl.add(((lane >> 4) as usize * TILE + (lane & 15) as usize) * MB + b) = *ob
+            };
+        }
+    } else {
+        // SAFETY: forwarded.
+        unsafe {
+            weights::<B>(
+                dense,
+                x,
+                red,
+                &split,
+                cols,
+                padded_cols,
+                batch,
+                aligned,
+                lane,
+                warp,
+                warps,
+            )
+        };
+    }
+    // SAFETY: every thread gets here; every warp wrote its part of `red`, the last `outl`.
+    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps, 2) };
+}
+
+/// The weights' part of the tile row (or of its part) for weight warp `warp` of `warps`,
+/// into `red[warp]`.
+///
+/// # Safety
+/// As the entry points; all lanes of the warp call it.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn weights<const B: usize>(
+    dense: *const u64,
+    x: *const u16,
+    red: *mut f32,
+    split: &Split,
+    cols: u32,
+    padded_cols: u32,
+    batch: u32,
+    aligned: u32,
+    lane: u32,
+    warp: u32,
+    warps: u32,
+) {
     // Vector sets (two vectors each, the B slots of a tile), steps per staging round, and
     // the staging units (one tile of one vector) of each lane per round.
     let sets: usize = sets(B as u32) as usize;
     let round: u32 = round_steps(B as u32);
     let units: usize = (4 * round as usize * B).div_ceil(32);
     debug_assert!(units <= MAX_UNITS);
-    let tid = thread_idx_x();
-    let (lane, warp, warps) = (tid & 31, tid >> 5, block_dim_x() >> 5);
     let (g, t) = (lane >> 2, lane & 3);
     let nsteps = (padded_cols / TILE as u32).div_ceil(4);
     // This block's steps of its tile row: s0..s1.
@@ -563,10 +627,6 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
     // launcher gave the ring area.
     let (ring, mine) = unsafe { WeightRing::start(part_words, lane, warp, warps, s1 - s0) };
-    // The outliers are added after the weights (their latency then overlaps other blocks'
-    // work, not this block's first steps); their offsets are read now.
-    // SAFETY: forwarded from the launcher's checks.
-    let walk = unsafe { outlier_walk::<PT>(offsets, &split, tid) };
     let area = dyn_smem_addr() + stage_offset(warps) + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane < ZERO_BYTES / 16 {
@@ -648,10 +708,6 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             }
         }
     }
-    // The outlier sums wait in shared memory (red[warp][row][vector], then
-    // out[slot][row][vector], slot = tid / 16).
-    // SAFETY: forwarded from the launcher's checks.
-    let (red, outl) = unsafe { store_outliers::<B>(walk, col_vals, x, cols, batch, tid, warps) };
     // The copies past the last step (of the part's last tile) finish before the block ends.
     // SAFETY: no operands.
     unsafe { cp_async_wait::<0>() };
@@ -673,8 +729,6 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             }
         }
     }
-    // SAFETY: every thread gets here; every warp wrote its part of `red`.
-    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps) };
 }
 
 macro_rules! entries {
@@ -685,8 +739,8 @@ macro_rules! entries {
         /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
         /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
         /// and `cols % 8 == 0`), and launched `splits` blocks per tile row (`1 <= splits <=`
-        /// its steps) of whole warps with `smem_bytes(warps, B)` bytes of shared memory;
-        /// with `splits > 1`, `partials` holds `bands * splits * 16 * B` values and `counters`
+        /// its steps) of `launch_warps` threads (at least 2 warps) with `smem_bytes(weight
+        /// warps, B)` bytes of shared memory; with `splits > 1`, `partials` holds `bands * splits * 16 * B` values and `counters`
         /// one zero per tile row.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(

@@ -137,7 +137,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     // memory (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
     // SAFETY: forwarded from the launcher's checks.
     let (red, outl) = unsafe {
-        let walk = outlier_walk::<PT>(offsets, &split, tid);
+        let walk = outlier_walk::<PT>(offsets, &split, tid, block_dim_x());
         store_outliers::<B>(walk, col_vals, x, cols, batch, tid, warps)
     };
     let mut i = 0;
@@ -164,7 +164,19 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         };
     }
     // SAFETY: every thread gets here; every warp wrote its part of `red`.
-    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps) };
+    unsafe {
+        write_rows::<B>(
+            red,
+            outl,
+            y,
+            rows,
+            batch,
+            &split,
+            tid,
+            warps,
+            block_dim_x() >> 4,
+        )
+    };
 }
 
 macro_rules! entries {
