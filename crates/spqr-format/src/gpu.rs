@@ -358,8 +358,8 @@ impl SpqrGemv {
         let pt = m.format == OutlierFormat::Ptcsr;
         let k = &loaded.kernel;
         let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
-        // The routed kernels add a warp that walks the outliers (`launch_warps`).
-        let (threads, weight_warps) = launch_warps(m.padded_rows, m.padded_cols, kb);
+        // The weight warps and one that walks the outliers (`launch_warps`).
+        let (threads, weight_warps) = launch_warps(m.padded_rows, m.padded_cols);
         let bands = m.padded_rows / 16;
         let splits = self.splits_for(m);
         debug_assert!(splits <= m.max_splits());

@@ -237,32 +237,6 @@ impl WeightRing {
     }
 }
 
-/// The block's outlier sums, stored in shared memory: returns the reduction area
-/// (`red[warp][row][vector]`, filled by the warps) and the outlier area
-/// (`out[slot][row][vector]`, slot = tid / 16, filled here).
-///
-/// # Safety
-/// As [`outlier_sums`]; `smem_bytes(warps, B)` bytes of shared memory.
-#[inline(always)]
-pub(crate) unsafe fn store_outliers<const B: usize>(
-    walk: OutlierWalk,
-    col_vals: *const u32,
-    x: *const u16,
-    cols: u32,
-    batch: u32,
-    tid: u32,
-    warps: u32,
-) -> (*mut f32, *mut f32) {
-    // SAFETY: forwarded from the caller.
-    let o = unsafe { outlier_sums::<B>(walk, col_vals, x, cols, batch) };
-    let (red, outl) = sum_areas(warps);
-    for (b, ob) in o.iter().enumerate() {
-        // SAFETY: slot tid / 16 < 2 warps, row tid % 16 < 16, b < 8.
-        unsafe { *outl.add(((tid >> 4) as usize * TILE + (tid & 15) as usize) * MB + b) = *ob };
-    }
-    (red, outl)
-}
-
 /// The reduction area (`red[warp][row][vector]`) and the outlier area
 /// (`out[slot][row][vector]`) of a block with `warps` warps (of weights) in dynamic shared
 /// memory (`smem_bytes(warps, B)` bytes).
@@ -551,16 +525,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let (red, outl) = sum_areas(warps);
     if warp == warps {
         // SAFETY: forwarded from the launcher's checks.
-        let o = unsafe {
-            let walk = outlier_walk::<PT>(offsets, &split, lane, 32);
-            outlier_sums::<B>(walk, col_vals, x, cols, batch)
-        };
-        for (b, ob) in o.iter().enumerate() {
-            // SAFETY: slot lane / 16 < 2 <= 2 warps, row lane % 16 < 16, b < 8.
-            unsafe {
-                *outl.add(((lane >> 4) as usize * TILE + (lane & 15) as usize) * MB + b) = *ob
-            };
-        }
+        unsafe { outlier_warp::<B, PT>(offsets, col_vals, x, outl, &split, cols, batch, lane) };
     } else {
         // SAFETY: forwarded.
         unsafe {
@@ -581,6 +546,35 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     }
     // SAFETY: every thread gets here; every warp wrote its part of `red`, the last `outl`.
     unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps, 2) };
+}
+
+/// The outlier warp's work: lane `l` adds every 32nd entry of the tile row's outlier walk
+/// (row `l % 16`) and stores its sums in slot `l / 16` of the outlier area `outl`.
+///
+/// # Safety
+/// As [`outlier_sums`]; `outl` from [`sum_areas`] of a block with at least one weight warp.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
+    offsets: *const u32,
+    col_vals: *const u32,
+    x: *const u16,
+    outl: *mut f32,
+    split: &Split,
+    cols: u32,
+    batch: u32,
+    lane: u32,
+) {
+    // SAFETY: forwarded from the caller.
+    let o = unsafe {
+        let walk = outlier_walk::<PT>(offsets, split, lane, 32);
+        outlier_sums::<B>(walk, col_vals, x, cols, batch)
+    };
+    for (b, ob) in o.iter().enumerate() {
+        // SAFETY: slot lane / 16 < 2 slots (the area holds 2 per weight warp), row
+        // lane % 16 < 16, b < 8.
+        unsafe { *outl.add(((lane >> 4) as usize * TILE + (lane & 15) as usize) * MB + b) = *ob };
+    }
 }
 
 /// The weights' part of the tile row (or of its part) for weight warp `warp` of `warps`,

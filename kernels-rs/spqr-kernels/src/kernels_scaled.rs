@@ -1,20 +1,22 @@
 //! The kernel for 3 to 8 vectors (NVPTX only): the weights scaled in fp16 before the MMA,
 //! the vectors in the MMA's 8 columns; the arithmetic is [`crate::tc_scaled`].
 //!
-//! A block computes one tile row (16 rows), or one part of it (`Split`); its 4 or 8 warps
-//! split the columns into steps of 4 tiles (warp `w` takes steps `w, w + warps, ...`). In a step, lane `(g, t)` holds rows
+//! A block computes one tile row (16 rows), or one part of it (`Split`); all its warps but the
+//! last (4 or 7) split the columns into steps of 4 tiles (warp `w` takes steps
+//! `w, w + warps, ...`), while the last walks the outliers. In a step, lane `(g, t)` holds rows
 //! `2g, 2g + 1` of tile `t` (16 bytes, through the warp's `WeightRing` like the routed kernel)
 //! and the tile's inputs of vector `g` (the MMA's column `g`; lanes past the batch repeat the
 //! last vector, loaded into registers one step ahead); it rebuilds
 //! the tile's second-order statistics with two xor-shuffles, turns its 32 codes into 16
 //! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (`-z s` in two
-//! fp16 parts). All 8 vectors cost the same instructions. The outliers and the final sums
-//! are those of [`crate::kernels`].
+//! fp16 parts). All 8 vectors cost the same instructions. The outlier warp and the final
+//! sums are those of [`crate::kernels`] (the outlier warp measured up to 27% faster for 4 and
+//! 8 vectors than all warps adding the outliers before the weights: docs/PERF.md).
 
 use cmv_device::{block_dim_x, cp_async_wait, half2_to_f32x2, mma_m16n8k16_f16_f32, thread_idx_x};
 
 use crate::kernels::{
-    Split, WeightRing, gather_stats, load_inputs, outlier_walk, store_outliers, write_rows,
+    Split, WeightRing, gather_stats, load_inputs, outlier_warp, sum_areas, write_rows,
 };
 use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
@@ -95,7 +97,58 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     aligned: u32,
 ) {
     let tid = thread_idx_x();
-    let (lane, warp, warps) = (tid & 31, tid >> 5, block_dim_x() >> 5);
+    // The last warp walks the outliers while the others multiply the weights.
+    let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - 1);
+    let (red, outl) = sum_areas(warps);
+    if warp == warps {
+        // SAFETY: forwarded from the launcher's checks.
+        unsafe { outlier_warp::<B, PT>(offsets, col_vals, x, outl, &split, cols, batch, lane) };
+    } else {
+        // SAFETY: forwarded.
+        unsafe {
+            weights::<B>(
+                dense,
+                x,
+                red,
+                &split,
+                cols,
+                padded_cols,
+                batch,
+                pre,
+                post,
+                aligned,
+                lane,
+                warp,
+                warps,
+            )
+        };
+    }
+    // SAFETY: every thread gets here; every warp wrote its part of `red`, the last `outl`.
+    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps, 2) };
+}
+
+/// The weights' part of the tile row (or of its part) for weight warp `warp` of `warps`,
+/// into `red[warp]`.
+///
+/// # Safety
+/// As the entry points; all lanes of the warp call it.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn weights<const B: usize>(
+    dense: *const u64,
+    x: *const u16,
+    red: *mut f32,
+    split: &Split,
+    cols: u32,
+    padded_cols: u32,
+    batch: u32,
+    pre: f32,
+    post: f32,
+    aligned: u32,
+    lane: u32,
+    warp: u32,
+    warps: u32,
+) {
     let (g, t) = (lane >> 2, lane & 3);
     let nsteps = (padded_cols / TILE as u32).div_ceil(4);
     // This block's steps of its tile row: s0..s1.
@@ -132,14 +185,6 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) }
     };
     let mut next = load_x(0);
-    // The outliers while the first weights are on their way (after the loop, their walk's
-    // registers measured slower here than in the routed kernel); their sums wait in shared
-    // memory (red[warp][row][vector], then out[slot][row][vector], slot = tid / 16).
-    // SAFETY: forwarded from the launcher's checks.
-    let (red, outl) = unsafe {
-        let walk = outlier_walk::<PT>(offsets, &split, tid, block_dim_x());
-        store_outliers::<B>(walk, col_vals, x, cols, batch, tid, warps)
-    };
     let mut i = 0;
     while i < mine {
         let x = next;
@@ -163,20 +208,6 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
                 (acc.codes[i] + (acc.zero_hi[i] + acc.zero_lo[i])) * post
         };
     }
-    // SAFETY: every thread gets here; every warp wrote its part of `red`.
-    unsafe {
-        write_rows::<B>(
-            red,
-            outl,
-            y,
-            rows,
-            batch,
-            &split,
-            tid,
-            warps,
-            block_dim_x() >> 4,
-        )
-    };
 }
 
 macro_rules! entries {

@@ -39,21 +39,16 @@ pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
     32 * if warps == 0 { 1 } else { warps }
 }
 
-/// Threads per block of the kernel for `kernel_batch` vectors and its warps that multiply
-/// weights, for a matrix of `padded_rows x padded_cols`: the scaled-weights kernel runs
-/// [`block_threads`], all of them weight warps; the routed kernel (1 and 2 vectors) runs at
-/// most 7 weight warps and one more that walks the outliers at the same time (measured 4-10%
-/// faster at batch 1 on an H200 than all warps adding the outliers after the weights:
-/// docs/PERF.md).
-pub const fn launch_warps(padded_rows: u32, padded_cols: u32, kernel_batch: u32) -> (u32, u32) {
+/// Threads per block of the kernels and how many of their warps multiply weights, for a
+/// matrix of `padded_rows x padded_cols`: the weight warps of [`block_threads`] (at most 7)
+/// and one more that walks the outliers at the same time. On an H200 this measured 4-10%
+/// faster at batch 1 from 8192x8192 on, and up to 27% at batch 4 and 8, than all warps adding
+/// the outliers after (1-2 vectors) or before (4-8 vectors) the weights (docs/PERF.md).
+pub const fn launch_warps(padded_rows: u32, padded_cols: u32) -> (u32, u32) {
     let t = block_threads(padded_rows, padded_cols);
-    if is_scaled_kernel(kernel_batch) {
-        (t, t / 32)
-    } else {
-        let most = BLOCK_THREADS / 32 - 1;
-        let w = if t / 32 < most { t / 32 } else { most };
-        (32 * (w + 1), w)
-    }
+    let most = BLOCK_THREADS / 32 - 1;
+    let w = if t / 32 < most { t / 32 } else { most };
+    (32 * (w + 1), w)
 }
 
 /// Most blocks one tile row is split across.
@@ -193,7 +188,7 @@ mod split_tests {
     }
 
     #[test]
-    fn routed_blocks_add_an_outlier_warp_within_the_launch_bounds() {
+    fn blocks_add_an_outlier_warp_within_the_launch_bounds() {
         for (rows, cols) in [
             (16, 16),
             (16, 64),
@@ -203,19 +198,14 @@ mod split_tests {
             (16, 65536),
         ] {
             let base = block_threads(rows, cols);
-            for kb in [1, 2] {
-                let (threads, weight) = launch_warps(rows, cols, kb);
-                assert_eq!(threads, 32 * (weight + 1), "{rows}x{cols} b{kb}");
-                assert!(threads <= BLOCK_THREADS && weight >= 1);
-                assert_eq!(weight, (base / 32).min(BLOCK_THREADS / 32 - 1));
-            }
-            for kb in [4, 8] {
-                assert_eq!(launch_warps(rows, cols, kb), (base, base / 32));
-            }
+            let (threads, weight) = launch_warps(rows, cols);
+            assert_eq!(threads, 32 * (weight + 1), "{rows}x{cols}");
+            assert!(threads <= BLOCK_THREADS && weight >= 1);
+            assert_eq!(weight, (base / 32).min(BLOCK_THREADS / 32 - 1));
         }
         // 256 tile rows: 8 warps, of which 7 multiply; 512: 4 weight warps and the outlier warp.
-        assert_eq!(launch_warps(4096, 14336, 1), (256, 7));
-        assert_eq!(launch_warps(8192, 8192, 1), (160, 4));
+        assert_eq!(launch_warps(4096, 14336), (256, 7));
+        assert_eq!(launch_warps(8192, 8192), (160, 4));
     }
 
     #[test]
