@@ -28,7 +28,8 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
     }
 }
 
-/// Threads per block for a matrix of `padded_rows x padded_cols`: 4 warps per tile row, or 8
+/// Threads per block of weight warps for a matrix of `padded_rows x padded_cols`, before
+/// [`launch_warps`] caps them at 7 and adds the outlier warp: 4 warps per tile row, or 8
 /// when there are fewer than 512 tile rows (so that short, wide matrices still fill the GPU),
 /// never more warps than the tile row has steps of 4 tiles. (4 warps measured best from 688
 /// tile rows on, 8 below, on an H200, and 8 warps beat 4 warps in 2 parts: docs/PERF.md.)
