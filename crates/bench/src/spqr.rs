@@ -71,7 +71,7 @@ fn dense_err(e: dense_gemv::DenseError) -> cmv_runtime::RuntimeError {
 }
 
 /// Median time of a plain streaming read (`DenseGemv::stream_read`) of `bytes` bytes, over
-/// `copies` rotated buffers of random words, microseconds.
+/// `copies` rotated buffers of scrambled words, microseconds.
 fn same_size_read(
     gpu: &Gpu,
     dense: &DenseGemv,
@@ -80,9 +80,10 @@ fn same_size_read(
     copies: usize,
 ) -> Result<f64, BenchError> {
     let words = bytes.next_multiple_of(16) / 4;
-    let host: Vec<u32> = data::f16_uniform(2 * words, 1.0, 77)
-        .chunks_exact(2)
-        .map(|p| u32::from(p[0].to_bits()) | (u32::from(p[1].to_bits()) << 16))
+    // Distinct nonzero words (their values do not matter to a read, only that they are not
+    // all zeros).
+    let host: Vec<u32> = (0..words as u32)
+        .map(|i| (i | 1).wrapping_mul(0x9E37_79B9))
         .collect();
     let bufs = (0..copies.max(1))
         .map(|_| gpu.upload(&host))
@@ -100,6 +101,45 @@ fn same_size_read(
         })
         .map_err(rt)?;
     Ok(t.median_ms() * 1e3)
+}
+
+/// What one row is computed from.
+struct RowTimes {
+    shape: (usize, usize, usize),
+    kernel: String,
+    splits: u32,
+    /// Bytes of the weights (dense part, outliers and offsets, or the fp16 matrix).
+    weight_bytes: usize,
+    /// All bytes read per call (weights and inputs).
+    bytes: usize,
+    us: f64,
+    read_us: f64,
+    ceiling_gbps: f64,
+    cublas_us: f64,
+    dense_us: f64,
+    rel_err: f64,
+}
+
+/// A table row with its derived rates and ratios.
+fn row(t: RowTimes) -> SpqrRow {
+    let (rows, cols, batch) = t.shape;
+    let gbps = t.bytes as f64 / (t.us * 1e3);
+    SpqrRow {
+        rows,
+        cols,
+        batch,
+        kernel: t.kernel,
+        splits: t.splits,
+        bits_per_weight: 8.0 * t.weight_bytes as f64 / (rows * cols) as f64,
+        median_us: t.us,
+        gbps,
+        pct_of_ceiling: 100.0 * gbps / t.ceiling_gbps,
+        read_us: t.read_us,
+        pct_of_same_size_read: 100.0 * t.read_us / t.us,
+        speedup_vs_cublas: t.cublas_us / t.us,
+        speedup_vs_dense: t.dense_us / t.us,
+        rel_err: t.rel_err,
+    }
 }
 
 fn rel_err(got: &[f16], want: &[f64]) -> f64 {
@@ -212,50 +252,72 @@ pub fn run_gpu(
                     });
                 }
                 let us = t.median_ms() * 1e3;
-                let bytes = mats[0].bytes_read() + 2 * batch * cols;
-                let gbps = bytes as f64 / (us * 1e3);
+                let weight_bytes = mats[0].bytes_read();
+                let bytes = weight_bytes + 2 * batch * cols;
                 let read_us = read_of(bytes, mats.len())?;
-                let row = SpqrRow {
-                    rows,
-                    cols,
-                    batch,
+                let row = row(RowTimes {
+                    shape: (rows, cols, batch),
                     kernel: name,
                     splits: used,
-                    bits_per_weight: 8.0 * mats[0].bytes_read() as f64 / (rows * cols) as f64,
-                    median_us: us,
-                    gbps,
-                    pct_of_ceiling: 100.0 * gbps / ceiling_gbps,
+                    weight_bytes,
+                    bytes,
+                    us,
                     read_us,
-                    pct_of_same_size_read: 100.0 * read_us / us,
-                    speedup_vs_cublas: cublas_us / us,
-                    speedup_vs_dense: dense_us / us,
+                    ceiling_gbps,
+                    cublas_us,
+                    dense_us,
                     rel_err: err,
-                };
+                });
                 progress(&row);
                 out.push(row);
             }
             for (name, us) in [("cmv-fp16", dense_us), ("cublas-fp16", cublas_us)] {
-                let bytes = 2 * rows * cols + 2 * batch * cols;
-                let gbps = bytes as f64 / (us * 1e3);
+                let weight_bytes = 2 * rows * cols;
+                let bytes = weight_bytes + 2 * batch * cols;
                 let read_us = read_of(bytes, dmats.len())?;
-                out.push(SpqrRow {
-                    rows,
-                    cols,
-                    batch,
+                out.push(row(RowTimes {
+                    shape: (rows, cols, batch),
                     kernel: name.into(),
                     splits: 1,
-                    bits_per_weight: 16.0,
-                    median_us: us,
-                    gbps,
-                    pct_of_ceiling: 100.0 * gbps / ceiling_gbps,
+                    weight_bytes,
+                    bytes,
+                    us,
                     read_us,
-                    pct_of_same_size_read: 100.0 * read_us / us,
-                    speedup_vs_cublas: cublas_us / us,
-                    speedup_vs_dense: dense_us / us,
+                    ceiling_gbps,
+                    cublas_us,
+                    dense_us,
                     rel_err: 0.0,
-                });
+                }));
             }
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_derive_rates_and_ratios_from_the_times() {
+        let r = row(RowTimes {
+            shape: (4, 8, 1),
+            kernel: "csr".into(),
+            splits: 1,
+            weight_bytes: 16,
+            bytes: 32,
+            us: 2.0,
+            read_us: 1.0,
+            ceiling_gbps: 0.032,
+            cublas_us: 6.0,
+            dense_us: 4.0,
+            rel_err: 1e-4,
+        });
+        assert_eq!(r.bits_per_weight, 4.0);
+        assert_eq!(r.gbps, 0.016);
+        assert_eq!(r.pct_of_ceiling, 50.0);
+        assert_eq!(r.pct_of_same_size_read, 50.0);
+        assert_eq!((r.speedup_vs_cublas, r.speedup_vs_dense), (3.0, 2.0));
+        assert_eq!((r.rows, r.cols, r.batch, r.rel_err), (4, 8, 1, 1e-4));
+    }
 }
