@@ -323,7 +323,7 @@ fn payload_is_at_most_the_cross_entropy_plus_a_small_margin() {
 /// The sizes and the encode/decode times of large sigma-4 matrices (release:
 /// `cargo test -p ans-codec --release --test roundtrip -- --ignored --nocapture`).
 #[test]
-#[ignore = "large: run in release to print the report"]
+#[ignore = "large; run: cargo test -p ans-codec --release --test roundtrip -- --ignored --nocapture sigma_4_large_report"]
 fn sigma_4_large_report() {
     for (rows, cols) in [(512, 4096), (4096, 4096), (4096, 11008), (11008, 4096)] {
         let w = sample(Dist::Normal(4.0), rows * cols, 42);
