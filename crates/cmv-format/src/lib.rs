@@ -21,6 +21,8 @@ mod device;
 mod error;
 mod matrix;
 mod size;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use check::{
     Limits, OffsetRules, batch_len, check_batch, check_field, check_finite, check_len,
