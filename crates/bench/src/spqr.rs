@@ -52,7 +52,7 @@ fn rt(e: cmv_runtime::RuntimeError) -> BenchError {
 
 fn spqr_err(e: spqr_format::SpqrError) -> cmv_runtime::RuntimeError {
     match e {
-        spqr_format::SpqrError::Runtime(r) => r,
+        spqr_format::SpqrError::Format(spqr_format::FormatError::Runtime(r)) => r,
         o => cmv_runtime::RuntimeError::InvalidLaunch {
             kernel: "spqr",
             reason: o.to_string(),

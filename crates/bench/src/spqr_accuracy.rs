@@ -297,7 +297,7 @@ pub fn tensor_accuracy(t: &Tensor2d, index: usize) -> Result<TensorAccuracy, Spq
                     m.gemv_reference(&x_iid, EVAL_VECTORS).map_err(spqr_err)?,
                     m.gemv_reference(&x_cor, EVAL_VECTORS).map_err(spqr_err)?,
                     m.bits_per_weight(),
-                    Some(m.sizes().bits_per_weight(OutlierFormat::Ptcsr)),
+                    Some(m.bits_per_weight_with(OutlierFormat::Ptcsr)),
                     m.outlier_count(),
                 )
             };

@@ -2,31 +2,48 @@
 //! statistics (one `u64` per tile row) plus a sparse part of fp16 outliers (CSR and PTCSR),
 //! multiplied on the GPU while it is dequantized (`docs/SPQR.md`).
 //!
-//! * [`quantize()`] / [`quantize_f16`] encode a matrix, data-free or with GPTQ given a
-//!   [`Calibration`] ([`QuantizeOptions`]).
+//! * [`quantize()`] / [`quantize_f16`] / [`quantize_weights`] encode a matrix, data-free or
+//!   with GPTQ given a [`Calibration`] ([`QuantizeOptions`]).
 //! * [`SpqrMatrix`] holds it: the packed parts the kernel reads, the CPU decoder
 //!   ([`SpqrMatrix::dequantize`]) and the f64 reference product
-//!   ([`SpqrMatrix::gemv_reference`]), sizes and validation.
-//! * [`format`](mod@format) reads and writes the versioned container.
+//!   ([`SpqrMatrix::gemv_reference`]), sizes and validation. It implements
+//!   [`cmv_format::CompressedMatrix`] (and, with the `gpu` feature, `DeviceGemv`).
+//! * [`container`] reads and writes the versioned container (version 2, the
+//!   [`cmv_format::container`]; version 1 is still read).
 //! * [`rtn`] is the plain round-to-nearest baseline (3 or 4 bits, groups of 16) the accuracy
 //!   report compares against.
-//! * [`gpu`] multiplies on the GPU.
+//! * `gpu` (feature `gpu`, on by default) multiplies on the GPU.
 //!
 //! The bit layouts are shared with the kernel through `spqr_kernels::layout`.
+//!
+//! Module dependencies run one way: `error` <- `matrix` <- `quantize`, `container` <- `compressed`
+//! <- `gpu`; no module imports one that imports it back.
 
+mod compressed;
+pub mod container;
 mod error;
-pub mod format;
+#[cfg(feature = "gpu")]
 pub mod gpu;
+mod legacy;
 mod linalg;
 mod matrix;
 pub mod quantize;
 pub mod rtn;
 
-pub use error::SpqrError;
-pub use matrix::{
-    MAX_BATCH, MAX_PADDED_COLS, Outlier, OutlierFormat, SizeReport, SpqrMatrix, padded_shape,
-};
-pub use quantize::{Calibration, OutlierCriterion, QuantizeOptions, quantize, quantize_f16};
+/// The GPU runtime the `gpu` module's signatures use (feature `gpu`).
+#[cfg(feature = "gpu")]
+pub use cmv_format::cmv_runtime;
+/// The format core this crate is built on; its [`FormatError`], [`Limits`] and
+/// [`SizeBreakdown`] appear in this crate's signatures.
+pub use cmv_format::{self, FormatError, Limits, SizeBreakdown};
+/// fp16, the inputs' and outliers' type.
+pub use half::f16;
+/// A tile's second-order statistics ([`SpqrMatrix::tile_statistics`]).
+pub use spqr_kernels::layout::SecondOrder;
 
-/// Result alias of this crate.
-pub type Result<T, E = SpqrError> = std::result::Result<T, E>;
+pub use compressed::GPU_TOLERANCE;
+pub use error::{Result, SpqrError};
+pub use matrix::{MAX_PADDED_COLS, Outlier, OutlierFormat, SpqrMatrix, padded_shape};
+pub use quantize::{
+    Calibration, OutlierCriterion, QuantizeOptions, quantize, quantize_f16, quantize_weights,
+};

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use crate::{Result, SpqrError};
+use crate::error::{Result, SpqrError};
 
 /// `H = X^T X` of `samples` input vectors of `cols` values (`x[s * cols + c]`), in f64.
 pub(crate) fn gram(x: &[f32], samples: usize, cols: usize) -> Vec<f64> {

@@ -1,5 +1,9 @@
-//! [`SpqrMatrix`], a SpQR matrix in memory, its CPU reference product and its [`SizeReport`].
+//! [`SpqrMatrix`], a SpQR matrix in memory, its validation and its CPU reference product.
 
+use cmv_format::{
+    FormatError, HeaderCode, OffsetRules, batch_len, check_field, check_len, check_offsets,
+    check_reference_args,
+};
 use half::f16;
 use rayon::prelude::*;
 use spqr_kernels::layout::{
@@ -7,12 +11,12 @@ use spqr_kernels::layout::{
     row_qs, row_qz, row_stat_byte,
 };
 
-use crate::{Result, SpqrError};
+use crate::error::{Result, SpqrError};
 
 /// Largest padded column count: outlier columns are 16-bit.
 pub const MAX_PADDED_COLS: usize = 1 << 16;
-/// Largest batch of the GEMV.
-pub const MAX_BATCH: usize = 16;
+/// The format's name, in errors.
+pub(crate) const NAME: &str = "spqr";
 
 /// Which outlier encoding the kernel reads (`docs/SPQR.md`, "Outliers"); both are stored.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -24,32 +28,19 @@ pub enum OutlierFormat {
     Ptcsr,
 }
 
-impl OutlierFormat {
-    /// Both formats.
-    pub const ALL: [OutlierFormat; 2] = [OutlierFormat::Csr, OutlierFormat::Ptcsr];
+/// The container's outlier-format code: 0 for CSR, 1 for PTCSR; names `"CSR"` and `"PTCSR"`.
+impl HeaderCode for OutlierFormat {
+    const FIELD: &'static str = "outlier format";
+    const ALL: &'static [Self] = &[OutlierFormat::Csr, OutlierFormat::Ptcsr];
 
-    /// The code in the container header: 0 for CSR, 1 for PTCSR.
-    pub const fn code(self) -> u32 {
+    fn code(self) -> u32 {
         match self {
             OutlierFormat::Csr => 0,
             OutlierFormat::Ptcsr => 1,
         }
     }
 
-    /// The format of a header code.
-    ///
-    /// # Errors
-    /// [`SpqrError::FormatCode`] for an unknown code.
-    pub const fn from_code(code: u32) -> Result<Self> {
-        match code {
-            0 => Ok(OutlierFormat::Csr),
-            1 => Ok(OutlierFormat::Ptcsr),
-            found => Err(SpqrError::FormatCode { found }),
-        }
-    }
-
-    /// `"CSR"` or `"PTCSR"`.
-    pub const fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             OutlierFormat::Csr => "CSR",
             OutlierFormat::Ptcsr => "PTCSR",
@@ -97,15 +88,21 @@ pub struct SpqrMatrix {
 /// The padded shape of a `rows x cols` matrix: both sides rounded up to 16.
 ///
 /// # Errors
-/// [`SpqrError::Shape`] for an empty matrix or padded rows past `u32::MAX`,
+/// [`FormatError::Shape`] for an empty matrix or padded rows past `u32::MAX`,
 /// [`SpqrError::TooWide`] for padded columns past 65536.
 pub fn padded_shape(rows: usize, cols: usize) -> Result<(usize, usize)> {
     let pad = |n: usize| n.div_ceil(TILE).checked_mul(TILE);
+    let shape = || FormatError::Shape {
+        format: NAME,
+        rows,
+        cols,
+        rule: "both sides must be at least 1, the rows padded to 16 at most u32::MAX",
+    };
     let (Some(pr), Some(pc)) = (pad(rows), pad(cols)) else {
-        return Err(SpqrError::Shape { rows, cols });
+        return Err(shape().into());
     };
     if rows == 0 || cols == 0 || u32::try_from(pr).is_err() {
-        return Err(SpqrError::Shape { rows, cols });
+        return Err(shape().into());
     }
     if pc > MAX_PADDED_COLS {
         return Err(SpqrError::TooWide {
@@ -244,16 +241,11 @@ impl SpqrMatrix {
     /// GPU kernel takes its input in this order.
     ///
     /// # Errors
-    /// [`SpqrError::Length`] when `x` is not `batch * cols` long.
+    /// [`FormatError::Batch`] for batch 0 or a `batch * cols` past `usize`,
+    /// [`FormatError::Length`] when `x` is not `batch * cols` long.
     pub fn permute_input(&self, x: &[f16], batch: usize) -> Result<Vec<f16>> {
         let cols = self.cols;
-        if x.len() != batch * cols {
-            return Err(SpqrError::Length {
-                what: "input",
-                got: x.len(),
-                expected: batch * cols,
-            });
-        }
+        check_reference_args(x, batch, cols)?;
         Ok(match &self.perm {
             None => x.to_vec(),
             Some(p) => (0..batch)
@@ -262,28 +254,23 @@ impl SpqrMatrix {
         })
     }
 
-    /// The tile's second-order statistics, rebuilt from its 16 rows' bytes.
-    ///
-    /// # Panics
-    /// When `i >= tile_rows()` or `j >= tile_cols()`.
-    pub fn tile_statistics(&self, i: usize, j: usize) -> SecondOrder {
-        assert!(
-            i < self.tile_rows() && j < self.tile_cols(),
-            "tile out of range"
-        );
+    /// The second-order statistics of tile `(i, j)`, rebuilt from its 16 rows' bytes; `None`
+    /// when `i >= tile_rows()` or `j >= tile_cols()`.
+    pub fn tile_statistics(&self, i: usize, j: usize) -> Option<SecondOrder> {
+        if i >= self.tile_rows() || j >= self.tile_cols() {
+            return None;
+        }
         let base = i * self.padded_cols + TILE * j;
-        tile_second_order(&self.dense[base..base + TILE])
+        Some(tile_second_order(&self.dense[base..base + TILE]))
     }
 
     /// The first-order scale and zero of the group of `row` in tile column `j`, in fp32 as
-    /// the kernel computes them (`layout::first_order`).
-    ///
-    /// # Panics
-    /// When `row >= padded_rows()` or `j >= tile_cols()`.
-    pub fn group_statistics(&self, row: usize, j: usize) -> (f32, f32) {
-        let so = self.tile_statistics(row / TILE, j);
+    /// the kernel computes them (`layout::first_order`); `None` when `row >= padded_rows()`
+    /// or `j >= tile_cols()`.
+    pub fn group_statistics(&self, row: usize, j: usize) -> Option<(f32, f32)> {
+        let so = self.tile_statistics(row / TILE, j)?;
         let w = self.dense[(row / TILE) * self.padded_cols + TILE * j + row % TILE];
-        layout::first_order(row_qs(w), row_qz(w), so)
+        Some(layout::first_order(row_qs(w), row_qz(w), so))
     }
 
     /// The dense part dequantized, `rows x cols`, in the stored column order, padding
@@ -373,6 +360,12 @@ impl SpqrMatrix {
     /// `y = W' x` for `batch` input vectors, with the outliers read in the stored format
     /// ([`SpqrMatrix::gemv_reference_with`]).
     ///
+    /// Non-finite inputs propagate as in IEEE arithmetic: a NaN or infinite input makes every
+    /// output of its vector non-finite (NaN or infinite: every row multiplies every input, and
+    /// a zero weight times an infinite input is NaN), the other vectors are unaffected. The GPU
+    /// product gives non-finite outputs for the same vectors (the order of its operations
+    /// differs, so an infinite output here may be NaN there).
+    ///
     /// # Errors
     /// As [`SpqrMatrix::gemv_reference_with`].
     pub fn gemv_reference(&self, x: &[f16], batch: usize) -> Result<Vec<f64>> {
@@ -386,22 +379,23 @@ impl SpqrMatrix {
     /// `x[b * cols + c]`; the result holds `batch * rows`, `y[b * rows + r]`. The outliers are
     /// read from the arrays of `format` (both give the same result, bit for bit).
     ///
+    /// Any batch of at least one vector is taken (the GPU kernels take 1 to
+    /// `spqr_kernels::MAX_BATCH`); non-finite inputs as [`SpqrMatrix::gemv_reference`] says.
+    ///
     /// # Errors
-    /// [`SpqrError::Batch`] for a batch outside `1..=16`, [`SpqrError::Length`] when `x` does
-    /// not hold `batch * cols` values.
+    /// [`FormatError::Batch`] for batch 0 (or a `batch * cols` past `usize`),
+    /// [`FormatError::Length`] when `x` does not hold `batch * cols` values.
     pub fn gemv_reference_with(
         &self,
         format: OutlierFormat,
         x: &[f16],
         batch: usize,
     ) -> Result<Vec<f64>> {
-        if !(1..=MAX_BATCH).contains(&batch) {
-            return Err(SpqrError::Batch { batch, max: 16 });
-        }
         let (rows, cols, pc) = (self.rows, self.cols, self.padded_cols);
-        check_len("input", x.len(), batch * cols)?;
+        check_reference_args(x, batch, cols)?;
+        let out_len = batch_len(batch, rows)?;
         // The inputs in the stored column order, f64, padded with zeros.
-        let mut xs = vec![0f64; batch * pc];
+        let mut xs = vec![0f64; batch_len(batch, pc)?];
         for b in 0..batch {
             for c in 0..cols {
                 let src = self.perm.as_ref().map_or(c, |p| p[c] as usize);
@@ -457,7 +451,7 @@ impl SpqrMatrix {
                 acc
             })
             .collect();
-        let mut y = vec![0f64; batch * rows];
+        let mut y = vec![0f64; out_len];
         for (i, acc) in per_tile_row.iter().enumerate() {
             for r in 0..TILE.min(rows - TILE * i) {
                 for b in 0..batch {
@@ -466,29 +460,6 @@ impl SpqrMatrix {
             }
         }
         Ok(y)
-    }
-
-    /// Bytes of every part of the matrix.
-    pub fn sizes(&self) -> SizeReport {
-        SizeReport {
-            elements: self.rows * self.cols,
-            padded_elements: self.padded_rows * self.padded_cols,
-            outliers: self.outlier_count(),
-            dense_bytes: 8 * self.dense.len(),
-            csr_offset_bytes: 4 * self.csr_row_offsets.len(),
-            csr_col_val_bytes: 4 * self.csr_col_vals.len(),
-            ptcsr_offset_bytes: 4 * self.ptcsr_block_offsets.len(),
-            ptcsr_col_val_bytes: 4 * self.ptcsr_col_vals.len(),
-            permutation_bytes: 4 * self.perm.as_ref().map_or(0, Vec::len),
-            header_bytes: crate::format::HEADER_BYTES,
-        }
-    }
-
-    /// Bits per real weight of what the kernel reads with the chosen outlier format: the dense
-    /// words, that format's offsets and words, and the permutation if any
-    /// ([`SizeReport::bits_per_weight`]).
-    pub fn bits_per_weight(&self) -> f64 {
-        self.sizes().bits_per_weight(self.outlier_format)
     }
 
     /// Checks every in-memory invariant the kernel and the reference rely on: the padded
@@ -503,8 +474,8 @@ impl SpqrMatrix {
     /// `< cols`).
     ///
     /// # Errors
-    /// The first broken invariant: [`SpqrError::Shape`], [`SpqrError::TooWide`],
-    /// [`SpqrError::Header`], [`SpqrError::Dense`], [`SpqrError::Offset`],
+    /// The first broken invariant: [`FormatError::Shape`], [`SpqrError::TooWide`],
+    /// [`FormatError::Header`], [`SpqrError::Dense`], [`FormatError::Offset`],
     /// [`SpqrError::Outlier`], [`SpqrError::Inconsistent`], [`SpqrError::Permutation`].
     pub fn validate(&self) -> Result<()> {
         let (pr, pc) = padded_shape(self.rows, self.cols)?;
@@ -546,124 +517,10 @@ impl SpqrMatrix {
     }
 }
 
-/// The size of a SpQR matrix, part by part, in bytes. Both outlier encodings are counted; a
-/// kernel reads the dense part, one encoding and the permutation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SizeReport {
-    /// Real weights, `rows * cols`.
-    pub elements: usize,
-    /// Weights stored, padding included.
-    pub padded_elements: usize,
-    /// Outliers.
-    pub outliers: usize,
-    /// The dense words: 8 bytes per 16 weights (4 bits per padded weight).
-    pub dense_bytes: usize,
-    /// CSR row offsets.
-    pub csr_offset_bytes: usize,
-    /// CSR `col_val` words.
-    pub csr_col_val_bytes: usize,
-    /// PTCSR block offsets.
-    pub ptcsr_offset_bytes: usize,
-    /// PTCSR `col_val` words, padding included.
-    pub ptcsr_col_val_bytes: usize,
-    /// The input permutation (0 without one).
-    pub permutation_bytes: usize,
-    /// The container header.
-    pub header_bytes: usize,
-}
-
-impl SizeReport {
-    /// Bytes of the CSR encoding.
-    pub fn csr_bytes(&self) -> usize {
-        self.csr_offset_bytes + self.csr_col_val_bytes
-    }
-
-    /// Bytes of the PTCSR encoding.
-    pub fn ptcsr_bytes(&self) -> usize {
-        self.ptcsr_offset_bytes + self.ptcsr_col_val_bytes
-    }
-
-    /// Bytes of one outlier encoding.
-    pub fn outlier_bytes(&self, format: OutlierFormat) -> usize {
-        match format {
-            OutlierFormat::Csr => self.csr_bytes(),
-            OutlierFormat::Ptcsr => self.ptcsr_bytes(),
-        }
-    }
-
-    /// Bytes a kernel reading `format` needs: dense part, that encoding, permutation.
-    pub fn kernel_bytes(&self, format: OutlierFormat) -> usize {
-        self.dense_bytes + self.outlier_bytes(format) + self.permutation_bytes
-    }
-
-    /// Bytes of the container (header, dense part, both encodings, permutation).
-    pub fn container_bytes(&self) -> usize {
-        self.header_bytes
-            + self.dense_bytes
-            + self.csr_bytes()
-            + self.ptcsr_bytes()
-            + self.permutation_bytes
-    }
-
-    /// `bytes` in bits per real weight.
-    pub fn per_weight(&self, bytes: usize) -> f64 {
-        bytes as f64 * 8.0 / self.elements.max(1) as f64
-    }
-
-    /// Bits per real weight of what a kernel reading `format` needs.
-    pub fn bits_per_weight(&self, format: OutlierFormat) -> f64 {
-        self.per_weight(self.kernel_bytes(format))
-    }
-}
-
-impl std::fmt::Display for SizeReport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} outliers ({:.3}%) | bits/weight: dense {:.4} CSR {:.4} PTCSR {:.4} permutation \
-             {:.4} | kernel with CSR {:.4}, with PTCSR {:.4} | container {} bytes",
-            self.outliers,
-            100.0 * self.outliers as f64 / self.elements.max(1) as f64,
-            self.per_weight(self.dense_bytes),
-            self.per_weight(self.csr_bytes()),
-            self.per_weight(self.ptcsr_bytes()),
-            self.per_weight(self.permutation_bytes),
-            self.bits_per_weight(OutlierFormat::Csr),
-            self.bits_per_weight(OutlierFormat::Ptcsr),
-            self.container_bytes(),
-        )
-    }
-}
-
 /// The second-order statistics of a tile from its 16 words.
 pub(crate) fn tile_second_order(tile: &[u64]) -> SecondOrder {
     let bytes: [u8; TILE] = std::array::from_fn(|r| row_stat_byte(tile[r]));
     SecondOrder::from_row_bytes(&bytes)
-}
-
-pub(crate) fn check_len(what: &'static str, got: usize, expected: usize) -> Result<()> {
-    if got == expected {
-        Ok(())
-    } else {
-        Err(SpqrError::Length {
-            what,
-            got,
-            expected,
-        })
-    }
-}
-
-/// A header field that must equal what the other fields imply.
-pub(crate) fn check_field(field: &'static str, found: u64, expected: u64) -> Result<()> {
-    if found == expected {
-        Ok(())
-    } else {
-        Err(SpqrError::Header {
-            field,
-            found,
-            expected,
-        })
-    }
 }
 
 fn f16_finite(bits: u16) -> bool {
@@ -698,71 +555,6 @@ fn check_dense(dense: &[u64]) -> Result<()> {
     Ok(())
 }
 
-/// An offset table's rules: `count` entries, from 0, monotone, blocks a multiple of `step`,
-/// the last equal to `words`.
-fn check_offsets(
-    table: &'static str,
-    offsets: &[u32],
-    count: usize,
-    step: u64,
-    words: u64,
-) -> Result<()> {
-    let err = |index: usize, value: u64, previous: u64, rule: &'static str| SpqrError::Offset {
-        table,
-        index,
-        value,
-        previous,
-        words,
-        rule,
-    };
-    if offsets.len() != count {
-        return Err(SpqrError::Header {
-            field: if table == "CSR row" {
-                "CSR offset count"
-            } else {
-                "PTCSR offset count"
-            },
-            found: offsets.len() as u64,
-            expected: count as u64,
-        });
-    }
-    if offsets[0] != 0 {
-        return Err(err(0, offsets[0].into(), 0, "the first offset must be 0"));
-    }
-    for (i, w) in offsets.windows(2).enumerate() {
-        let (prev, cur) = (u64::from(w[0]), u64::from(w[1]));
-        if cur < prev {
-            return Err(err(i + 1, cur, prev, "offsets must not decrease"));
-        }
-        if cur > words {
-            return Err(err(
-                i + 1,
-                cur,
-                prev,
-                "offsets must not pass the word count",
-            ));
-        }
-        if (cur - prev) % step != 0 {
-            return Err(err(
-                i + 1,
-                cur,
-                prev,
-                "PTCSR blocks must be a multiple of 16 words",
-            ));
-        }
-    }
-    let last = u64::from(offsets[count - 1]);
-    if last != words {
-        return Err(err(
-            count - 1,
-            last,
-            u64::from(offsets[count.saturating_sub(2)]),
-            "the last offset must equal the word count",
-        ));
-    }
-    Ok(())
-}
-
 /// The rule an outlier word breaks, if any.
 fn outlier_rule(w: u32, cols: usize) -> Option<&'static str> {
     let v = outlier_value(w);
@@ -787,11 +579,14 @@ pub(crate) fn check_csr(
     what: &'static str,
 ) -> Result<()> {
     check_offsets(
-        "CSR row",
         row_offsets,
-        padded_rows + 1,
-        1,
-        col_vals.len() as u64,
+        &OffsetRules {
+            table: "CSR row",
+            count: padded_rows + 1,
+            multiple: 1,
+            min_gap: 0,
+            words: col_vals.len() as u64,
+        },
     )?;
     for (row, o) in row_offsets.windows(2).enumerate() {
         let (start, end) = (o[0] as usize, o[1] as usize);
@@ -828,12 +623,16 @@ fn check_ptcsr(
     block_offsets: &[u32],
     col_vals: &[u32],
 ) -> Result<()> {
+    // Offsets that are multiples of 16 from 0: every block is a multiple of 16 words.
     check_offsets(
-        "PTCSR block",
         block_offsets,
-        padded_rows / TILE + 1,
-        TILE as u64,
-        col_vals.len() as u64,
+        &OffsetRules {
+            table: "PTCSR block",
+            count: padded_rows / TILE + 1,
+            multiple: TILE as u64,
+            min_gap: 0,
+            words: col_vals.len() as u64,
+        },
     )?;
     for (i, o) in block_offsets.windows(2).enumerate() {
         let (start, end) = (o[0] as usize, o[1] as usize);
@@ -971,13 +770,7 @@ pub(crate) fn build_csr(
 
 /// A permutation's rules: `cols` entries, each `< cols`, all distinct.
 pub(crate) fn check_permutation(perm: &[u32], cols: usize) -> Result<()> {
-    if perm.len() != cols {
-        return Err(SpqrError::Length {
-            what: "input permutation",
-            got: perm.len(),
-            expected: cols,
-        });
-    }
+    check_len("input permutation", perm.len(), cols)?;
     let mut seen = vec![false; cols];
     for (index, &p) in perm.iter().enumerate() {
         let err = |rule| SpqrError::Permutation {
@@ -1014,7 +807,12 @@ mod tests {
         ));
         assert!(matches!(
             padded_shape(0, 3),
-            Err(SpqrError::Shape { rows: 0, cols: 3 })
+            Err(SpqrError::Format(FormatError::Shape {
+                format: "spqr",
+                rows: 0,
+                cols: 3,
+                ..
+            }))
         ));
         assert!(padded_shape(3, 0).is_err());
         assert!(padded_shape(u32::MAX as usize, 1).is_err());
@@ -1025,11 +823,19 @@ mod tests {
         );
         assert!(matches!(
             OutlierFormat::from_code(2),
-            Err(SpqrError::FormatCode { found: 2 })
+            Err(FormatError::Code {
+                field: "outlier format",
+                found: 2,
+                ..
+            })
         ));
-        for f in OutlierFormat::ALL {
+        for &f in OutlierFormat::ALL {
             assert_eq!(OutlierFormat::from_code(f.code()).unwrap(), f);
         }
+        assert_eq!(
+            OutlierFormat::from_name("PTCSR"),
+            Some(OutlierFormat::Ptcsr)
+        );
     }
 
     #[test]
@@ -1061,24 +867,36 @@ mod tests {
 
     #[test]
     fn offset_rules() {
-        let rule =
-            |o: &[u32], step, words| match check_offsets("PTCSR block", o, o.len(), step, words) {
-                Err(SpqrError::Offset { index, rule, .. }) => (index, rule),
-                other => panic!("{other:?}"),
-            };
-        assert!(check_offsets("CSR row", &[0, 0, 3, 5], 4, 1, 5).is_ok());
-        assert!(rule(&[1, 5], 1, 5).1.contains("first"));
-        assert!(rule(&[0, 2, 1], 1, 2).1.contains("decrease"));
-        assert!(rule(&[0, 6, 6], 1, 5).1.contains("pass"));
-        assert!(rule(&[0, 8, 16], 16, 16).1.contains("multiple"));
-        assert_eq!(rule(&[0, 16, 16], 16, 32).0, 2);
+        // The tables go through cmv_format::check_offsets: a CSR table may repeat an offset,
+        // a PTCSR table's offsets are multiples of 16.
+        let v = 0x3c00u16;
+        let (ro, cv) = build_csr(32, &[(1, 4, v), (1, 9, v), (17, 1, v)]).unwrap();
+        check_csr(32, 32, 32, &ro, &cv, "CSR").unwrap();
+        let (bo, bw) = build_ptcsr(32, &ro, &cv).unwrap();
+        check_ptcsr(32, 32, 32, &bo, &bw).unwrap();
+        let offset = |e: SpqrError| match e {
+            SpqrError::Format(FormatError::Offset {
+                table, index, rule, ..
+            }) => (table, index, rule),
+            other => panic!("{other:?}"),
+        };
+        let mut bad = ro.clone();
+        bad[0] = 1;
+        let (table, index, rule) = offset(check_csr(32, 32, 32, &bad, &cv, "CSR").unwrap_err());
+        assert_eq!((table, index), ("CSR row", 0));
+        assert!(rule.contains("first"));
+        let mut bad = bo.clone();
+        bad[1] -= 8;
+        let (table, index, rule) = offset(check_ptcsr(32, 32, 32, &bad, &bw).unwrap_err());
+        assert_eq!((table, index), ("PTCSR block", 1));
+        assert!(rule.contains("multiple"));
         assert!(matches!(
-            check_offsets("CSR row", &[0, 0], 3, 1, 0),
-            Err(SpqrError::Header {
-                field: "CSR offset count",
-                found: 2,
-                expected: 3
-            })
+            check_csr(32, 32, 32, &ro[..32], &cv, "CSR"),
+            Err(SpqrError::Format(FormatError::Header {
+                found: 32,
+                expected: 33,
+                ..
+            }))
         ));
     }
 
@@ -1103,7 +921,7 @@ mod tests {
         ));
         assert!(matches!(
             check_permutation(&[0, 1], 3),
-            Err(SpqrError::Length { .. })
+            Err(SpqrError::Format(FormatError::Length { .. }))
         ));
     }
 }

@@ -25,9 +25,11 @@ use half::f16;
 use rayon::prelude::*;
 use spqr_kernels::layout::{self, MAX_CODE, SecondOrder, TILE, pack_row};
 
+use cmv_format::{FormatError, Weights, check_finite, check_len};
+
+use crate::error::{Result, SpqrError};
 use crate::linalg;
-use crate::matrix::{build_csr, build_ptcsr, check_len, padded_shape};
-use crate::{OutlierFormat, Result, SpqrError, SpqrMatrix};
+use crate::matrix::{OutlierFormat, SpqrMatrix, build_csr, build_ptcsr, padded_shape};
 
 /// Largest finite fp16 value.
 const F16_MAX: f64 = 65504.0;
@@ -68,6 +70,9 @@ pub struct QuantizeOptions {
     pub damping: f64,
     /// How the outliers are ranked (default [`OutlierCriterion::Error`]).
     pub outlier_criterion: OutlierCriterion,
+    /// The outlier encoding the kernel reads, recorded in the matrix (default CSR; both are
+    /// always stored, and [`SpqrMatrix::set_outlier_format`] changes it later).
+    pub outlier_format: OutlierFormat,
 }
 
 /// How the first run ranks the weights for the outliers (each figure divided by `U_cc^2`,
@@ -92,6 +97,7 @@ impl Default for QuantizeOptions {
             permute: false,
             damping: 0.01,
             outlier_criterion: OutlierCriterion::Error,
+            outlier_format: OutlierFormat::Csr,
         }
     }
 }
@@ -106,24 +112,40 @@ pub fn quantize_f16(
     cols: usize,
     opts: &QuantizeOptions,
 ) -> Result<SpqrMatrix> {
-    let w32: Vec<f32> = w.iter().map(|v| v.to_f32()).collect();
+    padded_shape(rows, cols)?;
+    let w = Weights::new(w, rows, cols)?;
+    let w32: Vec<f32> = w.data().iter().map(|v| v.to_f32()).collect();
     quantize(&w32, rows, cols, opts)
 }
 
-/// Quantizes a `rows x cols` row-major matrix to SpQR (`docs/SPQR.md`; the module docs say
-/// how). The outlier format is CSR.
+/// Quantizes a `rows x cols` row-major matrix, exactly `rows * cols` weights, to SpQR
+/// ([`quantize_weights`]).
 ///
 /// # Errors
-/// [`SpqrError::Shape`] / [`SpqrError::TooWide`] for an unsupported shape,
-/// [`SpqrError::Length`] for buffers of the wrong length, [`SpqrError::NonFinite`] for a NaN or
-/// infinite weight or calibration value, [`SpqrError::WeightRange`] for a weight outside the
-/// fp16 range, [`SpqrError::Option`] for an option out of range,
-/// [`SpqrError::PermuteWithoutCalibration`], [`SpqrError::Samples`] for calibration inputs
-/// with no sample, [`SpqrError::NotPositiveDefinite`] when the damped Gram matrix cannot be
-/// factored, [`SpqrError::TooManyOutliers`] when the outliers pass 32-bit offsets.
+/// As [`quantize_weights`]; the shape is checked before the length
+/// ([`FormatError::Length`] for any other number of weights).
 pub fn quantize(w: &[f32], rows: usize, cols: usize, opts: &QuantizeOptions) -> Result<SpqrMatrix> {
+    padded_shape(rows, cols)?;
+    quantize_weights(Weights::new(w, rows, cols)?, opts)
+}
+
+/// Quantizes a matrix to SpQR (`docs/SPQR.md`; the module docs say how). The outlier format
+/// is `opts.outlier_format`.
+///
+/// # Errors
+/// [`FormatError::Shape`] / [`SpqrError::TooWide`] for an unsupported shape,
+/// [`FormatError::Length`] for calibration buffers of the wrong length,
+/// [`FormatError::NonFinite`] for a NaN or infinite weight or calibration value,
+/// [`SpqrError::WeightRange`] for a weight outside the fp16 range, [`SpqrError::Option`] for an
+/// option out of range, [`SpqrError::PermuteWithoutCalibration`], [`SpqrError::Samples`] for
+/// calibration inputs with no sample, [`SpqrError::NotPositiveDefinite`] when the damped Gram
+/// matrix cannot be factored, [`SpqrError::TooManyOutliers`] when the outliers pass 32-bit
+/// offsets.
+pub fn quantize_weights(weights: Weights<'_, f32>, opts: &QuantizeOptions) -> Result<SpqrMatrix> {
+    let (rows, cols) = (weights.rows(), weights.cols());
     let (padded_rows, padded_cols) = padded_shape(rows, cols)?;
-    check_weights(w, rows, cols)?;
+    check_weights(weights)?;
+    let w = weights.data();
     let fraction = opts.outlier_fraction;
     if !(0.0..=1.0).contains(&fraction) {
         return Err(SpqrError::Option {
@@ -219,24 +241,17 @@ pub fn quantize(w: &[f32], rows: usize, cols: usize, opts: &QuantizeOptions) -> 
         csr_col_vals,
         ptcsr_block_offsets,
         ptcsr_col_vals,
-        outlier_format: OutlierFormat::Csr,
+        outlier_format: opts.outlier_format,
         perm,
     };
     debug_assert!(m.validate().is_ok(), "{:?}", m.validate());
     Ok(m)
 }
 
-/// The weights' rules: `rows * cols` of them, finite, within the fp16 range.
-pub(crate) fn check_weights(w: &[f32], rows: usize, cols: usize) -> Result<()> {
-    check_len("weights", w.len(), rows * cols)?;
-    for (index, &v) in w.iter().enumerate() {
-        if !v.is_finite() {
-            return Err(SpqrError::NonFinite {
-                what: "weight",
-                index,
-                value: v.into(),
-            });
-        }
+/// The weights' rules (their count is [`Weights`']): finite, within the fp16 range.
+pub(crate) fn check_weights(w: Weights<'_, f32>) -> Result<()> {
+    check_finite("weight", w.data())?;
+    for (index, &v) in w.data().iter().enumerate() {
         if f64::from(v).abs() > F16_MAX {
             return Err(SpqrError::WeightRange { index, value: v });
         }
@@ -251,30 +266,18 @@ fn hessian(cal: &Calibration, cols: usize) -> Result<Vec<f64>> {
             if *samples == 0 {
                 return Err(SpqrError::Samples { samples: 0 });
             }
-            let expected = samples.checked_mul(cols).ok_or(SpqrError::Length {
+            let expected = samples.checked_mul(cols).ok_or(FormatError::Length {
                 what: "calibration inputs",
                 got: x.len(),
                 expected: usize::MAX,
             })?;
             check_len("calibration inputs", x.len(), expected)?;
-            if let Some(index) = x.iter().position(|v| !v.is_finite()) {
-                return Err(SpqrError::NonFinite {
-                    what: "calibration input",
-                    index,
-                    value: x[index].into(),
-                });
-            }
+            check_finite("calibration input", x)?;
             Ok(linalg::gram(x, *samples, cols))
         }
         Calibration::Gram { h } => {
             check_len("Gram matrix", h.len(), cols * cols)?;
-            if let Some(index) = h.iter().position(|v| !v.is_finite()) {
-                return Err(SpqrError::NonFinite {
-                    what: "Gram matrix entry",
-                    index,
-                    value: h[index],
-                });
-            }
+            check_finite("Gram matrix entry", h)?;
             // Symmetrized, so that no triangle is preferred.
             let mut sym = h.clone();
             for a in 0..cols {

@@ -6,9 +6,10 @@
 
 use half::f16;
 
-use crate::matrix::check_len;
+use cmv_format::{FormatError, Weights, check_reference_args};
+
+use crate::error::{Result, SpqrError};
 use crate::quantize::{check_weights, f16_sat};
-use crate::{MAX_BATCH, Result, SpqrError};
 
 /// Weights per group, as SpQR's first order.
 pub const GROUP: usize = 16;
@@ -30,11 +31,17 @@ pub struct RtnMatrix {
 /// Quantizes a `rows x cols` row-major matrix to `bits` bits (1 to 8) per weight with RTN.
 ///
 /// # Errors
-/// [`SpqrError::Shape`] for an empty matrix, [`SpqrError::Option`] for `bits` outside
-/// `1..=8`, and as [`crate::quantize()`] for the weights.
+/// [`FormatError::Shape`] for an empty matrix, [`SpqrError::Option`] for `bits` outside
+/// `1..=8`, and as [`crate::quantize()`] for the weights (exactly `rows * cols` of them).
 pub fn quantize_rtn(w: &[f32], rows: usize, cols: usize, bits: u32) -> Result<RtnMatrix> {
     if rows == 0 || cols == 0 {
-        return Err(SpqrError::Shape { rows, cols });
+        return Err(FormatError::Shape {
+            format: "rtn",
+            rows,
+            cols,
+            rule: "both sides must be at least 1",
+        }
+        .into());
     }
     if !(1..=8).contains(&bits) {
         return Err(SpqrError::Option {
@@ -43,7 +50,7 @@ pub fn quantize_rtn(w: &[f32], rows: usize, cols: usize, bits: u32) -> Result<Rt
             rule: "must be in 1..=8",
         });
     }
-    check_weights(w, rows, cols)?;
+    check_weights(Weights::new(w, rows, cols)?)?;
     let maxq = (1u32 << bits) - 1;
     let groups = cols.div_ceil(GROUP);
     let mut m = RtnMatrix {
@@ -145,15 +152,13 @@ impl RtnMatrix {
         (n * f64::from(self.bits) + 32.0 * self.scales.len() as f64) / n
     }
 
-    /// `y = W' x` in f64 (`x[b * cols + c]`, `y[b * rows + r]`, batch 1 to 16).
+    /// `y = W' x` in f64 (`x[b * cols + c]`, `y[b * rows + r]`, any batch of at least one
+    /// vector). Non-finite inputs propagate as in IEEE arithmetic.
     ///
     /// # Errors
-    /// [`SpqrError::Batch`] or [`SpqrError::Length`].
+    /// [`FormatError::Batch`] or [`FormatError::Length`].
     pub fn gemv_reference(&self, x: &[f16], batch: usize) -> Result<Vec<f64>> {
-        if !(1..=MAX_BATCH).contains(&batch) {
-            return Err(SpqrError::Batch { batch, max: 16 });
-        }
-        check_len("input", x.len(), batch * self.cols)?;
+        check_reference_args(x, batch, self.cols)?;
         let w = self.dequantize();
         let mut y = vec![0f64; batch * self.rows];
         for b in 0..batch {
@@ -228,8 +233,9 @@ mod tests {
         assert!(quantize_rtn(&w, 2, 20, 3).is_err());
         assert!(quantize_rtn(&[f32::NAN], 1, 1, 3).is_err());
         assert!(matches!(
-            m.gemv_reference(&[f16::ONE; 3], 17),
-            Err(SpqrError::Batch { batch: 17, .. })
+            m.gemv_reference(&[f16::ONE; 3], 0),
+            Err(SpqrError::Format(FormatError::Batch { batch: 0, .. }))
         ));
+        assert_eq!(m.gemv_reference(&[f16::ONE; 51], 17).unwrap().len(), 17);
     }
 }

@@ -5,8 +5,20 @@ mod common;
 use common::{correlated_inputs, weights_with_outliers};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
-use spqr_format::format::{CRC_OFFSET, HEADER_BYTES, SpqrHeader, checksum};
-use spqr_format::{Calibration, OutlierFormat, QuantizeOptions, SpqrError, SpqrMatrix, quantize};
+use std::mem::size_of;
+
+use spqr_format::cmv_format::HeaderCode;
+use spqr_format::cmv_format::container::{
+    CRC_OFFSET, PREFIX_BYTES, Reader, Writer, checksum, peek_version,
+};
+use spqr_format::container::{SPEC, SpqrFields};
+use spqr_format::{
+    Calibration, FormatError, Limits, OutlierFormat, QuantizeOptions, SpqrError, SpqrMatrix,
+    quantize,
+};
+
+/// Bytes before the first part: prefix, fields, part table.
+const HEADER_BYTES: usize = PREFIX_BYTES + 24 + 6 * 16;
 
 /// A 17 x 33 matrix with 10% outliers, permuted (every part of the container is there).
 fn matrix(permute: bool) -> SpqrMatrix {
@@ -28,14 +40,21 @@ fn fix_crc(blob: &mut [u8]) {
     blob[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// The blob with its header changed by `f` and the CRC made valid again.
-fn with_header(blob: &[u8], f: impl FnOnce(&mut SpqrHeader)) -> Vec<u8> {
+/// The blob with its SpQR fields changed by `f` and the CRC made valid again.
+fn with_fields(blob: &[u8], f: impl FnOnce(&mut SpqrFields)) -> Vec<u8> {
     let mut b = blob.to_vec();
-    let mut h = SpqrHeader::from_bytes(b[..HEADER_BYTES].try_into().unwrap());
+    let at = PREFIX_BYTES..PREFIX_BYTES + size_of::<SpqrFields>();
+    let mut h: SpqrFields = bytemuck::pod_read_unaligned(&b[at.clone()]);
     f(&mut h);
-    b[..HEADER_BYTES].copy_from_slice(&h.to_bytes());
+    b[at].copy_from_slice(bytemuck::bytes_of(&h));
     fix_crc(&mut b);
     b
+}
+
+/// The blob with the element count of part `k` set to `count` and the CRC made valid again.
+fn with_count(blob: &[u8], k: usize, count: u64) -> Vec<u8> {
+    let at = PREFIX_BYTES + size_of::<SpqrFields>() + 16 * k;
+    with_bytes(blob, at, 8, |b| b.copy_from_slice(&count.to_le_bytes()))
 }
 
 /// The blob with `len` bytes at `at` changed by `f` and the CRC made valid again.
@@ -57,30 +76,29 @@ struct Parts {
 }
 
 fn parts(m: &SpqrMatrix) -> Parts {
-    let dense = HEADER_BYTES;
-    let csr_offsets = dense + 8 * m.dense().len();
-    let csr_words = csr_offsets + 4 * m.csr_row_offsets().len();
-    let ptcsr_offsets = csr_words + 4 * m.csr_col_vals().len();
-    let ptcsr_words = ptcsr_offsets + 4 * m.ptcsr_block_offsets().len();
-    let perm = ptcsr_words + 4 * m.ptcsr_col_vals().len();
+    let blob = m.to_bytes();
+    let r = Reader::open(&blob, &SPEC).unwrap();
+    let at = |k: usize| r.parts()[k].start as usize;
     Parts {
-        dense,
-        csr_offsets,
-        csr_words,
-        ptcsr_offsets,
-        ptcsr_words,
-        perm,
+        dense: at(0),
+        csr_offsets: at(1),
+        csr_words: at(2),
+        ptcsr_offsets: at(3),
+        ptcsr_words: at(4),
+        perm: at(5),
     }
 }
 
 #[test]
 fn blobs_round_trip() {
     for permute in [false, true] {
-        for format in OutlierFormat::ALL {
+        for &format in OutlierFormat::ALL {
             let mut m = matrix(permute);
             m.set_outlier_format(format);
             let blob = m.to_bytes();
-            assert_eq!(blob.len(), m.sizes().container_bytes());
+            assert_eq!(peek_version(&blob, &SPEC).unwrap(), 2);
+            assert_eq!(SPEC.header_bytes(), HEADER_BYTES);
+            assert_eq!(blob.len() as u64, m.size_breakdown().container_bytes);
             let back = SpqrMatrix::from_bytes(&blob).unwrap();
             assert_eq!(back, m);
             assert_eq!(back.outlier_format(), format);
@@ -88,10 +106,9 @@ fn blobs_round_trip() {
             assert_eq!(back.dequantize(), m.dequantize());
             let stored = u32::from_le_bytes(blob[CRC_OFFSET..CRC_OFFSET + 4].try_into().unwrap());
             assert_eq!(stored, checksum(&blob));
-            assert_eq!(
-                blob.len(),
-                parts(&m).perm + 4 * m.input_permutation().map_or(0, <[u32]>::len)
-            );
+            if permute {
+                assert_eq!(blob.len(), parts(&m).perm + 4 * m.cols());
+            }
         }
     }
     // 1 x 1 without outliers.
@@ -105,7 +122,10 @@ fn every_truncation_is_an_error() {
     for len in 0..blob.len() {
         let e = SpqrMatrix::from_bytes(&blob[..len]).unwrap_err();
         assert!(
-            matches!(e, SpqrError::Truncated { .. }),
+            matches!(
+                e,
+                SpqrError::Format(FormatError::Truncated { .. } | FormatError::Header { .. })
+            ),
             "length {len}: {e}"
         );
     }
@@ -113,7 +133,7 @@ fn every_truncation_is_an_error() {
     longer.extend_from_slice(&[0; 4]);
     assert!(matches!(
         SpqrMatrix::from_bytes(&longer),
-        Err(SpqrError::TrailingBytes { .. })
+        Err(SpqrError::Format(FormatError::TrailingBytes { .. }))
     ));
 }
 
@@ -138,7 +158,7 @@ fn a_wrong_crc_names_both_values() {
     let mut b = blob.clone();
     b[HEADER_BYTES] ^= 1;
     match SpqrMatrix::from_bytes(&b) {
-        Err(SpqrError::Checksum { stored, computed }) => {
+        Err(SpqrError::Format(FormatError::Checksum { stored, computed })) => {
             assert_eq!(stored, checksum(&blob));
             assert_eq!(computed, checksum(&b));
         }
@@ -146,111 +166,133 @@ fn a_wrong_crc_names_both_values() {
     }
 }
 
+/// Whether `e` is the core error `f` picks out.
+fn core(e: &SpqrError, f: fn(&FormatError) -> bool) -> bool {
+    matches!(e, SpqrError::Format(c) if f(c))
+}
+
 #[test]
 fn hostile_headers_with_a_valid_crc_are_errors() {
     let m = matrix(true);
     let blob = m.to_bytes();
-    let check = |b: Vec<u8>, what: &str, ok: fn(&SpqrError) -> bool| {
+    let check = |b: Vec<u8>, what: &str, ok: &dyn Fn(&SpqrError) -> bool| {
         let e = SpqrMatrix::from_bytes(&b).unwrap_err();
         assert!(ok(&e), "{what}: {e}");
     };
-    check(with_header(&blob, |h| h.magic[0] = b'X'), "magic", |e| {
-        matches!(e, SpqrError::Magic { .. })
+    check(with_bytes(&blob, 0, 1, |b| b[0] = b'X'), "magic", &|e| {
+        core(e, |c| matches!(c, FormatError::Magic { .. }))
     });
-    check(with_header(&blob, |h| h.version = 2), "version", |e| {
-        matches!(
-            e,
-            SpqrError::Version {
-                found: 2,
-                supported: 1
-            }
-        )
-    });
-    check(
-        with_header(&blob, |h| h.outlier_format = 2),
-        "format",
-        |e| matches!(e, SpqrError::FormatCode { found: 2 }),
-    );
-    check(with_header(&blob, |h| h.reserved[3] = 1), "reserved", |e| {
-        matches!(
-            e,
-            SpqrError::Header {
-                field: "reserved",
-                ..
-            }
-        )
-    });
-    check(with_header(&blob, |h| h.rows = 0), "rows 0", |e| {
-        matches!(e, SpqrError::Shape { .. })
-    });
-    check(with_header(&blob, |h| h.cols = 0), "cols 0", |e| {
-        matches!(e, SpqrError::Shape { .. })
-    });
-    check(with_header(&blob, |h| h.cols = 65537), "cols", |e| {
-        matches!(e, SpqrError::TooWide { .. })
-    });
-    check(with_header(&blob, |h| h.rows = 40), "rows", |e| {
-        matches!(
-            e,
-            SpqrError::Header {
-                field: "padded_rows",
-                ..
-            }
-        )
-    });
-    check(
-        with_header(&blob, |h| h.padded_cols = 64),
-        "padded_cols",
-        |e| {
+    check(with_bytes(&blob, 8, 1, |b| b[0] = 3), "version", &|e| {
+        core(e, |c| {
             matches!(
-                e,
-                SpqrError::Header {
-                    field: "padded_cols",
+                c,
+                FormatError::Version {
+                    found: 3,
+                    oldest: 1,
+                    newest: 2,
                     ..
                 }
             )
+        })
+    });
+    // A version 2 body announced as version 1: its 64-byte header does not add up.
+    check(with_bytes(&blob, 8, 1, |b| b[0] = 1), "version 1", &|e| {
+        matches!(e, SpqrError::Format(_))
+    });
+    check(
+        with_fields(&blob, |h| h.outlier_format = 2),
+        "format",
+        &|e| core(e, |c| matches!(c, FormatError::Code { found: 2, .. })),
+    );
+    check(with_fields(&blob, |h| h.reserved = 1), "reserved", &|e| {
+        core(e, |c| matches!(c, FormatError::NonZero { found: 1, .. }))
+    });
+    check(with_fields(&blob, |h| h.rows = 0), "rows 0", &|e| {
+        core(e, |c| matches!(c, FormatError::Shape { .. }))
+    });
+    check(with_fields(&blob, |h| h.cols = 0), "cols 0", &|e| {
+        core(e, |c| matches!(c, FormatError::Shape { .. }))
+    });
+    check(with_fields(&blob, |h| h.cols = 65537), "cols", &|e| {
+        matches!(e, SpqrError::TooWide { .. })
+    });
+    check(with_fields(&blob, |h| h.rows = 40), "rows", &|e| {
+        core(e, |c| {
+            matches!(
+                c,
+                FormatError::Header {
+                    field: "padded_rows",
+                    ..
+                }
+            )
+        })
+    });
+    check(
+        with_fields(&blob, |h| h.padded_cols = 64),
+        "padded_cols",
+        &|e| {
+            core(e, |c| {
+                matches!(
+                    c,
+                    FormatError::Header {
+                        field: "padded_cols",
+                        ..
+                    }
+                )
+            })
         },
     );
-    check(with_header(&blob, |h| h.perm_len = 5), "perm_len", |e| {
-        matches!(
-            e,
-            SpqrError::Header {
-                field: "perm_len",
-                ..
-            }
-        )
-    });
-    // Sizes far past the blob: refused before any allocation.
-    for f in [
-        (|h: &mut SpqrHeader| h.outlier_count = u32::MAX) as fn(&mut SpqrHeader),
-        |h| h.ptcsr_words = u32::MAX,
-        |h| {
-            h.rows = u32::MAX - 15;
-            h.padded_rows = u32::MAX - 15;
+    // The shape's counts against the part table: a wider matrix needs more dense words.
+    check(
+        with_fields(&blob, |h| {
+            h.cols = 60;
+            h.padded_cols = 64;
+        }),
+        "dense count",
+        &|e| {
+            core(e, |c| {
+                matches!(
+                    c,
+                    FormatError::Header {
+                        field: "dense words",
+                        ..
+                    }
+                )
+            })
         },
-        |h| {
-            h.cols = 65536;
-            h.padded_cols = 65536;
-            h.perm_len = 65536;
-        },
-    ] {
-        check(with_header(&blob, f), "huge", |e| {
-            matches!(e, SpqrError::Truncated { .. })
+    );
+    // Counts far past the blob: refused before any allocation.
+    for k in 0..6 {
+        check(with_count(&blob, k, u64::MAX / 2), "huge", &|e| {
+            core(e, |c| matches!(c, FormatError::Truncated { .. }))
         });
     }
-    // Counts that move the parts: the offsets no longer fit.
-    check(
-        with_header(&blob, |h| {
-            h.outlier_count -= 1;
-            h.ptcsr_words += 1;
-        }),
-        "counts",
-        |e| matches!(e, SpqrError::Offset { .. }),
-    );
-    // No permutation where one was written: trailing bytes.
-    check(with_header(&blob, |h| h.perm_len = 0), "no perm", |e| {
-        matches!(e, SpqrError::TrailingBytes { .. })
+    // Counts that move the parts: the blob no longer adds up, or the offsets no longer fit.
+    let csr = m.csr_col_vals().len() as u64;
+    check(with_count(&blob, 2, csr - 1), "CSR count", &|e| {
+        matches!(e, SpqrError::Format(_))
     });
+    // A permutation of the wrong length.
+    check(with_count(&blob, 5, 5), "perm count", &|e| {
+        matches!(e, SpqrError::Format(_))
+    });
+    // The limits: the padded weight count is checked before anything is decoded.
+    let tight = Limits {
+        max_elements: (m.padded_rows() * m.padded_cols()) as u64 - 1,
+        ..Limits::DEFAULT
+    };
+    assert!(matches!(
+        SpqrMatrix::from_bytes_with(&blob, &tight),
+        Err(SpqrError::Format(FormatError::Limit {
+            field: "max_elements",
+            ..
+        }))
+    ));
+    let exact = Limits {
+        max_elements: (m.padded_rows() * m.padded_cols()) as u64,
+        ..Limits::DEFAULT
+    };
+    assert_eq!(SpqrMatrix::from_bytes_with(&blob, &exact).unwrap(), m);
 }
 
 #[test]
@@ -280,7 +322,10 @@ fn hostile_bodies_with_a_valid_crc_are_errors() {
     );
     // CSR: offsets, a column past the matrix, a zero value, columns out of order.
     let e = err(with_bytes(&blob, p.csr_offsets, 4, |b| b[0] = 1));
-    assert!(matches!(e, SpqrError::Offset { index: 0, .. }), "{e}");
+    assert!(
+        core(&e, |c| matches!(c, FormatError::Offset { index: 0, .. })),
+        "{e}"
+    );
     let e = err(with_bytes(&blob, p.csr_words, 4, |b| {
         b[0] = 40;
         b[1] = 0;
@@ -325,7 +370,7 @@ fn hostile_bodies_with_a_valid_crc_are_errors() {
     );
     // PTCSR: a block that is not a multiple of 16, a changed word, a missing outlier.
     let e = err(with_bytes(&blob, p.ptcsr_offsets + 4, 4, |b| b[0] -= 1));
-    assert!(matches!(e, SpqrError::Offset { .. }), "{e}");
+    assert!(core(&e, |c| matches!(c, FormatError::Offset { .. })), "{e}");
     let e = err(with_bytes(&blob, p.ptcsr_words, 4, |b| b[2] ^= 1));
     assert!(matches!(e, SpqrError::Inconsistent { tile_row: 0 }), "{e}");
     let first = m.ptcsr_col_vals().iter().position(|&w| w != 0).unwrap();
@@ -371,35 +416,32 @@ fn config(cases: u32, seed: u64) -> Config {
 proptest! {
     #![proptest_config(config(256, 0x5e9_0c01))]
 
-    /// Random bytes after a plausible header, with a valid CRC: an error or a valid matrix,
-    /// never a panic.
+    /// Random parts under plausible fields, in a well-formed container with a valid CRC: an
+    /// error or a valid matrix, never a panic.
     #[test]
     fn random_blobs_never_panic(
-        rows in 1u32..40, cols in 1u32..40, outliers in 0u32..20, ptcsr in 0u32..64,
-        perm in any::<bool>(), format in 0u32..3,
-        body in prop::collection::vec(any::<u8>(), 0..4000),
+        rows in 1u32..40, cols in 1u32..40, format in 0u32..3,
+        dense in prop::collection::vec(any::<u64>(), 0..100),
+        words in prop::collection::vec(prop::collection::vec(any::<u32>(), 0..80), 5),
         fill_zero in any::<bool>(),
     ) {
-        let h = SpqrHeader {
-            magic: spqr_format::format::MAGIC,
-            version: 1,
+        let f = SpqrFields {
             outlier_format: format,
             rows,
             cols,
             padded_rows: rows.div_ceil(16) * 16,
             padded_cols: cols.div_ceil(16) * 16,
-            outlier_count: outliers,
-            ptcsr_words: ptcsr,
-            perm_len: if perm { cols } else { 0 },
-            ..Default::default()
+            reserved: 0,
         };
-        let mut b = h.to_bytes().to_vec();
-        if fill_zero {
-            b.extend(std::iter::repeat_n(0u8, body.len()));
-        } else {
-            b.extend_from_slice(&body);
-        }
-        fix_crc(&mut b);
+        let zero = |v: &[u32]| if fill_zero { vec![0; v.len()] } else { v.to_vec() };
+        let b = Writer::new(&SPEC, &f)
+            .part(&dense)
+            .part(&zero(&words[0]))
+            .part(&zero(&words[1]))
+            .part(&zero(&words[2]))
+            .part(&zero(&words[3]))
+            .part(&zero(&words[4]))
+            .finish();
         if let Ok(m) = SpqrMatrix::from_bytes(&b) {
             m.validate().unwrap();
             prop_assert!(m.dequantize().iter().all(|v| v.is_finite()));
@@ -427,10 +469,95 @@ proptest! {
             back.validate().unwrap();
             prop_assert!(back.dequantize().iter().all(|v| v.is_finite()));
             let x = vec![half::f16::from_f32(1.5); 2 * back.cols()];
-            for format in OutlierFormat::ALL {
+            for &format in OutlierFormat::ALL {
                 let y = back.gemv_reference_with(format, &x, 2).unwrap();
                 prop_assert!(y.iter().all(|v| v.is_finite()));
             }
         }
+    }
+}
+
+/// The committed version 1 fixtures (a 40 x 50 matrix written by the first build, CSR and
+/// PTCSR) and its dequantized values.
+fn v1_fixtures() -> [(OutlierFormat, &'static [u8]); 2] {
+    [
+        (
+            OutlierFormat::Csr,
+            include_bytes!("data/v1-csr.cmvspqr").as_slice(),
+        ),
+        (
+            OutlierFormat::Ptcsr,
+            include_bytes!("data/v1-ptcsr.cmvspqr").as_slice(),
+        ),
+    ]
+}
+
+#[test]
+fn version_1_containers_still_load_and_rewrite_as_version_2() {
+    let want: Vec<u32> = include_bytes!("data/v1-dequantized.f32")
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(want.len(), 40 * 50);
+    for (format, blob) in v1_fixtures() {
+        assert_eq!(peek_version(blob, &SPEC).unwrap(), 1);
+        let m = SpqrMatrix::from_bytes(blob).unwrap();
+        assert_eq!((m.rows(), m.cols()), (40, 50));
+        assert_eq!(m.outlier_format(), format);
+        let got: Vec<u32> = m.dequantize().iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "{format:?}: dequantize differs from the fixture");
+        let v2 = m.to_bytes();
+        assert_eq!(peek_version(&v2, &SPEC).unwrap(), 2);
+        Reader::open(&v2, &SPEC).unwrap();
+        let back = SpqrMatrix::from_bytes(&v2).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.to_bytes(), v2);
+        // The limits hold for version 1 too.
+        let tight = Limits {
+            max_elements: 48 * 64 - 1,
+            ..Limits::DEFAULT
+        };
+        assert!(matches!(
+            SpqrMatrix::from_bytes_with(blob, &tight),
+            Err(SpqrError::Format(FormatError::Limit { .. }))
+        ));
+    }
+}
+
+#[test]
+fn damaged_version_1_containers_are_errors() {
+    for (_, blob) in v1_fixtures() {
+        for len in 0..blob.len() {
+            assert!(
+                SpqrMatrix::from_bytes(&blob[..len]).is_err(),
+                "length {len}"
+            );
+        }
+        let mut longer = blob.to_vec();
+        longer.push(0);
+        assert!(matches!(
+            SpqrMatrix::from_bytes(&longer),
+            Err(SpqrError::Format(FormatError::TrailingBytes { .. }))
+        ));
+        for pos in 0..blob.len() {
+            for mask in [0x01u8, 0x80] {
+                let mut b = blob.to_vec();
+                b[pos] ^= mask;
+                assert!(
+                    SpqrMatrix::from_bytes(&b).is_err(),
+                    "byte {pos} ^ {mask:#x} was accepted"
+                );
+            }
+        }
+        // A huge count in the header (CRC fixed at its version 1 place, byte 44): refused
+        // before any allocation.
+        let mut b = blob.to_vec();
+        b[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
+        let crc = spqr_format::cmv_format::container::checksum_at(&b, 44);
+        b[44..48].copy_from_slice(&crc.to_le_bytes());
+        assert!(matches!(
+            SpqrMatrix::from_bytes(&b),
+            Err(SpqrError::Format(FormatError::Truncated { .. }))
+        ));
     }
 }

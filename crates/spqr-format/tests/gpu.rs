@@ -1,13 +1,14 @@
 //! GPU tests: the SpQR kernel against the CPU reference, CSR and PTCSR, batch 1 to 8.
 //! Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1` makes that a failure.
 
-use cmv_runtime::gpu_for_tests;
 use half::f16;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
+use spqr_format::cmv_format::{CompressedMatrix, DeviceGemv, FormatError};
+use spqr_format::cmv_runtime::gpu_for_tests;
 use spqr_format::gpu::{DeviceSpqrMatrix, SpqrGemv};
-use spqr_format::{OutlierFormat, QuantizeOptions, SpqrError, quantize};
+use spqr_format::{GPU_TOLERANCE, OutlierFormat, QuantizeOptions, SpqrError, SpqrMatrix, quantize};
 
 fn relative_error(got: &[f16], want: &[f64]) -> f64 {
     let (mut d, mut n) = (0.0, 0.0);
@@ -188,11 +189,21 @@ fn bad_arguments_are_errors() {
     let x = gpu.upload(&[f16::ONE; 64]).unwrap();
     let mut y = gpu.alloc_zeros::<f16>(32).unwrap();
     assert!(
-        spqr.gemv(&dm, &x, &mut y, 2).is_err(),
+        matches!(
+            spqr.gemv(&dm, &x, &mut y, 2),
+            Err(SpqrError::Format(FormatError::Length { what: "input", .. }))
+        ),
         "x too short for batch 2"
     );
-    assert!(spqr.gemv(&dm, &x, &mut y, 0).is_err());
-    assert!(spqr.gemv(&dm, &x, &mut y, 9).is_err());
+    assert!(matches!(
+        spqr.gemv(&dm, &x, &mut y, 0),
+        Err(SpqrError::Format(FormatError::Batch { batch: 0, max: 8 }))
+    ));
+    assert!(matches!(
+        spqr.gemv(&dm, &x, &mut y, 9),
+        Err(SpqrError::Format(FormatError::Batch { batch: 9, max: 8 }))
+    ));
+    assert!(spqr.gemv(&dm, &x, &mut y, usize::MAX).is_err());
     spqr.gemv(&dm, &x, &mut y, 1).unwrap();
     let got = gpu.download(&y).unwrap();
     for v in got {
@@ -265,4 +276,87 @@ fn hybrid_mode_times_both_encodings_and_records_the_choice() {
         choice,
         "the choice is stored in the container"
     );
+}
+
+#[test]
+fn non_finite_inputs_make_their_vectors_non_finite_as_on_the_cpu() {
+    let Some(gpu) = gpu_for_tests("non_finite_inputs_make_their_vectors_non_finite_as_on_the_cpu")
+    else {
+        return;
+    };
+    let spqr = SpqrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(5);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    let (rows, cols) = (48, 1000);
+    let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+    let m = quantize(&w, rows, cols, &QuantizeOptions::default()).unwrap();
+    let mut dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+    for bad in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY] {
+        for batch in [1, 2, 4, 8] {
+            // The last vector has one non-finite input.
+            let mut x: Vec<f16> = (0..batch * cols)
+                .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                .collect();
+            x[(batch - 1) * cols + 77] = bad;
+            let want = m.gemv_reference(&x, batch).unwrap();
+            let dx = gpu.upload(&x).unwrap();
+            for format in [OutlierFormat::Csr, OutlierFormat::Ptcsr] {
+                dm.set_outlier_format(format);
+                let mut dy = gpu.upload(&vec![f16::ZERO; batch * rows]).unwrap();
+                spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
+                let got = gpu.download(&dy).unwrap();
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        g.is_finite(),
+                        w.is_finite(),
+                        "{bad} batch {batch} {format:?} output {i}: GPU {g}, CPU {w}"
+                    );
+                }
+                let last = (batch - 1) * rows;
+                assert!(want[last..].iter().all(|v| !v.is_finite()));
+                if batch > 1 {
+                    let err = relative_error(&got[..last], &want[..last]);
+                    assert!(err < 1e-3, "{bad} batch {batch} {format:?}: {err}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn spqr_is_a_device_gemv() {
+    let Some(gpu) = gpu_for_tests("spqr_is_a_device_gemv") else {
+        return;
+    };
+    assert_eq!(<SpqrMatrix as DeviceGemv>::MAX_GPU_BATCH, 8);
+    let kernels = SpqrMatrix::load(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(13);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    let (rows, cols) = (200, 700);
+    let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+    for (name, opts) in SpqrMatrix::variants() {
+        let m = SpqrMatrix::encode_slice(&w, rows, cols, &opts).unwrap();
+        let dm = DeviceGemv::upload(&m, &gpu).unwrap();
+        let copy = SpqrMatrix::clone_device(&dm).unwrap();
+        assert_eq!(SpqrMatrix::bytes_read(&copy), dm.bytes_read());
+        for batch in 1..=SpqrMatrix::MAX_GPU_BATCH {
+            let x: Vec<f16> = (0..batch * cols)
+                .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                .collect();
+            let want = m.reference(&x, batch).unwrap();
+            let dx = gpu.upload(&x).unwrap();
+            let mut out = SpqrMatrix::alloc_out(&gpu, rows, batch).unwrap();
+            SpqrMatrix::gemv(&kernels, &copy, &dx, &mut out, batch).unwrap();
+            SpqrMatrix::finish(&kernels, &gpu).unwrap();
+            let check = SpqrMatrix::check(&gpu, &out, &want).unwrap();
+            assert!(check.passed(), "{name} batch {batch}: {check}");
+            assert_eq!(check.tolerance, GPU_TOLERANCE);
+        }
+        let x = gpu.upload(&vec![f16::ONE; 9 * cols]).unwrap();
+        let mut out = SpqrMatrix::alloc_out(&gpu, rows, 9).unwrap();
+        assert!(matches!(
+            SpqrMatrix::gemv(&kernels, &dm, &x, &mut out, 9),
+            Err(SpqrError::Format(FormatError::Batch { batch: 9, max: 8 }))
+        ));
+    }
 }

@@ -7,10 +7,11 @@ use common::{correlated_inputs, dense_gemv, gaussian, rel_err, to_f16, weights_w
 use half::f16;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
+use spqr_format::cmv_format::{CompressedMatrix, HeaderCode};
 use spqr_format::rtn::quantize_rtn;
 use spqr_format::{
-    Calibration, OutlierCriterion, OutlierFormat, QuantizeOptions, SpqrError, SpqrMatrix, quantize,
-    quantize_f16,
+    Calibration, FormatError, OutlierCriterion, OutlierFormat, QuantizeOptions, SpqrError,
+    SpqrMatrix, quantize, quantize_f16,
 };
 use spqr_kernels::layout::{
     SecondOrder, pack_row, row_code, row_padding_ok, row_qs, row_qz, row_stat_byte,
@@ -167,7 +168,7 @@ fn check_data_free_bounds(w: &[f32], rows: usize, cols: usize, m: &SpqrMatrix) {
             }
             let s_star = (hi - lo) / 7.0;
             let mid = 0.5 * (lo + hi);
-            let (s, z) = m.group_statistics(r, j);
+            let (s, z) = m.group_statistics(r, j).unwrap();
             let (s, z) = (f64::from(s), f64::from(z));
             for &c in &cs {
                 let wv = f64::from(w[r * cols + c]);
@@ -569,8 +570,15 @@ fn the_dense_layout_is_tile_row_major() {
             assert_eq!(d[r * cols + c], f32::from(code(r, c)), "({r}, {c})");
         }
     }
-    assert_eq!(m.group_statistics(17, 2), (1.0, 0.0));
-    assert_eq!(m.tile_statistics(2, 3), so);
+    assert_eq!(m.group_statistics(17, 2), Some((1.0, 0.0)));
+    assert_eq!(m.tile_statistics(2, 3), Some(so));
+    // Out of range: None, never a panic.
+    assert_eq!(m.tile_statistics(m.tile_rows(), 0), None);
+    assert_eq!(m.tile_statistics(0, m.tile_cols()), None);
+    assert_eq!(m.tile_statistics(usize::MAX, usize::MAX), None);
+    assert_eq!(m.group_statistics(m.padded_rows(), 0), None);
+    assert_eq!(m.group_statistics(0, m.tile_cols()), None);
+    assert_eq!(m.group_statistics(usize::MAX, 0), None);
 }
 
 #[test]
@@ -578,13 +586,28 @@ fn bad_inputs_are_errors() {
     let w = gaussian(6 * 20, 1.0, 1);
     let q = |w: &[f32], r, c, o: &QuantizeOptions| quantize(w, r, c, o);
     let d = QuantizeOptions::default();
-    assert!(matches!(q(&w, 0, 20, &d), Err(SpqrError::Shape { .. })));
     assert!(matches!(
-        q(&w, 6, 21, &d),
-        Err(SpqrError::Length {
-            what: "weights",
-            ..
-        })
+        q(&w, 0, 20, &d),
+        Err(SpqrError::Format(FormatError::Shape { .. }))
+    ));
+    // The one encode rule: exactly rows * cols weights, neither more nor fewer.
+    for (r, c) in [(6, 21), (5, 20), (6, 19)] {
+        assert!(matches!(
+            q(&w, r, c, &d),
+            Err(SpqrError::Format(FormatError::Length {
+                what: "matrix",
+                got: 120,
+                ..
+            }))
+        ));
+    }
+    assert!(matches!(
+        quantize_f16(&to_f16(&w), 5, 20, &d),
+        Err(SpqrError::Format(FormatError::Length { got: 120, .. }))
+    ));
+    assert!(matches!(
+        SpqrMatrix::encode_slice(&w, 6, 21, &d),
+        Err(SpqrError::Format(FormatError::Length { .. }))
     ));
     let wide = vec![0f32; 65537];
     assert!(matches!(
@@ -595,16 +618,16 @@ fn bad_inputs_are_errors() {
     bad[7] = f32::NAN;
     assert!(matches!(
         q(&bad, 6, 20, &d),
-        Err(SpqrError::NonFinite {
+        Err(SpqrError::Format(FormatError::NonFinite {
             what: "weight",
             index: 7,
             ..
-        })
+        }))
     ));
     bad[7] = f32::NEG_INFINITY;
     assert!(matches!(
         q(&bad, 6, 20, &d),
-        Err(SpqrError::NonFinite { index: 7, .. })
+        Err(SpqrError::Format(FormatError::NonFinite { index: 7, .. }))
     ));
     bad[7] = 70000.0;
     assert!(matches!(
@@ -647,20 +670,20 @@ fn bad_inputs_are_errors() {
     ));
     assert!(matches!(
         q(&w, 6, 20, &calibrated(&[1.0; 39], 2, false)),
-        Err(SpqrError::Length {
+        Err(SpqrError::Format(FormatError::Length {
             what: "calibration inputs",
             ..
-        })
+        }))
     ));
     let mut x = vec![1.0f32; 40];
     x[3] = f32::INFINITY;
     assert!(matches!(
         q(&w, 6, 20, &calibrated(&x, 2, false)),
-        Err(SpqrError::NonFinite {
+        Err(SpqrError::Format(FormatError::NonFinite {
             what: "calibration input",
             index: 3,
             ..
-        })
+        }))
     ));
     let gram = |h: Vec<f64>, damping: f64| QuantizeOptions {
         calibration: Some(Calibration::Gram { h }),
@@ -669,16 +692,16 @@ fn bad_inputs_are_errors() {
     };
     assert!(matches!(
         q(&w, 6, 20, &gram(vec![0.0; 399], 0.01)),
-        Err(SpqrError::Length { .. })
+        Err(SpqrError::Format(FormatError::Length { .. }))
     ));
     let mut h = vec![0.0; 400];
     h[5] = f64::NAN;
     assert!(matches!(
         q(&w, 6, 20, &gram(h, 0.01)),
-        Err(SpqrError::NonFinite {
+        Err(SpqrError::Format(FormatError::NonFinite {
             what: "Gram matrix entry",
             ..
-        })
+        }))
     ));
     // Indefinite: -1 on the diagonal.
     let mut h = vec![0.0; 400];
@@ -697,17 +720,129 @@ fn bad_inputs_are_errors() {
     let x = to_f16(&[1.0; 40]);
     assert!(matches!(
         m.gemv_reference(&x, 0),
-        Err(SpqrError::Batch { batch: 0, max: 16 })
-    ));
-    assert!(matches!(
-        m.gemv_reference(&x, 17),
-        Err(SpqrError::Batch { batch: 17, max: 16 })
+        Err(SpqrError::Format(FormatError::Batch { batch: 0, .. }))
     ));
     assert!(matches!(
         m.gemv_reference(&x, 3),
-        Err(SpqrError::Length { what: "input", .. })
+        Err(SpqrError::Format(FormatError::Length { what: "input", .. }))
     ));
     assert_eq!(m.gemv_reference(&x, 2).unwrap().len(), 12);
+    // The CPU reference takes any batch (the GPU's limit is the kernel crate's MAX_BATCH).
+    let x17 = to_f16(&[1.0; 17 * 20]);
+    let y17 = m.gemv_reference(&x17, 17).unwrap();
+    assert_eq!(y17.len(), 17 * 6);
+    assert_eq!(y17[..6], m.gemv_reference(&x17[..20], 1).unwrap()[..]);
+    // Batches whose lengths overflow: typed errors, never a panic.
+    for batch in [usize::MAX, usize::MAX / 20 + 1, usize::MAX / 2] {
+        assert!(matches!(
+            m.gemv_reference(&x, batch),
+            Err(SpqrError::Format(
+                FormatError::Batch { .. } | FormatError::Length { .. }
+            ))
+        ));
+        assert!(matches!(
+            m.permute_input(&x, batch),
+            Err(SpqrError::Format(
+                FormatError::Batch { .. } | FormatError::Length { .. }
+            ))
+        ));
+    }
+    assert!(m.permute_input(&x, 0).is_err());
+    assert!(m.permute_input(&x, 3).is_err());
+    assert_eq!(m.permute_input(&x, 2).unwrap(), x);
+}
+
+#[test]
+fn a_huge_batch_through_a_permuted_matrix_is_an_error() {
+    let (rows, cols) = (8, 24);
+    let w = weights_with_outliers(rows, cols, 4);
+    let m = quantize(
+        &w,
+        rows,
+        cols,
+        &calibrated(&correlated_inputs(50, cols, 3, 5), 50, true),
+    )
+    .unwrap();
+    assert!(m.input_permutation().is_some());
+    let x = to_f16(&gaussian(2 * cols, 1.0, 6));
+    for batch in [usize::MAX, usize::MAX / cols + 1, 1 << 62] {
+        assert!(m.permute_input(&x, batch).is_err(), "batch {batch}");
+    }
+    assert_eq!(m.permute_input(&x, 2).unwrap().len(), 2 * cols);
+}
+
+#[test]
+fn non_finite_inputs_propagate_to_their_vector_only() {
+    let (rows, cols) = (20, 37);
+    let w = weights_with_outliers(rows, cols, 8);
+    let m = quantize(&w, rows, cols, &opts(0.05)).unwrap();
+    for bad in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY] {
+        // Vector 1 of 3 has one non-finite input.
+        let mut x = to_f16(&gaussian(3 * cols, 1.0, 9));
+        x[cols + 5] = bad;
+        for &format in OutlierFormat::ALL {
+            let y = m.gemv_reference_with(format, &x, 3).unwrap();
+            assert!(y[..rows].iter().all(|v| v.is_finite()));
+            assert!(y[rows..2 * rows].iter().all(|v| !v.is_finite()), "{bad}");
+            assert!(y[2 * rows..].iter().all(|v| v.is_finite()));
+            if bad.is_nan() {
+                assert!(y[rows..2 * rows].iter().all(|v| v.is_nan()));
+            }
+        }
+    }
+}
+
+#[test]
+fn spqr_is_a_compressed_matrix() {
+    let (rows, cols) = (33, 70);
+    let w = weights_with_outliers(rows, cols, 12);
+    assert_eq!(<SpqrMatrix as CompressedMatrix>::NAME, "spqr");
+    let variants = SpqrMatrix::variants();
+    assert_eq!(
+        variants.iter().map(|v| v.0).collect::<Vec<_>>(),
+        ["csr", "ptcsr"]
+    );
+    for (name, o) in &variants {
+        let m = SpqrMatrix::encode_slice(&w, rows, cols, o).unwrap();
+        assert_eq!(m.outlier_format().name().to_lowercase(), *name);
+        assert_eq!(
+            (CompressedMatrix::rows(&m), CompressedMatrix::cols(&m)),
+            (rows, cols)
+        );
+        let s = CompressedMatrix::size_breakdown(&m);
+        let blob = m.container_bytes();
+        assert_eq!(s.container_bytes, blob.len() as u64);
+        assert_eq!(s.bytes_of("dense words"), Some(8 * m.dense().len() as u64));
+        assert_eq!(
+            s.bytes_of("CSR col_val words"),
+            Some(4 * m.csr_col_vals().len() as u64)
+        );
+        assert_eq!(s.bytes_of("input permutation"), Some(0));
+        assert_eq!(s.parts.len(), 6);
+        // The kernel reads the dense words and the chosen encoding's two arrays.
+        let ptcsr = m.outlier_format() == OutlierFormat::Ptcsr;
+        for p in &s.parts {
+            let read = p.name == "dense words" || p.name.starts_with("PTCSR") == ptcsr;
+            assert_eq!(
+                p.read_by_kernel,
+                read && p.name != "input permutation",
+                "{}",
+                p.name
+            );
+        }
+        assert!((s.kernel_bits_per_weight() - m.bits_per_weight()).abs() < 1e-12);
+        let back = SpqrMatrix::from_container(&blob, &spqr_format::Limits::DEFAULT).unwrap();
+        assert_eq!(back, m);
+        let x = to_f16(&gaussian(2 * cols, 1.0, 13));
+        assert_eq!(
+            m.reference(&x, 2).unwrap(),
+            m.gemv_reference(&x, 2).unwrap()
+        );
+    }
+    assert!(matches!(
+        SpqrMatrix::encode_slice(&w, rows, cols + 1, &QuantizeOptions::default()),
+        Err(SpqrError::Format(FormatError::Length { .. }))
+    ));
 }
 
 #[test]
