@@ -3,6 +3,7 @@
 use half::f16;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
 use rayon::prelude::*;
 
 const BLOCK: usize = 1 << 16;
@@ -35,6 +36,61 @@ pub fn i8_uniform(n: usize, seed: u64) -> Vec<i8> {
     fill(n, seed, |r| r.r#gen::<i8>())
 }
 
+/// `n` int8 values `round_half_even(N(0, sigma^2))`, clamped to the int8 range: the entries
+/// of quantized weight matrices (docs/ANS.md).
+pub fn i8_gaussian(n: usize, sigma: f64, seed: u64) -> Vec<i8> {
+    let normal = Normal::new(0.0, sigma.max(1e-9)).unwrap_or_else(|_| {
+        // sigma is finite and positive here; a NaN sigma falls back to the unit normal.
+        Normal::new(0.0, 1.0).expect("unit normal")
+    });
+    fill(n, seed, |r| {
+        normal.sample(r).round_ties_even().clamp(-128.0, 127.0) as i8
+    })
+}
+
+/// Standard deviation of generated int8 weights: the MatVANS benchmark's (docs/ANS.md).
+pub const I8_WEIGHT_SIGMA: f64 = 4.0;
+
+/// Element types the bench generates seeded operands of: the weights and inputs of a format's
+/// [`cmv_format::CompressedMatrix`] (`i8`, `f32`, `f16`).
+pub trait Generate: Copy + Send + Sync + 'static {
+    /// `n` seeded weights: bell-shaped int8 (sigma [`I8_WEIGHT_SIGMA`]); floats uniform in
+    /// `[-1, 1)`, fp16-representable.
+    fn weights(n: usize, seed: u64) -> Vec<Self>;
+    /// `n` seeded inputs: int8 uniform over all 256 values; floats uniform in `[-1, 1)`.
+    fn inputs(n: usize, seed: u64) -> Vec<Self>;
+}
+
+impl Generate for i8 {
+    fn weights(n: usize, seed: u64) -> Vec<Self> {
+        i8_gaussian(n, I8_WEIGHT_SIGMA, seed)
+    }
+    fn inputs(n: usize, seed: u64) -> Vec<Self> {
+        i8_uniform(n, seed)
+    }
+}
+
+impl Generate for f16 {
+    fn weights(n: usize, seed: u64) -> Vec<Self> {
+        f16_uniform(n, 1.0, seed)
+    }
+    fn inputs(n: usize, seed: u64) -> Vec<Self> {
+        f16_uniform(n, 1.0, seed)
+    }
+}
+
+impl Generate for f32 {
+    fn weights(n: usize, seed: u64) -> Vec<Self> {
+        f16_uniform(n, 1.0, seed)
+            .into_iter()
+            .map(f16::to_f32)
+            .collect()
+    }
+    fn inputs(n: usize, seed: u64) -> Vec<Self> {
+        Self::weights(n, seed)
+    }
+}
+
 /// `n` random bytes.
 pub fn bytes(n: usize, seed: u64) -> Vec<u8> {
     fill(n, seed, |r| r.r#gen::<u8>())
@@ -57,5 +113,14 @@ mod tests {
         );
         let b = i8_uniform(100_000, 1);
         assert!(b.contains(&-128) && b.contains(&127));
+        let g = i8_gaussian(100_000, 4.0, 3);
+        assert_eq!(g, <i8 as Generate>::weights(100_000, 3));
+        let var = g.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / g.len() as f64;
+        assert!((var - 16.0).abs() < 1.0, "variance {var}");
+        let w = <f32 as Generate>::weights(1000, 4);
+        assert!(
+            w.iter()
+                .all(|&v| f16::from_f32(v).to_f32() == v && v.abs() <= 1.0)
+        );
     }
 }

@@ -1,10 +1,14 @@
-//! The dense suite: the bandwidth ceiling, our fp16 and int8 kernels, and cuBLAS.
+//! The dense suite: the bandwidth ceiling, our fp16 and int8 kernels, and cuBLAS; and
+//! [`Baselines`], the GPU context every GEMV suite shares (dense baselines and same-size reads,
+//! each measured once per shape and batch or byte count).
+
+use std::collections::HashMap;
 
 use cmv_runtime::{Gpu, Timings, rotation_copies};
 use dense_gemv::{CublasGemv, DenseGemv, DeviceMatrix, cpu, relative_error};
 use half::f16;
 
-use crate::{BenchConfig, BenchError, CpuMeasurement, Measurement, data};
+use crate::{BenchConfig, BenchError, CpuRow, Part, Row, RowTimes, data};
 
 /// The measured read-bandwidth ceiling.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -20,10 +24,6 @@ pub struct Ceiling {
 /// Tolerance of every fp16 result against the fp64 reference.
 pub const F16_TOLERANCE: f64 = 1e-3;
 
-fn runtime(e: cmv_runtime::RuntimeError) -> BenchError {
-    BenchError::Runtime(e)
-}
-
 /// Measures the read ceiling: a streaming read of a buffer of at least 1 GiB and 8 x L2.
 pub fn measure_ceiling(
     gpu: &Gpu,
@@ -35,28 +35,15 @@ pub fn measure_ceiling(
     let want = host.chunks_exact(4).fold(0u32, |a, c| {
         a ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]])
     });
-    let buf = gpu.upload(&host).map_err(runtime)?;
+    let buf = gpu.upload(&host)?;
     drop(host);
-    let mut out = gpu
-        .alloc_zeros::<u32>(dense.stream_read_out_len())
-        .map_err(runtime)?;
+    let mut out = gpu.alloc_zeros::<u32>(dense.stream_read_out_len())?;
     let t = cfg
         .timing
-        .time(gpu, cfg, 1, |_| {
-            dense.stream_read(&buf, &mut out).map_err(|e| match e {
-                dense_gemv::DenseError::Runtime(r) => r,
-                other => cmv_runtime::RuntimeError::InvalidLaunch {
-                    kernel: "cmv_stream_read",
-                    reason: other.to_string(),
-                },
-            })
-        })
-        .map_err(runtime)?;
-    let got = gpu
-        .download(&out)
-        .map_err(runtime)?
-        .iter()
-        .fold(0, |a, &v| a ^ v);
+        .time(gpu, cfg, 1, |_| -> Result<(), BenchError> {
+            Ok(dense.stream_read(&buf, &mut out)?)
+        })?;
+    let got = gpu.download(&out)?.iter().fold(0, |a, &v| a ^ v);
     if got != want {
         return Err(BenchError::Mismatch {
             what: "stream read".into(),
@@ -69,55 +56,6 @@ pub fn measure_ceiling(
         median_us,
         gbps: bytes as f64 / (median_us * 1e3),
     })
-}
-
-struct Timed<'a> {
-    format: &'static str,
-    kernel: &'static str,
-    rows: usize,
-    cols: usize,
-    batch: usize,
-    bytes_read: usize,
-    bits_per_weight: f64,
-    copies: usize,
-    ceiling_gbps: f64,
-    read_us: f64,
-    check: &'a str,
-}
-
-impl Timed<'_> {
-    fn measurement(&self, t: &Timings) -> Measurement {
-        let median_us = t.median_ms() * 1e3;
-        let gbps = self.bytes_read as f64 / (median_us * 1e3);
-        Measurement {
-            format: self.format.into(),
-            kernel: self.kernel.into(),
-            rows: self.rows,
-            cols: self.cols,
-            batch: self.batch,
-            bytes_read: self.bytes_read,
-            bits_per_weight: self.bits_per_weight,
-            copies: self.copies,
-            median_us,
-            p10_us: t.quantile(0.1) * 1e3,
-            p90_us: t.quantile(0.9) * 1e3,
-            gbps,
-            pct_of_ceiling: 100.0 * gbps / self.ceiling_gbps,
-            pct_of_size_matched_read: 100.0 * self.read_us / median_us,
-            speedup_vs_best_dense: None,
-            check: self.check.into(),
-        }
-    }
-}
-
-fn dense_err(e: dense_gemv::DenseError) -> cmv_runtime::RuntimeError {
-    match e {
-        dense_gemv::DenseError::Runtime(r) => r,
-        other => cmv_runtime::RuntimeError::InvalidLaunch {
-            kernel: "dense",
-            reason: other.to_string(),
-        },
-    }
 }
 
 fn check_f16(what: &str, got: &[f16], want: &[f64]) -> Result<String, BenchError> {
@@ -147,194 +85,417 @@ pub fn weight_copies<T: cmv_runtime::DeviceRepr>(
     Ok(v)
 }
 
-/// Median time of a plain streaming read of the rotated weight copies `mats`, microseconds.
-fn size_matched_read<T: cmv_runtime::DeviceRepr>(
-    gpu: &Gpu,
-    dense: &DenseGemv,
-    cfg: &BenchConfig,
-    mats: &[DeviceMatrix<T>],
-) -> Result<f64, BenchError> {
-    let mut out = gpu
-        .alloc_zeros::<u32>(dense.stream_read_out_len())
-        .map_err(runtime)?;
-    let t = cfg
-        .timing
-        .time(gpu, cfg, mats.len(), |i| {
-            dense
-                .stream_read(mats[i % mats.len()].data(), &mut out)
-                .map_err(dense_err)
+/// A dense baseline kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Baseline {
+    /// Our fp16 GEMV (`dense-fp16/cmv`).
+    CmvFp16,
+    /// cuBLAS fp16 (`dense-fp16/cublas`).
+    CublasFp16,
+    /// Our int8 `dp4a` GEMV with requantization (`dense-int8/cmv`).
+    CmvInt8,
+}
+
+impl Baseline {
+    /// Format and variant of its rows.
+    pub fn name(self) -> (&'static str, &'static str) {
+        match self {
+            Baseline::CmvFp16 => ("dense-fp16", "cmv"),
+            Baseline::CublasFp16 => ("dense-fp16", "cublas"),
+            Baseline::CmvInt8 => ("dense-int8", "cmv"),
+        }
+    }
+
+    /// Bytes per weight and per input element.
+    pub fn elem_bytes(self) -> usize {
+        match self {
+            Baseline::CmvFp16 | Baseline::CublasFp16 => 2,
+            Baseline::CmvInt8 => 1,
+        }
+    }
+
+    /// Our own dense kernel of the same input type (what `speedup_vs_dense` compares with).
+    pub fn own(self) -> Baseline {
+        match self {
+            Baseline::CmvFp16 | Baseline::CublasFp16 => Baseline::CmvFp16,
+            Baseline::CmvInt8 => Baseline::CmvInt8,
+        }
+    }
+}
+
+/// A dense matrix of one shape: its host values (for references) and rotated device copies.
+struct Operands<T> {
+    shape: (usize, usize),
+    host: Vec<T>,
+    mats: Vec<DeviceMatrix<T>>,
+}
+
+/// One timed baseline.
+#[derive(Clone, Debug)]
+struct Timed {
+    timings: Timings,
+    copies: usize,
+    check: String,
+}
+
+/// The GPU context the GEMV suites share: the dense kernels, cuBLAS, the ceiling, and caches of
+/// the dense baselines (per kernel, shape and batch) and of same-size reads (per byte count),
+/// so that each is measured once per run, whichever suite asks first.
+#[derive(Debug)]
+pub struct Baselines<'a> {
+    gpu: &'a Gpu,
+    cfg: &'a BenchConfig,
+    dense: DenseGemv,
+    blas: Option<CublasGemv>,
+    ceiling_gbps: f64,
+    timed: HashMap<(Baseline, usize, usize, usize), Timed>,
+    reads: HashMap<usize, f64>,
+    fp16: Option<Operands<f16>>,
+    int8: Option<Operands<i8>>,
+}
+
+impl<T> std::fmt::Debug for Operands<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Operands {}x{}", self.shape.0, self.shape.1)
+    }
+}
+
+impl<'a> Baselines<'a> {
+    /// Loads the dense kernels and cuBLAS (its rows are left out when it cannot be loaded).
+    ///
+    /// # Errors
+    /// Runtime errors of the dense kernels.
+    pub fn new(gpu: &'a Gpu, cfg: &'a BenchConfig, ceiling_gbps: f64) -> Result<Self, BenchError> {
+        let blas = match CublasGemv::new(gpu) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("cuBLAS unavailable, its rows and speedups are left out: {e}");
+                None
+            }
+        };
+        Ok(Self {
+            gpu,
+            cfg,
+            dense: DenseGemv::new(gpu)?,
+            blas,
+            ceiling_gbps,
+            timed: HashMap::new(),
+            reads: HashMap::new(),
+            fp16: None,
+            int8: None,
         })
-        .map_err(runtime)?;
-    Ok(t.median_ms() * 1e3)
+    }
+
+    /// The GPU.
+    pub fn gpu(&self) -> &'a Gpu {
+        self.gpu
+    }
+
+    /// The configuration.
+    pub fn cfg(&self) -> &'a BenchConfig {
+        self.cfg
+    }
+
+    /// The measured read ceiling, GB/s.
+    pub fn ceiling_gbps(&self) -> f64 {
+        self.ceiling_gbps
+    }
+
+    /// Whether cuBLAS is there.
+    pub fn has_cublas(&self) -> bool {
+        self.blas.is_some()
+    }
+
+    /// Median time of a plain streaming read (`DenseGemv::stream_read`) of `bytes` bytes over
+    /// rotated buffers (as many as a matrix of that size gets), microseconds; measured once per
+    /// byte count.
+    ///
+    /// # Errors
+    /// Runtime errors.
+    pub fn same_size_read(&mut self, bytes: usize) -> Result<f64, BenchError> {
+        if let Some(&us) = self.reads.get(&bytes) {
+            return Ok(us);
+        }
+        let (gpu, cfg) = (self.gpu, self.cfg);
+        let words = bytes.next_multiple_of(16) / 4;
+        let copies = rotation_copies(bytes, gpu.info().l2_bytes, cfg.min_rotation_bytes);
+        // Distinct nonzero words (their values do not matter to a read, only that they are not
+        // all zeros).
+        let host: Vec<u32> = (0..words as u32)
+            .map(|i| (i | 1).wrapping_mul(0x9E37_79B9))
+            .collect();
+        let bufs = (0..copies)
+            .map(|_| gpu.upload(&host))
+            .collect::<Result<Vec<_>, _>>()?;
+        drop(host);
+        let mut out = gpu.alloc_zeros::<u32>(self.dense.stream_read_out_len())?;
+        let dense = &self.dense;
+        let t = cfg
+            .timing
+            .time(gpu, cfg, copies, |i| -> Result<(), BenchError> {
+                Ok(dense.stream_read(&bufs[i % copies], &mut out)?)
+            })?;
+        let us = t.median_ms() * 1e3;
+        self.reads.insert(bytes, us);
+        Ok(us)
+    }
+
+    fn fp16_operands(&mut self, rows: usize, cols: usize) -> Result<&Operands<f16>, BenchError> {
+        if self.fp16.as_ref().is_none_or(|o| o.shape != (rows, cols)) {
+            self.fp16 = None;
+            let host = data::f16_uniform(rows * cols, 1.0, seed(rows, cols));
+            let first = DeviceMatrix::upload_f16(self.gpu, &host, rows, cols)?;
+            let mats = weight_copies(first, self.gpu.info().l2_bytes, self.cfg)?;
+            self.fp16 = Some(Operands {
+                shape: (rows, cols),
+                host,
+                mats,
+            });
+        }
+        Ok(self.fp16.as_ref().expect("just set"))
+    }
+
+    fn int8_operands(&mut self, rows: usize, cols: usize) -> Result<&Operands<i8>, BenchError> {
+        if self.int8.as_ref().is_none_or(|o| o.shape != (rows, cols)) {
+            self.int8 = None;
+            let host = data::i8_uniform(rows * cols, seed(rows, cols) + 7);
+            let first = DeviceMatrix::upload_i8(self.gpu, &host, rows, cols)?;
+            let mats = weight_copies(first, self.gpu.info().l2_bytes, self.cfg)?;
+            self.int8 = Some(Operands {
+                shape: (rows, cols),
+                host,
+                mats,
+            });
+        }
+        Ok(self.int8.as_ref().expect("just set"))
+    }
+
+    /// Times `kernel` at this shape and batch (checked against the CPU reference before and
+    /// after timing), unless it was timed already.
+    fn measure(
+        &mut self,
+        kernel: Baseline,
+        rows: usize,
+        cols: usize,
+        batch: usize,
+    ) -> Result<&Timed, BenchError> {
+        let key = (kernel, rows, cols, batch);
+        if !self.timed.contains_key(&key) {
+            let t = match kernel {
+                Baseline::CmvFp16 | Baseline::CublasFp16 => {
+                    self.time_fp16(kernel, rows, cols, batch)?
+                }
+                Baseline::CmvInt8 => self.time_int8(rows, cols, batch)?,
+            };
+            self.timed.insert(key, t);
+        }
+        Ok(&self.timed[&key])
+    }
+
+    fn time_fp16(
+        &mut self,
+        kernel: Baseline,
+        rows: usize,
+        cols: usize,
+        batch: usize,
+    ) -> Result<Timed, BenchError> {
+        let (gpu, cfg) = (self.gpu, self.cfg);
+        self.fp16_operands(rows, cols)?;
+        let (dense, blas) = (&self.dense, self.blas.as_ref());
+        let ops = self.fp16.as_ref().expect("uploaded");
+        let x = data::f16_uniform(batch * cols, 1.0, seed(rows, cols) + batch as u64);
+        let want = cpu::gemv_f16(&ops.host, rows, cols, &x, batch)?;
+        let dx = gpu.upload(&x)?;
+        let run = |m: &DeviceMatrix<f16>, y: &mut cmv_runtime::CudaSlice<f16>| match (kernel, blas)
+        {
+            (Baseline::CublasFp16, Some(b)) => b.gemv_f16(m, &dx, y, batch),
+            (Baseline::CublasFp16, None) => Err(cmv_runtime::RuntimeError::NoCublas.into()),
+            _ => dense.gemv_f16(m, &dx, y, batch),
+        };
+        let (f, v) = kernel.name();
+        let what = format!("{f}/{v} {rows}x{cols} batch {batch}");
+        let mut y = gpu.upload(&vec![f16::NAN; batch * rows])?;
+        run(&ops.mats[0], &mut y)?;
+        let check = check_f16(&what, &gpu.download(&y)?, &want)?;
+        let copies = ops.mats.len();
+        let timings = cfg
+            .timing
+            .time(gpu, cfg, copies, |i| -> Result<(), BenchError> {
+                Ok(run(&ops.mats[i % copies], &mut y)?)
+            })?;
+        // The output of the last timed call is checked too.
+        check_f16(&format!("{what} (timed)"), &gpu.download(&y)?, &want)?;
+        Ok(Timed {
+            timings,
+            copies,
+            check,
+        })
+    }
+
+    fn time_int8(&mut self, rows: usize, cols: usize, batch: usize) -> Result<Timed, BenchError> {
+        let (gpu, cfg) = (self.gpu, self.cfg);
+        self.int8_operands(rows, cols)?;
+        let dense = &self.dense;
+        let ops = self.int8.as_ref().expect("uploaded");
+        let x = data::i8_uniform(batch * cols, seed(rows, cols) + 100 + batch as u64);
+        let scale = 1.0 / (cols as f32).sqrt() / 64.0;
+        let want = cpu::gemv_i8(&ops.host, rows, cols, &x, batch)?;
+        let want8 = cpu::requantize_all(&want, scale);
+        let dx = gpu.upload(&x)?;
+        let what = format!("dense-int8/cmv {rows}x{cols} batch {batch}");
+        let mut y32 = gpu.upload(&vec![i32::MIN; batch * rows])?;
+        let mut y8 = gpu.upload(&vec![0x55i8; batch * rows])?;
+        let check_exact = |y32: &cmv_runtime::CudaSlice<i32>,
+                           y8: &cmv_runtime::CudaSlice<i8>,
+                           when: &str|
+         -> Result<(), BenchError> {
+            if gpu.download(y32)? == want && gpu.download(y8)? == want8 {
+                Ok(())
+            } else {
+                Err(BenchError::Mismatch {
+                    what: format!("{what}{when}"),
+                    detail: "not bit-exact".into(),
+                })
+            }
+        };
+        dense.gemv_i8(&ops.mats[0], &dx, &mut y32, &mut y8, scale, batch)?;
+        check_exact(&y32, &y8, "")?;
+        let copies = ops.mats.len();
+        let timings = cfg
+            .timing
+            .time(gpu, cfg, copies, |i| -> Result<(), BenchError> {
+                Ok(dense.gemv_i8(&ops.mats[i % copies], &dx, &mut y32, &mut y8, scale, batch)?)
+            })?;
+        check_exact(&y32, &y8, " (timed)")?;
+        Ok(Timed {
+            timings,
+            copies,
+            check: "exact".into(),
+        })
+    }
+
+    /// The median time of `kernel` at this shape and batch, microseconds, measured on first
+    /// use; `None` where it cannot run (cuBLAS missing, a batch past the dense kernels').
+    ///
+    /// # Errors
+    /// Runtime errors, [`BenchError::Mismatch`].
+    pub fn median_us(
+        &mut self,
+        kernel: Baseline,
+        rows: usize,
+        cols: usize,
+        batch: usize,
+    ) -> Result<Option<f64>, BenchError> {
+        if (kernel == Baseline::CublasFp16 && self.blas.is_none())
+            || !(1..=dense_gemv::MAX_BATCH as usize).contains(&batch)
+        {
+            return Ok(None);
+        }
+        Ok(Some(
+            self.measure(kernel, rows, cols, batch)?.timings.median_ms() * 1e3,
+        ))
+    }
+
+    /// The row of `kernel` at this shape and batch (`None` where it cannot run).
+    ///
+    /// # Errors
+    /// Runtime errors, [`BenchError::Mismatch`].
+    pub fn row(
+        &mut self,
+        kernel: Baseline,
+        rows: usize,
+        cols: usize,
+        batch: usize,
+    ) -> Result<Option<Row>, BenchError> {
+        if self.median_us(kernel, rows, cols, batch)?.is_none() {
+            return Ok(None);
+        }
+        let cublas_us = self.median_us(Baseline::CublasFp16, rows, cols, batch)?;
+        let dense_us = self.median_us(kernel.own(), rows, cols, batch)?;
+        let e = kernel.elem_bytes();
+        let (weight_bytes, input_bytes) = (e * rows * cols, e * batch * cols);
+        let read_us = self.same_size_read(weight_bytes + input_bytes)?;
+        let t = &self.timed[&(kernel, rows, cols, batch)];
+        Ok(Some(Row::derive(RowTimes {
+            name: kernel.name(),
+            shape: (rows, cols, batch),
+            bits_per_weight: 8.0 * e as f64,
+            parts: Part::dense(weight_bytes as u64),
+            weight_bytes,
+            input_bytes,
+            copies: t.copies,
+            timings: &t.timings,
+            ceiling_gbps: self.ceiling_gbps,
+            read_us,
+            cublas_us,
+            dense_us,
+            check: t.check.clone(),
+        })))
+    }
+}
+
+/// The seed of a shape's dense operands.
+fn seed(rows: usize, cols: usize) -> u64 {
+    (rows as u64) << 32 ^ cols as u64
 }
 
 /// Runs the dense fp16 (ours and cuBLAS) and int8 kernels over every shape and batch.
-/// `progress` is called with each measurement as it is made.
+/// `progress` is called with each row as it is made.
 pub fn run_gpu(
-    gpu: &Gpu,
-    dense: &DenseGemv,
-    cfg: &BenchConfig,
-    ceiling_gbps: f64,
-    mut progress: impl FnMut(&Measurement),
-) -> Result<Vec<Measurement>, BenchError> {
-    let blas = match CublasGemv::new(gpu) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            eprintln!("cuBLAS unavailable, its rows are left out: {e}");
-            None
-        }
-    };
-    let l2 = gpu.info().l2_bytes;
+    bench: &mut Baselines<'_>,
+    mut progress: impl FnMut(&Row),
+) -> Result<Vec<Row>, BenchError> {
+    let cfg = bench.cfg();
     let mut out = Vec::new();
-    for (si, &(rows, cols)) in cfg.shapes.iter().enumerate() {
-        let seed = 1000 * si as u64;
-        // fp16
-        let w = data::f16_uniform(rows * cols, 1.0, seed);
-        let first = DeviceMatrix::upload_f16(gpu, &w, rows, cols)?;
-        let mats = weight_copies(first, l2, cfg)?;
-        let copies = mats.len();
-        let read_us = size_matched_read(gpu, dense, cfg, &mats)?;
-        for &batch in &cfg.batches {
-            let x = data::f16_uniform(batch * cols, 1.0, seed + batch as u64);
-            let want = cpu::gemv_f16(&w, rows, cols, &x, batch)?;
-            let dx = gpu.upload(&x).map_err(runtime)?;
-            let bytes_read = rows * cols * 2 + batch * cols * 2;
-            let mut impls: Vec<&'static str> = vec!["cmv"];
-            if blas.is_some() {
-                impls.push("cublas");
-            }
-            for kernel in impls {
-                let run = |m: &DeviceMatrix<f16>, y: &mut cmv_runtime::CudaSlice<f16>| match kernel
-                {
-                    "cmv" => dense.gemv_f16(m, &dx, y, batch),
-                    _ => blas
-                        .as_ref()
-                        .map_or(Ok(()), |b| b.gemv_f16(m, &dx, y, batch)),
-                };
-                let what = format!("dense-fp16/{kernel} {rows}x{cols} batch {batch}");
-                let mut y = gpu.upload(&vec![f16::NAN; batch * rows]).map_err(runtime)?;
-                run(&mats[0], &mut y)?;
-                let check = check_f16(&what, &gpu.download(&y).map_err(runtime)?, &want)?;
-                let t = cfg
-                    .timing
-                    .time(gpu, cfg, copies, |i| {
-                        run(&mats[i % copies], &mut y).map_err(dense_err)
-                    })
-                    .map_err(runtime)?;
-                // The output of the last timed call is checked too.
-                check_f16(&what, &gpu.download(&y).map_err(runtime)?, &want)?;
-                let m = Timed {
-                    format: "dense-fp16",
-                    kernel,
-                    rows,
-                    cols,
-                    batch,
-                    bytes_read,
-                    bits_per_weight: 16.0,
-                    copies,
-                    ceiling_gbps,
-                    read_us,
-                    check: &check,
+    for &(rows, cols) in &cfg.shapes {
+        for kernels in [
+            &[Baseline::CmvFp16, Baseline::CublasFp16][..],
+            &[Baseline::CmvInt8],
+        ] {
+            for &batch in &cfg.batches {
+                for &k in kernels {
+                    if let Some(r) = bench.row(k, rows, cols, batch)? {
+                        progress(&r);
+                        out.push(r);
+                    }
                 }
-                .measurement(&t);
-                progress(&m);
-                out.push(m);
             }
-        }
-        drop(mats);
-        // int8
-        let w = data::i8_uniform(rows * cols, seed + 7);
-        let first = DeviceMatrix::upload_i8(gpu, &w, rows, cols)?;
-        let mats = weight_copies(first, l2, cfg)?;
-        let copies = mats.len();
-        let read_us = size_matched_read(gpu, dense, cfg, &mats)?;
-        let scale = 1.0 / (cols as f32).sqrt() / 64.0;
-        for &batch in &cfg.batches {
-            let x = data::i8_uniform(batch * cols, seed + 100 + batch as u64);
-            let want = cpu::gemv_i8(&w, rows, cols, &x, batch)?;
-            let want8 = cpu::requantize_all(&want, scale);
-            let dx = gpu.upload(&x).map_err(runtime)?;
-            let what = format!("dense-int8/cmv {rows}x{cols} batch {batch}");
-            let mut y32 = gpu.upload(&vec![i32::MIN; batch * rows]).map_err(runtime)?;
-            let mut y8 = gpu.upload(&vec![0x55i8; batch * rows]).map_err(runtime)?;
-            let check_exact = |y32: &cmv_runtime::CudaSlice<i32>,
-                               y8: &cmv_runtime::CudaSlice<i8>| {
-                let ok = gpu.download(y32).map_err(runtime)? == want
-                    && gpu.download(y8).map_err(runtime)? == want8;
-                if ok {
-                    Ok(())
-                } else {
-                    Err(BenchError::Mismatch {
-                        what: what.clone(),
-                        detail: "not bit-exact".into(),
-                    })
-                }
-            };
-            dense.gemv_i8(&mats[0], &dx, &mut y32, &mut y8, scale, batch)?;
-            check_exact(&y32, &y8)?;
-            let t = cfg
-                .timing
-                .time(gpu, cfg, copies, |i| {
-                    dense
-                        .gemv_i8(&mats[i % copies], &dx, &mut y32, &mut y8, scale, batch)
-                        .map_err(dense_err)
-                })
-                .map_err(runtime)?;
-            check_exact(&y32, &y8)?;
-            let m = Timed {
-                format: "dense-int8",
-                kernel: "cmv",
-                rows,
-                cols,
-                batch,
-                bytes_read: rows * cols + batch * cols,
-                bits_per_weight: 8.0,
-                copies,
-                ceiling_gbps,
-                read_us,
-                check: "exact",
-            }
-            .measurement(&t);
-            progress(&m);
-            out.push(m);
         }
     }
     Ok(out)
 }
 
 /// The CPU side: sizes, bits per weight and batch-1 CPU reference timings.
-pub fn run_cpu(cfg: &BenchConfig) -> Result<Vec<CpuMeasurement>, BenchError> {
+pub fn run_cpu(shapes: &[(usize, usize)]) -> Result<Vec<CpuRow>, BenchError> {
     let mut out = Vec::new();
-    for (si, &(rows, cols)) in cfg.shapes.iter().enumerate() {
-        let w = data::f16_uniform(rows * cols, 1.0, si as u64);
-        let x = data::f16_uniform(cols, 1.0, si as u64 + 1);
+    for &(rows, cols) in shapes {
+        let row = |(format, variant): (&str, &str), bytes: usize, ms: f64| CpuRow {
+            format: format.into(),
+            variant: variant.into(),
+            rows,
+            cols,
+            bytes: bytes as u64,
+            bits_per_weight: 8.0 * bytes as f64 / (rows * cols) as f64,
+            container_bits_per_weight: 8.0 * bytes as f64 / (rows * cols) as f64,
+            parts: Part::dense(bytes as u64),
+            encode_ms: 0.0,
+            reference_ms: ms,
+        };
+        let w = data::f16_uniform(rows * cols, 1.0, seed(rows, cols));
+        let x = data::f16_uniform(cols, 1.0, seed(rows, cols) + 1);
         let t0 = std::time::Instant::now();
         let y = cpu::gemv_f16(&w, rows, cols, &x, 1)?;
         let ms = t0.elapsed().as_secs_f64() * 1e3;
         assert_eq!(y.len(), rows);
-        out.push(CpuMeasurement {
-            format: "dense-fp16".into(),
-            rows,
-            cols,
-            bytes: rows * cols * 2,
-            bits_per_weight: 16.0,
-            reference_ms: ms,
-        });
+        out.push(row(Baseline::CmvFp16.name(), rows * cols * 2, ms));
         drop(w);
-        let w = data::i8_uniform(rows * cols, si as u64 + 2);
-        let x = data::i8_uniform(cols, si as u64 + 3);
+        let w = data::i8_uniform(rows * cols, seed(rows, cols) + 2);
+        let x = data::i8_uniform(cols, seed(rows, cols) + 3);
         let t0 = std::time::Instant::now();
         let y = cpu::gemv_i8(&w, rows, cols, &x, 1)?;
         let ms = t0.elapsed().as_secs_f64() * 1e3;
         assert_eq!(y.len(), rows);
-        out.push(CpuMeasurement {
-            format: "dense-int8".into(),
-            rows,
-            cols,
-            bytes: rows * cols,
-            bits_per_weight: 8.0,
-            reference_ms: ms,
-        });
+        out.push(row(Baseline::CmvInt8.name(), rows * cols, ms));
     }
     Ok(out)
 }

@@ -1,12 +1,11 @@
 //! The table, the JSON file and the speedup plot.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::{BenchConfig, BenchError, CpuMeasurement, Measurement};
+use crate::{BenchConfig, BenchError, CpuRow, Part, Row};
 
 /// Everything one run measured, as written to the JSON file.
 #[derive(Debug, Serialize)]
@@ -23,12 +22,14 @@ pub struct Report {
     pub config: BenchConfig,
     /// Measured read ceiling, GB/s (absent without a GPU).
     pub ceiling_gbps: Option<f64>,
-    /// GPU measurements.
-    pub gpu: Vec<Measurement>,
-    /// CPU measurements.
-    pub cpu: Vec<CpuMeasurement>,
-    /// Why there are no GPU measurements, if there are none.
+    /// GPU rows: the dense baselines and every format, one schema ([`Row`]).
+    pub gpu: Vec<Row>,
+    /// CPU rows: sizes and CPU reference times ([`CpuRow`]).
+    pub cpu: Vec<CpuRow>,
+    /// Why there are no GPU rows, if there are none.
     pub gpu_skipped: Option<String>,
+    /// What the run left out and why (batches a format's kernels do not take, ...).
+    pub notes: Vec<String>,
     /// SpQR: timed configurations (GPU).
     pub spqr: Vec<crate::spqr::SpqrRow>,
     /// MatVANS: the chain benchmark's configuration.
@@ -141,31 +142,36 @@ pub fn ans_chain_table(rows: &[crate::ans::ChainRow]) -> String {
     s
 }
 
-/// Sets each measurement's speedup: the best dense fp16 median at its shape and batch over
-/// its own median.
-pub fn fill_speedups(ms: &mut [Measurement]) {
-    let mut best: HashMap<(usize, usize, usize), f64> = HashMap::new();
-    for m in ms.iter().filter(|m| m.format == "dense-fp16") {
-        let e = best
-            .entry((m.rows, m.cols, m.batch))
-            .or_insert(f64::INFINITY);
-        *e = e.min(m.median_us);
-    }
-    for m in ms.iter_mut() {
-        m.speedup_vs_best_dense = best
-            .get(&(m.rows, m.cols, m.batch))
-            .map(|b| b / m.median_us);
-    }
+/// A matrix's parts in bits per weight, e.g. `weights 16.00` or `dense 3.00, CSR outliers
+/// 0.25 (not read)`.
+pub fn parts_text(parts: &[Part], rows: usize, cols: usize) -> String {
+    let n = (rows as f64 * cols as f64).max(1.0);
+    parts
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {:.2}{}",
+                p.name,
+                8.0 * p.bytes as f64 / n,
+                if p.read_by_kernel { "" } else { " (not read)" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-/// The GPU table, one line per measurement.
-pub fn gpu_table(ms: &[Measurement]) -> String {
+fn ratio(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.2}x"))
+}
+
+/// The GPU table, one line per [`Row`]: every suite's rows in one schema.
+pub fn gpu_table(rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<12} {:<7} {:>12} {:>3} {:>6} {:>10} {:>8} {:>7} {:>7} {:>8}  check",
+        "{:<10} {:<9} {:>12} {:>3} {:>6} {:>10} {:>8} {:>6} {:>6} {:>9} {:>8}  {:<14} parts (bits/w)",
         "format",
-        "kernel",
+        "variant",
         "shape",
         "b",
         "bits/w",
@@ -173,46 +179,53 @@ pub fn gpu_table(ms: &[Measurement]) -> String {
         "GB/s",
         "%ceil",
         "%read",
-        "speedup"
+        "vs cuBLAS",
+        "vs dense",
+        "check"
     );
-    for m in ms {
+    for r in rows {
         let _ = writeln!(
             s,
-            "{:<12} {:<7} {:>12} {:>3} {:>6.2} {:>10.2} {:>8.1} {:>7.1} {:>7.1} {:>8}  {}",
-            m.format,
-            m.kernel,
-            format!("{}x{}", m.rows, m.cols),
-            m.batch,
-            m.bits_per_weight,
-            m.median_us,
-            m.gbps,
-            m.pct_of_ceiling,
-            m.pct_of_size_matched_read,
-            m.speedup_vs_best_dense
-                .map_or("-".into(), |v| format!("{v:.2}x")),
-            m.check
+            "{:<10} {:<9} {:>12} {:>3} {:>6.2} {:>10.2} {:>8.1} {:>6.1} {:>6.1} {:>9} {:>8}  {:<14} {}",
+            r.format,
+            r.variant,
+            format!("{}x{}", r.rows, r.cols),
+            r.batch,
+            r.bits_per_weight,
+            r.median_us,
+            r.gbps,
+            r.pct_of_ceiling,
+            r.pct_of_same_size_read,
+            ratio(r.speedup_vs_cublas),
+            ratio(r.speedup_vs_dense),
+            r.check,
+            parts_text(&r.parts, r.rows, r.cols)
         );
     }
     s
 }
 
-/// The CPU table.
-pub fn cpu_table(ms: &[CpuMeasurement]) -> String {
+/// The CPU table, one line per [`CpuRow`].
+pub fn cpu_table(rows: &[CpuRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<12} {:>12} {:>12} {:>6} {:>14}",
-        "format", "shape", "bytes", "bits/w", "cpu_ref_ms(b=1)"
+        "{:<10} {:<9} {:>12} {:>12} {:>6} {:>7} {:>10} {:>10}  parts (bits/w)",
+        "format", "variant", "shape", "bytes", "bits/w", "cont.", "encode_ms", "ref_ms(b1)"
     );
-    for m in ms {
+    for r in rows {
         let _ = writeln!(
             s,
-            "{:<12} {:>12} {:>12} {:>6.2} {:>14.1}",
-            m.format,
-            format!("{}x{}", m.rows, m.cols),
-            m.bytes,
-            m.bits_per_weight,
-            m.reference_ms
+            "{:<10} {:<9} {:>12} {:>12} {:>6.2} {:>7.3} {:>10.1} {:>10.1}  {}",
+            r.format,
+            r.variant,
+            format!("{}x{}", r.rows, r.cols),
+            r.bytes,
+            r.bits_per_weight,
+            r.container_bits_per_weight,
+            r.encode_ms,
+            r.reference_ms,
+            parts_text(&r.parts, r.rows, r.cols)
         );
     }
     s
@@ -225,7 +238,27 @@ fn write(path: &Path, text: &str) -> Result<(), BenchError> {
     })
 }
 
-/// Writes `bench.json` and `speedup.svg` into `dir` (created if needed); returns their paths.
+/// Why `speedup.svg` is not written for `report`, if it is not.
+pub fn no_plot_reason(report: &Report) -> Option<String> {
+    if report.gpu.iter().any(|r| r.speedup_vs_cublas.is_some()) {
+        return None;
+    }
+    Some(if report.gpu.is_empty() {
+        match &report.gpu_skipped {
+            Some(why) => format!(
+                "no speedup.svg: it plots GPU speedups over cuBLAS and this run timed no GPU kernel ({why})"
+            ),
+            None => "no speedup.svg: it plots GPU speedups over cuBLAS and this run timed no GPU \
+                     kernel (no GEMV suite ran)"
+                .into(),
+        }
+    } else {
+        "no speedup.svg: it plots speedups over cuBLAS fp16 and cuBLAS could not be loaded".into()
+    })
+}
+
+/// Writes `bench.json` and (when there are speedups to plot) `speedup.svg` into `dir`
+/// (created if needed); returns their paths.
 pub fn write_files(report: &Report, dir: &Path) -> Result<Vec<String>, BenchError> {
     std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
         path: dir.display().to_string(),
@@ -236,7 +269,7 @@ pub fn write_files(report: &Report, dir: &Path) -> Result<Vec<String>, BenchErro
         serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     write(&json, &text)?;
     let mut paths = vec![json.display().to_string()];
-    if !report.gpu.is_empty() {
+    if no_plot_reason(report).is_none() {
         let svg = dir.join("speedup.svg");
         write(&svg, &speedup_svg(&report.gpu, &report.device))?;
         paths.push(svg.display().to_string());
@@ -248,14 +281,14 @@ const COLORS: [&str; 8] = [
     "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
 ];
 
-/// A grouped bar chart of speedup over the best dense fp16 kernel: one panel per batch, one
-/// group per shape, one bar per format and kernel.
-pub fn speedup_svg(ms: &[Measurement], device: &str) -> String {
+/// A grouped bar chart of speedup over cuBLAS fp16: one panel per batch, one group per shape,
+/// one bar per format and variant.
+pub fn speedup_svg(ms: &[Row], device: &str) -> String {
     let mut series: Vec<String> = Vec::new();
     let mut shapes: Vec<(usize, usize)> = Vec::new();
     let mut batches: Vec<usize> = Vec::new();
     for m in ms {
-        let name = format!("{}/{}", m.format, m.kernel);
+        let name = format!("{}/{}", m.format, m.variant);
         if !series.contains(&name) {
             series.push(name);
         }
@@ -268,7 +301,7 @@ pub fn speedup_svg(ms: &[Measurement], device: &str) -> String {
     }
     let ymax = ms
         .iter()
-        .filter_map(|m| m.speedup_vs_best_dense)
+        .filter_map(|m| m.speedup_vs_cublas)
         .fold(1.0f64, f64::max)
         .ceil()
         .max(1.0);
@@ -283,7 +316,7 @@ pub fn speedup_svg(ms: &[Measurement], device: &str) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         s,
-        r#"<text x="{left}" y="20" font-size="14">Speedup over the best dense fp16 GEMV ({})</text>"#,
+        r#"<text x="{left}" y="20" font-size="14">Speedup over cuBLAS fp16 GEMV ({})</text>"#,
         xml(device)
     );
     let group_w = pw / shapes.len().max(1) as f64;
@@ -314,9 +347,9 @@ pub fn speedup_svg(ms: &[Measurement], device: &str) -> String {
                         m.rows == r
                             && m.cols == c
                             && m.batch == batch
-                            && &format!("{}/{}", m.format, m.kernel) == name
+                            && &format!("{}/{}", m.format, m.variant) == name
                     })
-                    .and_then(|m| m.speedup_vs_best_dense)
+                    .and_then(|m| m.speedup_vs_cublas)
                 else {
                     continue;
                 };
@@ -364,52 +397,129 @@ fn xml(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RowTimes;
 
-    fn m(format: &str, kernel: &str, batch: usize, us: f64) -> Measurement {
-        Measurement {
-            format: format.into(),
-            kernel: kernel.into(),
-            rows: 4096,
-            cols: 4096,
-            batch,
-            bytes_read: 1,
+    fn row(format: &str, variant: &str, batch: usize, us: f64, cublas_us: Option<f64>) -> Row {
+        Row::derive(RowTimes {
+            name: (format, variant),
+            shape: (4096, 4096, batch),
             bits_per_weight: 16.0,
+            parts: Part::dense(2 * 4096 * 4096),
+            weight_bytes: 2 * 4096 * 4096,
+            input_bytes: 2 * 4096 * batch,
             copies: 2,
-            median_us: us,
-            p10_us: us,
-            p90_us: us,
-            gbps: 1.0,
-            pct_of_ceiling: 1.0,
-            pct_of_size_matched_read: 1.0,
-            speedup_vs_best_dense: None,
+            timings: &cmv_runtime::Timings {
+                samples_ms: vec![us * 1e-3],
+            },
+            ceiling_gbps: 4000.0,
+            read_us: us / 2.0,
+            cublas_us,
+            dense_us: Some(10.0),
             check: "exact".into(),
-        }
+        })
     }
 
     #[test]
-    fn speedups_are_relative_to_the_best_dense_fp16_kernel() {
-        let mut ms = vec![
-            m("dense-fp16", "cmv", 1, 10.0),
-            m("dense-fp16", "cublas", 1, 20.0),
-            m("dense-int8", "cmv", 1, 5.0),
-            m("dense-int8", "cmv", 4, 5.0),
-        ];
-        fill_speedups(&mut ms);
-        assert_eq!(ms[0].speedup_vs_best_dense, Some(1.0));
-        assert_eq!(ms[1].speedup_vs_best_dense, Some(0.5));
-        assert_eq!(ms[2].speedup_vs_best_dense, Some(2.0));
+    fn rows_derive_rates_and_ratios_from_the_times() {
+        let r = Row::derive(RowTimes {
+            name: ("spqr", "csr"),
+            shape: (4, 8, 1),
+            bits_per_weight: 3.5,
+            parts: Part::dense(16),
+            weight_bytes: 16,
+            input_bytes: 16,
+            copies: 3,
+            timings: &cmv_runtime::Timings {
+                samples_ms: vec![0.001, 0.002, 0.003],
+            },
+            ceiling_gbps: 0.032,
+            read_us: 1.0,
+            cublas_us: Some(6.0),
+            dense_us: Some(4.0),
+            check: "rel_err=1.0e-4".into(),
+        });
+        assert_eq!((r.median_us, r.p10_us, r.p90_us), (2.0, 1.0, 3.0));
+        assert_eq!(r.bits_per_weight, 3.5);
+        assert_eq!(r.bytes_read, 32);
+        assert_eq!(r.gbps, 0.016);
+        assert_eq!(r.pct_of_ceiling, 50.0);
+        assert_eq!(r.pct_of_same_size_read, 50.0);
         assert_eq!(
-            ms[3].speedup_vs_best_dense, None,
-            "no dense fp16 at batch 4"
+            (r.speedup_vs_cublas, r.speedup_vs_dense),
+            (Some(3.0), Some(2.0))
         );
+        assert_eq!((r.format.as_str(), r.variant.as_str()), ("spqr", "csr"));
+    }
+
+    #[test]
+    fn tables_and_plot() {
+        let ms = vec![
+            row("dense-fp16", "cmv", 1, 10.0, Some(20.0)),
+            row("dense-fp16", "cublas", 1, 20.0, Some(20.0)),
+            row("spqr", "csr", 1, 5.0, Some(20.0)),
+            row("spqr", "csr", 4, 5.0, None),
+        ];
         let t = gpu_table(&ms);
-        assert!(t.contains("2.00x") && t.contains("4096x4096"), "{t}");
+        assert!(t.contains("4.00x") && t.contains("4096x4096"), "{t}");
+        assert!(t.contains("weights 16.00"), "{t}");
+        assert_eq!(t.lines().count(), 5);
         let svg = speedup_svg(&ms, "GPU <test>");
         assert!(svg.starts_with("<svg") && svg.contains("GPU &lt;test&gt;"));
         assert_eq!(
             svg.matches("<rect x=").count() - 3,
             3,
-            "one bar per measured speedup"
+            "one bar per measured speedup (and one legend box per series)"
         );
+        let parts = [
+            Part {
+                name: "dense".into(),
+                bytes: 4,
+                read_by_kernel: true,
+            },
+            Part {
+                name: "CSR outliers".into(),
+                bytes: 1,
+                read_by_kernel: false,
+            },
+        ];
+        assert_eq!(
+            parts_text(&parts, 4, 2),
+            "dense 4.00, CSR outliers 1.00 (not read)"
+        );
+    }
+
+    #[test]
+    fn the_plot_is_left_out_with_a_reason() {
+        let mut r = Report {
+            device: "none".into(),
+            driver: "none".into(),
+            git_revision: "x".into(),
+            date: "d".into(),
+            config: BenchConfig::default(),
+            ceiling_gbps: None,
+            gpu: Vec::new(),
+            cpu: Vec::new(),
+            gpu_skipped: Some("no CUDA driver".into()),
+            notes: Vec::new(),
+            spqr: Vec::new(),
+            ans_config: None,
+            ans_sizes: Vec::new(),
+            ans_chain: Vec::new(),
+            weights: None,
+            weights_skipped: None,
+        };
+        let why = no_plot_reason(&r).unwrap();
+        assert!(
+            why.contains("no GPU kernel") && why.contains("no CUDA driver"),
+            "{why}"
+        );
+        r.gpu.push(row("spqr", "csr", 1, 5.0, None));
+        assert!(
+            no_plot_reason(&r)
+                .unwrap()
+                .contains("cuBLAS could not be loaded")
+        );
+        r.gpu.push(row("spqr", "csr", 1, 5.0, Some(20.0)));
+        assert_eq!(no_plot_reason(&r), None);
     }
 }

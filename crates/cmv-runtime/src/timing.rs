@@ -1,7 +1,7 @@
 use cudarc::driver::sys::CUevent_flags;
 
 use crate::error::DriverResultExt;
-use crate::{Gpu, Result};
+use crate::{Gpu, Result, RuntimeError};
 
 /// Per-call times of a timed kernel, in milliseconds, in launch order.
 #[derive(Clone, Debug)]
@@ -45,11 +45,21 @@ impl Timings {
 /// the stream is synchronized once at the end, so launch overhead on the host is hidden
 /// whenever a kernel runs longer than its launch takes.
 ///
+/// `launch` may return any error a [`RuntimeError`] converts into (a format's error, a
+/// benchmark's), so a launcher's own error needs no mapping; the event calls' errors come out
+/// as that type too.
+///
 /// # Errors
 /// The first error of `launch`, or of the event calls.
-pub fn time_launches<F>(gpu: &Gpu, warmup: usize, iters: usize, mut launch: F) -> Result<Timings>
+pub fn time_launches<F, E>(
+    gpu: &Gpu,
+    warmup: usize,
+    iters: usize,
+    mut launch: F,
+) -> Result<Timings, E>
 where
-    F: FnMut(usize) -> Result<()>,
+    F: FnMut(usize) -> Result<(), E>,
+    E: From<RuntimeError>,
 {
     for i in 0..warmup {
         launch(i)?;
@@ -65,19 +75,21 @@ where
 /// overhead and without events between them, as they would in an inference step.
 ///
 /// `launch` runs `calls` times before the capture as a plain warm-up (module loading and any
-/// lazy initialization must not happen during a capture), then `calls` times inside it.
+/// lazy initialization must not happen during a capture), then `calls` times inside it. As
+/// with [`time_launches`], its error may be any type a [`RuntimeError`] converts into.
 ///
 /// # Errors
 /// The first error of `launch` or of the graph and event calls.
-pub fn time_graph<F>(
+pub fn time_graph<F, E>(
     gpu: &Gpu,
     calls: usize,
     warmup: usize,
     reps: usize,
     mut launch: F,
-) -> Result<Timings>
+) -> Result<Timings, E>
 where
-    F: FnMut(usize) -> Result<()>,
+    F: FnMut(usize) -> Result<(), E>,
+    E: From<RuntimeError>,
 {
     use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
     for i in 0..calls {
@@ -94,7 +106,7 @@ where
         .end_capture(CUgraphInstantiate_flags(0))
         .op("cuStreamEndCapture");
     captured?;
-    let graph = graph?.ok_or(crate::RuntimeError::InvalidLaunch {
+    let graph = graph?.ok_or(RuntimeError::InvalidLaunch {
         kernel: "graph",
         reason: "the stream capture recorded no work".into(),
     })?;
@@ -102,18 +114,20 @@ where
         graph.launch().op("cuGraphLaunch")?;
     }
     gpu.synchronize()?;
-    let samples_ms = event_samples(gpu, reps, calls, |_| graph.launch().op("cuGraphLaunch"))?;
+    let samples_ms = event_samples(gpu, reps, calls, |_| {
+        graph.launch().op("cuGraphLaunch").map_err(E::from)
+    })?;
     Ok(Timings { samples_ms })
 }
 
 /// Enqueues `enqueue(i)` for `i in 0..n` between CUDA event pairs, back to back, then waits;
 /// returns each pair's time in milliseconds divided by `calls_per_sample`.
-fn event_samples(
+fn event_samples<E: From<RuntimeError>>(
     gpu: &Gpu,
     n: usize,
     calls_per_sample: usize,
-    mut enqueue: impl FnMut(usize) -> Result<()>,
-) -> Result<Vec<f64>> {
+    mut enqueue: impl FnMut(usize) -> Result<(), E>,
+) -> Result<Vec<f64>, E> {
     let ctx = gpu.context();
     let new_event = || {
         ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
@@ -135,6 +149,7 @@ fn event_samples(
             s.elapsed_ms(e)
                 .map(|t| f64::from(t) / calls_per_sample.max(1) as f64)
                 .op("cuEventElapsedTime")
+                .map_err(E::from)
         })
         .collect()
 }

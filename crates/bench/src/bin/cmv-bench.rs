@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bench::dense::{self, Baselines};
 use bench::report::{self, Report};
-use bench::{BenchConfig, BenchError, Timing, dense};
-use clap::Parser;
+use bench::{BenchConfig, BenchError, Row, Timing};
+use clap::{CommandFactory, Parser};
 use cmv_runtime::{Gpu, RuntimeError};
 use dense_gemv::DenseGemv;
 
@@ -16,10 +17,10 @@ struct Args {
     /// Folder for bench.json and speedup.svg.
     #[arg(long, default_value = "target/bench")]
     out_dir: PathBuf,
-    /// Shapes as ROWSxCOLS, comma-separated (default: the seven LLM shapes).
-    #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+    #[arg(long, value_delimiter = ',', value_parser = parse_shape, help = shapes_help())]
     shapes: Vec<(usize, usize)>,
-    /// Batches, comma-separated (default: 1,4,16).
+    /// Batches, comma-separated, each 1 to 16 (default: 1,4,16). A format whose GPU kernels
+    /// take fewer vectors skips the larger batches, with a note.
     #[arg(long, value_delimiter = ',')]
     batches: Vec<usize>,
     /// Timed calls per configuration (the median is reported; at least 100 for results).
@@ -41,15 +42,9 @@ struct Args {
     /// Time the batch-1 kernel variants and streaming-read patterns instead (for tuning).
     #[arg(long)]
     explore: bool,
-    /// Suites to run, comma-separated: dense, spqr, ans, weights (the last on the CPU).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "dense,spqr,ans,weights",
-        value_parser = ["dense", "spqr", "ans", "weights"]
-    )]
+    #[arg(long, value_delimiter = ',', help = suites_help())]
     suites: Vec<String>,
-    /// SpQR suite: batches (kernels exist for 1, 2, 4 and 8 vectors).
+    /// SpQR suite: batches, each 1 to 8 (the GPU SpQR kernels' range).
     #[arg(long, value_delimiter = ',', default_value = "1,4,8")]
     spqr_batches: Vec<usize>,
     /// SpQR suite: blocks per tile row, comma-separated: `auto` (the launcher's choice) and
@@ -65,6 +60,97 @@ struct Args {
     /// MatVANS chain: standard deviation of the entries.
     #[arg(long, default_value_t = 4.0)]
     ans_sigma: f64,
+}
+
+fn shapes_list(shapes: &[(usize, usize)]) -> String {
+    shapes
+        .iter()
+        .map(|(r, c)| format!("{r}x{c}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn shapes_help() -> String {
+    format!(
+        "Shapes as ROWSxCOLS, comma-separated (default: the {} LLM shapes {}; on the CPU side \
+         without a GPU: {})",
+        bench::SHAPES.len(),
+        shapes_list(&bench::SHAPES),
+        shapes_list(&bench::CPU_SHAPES)
+    )
+}
+
+/// Suites besides the registered formats.
+const DENSE: &str = "dense";
+const WEIGHTS: &str = "weights";
+
+/// Every suite name, in the order they run: dense, the formats (registered ones, and the
+/// suites of formats not yet on the traits), weights.
+fn suite_names() -> Vec<&'static str> {
+    let mut v = vec![DENSE];
+    v.extend(bench::formats::registry().iter().map(|f| f.name()));
+    for legacy in ["spqr", "ans"] {
+        if !v.contains(&legacy) {
+            v.push(legacy);
+        }
+    }
+    v.push(WEIGHTS);
+    v
+}
+
+fn suites_help() -> String {
+    format!(
+        "Suites to run, comma-separated: {} (default: all; `weights` runs on the CPU, `ans` \
+         adds the MatVANS chain)",
+        suite_names().join(", ")
+    )
+}
+
+/// The largest batch suite `name`'s GPU kernels take.
+fn max_batch(name: &str) -> usize {
+    match bench::formats::find(name) {
+        Some(f) => f.max_gpu_batch(),
+        // Formats not yet on the traits: their kernel crates' limits.
+        None if name == "spqr" => 8,
+        None if name == "ans" => 1,
+        None => dense_gemv::MAX_BATCH as usize,
+    }
+}
+
+/// Checks what clap cannot: batches each suite can run, known suite names.
+fn validate(args: &Args) -> Result<(), String> {
+    let dense_max = dense_gemv::MAX_BATCH as usize;
+    if let Some(b) = args
+        .batches
+        .iter()
+        .find(|&&b| !(1..=dense_max).contains(&b))
+    {
+        return Err(format!(
+            "--batches {b}: batches must be 1 to {dense_max} (the dense baselines run at every \
+             batch and take 1 to {dense_max} vectors)"
+        ));
+    }
+    let spqr_max = max_batch("spqr");
+    if let Some(b) = args
+        .spqr_batches
+        .iter()
+        .find(|&&b| !(1..=spqr_max).contains(&b))
+    {
+        return Err(format!(
+            "--spqr-batches {b}: the GPU SpQR kernels take 1 to {spqr_max} vectors"
+        ));
+    }
+    let known = suite_names();
+    if let Some(s) = args.suites.iter().find(|s| !known.contains(&s.as_str())) {
+        return Err(format!(
+            "--suites {s}: unknown suite; the suites are {}",
+            known.join(", ")
+        ));
+    }
+    if args.ans_dims.contains(&0) {
+        return Err("--ans-dims 0: matrix sizes must be at least 1".into());
+    }
+    Ok(())
 }
 
 fn parse_splits(s: &str) -> Result<Option<u32>, String> {
@@ -97,6 +183,11 @@ fn parse_shape(s: &str) -> Result<(usize, usize), String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Err(msg) = validate(&args) {
+        Args::command()
+            .error(clap::error::ErrorKind::ValueValidation, msg)
+            .exit();
+    }
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -106,10 +197,31 @@ fn main() -> ExitCode {
     }
 }
 
+fn progress_line(r: &Row) -> String {
+    let ratio = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));
+    format!(
+        "  {}/{} {}x{} b{}: {:.2} us, {:.1} GB/s ({:.1}%), same-size read {:.2} us ({:.1}%), {} cuBLAS, {} dense, {:.2} bits/w, {}",
+        r.format,
+        r.variant,
+        r.rows,
+        r.cols,
+        r.batch,
+        r.median_us,
+        r.gbps,
+        r.pct_of_ceiling,
+        r.read_us,
+        r.pct_of_same_size_read,
+        ratio(r.speedup_vs_cublas),
+        ratio(r.speedup_vs_dense),
+        r.bits_per_weight,
+        r.check
+    )
+}
+
 fn run(args: &Args) -> Result<(), BenchError> {
     let mut cfg = BenchConfig::default();
     if args.quick {
-        cfg.shapes = vec![(4096, 4096), (11008, 4096)];
+        cfg.shapes = bench::CPU_SHAPES.to_vec();
         cfg.batches = vec![1, 4];
         cfg.iters = 100;
     }
@@ -124,6 +236,26 @@ fn run(args: &Args) -> Result<(), BenchError> {
     }
     cfg.warmup = args.warmup;
     cfg.timing = args.timing;
+    cfg.format_batches
+        .insert("spqr".into(), args.spqr_batches.clone());
+    // The CPU side encodes every format at every shape on the host: the two quick shapes
+    // unless shapes are given.
+    let cpu_shapes = if args.shapes.is_empty() {
+        bench::CPU_SHAPES.to_vec()
+    } else {
+        args.shapes.clone()
+    };
+    let suites: Vec<String> = if args.suites.is_empty() {
+        suite_names().into_iter().map(String::from).collect()
+    } else {
+        args.suites.clone()
+    };
+    let want = |suite: &str| suites.iter().any(|s| s == suite);
+    let formats: Vec<_> = bench::formats::registry()
+        .into_iter()
+        .filter(|f| want(f.name()))
+        .collect();
+    let legacy_spqr = want("spqr") && bench::formats::find("spqr").is_none();
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut report = Report {
         device: "none".into(),
@@ -135,6 +267,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
         gpu: Vec::new(),
         cpu: Vec::new(),
         gpu_skipped: None,
+        notes: Vec::new(),
         ans_config: None,
         ans_sizes: Vec::new(),
         ans_chain: Vec::new(),
@@ -142,7 +275,6 @@ fn run(args: &Args) -> Result<(), BenchError> {
         weights: None,
         weights_skipped: None,
     };
-    let want = |suite: &str| args.suites.iter().any(|s| s == suite);
     let mut ans_cfg = bench::ans::ChainConfig {
         sigma: args.ans_sigma,
         ..Default::default()
@@ -189,24 +321,22 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 ceiling.median_us
             );
             report.ceiling_gbps = Some(ceiling.gbps);
-            if want("dense") {
-                let mut ms = dense::run_gpu(&gpu, &dense, &cfg, ceiling.gbps, |m| {
-                    eprintln!(
-                        "  {}/{} {}x{} b{}: {:.2} us, {:.1} GB/s ({:.1}%)",
-                        m.format,
-                        m.kernel,
-                        m.rows,
-                        m.cols,
-                        m.batch,
-                        m.median_us,
-                        m.gbps,
-                        m.pct_of_ceiling
-                    );
-                })?;
-                report::fill_speedups(&mut ms);
-                report.gpu = ms;
+            let mut bench = Baselines::new(&gpu, &cfg, ceiling.gbps)?;
+            let mut progress = |r: &Row| eprintln!("{}", progress_line(r));
+            if want(DENSE) {
+                report.gpu = dense::run_gpu(&mut bench, &mut progress)?;
             }
-            if want("spqr") {
+            let rows = bench::formats::run_gpu_all(
+                &mut bench,
+                &formats,
+                &cfg.shapes,
+                &|name| cfg.batches_for(name),
+                &mut report.notes,
+                &mut progress,
+            )?;
+            report.gpu.extend(rows);
+            drop(bench);
+            if legacy_spqr {
                 let rows = bench::spqr::run_gpu(
                     &gpu,
                     &cfg,
@@ -254,7 +384,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
             }
         }
     }
-    if want("weights") {
+    if want(WEIGHTS) {
         if args.model.exists() {
             println!(
                 "weights: int8-quantizing and encoding the 2-D tensors of {}",
@@ -270,8 +400,28 @@ fn run(args: &Args) -> Result<(), BenchError> {
             }
         }
     }
-    if want("dense") {
-        report.cpu = dense::run_cpu(&cfg)?;
+    if want(DENSE) {
+        report.cpu = dense::run_cpu(&cpu_shapes)?;
+    }
+    if !formats.is_empty() {
+        println!(
+            "CPU side of {} at {}: encoding and batch-1 references",
+            formats
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            shapes_list(&cpu_shapes)
+        );
+    }
+    let rows = bench::formats::run_cpu_all(&formats, &cpu_shapes, &mut |r| {
+        eprintln!(
+            "  {}/{} {}x{}: {:.3} bits/w, encoded in {:.0} ms, reference {:.1} ms",
+            r.format, r.variant, r.rows, r.cols, r.bits_per_weight, r.encode_ms, r.reference_ms
+        );
+    })?;
+    report.cpu.extend(rows);
+    if !report.cpu.is_empty() {
         println!("\nCPU side:\n{}", report::cpu_table(&report.cpu));
     }
     if !report.gpu.is_empty() {
@@ -281,6 +431,9 @@ fn run(args: &Args) -> Result<(), BenchError> {
             report.ceiling_gbps.unwrap_or(0.0),
             report::gpu_table(&report.gpu)
         );
+    }
+    for n in &report.notes {
+        println!("note: {n}");
     }
     if !report.ans_sizes.is_empty() {
         println!(
@@ -306,5 +459,41 @@ fn run(args: &Args) -> Result<(), BenchError> {
     for p in report::write_files(&report, &args.out_dir)? {
         println!("wrote {p}");
     }
+    if let Some(why) = report::no_plot_reason(&report) {
+        println!("{why}");
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("cmv-bench").chain(extra.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn help_names_every_default_shape() {
+        let help = shapes_help();
+        assert!(help.contains(&format!("the {} LLM shapes", bench::SHAPES.len())));
+        for (r, c) in bench::SHAPES {
+            assert!(help.contains(&format!("{r}x{c}")), "{help}");
+        }
+    }
+
+    #[test]
+    fn batches_suites_cannot_run_are_refused() {
+        validate(&args(&[])).unwrap();
+        validate(&args(&["--batches", "1,16", "--spqr-batches", "1,3,8"])).unwrap();
+        let e = validate(&args(&["--batches", "0"])).unwrap_err();
+        assert!(e.contains("--batches 0") && e.contains("1 to 16"), "{e}");
+        assert!(validate(&args(&["--batches", "17"])).is_err());
+        let e = validate(&args(&["--spqr-batches", "9"])).unwrap_err();
+        assert!(e.contains("SpQR") && e.contains("1 to 8"), "{e}");
+        assert!(validate(&args(&["--spqr-batches", "0"])).is_err());
+        let e = validate(&args(&["--suites", "dense,nope"])).unwrap_err();
+        assert!(e.contains("nope") && e.contains("dense"), "{e}");
+        validate(&args(&["--suites", "fp16-toy,spqr,ans,weights"])).unwrap();
+    }
 }

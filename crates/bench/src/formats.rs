@@ -1,0 +1,402 @@
+//! The format suite: every registered compressed format, measured through the `cmv_format`
+//! traits alone ([`CompressedMatrix`] and [`DeviceGemv`]), at any shape and batch.
+//!
+//! Adding a format is one line in [`registry`]. For each shape, batch (batches above the
+//! format's `MAX_GPU_BATCH` are skipped with a note) and encoder variant
+//! (`CompressedMatrix::variants`), the GPU side
+//!
+//! 1. makes seeded weights and inputs of the format's element types ([`Generate`]), encodes,
+//!    and computes the CPU reference product;
+//! 2. uploads the matrix and device copies of it (`clone_device`) until they fill
+//!    `max(4 x L2, min_rotation_bytes)`, so that each timed call reads its weights from HBM;
+//! 3. runs the product once and checks it (`finish`, then `check`), times it (CUDA graph or
+//!    events, per `BenchConfig::timing`), and checks the last timed call's output again: a
+//!    failed check fails the run ([`BenchError::Mismatch`]);
+//! 4. relates the median to the read ceiling, to a plain streaming read of the same byte count,
+//!    to cuBLAS fp16, and to our own dense kernel of the format's input type (fp16 for fp16
+//!    inputs, int8 for int8 inputs); those are measured once per shape and batch in
+//!    [`Baselines`], shared with the dense suite.
+//!
+//! The CPU side (no GPU needed) reports, per format, variant and shape, the size breakdown
+//! (bits per weight read by the kernel and of the container, the parts), the encoding time
+//! and the batch-1 CPU reference time.
+
+use std::marker::PhantomData;
+use std::time::Instant;
+
+use cmv_format::{CompressedMatrix, DeviceGemv};
+use cmv_runtime::DeviceRepr;
+use half::f16;
+
+use crate::data::Generate;
+use crate::dense::{Baseline, Baselines};
+use crate::{BenchError, CpuRow, Part, Row, RowTimes};
+
+/// Every format the bench measures, one line each.
+pub fn registry() -> Vec<Box<dyn FormatSuite>> {
+    vec![register::<crate::toy::Fp16Toy>()]
+}
+
+/// The format named `name` in [`registry`].
+pub fn find(name: &str) -> Option<Box<dyn FormatSuite>> {
+    registry().into_iter().find(|f| f.name() == name)
+}
+
+/// Input element types of a format's GPU product, and the dense kernel that takes the same
+/// inputs (what `speedup_vs_dense` compares with).
+pub trait BenchInput: Generate + DeviceRepr {
+    /// Our dense kernel of this input type.
+    const DENSE: Baseline;
+}
+
+impl BenchInput for f16 {
+    const DENSE: Baseline = Baseline::CmvFp16;
+}
+
+impl BenchInput for i8 {
+    const DENSE: Baseline = Baseline::CmvInt8;
+}
+
+/// A registered format, as the bench drives it (object safe; see [`register`]).
+pub trait FormatSuite: Send + Sync {
+    /// The format's name (`CompressedMatrix::NAME`): its suite name and the `format` of its
+    /// rows.
+    fn name(&self) -> &'static str;
+
+    /// The names of its encoder variants.
+    fn variants(&self) -> Vec<&'static str>;
+
+    /// The largest batch its GPU kernels take.
+    fn max_gpu_batch(&self) -> usize;
+
+    /// The CPU side at one shape (`index` seeds the data): one row per variant.
+    ///
+    /// # Errors
+    /// The format's errors (boxed in [`BenchError::Format`]).
+    fn cpu(&self, index: usize, shape: (usize, usize)) -> Result<Vec<CpuRow>, BenchError>;
+
+    /// The GPU side at one shape (`index` seeds the data) and the batches given (each at most
+    /// [`FormatSuite::max_gpu_batch`]): one row per variant and batch, each passed to
+    /// `progress` as it is measured.
+    ///
+    /// # Errors
+    /// The format's errors, runtime errors, [`BenchError::Mismatch`].
+    fn gpu(
+        &self,
+        bench: &mut Baselines<'_>,
+        index: usize,
+        shape: (usize, usize),
+        batches: &[usize],
+        progress: &mut dyn FnMut(&Row),
+    ) -> Result<Vec<Row>, BenchError>;
+}
+
+/// A format's [`FormatSuite`]: the generic suite at `M`.
+pub fn register<M>() -> Box<dyn FormatSuite>
+where
+    M: DeviceGemv,
+    M::Weight: Generate,
+    M::Input: BenchInput,
+{
+    Box::new(Registered::<M>(PhantomData))
+}
+
+struct Registered<M>(PhantomData<fn() -> M>);
+
+impl<M> FormatSuite for Registered<M>
+where
+    M: DeviceGemv,
+    M::Weight: Generate,
+    M::Input: BenchInput,
+{
+    fn name(&self) -> &'static str {
+        M::NAME
+    }
+
+    fn variants(&self) -> Vec<&'static str> {
+        M::variants().into_iter().map(|(n, _)| n).collect()
+    }
+
+    fn max_gpu_batch(&self) -> usize {
+        M::MAX_GPU_BATCH
+    }
+
+    fn cpu(&self, index: usize, shape: (usize, usize)) -> Result<Vec<CpuRow>, BenchError> {
+        run_cpu::<M>(index, shape)
+    }
+
+    fn gpu(
+        &self,
+        bench: &mut Baselines<'_>,
+        index: usize,
+        shape: (usize, usize),
+        batches: &[usize],
+        progress: &mut dyn FnMut(&Row),
+    ) -> Result<Vec<Row>, BenchError> {
+        run_gpu::<M>(bench, index, shape, batches, progress)
+    }
+}
+
+/// A format's error as a [`BenchError`].
+pub fn format_err<M: CompressedMatrix>(e: M::Error) -> BenchError {
+    BenchError::Format {
+        format: M::NAME,
+        source: Box::new(e),
+    }
+}
+
+/// Seeds of a shape's weights and of a batch's inputs.
+fn weight_seed(index: usize) -> u64 {
+    500 + index as u64
+}
+
+fn input_seed(index: usize, batch: usize) -> u64 {
+    900 + 1000 * index as u64 + batch as u64
+}
+
+/// Which of `batches` a format with kernels for 1 to `max` vectors runs, and a note naming
+/// the others (`None` when it runs them all).
+pub fn split_batches(format: &str, batches: &[usize], max: usize) -> (Vec<usize>, Option<String>) {
+    let (run, skip): (Vec<usize>, Vec<usize>) =
+        batches.iter().partition(|&&b| (1..=max).contains(&b));
+    let note = (!skip.is_empty()).then(|| {
+        let list: Vec<String> = skip.iter().map(usize::to_string).collect();
+        format!(
+            "{format}: batch {} skipped: its GPU kernels take 1 to {max} vectors",
+            list.join(", ")
+        )
+    });
+    (run, note)
+}
+
+/// The CPU side of format `M` at one shape: per variant, sizes, encoding time and the batch-1
+/// reference time.
+///
+/// # Errors
+/// The format's errors.
+pub fn run_cpu<M>(index: usize, (rows, cols): (usize, usize)) -> Result<Vec<CpuRow>, BenchError>
+where
+    M: CompressedMatrix,
+    M::Weight: Generate,
+    M::Input: Generate,
+{
+    let w = M::Weight::weights(rows * cols, weight_seed(index));
+    let x = M::Input::inputs(cols, input_seed(index, 1));
+    let mut out = Vec::new();
+    for (variant, options) in M::variants() {
+        let t0 = Instant::now();
+        let m = M::encode_slice(&w, rows, cols, &options).map_err(format_err::<M>)?;
+        let encode_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let t0 = Instant::now();
+        let y = m.reference(&x, 1).map_err(format_err::<M>)?;
+        let reference_ms = t0.elapsed().as_secs_f64() * 1e3;
+        if y.len() != rows {
+            return Err(BenchError::Mismatch {
+                what: format!("{}/{variant} {rows}x{cols} CPU reference", M::NAME),
+                detail: format!("{} outputs for {rows} rows", y.len()),
+            });
+        }
+        let sizes = m.size_breakdown();
+        out.push(CpuRow {
+            format: M::NAME.into(),
+            variant: variant.into(),
+            rows,
+            cols,
+            bytes: sizes.container_bytes,
+            bits_per_weight: sizes.kernel_bits_per_weight(),
+            container_bits_per_weight: sizes.bits_per_weight(),
+            parts: Part::of(&sizes),
+            encode_ms,
+            reference_ms,
+        });
+    }
+    Ok(out)
+}
+
+/// Checks a GPU output: waits for the queued products (`finish` surfaces what the kernels
+/// flagged), then compares with the reference.
+fn check<M: DeviceGemv>(
+    bench: &Baselines<'_>,
+    kernels: &M::Kernels,
+    out: &M::DeviceOut,
+    want: &[M::Output],
+    what: &str,
+) -> Result<cmv_format::Check, BenchError> {
+    let gpu = bench.gpu();
+    M::finish(kernels, gpu).map_err(format_err::<M>)?;
+    let c = M::check(gpu, out, want).map_err(format_err::<M>)?;
+    if !c.passed() {
+        return Err(BenchError::Mismatch {
+            what: what.into(),
+            detail: format!(
+                "{c} (exact: {}, relative error {:.3e}, tolerance {:e})",
+                c.exact, c.rel_err, c.tolerance
+            ),
+        });
+    }
+    Ok(c)
+}
+
+/// The GPU side of format `M` at one shape: per variant and batch, one checked, timed [`Row`].
+///
+/// # Errors
+/// The format's errors, runtime errors, [`BenchError::Mismatch`].
+pub fn run_gpu<M>(
+    bench: &mut Baselines<'_>,
+    index: usize,
+    (rows, cols): (usize, usize),
+    batches: &[usize],
+    progress: &mut dyn FnMut(&Row),
+) -> Result<Vec<Row>, BenchError>
+where
+    M: DeviceGemv,
+    M::Weight: Generate,
+    M::Input: BenchInput,
+{
+    let (gpu, cfg) = (bench.gpu(), bench.cfg());
+    let (batches, note) = split_batches(M::NAME, batches, M::MAX_GPU_BATCH);
+    if let Some(note) = note {
+        // The driver skips these before calling; a direct caller hears about it here.
+        eprintln!("{note}");
+    }
+    let kernels = M::load(gpu).map_err(format_err::<M>)?;
+    let w = M::Weight::weights(rows * cols, weight_seed(index));
+    let mut out = Vec::new();
+    for (variant, options) in M::variants() {
+        let m = M::encode_slice(&w, rows, cols, &options).map_err(format_err::<M>)?;
+        let sizes = m.size_breakdown();
+        let first = m.upload(gpu).map_err(format_err::<M>)?;
+        let weight_bytes = M::bytes_read(&first);
+        let n =
+            cmv_runtime::rotation_copies(weight_bytes, gpu.info().l2_bytes, cfg.min_rotation_bytes);
+        let mut devs = vec![first];
+        for _ in 1..n {
+            devs.push(M::clone_device(&devs[0]).map_err(format_err::<M>)?);
+        }
+        for &batch in &batches {
+            let what = format!("{}/{variant} {rows}x{cols} batch {batch}", M::NAME);
+            let x = M::Input::inputs(batch * cols, input_seed(index, batch));
+            let want = m.reference(&x, batch).map_err(format_err::<M>)?;
+            let dx = gpu.upload(&x)?;
+            let mut y = M::alloc_out(gpu, rows, batch).map_err(format_err::<M>)?;
+            M::gemv(&kernels, &devs[0], &dx, &mut y, batch).map_err(format_err::<M>)?;
+            let before = check::<M>(bench, &kernels, &y, &want, &what)?;
+            let timings = cfg
+                .timing
+                .time(gpu, cfg, n, |i| -> Result<(), BenchError> {
+                    M::gemv(&kernels, &devs[i % n], &dx, &mut y, batch).map_err(format_err::<M>)
+                })?;
+            let after = check::<M>(bench, &kernels, &y, &want, &format!("{what} (timed)"))?;
+            let worst = if after.rel_err > before.rel_err {
+                after
+            } else {
+                before
+            };
+            let input_bytes = batch * cols * size_of::<M::Input>();
+            let read_us = bench.same_size_read(weight_bytes + input_bytes)?;
+            let cublas_us = bench.median_us(Baseline::CublasFp16, rows, cols, batch)?;
+            let dense_us = bench.median_us(M::Input::DENSE, rows, cols, batch)?;
+            let row = Row::derive(RowTimes {
+                name: (M::NAME, variant),
+                shape: (rows, cols, batch),
+                bits_per_weight: sizes.kernel_bits_per_weight(),
+                parts: Part::of(&sizes),
+                weight_bytes,
+                input_bytes,
+                copies: n,
+                timings: &timings,
+                ceiling_gbps: bench.ceiling_gbps(),
+                read_us,
+                cublas_us,
+                dense_us,
+                check: worst.to_string(),
+            });
+            progress(&row);
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `formats` over every shape of `shapes`, shape by shape (so that the dense operands of a
+/// shape are uploaded once), each at `batches(format)` (batches past a format's kernels
+/// skipped, with a note in `notes`).
+///
+/// # Errors
+/// As [`run_gpu`].
+pub fn run_gpu_all(
+    bench: &mut Baselines<'_>,
+    formats: &[Box<dyn FormatSuite>],
+    shapes: &[(usize, usize)],
+    batches: &dyn Fn(&str) -> Vec<usize>,
+    notes: &mut Vec<String>,
+    progress: &mut dyn FnMut(&Row),
+) -> Result<Vec<Row>, BenchError> {
+    let mut runs = Vec::new();
+    for f in formats {
+        let (run, note) = split_batches(f.name(), &batches(f.name()), f.max_gpu_batch());
+        notes.extend(note);
+        runs.push(run);
+    }
+    let mut out = Vec::new();
+    for (index, &shape) in shapes.iter().enumerate() {
+        for (f, run) in formats.iter().zip(&runs) {
+            if !run.is_empty() {
+                out.extend(f.gpu(bench, index, shape, run, progress)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The CPU side of `formats` over `shapes`.
+///
+/// # Errors
+/// As [`run_cpu`].
+pub fn run_cpu_all(
+    formats: &[Box<dyn FormatSuite>],
+    shapes: &[(usize, usize)],
+    progress: &mut dyn FnMut(&CpuRow),
+) -> Result<Vec<CpuRow>, BenchError> {
+    let mut out = Vec::new();
+    for (index, &shape) in shapes.iter().enumerate() {
+        for f in formats {
+            for r in f.cpu(index, shape)? {
+                progress(&r);
+                out.push(r);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toy::Fp16Toy;
+
+    #[test]
+    fn registry_names_are_unique_and_findable() {
+        let r = registry();
+        let mut names: Vec<&str> = r.iter().map(|f| f.name()).collect();
+        assert!(names.contains(&Fp16Toy::NAME));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), r.len(), "two formats share a name");
+        assert!(find("fp16-toy").is_some() && find("nope").is_none());
+        let toy = find("fp16-toy").unwrap();
+        assert_eq!(toy.variants(), ["default"]);
+        assert_eq!(toy.max_gpu_batch(), 16);
+    }
+
+    #[test]
+    fn batches_past_the_kernels_are_skipped_with_a_note() {
+        assert_eq!(split_batches("x", &[1, 4], 8), (vec![1, 4], None));
+        let (run, note) = split_batches("spqr", &[1, 4, 16, 32], 8);
+        assert_eq!(run, [1, 4]);
+        assert_eq!(
+            note.unwrap(),
+            "spqr: batch 16, 32 skipped: its GPU kernels take 1 to 8 vectors"
+        );
+    }
+}
