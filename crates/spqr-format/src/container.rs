@@ -208,21 +208,18 @@ fn read_v2(blob: &[u8], limits: &Limits) -> Result<SpqrMatrix> {
     } else {
         r.part(cols as u64)?
     };
-    let m = SpqrMatrix {
-        rows,
-        cols,
-        padded_rows,
-        padded_cols,
+    SpqrMatrix::from_stored(
+        (rows, cols),
         dense,
-        csr_row_offsets,
-        csr_col_vals,
-        ptcsr_block_offsets,
-        ptcsr_col_vals,
+        [
+            csr_row_offsets,
+            csr_col_vals,
+            ptcsr_block_offsets,
+            ptcsr_col_vals,
+        ],
         outlier_format,
-        perm: (!perm.is_empty()).then_some(perm),
-    };
-    m.validate()?;
-    Ok(m)
+        (!perm.is_empty()).then_some(perm),
+    )
 }
 
 #[cfg(test)]

@@ -76,19 +76,11 @@ pub(crate) fn read_v1(blob: &[u8], limits: &Limits) -> Result<SpqrMatrix> {
             ("input permutation", 4 * u64::from(h.perm_len)),
         ],
     )?;
-    let m = SpqrMatrix {
-        rows,
-        cols,
-        padded_rows,
-        padded_cols,
-        dense: le_vec(parts[0]),
-        csr_row_offsets: le_vec(parts[1]),
-        csr_col_vals: le_vec(parts[2]),
-        ptcsr_block_offsets: le_vec(parts[3]),
-        ptcsr_col_vals: le_vec(parts[4]),
+    SpqrMatrix::from_stored(
+        (rows, cols),
+        le_vec(parts[0]),
+        std::array::from_fn(|k| le_vec(parts[k + 1])),
         outlier_format,
-        perm: (h.perm_len != 0).then(|| le_vec(parts[5])),
-    };
-    m.validate()?;
-    Ok(m)
+        (h.perm_len != 0).then(|| le_vec(parts[5])),
+    )
 }

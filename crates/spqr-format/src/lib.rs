@@ -16,8 +16,10 @@
 //!
 //! The bit layouts are shared with the kernel through `spqr_kernels::layout`.
 //!
-//! Module dependencies run one way: `error` <- `matrix` <- `quantize`, `container` <- `compressed`
-//! <- `gpu`; no module imports one that imports it back.
+//! Module dependencies run one way, none back: `error` under everything; `matrix` (the
+//! matrix, its checks and reference product); `linalg` and `quantize` (with `rtn`) over it;
+//! `legacy` (version 1) under `container`; `compressed` (the [`cmv_format`] traits) over
+//! `quantize`; `gpu` over `compressed`.
 
 mod compressed;
 pub mod container;

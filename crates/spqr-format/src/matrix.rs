@@ -130,7 +130,7 @@ impl SpqrMatrix {
         csr_col_vals: Vec<u32>,
         perm: Option<Vec<u32>>,
     ) -> Result<Self> {
-        let (padded_rows, padded_cols) = padded_shape(rows, cols)?;
+        let (padded_rows, _) = padded_shape(rows, cols)?;
         check_csr(
             rows,
             cols,
@@ -141,6 +141,37 @@ impl SpqrMatrix {
         )?;
         let (ptcsr_block_offsets, ptcsr_col_vals) =
             build_ptcsr(padded_rows, &csr_row_offsets, &csr_col_vals)?;
+        Self::from_stored(
+            (rows, cols),
+            dense,
+            [
+                csr_row_offsets,
+                csr_col_vals,
+                ptcsr_block_offsets,
+                ptcsr_col_vals,
+            ],
+            OutlierFormat::Csr,
+            perm,
+        )
+    }
+
+    /// A matrix from every stored array (the outlier arrays in container order: CSR row
+    /// offsets, CSR words, PTCSR block offsets, PTCSR words), checked by
+    /// [`SpqrMatrix::validate`].
+    pub(crate) fn from_stored(
+        (rows, cols): (usize, usize),
+        dense: Vec<u64>,
+        outliers: [Vec<u32>; 4],
+        outlier_format: OutlierFormat,
+        perm: Option<Vec<u32>>,
+    ) -> Result<Self> {
+        let (padded_rows, padded_cols) = padded_shape(rows, cols)?;
+        let [
+            csr_row_offsets,
+            csr_col_vals,
+            ptcsr_block_offsets,
+            ptcsr_col_vals,
+        ] = outliers;
         let m = SpqrMatrix {
             rows,
             cols,
@@ -151,7 +182,7 @@ impl SpqrMatrix {
             csr_col_vals,
             ptcsr_block_offsets,
             ptcsr_col_vals,
-            outlier_format: OutlierFormat::Csr,
+            outlier_format,
             perm,
         };
         m.validate()?;
@@ -363,8 +394,8 @@ impl SpqrMatrix {
     /// Non-finite inputs propagate as in IEEE arithmetic: a NaN or infinite input makes every
     /// output of its vector non-finite (NaN or infinite: every row multiplies every input, and
     /// a zero weight times an infinite input is NaN), the other vectors are unaffected. The GPU
-    /// product gives non-finite outputs for the same vectors (the order of its operations
-    /// differs, so an infinite output here may be NaN there).
+    /// product does the same: non-finite outputs for the same vectors, the others unaffected
+    /// (the order of its operations differs, so an infinite output here may be NaN there).
     ///
     /// # Errors
     /// As [`SpqrMatrix::gemv_reference_with`].

@@ -231,21 +231,19 @@ pub fn quantize_weights(weights: Weights<'_, f32>, opts: &QuantizeOptions) -> Re
     let (csr_row_offsets, csr_col_vals) = build_csr(padded_rows, &found)?;
     let (ptcsr_block_offsets, ptcsr_col_vals) =
         build_ptcsr(padded_rows, &csr_row_offsets, &csr_col_vals)?;
-    let m = SpqrMatrix {
-        rows,
-        cols,
-        padded_rows,
-        padded_cols,
+    // Checked as a loaded matrix is: linear in its size, next to quantization's cost.
+    SpqrMatrix::from_stored(
+        (rows, cols),
         dense,
-        csr_row_offsets,
-        csr_col_vals,
-        ptcsr_block_offsets,
-        ptcsr_col_vals,
-        outlier_format: opts.outlier_format,
+        [
+            csr_row_offsets,
+            csr_col_vals,
+            ptcsr_block_offsets,
+            ptcsr_col_vals,
+        ],
+        opts.outlier_format,
         perm,
-    };
-    debug_assert!(m.validate().is_ok(), "{:?}", m.validate());
-    Ok(m)
+    )
 }
 
 /// The weights' rules (their count is [`Weights`']): finite, within the fp16 range.

@@ -402,8 +402,8 @@ unsafe fn step<const B: usize>(
     }
 }
 /// Outlier entries whose loads a thread issues at once for 1-4 vectors (4 for 8 vectors, whose
-/// kernels would spill: 8 at batch 4 measured up to 17% faster than 4 on the 4096-row shapes,
-/// 8 at batch 8 up to 12% slower, H200).
+/// kernels would spill: 8 measured faster than 4 at batch 4 on the 4096-row shapes and
+/// slower at batch 8, docs/PERF.md).
 const OUTLIER_LOADS: usize = 8;
 
 /// The outlier entries a thread adds up: `first, first + stride, ...` below `end`.

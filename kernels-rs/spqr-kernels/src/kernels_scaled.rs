@@ -10,8 +10,8 @@
 //! the tile's second-order statistics with two xor-shuffles, turns its 32 codes into 16
 //! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (`-z s` in two
 //! fp16 parts). All 8 vectors cost the same instructions. The outlier warp and the final
-//! sums are those of [`crate::kernels`] (the outlier warp measured up to 27% faster for 4 and
-//! 8 vectors than all warps adding the outliers before the weights: docs/PERF.md).
+//! sums are those of [`crate::kernels`] (the outlier warp measured faster for 4 and 8 vectors
+//! than all warps adding the outliers before the weights: docs/PERF.md).
 
 use cmv_device::{block_dim_x, cp_async_wait, half2_to_f32x2, mma_m16n8k16_f16_f32, thread_idx_x};
 

@@ -32,7 +32,7 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
 /// [`launch_warps`] caps them at 7 and adds the outlier warp: 4 warps per tile row, or 8
 /// when there are fewer than 512 tile rows (so that short, wide matrices still fill the GPU),
 /// never more warps than the tile row has steps of 4 tiles. (4 warps measured best from 688
-/// tile rows on, 8 below, on an H200, and 8 warps beat 4 warps in 2 parts: docs/PERF.md.)
+/// tile rows on, 8 below, and 8 warps beat 4 warps in 2 parts: docs/PERF.md.)
 pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
     let steps = padded_cols.div_ceil(64);
     let want = if padded_rows / 16 < 512 { 8 } else { 4 };
@@ -42,9 +42,9 @@ pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
 
 /// Threads per block of the kernels and how many of their warps multiply weights, for a
 /// matrix of `padded_rows x padded_cols`: the weight warps of [`block_threads`] (at most 7)
-/// and one more that walks the outliers at the same time. On an H200 this measured 4-10%
-/// faster at batch 1 from 8192x8192 on, and up to 27% at batch 4 and 8, than all warps adding
-/// the outliers after (1-2 vectors) or before (4-8 vectors) the weights (docs/PERF.md).
+/// and one more that walks the outliers at the same time. This measured faster at batch 1
+/// and at batch 4 and 8 than all warps adding the outliers after (1-2 vectors) or before
+/// (4-8 vectors) the weights (docs/PERF.md has the measurements).
 pub const fn launch_warps(padded_rows: u32, padded_cols: u32) -> (u32, u32) {
     let t = block_threads(padded_rows, padded_cols);
     let most = BLOCK_THREADS / 32 - 1;
@@ -76,8 +76,8 @@ pub const fn part_steps(nsteps: u32, splits: u32, part: u32) -> (u32, u32) {
 /// least [`MIN_PART_STEPS_PER_WARP`] steps per warp) that keep the warps at
 /// [`SPLIT_WARPS_PER_SM`] per SM or fewer. The parts' meeting adds a block's worth of
 /// latency at the end, so splitting pays only where the tile rows alone leave most of the
-/// GPU idle (docs/PERF.md: on an H200, 256 tile rows of 8 warps ran faster unsplit than 4
-/// warps in 2 parts).
+/// GPU idle (docs/PERF.md: 256 tile rows of 8 warps ran faster unsplit than 4 warps in 2
+/// parts).
 pub fn choose_splits(bands: u32, nsteps: u32, warps: u32, sms: u32) -> u32 {
     let warps = warps.max(1);
     let most = (nsteps / (MIN_PART_STEPS_PER_WARP * warps)).clamp(1, MAX_SPLITS);
@@ -143,7 +143,7 @@ const _: () =
 /// `kernel_batch` vectors: each warp's 16 x 8 results, each 16-thread slot's 16 x 8 outlier
 /// sums (fp32), each warp's weight ring, then (routed kernel only) each warp's input staging
 /// area. (The scaled-weights kernel reads its inputs through L1, so it leaves L1 the staging
-/// area's share: with it, 8 vectors measured 5-9% slower on an H200.)
+/// area's share: with it, 8 vectors measured slower, docs/PERF.md.)
 pub const fn smem_bytes(warps: u32, kernel_batch: u32) -> u32 {
     if is_scaled_kernel(kernel_batch) {
         stage_offset(warps)
