@@ -9,9 +9,15 @@ use ans_kernels::coder::{Slot, decode_group, needs_refill, refill};
 use ans_kernels::layout::{BLOCK_WORDS, CHUNK, LANES, QUAD, STATE_LOWER, STRIPE_ROWS, interleave};
 use rayon::prelude::*;
 
-use crate::matrix::{STATE_WORDS, Stats};
+use cmv_format::{FormatError, check_len};
+
+use crate::error::{AnsError, Result, shape_error};
+use crate::layout::Layout;
+use crate::matrix::{AnsMatrix, STATE_WORDS, Stats};
 use crate::model::{VALUES, index};
-use crate::{AnsError, AnsMatrix, Layout, Result};
+
+/// Units decoded by one task of [`AnsMatrix::scan`].
+const SCAN_UNITS: usize = 64;
 
 /// Reads a unit's logical stream through the interleaving, never past its end.
 struct Reader<'a> {
@@ -41,7 +47,7 @@ impl AnsMatrix {
         let (rows, cols) = (self.rows, self.cols);
         let n = rows
             .checked_mul(cols)
-            .ok_or(AnsError::Shape { rows, cols })?;
+            .ok_or_else(|| shape_error(rows, cols))?;
         let mut out = Vec::new();
         out.try_reserve_exact(n)
             .map_err(|_| AnsError::Alloc { bytes: n as u128 })?;
@@ -87,20 +93,24 @@ impl AnsMatrix {
     /// stripe) at a time, never materialized.
     ///
     /// # Errors
-    /// [`AnsError::Length`] when `x` does not hold `cols` values, [`AnsError::Scale`] for a
+    /// [`FormatError::Length`] when `x` does not hold `cols` values, [`AnsError::Scale`] for a
     /// non-finite scale, [`AnsError::Corrupted`] as [`AnsMatrix::decode`].
     pub fn gemv_reference(&self, x: &[i8], scale: f32) -> Result<(Vec<i32>, Vec<i8>)> {
-        let cols = self.cols;
-        if x.len() != cols {
-            return Err(AnsError::Length {
-                what: "input vector",
-                got: x.len(),
-                expected: cols,
-            });
-        }
+        check_len("input vector", x.len(), self.cols)?;
         if !scale.is_finite() {
             return Err(AnsError::Scale { scale });
         }
+        let acc = self.accumulate(x)?;
+        let y = acc
+            .iter()
+            .map(|&a| cmv_device::requantize(a, scale))
+            .collect();
+        Ok((acc, y))
+    }
+
+    /// The int32 accumulators of `W x` (`x.len() == cols`, checked by the caller), wrapping
+    /// as `dp4a` does.
+    pub(crate) fn accumulate(&self, x: &[i8]) -> Result<Vec<i32>> {
         let table = self.table();
         let dot = |acc: &mut i32, c: usize, vals: &[i8]| {
             for (k, &v) in vals.iter().enumerate() {
@@ -129,49 +139,114 @@ impl AnsMatrix {
                 .collect(),
         };
         first_error(results)?;
-        let y = acc
-            .iter()
-            .map(|&a| cmv_device::requantize(a, scale))
-            .collect();
-        Ok((acc, y))
+        Ok(acc)
     }
 
-    /// Decodes every unit to count its data words and the real elements' values. A unit that
-    /// does not decode counts all its non-state words as data.
-    pub(crate) fn decode_stats(&self) -> Stats {
+    /// Statistics of the matrix: the encoder's or a load's, else from one decode.
+    pub(crate) fn stats(&self) -> &Stats {
+        self.stats.get_or_init(|| {
+            self.scan(false)
+                .expect("a scan that checks nothing finds nothing")
+        })
+    }
+
+    /// Decodes every unit (in parallel) to count its data words and the real elements'
+    /// values; a unit that does not decode counts all its non-state words as data and is
+    /// kept (it is reported as corrupted where it is decoded).
+    ///
+    /// With `canonical`, a unit that decodes must also be the encoder's: its padding elements
+    /// decode to the padding value ([`AnsError::Padding`]), the words after its data up to the
+    /// next multiple of 128 are zero ([`FormatError::NonZero`]) and its stream ends there
+    /// ([`FormatError::Offset`]). The work is one decode of the padded matrix.
+    pub(crate) fn scan(&self, canonical: bool) -> Result<Stats> {
+        let units = self.units();
         let table = self.table();
-        let (rows, cols) = (self.rows, self.cols);
-        let per_unit: Vec<([u64; VALUES], u32)> = (0..self.units())
+        let blocks: Vec<Result<([u64; VALUES], Vec<u32>)>> = (0..units.div_ceil(SCAN_UNITS))
             .into_par_iter()
-            .map(|u| {
+            .map(|b| {
                 let mut counts = [0u64; VALUES];
-                let result = self.decode_unit(&table, u, |l, c, vals| {
-                    let row = match self.layout {
-                        Layout::WarpRows => u,
-                        Layout::WarpStripes => STRIPE_ROWS * u + l,
-                    };
-                    if row < rows {
-                        for (k, &v) in vals.iter().enumerate() {
-                            if c + k < cols {
-                                counts[index(v)] += 1;
-                            }
-                        }
-                    }
-                });
-                let unit_words = self.offsets[u + 1].saturating_sub(self.offsets[u]) as usize;
-                let read = result.unwrap_or(unit_words);
-                (counts, read.saturating_sub(STATE_WORDS) as u32)
+                let range = b * SCAN_UNITS..units.min((b + 1) * SCAN_UNITS);
+                let data_words = range
+                    .map(|u| self.scan_unit(&table, u, canonical, &mut counts))
+                    .collect::<Result<Vec<u32>>>()?;
+                Ok((counts, data_words))
             })
             .collect();
         let mut counts = [0u64; VALUES];
-        let mut data_words = Vec::with_capacity(per_unit.len());
-        for (c, d) in per_unit {
+        let mut data_words = Vec::with_capacity(units);
+        for block in blocks {
+            let (c, d) = block?;
             for (a, b) in counts.iter_mut().zip(c) {
                 *a += b;
             }
-            data_words.push(d);
+            data_words.extend(d);
         }
-        Stats { data_words, counts }
+        Ok(Stats { data_words, counts })
+    }
+
+    /// [`AnsMatrix::scan`] of one unit: adds its real values to `counts`, returns its data
+    /// words.
+    fn scan_unit(
+        &self,
+        table: &[u32],
+        u: usize,
+        canonical: bool,
+        counts: &mut [u64; VALUES],
+    ) -> Result<u32> {
+        let (rows, cols) = (self.rows, self.cols);
+        let padding = self.padding_value();
+        let mut bad_padding = None;
+        let result = self.decode_unit(table, u, |l, c, vals| {
+            let row = self.layout.row_of(u, l);
+            for (k, &v) in vals.iter().enumerate() {
+                if row < rows && c + k < cols {
+                    counts[index(v)] += 1;
+                } else if v != padding && bad_padding.is_none() {
+                    bad_padding = Some((row, c + k, v));
+                }
+            }
+        });
+        let (lo, hi) = (self.offsets[u] as usize, self.offsets[u + 1] as usize);
+        let read = match result {
+            Ok(read) => read,
+            // Kept as it is: decode, gemv_reference and the kernels report it.
+            Err(_) => return Ok((hi - lo).saturating_sub(STATE_WORDS) as u32),
+        };
+        if canonical {
+            if let Some((row, col, found)) = bad_padding {
+                return Err(AnsError::Padding {
+                    row,
+                    col,
+                    found,
+                    expected: padding,
+                });
+            }
+            let end = read.next_multiple_of(BLOCK_WORDS);
+            if hi - lo != end {
+                return Err(FormatError::Offset {
+                    table: "stream",
+                    index: u + 1,
+                    value: hi as u64,
+                    previous: lo as u64,
+                    words: self.stream.len() as u64,
+                    rule: "a unit's stream must end at the first multiple of 128 words after its \
+                           data",
+                }
+                .into());
+            }
+            for p in read..end {
+                let at = lo + p - p % BLOCK_WORDS + interleave(p % BLOCK_WORDS);
+                if self.stream[at] != 0 {
+                    return Err(FormatError::NonZero {
+                        what: "stream padding word (offset in stream words)",
+                        offset: at as u64,
+                        found: self.stream[at].into(),
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(read.saturating_sub(STATE_WORDS) as u32)
     }
 
     /// Decodes unit `unit` with `table` (the model's), calling `sink(lane, col, values)` for
@@ -299,17 +374,17 @@ mod tests {
             }
             assert!(matches!(
                 m.gemv_reference(&x[1..], 1.0),
-                Err(AnsError::Length {
+                Err(AnsError::Format(FormatError::Length {
                     what: "input vector",
                     ..
-                })
+                }))
             ));
             assert!(matches!(
                 m.gemv_reference(&x, f32::NAN),
                 Err(AnsError::Scale { .. })
             ));
             // A decode finds the encoder's counts.
-            let fresh = m.decode_stats();
+            let fresh = m.scan(true).unwrap();
             let known = m.stats();
             assert_eq!(fresh.data_words, known.data_words);
             assert_eq!(fresh.counts, known.counts);

@@ -7,57 +7,39 @@ use ans_kernels::coder::encode_group;
 use ans_kernels::layout::{BLOCK_WORDS, CHUNK, LANES, QUAD, STATE_LOWER, STRIPE_ROWS, interleave};
 use rayon::prelude::*;
 
-use crate::matrix::{STATE_WORDS, Stats};
+use cmv_format::Weights;
+
+use crate::error::{AnsError, Result};
+use crate::layout::Layout;
+use crate::matrix::{AnsMatrix, STATE_WORDS, Stats};
 use crate::model::{self, Model, VALUES, index};
-use crate::{AnsError, AnsMatrix, Layout, Result};
+use crate::options::EncodeOptions;
 
-/// Options of [`encode`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EncodeOptions {
-    /// How the matrix is split among coders (default: one warp per row).
-    pub layout: Layout,
-    /// A forced model precision in `7..=12`, or `None` (the default) to choose the smallest
-    /// precision within `max_overhead_bits` of the entropy.
-    pub precision: Option<u32>,
-    /// How many bits per element the model's cross-entropy may exceed the empirical entropy
-    /// when the precision is chosen automatically (default 0.1, the goal the format is held to).
-    pub max_overhead_bits: f64,
-}
-
-impl Default for EncodeOptions {
-    fn default() -> Self {
-        Self {
-            layout: Layout::WarpRows,
-            precision: None,
-            max_overhead_bits: 0.1,
-        }
-    }
-}
-
-/// Compresses the row-major `rows x cols` int8 matrix `matrix` (its first `rows * cols`
-/// elements).
+/// Compresses the row-major `rows x cols` int8 matrix `matrix`, which must hold exactly
+/// `rows * cols` values ([`Weights::new`], the one rule of every format).
 ///
 /// The model is fitted to the elements and the padding together (the padding is coded with
 /// the most frequent value); each row or stripe is coded independently, in parallel.
 ///
 /// # Errors
-/// [`AnsError::Shape`] for an empty shape or a padded side past `u32::MAX`,
-/// [`AnsError::Length`] for a short buffer, the model's errors ([`Model::fit`]) for bad
-/// options, [`AnsError::StreamTooLong`] when the stream would not fit 32-bit word offsets.
+/// [`FormatError::Shape`](cmv_format::FormatError::Shape) for an empty shape or a padded side
+/// past `u32::MAX`, [`FormatError::Length`](cmv_format::FormatError::Length) for a buffer of
+/// any other length than `rows * cols`, the model's errors ([`Model::fit`]) for bad options,
+/// [`AnsError::StreamTooLong`] when the stream would not fit 32-bit word offsets.
 pub fn encode(matrix: &[i8], rows: usize, cols: usize, opts: &EncodeOptions) -> Result<AnsMatrix> {
+    opts.layout.padded_shape(rows, cols)?;
+    encode_weights(Weights::new(matrix, rows, cols)?, opts)
+}
+
+/// [`encode`] of a matrix already checked to hold `rows * cols` values.
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_weights(weights: Weights<'_, i8>, opts: &EncodeOptions) -> Result<AnsMatrix> {
+    let (real, rows, cols) = (weights.data(), weights.rows(), weights.cols());
     let layout = opts.layout;
     let (padded_rows, padded_cols) = layout.padded_shape(rows, cols)?;
-    let n = rows
-        .checked_mul(cols)
-        .ok_or(AnsError::Shape { rows, cols })?;
-    if matrix.len() < n {
-        return Err(AnsError::Length {
-            what: "matrix",
-            got: matrix.len(),
-            expected: n,
-        });
-    }
-    let real = &matrix[..n];
+    let n = real.len();
     let counts = model::counts(real);
     // The padding is coded with the model's most frequent value, which is the most frequent
     // value of the matrix (the smallest on ties): count it there before fitting.
@@ -220,6 +202,8 @@ impl<'a> UnitCoder<'a> {
 
 #[cfg(test)]
 mod tests {
+    use cmv_format::FormatError;
+
     use super::*;
 
     #[test]
@@ -244,20 +228,27 @@ mod tests {
         let o = EncodeOptions::default();
         assert!(matches!(
             encode(&[], 0, 3, &o),
-            Err(AnsError::Shape { rows: 0, cols: 3 })
+            Err(AnsError::Format(FormatError::Shape {
+                rows: 0,
+                cols: 3,
+                ..
+            }))
         ));
         assert!(matches!(
             encode(&[1], 1, 0, &o),
-            Err(AnsError::Shape { .. })
+            Err(AnsError::Format(FormatError::Shape { .. }))
         ));
-        assert!(matches!(
-            encode(&[1, 2, 3], 2, 2, &o),
-            Err(AnsError::Length {
-                what: "matrix",
-                got: 3,
-                expected: 4
-            })
-        ));
+        for len in [3, 5] {
+            // Shorter or longer than rows * cols: the one rule is exactly rows * cols.
+            assert!(matches!(
+                encode(&[1, 2, 3, 4, 5][..len], 2, 2, &o),
+                Err(AnsError::Format(FormatError::Length {
+                    what: "matrix",
+                    got,
+                    expected: 4
+                })) if got == len
+            ));
+        }
         let forced = EncodeOptions {
             precision: Some(6),
             ..o
@@ -280,7 +271,7 @@ mod tests {
     #[test]
     fn a_constant_matrix_costs_only_its_states() {
         let m = encode(&[3; 1000], 10, 100, &EncodeOptions::default()).unwrap();
-        let s = m.sizes();
+        let s = m.entropy_report();
         assert_eq!(s.payload_bytes, 0);
         assert_eq!(m.stream().len(), 10 * 128);
         assert_eq!(m.decode().unwrap(), vec![3; 1000]);

@@ -1,33 +1,17 @@
-//! The errors of `ans-codec`.
+//! The errors of `ans-codec`: the format core's ([`FormatError`]) and MatVANS's own.
 
-use cmv_runtime::RuntimeError;
+use cmv_format::FormatError;
 
 /// Errors of the MatVANS encoder, decoder, container and kernels.
 ///
-/// Every variant carries the offending values; the messages say what to do about them.
+/// What every format shares (shapes, buffer lengths, the container, load limits, the GPU
+/// runtime) is a [`FormatError`] in [`AnsError::Format`]; the other variants are MatVANS's
+/// own. Every variant carries the offending values; the messages say what to do about them.
 #[derive(Debug, thiserror::Error)]
 pub enum AnsError {
-    /// A matrix with no element, or a side (or padded side) past `u32::MAX`.
-    #[error(
-        "matrix shape {rows}x{cols} is not supported: both sides must be at least 1 and, padded, \
-         at most u32::MAX"
-    )]
-    Shape {
-        /// Rows asked for.
-        rows: usize,
-        /// Columns asked for.
-        cols: usize,
-    },
-    /// A buffer of the wrong length.
-    #[error("{what} holds {got} elements but {expected} are needed: pass a buffer of that length")]
-    Length {
-        /// Which buffer.
-        what: &'static str,
-        /// Its length.
-        got: usize,
-        /// The length the shape needs.
-        expected: usize,
-    },
+    /// An error of the format core: shape, length, container, limits, runtime.
+    #[error(transparent)]
+    Format(#[from] FormatError),
     /// A model precision outside `7..=12`.
     #[error(
         "precision {precision} bits is out of range 7..=12: pick one in range or let the encoder choose"
@@ -49,6 +33,15 @@ pub enum AnsError {
         slots: u32,
         /// Distinct values to model.
         distinct: usize,
+    },
+    /// Value counts whose sum does not fit a `u64`.
+    #[error(
+        "the value counts sum past u64::MAX (the first {index} counts already do): pass counts \
+         of at most 2^64 - 1 values in all"
+    )]
+    CountOverflow {
+        /// Index of the count at which the sum overflowed.
+        index: usize,
     },
     /// A maximal cross-entropy overhead that is negative, NaN or infinite.
     #[error(
@@ -89,69 +82,12 @@ pub enum AnsError {
          reload it from an intact copy"
     )]
     Corrupted {
-        /// `"row"` or `"stripe"`.
+        /// `"row"`, `"stripe"` or `"matrix"`.
         unit: &'static str,
         /// Its index.
         index: usize,
         /// What went wrong.
         reason: String,
-    },
-    /// A blob shorter than what its header announces (or than a header).
-    #[error(
-        "the blob is truncated: its {what} needs {needed} bytes but only {got} are there; \
-         reload the complete file"
-    )]
-    Truncated {
-        /// The part that does not fit.
-        what: &'static str,
-        /// Bytes needed up to the end of that part.
-        needed: u64,
-        /// Bytes in the blob.
-        got: usize,
-    },
-    /// A blob longer than what its header announces.
-    #[error(
-        "the blob holds {got} bytes but its header announces {expected}: it has trailing data or \
-         a damaged header; pass exactly one container"
-    )]
-    TrailingBytes {
-        /// Bytes the header announces.
-        expected: u64,
-        /// Bytes in the blob.
-        got: usize,
-    },
-    /// A blob that does not start with `b"CMVANS\0\0"`.
-    #[error("bad magic {found:02x?}: this is not a MatVANS container (expected b\"CMVANS\\0\\0\")")]
-    Magic {
-        /// The first 8 bytes.
-        found: [u8; 8],
-    },
-    /// A container version this build does not read.
-    #[error("container version {found} is not supported: this build reads version {supported}")]
-    Version {
-        /// The version in the header.
-        found: u32,
-        /// The version this build reads.
-        supported: u32,
-    },
-    /// An unknown layout code.
-    #[error(
-        "layout code {found} is unknown (0 = ans-warp-rows, 1 = ans-warp-stripes): the header is \
-         damaged or from a newer version"
-    )]
-    LayoutCode {
-        /// The code in the header.
-        found: u32,
-    },
-    /// A header field inconsistent with the others.
-    #[error("header field {field} is {found} but must be {expected}: the header is damaged")]
-    Header {
-        /// The field.
-        field: &'static str,
-        /// Its value.
-        found: u64,
-        /// The value the other fields imply.
-        expected: u64,
     },
     /// Frequencies that do not sum to `2^P`.
     #[error(
@@ -166,35 +102,41 @@ pub enum AnsError {
         /// `2^precision`.
         expected: u64,
     },
-    /// An offset table that breaks one of its rules.
+    /// A stream that decodes but does not code its padding with the padding value: the
+    /// container is not the canonical one of its matrix.
     #[error(
-        "offset {index} is {value} but {rule} (previous offset {previous}, stream length \
-         {stream_words} words): the offsets are damaged"
+        "padding element ({row}, {col}) decodes to {found} but padding is coded with the \
+         padding value {expected}: the container was not written by cmv; re-encode the matrix"
     )]
-    Offset {
-        /// Its index.
-        index: usize,
-        /// Its value.
-        value: u64,
-        /// The offset before it (0 for the first).
-        previous: u64,
-        /// Stream words.
-        stream_words: u64,
-        /// The rule it breaks.
-        rule: &'static str,
+    Padding {
+        /// Row in the padded matrix.
+        row: usize,
+        /// Column in the padded matrix.
+        col: usize,
+        /// The value decoded.
+        found: i8,
+        /// The padding value.
+        expected: i8,
     },
-    /// A CRC-32 that does not match the blob.
-    #[error(
-        "CRC-32 mismatch: the header stores {stored:#010x} but the blob hashes to \
-         {computed:#010x}; the blob was damaged, reload it from an intact copy"
-    )]
-    Checksum {
-        /// The CRC in the header.
-        stored: u32,
-        /// The CRC of the blob (with the CRC field zeroed).
-        computed: u32,
-    },
-    /// The GPU runtime failed.
-    #[error(transparent)]
-    Runtime(#[from] RuntimeError),
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = AnsError> = std::result::Result<T, E>;
+
+#[cfg(feature = "gpu")]
+impl From<cmv_runtime::RuntimeError> for AnsError {
+    fn from(e: cmv_runtime::RuntimeError) -> Self {
+        AnsError::Format(FormatError::Runtime(e))
+    }
+}
+
+/// The format core's shape error for a matrix MatVANS cannot hold.
+pub(crate) fn shape_error(rows: usize, cols: usize) -> AnsError {
+    FormatError::Shape {
+        format: "ans",
+        rows,
+        cols,
+        rule: "both sides must be at least 1 and, padded, at most u32::MAX",
+    }
+    .into()
 }

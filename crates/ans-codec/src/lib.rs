@@ -2,21 +2,37 @@
 //! are decoded, one warp per row (`ans-warp-rows`) or one thread per row (`ans-warp-stripes`).
 //!
 //! The format is specified in `docs/ANS.md`. [`encode`] compresses a matrix, [`AnsMatrix`]
-//! holds it (and decodes it on the CPU), [`format`](mod@format) reads and writes the versioned container,
-//! and [`gpu`] multiplies by it on the GPU.
+//! holds it (and decodes it on the CPU), [`format`](mod@format) reads and writes the versioned
+//! container, and [`gpu`] (feature `gpu`, on by default) multiplies by it on the GPU.
+//! [`AnsMatrix`] implements cmv's format traits, [`CompressedMatrix`](cmv_format::CompressedMatrix)
+//! and (feature `gpu`) [`DeviceGemv`](cmv_format::DeviceGemv).
 
+mod compressed;
 mod decode;
 mod encode;
 mod error;
 pub mod format;
+#[cfg(feature = "gpu")]
 pub mod gpu;
+mod layout;
+mod legacy;
+mod load;
 mod matrix;
 pub mod model;
+mod options;
+mod report;
 
-pub use encode::{EncodeOptions, encode};
-pub use error::AnsError;
-pub use matrix::{AnsMatrix, Layout, SizeReport};
+pub use encode::{encode, encode_weights};
+pub use error::{AnsError, Result};
+pub use layout::Layout;
+pub use matrix::AnsMatrix;
 pub use model::Model;
+pub use options::EncodeOptions;
+pub use report::EntropyReport;
 
-/// Result alias of this crate.
-pub type Result<T, E = AnsError> = std::result::Result<T, E>;
+/// The kernel crate's table packing and layout constants, which the public API's tables
+/// follow ([`AnsMatrix::table`], [`AnsMatrix::register_tables`]).
+pub use ans_kernels::layout as kernel_layout;
+/// The format core this crate is built on (its error, limits, size breakdown and traits).
+pub use cmv_format;
+pub use cmv_format::{FormatError, Limits, SizeBreakdown};

@@ -7,10 +7,15 @@
 
 use ans_kernels::layout::{self, LANES, MAX_PRECISION, MIN_PRECISION, REGISTER_PRECISION};
 
-use crate::{AnsError, EncodeOptions, Result};
+use cmv_format::FormatError;
+
+use crate::error::{AnsError, Result};
+use crate::options::EncodeOptions;
 
 /// Number of int8 values.
 pub const VALUES: usize = 256;
+/// Bytes of the stored frequency table: one `u16` per value.
+pub const FREQ_BYTES: usize = 2 * VALUES;
 
 /// Index of value `v` in a frequency or count table: `v + 128` (computed as `v as u8 ^ 0x80`),
 /// so index 0 is `-128` and indices increase with the values.
@@ -53,7 +58,8 @@ pub fn counts(values: &[i8]) -> [u64; VALUES] {
 /// Empirical entropy of `counts`, in bits for all of them together (divide by their sum for
 /// bits per element): `-sum c log2(c / n)`. Zero for no counts.
 pub fn entropy_bits(counts: &[u64; VALUES]) -> f64 {
-    let n: u64 = counts.iter().sum();
+    // A u128 sum: 256 counts below 2^64 cannot overflow it.
+    let n: u128 = counts.iter().map(|&c| u128::from(c)).sum();
     if n == 0 {
         return 0.0;
     }
@@ -103,8 +109,8 @@ impl Model {
     /// empirical entropy (12 if none is). `opts.layout` is ignored.
     ///
     /// # Errors
-    /// No values, a forced precision out of range or too small for the distinct values, or a
-    /// bad `max_overhead_bits`.
+    /// No values ([`FormatError::Length`]), a forced precision out of range or too small for
+    /// the distinct values, or a bad `max_overhead_bits`.
     pub fn fit(values: &[i8], opts: &EncodeOptions) -> Result<Self> {
         Self::fit_counts(&counts(values), opts)
     }
@@ -112,20 +118,13 @@ impl Model {
     /// [`Model::fit`] from the values' counts (indexed by [`index`]).
     ///
     /// # Errors
-    /// As [`Model::fit`].
+    /// As [`Model::fit`]; [`AnsError::CountOverflow`] when the counts sum past `u64::MAX`.
     pub fn fit_counts(counts: &[u64; VALUES], opts: &EncodeOptions) -> Result<Self> {
         let overhead = opts.max_overhead_bits;
         if !(overhead.is_finite() && overhead >= 0.0) {
             return Err(AnsError::Overhead { value: overhead });
         }
-        let n: u64 = counts.iter().sum();
-        if n == 0 {
-            return Err(AnsError::Length {
-                what: "values to model",
-                got: 0,
-                expected: 1,
-            });
-        }
+        let n = total(counts)?;
         if let Some(p) = opts.precision {
             return Self::quantize(counts, p);
         }
@@ -150,18 +149,12 @@ impl Model {
     ///
     /// # Errors
     /// [`AnsError::Precision`] out of range, [`AnsError::TooManyValues`] when `2^precision` is
-    /// below the number of distinct values, [`AnsError::Length`] for no counts.
+    /// below the number of distinct values, [`FormatError::Length`] for no counts,
+    /// [`AnsError::CountOverflow`] when the counts sum past `u64::MAX`.
     pub fn quantize(counts: &[u64; VALUES], precision: u32) -> Result<Self> {
         check_precision(precision)?;
-        let total: u64 = counts.iter().sum();
+        let total = total(counts)?;
         let distinct = counts.iter().filter(|&&c| c > 0).count();
-        if total == 0 {
-            return Err(AnsError::Length {
-                what: "values to model",
-                got: 0,
-                expected: 1,
-            });
-        }
         let slots = 1u32 << precision;
         if distinct > slots as usize {
             return Err(AnsError::TooManyValues {
@@ -336,6 +329,25 @@ impl Model {
     }
 }
 
+/// The sum of `counts`: at least 1 and at most `u64::MAX`.
+fn total(counts: &[u64; VALUES]) -> Result<u64> {
+    let mut sum = 0u64;
+    for (index, &c) in counts.iter().enumerate() {
+        sum = sum
+            .checked_add(c)
+            .ok_or(AnsError::CountOverflow { index: index + 1 })?;
+    }
+    if sum == 0 {
+        return Err(FormatError::Length {
+            what: "values to model",
+            got: 0,
+            expected: 1,
+        }
+        .into());
+    }
+    Ok(sum)
+}
+
 /// Checks that a precision is in `7..=12`.
 pub(crate) fn check_precision(precision: u32) -> Result<()> {
     if (MIN_PRECISION..=MAX_PRECISION).contains(&precision) {
@@ -473,7 +485,7 @@ mod tests {
         ));
         assert!(matches!(
             Model::fit(&[], &opts()),
-            Err(AnsError::Length { .. })
+            Err(AnsError::Format(FormatError::Length { .. }))
         ));
     }
 
@@ -511,6 +523,32 @@ mod tests {
             Model::new(7, freqs),
             Err(AnsError::FrequencySum { sum: 129, .. })
         ));
+    }
+
+    #[test]
+    fn counts_past_u64_are_an_error_not_a_panic() {
+        let mut counts = [0u64; VALUES];
+        counts[index(0)] = u64::MAX;
+        counts[index(1)] = 1;
+        for p in 7..=12 {
+            assert!(matches!(
+                Model::quantize(&counts, p),
+                Err(AnsError::CountOverflow { index: 130 })
+            ));
+        }
+        assert!(matches!(
+            Model::fit_counts(&counts, &opts()),
+            Err(AnsError::CountOverflow { .. })
+        ));
+        let e = Model::fit_counts(&[u64::MAX; VALUES], &opts()).unwrap_err();
+        assert!(e.to_string().contains("u64::MAX"), "{e}");
+        assert!(entropy_bits(&[u64::MAX; VALUES]).is_finite());
+        // u64::MAX values in all still work.
+        counts[index(1)] = 0;
+        counts[index(0)] = u64::MAX - 1;
+        counts[index(5)] = 1;
+        let m = Model::quantize(&counts, 7).unwrap();
+        assert_eq!(m.distinct(), 2);
     }
 
     #[test]

@@ -1,9 +1,13 @@
-//! The container: round trips, and damaged or hostile blobs are errors, never panics.
+//! The container: round trips, version 1 files, and damaged or hostile blobs are errors,
+//! never panics.
 
 mod common;
 
-use ans_codec::format::{AnsHeader, CRC_OFFSET, HEADER_BYTES, checksum};
-use ans_codec::{AnsError, AnsMatrix, EncodeOptions, Layout, encode};
+use std::time::{Duration, Instant};
+
+use ans_codec::cmv_format::container::{CRC_OFFSET, Writer, checksum, checksum_at};
+use ans_codec::format::{AnsFields, SPEC};
+use ans_codec::{AnsError, AnsMatrix, EncodeOptions, FormatError, Layout, Limits, encode};
 use common::{Dist, LAYOUTS, sample};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -27,26 +31,59 @@ fn fix_crc(blob: &mut [u8]) {
     blob[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// The blob with its header changed by `f` and the CRC made valid again.
-fn with_header(blob: &[u8], f: impl FnOnce(&mut AnsHeader)) -> Vec<u8> {
-    let mut b = blob.to_vec();
-    let mut h = AnsHeader::from_bytes(b[..HEADER_BYTES].try_into().unwrap());
-    f(&mut h);
-    b[..HEADER_BYTES].copy_from_slice(&h.to_bytes());
-    fix_crc(&mut b);
-    b
+/// The parts of a matrix's container, to be changed and written again with [`build`].
+#[derive(Clone)]
+struct Parts {
+    fields: AnsFields,
+    freqs: Vec<u16>,
+    offsets: Vec<u32>,
+    stream: Vec<u32>,
 }
 
-/// The little-endian `u32` at byte `at`, changed by `f`, the CRC made valid again.
-fn with_word(blob: &[u8], at: usize, f: impl FnOnce(u32) -> u32) -> Vec<u8> {
-    let mut b = blob.to_vec();
-    let w = u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
-    b[at..at + 4].copy_from_slice(&f(w).to_le_bytes());
-    fix_crc(&mut b);
-    b
+fn parts(m: &AnsMatrix) -> Parts {
+    Parts {
+        fields: m.fields(),
+        freqs: m.model().freqs().to_vec(),
+        offsets: m.offsets().to_vec(),
+        stream: m.stream().to_vec(),
+    }
 }
 
-const OFFSETS_AT: usize = HEADER_BYTES + 512;
+/// A well-formed container (valid prefix, part table, padding and CRC) of `p`.
+fn build(p: &Parts) -> Vec<u8> {
+    Writer::new(&SPEC, &p.fields)
+        .part(&p.freqs)
+        .part(&p.offsets)
+        .part(&p.stream)
+        .finish()
+}
+
+/// The container of `m` with its parts changed by `f`.
+fn with_parts(m: &AnsMatrix, f: impl FnOnce(&mut Parts)) -> Vec<u8> {
+    let mut p = parts(m);
+    f(&mut p);
+    build(&p)
+}
+
+/// The container of `m` with its fields changed by `f`.
+fn with_fields(m: &AnsMatrix, f: impl FnOnce(&mut AnsFields)) -> Vec<u8> {
+    with_parts(m, |p| f(&mut p.fields))
+}
+
+/// Whether `e` is a format error that `ok` accepts.
+fn fe(e: &AnsError, ok: fn(&FormatError) -> bool) -> bool {
+    match e {
+        AnsError::Format(e) => ok(e),
+        _ => false,
+    }
+}
+
+fn format_err(r: ans_codec::Result<AnsMatrix>) -> FormatError {
+    match r {
+        Err(AnsError::Format(e)) => e,
+        other => panic!("expected a format error: {other:?}"),
+    }
+}
 
 #[test]
 fn blobs_round_trip() {
@@ -64,8 +101,10 @@ fn blobs_round_trip() {
                 assert_eq!(back, m);
                 assert_eq!(back.to_bytes(), blob);
                 assert_eq!(back.decode().unwrap(), w);
-                assert_eq!(back.sizes(), m.sizes());
-                assert_eq!(blob.len(), m.sizes().total_bytes());
+                assert_eq!(back.size_breakdown(), m.size_breakdown());
+                assert_eq!(back.entropy_report(), m.entropy_report());
+                assert_eq!(blob.len() as u64, m.size_breakdown().container_bytes);
+                assert_eq!(blob.len(), m.entropy_report().total_bytes());
             }
         }
     }
@@ -77,15 +116,18 @@ fn every_truncation_is_an_error() {
         let (_, m) = matrix(3, 50, Dist::Normal(2.0), opts(layout));
         let blob = m.to_bytes();
         for len in 0..blob.len() {
-            let e = AnsMatrix::from_bytes(&blob[..len]).unwrap_err();
-            assert!(matches!(e, AnsError::Truncated { .. }), "length {len}: {e}");
+            let e = format_err(AnsMatrix::from_bytes(&blob[..len]));
+            assert!(
+                matches!(e, FormatError::Truncated { .. }),
+                "length {len}: {e}"
+            );
         }
         // Trailing data.
         let mut longer = blob.clone();
         longer.extend_from_slice(&[0; 4]);
         assert!(matches!(
-            AnsMatrix::from_bytes(&longer),
-            Err(AnsError::TrailingBytes { .. })
+            format_err(AnsMatrix::from_bytes(&longer)),
+            FormatError::TrailingBytes { .. }
         ));
     }
     // A bigger blob, a sample of lengths.
@@ -122,9 +164,9 @@ fn a_wrong_crc_names_both_values() {
     let last = blob.len() - 1;
     blob[last] ^= 1;
     match AnsMatrix::from_bytes(&blob) {
-        Err(AnsError::Checksum { stored, computed }) => {
+        Err(e @ AnsError::Format(FormatError::Checksum { stored, computed })) => {
             assert_ne!(stored, computed);
-            let msg = AnsError::Checksum { stored, computed }.to_string();
+            let msg = e.to_string();
             assert!(msg.contains("CRC") && msg.contains("reload"), "{msg}");
         }
         other => panic!("{other:?}"),
@@ -136,53 +178,90 @@ fn hostile_headers_are_errors() {
     for layout in LAYOUTS {
         let (_, m) = matrix(40, 70, Dist::Normal(2.0), opts(layout));
         let blob = m.to_bytes();
-        let h = AnsHeader::from_bytes(blob[..HEADER_BYTES].try_into().unwrap());
+        let f = m.fields();
         let check =
             |b: Vec<u8>, what: &str, ok: fn(&AnsError) -> bool| match AnsMatrix::from_bytes(&b) {
                 Err(e) => assert!(ok(&e), "{what}: unexpected error {e}"),
                 Ok(_) => panic!("{what} was accepted"),
             };
-        check(with_header(&blob, |h| h.magic[0] = b'X'), "magic", |e| {
-            matches!(e, AnsError::Magic { .. })
+        let mut b = blob.clone();
+        b[0] = b'X';
+        fix_crc(&mut b);
+        check(b, "magic", |e| {
+            matches!(e, AnsError::Format(FormatError::Magic { .. }))
         });
-        check(with_header(&blob, |h| h.version = 2), "version", |e| {
-            matches!(e, AnsError::Version { found: 2, .. })
-        });
-        check(with_header(&blob, |h| h.layout = 7), "layout", |e| {
-            matches!(e, AnsError::LayoutCode { found: 7 })
+        for version in [0u32, 3, u32::MAX] {
+            let mut b = blob.clone();
+            b[8..12].copy_from_slice(&version.to_le_bytes());
+            fix_crc(&mut b);
+            check(b, "version", |e| {
+                matches!(
+                    e,
+                    AnsError::Format(FormatError::Version {
+                        oldest: 1,
+                        newest: 2,
+                        ..
+                    })
+                )
+            });
+        }
+        // A version 2 container labelled version 1: the legacy reader refuses it.
+        let mut b = blob.clone();
+        b[8..12].copy_from_slice(&1u32.to_le_bytes());
+        fix_crc(&mut b);
+        assert!(AnsMatrix::from_bytes(&b).is_err());
+        check(with_fields(&m, |f| f.layout = 7), "layout", |e| {
+            matches!(
+                e,
+                AnsError::Format(FormatError::Code {
+                    field: "layout",
+                    found: 7,
+                    ..
+                })
+            )
         });
         for p in [0, 6, 13, u32::MAX] {
-            check(with_header(&blob, |h| h.precision = p), "precision", |e| {
+            check(with_fields(&m, |f| f.precision = p), "precision", |e| {
                 matches!(e, AnsError::Precision { .. })
             });
         }
-        check(with_header(&blob, |h| h.group = 3), "group", |e| {
-            matches!(e, AnsError::Header { field: "group", .. })
-        });
-        // A precision whose group differs from the stored one.
-        let other_p = if h.precision <= 8 { 10 } else { 7 };
-        check(
-            with_header(&blob, |h| h.precision = other_p),
-            "precision vs group",
-            |e| matches!(e, AnsError::Header { field: "group", .. }),
-        );
-        check(with_header(&blob, |h| h.reserved[1] = 1), "reserved", |e| {
+        check(with_fields(&m, |f| f.group = 3), "group", |e| {
             matches!(
                 e,
-                AnsError::Header {
-                    field: "reserved",
+                AnsError::Format(FormatError::Header { field: "group", .. })
+            )
+        });
+        // A precision whose group differs from the stored one.
+        let other_p = if f.precision <= 8 { 10 } else { 7 };
+        check(
+            with_fields(&m, |f| f.precision = other_p),
+            "precision vs group",
+            |e| {
+                matches!(
+                    e,
+                    AnsError::Format(FormatError::Header { field: "group", .. })
+                )
+            },
+        );
+        check(with_fields(&m, |f| f.reserved = 1), "reserved", |e| {
+            matches!(
+                e,
+                AnsError::Format(FormatError::NonZero {
+                    offset: 60,
+                    found: 1,
                     ..
-                }
+                })
             )
         });
         for (rows, cols) in [(0, 70), (40, 0), (0, 0)] {
             check(
-                with_header(&blob, |h| (h.rows, h.cols) = (rows, cols)),
+                with_fields(&m, |f| (f.rows, f.cols) = (rows, cols)),
                 "empty shape",
-                |e| matches!(e, AnsError::Shape { .. }),
+                |e| matches!(e, AnsError::Format(FormatError::Shape { .. })),
             );
         }
-        // Huge shapes: inconsistent padded sides or offset counts, never an allocation.
+        // Huge shapes: inconsistent padded sides, the limits or the offset count, never an
+        // allocation or a long decode.
         for (rows, cols) in [
             (u32::MAX, 70),
             (40, u32::MAX),
@@ -190,84 +269,113 @@ fn hostile_headers_are_errors() {
             (1 << 31, 4),
         ] {
             check(
-                with_header(&blob, |h| (h.rows, h.cols) = (rows, cols)),
+                with_fields(&m, |f| (f.rows, f.cols) = (rows, cols)),
                 "huge shape",
-                |e| matches!(e, AnsError::Shape { .. } | AnsError::Header { .. }),
+                |e| {
+                    matches!(
+                        e,
+                        AnsError::Format(FormatError::Shape { .. } | FormatError::Header { .. })
+                    )
+                },
             );
         }
         check(
-            with_header(&blob, |h| {
-                h.rows = u32::MAX;
-                h.padded_rows = u32::MAX;
-                h.offset_count = u32::MAX;
+            with_fields(&m, |f| {
+                f.rows = u32::MAX;
+                f.padded_rows = u32::MAX;
             }),
             "huge rows, consistent",
             |e| {
                 matches!(
                     e,
-                    AnsError::Header { .. } | AnsError::Shape { .. } | AnsError::Truncated { .. }
+                    AnsError::Format(
+                        FormatError::Header { .. }
+                            | FormatError::Shape { .. }
+                            | FormatError::Limit { .. }
+                    )
                 )
             },
         );
         check(
-            with_header(&blob, |h| h.padded_cols += 4),
+            with_fields(&m, |f| f.padded_cols += 4),
             "padded_cols",
             |e| {
                 matches!(
                     e,
-                    AnsError::Header {
+                    AnsError::Format(FormatError::Header {
                         field: "padded_cols",
                         ..
-                    }
+                    })
                 )
             },
         );
         check(
-            with_header(&blob, |h| h.padded_rows += 32),
+            with_fields(&m, |f| f.padded_rows += 32),
             "padded_rows",
             |e| {
                 matches!(
                     e,
-                    AnsError::Header {
+                    AnsError::Format(FormatError::Header {
                         field: "padded_rows",
                         ..
-                    }
+                    })
+                )
+            },
+        );
+        // Part counts that do not match the fields.
+        check(
+            with_parts(&m, |p| {
+                let last = *p.offsets.last().unwrap();
+                p.offsets.push(last + 128);
+                p.stream.extend([0; 128]);
+            }),
+            "offset count",
+            |e| {
+                matches!(
+                    e,
+                    AnsError::Format(FormatError::Header {
+                        field: "offsets",
+                        ..
+                    })
                 )
             },
         );
         check(
-            with_header(&blob, |h| h.offset_count += 1),
-            "offset_count",
+            with_parts(&m, |p| {
+                p.freqs.pop();
+            }),
+            "frequency count",
             |e| {
                 matches!(
                     e,
-                    AnsError::Header {
-                        field: "offset_count",
-                        ..
-                    }
+                    AnsError::Format(FormatError::Header {
+                        field: "frequency table",
+                        found: 255,
+                        expected: 256
+                    })
                 )
             },
         );
-        for words in [u32::MAX, h.stream_words + 128, h.stream_words - 1] {
-            check(
-                with_header(&blob, |h| h.stream_words = words),
-                "stream_words",
-                |e| {
-                    matches!(
-                        e,
-                        AnsError::Truncated { .. } | AnsError::TrailingBytes { .. }
-                    )
-                },
-            );
-        }
-        // Stream words and the last offset shrunk together, the blob cut to match: a unit
-        // shorter than 128 words or offsets past the stream.
-        {
-            let mut b = with_header(&blob, |h| h.stream_words -= 64);
-            b.truncate(b.len() - 256);
+        // A stream count that disagrees with the blob's length.
+        for delta in [1u64, 128, u64::MAX / 4] {
+            let mut b = blob.clone();
+            let at = 32 + 32 + 2 * 16;
+            let count = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+            b[at..at + 8].copy_from_slice(&count.wrapping_add(delta).to_le_bytes());
             fix_crc(&mut b);
-            check(b, "short stream", |e| matches!(e, AnsError::Offset { .. }));
+            check(b, "stream count", |e| {
+                fe(e, |e| matches!(e, FormatError::Truncated { .. }))
+            });
         }
+        // Stream and last offset shrunk together: a unit shorter than 128 words.
+        check(
+            with_parts(&m, |p| {
+                p.stream.truncate(p.stream.len() - 64);
+                *p.offsets.last_mut().unwrap() -= 64;
+            }),
+            "short stream",
+            |e| fe(e, |e| matches!(e, FormatError::Offset { .. })),
+        );
     }
 }
 
@@ -275,30 +383,27 @@ fn hostile_headers_are_errors() {
 fn hostile_offsets_and_frequencies_are_errors() {
     for layout in LAYOUTS {
         let (_, m) = matrix(70, 130, Dist::Normal(3.0), opts(layout));
-        let blob = m.to_bytes();
         let units = m.offsets().len() - 1;
         assert!(units >= 2);
-        let at = |i: usize| OFFSETS_AT + 4 * i;
-        let offset_err = |b: Vec<u8>, what: &str| match AnsMatrix::from_bytes(&b) {
-            Err(AnsError::Offset { rule, .. }) => rule,
-            other => panic!("{what}: {other:?}"),
+        let offset_err = |i: usize, f: fn(u32) -> u32, what: &str| {
+            let b = with_parts(&m, |p| p.offsets[i] = f(p.offsets[i]));
+            match format_err(AnsMatrix::from_bytes(&b)) {
+                FormatError::Offset { rule, index, .. } => {
+                    assert_eq!(index, i, "{what}");
+                    rule
+                }
+                other => panic!("{what}: {other:?}"),
+            }
         };
-        assert!(offset_err(with_word(&blob, at(0), |_| 128), "first").contains("first"));
-        assert!(offset_err(with_word(&blob, at(1), |o| o + 4), "multiple").contains("multiples"));
-        assert!(offset_err(with_word(&blob, at(1), |_| 0), "empty unit").contains("at least"));
-        assert!(
-            offset_err(with_word(&blob, at(1), |_| u32::MAX - 127), "decreasing")
-                .contains("at least")
-        );
-        assert!(offset_err(with_word(&blob, at(units), |o| o + 128), "last").contains("last"));
+        assert!(offset_err(0, |_| 128, "first").contains("first"));
+        assert!(offset_err(1, |o| o + 4, "multiple").contains("multiples"));
+        assert!(offset_err(1, |_| 0, "empty unit").contains("at least"));
+        assert!(offset_err(1, |_| u32::MAX - 127, "past the end").contains("end"));
+        assert!(offset_err(units, |o| o + 128, "last").contains("end"));
         // Frequencies that do not sum to 2^P.
         for (i, f) in [(0usize, 1u16), (128, 0), (200, u16::MAX)] {
-            let mut b = blob.clone();
-            let at = HEADER_BYTES + 2 * i;
-            let old = u16::from_le_bytes([b[at], b[at + 1]]);
-            b[at..at + 2].copy_from_slice(&old.wrapping_add(f).to_le_bytes());
-            fix_crc(&mut b);
-            if old.wrapping_add(f) != old {
+            let b = with_parts(&m, |p| p.freqs[i] = p.freqs[i].wrapping_add(f));
+            if f != 0 {
                 assert!(
                     matches!(
                         AnsMatrix::from_bytes(&b),
@@ -309,9 +414,7 @@ fn hostile_offsets_and_frequencies_are_errors() {
             }
         }
         // All zero frequencies.
-        let mut b = blob.clone();
-        b[HEADER_BYTES..OFFSETS_AT].fill(0);
-        fix_crc(&mut b);
+        let b = with_parts(&m, |p| p.freqs.fill(0));
         assert!(matches!(
             AnsMatrix::from_bytes(&b),
             Err(AnsError::FrequencySum { sum: 0, .. })
@@ -319,14 +422,234 @@ fn hostile_offsets_and_frequencies_are_errors() {
     }
 }
 
-/// Decoding a matrix whose stream was damaged (with a valid CRC) returns cleanly.
+/// The fields and parts of a `1 x cols` matrix of one value (P = 7, all probability on it):
+/// every coder stays in `2^32`, so the stream is 64 state words and 64 zero words whatever
+/// `cols` is.
+fn constant_row(cols: u32) -> Parts {
+    let mut freqs = vec![0u16; 256];
+    freqs[128] = 128;
+    let mut stream = vec![0u32; 128];
+    for l in 0..32 {
+        // Logical word 2l (hi = 1) is stored at interleave(2l) = 4 (2l mod 32) + 2l / 32.
+        stream[4 * (2 * l % 32) + 2 * l / 32] = 1;
+    }
+    Parts {
+        fields: AnsFields {
+            layout: 0,
+            precision: 7,
+            group: 4,
+            rows: 1,
+            cols,
+            padded_rows: 1,
+            padded_cols: cols,
+            reserved: 0,
+        },
+        freqs,
+        offsets: vec![0, 128],
+        stream,
+    }
+}
+
+/// The version 1 container of `p` (64-byte header, parts back to back, CRC at byte 48).
+fn build_v1(p: &Parts) -> Vec<u8> {
+    let f = &p.fields;
+    let words = [
+        u32::from_le_bytes(*b"CMVA"),
+        u32::from_le_bytes(*b"NS\0\0"),
+        1,
+        f.layout,
+        f.precision,
+        f.group,
+        f.rows,
+        f.cols,
+        f.padded_rows,
+        f.padded_cols,
+        p.offsets.len() as u32,
+        p.stream.len() as u32,
+        0,
+        0,
+        0,
+        0,
+    ];
+    let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    b.extend(p.freqs.iter().flat_map(|v| v.to_le_bytes()));
+    b.extend(p.offsets.iter().flat_map(|v| v.to_le_bytes()));
+    b.extend(p.stream.iter().flat_map(|v| v.to_le_bytes()));
+    let crc = checksum_at(&b, 48);
+    b[48..52].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+#[test]
+fn a_tiny_container_declaring_a_huge_matrix_is_refused_quickly() {
+    // The fuzzer's case: 1,096 bytes (version 1) declaring 1 x 4,294,967,168.
+    let huge = constant_row(u32::MAX - 127);
+    let v1 = build_v1(&huge);
+    assert_eq!(v1.len(), 1096);
+    for blob in [v1, build(&huge)] {
+        let t = Instant::now();
+        let e = format_err(AnsMatrix::from_bytes(&blob));
+        assert!(
+            matches!(
+                e,
+                FormatError::Limit {
+                    field: "max_elements",
+                    needed: 4_294_967_168,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    }
+    // The same shape of a modest size loads (and decodes to its one value) within the
+    // limits, and is refused by tighter ones.
+    let small = constant_row(1 << 16);
+    for blob in [build_v1(&small), build(&small)] {
+        let m = AnsMatrix::from_bytes(&blob).unwrap();
+        assert_eq!(m.decode().unwrap(), vec![0; 1 << 16]);
+        assert_eq!(m.to_bytes(), build(&small));
+        let tight = Limits {
+            max_elements: 1 << 15,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            format_err(AnsMatrix::from_bytes_with(&blob, &tight)),
+            FormatError::Limit { .. }
+        ));
+    }
+}
+
+#[test]
+fn sizes_come_from_the_header_and_offsets() {
+    let small = constant_row(1 << 16);
+    let m = AnsMatrix::from_bytes(&build(&small)).unwrap();
+    let s = m.size_breakdown();
+    assert_eq!(s.container_bytes, build(&small).len() as u64);
+    assert_eq!(
+        (
+            s.bytes_of("frequency table"),
+            s.bytes_of("offsets"),
+            s.bytes_of("stream")
+        ),
+        (Some(512), Some(8), Some(512))
+    );
+    assert_eq!(s.kernel_bytes(), 512 + 8 + 512);
+    assert_eq!(s.elements(), 1 << 16);
+}
+
+#[test]
+fn non_canonical_streams_are_refused() {
+    // A constant row: logical words 64..128 of its stream are padding.
+    let p = constant_row(128);
+    AnsMatrix::from_bytes(&build(&p)).unwrap();
+    // A flipped padding word, the CRC made valid again: refused, not loaded as the same
+    // matrix.
+    let blob = build(&p);
+    let stream_at = blob.len() - 4 * 128;
+    for logical in [64usize, 100, 127] {
+        let physical = 4 * (logical % 32) + logical / 32;
+        let mut b = blob.clone();
+        b[stream_at + 4 * physical] ^= 0x10;
+        fix_crc(&mut b);
+        assert!(
+            matches!(
+                format_err(AnsMatrix::from_bytes(&b)),
+                FormatError::NonZero { offset, found: 0x10, .. } if offset == physical as u64
+            ),
+            "logical word {logical}"
+        );
+    }
+    // The same in a version 1 container.
+    let mut b = build_v1(&p);
+    let at = b.len() - 4 * 128 + 4 * (4 * 4 + 3);
+    b[at] = 1;
+    let crc = checksum_at(&b, 48);
+    b[48..52].copy_from_slice(&crc.to_le_bytes());
+    assert!(matches!(
+        format_err(AnsMatrix::from_bytes(&b)),
+        FormatError::NonZero { .. }
+    ));
+    // An extra block of zero words after a unit's stream.
+    let mut q = p.clone();
+    q.stream.extend([0; 128]);
+    q.offsets[1] = 256;
+    assert!(matches!(
+        format_err(AnsMatrix::from_bytes(&build(&q))),
+        FormatError::Offset { index: 1, .. }
+    ));
+    // A padding element coded with another value than the padding value: a 1 x 128 matrix
+    // whose last column is not the padding value, declared 1 x 127.
+    let mut w = vec![0i8; 128];
+    w[127] = 5;
+    let m = encode(&w, 1, 128, &EncodeOptions::default()).unwrap();
+    let b = with_fields(&m, |f| f.cols = 127);
+    assert!(matches!(
+        AnsMatrix::from_bytes(&b),
+        Err(AnsError::Padding {
+            row: 0,
+            col: 127,
+            found: 5,
+            expected: 0
+        })
+    ));
+}
+
+#[test]
+fn version_1_files_still_load() {
+    let data = |name: &str| {
+        std::fs::read(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    };
+    let want: Vec<i8> = data("v1-matrix.i8").iter().map(|&b| b as i8).collect();
+    assert_eq!(want.len(), 37 * 150);
+    for (file, layout) in [
+        ("v1-rows.cmvans", Layout::WarpRows),
+        ("v1-stripes.cmvans", Layout::WarpStripes),
+    ] {
+        let v1 = data(file);
+        assert_eq!(&v1[8..12], &1u32.to_le_bytes(), "{file}");
+        let m = AnsMatrix::from_bytes(&v1).unwrap();
+        assert_eq!(
+            (m.rows(), m.cols(), m.layout()),
+            (37, 150, layout),
+            "{file}"
+        );
+        assert_eq!(m.decode().unwrap(), want, "{file}");
+        let v2 = m.to_bytes();
+        assert_eq!(&v2[..8], b"CMVANS\0\0");
+        assert_eq!(&v2[8..12], &2u32.to_le_bytes(), "{file}");
+        let back = AnsMatrix::from_bytes(&v2).unwrap();
+        assert_eq!(back, m, "{file}");
+        assert_eq!(back.to_bytes(), v2, "{file}");
+        // Damaged version 1 files are refused.
+        let mut bad = v1.clone();
+        bad[200] ^= 1;
+        assert!(matches!(
+            format_err(AnsMatrix::from_bytes(&bad)),
+            FormatError::Checksum { .. }
+        ));
+        assert!(matches!(
+            format_err(AnsMatrix::from_bytes(&v1[..v1.len() - 1])),
+            FormatError::Truncated { .. }
+        ));
+    }
+}
+
+/// Loading and decoding a matrix whose stream was damaged (with a valid CRC) return cleanly;
+/// whether the damage was found (by the load's checks or the decode) or the decode differs.
 fn decode_cleanly(b: &[u8], w: &[i8]) -> bool {
-    let Ok(m) = AnsMatrix::from_bytes(b) else {
-        return false;
+    let m = match AnsMatrix::from_bytes(b) {
+        Ok(m) => m,
+        Err(AnsError::Format(FormatError::NonZero { .. } | FormatError::Offset { .. })) => {
+            return true;
+        }
+        Err(AnsError::Padding { .. }) => return true,
+        Err(e) => panic!("unexpected load error {e}"),
     };
     let x = vec![1i8; m.cols()];
     let _ = m.gemv_reference(&x, 1.0);
-    let _ = m.sizes();
+    let _ = m.size_breakdown();
+    let _ = m.entropy_report();
     match m.decode() {
         Ok(v) => {
             assert_eq!(v.len(), w.len());
@@ -348,7 +671,7 @@ fn damaged_streams_decode_safely() {
             };
             let (w, m) = matrix(45, 260, Dist::Laplace(3.0), o);
             let blob = m.to_bytes();
-            let stream_at = OFFSETS_AT + 4 * m.offsets().len();
+            let stream_at = blob.len() - 4 * m.stream().len();
             let words = m.stream().len();
             let mut detected = 0;
             let trials = 150;
@@ -370,7 +693,8 @@ fn damaged_streams_decode_safely() {
                     detected += 1;
                 }
             }
-            // Damage in the zero padding of a stream is harmless; most damage is caught.
+            // Damage in the zero padding of a stream is refused by the load; most damage is
+            // caught.
             println!(
                 "{} {precision:?}: {detected}/{trials} damaged",
                 layout.name()
@@ -379,7 +703,7 @@ fn damaged_streams_decode_safely() {
         // Whole streams of garbage.
         let (w, m) = matrix(33, 200, Dist::Normal(4.0), opts(layout));
         let blob = m.to_bytes();
-        let stream_at = OFFSETS_AT + 4 * m.offsets().len();
+        let stream_at = blob.len() - 4 * m.stream().len();
         for _ in 0..20 {
             let mut b = blob.clone();
             rng.fill(&mut b[stream_at..]);
@@ -391,7 +715,7 @@ fn damaged_streams_decode_safely() {
             let o1 = m.offsets()[1];
             for new in [128, o1 + 128] {
                 if new != o1 && new < m.offsets()[2] {
-                    let b = with_word(&blob, OFFSETS_AT + 4, |_| new);
+                    let b = with_parts(&m, |p| p.offsets[1] = new);
                     assert!(decode_cleanly(&b, &w));
                 }
             }

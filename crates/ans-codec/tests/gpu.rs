@@ -2,7 +2,8 @@
 //! corruption flag. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1` turns a
 //! missing GPU into a failure.
 
-use ans_codec::format::{CRC_OFFSET, checksum};
+use ans_codec::cmv_format::container::{CRC_OFFSET, checksum};
+use ans_codec::cmv_format::{CompressedMatrix, DeviceGemv};
 use ans_codec::gpu::{AnsGemv, DeviceAnsMatrix};
 use ans_codec::{AnsMatrix, EncodeOptions, Layout, encode};
 use cmv_runtime::{Gpu, gpu_for_tests};
@@ -19,12 +20,7 @@ fn gaussian(n: usize, sigma: f64, seed: u64) -> Vec<i8> {
 }
 
 /// Runs `m` on the GPU and compares with `gemv_reference`; returns the GPU's error check.
-fn check_against_cpu(
-    gpu: &Gpu,
-    ans: &mut AnsGemv,
-    m: &AnsMatrix,
-    seed: u64,
-) -> ans_codec::Result<()> {
+fn check_against_cpu(gpu: &Gpu, ans: &AnsGemv, m: &AnsMatrix, seed: u64) -> ans_codec::Result<()> {
     let mut rng = StdRng::seed_from_u64(seed);
     let x: Vec<i8> = (0..m.cols()).map(|_| rng.r#gen()).collect();
     let scale = 1.0 / 1024.0;
@@ -65,7 +61,7 @@ fn every_kernel_matches_the_cpu_reference() {
     let Some(gpu) = gpu_for_tests("every_kernel_matches_the_cpu_reference") else {
         return;
     };
-    let mut ans = AnsGemv::new(&gpu).unwrap();
+    let ans = AnsGemv::new(&gpu).unwrap();
     let shapes = [
         (1, 1),
         (1, 130),
@@ -96,7 +92,7 @@ fn every_kernel_matches_the_cpu_reference() {
                     ..EncodeOptions::default()
                 };
                 let m = encode(&w, rows, cols, &opts).unwrap();
-                check_against_cpu(&gpu, &mut ans, &m, seed).unwrap_or_else(|e| {
+                check_against_cpu(&gpu, &ans, &m, seed).unwrap_or_else(|e| {
                     panic!(
                         "{rows}x{cols} sigma {sigma} P {} {layout:?}: {e}",
                         m.precision()
@@ -112,7 +108,7 @@ fn corrupted_streams_are_flagged_not_read_past() {
     let Some(gpu) = gpu_for_tests("corrupted_streams_are_flagged_not_read_past") else {
         return;
     };
-    let mut ans = AnsGemv::new(&gpu).unwrap();
+    let ans = AnsGemv::new(&gpu).unwrap();
     let w = gaussian(96 * 1000, 4.0, 77);
     let mut flagged = 0;
     for layout in [Layout::WarpRows, Layout::WarpStripes] {
@@ -142,7 +138,7 @@ fn corrupted_streams_are_flagged_not_read_past() {
                     continue;
                 };
                 // Same verdict as the CPU decoder, and the same result when both accept it.
-                if check_against_cpu(&gpu, &mut ans, &damaged, 9).is_err() {
+                if check_against_cpu(&gpu, &ans, &damaged, 9).is_err() {
                     flagged += 1;
                 }
             }
@@ -156,7 +152,7 @@ fn bad_arguments_are_errors() {
     let Some(gpu) = gpu_for_tests("bad_arguments_are_errors") else {
         return;
     };
-    let mut ans = AnsGemv::new(&gpu).unwrap();
+    let ans = AnsGemv::new(&gpu).unwrap();
     let m = encode(
         &gaussian(64 * 256, 4.0, 1),
         64,
@@ -175,4 +171,32 @@ fn bad_arguments_are_errors() {
     assert!(ans.gemv(&dm, &x, &mut y32, &mut y8, f32::NAN).is_err());
     ans.gemv(&dm, &x, &mut y32, &mut y8, 1.0).unwrap();
     ans.check(&gpu).unwrap();
+}
+
+#[test]
+fn the_device_trait_runs_the_kernels() {
+    let Some(gpu) = gpu_for_tests("the_device_trait_runs_the_kernels") else {
+        return;
+    };
+    let kernels = AnsMatrix::load(&gpu).unwrap();
+    let (rows, cols) = (100, 700);
+    let w = gaussian(rows * cols, 4.0, 3);
+    let x: Vec<i8> = (0..cols).map(|i| (i % 251) as u8 as i8).collect();
+    for (name, opts) in AnsMatrix::variants() {
+        let m = AnsMatrix::encode_slice(&w, rows, cols, &opts).unwrap();
+        let dm = m.upload(&gpu).unwrap();
+        let copy = AnsMatrix::clone_device(&dm).unwrap();
+        assert_eq!(AnsMatrix::bytes_read(&copy), dm.bytes_read());
+        let dx = gpu.upload(&x).unwrap();
+        let mut out = AnsMatrix::alloc_out(&gpu, rows, 1).unwrap();
+        assert!(AnsMatrix::gemv(&kernels, &copy, &dx, &mut out, 2).is_err());
+        AnsMatrix::gemv(&kernels, &copy, &dx, &mut out, 1).unwrap();
+        AnsMatrix::finish(&kernels, &gpu).unwrap();
+        let want = m.reference(&x, 1).unwrap();
+        let check = AnsMatrix::check(&gpu, &out, &want).unwrap();
+        assert!(check.passed() && check.exact, "{name}: {check}");
+        let mut wrong = want.clone();
+        wrong[0] = wrong[0].wrapping_add(1);
+        assert!(!AnsMatrix::check(&gpu, &out, &wrong).unwrap().passed());
+    }
 }

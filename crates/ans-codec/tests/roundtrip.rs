@@ -60,8 +60,12 @@ fn check_round_trip(w: &[i8], rows: usize, cols: usize, opts: &EncodeOptions) ->
     assert_eq!(m.group(), if m.precision() <= 8 { 4 } else { 2 });
     assert_eq!(m.register_tables().is_some(), m.precision() == 7);
     assert!(m.model().freq(m.padding_value()) > 0);
-    let s = m.sizes();
+    let s = m.entropy_report();
     assert_eq!(s.total_bytes(), m.to_bytes().len());
+    assert_eq!(
+        m.size_breakdown().container_bytes,
+        m.to_bytes().len() as u64
+    );
     assert_eq!(s.flushed_state_bytes, units * 256);
     m
 }
@@ -154,7 +158,11 @@ fn edge_shapes_round_trip() {
                 },
             );
             assert_eq!((m.precision(), m.padding_value()), (7, v));
-            assert_eq!(m.sizes().payload_bytes, 0, "a certain value costs nothing");
+            assert_eq!(
+                m.entropy_report().payload_bytes,
+                0,
+                "a certain value costs nothing"
+            );
         }
     }
 }
@@ -233,7 +241,7 @@ fn the_model_codes_real_elements_and_padding() {
 }
 
 /// Payload, in bits per element, of a `rows x cols` sigma-4 matrix; prints the report.
-fn sigma4_report(rows: usize, cols: usize, layout: Layout) -> ans_codec::SizeReport {
+fn sigma4_report(rows: usize, cols: usize, layout: Layout) -> ans_codec::EntropyReport {
     let w = sample(Dist::Normal(4.0), rows * cols, 42);
     let m = encode(
         &w,
@@ -245,7 +253,7 @@ fn sigma4_report(rows: usize, cols: usize, layout: Layout) -> ans_codec::SizeRep
         },
     )
     .unwrap();
-    let s = m.sizes();
+    let s = m.entropy_report();
     println!("sigma=4 {rows}x{cols} {}: {s}", layout.name());
     s
 }
@@ -303,7 +311,7 @@ fn payload_is_at_most_the_cross_entropy_plus_a_small_margin() {
                 },
             )
             .unwrap();
-            let s = m.sizes();
+            let s = m.entropy_report();
             println!("{dist:?} {rows}x{cols} {}: {s}", layout.name());
             assert_eq!(s.padded_elements, s.elements);
             assert!(
@@ -354,7 +362,7 @@ fn sigma_4_large_report() {
             println!(
                 "sigma=4 {rows}x{cols} {}: encode {enc:.2?} decode {dec:.2?}\n  {}",
                 layout.name(),
-                m.sizes()
+                m.entropy_report()
             );
         }
     }

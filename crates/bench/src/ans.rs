@@ -215,7 +215,7 @@ fn time_chain(
 }
 
 fn size_row(d: usize, layout: &str, m: &AnsMatrix) -> SizeRow {
-    let s = m.sizes();
+    let s = m.entropy_report();
     let n = (m.rows() * m.cols()) as f64;
     let per = |bytes: usize| 8.0 * bytes as f64 / n;
     SizeRow {
@@ -333,7 +333,7 @@ pub fn run_gpu(
                 .map(|m| DeviceAnsMatrix::upload(gpu, m))
                 .collect::<Result<_, _>>()
                 .map_err(runtime)?;
-            let bytes: usize = first.iter().map(DeviceAnsMatrix::compressed_bytes).sum();
+            let bytes: usize = first.iter().map(DeviceAnsMatrix::bytes_read).sum();
             let copies = copies_for(bytes);
             let mut mats = vec![first];
             for _ in 1..copies {

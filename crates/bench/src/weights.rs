@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use ans_codec::{AnsError, AnsMatrix, EncodeOptions, Layout, SizeReport};
+use ans_codec::{AnsError, AnsMatrix, EncodeOptions, EntropyReport, Layout};
 use half::{bf16, f16};
 use safetensors::{Dtype, SafeTensors};
 use serde::Serialize;
@@ -327,7 +327,7 @@ pub struct VariantSizes {
 }
 
 impl VariantSizes {
-    fn new(variant: &str, layout: Layout, s: &SizeReport) -> Self {
+    fn new(variant: &str, layout: Layout, s: &EntropyReport) -> Self {
         Self {
             variant: variant.to_owned(),
             layout: layout.name().to_owned(),
@@ -563,7 +563,7 @@ pub fn analyse(
                     detail: "the encoding does not decode to the int8 values".into(),
                 });
             }
-            let s = m.sizes();
+            let s = m.entropy_report();
             entropy_bits = s.entropy_bits;
             variants.push(VariantSizes::new(name, layout, &s));
         }

@@ -119,6 +119,20 @@ impl ContainerSpec {
         PREFIX_BYTES + self.fields_bytes + size_of::<PartEntry>() * self.parts.len()
     }
 
+    /// Bytes of a container of this spec whose parts hold `part_bytes` bytes each (in order),
+    /// laid out as [`Writer`] lays them out: what `finish().len()` will be.
+    pub fn container_bytes(&self, part_bytes: &[u64]) -> u64 {
+        part_bytes
+            .iter()
+            .fold(self.header_bytes() as u64, |end, &bytes| {
+                if bytes == 0 {
+                    end
+                } else {
+                    end.next_multiple_of(PART_ALIGN as u64) + bytes
+                }
+            })
+    }
+
     /// The version error for `found`.
     pub fn version_error(&self, found: u32) -> FormatError {
         FormatError::Version {
@@ -151,6 +165,18 @@ pub fn peek_version(blob: &[u8], spec: &ContainerSpec) -> Result<u32> {
         });
     }
     Ok(u32::from_le_bytes(head[8..12].try_into().expect("4 bytes")))
+}
+
+/// The first `N` bytes of a blob: a (legacy) header to read fields from.
+///
+/// # Errors
+/// [`FormatError::Truncated`] for a blob shorter than `N` bytes.
+pub fn head<const N: usize>(blob: &[u8]) -> Result<&[u8; N]> {
+    blob.first_chunk::<N>().ok_or(FormatError::Truncated {
+        what: "header",
+        needed: N as u64,
+        got: blob.len(),
+    })
 }
 
 /// CRC-32 of a blob with the 4 bytes at `crc_offset` taken as zero (a blob too short to hold
@@ -687,6 +713,13 @@ mod tests {
     }
 
     #[test]
+    fn container_bytes_match_the_writer() {
+        assert_eq!(SPEC.container_bytes(&[6, 16, 1]), blob().len() as u64);
+        assert_eq!(SPEC.container_bytes(&[2, 0, 0]), 90);
+        assert_eq!(SPEC.container_bytes(&[0, 0, 0]), 88);
+    }
+
+    #[test]
     fn empty_parts_take_no_padding() {
         let b = Writer::new(&SPEC, &Fields::default())
             .part::<u16>(&[5])
@@ -726,5 +759,14 @@ mod tests {
             Err(FormatError::Checksum { .. })
         ));
         assert_eq!(le_vec::<u16>(&[1, 0, 2, 1]), [1, 0x102]);
+        assert_eq!(head::<2>(&b).unwrap(), &[0, 0]);
+        assert!(matches!(
+            head::<64>(&b),
+            Err(FormatError::Truncated {
+                needed: 64,
+                got: 22,
+                ..
+            })
+        ));
     }
 }

@@ -12,6 +12,9 @@ pub mod layout;
 #[cfg(target_arch = "nvptx64")]
 pub mod kernels;
 
+/// The most input vectors one launch multiplies: the kernels take one.
+pub const MAX_BATCH: usize = 1;
+
 /// Error flag bits a kernel ORs into its error word: a unit's stream ran out (or its offsets
 /// were inconsistent).
 pub const ERR_STREAM_OVERRUN: u32 = 1;
