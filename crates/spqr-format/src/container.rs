@@ -145,14 +145,8 @@ impl SpqrMatrix {
                 false,
             ),
         ];
-        // The container: the header, then each non-empty part at a multiple of 8 bytes.
-        let container = parts.iter().fold(SPEC.header_bytes() as u64, |end, p| {
-            if p.1 == 0 {
-                end
-            } else {
-                end.next_multiple_of(8) + p.1 as u64
-            }
-        });
+        let part_bytes = parts.map(|p| p.1 as u64);
+        let container = SPEC.container_bytes(&part_bytes);
         parts.iter().fold(
             SizeBreakdown::new(self.rows, self.cols, container),
             |s, &(name, bytes, read)| s.part(name, bytes as u64, read),
