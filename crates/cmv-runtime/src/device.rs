@@ -1,11 +1,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchArgs,
-    LaunchConfig, ValidAsZeroBits,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 
 use crate::Result;
@@ -177,10 +178,16 @@ impl Gpu {
                 module: module.name,
                 kernel,
             })?;
+        let params = if self.info.driver_version >= 12040 {
+            param_layout(&func)
+        } else {
+            None
+        };
         Ok(Kernel {
             func,
             name: kernel,
             max_smem: self.info.max_smem_per_block_optin,
+            params,
         })
     }
 
@@ -232,12 +239,62 @@ impl Gpu {
     }
 }
 
+/// The device address of `buf`, for a field of a kernel's parameter struct that the kernel
+/// only reads. The one way for host code to get a [`DevPtr`].
+pub fn dev_ptr<T>(buf: &CudaSlice<T>) -> DevPtr<T> {
+    // The guard only records an event when cudarc tracks events, which a `Gpu` turns off.
+    let (addr, _guard) = buf.device_ptr(buf.stream());
+    // SAFETY: the address of a live device allocation of `T`s.
+    unsafe { DevPtr::from_addr(addr) }
+}
+
+/// The device address of `buf`, for a field of a kernel's parameter struct that the kernel
+/// writes. The one way for host code to get a [`DevPtrMut`]; takes `buf` mutably so that a
+/// buffer the kernel writes is not also borrowed elsewhere when the parameters are made.
+pub fn dev_ptr_mut<T>(buf: &mut CudaSlice<T>) -> DevPtrMut<T> {
+    let stream = buf.stream().clone();
+    // The guard only records an event when cudarc tracks events, which a `Gpu` turns off.
+    let (addr, _guard) = buf.device_ptr_mut(&stream);
+    // SAFETY: the address of a live device allocation of `T`s.
+    unsafe { DevPtrMut::from_addr(addr) }
+}
+
+/// (parameter count, bytes of the first parameter) of a loaded kernel, from the driver
+/// (`cuFuncGetParamInfo`, CUDA 12.4 and newer); `None` where the driver does not say.
+fn param_layout(func: &CudaFunction) -> Option<(usize, usize)> {
+    use cudarc::driver::sys::{CUresult, cuFuncGetParamInfo};
+    let info = |i: usize| {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a loaded function handle and two out-pointers to locals.
+        let rc = unsafe { cuFuncGetParamInfo(func.cu_function(), i, &mut offset, &mut size) };
+        (rc == CUresult::CUDA_SUCCESS).then_some(size)
+    };
+    let first = info(0)?;
+    // PTX allows far fewer parameters than this; the bound only ends the loop.
+    let count = (1..4096).find(|&i| info(i).is_none())?;
+    Some((count, first))
+}
+
+/// A kernel's parameter struct as cudarc's one kernel argument: the driver copies its
+/// `size_of::<P>()` bytes into the kernel's single `.param` block.
+#[repr(transparent)]
+struct ParamBlock<P>(P);
+
+// SAFETY: `P: KernelParams` is `repr(C)` plain data without padding, laid out as the kernel's
+// one by-value parameter.
+unsafe impl<P: KernelParams> DeviceRepr for ParamBlock<P> {}
+
 /// A loaded kernel entry point.
+///
+/// Kernels whose device crate defines a parameter struct are launched with
+/// [`Kernel::launch`]; [`Kernel::builder`] is the older, argument-by-argument path.
 #[derive(Debug, Clone)]
 pub struct Kernel {
     func: CudaFunction,
     name: &'static str,
     max_smem: u32,
+    /// (parameter count, bytes of the first), where the driver reports them.
+    params: Option<(usize, usize)>,
 }
 
 impl Kernel {
@@ -301,8 +358,62 @@ impl Kernel {
             .op("cuOccupancyMaxActiveBlocksPerMultiprocessor")
     }
 
-    /// A launch builder on `stream` for this kernel; push the arguments, then call the unsafe
-    /// `launch` after [`Kernel::check_config`] and the checks the kernel's own contract needs.
+    /// Launches the kernel on `stream` with `params` as its one parameter, after checking
+    /// `cfg` as [`Kernel::check_config`] does.
+    ///
+    /// `P` is the parameter struct the kernel's device crate defines for it; host and kernel
+    /// agree on every field by that type. The pointers in it come from [`dev_ptr`] and
+    /// [`dev_ptr_mut`].
+    ///
+    /// Where the driver reports a kernel's parameters (CUDA 12.4 and newer), it also checks
+    /// that the kernel takes one parameter of `size_of::<P>()` bytes.
+    ///
+    /// # Errors
+    /// [`RuntimeError::InvalidLaunch`] for a configuration outside the device's limits or a
+    /// kernel whose parameters are not one `P`, [`RuntimeError::Driver`] when the driver refuses the launch (errors of the running
+    /// kernel show up at the next synchronization).
+    ///
+    /// # Safety
+    /// As for any kernel launch, the caller guarantees what the kernel's own contract (its
+    /// `# Safety` section) asks for: this kernel takes `P` as its single parameter; every
+    /// pointer in `params` points to a live device buffer on this kernel's context that holds
+    /// everything the kernel reads or writes through it for the sizes in `params`, with the
+    /// alignment the kernel needs; buffers the kernel writes are not read or written by other
+    /// work while it runs; and `cfg` (grid, block, dynamic shared memory) is what the kernel
+    /// expects for those sizes.
+    pub unsafe fn launch<P: KernelParams>(
+        &self,
+        stream: &CudaStream,
+        cfg: LaunchConfig,
+        params: &P,
+    ) -> Result<()> {
+        if let Some((count, first)) = self.params {
+            let size = std::mem::size_of::<P>();
+            if count != 1 || first != size {
+                return Err(RuntimeError::InvalidLaunch {
+                    kernel: self.name,
+                    reason: format!(
+                        "the kernel takes {count} parameter(s), the first of {first} bytes, \
+                         not one {} of {size} bytes",
+                        std::any::type_name::<P>()
+                    ),
+                });
+            }
+        }
+        self.check_config(&cfg)?;
+        let block = ParamBlock(*params);
+        let mut l = stream.launch_builder(&self.func);
+        l.arg(&block);
+        // SAFETY: the caller guarantees the kernel's contract (see above); the driver copies
+        // the parameter block before `launch` returns.
+        unsafe { l.launch(cfg) }.op("cuLaunchKernel")?;
+        Ok(())
+    }
+
+    /// The older launch path, for kernels not yet converted to a parameter struct: a launch
+    /// builder on `stream` for this kernel; push the arguments one by one, in the order of the
+    /// kernel's signature, then call the unsafe `launch` after [`Kernel::check_config`] and the
+    /// checks the kernel's own contract needs. Prefer [`Kernel::launch`].
     pub fn builder<'a>(&'a self, stream: &'a CudaStream) -> LaunchArgs<'a> {
         stream.launch_builder(&self.func)
     }

@@ -3,6 +3,9 @@
 //! * [`Gpu`]: one device, its context and stream, lazily loaded [`PtxModule`]s and the facts
 //!   a benchmark needs ([`DeviceInfo`]: name, SM count, L2 size, driver version).
 //! * [`Kernel`]: a loaded entry point whose launch configuration is validated before launch.
+//!   [`Kernel::launch`] passes the kernel's parameter struct (defined in its device crate,
+//!   marked [`KernelParams`]) as its one parameter; [`dev_ptr`] and [`dev_ptr_mut`] make the
+//!   [`DevPtr`] / [`DevPtrMut`] fields from device buffers.
 //! * [`time_launches`]: CUDA-event timing with warm-up, and [`time_graph`], the same over
 //!   replays of a captured CUDA graph; [`Timings`] gives median and spread.
 //! * [`rotation_copies`]: how many weight copies make every timed call read from HBM.
@@ -17,9 +20,10 @@ mod device;
 mod error;
 mod timing;
 
+pub use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 pub use cudarc;
 pub use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig};
-pub use device::{DeviceInfo, Gpu, Kernel, PtxModule, gpu_for_tests};
+pub use device::{DeviceInfo, Gpu, Kernel, PtxModule, dev_ptr, dev_ptr_mut, gpu_for_tests};
 pub use error::{DriverResultExt, RuntimeError};
 pub use timing::{Timings, rotation_copies, time_graph, time_launches};
 

@@ -76,9 +76,8 @@ static SELFTEST: cmv_runtime::PtxModule = cmv_runtime::PtxModule::new(
 
 #[test]
 fn device_intrinsics_match_their_definitions() {
-    use cmv_runtime::LaunchConfig;
-    use cmv_runtime::cudarc::driver::PushKernelArg;
-    use selftest_kernels::{MAX_BLOCK, OUTPUTS, Output};
+    use cmv_runtime::{LaunchConfig, dev_ptr, dev_ptr_mut};
+    use selftest_kernels::{MAX_BLOCK, OUTPUTS, Output, SelftestWarpParams};
 
     let Some(gpu) = gpu_for_tests("device_intrinsics_match_their_definitions") else {
         return;
@@ -96,11 +95,31 @@ fn device_intrinsics_match_their_definitions() {
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     };
-    k.check_config(&cfg).unwrap();
-    let mut l = k.builder(gpu.stream());
-    l.arg(&din).arg(&mut dout);
-    // SAFETY: one input word and OUTPUTS output words per thread; blocks of 256 threads.
-    unsafe { l.launch(cfg) }.unwrap();
+    let params = SelftestWarpParams {
+        input: dev_ptr(&din),
+        out: dev_ptr_mut(&mut dout),
+    };
+    // SAFETY: the kernel takes `SelftestWarpParams`; one input word and OUTPUTS output words
+    // per thread; blocks of 256 threads.
+    unsafe { k.launch(gpu.stream(), cfg, &params) }.unwrap();
+
+    // A parameter struct of another size is refused before launch (where the driver reports
+    // the kernel's parameters: CUDA 12.4 and newer).
+    if gpu.info().driver_version >= 12040 {
+        #[derive(Clone, Copy)]
+        #[repr(C)]
+        struct Wrong {
+            input: cmv_runtime::DevPtr<u32>,
+        }
+        // SAFETY: repr(C), one device pointer, no padding.
+        unsafe impl cmv_runtime::KernelParams for Wrong {}
+        let wrong = Wrong {
+            input: dev_ptr(&din),
+        };
+        // SAFETY: refused before launch (the size differs).
+        let e = unsafe { k.launch(gpu.stream(), cfg, &wrong) }.unwrap_err();
+        assert!(matches!(e, RuntimeError::InvalidLaunch { .. }), "{e}");
+    }
     let out = gpu.download(&dout).unwrap();
     for i in 0..n {
         let (warp0, lane) = (i / 32 * 32, (i % 32) as u32);

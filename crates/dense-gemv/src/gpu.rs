@@ -4,11 +4,14 @@ use std::sync::Arc;
 
 use cmv_runtime::cudarc::cublas::sys::cublasOperation_t;
 use cmv_runtime::cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
-use cmv_runtime::cudarc::driver::PushKernelArg;
-use cmv_runtime::{CudaSlice, CudaStream, DeviceRepr, Gpu, Kernel, LaunchConfig, RuntimeError};
+use cmv_runtime::{
+    CudaSlice, CudaStream, DeviceRepr, Gpu, Kernel, LaunchConfig, RuntimeError, dev_ptr,
+    dev_ptr_mut,
+};
 use dense_kernels::{
-    BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, I8_COL_MULTIPLE, KERNEL_BATCHES,
-    STREAM_THREADS, f16_kernel_batch, kernel_batch, rows_per_warp_f16, rows_per_warp_i8,
+    BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, GemvF16AnyParams, GemvF16Params,
+    GemvI8AnyParams, GemvI8Params, I8_COL_MULTIPLE, KERNEL_BATCHES, STREAM_THREADS,
+    StreamReadParams, f16_kernel_batch, kernel_batch, rows_per_warp_f16, rows_per_warp_i8,
 };
 use half::f16;
 
@@ -220,13 +223,6 @@ fn batch_index(batch: u32) -> usize {
         .unwrap_or(KERNEL_BATCHES.len() - 1)
 }
 
-fn launch_err(e: cmv_runtime::cudarc::driver::DriverError) -> DenseError {
-    DenseError::Runtime(RuntimeError::Driver {
-        op: "cuLaunchKernel",
-        source: e,
-    })
-}
-
 impl DenseGemv {
     /// Loads the kernels (JIT-compiling the PTX on first use in this process).
     ///
@@ -279,12 +275,21 @@ impl DenseGemv {
                 .unwrap_or(F16_KERNEL_BATCHES.len() - 1);
             self.launch_f16(&self.f16[k], split, kb, w, x, y, b)?;
         } else {
-            let cfg = scalar_grid(rows);
-            self.f16_any.check_config(&cfg)?;
-            let mut l = self.f16_any.builder(&self.stream);
-            l.arg(&w.data).arg(x).arg(y).arg(&rows).arg(&cols).arg(&b);
-            // SAFETY: buffer sizes checked above; one warp per row, as the kernel assumes.
-            unsafe { l.launch(cfg) }.map_err(launch_err)?;
+            let params = GemvF16AnyParams {
+                w: dev_ptr(&w.data).cast(),
+                x: dev_ptr(x).cast(),
+                y: dev_ptr_mut(y).cast(),
+                rows,
+                cols,
+                batch: b,
+                pad: 0,
+            };
+            // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows
+            // (checked above); one warp per row, as the kernel assumes.
+            unsafe {
+                self.f16_any
+                    .launch(&self.stream, scalar_grid(rows), &params)?;
+            }
         }
         Ok(())
     }
@@ -326,19 +331,22 @@ impl DenseGemv {
                 b,
             )?;
         } else {
-            let cfg = scalar_grid(rows);
-            self.i8_any.check_config(&cfg)?;
-            let mut l = self.i8_any.builder(&self.stream);
-            l.arg(&w.data)
-                .arg(x)
-                .arg(y32)
-                .arg(y8)
-                .arg(&scale)
-                .arg(&rows)
-                .arg(&cols)
-                .arg(&b);
-            // SAFETY: buffer sizes checked above; one warp per row, as the kernel assumes.
-            unsafe { l.launch(cfg) }.map_err(launch_err)?;
+            let params = GemvI8AnyParams {
+                w: dev_ptr(&w.data).cast(),
+                x: dev_ptr(x).cast(),
+                y32: dev_ptr_mut(y32),
+                y8: dev_ptr_mut(y8),
+                scale,
+                rows,
+                cols,
+                batch: b,
+            };
+            // SAFETY: w holds rows * cols values, x batch * cols and y32, y8 batch * rows
+            // (checked above); one warp per row, as the kernel assumes.
+            unsafe {
+                self.i8_any
+                    .launch(&self.stream, scalar_grid(rows), &params)?;
+            }
         }
         Ok(())
     }
@@ -396,11 +404,14 @@ impl DenseGemv {
             block_dim: (STREAM_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        k.check_config(&cfg)?;
-        let mut l = k.builder(&self.stream);
-        l.arg(buf).arg(&n).arg(out);
-        // SAFETY: buf holds n aligned 16-byte chunks; out holds one word per warp of the grid.
-        unsafe { l.launch(cfg) }.map_err(launch_err)?;
+        let params = StreamReadParams {
+            p: dev_ptr(buf).cast(),
+            n,
+            out: dev_ptr_mut(out),
+        };
+        // SAFETY: buf holds n 16-byte chunks, 16-byte aligned (cudarc allocations are 256-byte
+        // aligned); out holds one word per warp of the grid (checked above).
+        unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
 
@@ -429,21 +440,22 @@ impl DenseGemv {
             });
         }
         let cfg = split.config(w.rows, kernel_batch)?;
-        k.check_config(&cfg)?;
-        let mut l = k.builder(&self.stream);
-        l.arg(&w.data)
-            .arg(x)
-            .arg(y)
-            .arg(&w.rows)
-            .arg(&w.cols)
-            .arg(&batch)
-            .arg(&split.slices);
+        let params = GemvF16Params {
+            w: dev_ptr(&w.data).cast(),
+            x: dev_ptr(x).cast(),
+            y: dev_ptr_mut(y).cast(),
+            rows: w.rows,
+            cols: w.cols,
+            batch,
+            slices: split.slices,
+        };
         // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows (checked
         // above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every row and
         // vector starts on a 16-byte boundary, as the kernel's loads need; the split was
         // validated and its grid covers every row with the kernel's rows per warp; the shared
-        // memory holds one accumulator per warp, row and kernel batch slot.
-        unsafe { l.launch(cfg) }.map_err(launch_err)?;
+        // memory holds one accumulator per warp, row and kernel batch slot. `k` is one of the
+        // fast fp16 kernels, which take `GemvF16Params` (the caller's contract).
+        unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
 
@@ -476,19 +488,21 @@ impl DenseGemv {
             return Err(DenseError::Scale { scale });
         }
         let cfg = split.config(w.rows, kernel_batch)?;
-        k.check_config(&cfg)?;
-        let mut l = k.builder(&self.stream);
-        l.arg(&w.data)
-            .arg(x)
-            .arg(y32)
-            .arg(y8)
-            .arg(&scale)
-            .arg(&w.rows)
-            .arg(&w.cols)
-            .arg(&batch);
-        l.arg(&split.slices);
-        // SAFETY: as in `launch_f16`, with cols % 16 == 0 for the 16-byte int8 chunks.
-        unsafe { l.launch(cfg) }.map_err(launch_err)?;
+        let params = GemvI8Params {
+            w: dev_ptr(&w.data).cast(),
+            x: dev_ptr(x).cast(),
+            y32: dev_ptr_mut(y32),
+            y8: dev_ptr_mut(y8),
+            scale,
+            rows: w.rows,
+            cols: w.cols,
+            batch,
+            slices: split.slices,
+            pad: 0,
+        };
+        // SAFETY: as in `launch_f16`, with cols % 16 == 0 for the 16-byte int8 chunks; `k` is
+        // one of the fast int8 kernels, which take `GemvI8Params`.
+        unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
 }

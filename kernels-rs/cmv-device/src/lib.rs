@@ -3,7 +3,9 @@
 //! Every device crate of cmv is plain `#![no_std]` Rust compiled for `nvptx64-nvidia-cuda`
 //! (see `docs/TOOLCHAIN.md`). This crate is the thin layer between that Rust and the PTX
 //! instructions the kernels need: thread indices, barriers, warp shuffles and ballots, wide and
-//! read-only loads, `dp4a`, fp16 conversions and shared memory.
+//! read-only loads, `dp4a`, fp16 conversions and shared memory. It also defines the types
+//! of kernel parameter structs ([`DevPtr`], [`DevPtrMut`], [`KernelParams`]), shared by the
+//! kernels and `cmv-runtime`'s typed launch.
 //!
 //! The crate also compiles for the host. There, the *pure* functions ([`dp4a`], [`popc`],
 //! [`f16_to_f32`], [`f32_to_f16`], [`round_half_even_f64_to_i32`], ...) have bit-exact
@@ -24,6 +26,9 @@
 
 mod math;
 pub use math::*;
+
+mod params;
+pub use params::{DevPtr, DevPtrMut, KernelParams};
 
 #[cfg(target_arch = "nvptx64")]
 mod device;

@@ -2,7 +2,8 @@
 
 use crate::math::{dot_i8x16, fma_f16, fma_f16x8, requantize};
 use crate::{
-    BLOCK_THREADS, STREAM_UNROLL, rows_per_warp_f16, rows_per_warp_i8, unroll_f16, unroll_i8,
+    BLOCK_THREADS, GemvF16AnyParams, GemvF16Params, GemvI8AnyParams, GemvI8Params, STREAM_UNROLL,
+    StreamReadParams, rows_per_warp_f16, rows_per_warp_i8, unroll_f16, unroll_i8,
 };
 use cmv_device::{
     U32x4, block_idx_x, f32_to_f16, global_thread_x, grid_dim_x, lane_id, ld_cs_v4, ld_nc_na_v4,
@@ -415,12 +416,12 @@ macro_rules! mma_entries {
         /// # Safety
         /// Launched by `dense-gemv`, which validates sizes, alignment and the grid.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            w: *const U32x4, x: *const U32x4, y: *mut u16, rows: u32, cols: u32, batch: u32,
-            slices: u32,
-        ) {
+        pub unsafe extern "ptx-kernel" fn $name(p: GemvF16Params) {
+            let (w, x, y) = (p.w.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
             // SAFETY: forwarded from the launcher's checks.
-            unsafe { gemv_f16_mma::<$nt, $u, { $l }>(w, x, y, rows, cols, batch, slices) }
+            unsafe {
+                gemv_f16_mma::<$nt, $u, { $l }>(w, x, y, p.rows, p.cols, p.batch, p.slices)
+            }
         }
     )*};
 }
@@ -450,13 +451,13 @@ macro_rules! f16_entries {
         /// # Safety
         /// Launched by `dense-gemv`, which validates sizes, alignment and the grid.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $f16(
-            w: *const U32x4, x: *const U32x4, y: *mut u16, rows: u32, cols: u32, batch: u32,
-            slices: u32,
-        ) {
+        pub unsafe extern "ptx-kernel" fn $f16(p: GemvF16Params) {
+            let (w, x, y) = (p.w.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_f16::<$b, { $fs.0 }, { $fs.1 }, { $l }>(w, x, y, rows, cols, batch, slices)
+                gemv_f16::<$b, { $fs.0 }, { $fs.1 }, { $l }>(
+                    w, x, y, p.rows, p.cols, p.batch, p.slices,
+                )
             }
         }
     )*};
@@ -469,14 +470,13 @@ macro_rules! i8_entries {
         /// # Safety
         /// Launched by `dense-gemv`, which validates sizes, alignment and the grid.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $i8(
-            w: *const U32x4, x: *const U32x4, y32: *mut i32, y8: *mut i8, scale: f32,
-            rows: u32, cols: u32, batch: u32, slices: u32,
-        ) {
+        pub unsafe extern "ptx-kernel" fn $i8(p: GemvI8Params) {
+            let (w, x) = (p.w.as_ptr(), p.x.as_ptr());
+            let (y32, y8) = (p.y32.as_mut_ptr(), p.y8.as_mut_ptr());
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_i8::<$b, { $is.0 }, { $is.1 }, { $l }>(
-                    w, x, y32, y8, scale, rows, cols, batch, slices,
+                    w, x, y32, y8, p.scale, p.rows, p.cols, p.batch, p.slices,
                 )
             }
         }
@@ -536,14 +536,9 @@ const fn i8_shape(kernel_batch: u32) -> (usize, usize) {
 /// # Safety
 /// Launched by `dense-gemv`, which validates sizes and the grid.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_gemv_f16_any(
-    w: *const u16,
-    x: *const u16,
-    y: *mut u16,
-    rows: u32,
-    cols: u32,
-    batch: u32,
-) {
+pub unsafe extern "ptx-kernel" fn cmv_gemv_f16_any(p: GemvF16AnyParams) {
+    let (w, x, y) = (p.w.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
+    let (rows, cols, batch) = (p.rows, p.cols, p.batch);
     let Some(row) = warp_row(rows) else {
         return;
     };
@@ -577,16 +572,10 @@ pub unsafe extern "ptx-kernel" fn cmv_gemv_f16_any(
 /// # Safety
 /// Launched by `dense-gemv`, which validates sizes and the grid.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_gemv_i8_any(
-    w: *const u8,
-    x: *const u8,
-    y32: *mut i32,
-    y8: *mut i8,
-    scale: f32,
-    rows: u32,
-    cols: u32,
-    batch: u32,
-) {
+pub unsafe extern "ptx-kernel" fn cmv_gemv_i8_any(p: GemvI8AnyParams) {
+    let (w, x) = (p.w.as_ptr(), p.x.as_ptr());
+    let (y32, y8, scale) = (p.y32.as_mut_ptr(), p.y8.as_mut_ptr(), p.scale);
+    let (rows, cols, batch) = (p.rows, p.cols, p.batch);
     let Some(row) = warp_row(rows) else {
         return;
     };
@@ -687,18 +676,18 @@ macro_rules! stream_entries {
         /// Streaming read of a buffer; see `stream_read`.
         ///
         /// # Safety
-        /// `p` holds `n` aligned chunks; `out` holds `grid * STREAM_THREADS / 32` words.
+        /// `p.p` holds `p.n` aligned chunks; `p.out` holds `grid * STREAM_THREADS / 32` words.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: *const U32x4, n: u64, out: *mut u32) {
+        pub unsafe extern "ptx-kernel" fn $name(p: StreamReadParams) {
             // SAFETY: forwarded from the launcher's checks.
-            unsafe { stream_read::<{ $l }, $tiles>(p, n, out) }
+            unsafe { stream_read::<{ $l }, $tiles>(p.p.as_ptr(), p.n, p.out.as_mut_ptr()) }
         }
     )*};
 }
 
 stream_entries! {
     // The default, chosen by `cmv-bench --explore` (docs/PERF.md): warp tiles, no L1
-    // allocation, no L2 prefetch hint (the 256-byte prefetch hint cost about 5%).
+    // allocation, no L2 prefetch hint (the 256-byte prefetch hint was slower).
     cmv_stream_read = Load::NcNoAlloc, true;
     cmv_stream_x_grid_s = Load::Stream, false;
     cmv_stream_x_grid_n = Load::Nc, false;

@@ -16,12 +16,18 @@
 //!
 //! Each warp owns [`rows_per_warp_f16`]`(B)` (or `_i8`) consecutive rows; a block has
 //! [`BLOCK_THREADS`] threads. The host computes the grid from these constants.
+//!
+//! Every kernel takes its parameters as one struct ([`GemvF16Params`], [`GemvI8Params`],
+//! [`GemvF16AnyParams`], [`GemvI8AnyParams`], [`StreamReadParams`]), launched by `dense-gemv`
+//! through `cmv-runtime`'s typed launch.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, adt_const_params))]
 #![cfg_attr(target_arch = "nvptx64", allow(incomplete_features))]
 
 mod math;
 pub use math::*;
+
+use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
@@ -130,3 +136,124 @@ pub fn i8_kernel_name(batch: u32) -> Option<&'static str> {
         _ => "cmv_gemv_i8_b16",
     })
 }
+
+/// Parameters of the fast fp16 kernels (`cmv_gemv_f16_b1`, `_b4`, `cmv_gemv_f16_mma_n8`,
+/// `_n16` and their `_x_` variants).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemvF16Params {
+    /// `W`, `rows * cols` fp16 values, read as 16-byte chunks (16-byte aligned).
+    pub w: DevPtr<U32x4>,
+    /// `X`, `batch * cols` fp16 values, read as 16-byte chunks (16-byte aligned).
+    pub x: DevPtr<U32x4>,
+    /// `Y`, `batch * rows` fp16 values (as bits).
+    pub y: DevPtrMut<u16>,
+    /// Rows of `W`.
+    pub rows: u32,
+    /// Columns of `W`, a multiple of [`F16_COL_MULTIPLE`].
+    pub cols: u32,
+    /// Input vectors, `1..=` the kernel's batch.
+    pub batch: u32,
+    /// Warps that split each row group's columns (the launch's work split).
+    pub slices: u32,
+}
+const _: () = assert!(core::mem::size_of::<GemvF16Params>() == 40);
+// SAFETY: repr(C), no padding (size asserted), plain data and device pointers only; the
+// one parameter of the kernels named above.
+unsafe impl KernelParams for GemvF16Params {}
+
+/// Parameters of the fast int8 kernels (`cmv_gemv_i8_b{B}` and their `_x_` variants).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemvI8Params {
+    /// `W`, `rows * cols` int8 values, read as 16-byte chunks (16-byte aligned).
+    pub w: DevPtr<U32x4>,
+    /// `X`, `batch * cols` int8 values, read as 16-byte chunks (16-byte aligned).
+    pub x: DevPtr<U32x4>,
+    /// The int32 accumulators, `batch * rows`.
+    pub y32: DevPtrMut<i32>,
+    /// Their int8 requantization ([`requantize`]), `batch * rows`.
+    pub y8: DevPtrMut<i8>,
+    /// Requantization scale (finite).
+    pub scale: f32,
+    /// Rows of `W`.
+    pub rows: u32,
+    /// Columns of `W`, a multiple of [`I8_COL_MULTIPLE`].
+    pub cols: u32,
+    /// Input vectors, `1..=` the kernel's batch.
+    pub batch: u32,
+    /// Warps that split each row group's columns (the launch's work split).
+    pub slices: u32,
+    /// Zero; makes the struct's tail explicit, so it has no padding bytes.
+    pub pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<GemvI8Params>() == 56);
+// SAFETY: repr(C), no padding (size asserted), plain data and device pointers only; the
+// one parameter of the kernels named above.
+unsafe impl KernelParams for GemvI8Params {}
+
+/// Parameters of `cmv_gemv_f16_any` (any `cols`, any batch).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemvF16AnyParams {
+    /// `W`, `rows * cols` fp16 values (as bits).
+    pub w: DevPtr<u16>,
+    /// `X`, `batch * cols` fp16 values (as bits).
+    pub x: DevPtr<u16>,
+    /// `Y`, `batch * rows` fp16 values (as bits).
+    pub y: DevPtrMut<u16>,
+    /// Rows of `W`.
+    pub rows: u32,
+    /// Columns of `W`.
+    pub cols: u32,
+    /// Input vectors.
+    pub batch: u32,
+    /// Zero; makes the struct's tail explicit, so it has no padding bytes.
+    pub pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<GemvF16AnyParams>() == 40);
+// SAFETY: repr(C), no padding (size asserted), plain data and device pointers only; the
+// one parameter of `cmv_gemv_f16_any`.
+unsafe impl KernelParams for GemvF16AnyParams {}
+
+/// Parameters of `cmv_gemv_i8_any` (any `cols`, any batch).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemvI8AnyParams {
+    /// `W`, `rows * cols` int8 values (as bytes).
+    pub w: DevPtr<u8>,
+    /// `X`, `batch * cols` int8 values (as bytes).
+    pub x: DevPtr<u8>,
+    /// The int32 accumulators, `batch * rows`.
+    pub y32: DevPtrMut<i32>,
+    /// Their int8 requantization ([`requantize`]), `batch * rows`.
+    pub y8: DevPtrMut<i8>,
+    /// Requantization scale (finite).
+    pub scale: f32,
+    /// Rows of `W`.
+    pub rows: u32,
+    /// Columns of `W`.
+    pub cols: u32,
+    /// Input vectors.
+    pub batch: u32,
+}
+const _: () = assert!(core::mem::size_of::<GemvI8AnyParams>() == 48);
+// SAFETY: repr(C), no padding (size asserted), plain data and device pointers only; the
+// one parameter of `cmv_gemv_i8_any`.
+unsafe impl KernelParams for GemvI8AnyParams {}
+
+/// Parameters of the streaming-read kernels (`cmv_stream_read` and `cmv_stream_x_*`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamReadParams {
+    /// The buffer, `n` 16-byte chunks (16-byte aligned).
+    pub p: DevPtr<U32x4>,
+    /// Chunks in the buffer.
+    pub n: u64,
+    /// One word per warp of the grid (`grid * STREAM_THREADS / 32`).
+    pub out: DevPtrMut<u32>,
+}
+const _: () = assert!(core::mem::size_of::<StreamReadParams>() == 24);
+// SAFETY: repr(C), no padding (size asserted), plain data and device pointers only; the
+// one parameter of the kernels named above.
+unsafe impl KernelParams for StreamReadParams {}

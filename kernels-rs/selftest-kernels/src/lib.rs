@@ -1,11 +1,27 @@
 //! Kernels that exercise the warp, shared-memory and index intrinsics of `cmv-device`, so that
 //! `cmv-runtime`'s GPU tests check them against their definitions on real hardware.
 //!
-//! `cmv_selftest_warp(input, out)`: for every thread `i` of a one-dimensional grid of blocks of
-//! at most 256 threads, with `v = input[i]`, writes [`OUTPUTS`] words to `out[OUTPUTS * i ..]`,
-//! in the order of [`Output`].
+//! `cmv_selftest_warp(`[`SelftestWarpParams`]` { input, out })`: for every thread `i` of a
+//! one-dimensional grid of blocks of at most 256 threads, with `v = input[i]`, writes
+//! [`OUTPUTS`] words to `out[OUTPUTS * i ..]`, in the order of [`Output`].
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+
+use cmv_device::{DevPtr, DevPtrMut, KernelParams};
+
+/// Parameters of `cmv_selftest_warp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelftestWarpParams {
+    /// One word per thread of the grid.
+    pub input: DevPtr<u32>,
+    /// [`OUTPUTS`] words per thread of the grid.
+    pub out: DevPtrMut<u32>,
+}
+const _: () = assert!(core::mem::size_of::<SelftestWarpParams>() == 16);
+// SAFETY: repr(C), no padding (size asserted), device pointers only; the one parameter of
+// `cmv_selftest_warp`.
+unsafe impl KernelParams for SelftestWarpParams {}
 
 /// Words each thread writes.
 pub const OUTPUTS: usize = 8;
@@ -44,15 +60,16 @@ mod kernels {
         shfl_xor, static_shared, sync_threads, thread_idx_x, warp_sum_i32,
     };
 
-    use crate::OUTPUTS;
+    use crate::{OUTPUTS, SelftestWarpParams};
 
     /// See the crate documentation.
     ///
     /// # Safety
-    /// `input` holds one word and `out` [`OUTPUTS`] words per thread of the grid; blocks have a
-    /// multiple of 32 threads, at most [`crate::MAX_BLOCK`].
+    /// `p.input` holds one word and `p.out` [`OUTPUTS`] words per thread of the grid; blocks
+    /// have a multiple of 32 threads, at most [`crate::MAX_BLOCK`].
     #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn cmv_selftest_warp(input: *const u32, out: *mut u32) {
+    pub unsafe extern "ptx-kernel" fn cmv_selftest_warp(p: SelftestWarpParams) {
+        let (input, out) = (p.input.as_ptr(), p.out.as_mut_ptr());
         let i = global_thread_x() as usize;
         let lane = lane_id();
         // SAFETY: one input word per thread.
