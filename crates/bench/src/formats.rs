@@ -34,7 +34,10 @@ use crate::{BenchError, CpuRow, Part, Row, RowTimes};
 
 /// Every format the bench measures, one line each.
 pub fn registry() -> Vec<Box<dyn FormatSuite>> {
-    vec![register::<crate::toy::Fp16Toy>()]
+    vec![
+        register::<spqr_format::SpqrMatrix>(),
+        register::<crate::toy::Fp16Toy>(),
+    ]
 }
 
 /// The format named `name` in [`registry`].
@@ -244,8 +247,31 @@ fn check<M: DeviceGemv>(
 pub fn run_gpu<M>(
     bench: &mut Baselines<'_>,
     index: usize,
+    shape: (usize, usize),
+    batches: &[usize],
+    progress: &mut dyn FnMut(&Row),
+) -> Result<Vec<Row>, BenchError>
+where
+    M: DeviceGemv,
+    M::Weight: Generate,
+    M::Input: BenchInput,
+{
+    run_gpu_tuned::<M>(bench, index, shape, batches, "", &|_| Ok(()), progress)
+}
+
+/// [`run_gpu`] with every uploaded copy passed through `tune` and the variant names suffixed
+/// with `suffix`: a format's device-side setting outside its encoder options (SpQR's fixed
+/// splits, named like `csr/s4`), for tuning extras.
+///
+/// # Errors
+/// As [`run_gpu`], and `tune`'s.
+pub fn run_gpu_tuned<M>(
+    bench: &mut Baselines<'_>,
+    index: usize,
     (rows, cols): (usize, usize),
     batches: &[usize],
+    suffix: &str,
+    tune: &dyn Fn(&mut M::Device) -> Result<(), BenchError>,
     progress: &mut dyn FnMut(&Row),
 ) -> Result<Vec<Row>, BenchError>
 where
@@ -263,15 +289,19 @@ where
     let w = M::Weight::weights(rows * cols, weight_seed(index));
     let mut out = Vec::new();
     for (variant, options) in M::variants() {
+        let variant = format!("{variant}{suffix}");
         let m = M::encode_slice(&w, rows, cols, &options).map_err(format_err::<M>)?;
         let sizes = m.size_breakdown();
-        let first = m.upload(gpu).map_err(format_err::<M>)?;
+        let mut first = m.upload(gpu).map_err(format_err::<M>)?;
+        tune(&mut first)?;
         let weight_bytes = M::bytes_read(&first);
         let n =
             cmv_runtime::rotation_copies(weight_bytes, gpu.info().l2_bytes, cfg.min_rotation_bytes);
         let mut devs = vec![first];
         for _ in 1..n {
-            devs.push(M::clone_device(&devs[0]).map_err(format_err::<M>)?);
+            let mut d = M::clone_device(&devs[0]).map_err(format_err::<M>)?;
+            tune(&mut d)?;
+            devs.push(d);
         }
         for &batch in &batches {
             let what = format!("{}/{variant} {rows}x{cols} batch {batch}", M::NAME);
@@ -297,7 +327,7 @@ where
             let cublas_us = bench.median_us(Baseline::CublasFp16, rows, cols, batch)?;
             let dense_us = bench.median_us(M::Input::DENSE, rows, cols, batch)?;
             let row = Row::derive(RowTimes {
-                name: (M::NAME, variant),
+                name: (M::NAME, &variant),
                 shape: (rows, cols, batch),
                 bits_per_weight: sizes.kernel_bits_per_weight(),
                 parts: Part::of(&sizes),

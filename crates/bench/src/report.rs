@@ -30,8 +30,6 @@ pub struct Report {
     pub gpu_skipped: Option<String>,
     /// What the run left out and why (batches a format's kernels do not take, ...).
     pub notes: Vec<String>,
-    /// SpQR: timed configurations (GPU).
-    pub spqr: Vec<crate::spqr::SpqrRow>,
     /// MatVANS: the chain benchmark's configuration.
     pub ans_config: Option<crate::ans::ChainConfig>,
     /// MatVANS: compressed sizes per element, by part.
@@ -42,48 +40,6 @@ pub struct Report {
     pub weights: Option<crate::weights::WeightsReport>,
     /// Why the weights suite did not run, if it was asked for and did not.
     pub weights_skipped: Option<String>,
-}
-
-/// The SpQR table.
-pub fn spqr_table(rows: &[crate::spqr::SpqrRow]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:>12} {:>2} {:<12} {:>6} {:>6} {:>10} {:>8} {:>7} {:>8} {:>7} {:>8} {:>8} {:>9}",
-        "shape",
-        "b",
-        "kernel",
-        "splits",
-        "bits/w",
-        "median_us",
-        "GB/s",
-        "%ceil",
-        "read_us",
-        "%read",
-        "vs cuBLAS",
-        "vs dense",
-        "rel_err"
-    );
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "{:>12} {:>2} {:<12} {:>6} {:>6.2} {:>10.2} {:>8.1} {:>7.1} {:>8.2} {:>7.1} {:>8.2}x {:>7.2}x {:>9.1e}",
-            format!("{}x{}", r.rows, r.cols),
-            r.batch,
-            r.kernel,
-            r.splits,
-            r.bits_per_weight,
-            r.median_us,
-            r.gbps,
-            r.pct_of_ceiling,
-            r.read_us,
-            r.pct_of_same_size_read,
-            r.speedup_vs_cublas,
-            r.speedup_vs_dense,
-            r.rel_err
-        );
-    }
-    s
 }
 
 /// The MatVANS size table.
@@ -501,7 +457,6 @@ mod tests {
             cpu: Vec::new(),
             gpu_skipped: Some("no CUDA driver".into()),
             notes: Vec::new(),
-            spqr: Vec::new(),
             ans_config: None,
             ans_sizes: Vec::new(),
             ans_chain: Vec::new(),

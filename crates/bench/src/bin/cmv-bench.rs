@@ -44,11 +44,12 @@ struct Args {
     explore: bool,
     #[arg(long, value_delimiter = ',', help = suites_help())]
     suites: Vec<String>,
-    /// SpQR suite: batches, each 1 to 8 (the GPU SpQR kernels' range).
+    /// SpQR suite: batches, each 1 to 8 (the GPU SpQR kernels' range; default 1,4,8).
     #[arg(long, value_delimiter = ',', default_value = "1,4,8")]
     spqr_batches: Vec<usize>,
-    /// SpQR suite: blocks per tile row, comma-separated: `auto` (the launcher's choice) and
-    /// fixed splits to compare with it (rows named like `csr/s4`), for tuning.
+    /// SpQR suite: blocks per tile row, comma-separated: `auto` (the launcher's choice, the
+    /// format suite's rows) and fixed splits to compare with it (rows named like `csr/s4`),
+    /// for tuning; without `auto` only the fixed splits run.
     #[arg(long, value_delimiter = ',', default_value = "auto", value_parser = parse_splits)]
     spqr_splits: Vec<Option<u32>>,
     /// The weights suite's safetensors model (`cargo xtask fetch-model` writes the default).
@@ -89,10 +90,9 @@ const WEIGHTS: &str = "weights";
 fn suite_names() -> Vec<&'static str> {
     let mut v = vec![DENSE];
     v.extend(bench::formats::registry().iter().map(|f| f.name()));
-    for legacy in ["spqr", "ans"] {
-        if !v.contains(&legacy) {
-            v.push(legacy);
-        }
+    // The MatVANS chain, until ans-codec is registered.
+    if !v.contains(&"ans") {
+        v.push("ans");
     }
     v.push(WEIGHTS);
     v
@@ -110,8 +110,7 @@ fn suites_help() -> String {
 fn max_batch(name: &str) -> usize {
     match bench::formats::find(name) {
         Some(f) => f.max_gpu_batch(),
-        // Formats not yet on the traits: their kernel crates' limits.
-        None if name == "spqr" => 8,
+        // ans-codec until it is registered: its kernels take one vector.
         None if name == "ans" => 1,
         None => dense_gemv::MAX_BATCH as usize,
     }
@@ -251,11 +250,12 @@ fn run(args: &Args) -> Result<(), BenchError> {
         args.suites.clone()
     };
     let want = |suite: &str| suites.iter().any(|s| s == suite);
+    // `--spqr-splits` without `auto` runs the fixed splits only.
+    let spqr_auto = args.spqr_splits.contains(&None);
     let formats: Vec<_> = bench::formats::registry()
         .into_iter()
-        .filter(|f| want(f.name()))
+        .filter(|f| want(f.name()) && (f.name() != "spqr" || spqr_auto))
         .collect();
-    let legacy_spqr = want("spqr") && bench::formats::find("spqr").is_none();
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut report = Report {
         device: "none".into(),
@@ -271,7 +271,6 @@ fn run(args: &Args) -> Result<(), BenchError> {
         ans_config: None,
         ans_sizes: Vec::new(),
         ans_chain: Vec::new(),
-        spqr: Vec::new(),
         weights: None,
         weights_skipped: None,
     };
@@ -335,36 +334,18 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 &mut progress,
             )?;
             report.gpu.extend(rows);
-            drop(bench);
-            if legacy_spqr {
-                let rows = bench::spqr::run_gpu(
-                    &gpu,
-                    &cfg,
-                    &args.spqr_batches,
-                    &args.spqr_splits,
-                    ceiling.gbps,
-                    |r| {
-                        eprintln!(
-                            "  spqr/{} {}x{} b{} ({} splits): {:.2} us, {:.1} GB/s ({:.1}%), same-size read {:.2} us ({:.1}%), {:.2}x cuBLAS, {:.2}x dense, {:.2} bits/w",
-                            r.kernel,
-                            r.rows,
-                            r.cols,
-                            r.batch,
-                            r.splits,
-                            r.median_us,
-                            r.gbps,
-                            r.pct_of_ceiling,
-                            r.read_us,
-                            r.pct_of_same_size_read,
-                            r.speedup_vs_cublas,
-                            r.speedup_vs_dense,
-                            r.bits_per_weight
-                        );
-                    },
-                )?;
-                println!("SpQR (fused 3-bit GEMV):\n{}", report::spqr_table(&rows));
-                report.spqr = rows;
+            let fixed: Vec<u32> = args.spqr_splits.iter().flatten().copied().collect();
+            if want("spqr") && !fixed.is_empty() {
+                let (run, _) = bench::formats::split_batches(
+                    "spqr",
+                    &cfg.batches_for("spqr"),
+                    max_batch("spqr"),
+                );
+                let rows =
+                    bench::spqr::run_splits(&mut bench, &cfg.shapes, &run, &fixed, &mut progress)?;
+                report.gpu.extend(rows);
             }
+            drop(bench);
             if want("ans") {
                 let (sizes, chain) =
                     bench::ans::run_gpu(&gpu, &ans_cfg, |line| eprintln!("  {line}"))?;
