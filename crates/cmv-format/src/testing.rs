@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
-use crate::container::{CRC_OFFSET, PREFIX_BYTES, checksum};
+use crate::container::{CRC_OFFSET, PREFIX_BYTES, checksum_at};
 use crate::{CompressedMatrix, Limits};
 
 /// The limits of hostile loads: small enough that a fuzzer stays fast (a loaded matrix's
@@ -331,6 +331,9 @@ pub enum Hostile {
         rows: usize,
         /// Columns.
         cols: usize,
+        /// Whether the blob was of an older container version (read by the format's legacy
+        /// reader; its matrix's container is in the current version).
+        upgraded: bool,
         /// Whether the reference product of a seeded vector succeeded (an error is allowed,
         /// a panic is not); `None` when the shape was too large to try (a side above
         /// [`HOSTILE_LIMITS`]' `max_elements`).
@@ -343,6 +346,11 @@ pub enum Hostile {
 /// agree with it, it must load again, and its reference product of a seeded vector must run
 /// without panicking (an error is allowed) and refuse wrong-length inputs.
 ///
+/// A blob of an older container version (bytes 8..12, the version word, differ from those
+/// of the matrix's container) is read by the format's legacy reader and comes back in the
+/// current version: then that container must load and give itself back, with the same
+/// reference product as the legacy blob's matrix.
+///
 /// # Panics
 /// When any of that fails, or (propagated) when the format panics.
 pub fn check_hostile_bytes<M: CompressedMatrix>(data: &[u8]) -> Hostile
@@ -354,8 +362,9 @@ where
         Err(e) => return Hostile::Refused(format!("{e:?}")),
     };
     let bytes = m.container_bytes();
+    let upgraded = bytes.get(8..12) != data.get(8..12);
     assert!(
-        bytes == data,
+        upgraded || bytes == data,
         "{}: a blob of {} bytes loaded as a {}x{} matrix whose container is different \
          ({} bytes; {}): two blobs load as one matrix (not canonical); loaded blob {}",
         M::NAME,
@@ -367,24 +376,45 @@ where
         hex(data)
     );
     check_sizes(&m, &bytes);
-    let again = M::from_container(&bytes, &HOSTILE_LIMITS);
-    assert!(
-        again.is_ok(),
-        "{}: a loaded matrix's own container does not load again",
-        M::NAME
-    );
+    let again = match M::from_container(&bytes, &HOSTILE_LIMITS) {
+        Ok(again) => again,
+        Err(e) => panic!(
+            "{}: a loaded matrix's own container does not load again: {e:?}; loaded blob {}",
+            M::NAME,
+            hex(data)
+        ),
+    };
     let (rows, cols) = (m.rows(), m.cols());
     let small = |n: usize| n as u64 <= HOSTILE_LIMITS.max_elements;
     let reference_ok = if small(rows) && small(cols) {
-        let ok = reference_text(&m, 3, 1).is_ok();
+        let y = reference_text(&m, 3, 1);
         check_reference_refusals(&m);
-        Some(ok)
+        if upgraded {
+            let again_bytes = again.container_bytes();
+            assert!(
+                again_bytes == bytes,
+                "{}: the container of a matrix read from an older version is not canonical \
+                 ({}); legacy blob {}",
+                M::NAME,
+                first_difference(&again_bytes, &bytes),
+                hex(data)
+            );
+            assert!(
+                reference_text(&again, 3, 1) == y,
+                "{}: a matrix read from an older version multiplies differently once \
+                 written in the current one; legacy blob {}",
+                M::NAME,
+                hex(data)
+            );
+        }
+        Some(y.is_ok())
     } else {
         None
     };
     Hostile::Loaded {
         rows,
         cols,
+        upgraded,
         reference_ok,
     }
 }
@@ -680,9 +710,15 @@ impl Mutation {
 /// Writes the CRC a container of `blob`'s bytes would have at [`CRC_OFFSET`] (a blob too
 /// short to hold it is left as it is).
 pub fn fix_crc(blob: &mut [u8]) {
-    if blob.len() >= CRC_OFFSET + 4 {
-        let crc = checksum(blob);
-        blob[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+    fix_crc_at(blob, CRC_OFFSET);
+}
+
+/// Writes the CRC-32 of `blob` (with the 4 bytes at `crc_offset` taken as zero) at
+/// `crc_offset`, as a legacy container stores it (a blob too short is left as it is).
+pub fn fix_crc_at(blob: &mut [u8], crc_offset: usize) {
+    if blob.len() >= crc_offset + 4 {
+        let crc = checksum_at(blob, crc_offset);
+        blob[crc_offset..crc_offset + 4].copy_from_slice(&crc.to_le_bytes());
     }
 }
 
@@ -811,7 +847,10 @@ fn error_kind(debug: &str) -> String {
 /// to each edge value and to its neighbours, and every truncation within the header and the
 /// first bytes after it.
 pub fn header_sweep(valid: &[u8]) -> Vec<Mutation> {
-    let header = header_len(valid);
+    sweep(valid, header_len(valid))
+}
+
+fn sweep(valid: &[u8], header: usize) -> Vec<Mutation> {
     let mut out = Vec::new();
     for pos in (0..header.saturating_sub(3)).step_by(4) {
         let values = EDGE_U32
@@ -857,6 +896,40 @@ pub fn check_mutations<M: CompressedMatrix>(
 where
     M::Input: Sample,
 {
+    mutations_at::<M>(valid_blob, CRC_OFFSET, header_len(valid_blob), seed, count)
+}
+
+/// [`check_mutations`] for a container of an older version, read by the format's legacy
+/// reader, whose CRC-32 lies at `crc_offset` and whose header has `header_bytes` bytes (the
+/// sweep covers them). Loads of mutated blobs are checked as [`check_hostile_bytes`] checks
+/// older versions.
+///
+/// # Panics
+/// As [`check_mutations`].
+pub fn check_legacy_mutations<M: CompressedMatrix>(
+    legacy_blob: &[u8],
+    crc_offset: usize,
+    header_bytes: usize,
+    seed: u64,
+    count: usize,
+) -> MutationReport
+where
+    M::Input: Sample,
+{
+    mutations_at::<M>(legacy_blob, crc_offset, header_bytes, seed, count)
+}
+
+fn mutations_at<M: CompressedMatrix>(
+    valid_blob: &[u8],
+    crc_offset: usize,
+    header: usize,
+    seed: u64,
+    count: usize,
+) -> MutationReport
+where
+    M::Input: Sample,
+{
+    let header = header.min(valid_blob.len());
     match with_context(
         || "the valid container".into(),
         || check_hostile_bytes::<M>(valid_blob),
@@ -876,7 +949,7 @@ where
         for crc_fixed in [false, true] {
             let mut blob = mutated.clone();
             if crc_fixed {
-                fix_crc(&mut blob);
+                fix_crc_at(&mut blob, crc_offset);
             }
             let (outcome, why) = with_context(
                 || format!("{} {muts:?} (CRC re-fixed: {crc_fixed})", what()),
@@ -888,14 +961,13 @@ where
             report.add(outcome);
         }
     };
-    for (i, m) in header_sweep(valid_blob).into_iter().enumerate() {
+    for (i, m) in sweep(valid_blob, header).into_iter().enumerate() {
         run(
             &mut report,
             &|| format!("{}: header sweep mutation {i}:", M::NAME),
             &[m],
         );
     }
-    let header = header_len(valid_blob);
     let mut rng = SeededRng::new(seed);
     for i in 0..count {
         let stack = 1 + usize::from(rng.below(4) == 0) * (1 + rng.below(3) as usize);

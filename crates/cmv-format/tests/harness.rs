@@ -77,6 +77,7 @@ fn hostile_bytes() {
         Hostile::Loaded {
             rows: 3,
             cols: 5,
+            upgraded: false,
             reference_ok: Some(true)
         }
     );
