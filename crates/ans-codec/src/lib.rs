@@ -3,9 +3,9 @@
 //!
 //! The format is specified in `docs/ANS.md`. [`encode`] compresses a matrix, [`AnsMatrix`]
 //! holds it (and decodes it on the CPU), [`format`](mod@format) reads and writes the versioned
-//! container, and [`gpu`] (feature `gpu`, on by default) multiplies by it on the GPU.
+//! container, and `gpu` (feature `gpu`, on by default) multiplies by it on the GPU.
 //! [`AnsMatrix`] implements cmv's format traits, [`CompressedMatrix`](cmv_format::CompressedMatrix)
-//! and (feature `gpu`) [`DeviceGemv`](cmv_format::DeviceGemv).
+//! and (feature `gpu`) `cmv_format::DeviceGemv`.
 
 mod compressed;
 mod decode;
@@ -36,3 +36,6 @@ pub use ans_kernels::layout as kernel_layout;
 /// The format core this crate is built on (its error, limits, size breakdown and traits).
 pub use cmv_format;
 pub use cmv_format::{FormatError, Limits, SizeBreakdown};
+/// The GPU runtime the [`gpu`] module's signatures use (`Gpu`, `CudaSlice`, `PtxModule`).
+#[cfg(feature = "gpu")]
+pub use cmv_runtime;
