@@ -36,6 +36,7 @@ use crate::{BenchError, CpuRow, Part, Row, RowTimes};
 pub fn registry() -> Vec<Box<dyn FormatSuite>> {
     vec![
         register::<spqr_format::SpqrMatrix>(),
+        register::<ans_codec::AnsMatrix>(),
         register::<crate::toy::Fp16Toy>(),
     ]
 }
@@ -164,8 +165,13 @@ pub fn split_batches(format: &str, batches: &[usize], max: usize) -> (Vec<usize>
         batches.iter().partition(|&&b| (1..=max).contains(&b));
     let note = (!skip.is_empty()).then(|| {
         let list: Vec<String> = skip.iter().map(usize::to_string).collect();
+        let range = if max == 1 {
+            "1 vector".to_owned()
+        } else {
+            format!("1 to {max} vectors")
+        };
         format!(
-            "{format}: batch {} skipped: its GPU kernels take 1 to {max} vectors",
+            "{format}: batch {} skipped: its GPU kernels take {range}",
             list.join(", ")
         )
     });
@@ -410,6 +416,7 @@ mod tests {
         let r = registry();
         let mut names: Vec<&str> = r.iter().map(|f| f.name()).collect();
         assert!(names.contains(&Fp16Toy::NAME));
+        assert!(names.contains(&"spqr") && names.contains(&"ans"));
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), r.len(), "two formats share a name");
@@ -428,5 +435,8 @@ mod tests {
             note.unwrap(),
             "spqr: batch 16, 32 skipped: its GPU kernels take 1 to 8 vectors"
         );
+        let (run, note) = split_batches("ans", &[1, 4], 1);
+        assert_eq!(run, [1]);
+        assert!(note.unwrap().ends_with("take 1 vector"));
     }
 }

@@ -90,10 +90,6 @@ const WEIGHTS: &str = "weights";
 fn suite_names() -> Vec<&'static str> {
     let mut v = vec![DENSE];
     v.extend(bench::formats::registry().iter().map(|f| f.name()));
-    // The MatVANS chain, until ans-codec is registered.
-    if !v.contains(&"ans") {
-        v.push("ans");
-    }
     v.push(WEIGHTS);
     v
 }
@@ -110,8 +106,6 @@ fn suites_help() -> String {
 fn max_batch(name: &str) -> usize {
     match bench::formats::find(name) {
         Some(f) => f.max_gpu_batch(),
-        // ans-codec until it is registered: its kernels take one vector.
-        None if name == "ans" => 1,
         None => dense_gemv::MAX_BATCH as usize,
     }
 }
@@ -360,6 +354,13 @@ fn run(args: &Args) -> Result<(), BenchError> {
             );
             report.gpu_skipped = Some(e.to_string());
             if want("ans") {
+                if args.ans_dims.is_empty() && !args.quick {
+                    // Encoding the chain's larger matrices takes minutes on a few cores.
+                    ans_cfg.dims = vec![2048, 4096];
+                    println!(
+                        "MatVANS sizes at d = 2048, 4096 on the CPU side (--ans-dims for others)"
+                    );
+                }
                 report.ans_sizes = bench::ans::run_cpu(&ans_cfg)?;
                 report.ans_config = Some(ans_cfg.clone());
             }
