@@ -12,7 +12,7 @@ use dense_gemv::DenseGemv;
 
 /// Benchmarks every cmv format against the dense baselines.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(name = "cmv-bench", version, about)]
 struct Args {
     /// Folder for bench.json and speedup.svg.
     #[arg(long, default_value = "target/bench")]
@@ -73,8 +73,8 @@ fn shapes_list(shapes: &[(usize, usize)]) -> String {
 
 fn shapes_help() -> String {
     format!(
-        "Shapes as ROWSxCOLS, comma-separated (default: the {} LLM shapes {}; on the CPU side \
-         without a GPU: {})",
+        "Shapes as ROWSxCOLS, comma-separated (default: the {} LLM shapes {}; with --quick, and \
+         on the CPU side, which encodes every format on the host: {})",
         bench::SHAPES.len(),
         shapes_list(&bench::SHAPES),
         shapes_list(&bench::CPU_SHAPES)
