@@ -3,9 +3,11 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use ans_kernels::AnsParams;
 use cmv_format::{Check, DeviceGemv, check_len, check_len_at_least, clone_slice};
-use cmv_runtime::cudarc::driver::PushKernelArg;
-use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError};
+use cmv_runtime::{
+    CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
+};
 
 use crate::error::{AnsError, Result, shape_error};
 use crate::layout::Layout;
@@ -180,6 +182,8 @@ impl AnsGemv {
             block_dim: (BLOCK_THREADS, 1, 1),
             shared_mem_bytes: smem,
         };
+        // Checked here as well as in the launch: above 48 KiB of shared memory this sets the
+        // kernel's opt-in limit, which the occupancy query below needs to count blocks right.
         k.check_config(&cfg)?;
         // A persistent grid: as many blocks as fit at once, or fewer when there is less work.
         let per_sm = k.max_active_blocks_per_sm(BLOCK_THREADS, smem)?.max(1);
@@ -187,30 +191,31 @@ impl AnsGemv {
         cfg.grid_dim.0 = m.units.div_ceil(warps).clamp(1, per_sm * self.sm_count);
         let table = if register { &m.table } else { &m.packed };
         // A poisoned lock only means another launch panicked; the word is still whole.
-        let err = self.err.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut l = k.builder(&self.stream);
-        l.arg(&m.stream)
-            .arg(&m.offsets)
-            .arg(table)
-            .arg(x)
-            .arg(y32)
-            .arg(y8)
-            .arg(&*err);
-        l.arg(&scale).arg(&m.rows).arg(&m.cols).arg(&m.padded_cols);
-        l.arg(&m.precision);
+        let mut err = self.err.lock().unwrap_or_else(PoisonError::into_inner);
+        let params = AnsParams {
+            stream: dev_ptr(&m.stream).cast(),
+            offsets: dev_ptr(&m.offsets),
+            table: dev_ptr(table),
+            x: dev_ptr(x).cast(),
+            y32: dev_ptr_mut(y32),
+            y8: dev_ptr_mut(y8),
+            err: dev_ptr_mut(&mut *err),
+            scale,
+            rows: m.rows,
+            cols: m.cols,
+            padded_cols: m.padded_cols,
+            precision: m.precision,
+        };
         // SAFETY: `m` comes from a validated `AnsMatrix` (offsets start at 0, increase by
         // multiples of 128 words of at least 128, end at the stream's length; the table has
         // 96 words for precision 7 and 2^P entries otherwise); x, y32 and y8 were checked
         // against cols and rows; whole warps; the shared memory holds the padded vector and the
-        // table, as the kernel stages them. The error word is pushed through a shared
-        // reference although the kernel writes it: that is sound, the kernel only ORs flag bits
-        // into its one word (racing writers all set bits), nothing on the host reads or writes
-        // it meanwhile (`check` holds the lock and goes through this same stream, after the
+        // table, as the kernel stages them; every ANS kernel takes `AnsParams`. The kernel
+        // writes the error word, taken mutably under the lock: it only ORs flag bits into its
+        // one word (racing writers all set bits), and nothing on the host reads or writes it
+        // meanwhile (`check` holds the lock and goes through this same stream, after the
         // launches queued before it).
-        unsafe { l.launch(cfg) }.map_err(|source| RuntimeError::Driver {
-            op: "cuLaunchKernel",
-            source,
-        })?;
+        unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
 

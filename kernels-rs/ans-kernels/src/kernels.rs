@@ -12,10 +12,47 @@ use cmv_device::{
     warp_sum_i32,
 };
 
+use core::arch::asm;
+
 use crate::coder::{Slot, decode_group, needs_refill, refill};
 use crate::layout::{BLOCK_WORDS, LANES, STATE_LOWER};
 
-use crate::{ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
+use crate::{AnsParams, ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
+
+/// ORs `flags` into the error word at `err`, in inline PTX: `ld.global`, `or`, `st.global`
+/// (not atomic, as before: racing warps only ever set bits, so the word is non-zero once a
+/// flag was raised).
+///
+/// `err` comes from the kernel's parameter struct as two 32-bit words. Rebuilt once at the
+/// kernel's start, the 64-bit address would stay in a register pair across the decode loops
+/// (ptxas does not reload a rebuilt pair from the parameter bank as it does a 64-bit
+/// parameter: `cmv_ans_stripes_*` took 2 more registers on sm_80); here it is put together
+/// from the two words where the flags are written, on the rare error path, and the two words
+/// are parameter values ptxas can reload there.
+///
+/// # Safety
+/// `err` points to a writable, 4-byte-aligned word of global memory.
+#[inline(always)]
+unsafe fn raise(err: *mut u32, flags: u32) {
+    let addr = err as u64;
+    // SAFETY: the caller guarantees a valid, aligned global address.
+    unsafe {
+        asm!(
+            "\t{{",
+            "\t.reg .b64 a;",
+            "\t.reg .b32 v;",
+            "\tmov.b64 a, {{{lo}, {hi}}};",
+            "\tld.global.u32 v, [a];",
+            "\tor.b32 v, v, {flags};",
+            "\tst.global.u32 [a], v;",
+            "\t}}",
+            lo = in(reg32) addr as u32,
+            hi = in(reg32) (addr >> 32) as u32,
+            flags = in(reg32) flags,
+            options(nostack, preserves_flags),
+        );
+    }
+}
 
 /// Where table lookups go: three byte tables in registers (7-bit path) or packed entries in
 /// shared memory.
@@ -338,7 +375,7 @@ unsafe fn rows_kernel<const G: usize>(a: Args, tables: Tables) {
         let Some((s, blocks)) = (unsafe { unit_stream(stream, offsets, row) }) else {
             if lane == 0 {
                 // SAFETY: err holds one word.
-                unsafe { *err |= ERR_STREAM_OVERRUN };
+                unsafe { raise(err, ERR_STREAM_OVERRUN) };
             }
             row += stride;
             continue;
@@ -363,10 +400,10 @@ unsafe fn rows_kernel<const G: usize>(a: Args, tables: Tables) {
                 *y32.add(row as usize) = sum;
                 *y8.add(row as usize) = requantize(sum, scale);
                 if q.overrun {
-                    *err |= ERR_STREAM_OVERRUN;
+                    raise(err, ERR_STREAM_OVERRUN);
                 }
                 if bad {
-                    *err |= ERR_FINAL_STATE;
+                    raise(err, ERR_FINAL_STATE);
                 }
             }
         }
@@ -403,7 +440,7 @@ unsafe fn stripes_kernel<const G: usize>(a: Args, tables: Tables) {
         let Some((s, blocks)) = (unsafe { unit_stream(stream, offsets, t) }) else {
             if lane == 0 {
                 // SAFETY: err holds one word.
-                unsafe { *err |= ERR_STREAM_OVERRUN };
+                unsafe { raise(err, ERR_STREAM_OVERRUN) };
             }
             t += stride;
             continue;
@@ -433,7 +470,7 @@ unsafe fn stripes_kernel<const G: usize>(a: Args, tables: Tables) {
             let flag = if q.overrun { ERR_STREAM_OVERRUN } else { 0 }
                 | if bad { ERR_FINAL_STATE } else { 0 };
             // SAFETY: err holds one word.
-            unsafe { *err |= flag };
+            unsafe { raise(err, flag) };
         }
         t += stride;
     }
@@ -522,12 +559,12 @@ macro_rules! ans_entries {
     ($($(#[$doc:meta])* $name:ident = $stripes:literal, $register:literal;)*) => {$(
         $(#[$doc])*
         #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            stream: *const U32x4, offsets: *const u32, table: *const u32, x: *const u8,
-            y32: *mut i32, y8: *mut i8, err: *mut u32, scale: f32, rows: u32, cols: u32,
-            padded_cols: u32, precision: u32,
-        ) {
+        pub unsafe extern "ptx-kernel" fn $name(p: AnsParams) {
+            let (stream, offsets, table, x) =
+                (p.stream.as_ptr(), p.offsets.as_ptr(), p.table.as_ptr(), p.x.as_ptr());
+            let (y32, y8, err) = (p.y32.as_mut_ptr(), p.y8.as_mut_ptr(), p.err.as_mut_ptr());
+            let (scale, rows, cols, padded_cols, precision) =
+                (p.scale, p.rows, p.cols, p.padded_cols, p.precision);
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 entry::<$stripes, $register>(

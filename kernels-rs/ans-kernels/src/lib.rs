@@ -3,11 +3,16 @@
 //!
 //! The format is specified in `docs/ANS.md`; [`coder`] holds the one decode step and its
 //! inverse, [`layout`] the constants and the word interleaving every layout uses.
+//!
+//! Every kernel takes its parameters as one struct, [`AnsParams`], launched by `ans-codec`
+//! through `cmv-runtime`'s typed launch.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
 pub mod coder;
 pub mod layout;
+
+use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
 #[cfg(target_arch = "nvptx64")]
 pub mod kernels;
@@ -20,3 +25,42 @@ pub const MAX_BATCH: usize = 1;
 pub const ERR_STREAM_OVERRUN: u32 = 1;
 /// Error flag: a coder did not end in its initial state.
 pub const ERR_FINAL_STATE: u32 = 2;
+
+/// Parameters of every ANS kernel (`cmv_ans_rows_p7`, `cmv_ans_rows_smem`,
+/// `cmv_ans_stripes_p7`, `cmv_ans_stripes_smem`), in the order of their former arguments.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AnsParams {
+    /// The units' streams, back to back, read as 16-byte units (16-byte aligned).
+    pub stream: DevPtr<U32x4>,
+    /// `units + 1` word offsets of the units' streams (validated on the host).
+    pub offsets: DevPtr<u32>,
+    /// The 3 x 32 register-table words (the `_p7` kernels) or the `2^precision` packed
+    /// entries (the `_smem` kernels).
+    pub table: DevPtr<u32>,
+    /// The input vector, `cols` int8 values (as bytes).
+    pub x: DevPtr<u8>,
+    /// The int32 accumulators, `rows`.
+    pub y32: DevPtrMut<i32>,
+    /// Their int8 requantization (`cmv_device::requantize`), `rows`.
+    pub y8: DevPtrMut<i8>,
+    /// One word the kernel ORs its error flags into ([`ERR_STREAM_OVERRUN`],
+    /// [`ERR_FINAL_STATE`]).
+    pub err: DevPtrMut<u32>,
+    /// Requantization scale (finite).
+    pub scale: f32,
+    /// Rows of the matrix.
+    pub rows: u32,
+    /// Columns of the matrix.
+    pub cols: u32,
+    /// Columns padded as the layout pads them (a multiple of 128 for rows, of 4 for stripes).
+    pub padded_cols: u32,
+    /// The model's precision `P` (7 to 12; the `_p7` kernels ignore it).
+    pub precision: u32,
+}
+const _: () = assert!(core::mem::size_of::<AnsParams>() == 76);
+const _: () = assert!(core::mem::align_of::<AnsParams>() == 4);
+// SAFETY: repr(C), no padding (seven 8-byte pointers at alignment 4 and five 32-bit fields,
+// size asserted), plain data and device pointers only; the one parameter of the kernels named
+// above.
+unsafe impl KernelParams for AnsParams {}
