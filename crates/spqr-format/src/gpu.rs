@@ -8,14 +8,16 @@ use cmv_format::{
     relative_error, upload_nonempty,
 };
 use cmv_runtime::cudarc::driver::PushKernelArg;
-use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError};
+use cmv_runtime::{
+    CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
+};
 use half::f16;
 use spqr_kernels::layout::{
     SecondOrder, TILE, device_order, first_order, row_qs, row_qz, row_stat_byte,
 };
 use spqr_kernels::{
-    MAX_BATCH, MAX_SPLITS, block_threads, choose_splits, is_scaled_kernel, kernel_batch,
-    kernel_name, launch_warps, smem_bytes, tc_scaled,
+    MAX_BATCH, MAX_SPLITS, SpqrGemvParams, block_threads, choose_splits, is_scaled_kernel,
+    kernel_batch, kernel_name, launch_warps, smem_bytes, tc_scaled,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -347,7 +349,6 @@ impl SpqrGemv {
             block_dim: (threads, 1, 1),
             shared_mem_bytes: smem_bytes(weight_warps, kb),
         };
-        k.check_config(&cfg)?;
         let (offsets, vals) = if pt {
             (&m.pt_offsets, &m.pt_vals)
         } else {
@@ -370,33 +371,55 @@ impl SpqrGemv {
             ws.counters = self.stream.alloc_zeros(bands as usize).map_err(alloc)?;
         }
         let Workspace { partials, counters } = &mut *ws;
-        let mut l = k.builder(&self.stream);
-        l.arg(&m.dense).arg(x).arg(y).arg(offsets).arg(vals);
-        l.arg(partials).arg(counters);
-        l.arg(&m.rows)
-            .arg(&m.cols)
-            .arg(&m.padded_cols)
-            .arg(&b)
-            .arg(&splits);
-        if is_scaled_kernel(kb) {
-            l.arg(&m.pre).arg(&m.post);
-        }
-        l.arg(&aligned);
-        // SAFETY: `m` comes from a validated `SpqrMatrix` (dense words for every tile row,
-        // offsets monotone and inside the outlier words, outlier columns below cols); x and y
-        // were checked against batch, cols and rows; blocks of whole warps;
+        // SAFETY (both launches): `m` comes from a validated `SpqrMatrix` (dense words for
+        // every tile row, offsets monotone and inside the outlier words, outlier columns below
+        // cols); x and y were checked against batch, cols and rows; blocks of whole warps;
         // `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte aligned);
         // `splits` blocks per tile row with 1 <= splits <= max_splits() <= its steps, and
         // with splits > 1 a workspace of bands * splits * 16 * kb partial sums and `bands`
         // counters, zero between launches (zeroed at allocation, reset by each tile row's
         // last part; launches on this one stream do not overlap);
         // the scaled-weights kernels (and only they) take `pre`/`post`, from
-        // `tc_scaled::prescale` of this matrix's scales; the shared memory is `smem_bytes` for
-        // the block's warps and the kernel batch.
-        unsafe { l.launch(cfg) }.map_err(|source| RuntimeError::Driver {
-            op: "cuLaunchKernel",
-            source,
-        })?;
+        // `tc_scaled::prescale` of this matrix's scales; the routed kernels (and only they)
+        // take `SpqrGemvParams`; the shared memory is `smem_bytes` for the block's warps and
+        // the kernel batch.
+        if is_scaled_kernel(kb) {
+            // The older launch path: these kernels keep separate arguments (see
+            // `spqr_kernels`' documentation).
+            k.check_config(&cfg)?;
+            let mut l = k.builder(&self.stream);
+            l.arg(&m.dense).arg(x).arg(y).arg(offsets).arg(vals);
+            l.arg(partials).arg(counters);
+            l.arg(&m.rows)
+                .arg(&m.cols)
+                .arg(&m.padded_cols)
+                .arg(&b)
+                .arg(&splits);
+            l.arg(&m.pre).arg(&m.post).arg(&aligned);
+            // SAFETY: see above.
+            unsafe { l.launch(cfg) }.map_err(|source| RuntimeError::Driver {
+                op: "cuLaunchKernel",
+                source,
+            })?;
+        } else {
+            let params = SpqrGemvParams {
+                dense: dev_ptr(&m.dense),
+                x: dev_ptr(x).cast(),
+                y: dev_ptr_mut(y).cast(),
+                offsets: dev_ptr(offsets),
+                col_vals: dev_ptr(vals),
+                partials: dev_ptr_mut(partials),
+                counters: dev_ptr_mut(counters),
+                rows: m.rows,
+                cols: m.cols,
+                padded_cols: m.padded_cols,
+                batch: b,
+                splits,
+                aligned,
+            };
+            // SAFETY: see above; `launch` checks `cfg`.
+            unsafe { k.launch(&self.stream, cfg, &params)? };
+        }
         Ok(())
     }
 }

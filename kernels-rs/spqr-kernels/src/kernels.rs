@@ -36,8 +36,8 @@ use crate::tc::{
 };
 use crate::{
     BLOCK_THREADS, MAX_BATCH, MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES,
-    WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, part_steps, ring_offset, round_steps, sets,
-    stage_offset,
+    SpqrGemvParams, WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, part_steps, ring_offset,
+    round_steps, sets, stage_offset,
 };
 
 const MB: usize = MAX_BATCH as usize;
@@ -731,18 +731,18 @@ macro_rules! entries {
         /// SpQR GEMV for up to this many input vectors; see the module documentation.
         ///
         /// # Safety
-        /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
-        /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
-        /// and `cols % 8 == 0`), and launched `splits` blocks per tile row (`1 <= splits <=`
-        /// its steps) of `launch_warps` threads (at least 2 warps) with `smem_bytes(weight
-        /// warps, B)` bytes of shared memory; with `splits > 1`, `partials` holds `bands * splits * 16 * B` values and `counters`
-        /// one zero per tile row.
+        /// Launched by `spqr-format` with [`SpqrGemvParams`], having validated the matrix
+        /// (lengths, offsets, outlier columns), sized the inputs and outputs, checked `aligned`
+        /// (input 16-byte aligned and `cols % 8 == 0`), and launched `splits` blocks per tile
+        /// row (`1 <= splits <=` its steps) of `launch_warps` threads (at least 2 warps) with
+        /// `smem_bytes(weight warps, B)` bytes of shared memory; with `splits > 1`, `partials`
+        /// holds `bands * splits * 16 * B` values and `counters` one zero per tile row.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            dense: *const u64, x: *const u16, y: *mut u16, offsets: *const u32,
-            col_vals: *const u32, partials: *mut f32, counters: *mut u32, rows: u32, cols: u32,
-            padded_cols: u32, batch: u32, splits: u32, aligned: u32,
-        ) {
+        pub unsafe extern "ptx-kernel" fn $name(p: SpqrGemvParams) {
+            let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
+            let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
+            let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
+            let SpqrGemvParams { rows, cols, padded_cols, batch, splits, aligned, .. } = p;
             let split = Split::of_block(partials, counters, splits);
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
