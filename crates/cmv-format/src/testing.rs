@@ -20,7 +20,9 @@
 //! A broken promise panics with a message naming the format, the mutation and the blob (in
 //! hex when it is small); everything else comes back as a report of what was checked.
 
-use std::collections::BTreeMap;
+use std::any::TypeId;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use crate::container::{CRC_OFFSET, PREFIX_BYTES, checksum_at};
@@ -1021,12 +1023,12 @@ where
     check_mutated::<M>(valid, &blob, crc_fixed)
 }
 
-/// Bytes of the seed [`seeded_matrix`] reads: rows (1 byte), columns (2), encoder variant
-/// (1), values (2).
-pub const SEED_BYTES: usize = 6;
+/// Bytes of the seed [`seeded_matrix`] reads: rows, columns, encoder variant, values (one
+/// byte each).
+pub const SEED_BYTES: usize = 4;
 
 /// A small matrix built from a fuzzer's first bytes ([`SEED_BYTES`] of them; missing ones
-/// read as zero): `1..=48` rows, `1..=320` columns (at most 8192 weights), seeded weights, and
+/// read as zero): `1..=40` rows, `1..=200` columns (at most 4096 weights), seeded weights, and
 /// one of [`CompressedMatrix::variants`]. `None` when the format refuses the shape or the
 /// weights.
 pub fn seeded_matrix<M: CompressedMatrix>(seed: &[u8]) -> Option<M>
@@ -1034,12 +1036,11 @@ where
     M::Weight: Sample,
 {
     let b = |i: usize| seed.get(i).copied().unwrap_or(0);
-    let rows = 1 + usize::from(b(0)) % 48;
-    let cols = (1 + usize::from(u16::from_le_bytes([b(1), b(2)])) % 320).min(8192 / rows);
+    let rows = 1 + usize::from(b(0)) % 40;
+    let cols = (1 + usize::from(b(1)) % 200).min(4096 / rows);
     let variants = M::variants();
-    let (_, options) = &variants[usize::from(b(3)) % variants.len()];
-    let values = u64::from(u16::from_le_bytes([b(4), b(5)]));
-    let weights = seeded_vec::<M::Weight>(values, rows * cols);
+    let (_, options) = &variants[usize::from(b(2)) % variants.len()];
+    let weights = seeded_vec::<M::Weight>(u64::from(b(3)), rows * cols);
     M::encode_slice(&weights, rows, cols, options).ok()
 }
 
@@ -1047,16 +1048,42 @@ where
 /// [`seeded_matrix`] of `data`'s first [`SEED_BYTES`], mutated as the rest says, checked.
 ///
 /// # Panics
-/// As [`check_mutated`]; also when the seeded matrix does not round-trip.
+/// As [`check_mutated`]; also when a seeded matrix does not [`round_trip`].
 pub fn fuzz_mutate<M: CompressedMatrix>(data: &[u8]) -> Option<Outcome>
 where
     M::Weight: Sample,
     M::Input: Sample,
 {
     let (seed, ops) = data.split_at(data.len().min(SEED_BYTES));
-    let m = seeded_matrix::<M>(seed)?;
-    let valid = m.container_bytes();
+    let valid = seeded_container::<M>(seed)?;
     Some(check_fuzz_mutation::<M>(&valid, ops))
+}
+
+/// The container of [`seeded_matrix`], remembered (a fuzzer keeps a seed while it mutates
+/// the rest of its input; encoding each time would take most of its time).
+fn seeded_container<M: CompressedMatrix>(seed: &[u8]) -> Option<Vec<u8>>
+where
+    M::Weight: Sample,
+    M::Input: Sample,
+{
+    type Cache = HashMap<(TypeId, Vec<u8>), Option<Vec<u8>>>;
+    thread_local! {
+        static CACHE: RefCell<Cache> = RefCell::new(HashMap::new());
+    }
+    let key = (TypeId::of::<M>(), seed.to_vec());
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
+        return hit;
+    }
+    // Each new seed's matrix is checked once through `round_trip`.
+    let blob = seeded_matrix::<M>(seed).map(|m| round_trip(&m));
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= 4096 {
+            c.clear();
+        }
+        c.insert(key, blob.clone());
+    });
+    blob
 }
 
 /// The fuzz target `<format>_bytes` in one call: `data` through [`check_hostile_bytes`] as it

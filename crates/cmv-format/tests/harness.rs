@@ -200,7 +200,7 @@ fn fuzz_entry_points() {
     let mut loaded = 0;
     let mut refused = 0;
     for s in 0..400u32 {
-        let mut data = seeded_vec::<u8>(u64::from(s), 6 + (s as usize % 40));
+        let mut data = seeded_vec::<u8>(u64::from(s), SEED_BYTES + (s as usize % 40));
         if let Some(flags) = data.get_mut(SEED_BYTES) {
             *flags = (s % 2) as u8;
         }
@@ -212,13 +212,10 @@ fn fuzz_entry_points() {
         fuzz_bytes::<Tiny<OK>>(&data);
     }
     assert!(loaded > 0 && refused > 0, "{loaded} {refused}");
-    let m = seeded_matrix::<Tiny<OK>>(&[200, 0xff, 0xff, 1, 0, 0]).unwrap();
-    assert_eq!(
-        (m.rows, m.cols, m.scale),
-        (200 % 48 + 1, 1 + 0xffff % 320, 3)
-    );
-    assert!(m.rows * m.cols <= 8192);
-    assert_eq!(SEED_BYTES, 6);
+    let m = seeded_matrix::<Tiny<OK>>(&[200, 0xff, 1, 0]).unwrap(); // 200 % 40 + 1 rows, 0xff % 200 + 1 columns
+    assert_eq!((m.rows, m.cols, m.scale), (1, 56, 3));
+    let big = seeded_matrix::<Tiny<OK>>(&[39, 199, 0, 0]).unwrap();
+    assert_eq!((big.rows, big.cols, big.scale), (40, 4096 / 40, 1));
     // An empty mutation list leaves the blob as it is.
     let blob = m.container_bytes();
     assert_eq!(fuzz_mutations(&blob, &[]), (vec![], true));
