@@ -179,7 +179,7 @@ impl Gpu {
                 kernel,
             })?;
         let params = if self.info.driver_version >= 12040 {
-            param_layout(&func)
+            first_param_bytes(&func)
         } else {
             None
         };
@@ -259,20 +259,20 @@ pub fn dev_ptr_mut<T>(buf: &mut CudaSlice<T>) -> DevPtrMut<T> {
     unsafe { DevPtrMut::from_addr(addr) }
 }
 
-/// (parameter count, bytes of the first parameter) of a loaded kernel, from the driver
-/// (`cuFuncGetParamInfo`, CUDA 12.4 and newer); `None` where the driver does not say.
-fn param_layout(func: &CudaFunction) -> Option<(usize, usize)> {
+/// Bytes of a loaded kernel's first parameter, from the driver (`cuFuncGetParamInfo`, CUDA
+/// 12.4 and newer); `None` where the driver does not say.
+///
+/// Only parameter 0 is asked for: probing for the parameter count would end in a refused call
+/// (`CUDA_ERROR_INVALID_VALUE`), which compute-sanitizer reports as an API error. A typed
+/// kernel has one parameter, its struct; every argument-by-argument kernel starts with a
+/// pointer (8 bytes), smaller than any parameter struct, so the first parameter's size alone
+/// tells a mismatch.
+fn first_param_bytes(func: &CudaFunction) -> Option<usize> {
     use cudarc::driver::sys::{CUresult, cuFuncGetParamInfo};
-    let info = |i: usize| {
-        let (mut offset, mut size) = (0usize, 0usize);
-        // SAFETY: a loaded function handle and two out-pointers to locals.
-        let rc = unsafe { cuFuncGetParamInfo(func.cu_function(), i, &mut offset, &mut size) };
-        (rc == CUresult::CUDA_SUCCESS).then_some(size)
-    };
-    let first = info(0)?;
-    // PTX allows far fewer parameters than this; the bound only ends the loop.
-    let count = (1..4096).find(|&i| info(i).is_none())?;
-    Some((count, first))
+    let (mut offset, mut size) = (0usize, 0usize);
+    // SAFETY: a loaded function handle and two out-pointers to locals.
+    let rc = unsafe { cuFuncGetParamInfo(func.cu_function(), 0, &mut offset, &mut size) };
+    (rc == CUresult::CUDA_SUCCESS).then_some(size)
 }
 
 /// A kernel's parameter struct as cudarc's one kernel argument: the driver copies its
@@ -293,8 +293,8 @@ pub struct Kernel {
     func: CudaFunction,
     name: &'static str,
     max_smem: u32,
-    /// (parameter count, bytes of the first), where the driver reports them.
-    params: Option<(usize, usize)>,
+    /// Bytes of the first parameter, where the driver reports them.
+    params: Option<usize>,
 }
 
 impl Kernel {
@@ -387,14 +387,14 @@ impl Kernel {
         cfg: LaunchConfig,
         params: &P,
     ) -> Result<()> {
-        if let Some((count, first)) = self.params {
+        if let Some(first) = self.params {
             let size = std::mem::size_of::<P>();
-            if count != 1 || first != size {
+            if first != size {
                 return Err(RuntimeError::InvalidLaunch {
                     kernel: self.name,
                     reason: format!(
-                        "the kernel takes {count} parameter(s), the first of {first} bytes, \
-                         not one {} of {size} bytes",
+                        "the kernel's first parameter has {first} bytes, not those of one {} \
+                         ({size} bytes)",
                         std::any::type_name::<P>()
                     ),
                 });
