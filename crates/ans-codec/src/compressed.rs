@@ -48,18 +48,18 @@ impl CompressedMatrix for AnsMatrix {
     }
 
     fn cols(&self) -> usize {
-        self.cols
+        self.shape.cols()
     }
 
     fn rows(&self) -> usize {
-        self.rows
+        self.shape.rows()
     }
 
     /// The int32 products of the vectors one after another, exact (wrapping as `dp4a`).
     fn reference(&self, x: &[i8], batch: usize) -> Result<Vec<i32>, AnsError> {
-        check_reference_args(x, batch, self.cols)?;
-        let mut y = Vec::with_capacity(batch * self.rows);
-        for v in x.chunks_exact(self.cols) {
+        check_reference_args(x, batch, self.shape.cols())?;
+        let mut y = Vec::with_capacity(batch * self.shape.rows());
+        for v in x.chunks_exact(self.shape.cols()) {
             y.extend(self.accumulate(v)?);
         }
         Ok(y)

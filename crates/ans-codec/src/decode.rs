@@ -44,7 +44,7 @@ impl AnsMatrix {
     /// [`AnsError::Corrupted`] for the first row (or stripe) whose stream does not decode,
     /// [`AnsError::Alloc`] when the result cannot be allocated.
     pub fn decode(&self) -> Result<Vec<i8>> {
-        let (rows, cols) = (self.rows, self.cols);
+        let (rows, cols) = (self.shape.rows(), self.shape.cols());
         let n = rows
             .checked_mul(cols)
             .ok_or_else(|| shape_error(rows, cols))?;
@@ -96,7 +96,7 @@ impl AnsMatrix {
     /// [`FormatError::Length`] when `x` does not hold `cols` values, [`AnsError::Scale`] for a
     /// non-finite scale, [`AnsError::Corrupted`] as [`AnsMatrix::decode`].
     pub fn gemv_reference(&self, x: &[i8], scale: f32) -> Result<(Vec<i32>, Vec<i8>)> {
-        check_len("input vector", x.len(), self.cols)?;
+        check_len("input vector", x.len(), self.shape.cols())?;
         if !scale.is_finite() {
             return Err(AnsError::Scale { scale });
         }
@@ -119,7 +119,7 @@ impl AnsMatrix {
                 }
             }
         };
-        let mut acc = vec![0i32; self.rows];
+        let mut acc = vec![0i32; self.shape.rows()];
         let results: Vec<Result<usize>> = match self.layout {
             Layout::WarpRows => acc
                 .par_iter_mut()
@@ -193,7 +193,7 @@ impl AnsMatrix {
         canonical: bool,
         counts: &mut [u64; VALUES],
     ) -> Result<u32> {
-        let (rows, cols) = (self.rows, self.cols);
+        let (rows, cols) = (self.shape.rows(), self.shape.cols());
         let padding = self.padding_value();
         let mut bad_padding = None;
         let result = self.decode_unit(table, u, |l, c, vals| {
@@ -298,8 +298,8 @@ impl AnsMatrix {
         let lookup = |s: u32| Slot::from_packed(table[s as usize]);
         let steps = QUAD / G;
         let (chunks, chunk_cols, lane_cols) = match self.layout {
-            Layout::WarpRows => (self.padded_cols / CHUNK, CHUNK, QUAD),
-            Layout::WarpStripes => (self.padded_cols / QUAD, QUAD, 0),
+            Layout::WarpRows => (self.shape.padded_cols() / CHUNK, CHUNK, QUAD),
+            Layout::WarpStripes => (self.shape.padded_cols() / QUAD, QUAD, 0),
         };
         for j in 0..chunks {
             for g in 0..steps {

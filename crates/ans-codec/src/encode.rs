@@ -7,7 +7,7 @@ use ans_kernels::coder::encode_group;
 use ans_kernels::layout::{BLOCK_WORDS, CHUNK, LANES, QUAD, STATE_LOWER, STRIPE_ROWS, interleave};
 use rayon::prelude::*;
 
-use cmv_format::Weights;
+use cmv_format::{PaddedShape, Weights};
 
 use crate::error::{AnsError, Result};
 use crate::layout::Layout;
@@ -74,10 +74,7 @@ pub fn encode_weights(weights: Weights<'_, i8>, opts: &EncodeOptions) -> Result<
     let m = AnsMatrix {
         layout,
         model,
-        rows,
-        cols,
-        padded_rows,
-        padded_cols,
+        shape: PaddedShape::new(rows, cols, padded_rows, padded_cols),
         offsets,
         stream,
         stats: OnceLock::from(Stats { data_words, counts }),

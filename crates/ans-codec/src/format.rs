@@ -46,8 +46,13 @@ impl AnsMatrix {
     /// The header fields describing this matrix.
     pub fn fields(&self) -> AnsFields {
         // Every size was checked to fit u32 when the matrix was made.
-        let [rows, cols, padded_rows, padded_cols] =
-            [self.rows, self.cols, self.padded_rows, self.padded_cols].map(|v| v as u32);
+        let [rows, cols, padded_rows, padded_cols] = [
+            self.shape.rows(),
+            self.shape.cols(),
+            self.shape.padded_rows(),
+            self.shape.padded_cols(),
+        ]
+        .map(|v| v as u32);
         AnsFields {
             layout: self.layout.code(),
             precision: self.precision(),
@@ -81,7 +86,7 @@ impl AnsMatrix {
         ];
         let total = SPEC.container_bytes(&parts.map(|(_, b)| b));
         parts.into_iter().fold(
-            SizeBreakdown::new(self.rows, self.cols, total),
+            SizeBreakdown::new(self.shape.rows(), self.shape.cols(), total),
             |s, (name, bytes)| s.part(name, bytes, true),
         )
     }
@@ -197,10 +202,7 @@ mod tests {
         let m = AnsMatrix {
             layout: Layout::WarpRows,
             model: crate::Model::new(7, freqs).unwrap(),
-            rows: 1,
-            cols,
-            padded_rows: 1,
-            padded_cols: cols,
+            shape: cmv_format::PaddedShape::new(1, cols, 1, cols),
             offsets: vec![0, 128],
             stream,
             stats: std::sync::OnceLock::new(),
@@ -237,7 +239,7 @@ mod tests {
             Err(crate::AnsError::Format(FormatError::Offset { .. }))
         ));
         let mut bad = m.clone();
-        bad.padded_cols = 200;
+        bad.shape = cmv_format::PaddedShape::new(3, 200, 3, 200);
         assert!(matches!(
             bad.validate(),
             Err(crate::AnsError::Format(FormatError::Header {

@@ -4,12 +4,12 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ans_kernels::AnsParams;
-use cmv_format::{Check, DeviceGemv, check_len, check_len_at_least, clone_slice};
+use cmv_format::{Check, DeviceGemv, DeviceShape, check_len, check_len_at_least};
 use cmv_runtime::{
     CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
 };
 
-use crate::error::{AnsError, Result, shape_error};
+use crate::error::{AnsError, Result};
 use crate::layout::Layout;
 use crate::matrix::AnsMatrix;
 
@@ -25,19 +25,13 @@ pub struct DeviceAnsMatrix {
     /// The `2^P` packed entries (for the shared-memory kernels).
     packed: CudaSlice<u32>,
     layout: Layout,
-    rows: u32,
-    cols: u32,
-    padded_cols: u32,
+    shape: DeviceShape,
     precision: u32,
     units: u32,
     stream: CudaSlice<u32>,
     offsets: CudaSlice<u32>,
     /// The 3 x 32 register-table words for precision 7, else the `2^P` packed entries.
     table: CudaSlice<u32>,
-}
-
-fn u32_of(v: usize, rows: usize, cols: usize) -> Result<u32> {
-    u32::try_from(v).map_err(|_| shape_error(rows, cols))
 }
 
 impl DeviceAnsMatrix {
@@ -47,7 +41,7 @@ impl DeviceAnsMatrix {
     /// The validation's errors; runtime errors (out of memory).
     pub fn upload(gpu: &Gpu, m: &AnsMatrix) -> Result<Self> {
         m.validate()?;
-        let (r, c) = (m.rows(), m.cols());
+        let shape = DeviceShape::new("ans", m.shape)?;
         let units = m.offsets().len() - 1;
         let table: Vec<u32> = match m.register_tables() {
             Some(t) => t.iter().flatten().copied().collect(),
@@ -55,11 +49,9 @@ impl DeviceAnsMatrix {
         };
         Ok(Self {
             layout: m.layout(),
-            rows: u32_of(r, r, c)?,
-            cols: u32_of(c, r, c)?,
-            padded_cols: u32_of(m.padded_cols(), r, c)?,
+            shape,
             precision: m.precision(),
-            units: u32_of(units, r, c)?,
+            units: shape.to_u32(units)?,
             stream: gpu.upload(m.stream())?,
             offsets: gpu.upload(m.offsets())?,
             table: gpu.upload(&table)?,
@@ -67,29 +59,9 @@ impl DeviceAnsMatrix {
         })
     }
 
-    /// A second copy on the device (to rotate through copies larger than L2 when timing).
-    ///
-    /// # Errors
-    /// Runtime errors (out of memory).
-    pub fn try_clone(&self) -> Result<Self> {
-        Ok(Self {
-            stream: clone_slice(&self.stream)?,
-            offsets: clone_slice(&self.offsets)?,
-            table: clone_slice(&self.table)?,
-            packed: clone_slice(&self.packed)?,
-            ..*self
-        })
-    }
+    cmv_format::device_try_clone!(AnsError; stream, offsets, table, packed);
 
-    /// Rows of the matrix.
-    pub fn rows(&self) -> usize {
-        self.rows as usize
-    }
-
-    /// Columns of the matrix.
-    pub fn cols(&self) -> usize {
-        self.cols as usize
-    }
+    cmv_format::shape_getters!(shape);
 
     /// Bytes a product must read from device memory: stream, offsets and table (the register
     /// tables for the 7-bit register path, the `2^P` packed entries otherwise).
@@ -176,7 +148,7 @@ impl AnsGemv {
             (Layout::WarpStripes, false) => &self.stripes_smem,
         };
         let table_bytes = if register { 0 } else { 4u32 << m.precision };
-        let smem = m.padded_cols + table_bytes;
+        let smem = m.shape.padded_cols + table_bytes;
         let mut cfg = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (BLOCK_THREADS, 1, 1),
@@ -201,9 +173,9 @@ impl AnsGemv {
             y8: dev_ptr_mut(y8),
             err: dev_ptr_mut(&mut *err),
             scale,
-            rows: m.rows,
-            cols: m.cols,
-            padded_cols: m.padded_cols,
+            rows: m.shape.rows,
+            cols: m.shape.cols,
+            padded_cols: m.shape.padded_cols,
             precision: m.precision,
         };
         // SAFETY: `m` comes from a validated `AnsMatrix` (offsets start at 0, increase by

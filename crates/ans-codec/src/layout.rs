@@ -1,51 +1,23 @@
 //! [`Layout`]: how a matrix is split among coders (`docs/ANS.md`).
 
 use ans_kernels::layout::{CHUNK, QUAD, STRIPE_ROWS};
-use cmv_format::HeaderCode;
 
 use crate::error::{Result, shape_error};
 
-/// How a matrix is split among coders (`docs/ANS.md`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Layout {
-    /// `ans-warp-rows`: one warp per row, 32 coders per row, columns padded to 128.
-    #[default]
-    WarpRows,
-    /// `ans-warp-stripes`: one warp per 32 rows, one coder per row, rows padded to 32 and
-    /// columns to 4.
-    WarpStripes,
-}
-
-impl HeaderCode for Layout {
-    const FIELD: &'static str = "layout";
-    const ALL: &'static [Self] = &[Layout::WarpRows, Layout::WarpStripes];
-
-    fn code(self) -> u32 {
-        Layout::code(self)
-    }
-
-    fn name(self) -> &'static str {
-        Layout::name(self)
+cmv_format::header_code! {
+    /// How a matrix is split among coders (`docs/ANS.md`); stored in the container header as
+    /// code 0 (`ans-warp-rows`) or 1 (`ans-warp-stripes`), named by its name in the docs.
+    pub enum Layout("layout") {
+        /// `ans-warp-rows` (the default): one warp per row, 32 coders per row, columns padded to
+        /// 128.
+        WarpRows = 0 => "ans-warp-rows",
+        /// `ans-warp-stripes`: one warp per 32 rows, one coder per row, rows padded to 32 and
+        /// columns to 4.
+        WarpStripes = 1 => "ans-warp-stripes",
     }
 }
 
 impl Layout {
-    /// The layout's code in the container header: 0 for rows, 1 for stripes.
-    pub const fn code(self) -> u32 {
-        match self {
-            Layout::WarpRows => 0,
-            Layout::WarpStripes => 1,
-        }
-    }
-
-    /// The layout's name in the docs: `ans-warp-rows` or `ans-warp-stripes`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Layout::WarpRows => "ans-warp-rows",
-            Layout::WarpStripes => "ans-warp-stripes",
-        }
-    }
-
     /// What one stream of the layout codes: `"row"` or `"stripe"`.
     pub const fn unit(self) -> &'static str {
         match self {
@@ -98,6 +70,8 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use cmv_format::FormatError;
+
+    use cmv_format::HeaderCode;
 
     use super::*;
     use crate::AnsError;

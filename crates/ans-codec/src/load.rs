@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use ans_kernels::layout::group_size;
 use bytemuck::{Pod, Zeroable};
-use cmv_format::{HeaderCode, Limits, check_field, check_len};
+use cmv_format::{HeaderCode, Limits, PaddedShape, check_field, check_len};
 
 use crate::error::Result;
 use crate::layout::Layout;
@@ -75,10 +75,12 @@ impl AnsFields {
         let m = AnsMatrix {
             layout,
             model,
-            rows: self.rows as usize,
-            cols: self.cols as usize,
-            padded_rows: self.padded_rows as usize,
-            padded_cols: self.padded_cols as usize,
+            shape: PaddedShape::new(
+                self.rows as usize,
+                self.cols as usize,
+                self.padded_rows as usize,
+                self.padded_cols as usize,
+            ),
             offsets,
             stream,
             stats: OnceLock::new(),

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use ans_kernels::layout::{BLOCK_WORDS, LANES};
-use cmv_format::{OffsetRules, check_field, check_offsets};
+use cmv_format::{OffsetRules, PaddedShape, check_field, check_offsets};
 
 use crate::error::Result;
 use crate::layout::Layout;
@@ -33,10 +33,7 @@ pub(crate) struct Stats {
 pub struct AnsMatrix {
     pub(crate) layout: Layout,
     pub(crate) model: Model,
-    pub(crate) rows: usize,
-    pub(crate) cols: usize,
-    pub(crate) padded_rows: usize,
-    pub(crate) padded_cols: usize,
+    pub(crate) shape: PaddedShape,
     pub(crate) offsets: Vec<u32>,
     pub(crate) stream: Vec<u32>,
     /// Known after encoding or loading (a load decodes every unit); else computed by a decode
@@ -49,10 +46,7 @@ impl PartialEq for AnsMatrix {
     fn eq(&self, other: &Self) -> bool {
         self.layout == other.layout
             && self.model == other.model
-            && self.rows == other.rows
-            && self.cols == other.cols
-            && self.padded_rows == other.padded_rows
-            && self.padded_cols == other.padded_cols
+            && self.shape == other.shape
             && self.offsets == other.offsets
             && self.stream == other.stream
     }
@@ -66,25 +60,11 @@ impl AnsMatrix {
         self.layout
     }
 
-    /// Rows of the matrix (without padding).
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Columns of the matrix (without padding).
-    pub fn cols(&self) -> usize {
-        self.cols
-    }
-
-    /// Rows after padding: `rows` for `WarpRows`, a multiple of 32 for `WarpStripes`.
-    pub fn padded_rows(&self) -> usize {
-        self.padded_rows
-    }
-
-    /// Columns after padding: a multiple of 128 for `WarpRows`, of 4 for `WarpStripes`.
-    pub fn padded_cols(&self) -> usize {
-        self.padded_cols
-    }
+    cmv_format::shape_getters!(
+        shape,
+        "`rows` for `WarpRows`, a multiple of 32 for `WarpStripes`",
+        "a multiple of 128 for `WarpRows`, of 4 for `WarpStripes`",
+    );
 
     /// Number of streams: rows for `WarpRows`, stripes of 32 rows for `WarpStripes`.
     pub fn units(&self) -> usize {
@@ -145,9 +125,9 @@ impl AnsMatrix {
     /// [`FormatError::Offset`](cmv_format::FormatError::Offset).
     pub fn validate(&self) -> Result<()> {
         Model::new(self.model.precision(), *self.model.freqs())?;
-        let (pr, pc) = self.layout.padded_shape(self.rows, self.cols)?;
-        check_field("padded_rows", self.padded_rows as u64, pr as u64)?;
-        check_field("padded_cols", self.padded_cols as u64, pc as u64)?;
+        let (pr, pc) = self.layout.padded_shape(self.rows(), self.cols())?;
+        check_field("padded_rows", self.padded_rows() as u64, pr as u64)?;
+        check_field("padded_cols", self.padded_cols() as u64, pc as u64)?;
         let rules = offset_rules(self.layout.units(pr), self.stream.len());
         check_offsets(&self.offsets, &rules)?;
         Ok(())

@@ -26,8 +26,8 @@ impl AnsMatrix {
         let n: u64 = stats.counts.iter().sum();
         let per = |bits: f64| if n == 0 { 0.0 } else { bits / n as f64 };
         EntropyReport {
-            elements: self.rows * self.cols,
-            padded_elements: self.padded_rows * self.padded_cols,
+            elements: self.shape.rows() * self.shape.cols(),
+            padded_elements: self.shape.padded_rows() * self.shape.padded_cols(),
             precision: self.precision(),
             payload_bytes,
             flushed_state_bytes,

@@ -4,8 +4,9 @@ use crate::{FormatError, Result};
 
 /// An enumeration stored in a header as a `u32` code, with a name for docs and tables.
 ///
-/// Implement [`HeaderCode::ALL`], [`HeaderCode::code`] and [`HeaderCode::name`]; the
-/// decoding ([`HeaderCode::from_code`]) and its error come with the trait.
+/// Implement [`HeaderCode::ALL`], [`HeaderCode::code`] and [`HeaderCode::name`], or declare
+/// the enumeration with [`header_code!`](crate::header_code), which writes them from its
+/// table; the decoding ([`HeaderCode::from_code`]) and its error come with the trait.
 pub trait HeaderCode: Sized + Copy + PartialEq + 'static {
     /// The header field, for errors (`"layout"`, `"outlier format"`).
     const FIELD: &'static str;
@@ -42,6 +43,89 @@ pub trait HeaderCode: Sized + Copy + PartialEq + 'static {
     fn from_name(name: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|v| v.name() == name)
     }
+}
+
+/// Declares an enumeration stored as a header code and implements [`HeaderCode`] for it, from
+/// one table: each variant with its docs and attributes, its code and its name. The enum
+/// derives `Clone, Copy, Debug, PartialEq, Eq, Hash` (add more in the attributes), its
+/// `Default` is the first variant of the table, and it gets `const fn`s `code` and `name` as
+/// well as the trait's methods. The string after the enum's name is [`HeaderCode::FIELD`].
+///
+/// ```
+/// use cmv_format::HeaderCode;
+///
+/// cmv_format::header_code! {
+///     /// How the parts are ordered.
+///     pub enum Order("order") {
+///         /// Rows first (the default: the first variant).
+///         Rows = 0 => "rows",
+///         /// Columns first.
+///         Cols = 1 => "cols",
+///     }
+/// }
+///
+/// assert_eq!(Order::default(), Order::Rows);
+/// assert_eq!(Order::Cols.code(), 1);
+/// assert_eq!(Order::from_code(0).unwrap(), Order::Rows);
+/// assert_eq!(Order::from_name("cols"), Some(Order::Cols));
+/// assert!(Order::from_code(2).is_err());
+/// ```
+#[macro_export]
+macro_rules! header_code {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident($field:literal) {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident = $code:literal => $vname:literal
+            ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $vis enum $name {
+            $(
+                $(#[$vmeta])*
+                $variant,
+            )+
+        }
+
+        impl $name {
+            /// The code stored in the header.
+            pub const fn code(self) -> u32 {
+                match self {
+                    $(Self::$variant => $code,)+
+                }
+            }
+
+            /// The name in the docs and tables.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $vname,)+
+                }
+            }
+        }
+
+        impl ::core::default::Default for $name {
+            /// The first variant of the table.
+            fn default() -> Self {
+                <Self as $crate::HeaderCode>::ALL[0]
+            }
+        }
+
+        impl $crate::HeaderCode for $name {
+            const FIELD: &'static str = $field;
+            const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            fn code(self) -> u32 {
+                $name::code(self)
+            }
+
+            fn name(self) -> &'static str {
+                $name::name(self)
+            }
+        }
+    };
 }
 
 #[cfg(test)]

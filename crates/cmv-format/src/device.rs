@@ -159,6 +159,28 @@ pub fn clone_slice<T: DeviceRepr>(s: &CudaSlice<T>) -> Result<CudaSlice<T>, Runt
     })
 }
 
+/// Writes `try_clone` for a device matrix: `pub fn try_clone(&self) -> Result<Self, Error>`,
+/// a second copy with each listed `CudaSlice` field copied on the device ([`clone_slice`]) and
+/// every other field copied as it is (they must be `Copy`). Invoked inside the type's `impl`
+/// block with the format's error type (which converts from
+/// [`RuntimeError`](cmv_runtime::RuntimeError)) and the buffer fields; the format's
+/// [`DeviceGemv::clone_device`] calls it.
+#[macro_export]
+macro_rules! device_try_clone {
+    ($err:ty; $($buffer:ident),+ $(,)?) => {
+        /// A second copy on the device (to rotate through copies larger than L2 when timing).
+        ///
+        /// # Errors
+        /// Runtime errors (out of memory).
+        pub fn try_clone(&self) -> ::core::result::Result<Self, $err> {
+            Ok(Self {
+                $($buffer: $crate::clone_slice(&self.$buffer)?,)+
+                ..*self
+            })
+        }
+    };
+}
+
 /// Uploads `v`, or one zero element when it is empty: a launch needs a valid pointer even
 /// where the kernel reads no element.
 ///

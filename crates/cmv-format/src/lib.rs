@@ -9,7 +9,10 @@
 //!   and [`Reader`](container::Reader).
 //! * [`FormatError`]: the error core every format's error wraps; [`Limits`] bound what a load
 //!   may cost; the shared checks ([`check_field`], [`check_len`], [`check_offsets`], ...).
-//! * [`HeaderCode`]: enumerations stored as header codes (layouts, outlier encodings).
+//! * [`HeaderCode`]: enumerations stored as header codes (layouts, outlier encodings), declared
+//!   with [`header_code!`].
+//! * [`PaddedShape`] / [`DeviceShape`]: a matrix's sides and padded sides (in `usize`, and in
+//!   the `u32`s a launch takes), with their getters ([`shape_getters!`]).
 //!
 //! How a format plugs in: docs/ARCHITECTURE.md, "Adding a format".
 
@@ -20,6 +23,7 @@ pub mod container;
 mod device;
 mod error;
 mod matrix;
+mod shape;
 mod size;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -33,6 +37,7 @@ pub use code::HeaderCode;
 pub use device::{Check, DeviceGemv, clone_slice, relative_error, upload_nonempty};
 pub use error::{FormatError, Result};
 pub use matrix::{CompressedMatrix, Weights, check_reference_args};
+pub use shape::{DeviceShape, PaddedShape};
 pub use size::{SizeBreakdown, SizePart};
 
 /// The runtime the GPU side is built on (feature `gpu`).

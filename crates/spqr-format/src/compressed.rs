@@ -46,11 +46,11 @@ impl CompressedMatrix for SpqrMatrix {
     }
 
     fn rows(&self) -> usize {
-        self.rows
+        self.shape.rows()
     }
 
     fn cols(&self) -> usize {
-        self.cols
+        self.shape.cols()
     }
 
     fn size_breakdown(&self) -> SizeBreakdown {

@@ -79,10 +79,10 @@ impl SpqrMatrix {
         // Every size was checked to fit u32 when the matrix was made.
         SpqrFields {
             outlier_format: self.outlier_format.code(),
-            rows: self.rows as u32,
-            cols: self.cols as u32,
-            padded_rows: self.padded_rows as u32,
-            padded_cols: self.padded_cols as u32,
+            rows: self.shape.rows() as u32,
+            cols: self.shape.cols() as u32,
+            padded_rows: self.shape.padded_rows() as u32,
+            padded_cols: self.shape.padded_cols() as u32,
             reserved: 0,
         }
     }
@@ -148,7 +148,7 @@ impl SpqrMatrix {
         let part_bytes = parts.map(|p| p.1 as u64);
         let container = SPEC.container_bytes(&part_bytes);
         parts.iter().fold(
-            SizeBreakdown::new(self.rows, self.cols, container),
+            SizeBreakdown::new(self.shape.rows(), self.shape.cols(), container),
             |s, &(name, bytes, read)| s.part(name, bytes as u64, read),
         )
     }
@@ -169,7 +169,7 @@ impl SpqrMatrix {
             OutlierFormat::Ptcsr => self.ptcsr_block_offsets.len() + self.ptcsr_col_vals.len(),
         };
         let bytes = 8 * self.dense.len() + 4 * (outliers + self.perm.as_ref().map_or(0, Vec::len));
-        bytes as f64 * 8.0 / (self.rows * self.cols) as f64
+        bytes as f64 * 8.0 / (self.shape.rows() * self.shape.cols()) as f64
     }
 }
 

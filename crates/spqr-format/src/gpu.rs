@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use cmv_format::{
-    Check, DeviceGemv, FormatError, batch_len, check_batch, check_len_at_least, clone_slice,
-    relative_error, upload_nonempty,
+    Check, DeviceGemv, DeviceShape, batch_len, check_batch, check_len_at_least, relative_error,
+    upload_nonempty,
 };
 use cmv_runtime::cudarc::driver::PushKernelArg;
 use cmv_runtime::{
@@ -30,10 +30,7 @@ pub static PTX: PtxModule = PtxModule::new("spqr-kernels", include_str!("../ptx/
 /// A validated SpQR matrix on the GPU, with both outlier encodings.
 #[derive(Debug)]
 pub struct DeviceSpqrMatrix {
-    rows: u32,
-    cols: u32,
-    padded_rows: u32,
-    padded_cols: u32,
+    shape: DeviceShape,
     format: OutlierFormat,
     permuted: bool,
     /// Blocks per tile row, when not left to the launcher ([`choose_splits`]).
@@ -47,21 +44,6 @@ pub struct DeviceSpqrMatrix {
     csr_vals: CudaSlice<u32>,
     pt_offsets: CudaSlice<u32>,
     pt_vals: CudaSlice<u32>,
-}
-
-/// A shape the launch arithmetic (`u32` sizes and grid) cannot hold.
-fn shape_error(rows: usize, cols: usize) -> SpqrError {
-    FormatError::Shape {
-        format: NAME,
-        rows,
-        cols,
-        rule: "the GPU launch needs its sizes and grid in u32",
-    }
-    .into()
-}
-
-fn to_u32(v: usize, m: &SpqrMatrix) -> Result<u32, SpqrError> {
-    u32::try_from(v).map_err(|_| shape_error(m.rows(), m.cols()))
 }
 
 /// The largest first-order scale magnitude and the largest `|z s|` over every tile row.
@@ -91,10 +73,7 @@ impl DeviceSpqrMatrix {
         Ok(Self {
             pre,
             post,
-            rows: to_u32(m.rows(), m)?,
-            cols: to_u32(m.cols(), m)?,
-            padded_rows: to_u32(m.padded_rows(), m)?,
-            padded_cols: to_u32(m.padded_cols(), m)?,
+            shape: DeviceShape::new(NAME, m.shape)?,
             format: m.outlier_format(),
             permuted: m.input_permutation().is_some(),
             splits: None,
@@ -107,30 +86,9 @@ impl DeviceSpqrMatrix {
         })
     }
 
-    /// A second copy on the device (to rotate through copies larger than L2 when timing).
-    ///
-    /// # Errors
-    /// Runtime errors.
-    pub fn try_clone(&self) -> Result<Self, SpqrError> {
-        Ok(Self {
-            dense: clone_slice(&self.dense)?,
-            csr_offsets: clone_slice(&self.csr_offsets)?,
-            csr_vals: clone_slice(&self.csr_vals)?,
-            pt_offsets: clone_slice(&self.pt_offsets)?,
-            pt_vals: clone_slice(&self.pt_vals)?,
-            ..*self
-        })
-    }
+    cmv_format::device_try_clone!(SpqrError; dense, csr_offsets, csr_vals, pt_offsets, pt_vals);
 
-    /// Rows.
-    pub fn rows(&self) -> usize {
-        self.rows as usize
-    }
-
-    /// Columns.
-    pub fn cols(&self) -> usize {
-        self.cols as usize
-    }
+    cmv_format::shape_getters!(shape);
 
     /// The outlier encoding launches use.
     pub fn outlier_format(&self) -> OutlierFormat {
@@ -145,7 +103,7 @@ impl DeviceSpqrMatrix {
     /// The most blocks a tile row can be split across: one step (64 columns) per part at
     /// least, at most [`MAX_SPLITS`].
     pub fn max_splits(&self) -> u32 {
-        self.padded_cols.div_ceil(64).clamp(1, MAX_SPLITS)
+        self.shape.padded_cols.div_ceil(64).clamp(1, MAX_SPLITS)
     }
 
     /// Fixes how many blocks each tile row is split across (`None`: the launcher chooses, by
@@ -278,8 +236,8 @@ impl SpqrGemv {
     /// split, or [`choose_splits`] for this GPU.
     ///
     /// # Errors
-    /// [`FormatError::Batch`]; [`RuntimeError::MissingKernel`] for a kernel [`SpqrGemv::new`]
-    /// did not load.
+    /// [`FormatError::Batch`](cmv_format::FormatError::Batch);
+    /// [`RuntimeError::MissingKernel`] for a kernel [`SpqrGemv::new`] did not load.
     pub fn splits(&self, m: &DeviceSpqrMatrix, batch: usize) -> Result<u32, SpqrError> {
         self.kernel(m, batch)?;
         Ok(self.splits_for(m))
@@ -287,10 +245,10 @@ impl SpqrGemv {
 
     fn splits_for(&self, m: &DeviceSpqrMatrix) -> u32 {
         m.splits.unwrap_or_else(|| {
-            let warps = block_threads(m.padded_rows, m.padded_cols) / 32;
+            let warps = block_threads(m.shape.padded_rows, m.shape.padded_cols) / 32;
             choose_splits(
-                m.padded_rows / 16,
-                m.padded_cols.div_ceil(64),
+                m.shape.padded_rows / 16,
+                m.shape.padded_cols.div_ceil(64),
                 warps,
                 self.sm_count,
             )
@@ -320,7 +278,8 @@ impl SpqrGemv {
     /// non-finite, as on the CPU ([`SpqrMatrix::gemv_reference`]).
     ///
     /// # Errors
-    /// [`FormatError::Batch`], [`FormatError::Length`], runtime errors.
+    /// [`FormatError::Batch`](cmv_format::FormatError::Batch),
+    /// [`FormatError::Length`](cmv_format::FormatError::Length), runtime errors.
     pub fn gemv(
         &self,
         m: &DeviceSpqrMatrix,
@@ -335,11 +294,11 @@ impl SpqrGemv {
         let k = &loaded.kernel;
         let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
         // The weight warps and one that walks the outliers (`launch_warps`).
-        let (threads, weight_warps) = launch_warps(m.padded_rows, m.padded_cols);
-        let bands = m.padded_rows / 16;
+        let (threads, weight_warps) = launch_warps(m.shape.padded_rows, m.shape.padded_cols);
+        let bands = m.shape.padded_rows / 16;
         let splits = self.splits_for(m);
         debug_assert!(splits <= m.max_splits());
-        let split_err = || shape_error(m.rows(), m.cols());
+        let split_err = || SpqrError::from(m.shape.error());
         let blocks = bands.checked_mul(splits).ok_or_else(split_err)?;
         let partials_len = (blocks as usize)
             .checked_mul(16 * kb as usize)
@@ -355,7 +314,7 @@ impl SpqrGemv {
             (&m.csr_offsets, &m.csr_vals)
         };
         // 16-byte input loads need every vector to start 16-byte aligned (allocations are).
-        let aligned = u32::from(m.cols.is_multiple_of(8));
+        let aligned = u32::from(m.shape.cols.is_multiple_of(8));
         // A poisoned lock only means another launch panicked; the buffers are still whole.
         let mut ws = self
             .workspace
@@ -390,9 +349,9 @@ impl SpqrGemv {
             let mut l = k.builder(&self.stream);
             l.arg(&m.dense).arg(x).arg(y).arg(offsets).arg(vals);
             l.arg(partials).arg(counters);
-            l.arg(&m.rows)
-                .arg(&m.cols)
-                .arg(&m.padded_cols)
+            l.arg(&m.shape.rows)
+                .arg(&m.shape.cols)
+                .arg(&m.shape.padded_cols)
                 .arg(&b)
                 .arg(&splits);
             l.arg(&m.pre).arg(&m.post).arg(&aligned);
@@ -410,9 +369,9 @@ impl SpqrGemv {
                 col_vals: dev_ptr(vals),
                 partials: dev_ptr_mut(partials),
                 counters: dev_ptr_mut(counters),
-                rows: m.rows,
-                cols: m.cols,
-                padded_cols: m.padded_cols,
+                rows: m.shape.rows,
+                cols: m.shape.cols,
+                padded_cols: m.shape.padded_cols,
                 batch: b,
                 splits,
                 aligned,

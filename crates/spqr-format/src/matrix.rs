@@ -1,7 +1,7 @@
 //! [`SpqrMatrix`], a SpQR matrix in memory, its validation and its CPU reference product.
 
 use cmv_format::{
-    FormatError, HeaderCode, OffsetRules, batch_len, check_field, check_len, check_offsets,
+    FormatError, OffsetRules, PaddedShape, batch_len, check_field, check_len, check_offsets,
     check_reference_args,
 };
 use half::f16;
@@ -18,33 +18,15 @@ pub const MAX_PADDED_COLS: usize = 1 << 16;
 /// The format's name, in errors.
 pub(crate) const NAME: &str = "spqr";
 
-/// Which outlier encoding the kernel reads (`docs/SPQR.md`, "Outliers"); both are stored.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum OutlierFormat {
-    /// Row offsets and each row's `col_val` words (the smaller one; the default).
-    #[default]
-    Csr,
-    /// Padded, transposed CSR: per tile row a block of `16 m` words, coalesced reads.
-    Ptcsr,
-}
-
-/// The container's outlier-format code: 0 for CSR, 1 for PTCSR; names `"CSR"` and `"PTCSR"`.
-impl HeaderCode for OutlierFormat {
-    const FIELD: &'static str = "outlier format";
-    const ALL: &'static [Self] = &[OutlierFormat::Csr, OutlierFormat::Ptcsr];
-
-    fn code(self) -> u32 {
-        match self {
-            OutlierFormat::Csr => 0,
-            OutlierFormat::Ptcsr => 1,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            OutlierFormat::Csr => "CSR",
-            OutlierFormat::Ptcsr => "PTCSR",
-        }
+cmv_format::header_code! {
+    /// Which outlier encoding the kernel reads (`docs/SPQR.md`, "Outliers"); both are stored.
+    /// The container's outlier-format code: 0 for CSR, 1 for PTCSR; names `"CSR"` and
+    /// `"PTCSR"`.
+    pub enum OutlierFormat("outlier format") {
+        /// Row offsets and each row's `col_val` words (the smaller one; the default).
+        Csr = 0 => "CSR",
+        /// Padded, transposed CSR: per tile row a block of `16 m` words, coalesced reads.
+        Ptcsr = 1 => "PTCSR",
     }
 }
 
@@ -72,10 +54,7 @@ pub struct Outlier {
 /// reference products take and give the caller's order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpqrMatrix {
-    pub(crate) rows: usize,
-    pub(crate) cols: usize,
-    pub(crate) padded_rows: usize,
-    pub(crate) padded_cols: usize,
+    pub(crate) shape: PaddedShape,
     pub(crate) dense: Vec<u64>,
     pub(crate) csr_row_offsets: Vec<u32>,
     pub(crate) csr_col_vals: Vec<u32>,
@@ -173,10 +152,7 @@ impl SpqrMatrix {
             ptcsr_col_vals,
         ] = outliers;
         let m = SpqrMatrix {
-            rows,
-            cols,
-            padded_rows,
-            padded_cols,
+            shape: PaddedShape::new(rows, cols, padded_rows, padded_cols),
             dense,
             csr_row_offsets,
             csr_col_vals,
@@ -189,34 +165,16 @@ impl SpqrMatrix {
         Ok(m)
     }
 
-    /// Rows of the matrix (without padding).
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Columns of the matrix (without padding).
-    pub fn cols(&self) -> usize {
-        self.cols
-    }
-
-    /// Rows after padding: a multiple of 16.
-    pub fn padded_rows(&self) -> usize {
-        self.padded_rows
-    }
-
-    /// Columns after padding: a multiple of 16, at most 65536.
-    pub fn padded_cols(&self) -> usize {
-        self.padded_cols
-    }
+    cmv_format::shape_getters!(shape, "a multiple of 16", "a multiple of 16, at most 65536");
 
     /// Tile rows: `padded_rows / 16`.
     pub fn tile_rows(&self) -> usize {
-        self.padded_rows / TILE
+        self.shape.padded_rows() / TILE
     }
 
     /// Tile columns: `padded_cols / 16`.
     pub fn tile_cols(&self) -> usize {
-        self.padded_cols / TILE
+        self.shape.padded_cols() / TILE
     }
 
     /// The dense part: `padded_rows / 16 * padded_cols` words, the word of tile `(i, j)`,
@@ -275,7 +233,7 @@ impl SpqrMatrix {
     /// [`FormatError::Batch`] for batch 0 or a `batch * cols` past `usize`,
     /// [`FormatError::Length`] when `x` is not `batch * cols` long.
     pub fn permute_input(&self, x: &[f16], batch: usize) -> Result<Vec<f16>> {
-        let cols = self.cols;
+        let cols = self.shape.cols();
         check_reference_args(x, batch, cols)?;
         Ok(match &self.perm {
             None => x.to_vec(),
@@ -291,7 +249,7 @@ impl SpqrMatrix {
         if i >= self.tile_rows() || j >= self.tile_cols() {
             return None;
         }
-        let base = i * self.padded_cols + TILE * j;
+        let base = i * self.shape.padded_cols() + TILE * j;
         Some(tile_second_order(&self.dense[base..base + TILE]))
     }
 
@@ -300,15 +258,15 @@ impl SpqrMatrix {
     /// or `j >= tile_cols()`.
     pub fn group_statistics(&self, row: usize, j: usize) -> Option<(f32, f32)> {
         let so = self.tile_statistics(row / TILE, j)?;
-        let w = self.dense[(row / TILE) * self.padded_cols + TILE * j + row % TILE];
+        let w = self.dense[(row / TILE) * self.shape.padded_cols() + TILE * j + row % TILE];
         Some(layout::first_order(row_qs(w), row_qz(w), so))
     }
 
     /// The dense part dequantized, `rows x cols`, in the stored column order, padding
     /// stripped: `s (q - z)` in fp32 from the fp16 statistics, exactly as the kernel computes it.
     pub fn dense_part(&self) -> Vec<f32> {
-        let (cols, pc) = (self.cols, self.padded_cols);
-        let mut out = vec![0f32; self.rows * cols];
+        let (cols, pc) = (self.shape.cols(), self.shape.padded_cols());
+        let mut out = vec![0f32; self.shape.rows() * cols];
         out.par_chunks_mut(TILE * cols)
             .zip(self.dense.par_chunks(pc))
             .for_each(|(rows_out, words)| {
@@ -372,13 +330,16 @@ impl SpqrMatrix {
     pub fn dequantize(&self) -> Vec<f32> {
         let mut w = self.dense_part();
         for o in self.outliers() {
-            w[o.row * self.cols + o.col] += o.value.to_f32();
+            w[o.row * self.shape.cols() + o.col] += o.value.to_f32();
         }
         match &self.perm {
             None => w,
             Some(perm) => {
                 let mut out = vec![0f32; w.len()];
-                for (src, dst) in w.chunks(self.cols).zip(out.chunks_mut(self.cols)) {
+                for (src, dst) in w
+                    .chunks(self.shape.cols())
+                    .zip(out.chunks_mut(self.shape.cols()))
+                {
                     for (c, &p) in perm.iter().enumerate() {
                         dst[p as usize] = src[c];
                     }
@@ -422,7 +383,11 @@ impl SpqrMatrix {
         x: &[f16],
         batch: usize,
     ) -> Result<Vec<f64>> {
-        let (rows, cols, pc) = (self.rows, self.cols, self.padded_cols);
+        let (rows, cols, pc) = (
+            self.shape.rows(),
+            self.shape.cols(),
+            self.shape.padded_cols(),
+        );
         check_reference_args(x, batch, cols)?;
         let out_len = batch_len(batch, rows)?;
         // The inputs in the stored column order, f64, padded with zeros.
@@ -509,9 +474,9 @@ impl SpqrMatrix {
     /// [`FormatError::Header`], [`SpqrError::Dense`], [`FormatError::Offset`],
     /// [`SpqrError::Outlier`], [`SpqrError::Inconsistent`], [`SpqrError::Permutation`].
     pub fn validate(&self) -> Result<()> {
-        let (pr, pc) = padded_shape(self.rows, self.cols)?;
-        check_field("padded_rows", self.padded_rows as u64, pr as u64)?;
-        check_field("padded_cols", self.padded_cols as u64, pc as u64)?;
+        let (pr, pc) = padded_shape(self.shape.rows(), self.shape.cols())?;
+        check_field("padded_rows", self.shape.padded_rows() as u64, pr as u64)?;
+        check_field("padded_cols", self.shape.padded_cols() as u64, pc as u64)?;
         check_field(
             "dense words",
             self.dense.len() as u64,
@@ -519,16 +484,16 @@ impl SpqrMatrix {
         )?;
         check_dense(&self.dense)?;
         check_csr(
-            self.rows,
-            self.cols,
+            self.shape.rows(),
+            self.shape.cols(),
             pr,
             &self.csr_row_offsets,
             &self.csr_col_vals,
             "CSR",
         )?;
         check_ptcsr(
-            self.rows,
-            self.cols,
+            self.shape.rows(),
+            self.shape.cols(),
             pr,
             &self.ptcsr_block_offsets,
             &self.ptcsr_col_vals,
@@ -542,7 +507,7 @@ impl SpqrMatrix {
             return Err(SpqrError::Inconsistent { tile_row });
         }
         if let Some(perm) = &self.perm {
-            check_permutation(perm, self.cols)?;
+            check_permutation(perm, self.shape.cols())?;
         }
         Ok(())
     }
@@ -822,6 +787,8 @@ pub(crate) fn check_permutation(perm: &[u32], cols: usize) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use cmv_format::HeaderCode;
+
     use super::*;
 
     #[test]
