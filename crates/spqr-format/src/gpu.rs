@@ -7,7 +7,6 @@ use cmv_format::{
     Check, DeviceGemv, DeviceShape, batch_len, check_batch, check_len_at_least, relative_error,
     upload_nonempty,
 };
-use cmv_runtime::cudarc::driver::PushKernelArg;
 use cmv_runtime::{
     CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
 };
@@ -330,54 +329,38 @@ impl SpqrGemv {
             ws.counters = self.stream.alloc_zeros(bands as usize).map_err(alloc)?;
         }
         let Workspace { partials, counters } = &mut *ws;
-        // SAFETY (both launches): `m` comes from a validated `SpqrMatrix` (dense words for
-        // every tile row, offsets monotone and inside the outlier words, outlier columns below
-        // cols); x and y were checked against batch, cols and rows; blocks of whole warps;
-        // `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte aligned);
-        // `splits` blocks per tile row with 1 <= splits <= max_splits() <= its steps, and
-        // with splits > 1 a workspace of bands * splits * 16 * kb partial sums and `bands`
-        // counters, zero between launches (zeroed at allocation, reset by each tile row's
-        // last part; launches on this one stream do not overlap);
-        // the scaled-weights kernels (and only they) take `pre`/`post`, from
-        // `tc_scaled::prescale` of this matrix's scales; the routed kernels (and only they)
-        // take `SpqrGemvParams`; the shared memory is `smem_bytes` for the block's warps and
-        // the kernel batch.
-        if is_scaled_kernel(kb) {
-            // The older launch path: these kernels keep separate arguments (see
-            // `spqr_kernels`' documentation).
-            k.check_config(&cfg)?;
-            let mut l = k.builder(&self.stream);
-            l.arg(&m.dense).arg(x).arg(y).arg(offsets).arg(vals);
-            l.arg(partials).arg(counters);
-            l.arg(&m.shape.rows)
-                .arg(&m.shape.cols)
-                .arg(&m.shape.padded_cols)
-                .arg(&b)
-                .arg(&splits);
-            l.arg(&m.pre).arg(&m.post).arg(&aligned);
-            // SAFETY: see above.
-            unsafe { l.launch(cfg) }.map_err(|source| RuntimeError::Driver {
-                op: "cuLaunchKernel",
-                source,
-            })?;
-        } else {
-            let params = SpqrGemvParams {
-                dense: dev_ptr(&m.dense),
-                x: dev_ptr(x).cast(),
-                y: dev_ptr_mut(y).cast(),
-                offsets: dev_ptr(offsets),
-                col_vals: dev_ptr(vals),
-                partials: dev_ptr_mut(partials),
-                counters: dev_ptr_mut(counters),
-                rows: m.shape.rows,
-                cols: m.shape.cols,
-                padded_cols: m.shape.padded_cols,
-                batch: b,
-                splits,
-                aligned,
-            };
-            // SAFETY: see above; `launch` checks `cfg`.
-            unsafe { k.launch(&self.stream, cfg, &params)? };
+        let params = SpqrGemvParams {
+            dense: dev_ptr(&m.dense),
+            x: dev_ptr(x).cast(),
+            y: dev_ptr_mut(y).cast(),
+            offsets: dev_ptr(offsets),
+            col_vals: dev_ptr(vals),
+            partials: dev_ptr_mut(partials),
+            counters: dev_ptr_mut(counters),
+            rows: m.shape.rows,
+            cols: m.shape.cols,
+            padded_cols: m.shape.padded_cols,
+            batch: b,
+            splits,
+            aligned,
+        };
+        // SAFETY: `m` comes from a validated `SpqrMatrix` (dense words for every tile row,
+        // offsets monotone and inside the outlier words, outlier columns below cols); x and y
+        // were checked against batch, cols and rows; blocks of whole warps (`launch` checks
+        // `cfg`); `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte
+        // aligned); `splits` blocks per tile row with 1 <= splits <= max_splits() <= its
+        // steps, and with splits > 1 a workspace of bands * splits * 16 * kb partial sums and
+        // `bands` counters, zero between launches (zeroed at allocation, reset by each tile
+        // row's last part; launches on this one stream do not overlap); the scaled-weights
+        // kernels take `SpqrGemvScaledParams`, with `pre`/`post` from `tc_scaled::prescale` of
+        // this matrix's scales, the routed kernels `SpqrGemvParams`; the shared memory is
+        // `smem_bytes` for the block's warps and the kernel batch.
+        unsafe {
+            if is_scaled_kernel(kb) {
+                k.launch(&self.stream, cfg, &params.with_prescale(m.pre, m.post))?;
+            } else {
+                k.launch(&self.stream, cfg, &params)?;
+            }
         }
         Ok(())
     }

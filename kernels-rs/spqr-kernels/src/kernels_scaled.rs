@@ -20,7 +20,7 @@ use crate::kernels::{
 };
 use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
-use crate::{MAX_BATCH, RING_DEPTH, RING_SLOTS, part_steps};
+use crate::{MAX_BATCH, RING_DEPTH, RING_SLOTS, SpqrGemvScaledParams, part_steps};
 
 const MB: usize = MAX_BATCH as usize;
 
@@ -215,19 +215,21 @@ macro_rules! entries {
         /// SpQR GEMV for up to this many input vectors; see the module documentation.
         ///
         /// # Safety
-        /// Launched by `spqr-format`, which validated the matrix (lengths, offsets, outlier
-        /// columns), sized the inputs and outputs, checked `aligned` (input 16-byte aligned
-        /// and `cols % 8 == 0`), chose `pre`/`post` from the matrix's scales, and launched
-        /// `splits` blocks per tile row (`1 <= splits <=` its steps) of whole warps with
-        /// `smem_bytes(warps, B)` bytes of shared memory; with `splits > 1`, `partials` holds
+        /// Launched by `spqr-format` with [`SpqrGemvScaledParams`], having validated the
+        /// matrix (lengths, offsets, outlier columns), sized the inputs and outputs, checked
+        /// `aligned` (input 16-byte aligned and `cols % 8 == 0`), chosen `pre`/`post` from the
+        /// matrix's scales, and launched `splits` blocks per tile row (`1 <= splits <=` its
+        /// steps) of `launch_warps` threads (at least 2 warps) with `smem_bytes(weight warps,
+        /// B)` bytes of shared memory; with `splits > 1`, `partials` holds
         /// `bands * splits * 16 * B` values and `counters` one zero per tile row.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            dense: *const u64, x: *const u16, y: *mut u16, offsets: *const u32,
-            col_vals: *const u32, partials: *mut f32, counters: *mut u32, rows: u32,
-            cols: u32, padded_cols: u32, batch: u32, splits: u32, pre: f32, post: f32,
-            aligned: u32,
-        ) {
+        pub unsafe extern "ptx-kernel" fn $name(p: SpqrGemvScaledParams) {
+            let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
+            let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
+            let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
+            let SpqrGemvScaledParams {
+                rows, cols, padded_cols, batch, splits, pre, post, aligned, ..
+            } = p;
             let split = Split::of_block(partials, counters, splits);
             // SAFETY: forwarded from the launcher's checks.
             unsafe {

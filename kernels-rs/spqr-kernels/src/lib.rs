@@ -2,12 +2,14 @@
 //! the host encoder and CPU decoder share with the GPU kernel ([`layout`]), and (on `nvptx64`)
 //! the kernel. The format is specified in `docs/SPQR.md`.
 //!
-//! The routed kernels (1 and 2 vectors) take their parameters as one struct,
-//! [`SpqrGemvParams`], launched by `spqr-format` through `cmv-runtime`'s typed launch. The
-//! scaled-weights kernels (4 and 8 vectors) keep separate arguments: as a parameter struct
-//! their code changed (`ptxas` gave them 2 more registers on sm_80 and scheduled their loop
-//! differently, from LLVM no longer knowing the pointers to be global), so they stay on the
-//! older launch path until that is resolved.
+//! Every kernel takes its parameters as one struct, launched by `spqr-format` through
+//! `cmv-runtime`'s typed launch: the routed kernels (1 and 2 vectors) [`SpqrGemvParams`], the
+//! scaled-weights kernels (4 and 8 vectors) [`SpqrGemvScaledParams`] (the same fields with
+//! `pre` and `post`). As a parameter struct the scaled-weights kernels got 2 more registers
+//! from `ptxas` on sm_80 (76 to 78) and 1 more on sm_90 (78 to 79), within the same
+//! allocation of 80, and a slightly different loop schedule (LLVM no longer knows the
+//! pointers to be global); neither the struct's field order nor rebuilding the pointers
+//! where they are used changed that.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
@@ -178,8 +180,8 @@ const _: () =
     assert!(smem_bytes(BLOCK_THREADS / 32, MAX_BATCH) <= smem_bytes(BLOCK_THREADS / 32, 1));
 
 /// Parameters of the routed kernels (`cmv_spqr_csr_b1`, `_b2`, `cmv_spqr_ptcsr_b1`, `_b2`),
-/// in the order of their former arguments (the scaled-weights kernels take the same
-/// arguments, with `pre: f32, post: f32` before `aligned`, one by one).
+/// in the order of their former arguments (the scaled-weights kernels take
+/// [`SpqrGemvScaledParams`]: the same fields with `pre` and `post` before `aligned`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpqrGemvParams {
@@ -216,6 +218,89 @@ const _: () = assert!(core::mem::align_of::<SpqrGemvParams>() == 4);
 // SAFETY: repr(C), no padding (size asserted: 7 pointers of 8 bytes and 6 words, alignment
 // 4), plain data and device pointers only; the one parameter of the kernels named above.
 unsafe impl KernelParams for SpqrGemvParams {}
+
+impl SpqrGemvParams {
+    /// The parameters of a scaled-weights kernel: these fields with `pre` and `post`.
+    pub const fn with_prescale(self, pre: f32, post: f32) -> SpqrGemvScaledParams {
+        let Self {
+            dense,
+            x,
+            y,
+            offsets,
+            col_vals,
+            partials,
+            counters,
+            rows,
+            cols,
+            padded_cols,
+            batch,
+            splits,
+            aligned,
+        } = self;
+        SpqrGemvScaledParams {
+            dense,
+            x,
+            y,
+            offsets,
+            col_vals,
+            partials,
+            counters,
+            rows,
+            cols,
+            padded_cols,
+            batch,
+            splits,
+            pre,
+            post,
+            aligned,
+        }
+    }
+}
+
+/// Parameters of the scaled-weights kernels (`cmv_spqr_csr_b4`, `_b8`, `cmv_spqr_ptcsr_b4`,
+/// `_b8`), in the order of their former arguments: the fields of [`SpqrGemvParams`] with the
+/// prescale factors `pre` and `post` before `aligned`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpqrGemvScaledParams {
+    /// The dense words in device order (`layout::device_order`), every tile row's steps.
+    pub dense: DevPtr<u64>,
+    /// `X`, `batch * cols` fp16 values (as bits), in the matrix's input order.
+    pub x: DevPtr<u16>,
+    /// `Y`, `batch * rows` fp16 values (as bits).
+    pub y: DevPtrMut<u16>,
+    /// The outlier offsets: CSR row offsets (`padded_rows + 1`) or PTCSR block offsets
+    /// (`padded_rows / 16 + 1`), as the kernel's name says.
+    pub offsets: DevPtr<u32>,
+    /// The outlier words of that encoding.
+    pub col_vals: DevPtr<u32>,
+    /// With `splits > 1`, the parts' fp32 sums, `bands * splits * 16 * B` values.
+    pub partials: DevPtrMut<f32>,
+    /// With `splits > 1`, one counter per tile row, zero between launches.
+    pub counters: DevPtrMut<u32>,
+    /// Rows of the matrix.
+    pub rows: u32,
+    /// Columns of the matrix.
+    pub cols: u32,
+    /// Columns padded to a multiple of 16.
+    pub padded_cols: u32,
+    /// Input vectors, `1..=` the kernel's batch.
+    pub batch: u32,
+    /// Blocks per tile row, `1..=` its steps.
+    pub splits: u32,
+    /// Power of two the scales are multiplied by before the fp16 arithmetic
+    /// ([`tc_scaled::prescale`] of the matrix's scales).
+    pub pre: f32,
+    /// Power of two the fp32 results are multiplied by, `1 / pre`.
+    pub post: f32,
+    /// 1 where every input vector is 16-byte aligned and `cols % 8 == 0`, else 0.
+    pub aligned: u32,
+}
+const _: () = assert!(core::mem::size_of::<SpqrGemvScaledParams>() == 88);
+const _: () = assert!(core::mem::align_of::<SpqrGemvScaledParams>() == 4);
+// SAFETY: repr(C), no padding (size asserted: 7 pointers of 8 bytes and 8 words, alignment
+// 4), plain data and device pointers only; the one parameter of the kernels named above.
+unsafe impl KernelParams for SpqrGemvScaledParams {}
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod split_tests {
