@@ -34,4 +34,25 @@ pub enum BeamError {
         /// The bits the value needs.
         needed: u32,
     },
+    /// `A x B` with `A`'s columns different from `B`'s rows.
+    #[error(
+        "cannot multiply A ({a_rows} x {a_cols}) by B ({b_rows} x {b_cols}): A's columns must \
+         equal B's rows"
+    )]
+    GemmShape {
+        /// Rows of A.
+        a_rows: usize,
+        /// Columns of A.
+        a_cols: usize,
+        /// Rows of B.
+        b_rows: usize,
+        /// Columns of B.
+        b_cols: usize,
+    },
+    /// A gemv with too many vectors.
+    #[error("gemv takes B with 1 to 16 columns, got {cols}: use gemm_reference")]
+    GemvColumns {
+        /// Columns of B.
+        cols: usize,
+    },
 }

@@ -29,16 +29,18 @@
 //! # Products
 //!
 //! [`PackedMatrix::reference`] is `y = W x` with `u64` inputs: each product exact in `u128`,
-//! the sums kept modulo 2^128, so the result is exactly `(W x) mod 2^64`. Output widths and saturation (the paper's output strategies) come
-//! in the next chunk.
+//! the sums kept modulo 2^128, so the result is exactly `(W x) mod 2^64`. [`gemm_reference`] is `C = A x B` with the
+//! paper's output widths ([`OutputWidth`]) and overflow behaviours ([`Overflow`]).
 
 mod container;
 mod error;
+mod gemm;
 
 use cmv_format::{FormatError, Weights};
 
 pub use container::{BeamFields, BeamOptions, SPEC};
 pub use error::BeamError;
+pub use gemm::{GEMV_MAX_COLS, OutputWidth, Overflow, gemm_reference, gemv_reference, output_bits};
 
 cmv_format::header_code! {
     /// How the elements are laid out in the `u64` words (see the crate docs).
@@ -306,7 +308,8 @@ impl PackedMatrix {
 
     /// The reference product `y = W x` of `batch` vectors (`x.len() == batch * cols`),
     /// `batch * rows` outputs: products exact in `u128`, sums modulo 2^128, each output
-    /// exactly `(W x)[r] mod 2^64` (wrapping; output widths and saturation come later).
+    /// exactly `(W x)[r] mod 2^64` (wrapping; for output widths and saturation see
+    /// [`gemm_reference`]).
     ///
     /// # Errors
     /// [`FormatError::Batch`] for batch 0, [`FormatError::Length`].
@@ -325,7 +328,7 @@ impl PackedMatrix {
     }
 
     /// Element `(r, c)`, in range.
-    fn at(&self, r: usize, c: usize) -> u64 {
+    pub(crate) fn at(&self, r: usize, c: usize) -> u64 {
         get(&self.words, self.layout, self.bits, self.cols, r, c)
     }
 }
