@@ -120,6 +120,20 @@ macro_rules! sample_ints {
 
 sample_ints!(i8, u8, i16, u16, i32, u32);
 
+/// Small bell-shaped magnitudes (as the other integers), with an occasional 0, `u64::MAX` or
+/// uniform value: products wrap modulo 2^64, and the harness only compares CPU outputs with
+/// themselves.
+impl Sample for u64 {
+    fn sample(rng: &mut SeededRng) -> Self {
+        match rng.below(64) {
+            0 => 0,
+            1 => u64::MAX,
+            2 => rng.next_u64(),
+            _ => (rng.normal() * 6.0).round().abs() as u64,
+        }
+    }
+}
+
 impl Sample for f32 {
     fn sample(rng: &mut SeededRng) -> Self {
         sample_float(rng) as f32
