@@ -1,7 +1,7 @@
 //! Output widths, overflow behaviours and the reference `C = A x B` (the paper's output
 //! strategies `sai`, `c2p2`, `maxv` and overflow behaviours `ovf`, `sat`).
 
-use crate::{BeamError, Layout, PackedMatrix, mask, native_bits, width_of};
+use crate::{BeamError, Layout, PackedMatrix, mask, width_of};
 
 cmv_format::header_code! {
     /// How many bits each output element gets.
@@ -34,7 +34,7 @@ pub fn output_bits(a: &PackedMatrix, b: &PackedMatrix, width: OutputWidth) -> u3
     let input = a.bits().max(b.bits());
     match width {
         OutputWidth::Sai => input,
-        OutputWidth::C2p2 => native_bits(input),
+        OutputWidth::C2p2 => input.next_power_of_two(),
         OutputWidth::Maxv => {
             let (a_row_sum, a_max) = row_sums_max(a);
             let (b_col_sum, b_max) = col_sums_max(b);
