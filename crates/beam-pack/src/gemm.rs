@@ -8,7 +8,7 @@ cmv_format::header_code! {
     pub enum OutputWidth("output width") {
         /// Same as the input width (the wider of the two operands' widths).
         Sai = 0 => "sai",
-        /// The input width rounded up to a power of two: 8, 16, 32 or 64 (at least 8).
+        /// The input width rounded up to a power of two: 1, 2, 4, 8, 16, 32 or 64.
         C2p2 = 1 => "c2p2",
         /// The width of an upper bound of the largest output (never too small), at most 64.
         Maxv = 2 => "maxv",
