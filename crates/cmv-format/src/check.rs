@@ -35,15 +35,7 @@ impl Limits {
     /// # Errors
     /// [`FormatError::Limit`] above `max_elements`.
     pub fn check_elements(&self, elements: u64) -> Result<()> {
-        if elements > self.max_elements {
-            return Err(FormatError::Limit {
-                what: "elements",
-                field: "max_elements",
-                needed: elements,
-                limit: self.max_elements,
-            });
-        }
-        Ok(())
+        within("elements", "max_elements", elements, self.max_elements)
     }
 
     /// Checks an allocation a load is about to make.
@@ -51,16 +43,21 @@ impl Limits {
     /// # Errors
     /// [`FormatError::Limit`] above `max_alloc_bytes`.
     pub fn check_alloc(&self, bytes: u64) -> Result<()> {
-        if bytes > self.max_alloc_bytes {
-            return Err(FormatError::Limit {
-                what: "bytes",
-                field: "max_alloc_bytes",
-                needed: bytes,
-                limit: self.max_alloc_bytes,
-            });
-        }
-        Ok(())
+        within("bytes", "max_alloc_bytes", bytes, self.max_alloc_bytes)
     }
+}
+
+/// `needed` against one limit of [`Limits`] (`field`, counting `what`).
+fn within(what: &'static str, field: &'static str, needed: u64, limit: u64) -> Result<()> {
+    if needed > limit {
+        return Err(FormatError::Limit {
+            what,
+            field,
+            needed,
+            limit,
+        });
+    }
+    Ok(())
 }
 
 impl Default for Limits {
