@@ -49,10 +49,25 @@ pub enum BeamError {
         /// Columns of B.
         b_cols: usize,
     },
+    /// A GPU kernel asked for operands or an output it does not take.
+    #[error("the {kernel} kernel cannot run this product: {reason}")]
+    Kernel {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// What it needs, and what to do.
+        reason: String,
+    },
     /// A gemv with too many vectors.
     #[error("gemv takes B with 1 to 16 columns, got {cols}: use gemm_reference")]
     GemvColumns {
         /// Columns of B.
         cols: usize,
     },
+}
+
+#[cfg(feature = "gpu")]
+impl From<cmv_runtime::RuntimeError> for BeamError {
+    fn from(e: cmv_runtime::RuntimeError) -> Self {
+        BeamError::Format(FormatError::Runtime(e))
+    }
 }

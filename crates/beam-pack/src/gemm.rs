@@ -25,54 +25,68 @@ cmv_format::header_code! {
     }
 }
 
+/// What [`output_bits`] needs of an operand for `maxv`: its largest row sum, largest column
+/// sum (both saturating `u128`) and largest element. One pass over the matrix
+/// ([`PackedMatrix::stats`]); the GPU side keeps it with the uploaded matrix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OperandStats {
+    /// Bits per element.
+    pub bits: u32,
+    /// The largest sum of a row.
+    pub max_row_sum: u128,
+    /// The largest sum of a column.
+    pub max_col_sum: u128,
+    /// The largest element.
+    pub max: u64,
+}
+
+impl PackedMatrix {
+    /// The statistics `maxv` uses.
+    pub fn stats(&self) -> OperandStats {
+        let mut cols = vec![0u128; self.cols()];
+        let (mut max_row_sum, mut max) = (0u128, 0u64);
+        for r in 0..self.rows() {
+            let mut s = 0u128;
+            for (c, col) in cols.iter_mut().enumerate() {
+                let v = self.at(r, c);
+                max = max.max(v);
+                s = s.saturating_add(u128::from(v));
+                *col = col.saturating_add(u128::from(v));
+            }
+            max_row_sum = max_row_sum.max(s);
+        }
+        OperandStats {
+            bits: self.bits(),
+            max_row_sum,
+            max_col_sum: cols.into_iter().max().unwrap_or(0),
+            max,
+        }
+    }
+}
+
 /// The output width of `A x B` under `width` (1..=64).
 ///
 /// `maxv` uses `min(max row sum of A x max of B, max of A x max column sum of B)`, computed
 /// in saturating `u128`: every output is at most that bound, so the exact result always fits
 /// whenever it is below 2^64 (otherwise the width is 64 and the overflow behaviour applies).
 pub fn output_bits(a: &PackedMatrix, b: &PackedMatrix, width: OutputWidth) -> u32 {
-    let input = a.bits().max(b.bits());
+    output_bits_from(&a.stats(), &b.stats(), width)
+}
+
+/// [`output_bits`] from the operands' [`OperandStats`].
+pub fn output_bits_from(a: &OperandStats, b: &OperandStats, width: OutputWidth) -> u32 {
+    let input = a.bits.max(b.bits);
     match width {
         OutputWidth::Sai => input,
         OutputWidth::C2p2 => input.next_power_of_two(),
         OutputWidth::Maxv => {
-            let (a_row_sum, a_max) = row_sums_max(a);
-            let (b_col_sum, b_max) = col_sums_max(b);
-            let bound = a_row_sum
-                .saturating_mul(u128::from(b_max))
-                .min(u128::from(a_max).saturating_mul(b_col_sum));
+            let bound = a
+                .max_row_sum
+                .saturating_mul(u128::from(b.max))
+                .min(u128::from(a.max).saturating_mul(b.max_col_sum));
             u64::try_from(bound).map_or(64, width_of)
         }
     }
-}
-
-/// (max row sum, max element) of `m`, saturating.
-fn row_sums_max(m: &PackedMatrix) -> (u128, u64) {
-    let (mut best, mut max) = (0u128, 0u64);
-    for r in 0..m.rows() {
-        let mut s = 0u128;
-        for c in 0..m.cols() {
-            let v = m.at(r, c);
-            max = max.max(v);
-            s = s.saturating_add(u128::from(v));
-        }
-        best = best.max(s);
-    }
-    (best, max)
-}
-
-/// (max column sum, max element) of `m`, saturating.
-fn col_sums_max(m: &PackedMatrix) -> (u128, u64) {
-    let mut sums = vec![0u128; m.cols()];
-    let mut max = 0u64;
-    for r in 0..m.rows() {
-        for (c, s) in sums.iter_mut().enumerate() {
-            let v = m.at(r, c);
-            max = max.max(v);
-            *s = s.saturating_add(u128::from(v));
-        }
-    }
-    (sums.into_iter().max().unwrap_or(0), max)
 }
 
 /// One exact dot product: the sum modulo 2^128 and whether the exact sum reached 2^128.

@@ -35,12 +35,17 @@
 mod container;
 mod error;
 mod gemm;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 
 use cmv_format::{FormatError, Weights};
 
 pub use container::{BeamFields, BeamOptions, SPEC};
 pub use error::BeamError;
-pub use gemm::{GEMV_MAX_COLS, OutputWidth, Overflow, gemm_reference, gemv_reference, output_bits};
+pub use gemm::{
+    GEMV_MAX_COLS, OperandStats, OutputWidth, Overflow, gemm_reference, gemv_reference,
+    output_bits, output_bits_from,
+};
 
 cmv_format::header_code! {
     /// How the elements are laid out in the `u64` words (see the crate docs).

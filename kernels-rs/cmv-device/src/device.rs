@@ -549,3 +549,67 @@ macro_rules! static_shared {
         p as *mut u8
     }};
 }
+
+/// 64-bit read-only load (`ld.global.nc.u64`).
+///
+/// # Safety
+/// `p` must point to 8 readable, 8-byte-aligned bytes of global memory that no thread writes
+/// while the kernel runs.
+#[inline(always)]
+pub unsafe fn ld_nc_u64(p: *const u64) -> u64 {
+    let r: u64;
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!("ld.global.nc.u64 {r}, [{p}];", p = in(reg64) p, r = out(reg64) r,
+             options(pure, readonly, nostack));
+    }
+    r
+}
+
+/// `atomicOr` of a `u64` in global memory, result unused (`red.global.or.b64`, relaxed).
+///
+/// # Safety
+/// `p` must point to a valid, 8-byte-aligned `u64` of global memory that other threads access
+/// only atomically while the kernel runs.
+#[inline(always)]
+pub unsafe fn red_or_u64(p: *mut u64, v: u64) {
+    // SAFETY: the caller guarantees a valid address.
+    unsafe { asm!("red.global.or.b64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) };
+}
+
+/// 64-bit store to global memory (`st.global.u64`).
+///
+/// # Safety
+/// `p` must point to 8 writable, 8-byte-aligned bytes of global memory that no other thread
+/// accesses while the kernel runs.
+#[inline(always)]
+pub unsafe fn st_u64(p: *mut u64, v: u64) {
+    // SAFETY: the caller guarantees a valid address.
+    unsafe { asm!("st.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) };
+}
+
+/// `mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32`: `D = A B + C` on one warp's fragments,
+/// unsigned 8-bit operands, 32-bit accumulators (wrapping modulo 2^32; every product of two
+/// bytes is below 2^16, so `2^16` of them sum exactly). Fragment layouts as in the PTX ISA
+/// (`A`: 4 registers of 4 bytes, rows `g` and `g + 8`, `B`: 2 registers, column `g`).
+///
+/// # Safety
+/// Called by all 32 lanes of a warp together (sm_80 or newer).
+#[inline(always)]
+pub unsafe fn mma_m16n8k32_u8(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
+    let (d0, d1, d2, d3): (u32, u32, u32, u32);
+    // SAFETY: a register-only warp-collective instruction (sm_80+); the caller guarantees
+    // the whole warp executes it. Not `pure`, so it is never moved into divergent code.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {{{d0}, {d1}, {d2}, {d3}}}, \
+             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
+            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+            options(nomem, nostack),
+        );
+    }
+    [d0, d1, d2, d3]
+}
