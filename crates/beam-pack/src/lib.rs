@@ -38,6 +38,14 @@ mod gemm;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 
+/// The format core this crate builds on.
+pub use cmv_format;
+/// The GPU runtime the [`gpu`] module's signatures use.
+#[cfg(feature = "gpu")]
+pub use cmv_runtime;
+/// The device crate: layouts and kernel parameters shared with the GPU.
+pub use beam_kernels;
+
 use cmv_format::{FormatError, Weights};
 
 pub use container::{BeamFields, BeamOptions, SPEC};

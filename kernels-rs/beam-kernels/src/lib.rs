@@ -17,7 +17,10 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, adt_const_params))]
 #![cfg_attr(target_arch = "nvptx64", allow(incomplete_features))]
 
+pub mod gemm;
+pub mod gemv;
 pub mod layout;
+pub mod mma;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
