@@ -1,1 +1,175 @@
-//! placeholder
+//! GPU tests: the tensor-core GEMM (`GemmKernel::Mma`) against `gemm_reference`, bit-exact,
+//! for every width up to 8 bits, every layout of A, B and C, every output width and
+//! overflow behaviour. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1`
+//! makes that a failure.
+
+use beam_pack::cmv_format::HeaderCode;
+use beam_pack::cmv_runtime::{Gpu, gpu_for_tests};
+use beam_pack::gpu::{BeamGemm, DeviceBeamMatrix, GemmKernel};
+use beam_pack::{BeamError, Layout, OutputWidth, Overflow, PackedMatrix, gemm_reference};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn random(
+    rng: &mut StdRng,
+    rows: usize,
+    cols: usize,
+    bits: u32,
+    layout: Layout,
+    max: bool,
+) -> PackedMatrix {
+    let top = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let v: Vec<u64> = (0..rows * cols)
+        .map(|_| if max { top } else { rng.gen_range(0..=top) })
+        .collect();
+    PackedMatrix::pack(&v, rows, cols, bits, layout).unwrap()
+}
+
+fn check(
+    gpu: &Gpu,
+    bg: &BeamGemm,
+    a: &PackedMatrix,
+    b: &PackedMatrix,
+    width: OutputWidth,
+    overflow: Overflow,
+    out_layout: Layout,
+) {
+    let want = gemm_reference(a, b, width, overflow, out_layout).unwrap();
+    let (da, db) = (
+        DeviceBeamMatrix::upload(gpu, a).unwrap(),
+        DeviceBeamMatrix::upload(gpu, b).unwrap(),
+    );
+    let mut out = BeamGemm::alloc_out(gpu, &da, &db, width, out_layout).unwrap();
+    assert_eq!(out.bits(), want.bits());
+    bg.gemm(gpu, GemmKernel::Mma, &da, &db, &mut out, overflow)
+        .unwrap();
+    let got = out.download(gpu).unwrap();
+    assert!(
+        got == want,
+        "mma {}x{}x{} bits {}/{} layouts {:?}/{:?} -> {:?} {width:?} {overflow:?}: first \
+         difference at {:?}",
+        a.rows(),
+        a.cols(),
+        b.cols(),
+        a.bits(),
+        b.bits(),
+        a.layout(),
+        b.layout(),
+        out_layout,
+        got.unpack()
+            .iter()
+            .zip(want.unpack())
+            .position(|(g, w)| *g != w)
+    );
+}
+
+#[test]
+fn mma_matches_the_reference_for_every_width_and_layout() {
+    let Some(gpu) = gpu_for_tests("mma_matches_the_reference_for_every_width_and_layout") else {
+        return;
+    };
+    let bg = BeamGemm::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(13);
+    let shapes = [(1, 1, 1), (3, 67, 5), (130, 70, 129), (129, 200, 257)];
+    for bits in 1..=8 {
+        for (i, &la) in Layout::ALL.iter().enumerate() {
+            let lb = Layout::ALL[(i + bits as usize) % 4];
+            let lc = Layout::ALL[(i + 2 * bits as usize) % 4];
+            for &(m, k, n) in &shapes {
+                let max = rng.gen_bool(0.25);
+                let a = random(&mut rng, m, k, bits, la, max);
+                let b = random(&mut rng, k, n, 9 - bits, lb, max);
+                for &width in OutputWidth::ALL {
+                    for overflow in [Overflow::Ovf, Overflow::Sat] {
+                        check(&gpu, &bg, &a, &b, width, overflow, lc);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn mma_sums_past_2_pow_32_exactly() {
+    let Some(gpu) = gpu_for_tests("mma_sums_past_2_pow_32_exactly") else {
+        return;
+    };
+    let bg = BeamGemm::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(14);
+    // 70000 x 255 x 255 > 2^32: the 64-bit sums (sat, maxv) and the wrap modulo 2^out.
+    let k = 70_000;
+    for max in [true, false] {
+        let a = random(&mut rng, 3, k, 8, Layout::Nogaps, max);
+        let b = random(&mut rng, k, 2, 8, Layout::Slabs, max);
+        for &width in OutputWidth::ALL {
+            for overflow in [Overflow::Ovf, Overflow::Sat] {
+                check(&gpu, &bg, &a, &b, width, overflow, Layout::Naive);
+            }
+        }
+    }
+}
+
+#[test]
+fn mma_refuses_wide_operands() {
+    let Some(gpu) = gpu_for_tests("mma_refuses_wide_operands") else {
+        return;
+    };
+    let bg = BeamGemm::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(15);
+    let a = random(&mut rng, 4, 4, 9, Layout::Naive, false);
+    let b = random(&mut rng, 4, 4, 8, Layout::Naive, false);
+    let (da, db) = (
+        DeviceBeamMatrix::upload(&gpu, &a).unwrap(),
+        DeviceBeamMatrix::upload(&gpu, &b).unwrap(),
+    );
+    let mut out = BeamGemm::alloc_out(&gpu, &da, &db, OutputWidth::Sai, Layout::Naive).unwrap();
+    let e = bg
+        .gemm(&gpu, GemmKernel::Mma, &da, &db, &mut out, Overflow::Ovf)
+        .unwrap_err();
+    assert!(matches!(e, BeamError::Kernel { kernel: "mma", .. }), "{e}");
+}
+
+/// A timing probe (not a test of speed: `cargo xtask bench --suites beam` measures): the
+/// 1 GiB-class square product at 1, 4 and 8 bits, nogaps operands. Run with `--ignored
+/// --nocapture`.
+#[test]
+#[ignore = "timing probe"]
+fn mma_timing_probe() {
+    let Some(gpu) = gpu_for_tests("mma_timing_probe") else {
+        return;
+    };
+    let bg = BeamGemm::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(16);
+    let n = 11585;
+    for bits in [1, 4, 8] {
+        let a = random(&mut rng, n, n, bits, Layout::Nogaps, false);
+        let b = random(&mut rng, n, n, bits, Layout::Nogaps, false);
+        let (da, db) = (
+            DeviceBeamMatrix::upload(&gpu, &a).unwrap(),
+            DeviceBeamMatrix::upload(&gpu, &b).unwrap(),
+        );
+        let mut out =
+            BeamGemm::alloc_out(&gpu, &da, &db, OutputWidth::C2p2, Layout::Nogaps).unwrap();
+        let mut times = Vec::new();
+        for _ in 0..4 {
+            gpu.synchronize().unwrap();
+            let t = std::time::Instant::now();
+            bg.gemm(&gpu, GemmKernel::Mma, &da, &db, &mut out, Overflow::Ovf)
+                .unwrap();
+            gpu.synchronize().unwrap();
+            times.push(t.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        let t = times[1];
+        let ops = 2.0 * (n as f64).powi(3);
+        println!(
+            "mma {n}^3 bits {bits}: {:.3} ms, {:.0} TOPS",
+            t * 1e3,
+            ops / t / 1e12
+        );
+    }
+}

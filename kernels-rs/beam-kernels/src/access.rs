@@ -11,12 +11,20 @@ use cmv_device::{ld_nc_u64, red_or_u64, st_u64};
 /// implies (the launcher checked it).
 #[inline(always)]
 pub unsafe fn load(m: &PackedRef, r: u32, c: u32) -> u64 {
-    let Place { word, shift, straddles } = place(m.geometry(), r, c);
+    let Place {
+        word,
+        shift,
+        straddles,
+    } = place(m.geometry(), r, c);
     let p = m.words.as_ptr();
     // SAFETY: the element lies in these words (and the next one when it straddles).
     unsafe {
         let lo = ld_nc_u64(p.add(word as usize));
-        let hi = if straddles { ld_nc_u64(p.add(word as usize + 1)) } else { 0 };
+        let hi = if straddles {
+            ld_nc_u64(p.add(word as usize + 1))
+        } else {
+            0
+        };
         extract(lo, hi, shift, m.bits)
     }
 }
@@ -29,7 +37,11 @@ pub unsafe fn load(m: &PackedRef, r: u32, c: u32) -> u64 {
 /// implies, zeroed unless `naive`, and each element is written once.
 #[inline(always)]
 pub unsafe fn store(out: &PackedOut, r: u32, c: u32, v: u64) {
-    let Place { word, shift, straddles } = place(out.geometry(), r, c);
+    let Place {
+        word,
+        shift,
+        straddles,
+    } = place(out.geometry(), r, c);
     let p = out.words.as_mut_ptr();
     let v = v & mask(out.bits);
     // SAFETY: the element lies in these words; concurrent writers only OR.

@@ -22,7 +22,11 @@ pub const SAT: u32 = 1;
 /// The low `bits` bits set (`bits` in 1..=64).
 #[inline(always)]
 pub const fn mask(bits: u32) -> u64 {
-    if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 }
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
 }
 
 /// The smallest native width (8, 16, 32, 64) holding `bits` bits.
@@ -81,12 +85,20 @@ pub struct Geometry {
 pub const fn place(g: Geometry, r: u32, c: u32) -> Place {
     let (r, c) = (r as u64, c as u64);
     match g.layout {
-        NAIVE => Place { word: r * g.cols as u64 + c, shift: 0, straddles: false },
+        NAIVE => Place {
+            word: r * g.cols as u64 + c,
+            shift: 0,
+            straddles: false,
+        },
         TIGHT => {
             let t = native_bits(g.bits);
             let per = (64 / t) as u64;
             let i = r * g.cols as u64 + c;
-            Place { word: i / per, shift: (i % per) as u32 * t, straddles: false }
+            Place {
+                word: i / per,
+                shift: (i % per) as u32 * t,
+                straddles: false,
+            }
         }
         SLABS => {
             let k = (64 / g.bits) as u64;
@@ -122,7 +134,11 @@ pub const fn extract(lo: u64, hi: u64, shift: u32, bits: u32) -> u64 {
 /// `2^(w + ceil_log2(k))`.
 #[inline(always)]
 pub const fn ceil_log2(k: u64) -> u32 {
-    if k <= 1 { 0 } else { 64 - (k - 1).leading_zeros() }
+    if k <= 1 {
+        0
+    } else {
+        64 - (k - 1).leading_zeros()
+    }
 }
 
 /// The accumulator a product needs to give the exact answer for its overflow behaviour.
@@ -149,7 +165,11 @@ pub const fn acc_for(a_bits: u32, b_bits: u32, k: u64, out: u32, overflow: u32) 
     // Bits of the exact result's upper bound.
     let exact = a_bits + b_bits + ceil_log2(k);
     if overflow == OVF {
-        if out <= 32 || exact <= 32 { Acc::U32 } else { Acc::U64 }
+        if out <= 32 || exact <= 32 {
+            Acc::U32
+        } else {
+            Acc::U64
+        }
     } else if exact <= 32 {
         Acc::U32
     } else if exact <= 64 {
@@ -173,7 +193,11 @@ pub const fn sat_mul(a: u64, b: u64) -> u64 {
 #[inline(always)]
 pub const fn finish(sum: u64, out: u32, overflow: u32) -> u64 {
     let m = mask(out);
-    if overflow == OVF || sum <= m { sum & m } else { m }
+    if overflow == OVF || sum <= m {
+        sum & m
+    } else {
+        m
+    }
 }
 
 #[cfg(test)]
@@ -218,10 +242,22 @@ mod tests {
 
     #[test]
     fn nogaps_straddle_is_extracted() {
-        let g = Geometry { cols: 5, bits: 25, layout: NOGAPS, row_words: row_words(5, 25, NOGAPS) as u32 };
+        let g = Geometry {
+            cols: 5,
+            bits: 25,
+            layout: NOGAPS,
+            row_words: row_words(5, 25, NOGAPS) as u32,
+        };
         assert_eq!(g.row_words, 2);
         let p = place(g, 1, 2);
-        assert_eq!(p, Place { word: 2, shift: 50, straddles: true });
+        assert_eq!(
+            p,
+            Place {
+                word: 2,
+                shift: 50,
+                straddles: true
+            }
+        );
         let v = 0x1AB_CDEFu64;
         let (lo, hi) = (v << 50, v >> 14);
         assert_eq!(extract(lo, hi, 50, 25), v);

@@ -14,7 +14,10 @@
 //! ([`layout::finish`]). Outputs are written packed in their width and layout; every layout
 //! but `naive` ORs its bits into words the launcher zeroed first.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, adt_const_params))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, adt_const_params, asm_experimental_arch)
+)]
 #![cfg_attr(target_arch = "nvptx64", allow(incomplete_features))]
 
 pub mod gemm;
@@ -76,7 +79,12 @@ impl PackedRef {
     /// What [`layout::place`] needs.
     #[inline(always)]
     pub const fn geometry(&self) -> layout::Geometry {
-        layout::Geometry { cols: self.cols, bits: self.bits, layout: self.layout, row_words: self.row_words }
+        layout::Geometry {
+            cols: self.cols,
+            bits: self.bits,
+            layout: self.layout,
+            row_words: self.row_words,
+        }
     }
 }
 
@@ -84,7 +92,12 @@ impl PackedOut {
     /// What [`layout::place`] needs.
     #[inline(always)]
     pub const fn geometry(&self) -> layout::Geometry {
-        layout::Geometry { cols: self.cols, bits: self.bits, layout: self.layout, row_words: self.row_words }
+        layout::Geometry {
+            cols: self.cols,
+            bits: self.bits,
+            layout: self.layout,
+            row_words: self.row_words,
+        }
     }
 }
 

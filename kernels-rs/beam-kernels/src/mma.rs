@@ -1,1 +1,408 @@
-//! (being written)
+//! GEMM on integer tensor cores for operands of at most 8 bits, any layout.
+//!
+//! A block computes a [`TILE_M`] x [`TILE_N`] tile of `C`, stepping through `K` by
+//! [`TILE_K`]. At each step its threads unpack the packed words of `A` (rows x `TILE_K`) and
+//! `B` (`TILE_K` x columns) to bytes in shared memory ([`gather8`]: eight elements of a row
+//! to the eight bytes of a `u64`, from whichever layout); `B` is transposed on the way
+//! ([`transpose4x8`]) so that both operands are `K`-contiguous, as
+//! `mma.m16n8k32.row.col.u8.u8.s32` takes them. Eight warps (2 x 4) each own a 64 x 32
+//! sub-tile: 4 x 4 MMAs per 32 `K`.
+//!
+//! Exactness: a product of two bytes is below 2^16, so the 32-bit accumulators hold the exact
+//! sum of up to 2^16 products, and the sum modulo 2^32 of any number. The launcher picks
+//! [`layout::acc_for`]: `U32` (the sum modulo 2^32 is all the output needs) or `U64`, where
+//! the accumulators are added into 64-bit sums every [`FLUSH_K`] columns of `A`.
+
+use crate::layout::{self, Geometry, NAIVE, SLABS, TIGHT, mask};
+
+/// Rows of `C` per block.
+pub const TILE_M: u32 = 128;
+/// Columns of `C` per block.
+pub const TILE_N: u32 = 128;
+/// `K` per step.
+pub const TILE_K: u32 = 64;
+/// Threads per block.
+pub const THREADS: u32 = 256;
+/// Bytes per row of a shared tile (`TILE_K` and 16 bytes of padding, so that the fragment
+/// loads of a warp hit 32 different banks).
+pub const SMEM_STRIDE: u32 = TILE_K + 16;
+/// Shared memory of one block: the `A` and `B` tiles.
+pub const SMEM_BYTES: u32 = (TILE_M + TILE_N) * SMEM_STRIDE;
+/// `K` between two additions of the 32-bit accumulators into the 64-bit sums (`U64`):
+/// `FLUSH_K * 255 * 255 < 2^32`.
+pub const FLUSH_K: u32 = 32768;
+const _: () = assert!((FLUSH_K as u64) * 255 * 255 < 1 << 32);
+const _: () = assert!(FLUSH_K % TILE_K == 0);
+
+/// The low `n` bytes set (`n` in 0..=8).
+#[inline(always)]
+pub const fn byte_mask(n: u32) -> u64 {
+    if n >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * n)) - 1
+    }
+}
+
+/// `lo` shifted right by `s` bits with `hi`'s low bits shifted in (`s` in 0..64).
+#[inline(always)]
+const fn funnel(lo: u64, hi: u64, s: u32) -> u64 {
+    if s == 0 {
+        lo
+    } else {
+        (lo >> s) | (hi << (64 - s))
+    }
+}
+
+/// Elements `c0 .. c0 + 8` of row `row` of a matrix of `rows` rows with geometry `g` and
+/// `bits <= 8`, as the eight bytes of a `u64` (element `c0 + i` in byte `i`); elements outside
+/// the matrix are 0. `word(i)` reads word `i`; it is called only for words that hold one of
+/// those elements.
+#[inline(always)]
+pub fn gather8(word: impl Fn(u64) -> u64, g: Geometry, rows: u32, row: u32, c0: u32) -> u64 {
+    if row >= rows || c0 >= g.cols {
+        return 0;
+    }
+    let n = if g.cols - c0 < 8 { g.cols - c0 } else { 8 };
+    let b = g.bits;
+    let m = mask(b);
+    let (r, c0_64) = (row as u64, c0 as u64);
+    let v = match g.layout {
+        NAIVE => {
+            let base = r * g.cols as u64 + c0_64;
+            let mut v = 0u64;
+            let mut i = 0;
+            while i < n {
+                v |= (word(base + i as u64) & m) << (8 * i);
+                i += 1;
+            }
+            v
+        }
+        TIGHT => {
+            // 8-bit natives: byte `r * cols + c`.
+            let first = r * g.cols as u64 + c0_64;
+            let s = (first % 8) as u32 * 8;
+            let lo = word(first / 8);
+            let hi = if s + 8 * n > 64 {
+                word(first / 8 + 1)
+            } else {
+                0
+            };
+            funnel(lo, hi, s)
+        }
+        SLABS => {
+            let k = 64 / b;
+            let w0 = c0 / k;
+            let base = r * g.row_words as u64;
+            let lo = word(base + w0 as u64);
+            let hi = if (c0 + n - 1) / k > w0 {
+                word(base + w0 as u64 + 1)
+            } else {
+                0
+            };
+            let mut v = 0u64;
+            let mut i = 0;
+            while i < 8 {
+                let c = c0 + i;
+                let src = if c / k == w0 { lo } else { hi };
+                v |= ((src >> ((c % k) * b)) & m) << (8 * i);
+                i += 1;
+            }
+            v
+        }
+        _ => {
+            let bit = c0_64 * b as u64;
+            let s = (bit % 64) as u32;
+            let w = r * g.row_words as u64 + bit / 64;
+            let lo = word(w);
+            let hi = if s + n * b > 64 { word(w + 1) } else { 0 };
+            let win = funnel(lo, hi, s);
+            if b == 8 {
+                win
+            } else {
+                let mut v = 0u64;
+                let mut i = 0;
+                while i < 8 {
+                    v |= ((win >> (i * b)) & m) << (8 * i);
+                    i += 1;
+                }
+                v
+            }
+        }
+    };
+    v & byte_mask(n)
+}
+
+/// Four rows of eight bytes (`r[i]` byte `j` = element `(i, j)`) to eight columns of four
+/// bytes (`out[j]` byte `i` = element `(i, j)`): the transpose that makes `B` `K`-contiguous.
+#[inline(always)]
+pub fn transpose4x8(r: [u64; 4]) -> [u32; 8] {
+    use cmv_device::prmt;
+    let lo = [r[0] as u32, r[1] as u32, r[2] as u32, r[3] as u32];
+    let hi = [
+        (r[0] >> 32) as u32,
+        (r[1] >> 32) as u32,
+        (r[2] >> 32) as u32,
+        (r[3] >> 32) as u32,
+    ];
+    let t4 = |q: [u32; 4]| -> [u32; 4] {
+        let t0 = prmt(q[0], q[1], 0x5140);
+        let t1 = prmt(q[2], q[3], 0x5140);
+        let t2 = prmt(q[0], q[1], 0x7362);
+        let t3 = prmt(q[2], q[3], 0x7362);
+        [
+            prmt(t0, t1, 0x5410),
+            prmt(t0, t1, 0x7632),
+            prmt(t2, t3, 0x5410),
+            prmt(t2, t3, 0x7632),
+        ]
+    };
+    let a = t4(lo);
+    let b = t4(hi);
+    [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
+}
+
+/// Whether the kernel's 64-bit sums are needed: [`layout::acc_for`] is not `U32`.
+#[inline(always)]
+pub const fn needs_wide(a_bits: u32, b_bits: u32, k: u64, out: u32, overflow: u32) -> bool {
+    !matches!(
+        layout::acc_for(a_bits, b_bits, k, out, overflow),
+        layout::Acc::U32
+    )
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod kernel {
+    use super::*;
+    use crate::access::store;
+    use crate::{GemmParams, PackedOut};
+    use cmv_device::{
+        block_idx_x, block_idx_y, dyn_smem_addr, lane_id, ld_nc_u64, mma_m16n8k32_u8, sync_threads,
+        thread_idx_x, warp_id,
+    };
+    use core::arch::asm;
+
+    #[inline(always)]
+    unsafe fn lds_u32(a: u32) -> u32 {
+        let r: u32;
+        // SAFETY: the caller guarantees an aligned address inside shared memory.
+        unsafe {
+            asm!("ld.shared.u32 {r}, [{a}];", a = in(reg32) a, r = out(reg32) r,
+                 options(readonly, nostack));
+        }
+        r
+    }
+
+    #[inline(always)]
+    unsafe fn sts_u32(a: u32, v: u32) {
+        // SAFETY: the caller guarantees an aligned address inside shared memory.
+        unsafe {
+            asm!("st.shared.u32 [{a}], {v};", a = in(reg32) a, v = in(reg32) v, options(nostack))
+        };
+    }
+
+    #[inline(always)]
+    unsafe fn sts_u64(a: u32, v: u64) {
+        // SAFETY: the caller guarantees an aligned address inside shared memory.
+        unsafe {
+            asm!("st.shared.u64 [{a}], {v};", a = in(reg32) a, v = in(reg64) v, options(nostack))
+        };
+    }
+
+    /// The kernel body; `WIDE` adds the 32-bit accumulators into 64-bit sums every
+    /// [`FLUSH_K`].
+    ///
+    /// # Safety
+    /// Launched with [`THREADS`] threads, [`SMEM_BYTES`] of dynamic shared memory, a grid of
+    /// `(ceil(n / TILE_N), ceil(m / TILE_M))`; `p` validated by the launcher (operands of at
+    /// most 8 bits whose words match their geometry, `A.cols == B.rows`, `C` of `A.rows x
+    /// B.cols`, zeroed unless naive).
+    #[inline(always)]
+    unsafe fn gemm<const WIDE: bool>(p: &GemmParams) {
+        let tid = thread_idx_x();
+        let (lane, warp) = (lane_id(), warp_id());
+        let (g, t) = (lane / 4, lane % 4);
+        let (wm, wn) = (warp / 4, warp % 4);
+        let m0 = block_idx_y() * TILE_M;
+        let n0 = block_idx_x() * TILE_N;
+        let k_total = p.a.cols;
+        let smem = dyn_smem_addr();
+        let a_smem = smem;
+        let b_smem = smem + TILE_M * SMEM_STRIDE;
+        let (ga, gb) = (p.a.geometry(), p.b.geometry());
+        let (aw, bw) = (p.a.words.as_ptr(), p.b.words.as_ptr());
+        // SAFETY (both closures): gather8 reads only words holding an element of the matrix.
+        let load_a = |i: u64| unsafe { ld_nc_u64(aw.add(i as usize)) };
+        let load_b = |i: u64| unsafe { ld_nc_u64(bw.add(i as usize)) };
+
+        let mut acc = [[[0u32; 4]; 4]; 4];
+        let mut wide = [[[0u64; 4]; 4]; 4];
+        let mut k0 = 0u32;
+        while k0 < k_total {
+            // Unpack A: 128 rows x 8 chunks of 8 bytes, 4 chunks per thread.
+            for i in 0..4 {
+                let q = tid + THREADS * i;
+                let (row, j) = (q / 8, q % 8);
+                let v = gather8(load_a, ga, p.a.rows, m0 + row, k0 + 8 * j);
+                // SAFETY: inside the A tile (row < 128, 8j + 8 <= 64), 8-byte aligned.
+                unsafe { sts_u64(a_smem + row * SMEM_STRIDE + 8 * j, v) };
+            }
+            // Unpack B: 16 x 16 units of 4 rows (K) x 8 columns (N), transposed.
+            {
+                let (kq, nj) = (tid / 16, tid % 16);
+                let (k, n) = (k0 + 4 * kq, n0 + 8 * nj);
+                let r = [
+                    gather8(load_b, gb, p.b.rows, k, n),
+                    gather8(load_b, gb, p.b.rows, k + 1, n),
+                    gather8(load_b, gb, p.b.rows, k + 2, n),
+                    gather8(load_b, gb, p.b.rows, k + 3, n),
+                ];
+                let cols = transpose4x8(r);
+                for (c, &w) in cols.iter().enumerate() {
+                    let n = 8 * nj + c as u32;
+                    // SAFETY: inside the B tile (n < 128, 4kq + 4 <= 64), 4-byte aligned.
+                    unsafe { sts_u32(b_smem + n * SMEM_STRIDE + 4 * kq, w) };
+                }
+            }
+            // SAFETY: all threads reach it.
+            unsafe { sync_threads() };
+            for s in 0..TILE_K / 32 {
+                let kb = 32 * s + 4 * t;
+                let mut af = [[0u32; 4]; 4];
+                for (mi, f) in af.iter_mut().enumerate() {
+                    let r0 = (64 * wm + 16 * mi as u32 + g) * SMEM_STRIDE;
+                    let r1 = r0 + 8 * SMEM_STRIDE;
+                    // SAFETY: inside the A tile, 4-byte aligned.
+                    unsafe {
+                        *f = [
+                            lds_u32(a_smem + r0 + kb),
+                            lds_u32(a_smem + r1 + kb),
+                            lds_u32(a_smem + r0 + kb + 16),
+                            lds_u32(a_smem + r1 + kb + 16),
+                        ];
+                    }
+                }
+                for ni in 0..4 {
+                    let c = (32 * wn + 8 * ni as u32 + g) * SMEM_STRIDE;
+                    // SAFETY: inside the B tile, 4-byte aligned.
+                    let bf = unsafe { [lds_u32(b_smem + c + kb), lds_u32(b_smem + c + kb + 16)] };
+                    for mi in 0..4 {
+                        // SAFETY: every lane of every warp runs the same MMAs.
+                        acc[mi][ni] = unsafe { mma_m16n8k32_u8(af[mi], bf, acc[mi][ni]) };
+                    }
+                }
+            }
+            // SAFETY: all threads reach it.
+            unsafe { sync_threads() };
+            k0 += TILE_K;
+            if WIDE && (k0 % FLUSH_K == 0 || k0 >= k_total) {
+                for mi in 0..4 {
+                    for ni in 0..4 {
+                        for e in 0..4 {
+                            wide[mi][ni][e] += acc[mi][ni][e] as u64;
+                            acc[mi][ni][e] = 0;
+                        }
+                    }
+                }
+            }
+        }
+        let row0 = m0 + 64 * wm + g;
+        let col0 = n0 + 32 * wn + 2 * t;
+        for mi in 0..4 {
+            for ni in 0..4 {
+                let sums: [u64; 4] = if WIDE {
+                    wide[mi][ni]
+                } else {
+                    let a = acc[mi][ni];
+                    [a[0] as u64, a[1] as u64, a[2] as u64, a[3] as u64]
+                };
+                // SAFETY: forwarded (each element of C belongs to one lane of one warp).
+                unsafe {
+                    store4(
+                        p.c,
+                        p.overflow,
+                        row0 + 16 * mi as u32,
+                        col0 + 8 * ni as u32,
+                        sums,
+                    )
+                };
+            }
+        }
+    }
+
+    /// Writes one lane's four outputs of an MMA tile: `(row, col)`, `(row, col + 1)`,
+    /// `(row + 8, col)`, `(row + 8, col + 1)`, those inside `C`. Not inlined, so the
+    /// epilogue's loops stay small enough to unroll and the accumulators stay in registers.
+    ///
+    /// # Safety
+    /// As `gemm`; no other thread writes these elements.
+    #[inline(never)]
+    unsafe fn store4(out: PackedOut, overflow: u32, row: u32, col: u32, sums: [u64; 4]) {
+        for (e, &sum) in sums.iter().enumerate() {
+            let (r, c) = (row + 8 * (e as u32 / 2), col + e as u32 % 2);
+            if r < out.rows && c < out.cols {
+                let v = layout::finish(sum, out.bits, overflow);
+                // SAFETY: inside C, written once.
+                unsafe { store(&out, r, c, v) };
+            }
+        }
+    }
+
+    /// `C = A x B` for operands of at most 8 bits, sums modulo 2^32 (exact when the output
+    /// needs no more: [`needs_wide`] is false).
+    ///
+    /// # Safety
+    /// As `gemm`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn cmv_beam_gemm_mma(p: GemmParams) {
+        // SAFETY: forwarded.
+        unsafe { gemm::<false>(&p) }
+    }
+
+    /// `C = A x B` for operands of at most 8 bits, exact 64-bit sums.
+    ///
+    /// # Safety
+    /// As `gemm`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn cmv_beam_gemm_mma_wide(p: GemmParams) {
+        // SAFETY: forwarded.
+        unsafe { gemm::<true>(&p) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_moves_every_byte() {
+        let r: [u64; 4] = core::array::from_fn(|i| {
+            u64::from_le_bytes(core::array::from_fn(|j| (16 * i + j) as u8))
+        });
+        let t = transpose4x8(r);
+        for (j, col) in t.iter().enumerate() {
+            for i in 0..4 {
+                assert_eq!(
+                    (col >> (8 * i)) & 0xff,
+                    (16 * i + j) as u32,
+                    "row {i} col {j}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn byte_masks() {
+        assert_eq!(byte_mask(0), 0);
+        assert_eq!(byte_mask(3), 0xff_ffff);
+        assert_eq!(byte_mask(8), u64::MAX);
+    }
+
+    #[test]
+    fn wide_sums_only_when_needed() {
+        assert!(!needs_wide(8, 8, 1 << 16, 64, layout::SAT));
+        assert!(needs_wide(8, 8, (1 << 16) + 1, 64, layout::SAT));
+        assert!(!needs_wide(8, 8, 1 << 30, 32, layout::OVF));
+        assert!(needs_wide(8, 8, 1 << 30, 33, layout::OVF));
+    }
+}

@@ -1,32 +1,85 @@
-//! GEMM on integer tensor cores for operands of at most 8 bits.
+//! GEMM on integer tensor cores for operands of at most 8 bits (`kernels-rs/beam-kernels`,
+//! module `mma`).
 
-use cmv_runtime::Gpu;
+use beam_kernels::GemmParams;
+use beam_kernels::mma::{SMEM_BYTES, THREADS, TILE_M, TILE_N, needs_wide};
+use cmv_runtime::{Gpu, Kernel, LaunchConfig};
 
-use super::{DeviceBeamMatrix, DeviceBeamOut};
+use super::{DeviceBeamMatrix, DeviceBeamOut, PTX};
 use crate::{BeamError, Overflow};
 
-/// The tensor-core GEMM kernel.
+/// The tensor-core GEMM kernels (32-bit sums, and exact 64-bit sums).
 #[derive(Debug)]
-pub struct MmaGemm {}
+pub struct MmaGemm {
+    narrow: Kernel,
+    wide: Kernel,
+}
 
 impl MmaGemm {
     /// Loads the kernels.
     ///
     /// # Errors
-    /// Runtime errors.
-    pub fn new(_gpu: &Gpu) -> Result<Self, BeamError> {
-        Ok(Self {})
+    /// Runtime errors (a driver that rejects the PTX, a missing entry point).
+    pub fn new(gpu: &Gpu) -> Result<Self, BeamError> {
+        Ok(Self {
+            narrow: gpu.kernel(&PTX, "cmv_beam_gemm_mma")?,
+            wide: gpu.kernel(&PTX, "cmv_beam_gemm_mma_wide")?,
+        })
     }
 
-    /// Launches the kernel (validated by [`super::BeamGemm::gemm`]).
+    /// Launches `out = A x B` (validated by [`super::BeamGemm::gemm`]: shapes, both operands
+    /// of at most 8 bits, `out` zeroed unless naive).
     pub(crate) fn launch(
         &self,
-        _gpu: &Gpu,
-        _a: &DeviceBeamMatrix,
-        _b: &DeviceBeamMatrix,
-        _out: &mut DeviceBeamOut,
-        _overflow: Overflow,
+        gpu: &Gpu,
+        a: &DeviceBeamMatrix,
+        b: &DeviceBeamMatrix,
+        out: &mut DeviceBeamOut,
+        overflow: Overflow,
     ) -> Result<(), BeamError> {
-        Err(BeamError::Kernel { kernel: "mma", reason: "WIP".into() })
+        if a.bits() > 8 || b.bits() > 8 || a.cols() != b.rows() {
+            return Err(BeamError::Kernel {
+                kernel: "mma",
+                reason: format!(
+                    "needs operands of at most 8 bits with A's columns equal to B's rows (got \
+                     {} and {} bits, {} and {})",
+                    a.bits(),
+                    b.bits(),
+                    a.cols(),
+                    b.rows()
+                ),
+            });
+        }
+        let wide = needs_wide(
+            a.bits(),
+            b.bits(),
+            a.cols() as u64,
+            out.bits(),
+            overflow.code(),
+        );
+        let k = if wide { &self.wide } else { &self.narrow };
+        let grid_y = u32::try_from(a.rows().div_ceil(TILE_M as usize)).unwrap_or(u32::MAX);
+        let grid_x = u32::try_from(b.cols().div_ceil(TILE_N as usize)).unwrap_or(u32::MAX);
+        let cfg = LaunchConfig {
+            grid_dim: (grid_x, grid_y, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: SMEM_BYTES,
+        };
+        let params = GemmParams {
+            a: a.packed_ref(),
+            b: b.packed_ref(),
+            c: out.packed_out(),
+            overflow: overflow.code(),
+            pad: 0,
+        };
+        // SAFETY: a, b and out are device buffers whose word counts match their geometries
+        // (DeviceBeamMatrix holds a canonical PackedMatrix's words, DeviceBeamOut was
+        // allocated for its own); both operands have at most 8 bits; A's columns equal B's
+        // rows, and BeamGemm::gemm checked that out is A.rows x B.cols and zeroed it unless
+        // naive; the grid covers C in TILE_M x TILE_N tiles with THREADS threads and
+        // SMEM_BYTES of shared memory, as the kernel expects (check_config in launch refuses a
+        // grid beyond the device's limits); both kernels take GemmParams.
+        unsafe { k.launch(gpu.stream(), cfg, &params)? };
+        Ok(())
     }
 }
