@@ -1,1 +1,320 @@
-//! placeholder
+//! GPU tests: the GEMV kernels (`BeamGemv::gemv`) against `gemv_reference`, bit-exact, for
+//! widths 1 to 64, every layout, 1 to 16 vectors, every output width and overflow behaviour;
+//! the `DeviceGemv` path against `PackedMatrix::reference` with full-range `u64` inputs; the
+//! launcher's refusals. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1`
+//! makes that a failure. `timing` (ignored) measures the fast kernels on the LLM shapes.
+
+use beam_pack::cmv_format::{DeviceGemv, FormatError, HeaderCode};
+use beam_pack::cmv_runtime::{Gpu, gpu_for_tests, time_launches};
+use beam_pack::gpu::{BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut};
+use beam_pack::{BeamError, Layout, OutputWidth, Overflow, PackedMatrix, gemv_reference};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn top(bits: u32) -> u64 {
+    if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+fn random(
+    rng: &mut StdRng,
+    (rows, cols): (usize, usize),
+    bits: u32,
+    layout: Layout,
+    max: bool,
+) -> PackedMatrix {
+    let t = top(bits);
+    let v: Vec<u64> = (0..rows * cols)
+        .map(|_| if max { t } else { rng.gen_range(0..=t) })
+        .collect();
+    PackedMatrix::pack(&v, rows, cols, bits, layout).unwrap()
+}
+
+/// Runs `A x B` on the GPU and compares with `gemv_reference`; returns the kernel's name.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    gpu: &Gpu,
+    bg: &BeamGemv,
+    a: &PackedMatrix,
+    b: &PackedMatrix,
+    width: OutputWidth,
+    overflow: Overflow,
+    out_layout: Layout,
+) -> &'static str {
+    let want = gemv_reference(a, b, width, overflow, out_layout).unwrap();
+    let (da, db) = (
+        DeviceBeamMatrix::upload(gpu, a).unwrap(),
+        DeviceBeamMatrix::upload(gpu, b).unwrap(),
+    );
+    let mut out = BeamGemm::alloc_out(gpu, &da, &db, width, out_layout).unwrap();
+    assert_eq!(out.bits(), want.bits());
+    let name = bg.kernel_name(&da, &db, out.bits(), overflow);
+    bg.gemv(gpu, &da, &db, &mut out, overflow).unwrap();
+    let got = out.download(gpu).unwrap();
+    if got != want {
+        let (g, w) = (got.unpack(), want.unpack());
+        let i = g.iter().zip(&w).position(|(x, y)| x != y);
+        panic!(
+            "{name}: {}x{} (bits {}, {}) x {} vector(s) (bits {}, {}) -> {} bits {} {} {}: first \
+             difference at output {i:?}: got {:?}, want {:?}",
+            a.rows(),
+            a.cols(),
+            a.bits(),
+            a.layout().name(),
+            b.cols(),
+            b.bits(),
+            b.layout().name(),
+            want.bits(),
+            out_layout.name(),
+            width.name(),
+            overflow.name(),
+            i.map(|i| g[i]),
+            i.map(|i| w[i]),
+        );
+    }
+    name
+}
+
+const SHAPES: [(usize, usize); 4] = [(1, 1), (3, 67), (37, 1000), (300, 4096 + 13)];
+
+#[test]
+fn fast_kernels_every_width_up_to_32() {
+    let Some(gpu) = gpu_for_tests("fast_kernels_every_width_up_to_32") else {
+        return;
+    };
+    let bg = BeamGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(0xBEA4_0001);
+    let mut shapes = SHAPES.to_vec();
+    // Many rows (tiles looped by the persistent grid) and few long rows (slices).
+    shapes.extend([(2000, 256), (5, 20000)]);
+    for bits in 1..=32u32 {
+        for (i, &shape) in shapes.iter().enumerate() {
+            let max = i == 2;
+            let a = random(&mut rng, shape, bits, Layout::Nogaps, max);
+            // B as wide as A or narrower, in every layout; the output in every layout.
+            let b_bits = if i % 2 == 0 { bits } else { bits.div_ceil(2) };
+            let b_layout = Layout::ALL[(bits as usize + i) % 4];
+            let b = random(&mut rng, (shape.1, 1), b_bits, b_layout, max);
+            let out_layout = Layout::ALL[(bits as usize + 2 * i) % 4];
+            let name = check(
+                &gpu,
+                &bg,
+                &a,
+                &b,
+                OutputWidth::Sai,
+                Overflow::Ovf,
+                out_layout,
+            );
+            assert_eq!(name, format!("cmv_beam_gemv_nogaps_b{bits}"));
+            // sat with an exact result below 2^32 also runs the fast kernel.
+            if bits + b_bits + 12 <= 32 {
+                let name = check(
+                    &gpu,
+                    &bg,
+                    &a,
+                    &b,
+                    OutputWidth::Sai,
+                    Overflow::Sat,
+                    out_layout,
+                );
+                assert_eq!(name, format!("cmv_beam_gemv_nogaps_b{bits}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn every_layout_batch_width_and_overflow() {
+    let Some(gpu) = gpu_for_tests("every_layout_batch_width_and_overflow") else {
+        return;
+    };
+    let bg = BeamGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(0xBEA4_0002);
+    let widths = [
+        1u32, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 31, 32, 33, 48, 63, 64,
+    ];
+    let ns = [1usize, 2, 3, 8, 16];
+    let mut any = 0;
+    let mut i = 0usize;
+    for &bits in &widths {
+        for &a_layout in Layout::ALL {
+            for max in [false, true] {
+                i += 1;
+                let shape = SHAPES[i % 4];
+                let n = ns[i % 5];
+                let width = OutputWidth::ALL[i % 3];
+                let overflow = Overflow::ALL[(i / 3) % 2];
+                let a = random(&mut rng, shape, bits, a_layout, max);
+                let b_bits = widths[(i * 7) % widths.len()];
+                let b = random(
+                    &mut rng,
+                    (shape.1, n),
+                    b_bits,
+                    Layout::ALL[(i / 4) % 4],
+                    max,
+                );
+                let out_layout = Layout::ALL[(i / 2) % 4];
+                let name = check(&gpu, &bg, &a, &b, width, overflow, out_layout);
+                any += usize::from(name == "cmv_beam_gemv_any");
+            }
+        }
+    }
+    assert!(any > 0);
+}
+
+#[test]
+fn device_gemv_matches_the_reference() {
+    let Some(gpu) = gpu_for_tests("device_gemv_matches_the_reference") else {
+        return;
+    };
+    let kernels = PackedMatrix::load(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(0xBEA4_0003);
+    for (i, &bits) in [1u32, 7, 32, 33, 64].iter().enumerate() {
+        for &layout in Layout::ALL {
+            for (j, &batch) in [1usize, 3, 16].iter().enumerate() {
+                let shape = SHAPES[1 + (i + j) % 3];
+                let m = random(&mut rng, shape, bits, layout, j == 1);
+                // Full-range inputs: products and sums wrap modulo 2^64.
+                let x: Vec<u64> = (0..batch * shape.1)
+                    .map(|k| if k % 5 == 0 { u64::MAX } else { rng.r#gen() })
+                    .collect();
+                let want = m.reference(&x, batch).unwrap();
+                let dev = m.upload(&gpu).unwrap();
+                let dx = gpu.upload(&x).unwrap();
+                let mut out = PackedMatrix::alloc_out(&gpu, shape.0, batch).unwrap();
+                PackedMatrix::gemv(&kernels, &dev, &dx, &mut out, batch).unwrap();
+                PackedMatrix::finish(&kernels, &gpu).unwrap();
+                let c = PackedMatrix::check(&gpu, &out, &want).unwrap();
+                assert!(
+                    c.passed(),
+                    "bits {bits} {} batch {batch}: {c}",
+                    layout.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn refusals() {
+    let Some(gpu) = gpu_for_tests("refusals") else {
+        return;
+    };
+    let bg = BeamGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(0xBEA4_0004);
+    let up = |m: &PackedMatrix| DeviceBeamMatrix::upload(&gpu, m).unwrap();
+    let a = up(&random(&mut rng, (4, 10), 5, Layout::Nogaps, false));
+    let b = up(&random(&mut rng, (10, 1), 5, Layout::Nogaps, false));
+    let b17 = up(&random(&mut rng, (10, 17), 5, Layout::Nogaps, false));
+    let b9 = up(&random(&mut rng, (9, 1), 5, Layout::Nogaps, false));
+    let mut out = BeamGemm::alloc_out(&gpu, &a, &b, OutputWidth::Sai, Layout::Slabs).unwrap();
+    assert!(matches!(
+        bg.gemv(&gpu, &a, &b9, &mut out, Overflow::Ovf),
+        Err(BeamError::GemmShape { .. })
+    ));
+    let mut out17 = DeviceBeamOut::alloc(&gpu, 4, 17, 5, Layout::Slabs).unwrap();
+    assert!(matches!(
+        bg.gemv(&gpu, &a, &b17, &mut out17, Overflow::Ovf),
+        Err(BeamError::GemvColumns { cols: 17 })
+    ));
+    let mut wrong = DeviceBeamOut::alloc(&gpu, 5, 1, 5, Layout::Slabs).unwrap();
+    assert!(matches!(
+        bg.gemv(&gpu, &a, &b, &mut wrong, Overflow::Ovf),
+        Err(BeamError::Format(FormatError::Shape { .. }))
+    ));
+    bg.gemv(&gpu, &a, &b, &mut out, Overflow::Ovf).unwrap();
+    // DeviceGemv: batches outside 1..=16, short inputs and outputs.
+    let kernels = PackedMatrix::load(&gpu).unwrap();
+    let m = random(&mut rng, (4, 10), 5, Layout::Tight, false);
+    let dev = m.upload(&gpu).unwrap();
+    let x = gpu.upload(&[1u64; 10 * 17]).unwrap();
+    let mut y = PackedMatrix::alloc_out(&gpu, 4, 17).unwrap();
+    for batch in [0, 17] {
+        assert!(matches!(
+            PackedMatrix::gemv(&kernels, &dev, &x, &mut y, batch),
+            Err(BeamError::Format(FormatError::Batch { .. }))
+        ));
+    }
+    let short = gpu.upload(&[1u64; 19]).unwrap();
+    assert!(matches!(
+        PackedMatrix::gemv(&kernels, &dev, &short, &mut y, 2),
+        Err(BeamError::Format(FormatError::Length { .. }))
+    ));
+    let mut small = PackedMatrix::alloc_out(&gpu, 4, 1).unwrap();
+    assert!(matches!(
+        PackedMatrix::gemv(&kernels, &dev, &x, &mut small, 2),
+        Err(BeamError::Format(FormatError::Length { .. }))
+    ));
+    gpu.synchronize().unwrap();
+}
+
+/// Random `nogaps` words of a matrix whose rows fill whole words (every bit is an element).
+fn random_nogaps(rows: usize, cols: usize, bits: u32, seed: u64) -> PackedMatrix {
+    assert_eq!(cols * bits as usize % 64, 0);
+    let n = rows * cols * bits as usize / 64;
+    let mut s = seed | 1;
+    let words: Vec<u64> = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        })
+        .collect();
+    PackedMatrix::from_words(rows, cols, bits, Layout::Nogaps, words).unwrap()
+}
+
+#[test]
+#[ignore = "timing on the LLM shapes: run with --ignored --nocapture on a GPU"]
+fn timing() {
+    let Some(gpu) = gpu_for_tests("timing") else {
+        return;
+    };
+    let bg = BeamGemv::new(&gpu).unwrap();
+    println!("device: {}", gpu.info().name);
+    for (rows, cols) in [
+        (28672usize, 8192usize),
+        (8192, 28672),
+        (8192, 8192),
+        (14336, 4096),
+    ] {
+        for bits in [4u32, 8, 16, 32] {
+            let a = random_nogaps(rows, cols, bits, 0x5EED + u64::from(bits));
+            let mut rng = StdRng::seed_from_u64(u64::from(bits));
+            let b = random(&mut rng, (cols, 1), bits, Layout::Nogaps, false);
+            let da = DeviceBeamMatrix::upload(&gpu, &a).unwrap();
+            let db = DeviceBeamMatrix::upload(&gpu, &b).unwrap();
+            let copies = (600usize << 20).div_ceil(da.bytes()).max(2);
+            let mut das = vec![da];
+            for _ in 1..copies {
+                das.push(das[0].try_clone().unwrap());
+            }
+            let mut out =
+                BeamGemm::alloc_out(&gpu, &das[0], &db, OutputWidth::Sai, Layout::Naive).unwrap();
+            let name = bg.kernel_name(&das[0], &db, out.bits(), Overflow::Ovf);
+            let t = time_launches(&gpu, 10, 200, |i| {
+                bg.gemv(&gpu, &das[i % copies], &db, &mut out, Overflow::Ovf)
+            })
+            .unwrap();
+            // Check the last output on 64 rows at each end.
+            let got = out.download(&gpu).unwrap();
+            let m = top(bits);
+            for r in (0..64).chain(rows - 64..rows) {
+                let want = (0..cols).fold(0u64, |s, c| {
+                    s.wrapping_add(a.get(r, c).unwrap().wrapping_mul(b.get(c, 0).unwrap()))
+                }) & m;
+                assert_eq!(got.get(r, 0).unwrap(), want, "row {r}");
+            }
+            let us = t.median_ms() * 1e3;
+            let gbs = das[0].bytes() as f64 / us / 1e3;
+            println!(
+                "{rows}x{cols} b={bits:2} {name}: {us:8.2} us {gbs:7.1} GB/s {:5.1}% of 4540 \
+                 ({copies} copies)",
+                gbs / 4540.0 * 100.0
+            );
+        }
+    }
+}

@@ -1,23 +1,327 @@
-//! GEMV: `B` of 1 to 16 columns, streaming the packed weights.
+//! GEMV: `B` of 1 to 16 columns, streaming the packed weights (`kernels-rs/beam-kernels`,
+//! module `gemv`; design in `docs/BEAM.md`).
+//!
+//! [`BeamGemv::gemv`] picks the kernel: `cmv_beam_gemv_nogaps_b{bits}` for `nogaps` weights of
+//! at most 32 bits times one vector when the products are exact modulo 2^32 (`ovf` with an
+//! output of at most 32 bits, or a bound below 2^32) and the vector fits in shared memory;
+//! `cmv_beam_gemv_any` for everything else. The [`DeviceGemv`] of [`PackedMatrix`] (`u64`
+//! inputs, `(W x) mod 2^64`) runs `cmv_beam_gemv_any`.
 
-use cmv_runtime::Gpu;
+use std::sync::Arc;
 
-use crate::BeamError;
+use beam_kernels::gemv::{
+    ACC_U64, ANY_BLOCK_THREADS, BLOCK_THREADS, FAST_MAX_BITS, FLAG_B_TRANSPOSED,
+    FLAG_OUT_TRANSPOSED, GemvParams, acc_code, nogaps_smem_bytes, nogaps_split,
+};
+use beam_kernels::layout::{self, Acc, acc_for};
+use beam_kernels::{MAX_BATCH, PackedOut, PackedRef};
+use cmv_format::{Check, DeviceGemv, FormatError, batch_len, check_batch, check_len_at_least};
+use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, dev_ptr, dev_ptr_mut};
 
-/// The GEMV kernels.
+use super::{DeviceBeamMatrix, DeviceBeamOut, PTX};
+use crate::{BeamError, GEMV_MAX_COLS, Layout, Overflow, PackedMatrix};
+
+/// The kernel names, `cmv_beam_gemv_nogaps_b{bits}` at index `bits - 1`.
+const NOGAPS_NAMES: [&str; FAST_MAX_BITS as usize] = [
+    "cmv_beam_gemv_nogaps_b1",
+    "cmv_beam_gemv_nogaps_b2",
+    "cmv_beam_gemv_nogaps_b3",
+    "cmv_beam_gemv_nogaps_b4",
+    "cmv_beam_gemv_nogaps_b5",
+    "cmv_beam_gemv_nogaps_b6",
+    "cmv_beam_gemv_nogaps_b7",
+    "cmv_beam_gemv_nogaps_b8",
+    "cmv_beam_gemv_nogaps_b9",
+    "cmv_beam_gemv_nogaps_b10",
+    "cmv_beam_gemv_nogaps_b11",
+    "cmv_beam_gemv_nogaps_b12",
+    "cmv_beam_gemv_nogaps_b13",
+    "cmv_beam_gemv_nogaps_b14",
+    "cmv_beam_gemv_nogaps_b15",
+    "cmv_beam_gemv_nogaps_b16",
+    "cmv_beam_gemv_nogaps_b17",
+    "cmv_beam_gemv_nogaps_b18",
+    "cmv_beam_gemv_nogaps_b19",
+    "cmv_beam_gemv_nogaps_b20",
+    "cmv_beam_gemv_nogaps_b21",
+    "cmv_beam_gemv_nogaps_b22",
+    "cmv_beam_gemv_nogaps_b23",
+    "cmv_beam_gemv_nogaps_b24",
+    "cmv_beam_gemv_nogaps_b25",
+    "cmv_beam_gemv_nogaps_b26",
+    "cmv_beam_gemv_nogaps_b27",
+    "cmv_beam_gemv_nogaps_b28",
+    "cmv_beam_gemv_nogaps_b29",
+    "cmv_beam_gemv_nogaps_b30",
+    "cmv_beam_gemv_nogaps_b31",
+    "cmv_beam_gemv_nogaps_b32",
+];
+
+/// The name of the kernel that `BeamGemv::gemv` runs for `A` of `a_bits` in `a_layout` times
+/// `n` vectors of `b_bits`, `k = a_cols`, `out_bits` wide under `overflow`, when the device
+/// gives `max_smem` bytes of shared memory to a block.
+pub fn gemv_kernel_name(
+    (a_bits, a_layout, a_cols): (u32, Layout, usize),
+    (b_bits, n): (u32, usize),
+    out_bits: u32,
+    overflow: Overflow,
+    max_smem: u32,
+) -> &'static str {
+    let acc = acc_for(a_bits, b_bits, a_cols as u64, out_bits, overflow.code());
+    let fits = u32::try_from(a_cols).is_ok_and(|c| nogaps_smem_bytes(c) <= u64::from(max_smem));
+    if a_layout == Layout::Nogaps && a_bits <= FAST_MAX_BITS && n == 1 && acc == Acc::U32 && fits {
+        NOGAPS_NAMES[a_bits as usize - 1]
+    } else {
+        "cmv_beam_gemv_any"
+    }
+}
+
+/// The GEMV kernels, loaded once for a [`Gpu`]; launches go to the `Gpu`'s stream.
 #[derive(Debug)]
-pub struct BeamGemv {}
+pub struct BeamGemv {
+    stream: Arc<CudaStream>,
+    any: Kernel,
+    nogaps: Vec<Kernel>,
+    sm_count: u32,
+    max_smem: u32,
+}
 
 impl BeamGemv {
     /// Loads the kernels.
     ///
     /// # Errors
-    /// Runtime errors.
-    pub fn new(_gpu: &Gpu) -> Result<Self, BeamError> {
-        Ok(Self {})
+    /// Runtime errors (a driver that rejects the PTX, a missing entry point).
+    pub fn new(gpu: &Gpu) -> Result<Self, BeamError> {
+        let nogaps = NOGAPS_NAMES
+            .iter()
+            .map(|&name| gpu.kernel(&PTX, name))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            stream: gpu.stream().clone(),
+            any: gpu.kernel(&PTX, "cmv_beam_gemv_any")?,
+            nogaps,
+            sm_count: gpu.info().sm_count,
+            max_smem: gpu.info().max_smem_per_block_optin,
+        })
+    }
+
+    /// The name of the kernel [`BeamGemv::gemv`] runs for these operands and output.
+    pub fn kernel_name(
+        &self,
+        a: &DeviceBeamMatrix,
+        b: &DeviceBeamMatrix,
+        out_bits: u32,
+        overflow: Overflow,
+    ) -> &'static str {
+        gemv_kernel_name(
+            (a.bits(), a.layout(), a.cols()),
+            (b.bits(), b.cols()),
+            out_bits,
+            overflow,
+            self.max_smem,
+        )
+    }
+
+    /// Queues `out = A x B` for `B` of 1 to 16 columns, wrapped or clamped to `out`'s width by
+    /// `overflow`, bit-exact with [`gemv_reference`](crate::gemv_reference). Allocate `out`
+    /// with [`BeamGemm::alloc_out`](super::BeamGemm::alloc_out); its words are zeroed first (on
+    /// the stream) unless the layout is `naive`.
+    ///
+    /// # Errors
+    /// [`BeamError::GemmShape`] when `A`'s columns differ from `B`'s rows,
+    /// [`BeamError::GemvColumns`] for more than 16 columns, [`FormatError::Shape`] for an
+    /// output that is not `A.rows x B.cols`, runtime errors.
+    pub fn gemv(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceBeamMatrix,
+        b: &DeviceBeamMatrix,
+        out: &mut DeviceBeamOut,
+        overflow: Overflow,
+    ) -> Result<(), BeamError> {
+        if a.cols() != b.rows() {
+            return Err(BeamError::GemmShape {
+                a_rows: a.rows(),
+                a_cols: a.cols(),
+                b_rows: b.rows(),
+                b_cols: b.cols(),
+            });
+        }
+        if b.cols() > GEMV_MAX_COLS {
+            return Err(BeamError::GemvColumns { cols: b.cols() });
+        }
+        if out.rows() != a.rows() || out.cols() != b.cols() {
+            return Err(FormatError::Shape {
+                format: "beam",
+                rows: out.rows(),
+                cols: out.cols(),
+                rule: "the output of A x B must have A's rows and B's columns",
+            }
+            .into());
+        }
+        if out.layout() != Layout::Naive {
+            out.zero(gpu)?;
+        }
+        let acc = acc_for(
+            a.bits(),
+            b.bits(),
+            a.cols() as u64,
+            out.bits(),
+            overflow.code(),
+        );
+        let name = self.kernel_name(a, b, out.bits(), overflow);
+        let params = GemvParams {
+            a: a.packed_ref(),
+            b: b.packed_ref(),
+            c: out.packed_out(),
+            overflow: overflow.code(),
+            acc: acc_code(acc),
+            slices: 1,
+            flags: 0,
+        };
+        if name == "cmv_beam_gemv_any" {
+            // SAFETY: a, b and out hold the words their geometries imply (DeviceBeamMatrix
+            // holds a canonical PackedMatrix's words, DeviceBeamOut was allocated for its
+            // own); A's columns equal B's rows, B has at most 16 columns, out is A.rows x
+            // B.cols and was zeroed unless naive; acc is acc_for of these operands.
+            unsafe { self.launch_any(&params) }
+        } else {
+            let kernel = &self.nogaps[a.bits() as usize - 1];
+            // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
+            // <= 32 bits, B has one column, the accumulator is U32 and the vector fits in
+            // the shared memory a block may have.
+            unsafe { self.launch_nogaps(kernel, params) }
+        }
+    }
+
+    /// Launches `cmv_beam_gemv_any`.
+    ///
+    /// # Safety
+    /// `p` describes live device buffers of the words their geometries imply, with the shapes
+    /// of a GEMV (`A` is `m x k`, `B` is `k x n` or, with `FLAG_B_TRANSPOSED`, `n x k`, `n` in
+    /// 1..=16, `C` is `m x n` or `n x m` with `FLAG_OUT_TRANSPOSED`), `C` zeroed unless naive,
+    /// and `p.acc` at least as wide as `acc_for` of the operands.
+    unsafe fn launch_any(&self, p: &GemvParams) -> Result<(), BeamError> {
+        let warps = ANY_BLOCK_THREADS / 32;
+        let blocks = p.a.rows.div_ceil(warps).clamp(1, self.sm_count.max(1) * 64);
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (ANY_BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: forwarded from the caller; the kernel takes GemvParams, whole warps, any
+        // grid (it strides over the rows), no shared memory.
+        unsafe { self.any.launch(&self.stream, cfg, p)? };
+        Ok(())
+    }
+
+    /// Launches a `cmv_beam_gemv_nogaps_b{bits}` kernel with its split and grid.
+    ///
+    /// # Safety
+    /// As [`BeamGemv::launch_any`], and `kernel` is the one for `p.a.bits`, `A` is `nogaps`,
+    /// `B` has one column, `p.acc` is `ACC_U32`.
+    unsafe fn launch_nogaps(&self, kernel: &Kernel, mut p: GemvParams) -> Result<(), BeamError> {
+        let smem = u32::try_from(nogaps_smem_bytes(p.a.cols)).unwrap_or(u32::MAX);
+        let mut cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        // Raises the kernel's shared-memory limit above 48 KiB before the occupancy query.
+        kernel.check_config(&cfg)?;
+        let per_sm = kernel.max_active_blocks_per_sm(BLOCK_THREADS, smem)?.max(1);
+        let (slices, grid) = nogaps_split(p.a.rows, p.a.row_words, per_sm * self.sm_count);
+        p.slices = slices;
+        cfg.grid_dim.0 = grid.max(1);
+        // SAFETY: forwarded from the caller; WARPS_PER_BLOCK warps per block, slices a power
+        // of two dividing it (nogaps_split), nogaps_smem_bytes(cols) of shared memory.
+        unsafe { kernel.launch(&self.stream, cfg, &p)? };
+        Ok(())
     }
 }
 
-/// Input vectors on the device.
-#[derive(Debug)]
-pub struct DeviceVectors {}
+/// `x` (`batch` vectors of `len` values, `x[b * len + i]`) as a naive `batch x len` matrix of
+/// 64-bit elements.
+fn naive_ref(x: &CudaSlice<u64>, batch: u32, len: u32) -> PackedRef {
+    PackedRef {
+        words: dev_ptr(x),
+        rows: batch,
+        cols: len,
+        bits: 64,
+        layout: layout::NAIVE,
+        row_words: len,
+        pad: 0,
+    }
+}
+
+impl DeviceGemv for PackedMatrix {
+    const MAX_GPU_BATCH: usize = MAX_BATCH as usize;
+    type Device = DeviceBeamMatrix;
+    type Kernels = BeamGemv;
+    type DeviceOut = CudaSlice<u64>;
+
+    fn load(gpu: &Gpu) -> Result<BeamGemv, BeamError> {
+        BeamGemv::new(gpu)
+    }
+
+    fn upload(&self, gpu: &Gpu) -> Result<DeviceBeamMatrix, BeamError> {
+        DeviceBeamMatrix::upload(gpu, self)
+    }
+
+    fn clone_device(device: &DeviceBeamMatrix) -> Result<DeviceBeamMatrix, BeamError> {
+        device.try_clone()
+    }
+
+    fn bytes_read(device: &DeviceBeamMatrix) -> usize {
+        device.bytes()
+    }
+
+    fn alloc_out(gpu: &Gpu, rows: usize, batch: usize) -> Result<CudaSlice<u64>, BeamError> {
+        Ok(gpu.alloc_zeros(batch_len(batch, rows)?.max(1))?)
+    }
+
+    /// `y[b * rows + r] = (W x_b)[r] mod 2^64` (`x[b * cols + c]`), wrapping `u64` sums.
+    fn gemv(
+        kernels: &BeamGemv,
+        device: &DeviceBeamMatrix,
+        x: &CudaSlice<u64>,
+        out: &mut CudaSlice<u64>,
+        batch: usize,
+    ) -> Result<(), BeamError> {
+        check_batch(batch, Self::MAX_GPU_BATCH)?;
+        let (rows, cols) = (device.rows(), device.cols());
+        check_len_at_least("input vectors", x.len(), batch_len(batch, cols)?)?;
+        check_len_at_least("outputs", out.len(), batch_len(batch, rows)?)?;
+        // rows and cols fit in u32 (DeviceBeamMatrix checked them); batch <= 16.
+        let (b32, r32, c32) = (batch as u32, rows as u32, cols as u32);
+        let params = GemvParams {
+            a: device.packed_ref(),
+            b: naive_ref(x, b32, c32),
+            c: PackedOut {
+                words: dev_ptr_mut(out),
+                rows: b32,
+                cols: r32,
+                bits: 64,
+                layout: layout::NAIVE,
+                row_words: r32,
+                pad: 0,
+            },
+            overflow: layout::OVF,
+            acc: ACC_U64,
+            slices: 1,
+            flags: FLAG_B_TRANSPOSED | FLAG_OUT_TRANSPOSED,
+        };
+        // SAFETY: A holds a canonical matrix's words; x holds batch * cols u64 (the naive
+        // batch x cols B^T) and out batch * rows u64 (the naive batch x rows C^T, written
+        // with plain stores, so not zeroed), both checked above; batch is in 1..=16; wrapping
+        // u64 sums with a 64-bit output are exactly (W x) mod 2^64.
+        unsafe { kernels.launch_any(&params) }
+    }
+
+    fn check(gpu: &Gpu, out: &CudaSlice<u64>, want: &[u64]) -> Result<Check, BeamError> {
+        let got = gpu.download(out)?;
+        Ok(Check::exact(
+            got.len() >= want.len() && got[..want.len()] == *want,
+        ))
+    }
+}
