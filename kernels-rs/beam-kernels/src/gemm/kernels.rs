@@ -1,7 +1,7 @@
 //! The CUDA-core GEMM entry points (NVPTX only). The geometry and arithmetic they share with
 //! the host are in the parent module.
 
-use super::{A_PAD, BK, Col, ColStep, GUIDE_TILE, Mode, RowGeometry, THREADS, locate};
+use super::{A_PAD, BK, Col, ColStep, GUIDE_TILE, Mode, RowGeometry, THREADS, locate, sat_filter};
 use crate::GemmParams;
 use crate::access::store;
 use crate::layout::{NOGAPS, SLABS, TIGHT, extract, finish, sat_mul};
@@ -10,129 +10,169 @@ use cmv_device::{
     thread_idx_x,
 };
 
-/// The arithmetic of a [`Mode`]: operand and accumulator types and the multiply-add.
+/// The arithmetic of a [`Mode`]: operand and accumulator types, how an operand is kept in
+/// shared memory (32-bit planes), the multiply-add and the result.
 trait Arith {
-    /// 64-bit operands: two 32-bit planes in shared memory.
-    const WIDE: bool;
+    /// 32-bit planes per operand in shared memory ([`Mode::planes`]).
+    const PLANES: usize;
     type Op: Copy;
     type Acc: Copy;
     const OP0: Self::Op;
     const ACC0: Self::Acc;
-    /// The operand from its low and high 32 bits (`hi` is 0 unless [`Arith::WIDE`]).
-    fn op(lo: u32, hi: u32) -> Self::Op;
+    /// The operand `v` as its planes (the first [`Arith::PLANES`] words are stored).
+    fn encode(v: u64) -> [u32; 4];
+    /// The operand from its planes (words past [`Arith::PLANES`] are 0).
+    fn op(w: [u32; 4]) -> Self::Op;
     /// `acc + a * b`, as [`Mode::mac`].
     fn mac(acc: Self::Acc, a: Self::Op, b: Self::Op) -> Self::Acc;
-    /// The sum as `u64` for [`finish`].
-    fn sum(acc: Self::Acc) -> u64;
+    /// The sum for [`finish`] of `k` products: exact modulo 2^64 for the wrapping modes,
+    /// clamped at `2^64 - 1` for the saturating ones; `None` where it must be recomputed.
+    fn result(acc: Self::Acc, k: u32) -> Option<u64>;
+}
+
+/// The planes of a 32-bit operand.
+#[inline(always)]
+fn narrow(v: u64) -> [u32; 4] {
+    [v as u32, 0, 0, 0]
+}
+
+/// The planes of a 64-bit operand: low and high halves.
+#[inline(always)]
+fn wide(v: u64) -> [u32; 4] {
+    [v as u32, (v >> 32) as u32, 0, 0]
 }
 
 /// [`Mode::U32`].
 struct U32;
 impl Arith for U32 {
-    const WIDE: bool = false;
+    const PLANES: usize = 1;
     type Op = u32;
     type Acc = u32;
     const OP0: u32 = 0;
     const ACC0: u32 = 0;
     #[inline(always)]
-    fn op(lo: u32, _: u32) -> u32 {
-        lo
+    fn encode(v: u64) -> [u32; 4] {
+        narrow(v)
+    }
+    #[inline(always)]
+    fn op(w: [u32; 4]) -> u32 {
+        w[0]
     }
     #[inline(always)]
     fn mac(acc: u32, a: u32, b: u32) -> u32 {
         acc.wrapping_add(a.wrapping_mul(b))
     }
     #[inline(always)]
-    fn sum(acc: u32) -> u64 {
-        acc as u64
+    fn result(acc: u32, _: u32) -> Option<u64> {
+        Some(acc as u64)
     }
 }
 
 /// [`Mode::U64n`].
 struct U64n;
 impl Arith for U64n {
-    const WIDE: bool = false;
+    const PLANES: usize = 1;
     type Op = u32;
     type Acc = u64;
     const OP0: u32 = 0;
     const ACC0: u64 = 0;
     #[inline(always)]
-    fn op(lo: u32, _: u32) -> u32 {
-        lo
+    fn encode(v: u64) -> [u32; 4] {
+        narrow(v)
+    }
+    #[inline(always)]
+    fn op(w: [u32; 4]) -> u32 {
+        w[0]
     }
     #[inline(always)]
     fn mac(acc: u64, a: u32, b: u32) -> u64 {
         acc.wrapping_add(a as u64 * b as u64)
     }
     #[inline(always)]
-    fn sum(acc: u64) -> u64 {
-        acc
+    fn result(acc: u64, _: u32) -> Option<u64> {
+        Some(acc)
     }
 }
 
 /// [`Mode::U64`].
 struct U64;
 impl Arith for U64 {
-    const WIDE: bool = true;
+    const PLANES: usize = 2;
     type Op = u64;
     type Acc = u64;
     const OP0: u64 = 0;
     const ACC0: u64 = 0;
     #[inline(always)]
-    fn op(lo: u32, hi: u32) -> u64 {
-        lo as u64 | (hi as u64) << 32
+    fn encode(v: u64) -> [u32; 4] {
+        wide(v)
+    }
+    #[inline(always)]
+    fn op(w: [u32; 4]) -> u64 {
+        w[0] as u64 | (w[1] as u64) << 32
     }
     #[inline(always)]
     fn mac(acc: u64, a: u64, b: u64) -> u64 {
         acc.wrapping_add(a.wrapping_mul(b))
     }
     #[inline(always)]
-    fn sum(acc: u64) -> u64 {
-        acc
+    fn result(acc: u64, _: u32) -> Option<u64> {
+        Some(acc)
     }
 }
 
 /// [`Mode::SatU64n`].
 struct SatU64n;
 impl Arith for SatU64n {
-    const WIDE: bool = false;
+    const PLANES: usize = 1;
     type Op = u32;
     type Acc = u64;
     const OP0: u32 = 0;
     const ACC0: u64 = 0;
     #[inline(always)]
-    fn op(lo: u32, _: u32) -> u32 {
-        lo
+    fn encode(v: u64) -> [u32; 4] {
+        narrow(v)
+    }
+    #[inline(always)]
+    fn op(w: [u32; 4]) -> u32 {
+        w[0]
     }
     #[inline(always)]
     fn mac(acc: u64, a: u32, b: u32) -> u64 {
         acc.saturating_add(a as u64 * b as u64)
     }
     #[inline(always)]
-    fn sum(acc: u64) -> u64 {
-        acc
+    fn result(acc: u64, _: u32) -> Option<u64> {
+        Some(acc)
     }
 }
 
-/// [`Mode::SatU64`].
+/// [`Mode::SatU64`]: the wrapping sum and the `f64` sum, decided by [`sat_filter`].
 struct SatU64;
 impl Arith for SatU64 {
-    const WIDE: bool = true;
-    type Op = u64;
-    type Acc = u64;
-    const OP0: u64 = 0;
-    const ACC0: u64 = 0;
+    const PLANES: usize = 4;
+    type Op = (u64, f64);
+    type Acc = (u64, f64);
+    const OP0: (u64, f64) = (0, 0.0);
+    const ACC0: (u64, f64) = (0, 0.0);
     #[inline(always)]
-    fn op(lo: u32, hi: u32) -> u64 {
-        lo as u64 | (hi as u64) << 32
+    fn encode(v: u64) -> [u32; 4] {
+        let f = (v as f64).to_bits();
+        [v as u32, (v >> 32) as u32, f as u32, (f >> 32) as u32]
     }
     #[inline(always)]
-    fn mac(acc: u64, a: u64, b: u64) -> u64 {
-        acc.saturating_add(sat_mul(a, b))
+    fn op(w: [u32; 4]) -> (u64, f64) {
+        (
+            w[0] as u64 | (w[1] as u64) << 32,
+            f64::from_bits(w[2] as u64 | (w[3] as u64) << 32),
+        )
     }
     #[inline(always)]
-    fn sum(acc: u64) -> u64 {
-        acc
+    fn mac(acc: (u64, f64), a: (u64, f64), b: (u64, f64)) -> (u64, f64) {
+        (acc.0.wrapping_add(a.0.wrapping_mul(b.0)), acc.1 + a.1 * b.1)
+    }
+    #[inline(always)]
+    fn result(acc: (u64, f64), k: u32) -> Option<u64> {
+        sat_filter(acc.0, acc.1, k)
     }
 }
 
@@ -171,6 +211,35 @@ unsafe fn fetch(words: *const u64, g: RowGeometry, row: u32, col: Col) -> Raw {
     }
 }
 
+/// Element `(r, c)` of a packed matrix in layout `L`.
+///
+/// # Safety
+/// The element is inside the matrix, whose words are live and read-only during the kernel.
+#[inline(always)]
+unsafe fn element<const L: u32>(m: &crate::PackedRef, r: u32, c: u32) -> u64 {
+    let g = RowGeometry::new(L, m.bits, m.cols, m.row_words);
+    // SAFETY: forwarded from the caller.
+    let raw = unsafe { fetch(m.words.as_ptr(), g, r, Col::new(L, m.bits, c)) };
+    extract(raw.lo, raw.hi, raw.shift, m.bits)
+}
+
+/// Output `(r, c)` recomputed exactly with saturating products and sums, element by element
+/// from global memory: [`Mode::SatU64`]'s path for the rare sums [`sat_filter`] cannot decide
+/// (within about `k 2^-49` of 2^64).
+///
+/// # Safety
+/// `r < a.rows`, `c < b.cols`, and the operands are as [`packed`] needs them.
+#[inline(always)]
+unsafe fn exact_sat_dot<const L: u32>(p: &GemmParams, r: u32, c: u32) -> u64 {
+    let mut s = 0u64;
+    for t in 0..p.a.cols {
+        // SAFETY: t < a.cols == b.rows; r and c inside as the caller guarantees.
+        let (x, y) = unsafe { (element::<L>(&p.a, r, t), element::<L>(&p.b, t, c)) };
+        s = s.saturating_add(sat_mul(x, y));
+    }
+    s
+}
+
 /// The packed kernels' engine: `C = A x B` with `A`, `B`, `C` in layout `L` (`tight`,
 /// `slabs` or `nogaps`), arithmetic `M`, `TM x TN` outputs per thread (`LA = TM / 2` and
 /// `LB = TN / 2` tile elements of `A` and `B` read per thread and tile). See the module docs
@@ -195,7 +264,7 @@ unsafe fn packed<
     let (a, b, c) = (&p.a, &p.b, &p.c);
     let bm = 16 * TM as u32;
     let bn = 16 * TN as u32;
-    let planes: u32 = if M::WIDE { 2 } else { 1 };
+    let planes = M::PLANES as u32;
     // Shared memory (32-bit words): per buffer, the A planes (`BK` rows of `bm + A_PAD`,
     // indexed [k][m]) then the B planes (`BK` rows of `bn`, indexed [k][n]).
     let a_stride = bm + A_PAD;
@@ -257,26 +326,20 @@ unsafe fn packed<
     let put_tile = |buf: u32, ra: &[Raw; LA], rb: &[Raw; LB]| {
         let base = buf * buf_words;
         for (j, r) in ra.iter().enumerate() {
-            let v = extract(r.lo, r.hi, r.shift, a.bits);
+            let w = M::encode(extract(r.lo, r.hi, r.shift, a.bits));
             let at = base + a_kc * a_stride + a_r0 + a_rstep * j as u32;
-            // SAFETY: `at` (and `at + a_plane` for the high plane) lies in the A tile of
-            // buffer `buf`, inside the `smem_bytes` the launcher gave.
-            unsafe {
-                *smem.add(at as usize) = v as u32;
-                if M::WIDE {
-                    *smem.add((at + a_plane) as usize) = (v >> 32) as u32;
-                }
+            for (q, &x) in w.iter().enumerate().take(M::PLANES) {
+                // SAFETY: `at + q a_plane` lies in plane `q` of the A tile of buffer `buf`,
+                // inside the `smem_bytes` the launcher gave.
+                unsafe { *smem.add((at + q as u32 * a_plane) as usize) = x };
             }
         }
         for (j, r) in rb.iter().enumerate() {
-            let v = extract(r.lo, r.hi, r.shift, b.bits);
+            let w = M::encode(extract(r.lo, r.hi, r.shift, b.bits));
             let at = base + b_base + (b_r0 + b_rstep * j as u32) * bn + b_nc;
-            // SAFETY: as above, in the B tile.
-            unsafe {
-                *smem.add(at as usize) = v as u32;
-                if M::WIDE {
-                    *smem.add((at + b_plane) as usize) = (v >> 32) as u32;
-                }
+            for (q, &x) in w.iter().enumerate().take(M::PLANES) {
+                // SAFETY: as above, in the B tile.
+                unsafe { *smem.add((at + q as u32 * b_plane) as usize) = x };
             }
         }
     };
@@ -303,37 +366,26 @@ unsafe fn packed<
             let b_at = base + 4 * (b_base + k * bn + 4 * tx);
             for g in 0..TM / 4 {
                 let at = a_at + 4 * 64 * g as u32;
-                // SAFETY: 16-byte aligned (strides and offsets are multiples of 4 words),
-                // inside the A tile of this buffer.
-                let (lo, hi) = unsafe {
-                    (
-                        lds_v4(at),
-                        if M::WIDE {
-                            lds_v4(at + 4 * a_plane)
-                        } else {
-                            U32x4([0; 4])
-                        },
-                    )
-                };
+                let mut w = [U32x4([0; 4]); 4];
+                for (q, x) in w.iter_mut().enumerate().take(M::PLANES) {
+                    // SAFETY: 16-byte aligned (strides and offsets are multiples of 4 words),
+                    // inside plane `q` of the A tile of this buffer.
+                    *x = unsafe { lds_v4(at + 4 * q as u32 * a_plane) };
+                }
                 for v in 0..4 {
-                    av[4 * g + v] = M::op(lo.0[v], hi.0[v]);
+                    av[4 * g + v] = M::op([w[0].0[v], w[1].0[v], w[2].0[v], w[3].0[v]]);
                 }
             }
             for g in 0..TN / 4 {
                 let at = b_at + 4 * 64 * g as u32;
-                // SAFETY: as above, inside the B tile.
-                let (lo, hi) = unsafe {
-                    (
-                        lds_v4(at),
-                        if M::WIDE {
-                            lds_v4(at + 4 * b_plane)
-                        } else {
-                            U32x4([0; 4])
-                        },
-                    )
-                };
+                let mut w = [U32x4([0; 4]); 4];
+                for (q, x) in w.iter_mut().enumerate().take(M::PLANES) {
+                    // SAFETY: 16-byte aligned (strides and offsets are multiples of 4 words),
+                    // inside plane `q` of the B tile of this buffer.
+                    *x = unsafe { lds_v4(at + 4 * q as u32 * b_plane) };
+                }
                 for v in 0..4 {
-                    bv[4 * g + v] = M::op(lo.0[v], hi.0[v]);
+                    bv[4 * g + v] = M::op([w[0].0[v], w[1].0[v], w[2].0[v], w[3].0[v]]);
                 }
             }
             for i in 0..TM {
@@ -363,8 +415,13 @@ unsafe fn packed<
         for (j, &s) in row_acc.iter().enumerate() {
             let col = n0 + 4 * tx + (j as u32 % 4) + 64 * (j as u32 / 4);
             if col < c.cols {
+                let sum = match M::result(s, k_dim) {
+                    Some(sum) => sum,
+                    // SAFETY: (r, col) is inside C, so row r of A and column col of B exist.
+                    None => unsafe { exact_sat_dot::<L>(p, r, col) },
+                };
                 // SAFETY: (r, col) is inside C, written once (by this thread); C was zeroed.
-                unsafe { store(c, r, col, finish(M::sum(s), c.bits, p.overflow)) };
+                unsafe { store(c, r, col, finish(sum, c.bits, p.overflow)) };
             }
         }
     }
