@@ -11,6 +11,7 @@
 //! measures the compressed size of a real model's int8-quantized weights on the CPU.
 
 pub mod ans;
+pub mod beam;
 pub mod data;
 pub mod dense;
 pub mod explore;

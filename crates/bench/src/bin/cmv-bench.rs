@@ -61,6 +61,45 @@ struct Args {
     /// MatVANS chain: standard deviation of the entries.
     #[arg(long, default_value_t = 4.0)]
     ans_sigma: f64,
+    /// BEAM GEMM (suite beam-gemm): sizes, comma-separated: the bytes of one operand in the
+    /// naive layout (`64MiB`, `1GiB`: square, the largest side whose u64 square fits) or a
+    /// side (`1024`).
+    #[arg(long, default_value = bench::beam::DEFAULT_SIZES)]
+    beam_sizes: String,
+    /// BEAM GEMM: widths of A and B, e.g. `1-64` or `1,2,4,7,8,12,16,24,31-33,48,63,64`.
+    #[arg(long, default_value = bench::beam::DEFAULT_GEMM_BITS)]
+    beam_bits: String,
+    /// BEAM GEMM: kernels, `all` or some of guide, tight, slabs, slabs-flex-out, nogaps,
+    /// nogaps-flex-out, mma (speedups need guide and tight).
+    #[arg(long, default_value = "all")]
+    beam_kernels: String,
+    /// BEAM GEMM: output modes STRATEGY/OVERFLOW (sai, c2p2, maxv / ovf, sat), or `all`.
+    #[arg(long, default_value = bench::beam::DEFAULT_GEMM_OUTPUTS)]
+    beam_outputs: String,
+    /// BEAM GEMM: untimed calls per kernel (the first checks that it runs).
+    #[arg(long, default_value_t = 1)]
+    beam_warmup: usize,
+    /// BEAM GEMM: timed calls per kernel, the median reported (default: 10 up to a side of
+    /// 4096, 3 above).
+    #[arg(long)]
+    beam_iters: Option<usize>,
+    /// BEAM GEMM: output elements checked against exact CPU dot products per kernel (besides
+    /// the whole output against the first kernel's).
+    #[arg(long, default_value_t = 512)]
+    beam_samples: usize,
+    /// BEAM GEMM: merge into the beam-gemm.json already in --out-dir (rows this run measures
+    /// again are replaced), so that runs over parts of the widths make one report and plot.
+    #[arg(long)]
+    beam_append: bool,
+    /// BEAM GEMV (suite beam-gemv, at --shapes, default the 7 LLM shapes): widths.
+    #[arg(long, default_value = bench::beam::DEFAULT_GEMV_BITS)]
+    beam_gemv_bits: String,
+    /// BEAM GEMV: output modes STRATEGY/OVERFLOW.
+    #[arg(long, default_value = bench::beam::DEFAULT_GEMV_OUTPUTS)]
+    beam_gemv_outputs: String,
+    /// BEAM GEMV: vectors (columns of B), each 1 to 16.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    beam_gemv_batches: Vec<usize>,
 }
 
 fn shapes_list(shapes: &[(usize, usize)]) -> String {
@@ -84,22 +123,59 @@ fn shapes_help() -> String {
 /// Suites besides the registered formats.
 const DENSE: &str = "dense";
 const WEIGHTS: &str = "weights";
+const BEAM_GEMM: &str = bench::beam::GEMM_SUITE;
+const BEAM_GEMV: &str = bench::beam::GEMV_SUITE;
+
+/// Suites that run only when named: the BEAM GEMM sweep takes hours of GPU time at every
+/// width.
+const OPT_IN: [&str; 2] = [BEAM_GEMM, BEAM_GEMV];
 
 /// Every suite name, in the order they run: dense, the formats (registered ones, and the
-/// suites of formats not yet on the traits), weights.
+/// suites of formats not yet on the traits), weights, then the opt-in suites.
 fn suite_names() -> Vec<&'static str> {
     let mut v = vec![DENSE];
     v.extend(bench::formats::registry().iter().map(|f| f.name()));
     v.push(WEIGHTS);
+    v.extend(OPT_IN);
     v
 }
 
 fn suites_help() -> String {
     format!(
-        "Suites to run, comma-separated: {} (default: all; `weights` runs on the CPU, `ans` \
-         adds the MatVANS chain)",
-        suite_names().join(", ")
+        "Suites to run, comma-separated: {} (default: all but {}; `weights` runs on the CPU, \
+         `ans` adds the MatVANS chain)",
+        suite_names().join(", "),
+        OPT_IN.join(" and ")
     )
+}
+
+/// The BEAM suites' configurations from the arguments.
+fn beam_configs(args: &Args) -> Result<(bench::beam::GemmConfig, bench::beam::GemvConfig), String> {
+    let gemm = bench::beam::GemmConfig::parse(
+        &args.beam_sizes,
+        &args.beam_bits,
+        &args.beam_kernels,
+        &args.beam_outputs,
+        args.beam_warmup,
+        args.beam_iters,
+        args.beam_samples,
+    )
+    .map_err(|e| format!("BEAM GEMM: {e}"))?;
+    let shapes = if !args.shapes.is_empty() {
+        args.shapes.clone()
+    } else if args.quick {
+        bench::CPU_SHAPES.to_vec()
+    } else {
+        bench::beam::gemv_shapes()
+    };
+    let gemv = bench::beam::GemvConfig::parse(
+        shapes,
+        &args.beam_gemv_bits,
+        args.beam_gemv_batches.clone(),
+        &args.beam_gemv_outputs,
+    )
+    .map_err(|e| format!("BEAM GEMV: {e}"))?;
+    Ok((gemm, gemv))
 }
 
 /// The largest batch suite `name`'s GPU kernels take.
@@ -143,6 +219,7 @@ fn validate(args: &Args) -> Result<(), String> {
     if args.ans_dims.contains(&0) {
         return Err("--ans-dims 0: matrix sizes must be at least 1".into());
     }
+    beam_configs(args)?;
     Ok(())
 }
 
@@ -239,7 +316,11 @@ fn run(args: &Args) -> Result<(), BenchError> {
         args.shapes.clone()
     };
     let suites: Vec<String> = if args.suites.is_empty() {
-        suite_names().into_iter().map(String::from).collect()
+        suite_names()
+            .into_iter()
+            .filter(|s| !OPT_IN.contains(s))
+            .map(String::from)
+            .collect()
     } else {
         args.suites.clone()
     };
@@ -279,6 +360,9 @@ fn run(args: &Args) -> Result<(), BenchError> {
         ans_cfg.dims = vec![2048, 4096];
         ans_cfg.iters = 30;
     }
+    let (gemm_cfg, gemv_cfg) = beam_configs(args).map_err(BenchError::Usage)?;
+    let mut beam_gemm: Option<bench::beam::GemmReport> = None;
+    let mut beam_gemv: Option<bench::beam::GemvReport> = None;
     let gpu = if args.cpu_only {
         Err(RuntimeError::NoDevice {
             ordinal: 0,
@@ -339,7 +423,22 @@ fn run(args: &Args) -> Result<(), BenchError> {
                     bench::spqr::run_splits(&mut bench, &cfg.shapes, &run, &fixed, &mut progress)?;
                 report.gpu.extend(rows);
             }
+            if want(BEAM_GEMV) {
+                println!(
+                    "BEAM GEMV at {}: widths {:?}, outputs {}, batches {:?}",
+                    shapes_list(&gemv_cfg.shapes),
+                    gemv_cfg.bits,
+                    gemv_cfg.outputs.join(","),
+                    gemv_cfg.batches
+                );
+                beam_gemv = Some(bench::beam::run_gemv(&mut bench, &gemv_cfg, &mut |g| {
+                    eprintln!("{}", beam_gemv_line(g))
+                })?);
+            }
             drop(bench);
+            if want(BEAM_GEMM) {
+                beam_gemm = Some(run_beam_gemm(args, &gpu, &gemm_cfg, &report)?);
+            }
             if want("ans") {
                 let (sizes, chain) =
                     bench::ans::run_gpu(&gpu, &ans_cfg, |line| eprintln!("  {line}"))?;
@@ -353,6 +452,11 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 "no GPU ({e}): running the CPU side only (sizes, bits per weight, CPU reference timings)"
             );
             report.gpu_skipped = Some(e.to_string());
+            for s in OPT_IN.iter().filter(|s| want(s)) {
+                let line = format!("{s}: needs a GPU, not run");
+                println!("{line}");
+                report.notes.push(line);
+            }
             if want("ans") {
                 if args.ans_dims.is_empty() && !args.quick {
                     // Encoding the chain's larger matrices takes minutes on a few cores.
@@ -444,7 +548,95 @@ fn run(args: &Args) -> Result<(), BenchError> {
     if let Some(why) = report::no_plot_reason(&report) {
         println!("{why}");
     }
+    if let Some(g) = &beam_gemv {
+        println!("\n{}", g.text());
+        for p in bench::beam::write_gemv_files(g, &args.out_dir)? {
+            println!("wrote {p}");
+        }
+    }
+    if let Some(g) = &beam_gemm {
+        println!("\n{}", g.short_text());
+        if let Some(f) = g.failures.first() {
+            return Err(BenchError::Mismatch {
+                what: BEAM_GEMM.into(),
+                detail: format!("{} failed checks, the first: {f}", g.failures.len()),
+            });
+        }
+    }
     Ok(())
+}
+
+fn beam_gemv_line(g: &bench::beam::GemvRow) -> String {
+    let r = &g.row;
+    let ratio = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));
+    format!(
+        "  beam-gemv {}x{} batch {} b{} {} (out {}, {}): {:.2} us, {:.1} GB/s ({:.1}% of the ceiling), \
+         same-size read {:.1}%, {} int8, {} fp16, {} cuBLAS, {}",
+        r.rows,
+        r.cols,
+        r.batch,
+        g.bits,
+        g.output,
+        g.out_bits,
+        g.kernel,
+        r.median_us,
+        r.gbps,
+        r.pct_of_ceiling,
+        r.pct_of_same_size_read,
+        ratio(g.speedup_vs_int8),
+        ratio(g.speedup_vs_fp16),
+        ratio(r.speedup_vs_cublas),
+        r.check
+    )
+}
+
+/// Runs the BEAM GEMM suite, writing its files (merged with the older report under
+/// `--beam-append`) after each size and width, so that a run cut short keeps its rows.
+fn run_beam_gemm(
+    args: &Args,
+    gpu: &Gpu,
+    cfg: &bench::beam::GemmConfig,
+    report: &Report,
+) -> Result<bench::beam::GemmReport, BenchError> {
+    println!(
+        "BEAM GEMM: sizes {}, widths {:?}, kernels {}, outputs {}",
+        cfg.sizes
+            .iter()
+            .map(|s| format!("{} ({}x{})", s.label, s.side, s.side))
+            .collect::<Vec<_>>()
+            .join(", "),
+        cfg.bits,
+        cfg.kernels.join(","),
+        cfg.outputs.join(",")
+    );
+    let older = if args.beam_append {
+        bench::beam::load_gemm_report(&args.out_dir)?
+    } else {
+        None
+    };
+    let merged = |r: &bench::beam::GemmReport| {
+        let mut m = r.clone();
+        match &older {
+            Some(o) => m.merge_older(o.clone()),
+            None => m.finish(),
+        }
+        m
+    };
+    let run = bench::beam::RunInfo {
+        device: report.device.clone(),
+        git_revision: report.git_revision.clone(),
+        date: report.date.clone(),
+        config: cfg.clone(),
+    };
+    let mut wrote = Vec::new();
+    let r = bench::beam::run_gemm(gpu, cfg, run, &mut |l| eprintln!("{l}"), &mut |r| {
+        wrote = bench::beam::write_gemm_files(&merged(r), &args.out_dir)?;
+        Ok(())
+    })?;
+    for p in &wrote {
+        println!("wrote {p}");
+    }
+    Ok(merged(&r))
 }
 
 #[cfg(test)]
@@ -477,5 +669,52 @@ mod tests {
         let e = validate(&args(&["--suites", "dense,nope"])).unwrap_err();
         assert!(e.contains("nope") && e.contains("dense"), "{e}");
         validate(&args(&["--suites", "fp16-toy,spqr,ans,weights"])).unwrap();
+        validate(&args(&["--suites", "beam-gemm,beam-gemv"])).unwrap();
+        validate(&args(&[
+            "--beam-bits",
+            "1,2,4,7-8,63,64",
+            "--beam-sizes",
+            "64MiB,1024",
+            "--beam-kernels",
+            "guide,tight,mma",
+            "--beam-outputs",
+            "all",
+            "--beam-gemv-batches",
+            "1,16",
+        ]))
+        .unwrap();
+        for bad in [
+            &["--beam-bits", "0"][..],
+            &["--beam-bits", "65"],
+            &["--beam-sizes", "1TB"],
+            &["--beam-kernels", "cublas"],
+            &["--beam-outputs", "sai/wrap"],
+            &["--beam-iters", "0"],
+            &["--beam-gemv-bits", "1-99"],
+            &["--beam-gemv-batches", "17"],
+        ] {
+            let e = validate(&args(bad)).unwrap_err();
+            assert!(e.contains("BEAM"), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn beam_suites_run_only_when_named() {
+        let help = suites_help();
+        assert!(
+            help.contains("beam-gemm") && help.contains("default: all but"),
+            "{help}"
+        );
+        let (gemm, gemv) = beam_configs(&args(&[])).unwrap();
+        assert_eq!(gemm.bits.len(), 64);
+        assert_eq!(
+            gemm.sizes.iter().map(|s| s.side).collect::<Vec<_>>(),
+            vec![2896, 11585]
+        );
+        assert_eq!(gemm.outputs.len(), 6);
+        assert_eq!(gemv.shapes.len(), 7);
+        assert_eq!(gemv.bits, vec![1, 2, 3, 4, 6, 8, 12, 16, 24, 32]);
+        let (_, gemv) = beam_configs(&args(&["--shapes", "64x128"])).unwrap();
+        assert_eq!(gemv.shapes, vec![(64, 128)]);
     }
 }
