@@ -52,6 +52,19 @@ fn check(
     let mut out = BeamGemm::alloc_out(gpu, &da, &db, width, out_layout).unwrap();
     assert_eq!(out.bits(), want.bits());
     let name = bg.kernel_name(&da, &db, out.bits(), overflow);
+    if std::env::var("BEAM_GEMV_TRACE").is_ok() {
+        eprintln!(
+            "{name} {}x{} b{} {} n{} b{} {} -> {}",
+            a.rows(),
+            a.cols(),
+            a.bits(),
+            a.layout().name(),
+            b.cols(),
+            b.bits(),
+            b.layout().name(),
+            out_layout.name()
+        );
+    }
     bg.gemv(gpu, &da, &db, &mut out, overflow).unwrap();
     let got = out.download(gpu).unwrap();
     if got != want {
@@ -91,6 +104,7 @@ fn fast_kernels_every_width_up_to_32() {
     // Many rows (tiles looped by the persistent grid) and few long rows (slices).
     shapes.extend([(2000, 256), (5, 20000)]);
     for bits in 1..=32u32 {
+        eprintln!("fast kernels: {bits} bits");
         for (i, &shape) in shapes.iter().enumerate() {
             let max = i == 2;
             let a = random(&mut rng, shape, bits, Layout::Nogaps, max);
@@ -282,11 +296,16 @@ fn timing() {
         (14336, 4096),
     ] {
         for bits in [4u32, 8, 16, 32] {
+            let t0 = std::time::Instant::now();
             let a = random_nogaps(rows, cols, bits, 0x5EED + u64::from(bits));
             let mut rng = StdRng::seed_from_u64(u64::from(bits));
             let b = random(&mut rng, (cols, 1), bits, Layout::Nogaps, false);
             let da = DeviceBeamMatrix::upload(&gpu, &a).unwrap();
             let db = DeviceBeamMatrix::upload(&gpu, &b).unwrap();
+            eprintln!(
+                "{rows}x{cols} b={bits}: data ready after {:?}",
+                t0.elapsed()
+            );
             let copies = (600usize << 20).div_ceil(da.bytes()).max(2);
             let mut das = vec![da];
             for _ in 1..copies {
@@ -299,6 +318,7 @@ fn timing() {
                 bg.gemv(&gpu, &das[i % copies], &db, &mut out, Overflow::Ovf)
             })
             .unwrap();
+            eprintln!("timed after {:?}", t0.elapsed());
             // Check the last output on 64 rows at each end.
             let got = out.download(&gpu).unwrap();
             let m = top(bits);

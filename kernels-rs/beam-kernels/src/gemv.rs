@@ -97,9 +97,9 @@ const _: () = assert!(core::mem::size_of::<GemvParams>() == 112);
 unsafe impl KernelParams for GemvParams {}
 
 /// Bytes of dynamic shared memory `cmv_beam_gemv_nogaps_b{B}` needs for `cols` columns: the
-/// vector as `u32` plus [`X_PAD`], then one slot per warp and row for the slices' sums.
+/// vector as `u32` plus [`X_PAD`], then one slot per lane for the slices' sums.
 pub const fn nogaps_smem_bytes(cols: u32) -> u64 {
-    4 * (x_slots(cols) as u64 + (WARPS_PER_BLOCK * ROWS_PER_WARP) as u64)
+    4 * (x_slots(cols) as u64 + (WARPS_PER_BLOCK * 32) as u64)
 }
 
 /// `u32` slots of the vector in shared memory (a multiple of 4).

@@ -29,7 +29,7 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
     let (rows, cols, rw) = (a.rows, a.cols, a.row_words);
     let xs = dyn_smem() as *mut u32;
     let slots = x_slots(cols);
-    // SAFETY: the shared memory holds `slots` u32 for x, then WARPS_PER_BLOCK * R for the sums.
+    // SAFETY: the shared memory holds `slots` u32 for x, then WARPS_PER_BLOCK * 32 for the sums.
     let red = unsafe { xs.add(slots as usize) };
     let mut c = thread_idx_x();
     while c < slots {
@@ -116,19 +116,25 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
             }
         }
         if slices > 1 {
-            if lane == 0 {
-                for (r, &s) in acc.iter().enumerate() {
-                    // SAFETY: w * R + r < WARPS_PER_BLOCK * R slots.
-                    unsafe { *red.add(w as usize * R + r) = s };
-                }
-            }
+            // No lane-dependent branch between the barriers (`bar.sync` is `.aligned`: a
+            // compiler that duplicated one into two sides of a divergent branch would hang the
+            // block). Every lane holds the warp's sums; lane l writes its own slot, sum l % R.
+            let mine = acc.iter().enumerate().fold(
+                0,
+                |m, (r, &a)| {
+                    if lane as usize % R == r { a } else { m }
+                },
+            );
+            // SAFETY: w * 32 + lane < WARPS_PER_BLOCK * 32 slots.
+            unsafe { *red.add(w as usize * 32 + lane as usize) = mine };
             // SAFETY: every thread of the block runs the same tiles.
             unsafe { sync_threads() };
-            if slice == 0 && lane == 0 {
+            // Warp-uniform: every lane of a slice-0 warp adds the other slices' sums.
+            if slice == 0 {
                 for s in 1..slices as usize {
                     for (r, a) in acc.iter_mut().enumerate() {
                         // SAFETY: warp w + s is in this group, inside the block.
-                        *a = a.wrapping_add(unsafe { *red.add((w as usize + s) * R + r) });
+                        *a = a.wrapping_add(unsafe { *red.add((w as usize + s) * 32 + r) });
                     }
                 }
             }
