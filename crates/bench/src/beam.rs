@@ -1353,6 +1353,7 @@ fn run_gemm_point(
                     GemmCheck {
                         sample: &sample,
                         refs: &mut refs,
+                        values: (&a_vals, &b_vals),
                     },
                 );
                 let mut row = match row {
@@ -1451,6 +1452,8 @@ fn maxv_row(
 struct GemmCheck<'a> {
     sample: &'a Sample,
     refs: &'a mut HashMap<(u32, Overflow), Reference>,
+    /// `A` and `B` (square, row-major), to compute an element the outputs disagree on.
+    values: (&'a [u64], &'a [u64]),
 }
 
 enum GemmFail {
@@ -1506,13 +1509,20 @@ fn time_gemm(
                                 r.kernel
                             ),
                         ),
-                        Some((i, j, got, want)) => (
-                            false,
-                            format!(
-                                "FAILED: element ({i}, {j}) is {got}, {} gave {want}",
-                                r.kernel
-                            ),
-                        ),
+                        Some((i, j, got, want)) => {
+                            let (av, bv) = check.values;
+                            let n = m.cols();
+                            let cpu =
+                                finish(exact_dot(&av[i * n..(i + 1) * n], bv, n, j), m.bits(), ovf);
+                            (
+                                false,
+                                format!(
+                                    "FAILED: element ({i}, {j}) is {got}, {} gave {want}, the \
+                                     exact CPU value {cpu}",
+                                    r.kernel
+                                ),
+                            )
+                        }
                     },
                     None => {
                         check.refs.insert(
