@@ -152,24 +152,26 @@ fn mma_timing_probe() {
             DeviceBeamMatrix::upload(&gpu, &a).unwrap(),
             DeviceBeamMatrix::upload(&gpu, &b).unwrap(),
         );
-        let mut out =
-            BeamGemm::alloc_out(&gpu, &da, &db, OutputWidth::C2p2, Layout::Nogaps).unwrap();
-        let mut times = Vec::new();
-        for _ in 0..4 {
-            gpu.synchronize().unwrap();
-            let t = std::time::Instant::now();
-            bg.gemm(&gpu, GemmKernel::Mma, &da, &db, &mut out, Overflow::Ovf)
-                .unwrap();
-            gpu.synchronize().unwrap();
-            times.push(t.elapsed().as_secs_f64());
+        for out_layout in [Layout::Naive, Layout::Nogaps] {
+            let mut out =
+                BeamGemm::alloc_out(&gpu, &da, &db, OutputWidth::C2p2, out_layout).unwrap();
+            let mut times = Vec::new();
+            for _ in 0..4 {
+                gpu.synchronize().unwrap();
+                let t = std::time::Instant::now();
+                bg.gemm(&gpu, GemmKernel::Mma, &da, &db, &mut out, Overflow::Ovf)
+                    .unwrap();
+                gpu.synchronize().unwrap();
+                times.push(t.elapsed().as_secs_f64());
+            }
+            times.sort_by(f64::total_cmp);
+            let t = times[1];
+            let ops = 2.0 * (n as f64).powi(3);
+            println!(
+                "mma {n}^3 bits {bits} out {out_layout:?}: {:.3} ms, {:.0} TOPS",
+                t * 1e3,
+                ops / t / 1e12
+            );
         }
-        times.sort_by(f64::total_cmp);
-        let t = times[1];
-        let ops = 2.0 * (n as f64).powi(3);
-        println!(
-            "mma {n}^3 bits {bits}: {:.3} ms, {:.0} TOPS",
-            t * 1e3,
-            ops / t / 1e12
-        );
     }
 }

@@ -13,7 +13,7 @@
 //! [`layout::acc_for`]: `U32` (the sum modulo 2^32 is all the output needs) or `U64`, where
 //! the accumulators are added into 64-bit sums every [`FLUSH_K`] columns of `A`.
 
-use crate::layout::{self, Geometry, NAIVE, SLABS, TIGHT, mask};
+use crate::layout::{self, Geometry, NAIVE, NOGAPS, SLABS, TIGHT, mask};
 
 /// Rows of `C` per block.
 pub const TILE_M: u32 = 128;
@@ -26,13 +26,16 @@ pub const THREADS: u32 = 256;
 /// Bytes per row of a shared tile (`TILE_K` and 16 bytes of padding, so that the fragment
 /// loads of a warp hit 32 different banks).
 pub const SMEM_STRIDE: u32 = TILE_K + 16;
-/// Shared memory of one block: the `A` and `B` tiles.
-pub const SMEM_BYTES: u32 = (TILE_M + TILE_N) * SMEM_STRIDE;
+/// Shared memory of one buffer: the `A` and `B` tiles of one step.
+pub const BUFFER_BYTES: u32 = (TILE_M + TILE_N) * SMEM_STRIDE;
+/// Shared memory of one block: two buffers (one step is unpacked while the other is
+/// multiplied).
+pub const SMEM_BYTES: u32 = 2 * BUFFER_BYTES;
 /// `K` between two additions of the 32-bit accumulators into the 64-bit sums (`U64`):
 /// `FLUSH_K * 255 * 255 < 2^32`.
 pub const FLUSH_K: u32 = 32768;
 const _: () = assert!((FLUSH_K as u64) * 255 * 255 < 1 << 32);
-const _: () = assert!(FLUSH_K % TILE_K == 0);
+const _: () = assert!(FLUSH_K.is_multiple_of(TILE_K));
 
 /// The low `n` bytes set (`n` in 0..=8).
 #[inline(always)]
@@ -57,18 +60,27 @@ const fn funnel(lo: u64, hi: u64, s: u32) -> u64 {
 /// Elements `c0 .. c0 + 8` of row `row` of a matrix of `rows` rows with geometry `g` and
 /// `bits <= 8`, as the eight bytes of a `u64` (element `c0 + i` in byte `i`); elements outside
 /// the matrix are 0. `word(i)` reads word `i`; it is called only for words that hold one of
-/// those elements.
+/// those elements. [`fetch8`] then [`unpack8`].
 #[inline(always)]
 pub fn gather8(word: impl Fn(u64) -> u64, g: Geometry, rows: u32, row: u32, c0: u32) -> u64 {
+    unpack8(fetch8(word, g, rows, row, c0), g, rows, row, c0)
+}
+
+/// The loads of [`gather8`]: the (at most) two words holding elements `c0 .. c0 + 8` of
+/// `row` (`tight`, `slabs`, `nogaps`), or, for `naive`, the eight bytes already (eight
+/// words). Split from [`unpack8`] so that a kernel can issue the next step's loads before it
+/// needs them.
+#[inline(always)]
+pub fn fetch8(word: impl Fn(u64) -> u64, g: Geometry, rows: u32, row: u32, c0: u32) -> [u64; 2] {
     if row >= rows || c0 >= g.cols {
-        return 0;
+        return [0, 0];
     }
     let n = if g.cols - c0 < 8 { g.cols - c0 } else { 8 };
     let b = g.bits;
-    let m = mask(b);
     let (r, c0_64) = (row as u64, c0 as u64);
-    let v = match g.layout {
+    match g.layout {
         NAIVE => {
+            let m = mask(b);
             let base = r * g.cols as u64 + c0_64;
             let mut v = 0u64;
             let mut i = 0;
@@ -76,30 +88,58 @@ pub fn gather8(word: impl Fn(u64) -> u64, g: Geometry, rows: u32, row: u32, c0: 
                 v |= (word(base + i as u64) & m) << (8 * i);
                 i += 1;
             }
-            v
+            [v, 0]
         }
         TIGHT => {
             // 8-bit natives: byte `r * cols + c`.
             let first = r * g.cols as u64 + c0_64;
             let s = (first % 8) as u32 * 8;
-            let lo = word(first / 8);
             let hi = if s + 8 * n > 64 {
                 word(first / 8 + 1)
             } else {
                 0
             };
-            funnel(lo, hi, s)
+            [word(first / 8), hi]
         }
         SLABS => {
             let k = 64 / b;
             let w0 = c0 / k;
-            let base = r * g.row_words as u64;
-            let lo = word(base + w0 as u64);
+            let base = r * g.row_words as u64 + w0 as u64;
             let hi = if (c0 + n - 1) / k > w0 {
-                word(base + w0 as u64 + 1)
+                word(base + 1)
             } else {
                 0
             };
+            [word(base), hi]
+        }
+        _ => {
+            let bit = c0_64 * b as u64;
+            let s = (bit % 64) as u32;
+            let w = r * g.row_words as u64 + bit / 64;
+            let hi = if s + n * b > 64 { word(w + 1) } else { 0 };
+            [word(w), hi]
+        }
+    }
+}
+
+/// The eight bytes of [`gather8`] from the words [`fetch8`] loaded.
+#[inline(always)]
+pub fn unpack8([lo, hi]: [u64; 2], g: Geometry, rows: u32, row: u32, c0: u32) -> u64 {
+    if row >= rows || c0 >= g.cols {
+        return 0;
+    }
+    let n = if g.cols - c0 < 8 { g.cols - c0 } else { 8 };
+    let b = g.bits;
+    let m = mask(b);
+    let v = match g.layout {
+        NAIVE => lo,
+        TIGHT => {
+            let first = row as u64 * g.cols as u64 + c0 as u64;
+            funnel(lo, hi, (first % 8) as u32 * 8)
+        }
+        SLABS => {
+            let k = 64 / b;
+            let w0 = c0 / k;
             let mut v = 0u64;
             let mut i = 0;
             while i < 8 {
@@ -111,12 +151,7 @@ pub fn gather8(word: impl Fn(u64) -> u64, g: Geometry, rows: u32, row: u32, c0: 
             v
         }
         _ => {
-            let bit = c0_64 * b as u64;
-            let s = (bit % 64) as u32;
-            let w = r * g.row_words as u64 + bit / 64;
-            let lo = word(w);
-            let hi = if s + n * b > 64 { word(w + 1) } else { 0 };
-            let win = funnel(lo, hi, s);
+            let win = funnel(lo, hi, ((c0 as u64 * b as u64) % 64) as u32);
             if b == 8 {
                 win
             } else {
@@ -162,6 +197,27 @@ pub fn transpose4x8(r: [u64; 4]) -> [u32; 8] {
     [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
 }
 
+/// "Any layout": the kernel reads the layout from the parameters.
+pub const ANY_LAYOUT: u32 = u32::MAX;
+
+/// The entry point for A in layout `la`, B in `lb` (codes), with 64-bit sums or not: one
+/// kernel per layout shared by A and B (compiled for that layout only), `mixed` otherwise.
+pub const fn kernel_name(la: u32, lb: u32, wide: bool) -> &'static str {
+    let l = if la == lb { la } else { ANY_LAYOUT };
+    match (l, wide) {
+        (NAIVE, false) => "cmv_beam_gemm_mma_naive",
+        (NAIVE, true) => "cmv_beam_gemm_mma_naive_wide",
+        (TIGHT, false) => "cmv_beam_gemm_mma_tight",
+        (TIGHT, true) => "cmv_beam_gemm_mma_tight_wide",
+        (SLABS, false) => "cmv_beam_gemm_mma_slabs",
+        (SLABS, true) => "cmv_beam_gemm_mma_slabs_wide",
+        (NOGAPS, false) => "cmv_beam_gemm_mma_nogaps",
+        (NOGAPS, true) => "cmv_beam_gemm_mma_nogaps_wide",
+        (_, false) => "cmv_beam_gemm_mma_mixed",
+        (_, true) => "cmv_beam_gemm_mma_mixed_wide",
+    }
+}
+
 /// Whether the kernel's 64-bit sums are needed: [`layout::acc_for`] is not `U32`.
 #[inline(always)]
 pub const fn needs_wide(a_bits: u32, b_bits: u32, k: u64, out: u32, overflow: u32) -> bool {
@@ -175,7 +231,7 @@ pub const fn needs_wide(a_bits: u32, b_bits: u32, k: u64, out: u32, overflow: u3
 mod kernel {
     use super::*;
     use crate::access::store;
-    use crate::{GemmParams, PackedOut};
+    use crate::{GemmParams, PackedOut, PackedRef};
     use cmv_device::{
         block_idx_x, block_idx_y, dyn_smem_addr, lane_id, ld_nc_u64, mma_m16n8k32_u8, sync_threads,
         thread_idx_x, warp_id,
@@ -209,6 +265,100 @@ mod kernel {
         };
     }
 
+    /// `m`'s geometry, its layout the constant `L` unless `L` is [`ANY_LAYOUT`] (so that a
+    /// kernel for one layout compiles only that layout's code).
+    #[inline(always)]
+    fn geometry<const L: u32>(m: &PackedRef) -> Geometry {
+        let mut g = m.geometry();
+        if L != ANY_LAYOUT {
+            g.layout = L;
+        }
+        g
+    }
+
+    /// This thread's share of a step: A chunks `(row, 8j)` for `q = tid + THREADS * i`
+    /// (`row = q / 8`, `j = q % 8`, `i` in 0..4), and the B unit of rows `4kq ..` and columns
+    /// `8nj ..` (`kq = tid % 16` varies fastest within a warp, so the transposed stores of a
+    /// warp fall in 16 banks).
+    #[inline(always)]
+    const fn a_at(tid: u32, i: u32) -> (u32, u32) {
+        ((tid + THREADS * i) / 8, (tid + THREADS * i) % 8)
+    }
+
+    /// The words of this thread's share of step `k0` ([`fetch8`]): 4 chunks of A, 4 of B.
+    ///
+    /// # Safety
+    /// `a` and `b` describe live buffers of the words their geometries imply.
+    #[inline(always)]
+    unsafe fn fetch_step<const LA: u32, const LB: u32>(
+        a: PackedRef,
+        b: PackedRef,
+        tid: u32,
+        m0: u32,
+        n0: u32,
+        k0: u32,
+    ) -> [[u64; 2]; 8] {
+        let (aw, bw) = (a.words.as_ptr(), b.words.as_ptr());
+        // SAFETY (both): fetch8 reads only words holding an element of the matrix.
+        let load_a = move |i: u64| unsafe { ld_nc_u64(aw.add(i as usize)) };
+        let load_b = move |i: u64| unsafe { ld_nc_u64(bw.add(i as usize)) };
+        let (ga, gb) = (geometry::<LA>(&a), geometry::<LB>(&b));
+        let fa = move |i: u32| {
+            let (row, j) = a_at(tid, i);
+            fetch8(load_a, ga, a.rows, m0 + row, k0 + 8 * j)
+        };
+        let (kq, nj) = (tid % 16, tid / 16);
+        let fb = move |i: u32| fetch8(load_b, gb, b.rows, k0 + 4 * kq + i, n0 + 8 * nj);
+        [fa(0), fa(1), fa(2), fa(3), fb(0), fb(1), fb(2), fb(3)]
+    }
+
+    /// Unpacks the words [`fetch_step`] loaded and stores them to the shared tiles: A as
+    /// rows of bytes, B transposed ([`transpose4x8`]).
+    ///
+    /// # Safety
+    /// The block has [`SMEM_BYTES`] of shared memory at `a_smem` (A) and `b_smem` (B).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn store_step<const LA: u32, const LB: u32>(
+        raw: [[u64; 2]; 8],
+        a: PackedRef,
+        b: PackedRef,
+        tid: u32,
+        m0: u32,
+        n0: u32,
+        k0: u32,
+        a_smem: u32,
+        b_smem: u32,
+    ) {
+        let ga = geometry::<LA>(&a);
+        let store_a = move |i: u32, w: [u64; 2]| {
+            let (row, j) = a_at(tid, i);
+            let v = unpack8(w, ga, a.rows, m0 + row, k0 + 8 * j);
+            // SAFETY: inside the A tile (row < 128, 8j + 8 <= 64), 8-byte aligned.
+            unsafe { sts_u64(a_smem + row * SMEM_STRIDE + 8 * j, v) };
+        };
+        // Spelled out (not a loop) so that `raw` stays in registers.
+        store_a(0, raw[0]);
+        store_a(1, raw[1]);
+        store_a(2, raw[2]);
+        store_a(3, raw[3]);
+        let gb = geometry::<LB>(&b);
+        let (kq, nj) = (tid % 16, tid / 16);
+        let (k, n) = (k0 + 4 * kq, n0 + 8 * nj);
+        let r = [
+            unpack8(raw[4], gb, b.rows, k, n),
+            unpack8(raw[5], gb, b.rows, k + 1, n),
+            unpack8(raw[6], gb, b.rows, k + 2, n),
+            unpack8(raw[7], gb, b.rows, k + 3, n),
+        ];
+        let cols = transpose4x8(r);
+        for (c, &w) in cols.iter().enumerate() {
+            let n = 8 * nj + c as u32;
+            // SAFETY: inside the B tile (n < 128, 4kq + 4 <= 64), 4-byte aligned.
+            unsafe { sts_u32(b_smem + n * SMEM_STRIDE + 4 * kq, w) };
+        }
+    }
+
     /// The kernel body; `WIDE` adds the 32-bit accumulators into 64-bit sums every
     /// [`FLUSH_K`].
     ///
@@ -218,7 +368,7 @@ mod kernel {
     /// most 8 bits whose words match their geometry, `A.cols == B.rows`, `C` of `A.rows x
     /// B.cols`, zeroed unless naive).
     #[inline(always)]
-    unsafe fn gemm<const WIDE: bool>(p: &GemmParams) {
+    unsafe fn gemm<const WIDE: bool, const LA: u32, const LB: u32>(p: &GemmParams) {
         let tid = thread_idx_x();
         let (lane, warp) = (lane_id(), warp_id());
         let (g, t) = (lane / 4, lane % 4);
@@ -227,45 +377,27 @@ mod kernel {
         let n0 = block_idx_x() * TILE_N;
         let k_total = p.a.cols;
         let smem = dyn_smem_addr();
-        let a_smem = smem;
-        let b_smem = smem + TILE_M * SMEM_STRIDE;
-        let (ga, gb) = (p.a.geometry(), p.b.geometry());
-        let (aw, bw) = (p.a.words.as_ptr(), p.b.words.as_ptr());
-        // SAFETY (both closures): gather8 reads only words holding an element of the matrix.
-        let load_a = |i: u64| unsafe { ld_nc_u64(aw.add(i as usize)) };
-        let load_b = |i: u64| unsafe { ld_nc_u64(bw.add(i as usize)) };
+        let (a, b) = (p.a, p.b);
 
         let mut acc = [[[0u32; 4]; 4]; 4];
         let mut wide = [[[0u64; 4]; 4]; 4];
+        // SAFETY: forwarded (the launcher's guarantees on A and B).
+        let mut raw = unsafe { fetch_step::<LA, LB>(a, b, tid, m0, n0, 0) };
+        // SAFETY: buffer 0 of the block's shared memory.
+        unsafe {
+            store_step::<LA, LB>(raw, a, b, tid, m0, n0, 0, smem, smem + TILE_M * SMEM_STRIDE)
+        };
+        if TILE_K < k_total {
+            // SAFETY: as above.
+            raw = unsafe { fetch_step::<LA, LB>(a, b, tid, m0, n0, TILE_K) };
+        }
+        // SAFETY: all threads reach it.
+        unsafe { sync_threads() };
         let mut k0 = 0u32;
+        let mut cur = 0u32;
         while k0 < k_total {
-            // Unpack A: 128 rows x 8 chunks of 8 bytes, 4 chunks per thread.
-            for i in 0..4 {
-                let q = tid + THREADS * i;
-                let (row, j) = (q / 8, q % 8);
-                let v = gather8(load_a, ga, p.a.rows, m0 + row, k0 + 8 * j);
-                // SAFETY: inside the A tile (row < 128, 8j + 8 <= 64), 8-byte aligned.
-                unsafe { sts_u64(a_smem + row * SMEM_STRIDE + 8 * j, v) };
-            }
-            // Unpack B: 16 x 16 units of 4 rows (K) x 8 columns (N), transposed.
-            {
-                let (kq, nj) = (tid / 16, tid % 16);
-                let (k, n) = (k0 + 4 * kq, n0 + 8 * nj);
-                let r = [
-                    gather8(load_b, gb, p.b.rows, k, n),
-                    gather8(load_b, gb, p.b.rows, k + 1, n),
-                    gather8(load_b, gb, p.b.rows, k + 2, n),
-                    gather8(load_b, gb, p.b.rows, k + 3, n),
-                ];
-                let cols = transpose4x8(r);
-                for (c, &w) in cols.iter().enumerate() {
-                    let n = 8 * nj + c as u32;
-                    // SAFETY: inside the B tile (n < 128, 4kq + 4 <= 64), 4-byte aligned.
-                    unsafe { sts_u32(b_smem + n * SMEM_STRIDE + 4 * kq, w) };
-                }
-            }
-            // SAFETY: all threads reach it.
-            unsafe { sync_threads() };
+            let a_smem = smem + cur * BUFFER_BYTES;
+            let b_smem = a_smem + TILE_M * SMEM_STRIDE;
             for s in 0..TILE_K / 32 {
                 let kb = 32 * s + 4 * t;
                 let mut af = [[0u32; 4]; 4];
@@ -292,8 +424,33 @@ mod kernel {
                     }
                 }
             }
+            // The next step goes to the other buffer (read by no one since the last
+            // barrier); its words were loaded a whole step ago, the one after loads now.
+            if k0 + TILE_K < k_total {
+                let next = smem + (1 - cur) * BUFFER_BYTES;
+                let k1 = k0 + TILE_K;
+                // SAFETY: the other buffer of the block's shared memory.
+                unsafe {
+                    store_step::<LA, LB>(
+                        raw,
+                        a,
+                        b,
+                        tid,
+                        m0,
+                        n0,
+                        k1,
+                        next,
+                        next + TILE_M * SMEM_STRIDE,
+                    )
+                };
+                if k1 + TILE_K < k_total {
+                    // SAFETY: as above.
+                    raw = unsafe { fetch_step::<LA, LB>(a, b, tid, m0, n0, k1 + TILE_K) };
+                }
+            }
             // SAFETY: all threads reach it.
             unsafe { sync_threads() };
+            cur = 1 - cur;
             k0 += TILE_K;
             if WIDE && (k0 % FLUSH_K == 0 || k0 >= k_total) {
                 for mi in 0..4 {
@@ -348,25 +505,37 @@ mod kernel {
         }
     }
 
-    /// `C = A x B` for operands of at most 8 bits, sums modulo 2^32 (exact when the output
-    /// needs no more: [`needs_wide`] is false).
-    ///
-    /// # Safety
-    /// As `gemm`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn cmv_beam_gemm_mma(p: GemmParams) {
-        // SAFETY: forwarded.
-        unsafe { gemm::<false>(&p) }
+    macro_rules! entries {
+        ($($narrow:ident, $wide:ident: $la:expr, $lb:expr;)*) => {$(
+            /// `C = A x B` for operands of at most 8 bits, sums modulo 2^32 (exact when
+            /// [`needs_wide`] is false); see [`kernel_name`].
+            ///
+            /// # Safety
+            /// As `gemm`, with A and B in the layouts of the name.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $narrow(p: GemmParams) {
+                // SAFETY: forwarded.
+                unsafe { gemm::<false, { $la }, { $lb }>(&p) }
+            }
+
+            /// As the kernel without `_wide`, with exact 64-bit sums.
+            ///
+            /// # Safety
+            /// As `gemm`, with A and B in the layouts of the name.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $wide(p: GemmParams) {
+                // SAFETY: forwarded.
+                unsafe { gemm::<true, { $la }, { $lb }>(&p) }
+            }
+        )*};
     }
 
-    /// `C = A x B` for operands of at most 8 bits, exact 64-bit sums.
-    ///
-    /// # Safety
-    /// As `gemm`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn cmv_beam_gemm_mma_wide(p: GemmParams) {
-        // SAFETY: forwarded.
-        unsafe { gemm::<true>(&p) }
+    entries! {
+        cmv_beam_gemm_mma_naive, cmv_beam_gemm_mma_naive_wide: NAIVE, NAIVE;
+        cmv_beam_gemm_mma_tight, cmv_beam_gemm_mma_tight_wide: TIGHT, TIGHT;
+        cmv_beam_gemm_mma_slabs, cmv_beam_gemm_mma_slabs_wide: SLABS, SLABS;
+        cmv_beam_gemm_mma_nogaps, cmv_beam_gemm_mma_nogaps_wide: NOGAPS, NOGAPS;
+        cmv_beam_gemm_mma_mixed, cmv_beam_gemm_mma_mixed_wide: ANY_LAYOUT, ANY_LAYOUT;
     }
 }
 

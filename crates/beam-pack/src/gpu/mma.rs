@@ -2,17 +2,18 @@
 //! module `mma`).
 
 use beam_kernels::GemmParams;
-use beam_kernels::mma::{SMEM_BYTES, THREADS, TILE_M, TILE_N, needs_wide};
+use beam_kernels::mma::{SMEM_BYTES, THREADS, TILE_M, TILE_N, kernel_name, needs_wide};
 use cmv_runtime::{Gpu, Kernel, LaunchConfig};
+use std::collections::HashMap;
 
 use super::{DeviceBeamMatrix, DeviceBeamOut, PTX};
 use crate::{BeamError, Overflow};
 
-/// The tensor-core GEMM kernels (32-bit sums, and exact 64-bit sums).
+/// The tensor-core GEMM kernels: one per layout shared by A and B and one for mixed
+/// layouts, each with 32-bit sums and with exact 64-bit sums.
 #[derive(Debug)]
 pub struct MmaGemm {
-    narrow: Kernel,
-    wide: Kernel,
+    kernels: HashMap<&'static str, Kernel>,
 }
 
 impl MmaGemm {
@@ -21,10 +22,18 @@ impl MmaGemm {
     /// # Errors
     /// Runtime errors (a driver that rejects the PTX, a missing entry point).
     pub fn new(gpu: &Gpu) -> Result<Self, BeamError> {
-        Ok(Self {
-            narrow: gpu.kernel(&PTX, "cmv_beam_gemm_mma")?,
-            wide: gpu.kernel(&PTX, "cmv_beam_gemm_mma_wide")?,
-        })
+        let mut kernels = HashMap::new();
+        for la in 0..4 {
+            for lb in 0..4 {
+                for wide in [false, true] {
+                    let name = kernel_name(la, lb, wide);
+                    if !kernels.contains_key(name) {
+                        kernels.insert(name, gpu.kernel(&PTX, name)?);
+                    }
+                }
+            }
+        }
+        Ok(Self { kernels })
     }
 
     /// Launches `out = A x B` (validated by [`super::BeamGemm::gemm`]: shapes, both operands
@@ -57,7 +66,11 @@ impl MmaGemm {
             out.bits(),
             overflow.code(),
         );
-        let k = if wide { &self.wide } else { &self.narrow };
+        let name = kernel_name(a.layout().code(), b.layout().code(), wide);
+        let k = self.kernels.get(name).ok_or_else(|| BeamError::Kernel {
+            kernel: "mma",
+            reason: format!("entry point {name} was not loaded"),
+        })?;
         let grid_y = u32::try_from(a.rows().div_ceil(TILE_M as usize)).unwrap_or(u32::MAX);
         let grid_x = u32::try_from(b.cols().div_ceil(TILE_N as usize)).unwrap_or(u32::MAX);
         let cfg = LaunchConfig {
