@@ -4,6 +4,7 @@
 //! launcher's refusals. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1`
 //! makes that a failure. `timing` (ignored) measures the fast kernels on the LLM shapes.
 
+use beam_pack::beam_kernels::layout;
 use beam_pack::cmv_format::{DeviceGemv, FormatError, HeaderCode};
 use beam_pack::cmv_runtime::{Gpu, gpu_for_tests, time_launches};
 use beam_pack::gpu::{BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut};
@@ -124,7 +125,8 @@ fn fast_kernels_every_width_up_to_32() {
             );
             assert_eq!(name, format!("cmv_beam_gemv_nogaps_b{bits}"));
             // sat with an exact result below 2^32 also runs the fast kernel.
-            if bits + b_bits + 12 <= 32 {
+            let acc = layout::acc_for(bits, b_bits, shape.1 as u64, bits.max(b_bits), layout::SAT);
+            if acc == layout::Acc::U32 {
                 let name = check(
                     &gpu,
                     &bg,
