@@ -241,8 +241,9 @@ fn long_inner_dimension() {
     );
 }
 
-/// Sums at and around 2^64 with 64-bit operands (`satu64`, whose `f64` estimate cannot decide
-/// these and which recomputes them exactly), next to sums far from it.
+/// Sums at and around 2^64 with 64-bit operands (`satu64`: exactly `2^64 - 2`, `2^64 - 1`,
+/// `2^64`, `2^64 + 1`, sums of 67 terms just below and above 2^64), next to sums far from it,
+/// in `ovf` and `sat`.
 #[test]
 fn saturation_near_2_64() {
     let Some(gpu) = gpu_for_tests("saturation_near_2_64") else {

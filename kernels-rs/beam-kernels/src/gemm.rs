@@ -49,10 +49,7 @@ pub enum Mode {
     /// 32-bit operands, 64-bit saturating sum of exact 64-bit products: [`Acc::SatU64`] with
     /// both operands at most 32 bits wide.
     SatU64n,
-    /// 64-bit operands, [`Acc::SatU64`] otherwise: the sum modulo 2^64 (wrapping 64-bit
-    /// multiply-adds) beside an `f64` estimate of the exact sum, which tells whether the exact
-    /// sum is below 2^64 ([`sat_filter`]); the few sums too close to 2^64 to tell are
-    /// recomputed exactly (saturating products and sums).
+    /// 64-bit operands, saturating products and sums: [`Acc::SatU64`] otherwise.
     SatU64,
 }
 
@@ -100,14 +97,10 @@ impl Mode {
         matches!(self, Mode::U64 | Mode::SatU64)
     }
 
-    /// 32-bit planes per tile in shared memory: 1 (32-bit operands), 2 (64-bit operands: low
-    /// and high halves) or 4 ([`Mode::SatU64`]: the halves and the operand as `f64`).
+    /// 32-bit planes per tile in shared memory: 1 (32-bit operands) or 2 (64-bit operands: low
+    /// and high halves).
     pub const fn planes(self) -> u32 {
-        match self {
-            Mode::U32 | Mode::U64n | Mode::SatU64n => 1,
-            Mode::U64 => 2,
-            Mode::SatU64 => 4,
-        }
+        if self.wide() { 2 } else { 1 }
     }
 
     /// `(TM, TN)`: outputs per thread, rows by columns (each 4 or 8).
@@ -136,9 +129,7 @@ impl Mode {
     }
 
     /// One step of the accumulation, as the kernel computes it, on the host (for tests):
-    /// `acc + a * b` in the mode's arithmetic, on operands and accumulator as `u64`
-    /// ([`Mode::SatU64`]: the exact path, saturating products and sums; the kernel's fast path
-    /// is [`sat_filter`] on a wrapping sum and an `f64` sum).
+    /// `acc + a * b` in the mode's arithmetic, on operands and accumulator as `u64`.
     pub const fn mac(self, acc: u64, a: u64, b: u64) -> u64 {
         match self {
             Mode::U32 => (acc as u32).wrapping_add((a as u32).wrapping_mul(b as u32)) as u64,
@@ -147,25 +138,6 @@ impl Mode {
             Mode::SatU64n => acc.saturating_add((a as u32 as u64) * (b as u32 as u64)),
             Mode::SatU64 => acc.saturating_add(sat_mul(a, b)),
         }
-    }
-}
-
-/// What [`Mode::SatU64`] makes of a sum: `wrapped` is the exact sum `S` of `k` products
-/// modulo 2^64, `approx` the same sum computed in `f64` (operands converted, then multiplied
-/// and added in order: relative error below `2 (k + 3) 2^-53`). `Some(S)` when `S < 2^64`
-/// for certain, `Some(u64::MAX)` when `S >= 2^64` for certain (the saturated sum), `None` when
-/// `approx` lies within `(k + 4) 2^-49` (relative) of 2^64 and the sum must be recomputed.
-#[inline(always)]
-pub fn sat_filter(wrapped: u64, approx: f64, k: u32) -> Option<u64> {
-    const TWO64: f64 = 18_446_744_073_709_551_616.0;
-    const ULP49: f64 = 1.0 / 562_949_953_421_312.0; // 2^-49
-    let eps = (k as f64 + 4.0) * ULP49;
-    if approx < TWO64 * (1.0 - eps) {
-        Some(wrapped)
-    } else if approx > TWO64 * (1.0 + eps) {
-        Some(u64::MAX)
-    } else {
-        None
     }
 }
 
@@ -487,7 +459,6 @@ mod tests {
                             let mode = Mode::select(ab, bb, k, out, overflow);
                             for max in [false, true] {
                                 let (mut exact, mut huge, mut acc) = (0u128, false, 0u64);
-                                let (mut wrapped, mut approx) = (0u64, 0f64);
                                 for _ in 0..k {
                                     let (a, b) = if max {
                                         (crate::layout::mask(ab), crate::layout::mask(bb))
@@ -498,14 +469,6 @@ mod tests {
                                     exact = s;
                                     huge |= c;
                                     acc = mode.mac(acc, a, b);
-                                    wrapped = wrapped.wrapping_add(a.wrapping_mul(b));
-                                    approx += a as f64 * b as f64;
-                                }
-                                if mode == Mode::SatU64 {
-                                    // The kernel's fast path, where it decides.
-                                    if let Some(s) = sat_filter(wrapped, approx, k as u32) {
-                                        assert_eq!(s, acc, "filter a {ab} b {bb} k {k}");
-                                    }
                                 }
                                 let m = crate::layout::mask(out);
                                 let want = if overflow == OVF {
@@ -524,37 +487,6 @@ mod tests {
                         }
                     }
                 }
-            }
-        }
-    }
-
-    #[test]
-    fn sat_filter_decides_only_when_sure() {
-        let two64 = 2f64.powi(64);
-        assert_eq!(sat_filter(5, 5.0, 1), Some(5));
-        assert_eq!(sat_filter(0, two64 * 2.0, 1), Some(u64::MAX));
-        // Exactly at and next to 2^64: undecided.
-        assert_eq!(sat_filter(0, two64, 1), None);
-        assert_eq!(sat_filter(u64::MAX, (u64::MAX - 1) as f64, 2), None);
-        // Sums near 2^64 computed in f64 as the kernel does, checked against u128.
-        let mut rng = Rng(77);
-        for _ in 0..100_000 {
-            let k = 1 + rng.next() % 40;
-            let shift = rng.next() % 12;
-            let (mut exact, mut wrapped, mut approx) = (0u128, 0u64, 0f64);
-            for _ in 0..k {
-                let (a, b) = (rng.next() >> shift, (rng.next() >> (rng.next() % 64)) | 1);
-                let a = a / k.max(1);
-                exact += a as u128 * b as u128;
-                wrapped = wrapped.wrapping_add(a.wrapping_mul(b));
-                approx += a as f64 * b as f64;
-            }
-            match sat_filter(wrapped, approx, k as u32) {
-                Some(u64::MAX) if wrapped != u64::MAX || exact > u64::MAX as u128 => {
-                    assert!(exact >= 1 << 64)
-                }
-                Some(s) => assert_eq!(s as u128, exact),
-                None => assert!(exact.abs_diff(1 << 64) < 1 << 40),
             }
         }
     }

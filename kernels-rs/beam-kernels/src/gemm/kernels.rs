@@ -1,7 +1,7 @@
 //! The CUDA-core GEMM entry points (NVPTX only). The geometry and arithmetic they share with
 //! the host are in the parent module.
 
-use super::{A_PAD, BK, Col, ColStep, GUIDE_TILE, Mode, RowGeometry, THREADS, locate, sat_filter};
+use super::{A_PAD, BK, Col, ColStep, GUIDE_TILE, Mode, RowGeometry, THREADS, locate};
 use crate::GemmParams;
 use crate::access::store;
 use crate::layout::{NOGAPS, SLABS, TIGHT, extract, finish, sat_mul};
@@ -25,9 +25,9 @@ trait Arith {
     fn op(w: [u32; 4]) -> Self::Op;
     /// `acc + a * b`, as [`Mode::mac`].
     fn mac(acc: Self::Acc, a: Self::Op, b: Self::Op) -> Self::Acc;
-    /// The sum for [`finish`] of `k` products: exact modulo 2^64 for the wrapping modes,
-    /// clamped at `2^64 - 1` for the saturating ones; `None` where it must be recomputed.
-    fn result(acc: Self::Acc, k: u32) -> Option<u64>;
+    /// The sum for [`finish`]: exact modulo 2^64 for the wrapping modes, clamped at
+    /// `2^64 - 1` for the saturating ones.
+    fn sum(acc: Self::Acc) -> u64;
 }
 
 /// The planes of a 32-bit operand.
@@ -63,8 +63,8 @@ impl Arith for U32 {
         acc.wrapping_add(a.wrapping_mul(b))
     }
     #[inline(always)]
-    fn result(acc: u32, _: u32) -> Option<u64> {
-        Some(acc as u64)
+    fn sum(acc: u32) -> u64 {
+        acc as u64
     }
 }
 
@@ -89,8 +89,8 @@ impl Arith for U64n {
         acc.wrapping_add(a as u64 * b as u64)
     }
     #[inline(always)]
-    fn result(acc: u64, _: u32) -> Option<u64> {
-        Some(acc)
+    fn sum(acc: u64) -> u64 {
+        acc
     }
 }
 
@@ -115,8 +115,8 @@ impl Arith for U64 {
         acc.wrapping_add(a.wrapping_mul(b))
     }
     #[inline(always)]
-    fn result(acc: u64, _: u32) -> Option<u64> {
-        Some(acc)
+    fn sum(acc: u64) -> u64 {
+        acc
     }
 }
 
@@ -141,38 +141,34 @@ impl Arith for SatU64n {
         acc.saturating_add(a as u64 * b as u64)
     }
     #[inline(always)]
-    fn result(acc: u64, _: u32) -> Option<u64> {
-        Some(acc)
+    fn sum(acc: u64) -> u64 {
+        acc
     }
 }
 
-/// [`Mode::SatU64`]: the wrapping sum and the `f64` sum, decided by [`sat_filter`].
+/// [`Mode::SatU64`].
 struct SatU64;
 impl Arith for SatU64 {
-    const PLANES: usize = 4;
-    type Op = (u64, f64);
-    type Acc = (u64, f64);
-    const OP0: (u64, f64) = (0, 0.0);
-    const ACC0: (u64, f64) = (0, 0.0);
+    const PLANES: usize = 2;
+    type Op = u64;
+    type Acc = u64;
+    const OP0: u64 = 0;
+    const ACC0: u64 = 0;
     #[inline(always)]
     fn encode(v: u64) -> [u32; 4] {
-        let f = (v as f64).to_bits();
-        [v as u32, (v >> 32) as u32, f as u32, (f >> 32) as u32]
+        wide(v)
     }
     #[inline(always)]
-    fn op(w: [u32; 4]) -> (u64, f64) {
-        (
-            w[0] as u64 | (w[1] as u64) << 32,
-            f64::from_bits(w[2] as u64 | (w[3] as u64) << 32),
-        )
+    fn op(w: [u32; 4]) -> u64 {
+        w[0] as u64 | (w[1] as u64) << 32
     }
     #[inline(always)]
-    fn mac(acc: (u64, f64), a: (u64, f64), b: (u64, f64)) -> (u64, f64) {
-        (acc.0.wrapping_add(a.0.wrapping_mul(b.0)), acc.1 + a.1 * b.1)
+    fn mac(acc: u64, a: u64, b: u64) -> u64 {
+        acc.saturating_add(sat_mul(a, b))
     }
     #[inline(always)]
-    fn result(acc: (u64, f64), k: u32) -> Option<u64> {
-        sat_filter(acc.0, acc.1, k)
+    fn sum(acc: u64) -> u64 {
+        acc
     }
 }
 
@@ -209,35 +205,6 @@ unsafe fn fetch(words: *const u64, g: RowGeometry, row: u32, col: Col) -> Raw {
             shift: pl.shift,
         }
     }
-}
-
-/// Element `(r, c)` of a packed matrix in layout `L`.
-///
-/// # Safety
-/// The element is inside the matrix, whose words are live and read-only during the kernel.
-#[inline(always)]
-unsafe fn element<const L: u32>(m: &crate::PackedRef, r: u32, c: u32) -> u64 {
-    let g = RowGeometry::new(L, m.bits, m.cols, m.row_words);
-    // SAFETY: forwarded from the caller.
-    let raw = unsafe { fetch(m.words.as_ptr(), g, r, Col::new(L, m.bits, c)) };
-    extract(raw.lo, raw.hi, raw.shift, m.bits)
-}
-
-/// Output `(r, c)` recomputed exactly with saturating products and sums, element by element
-/// from global memory: [`Mode::SatU64`]'s path for the rare sums [`sat_filter`] cannot decide
-/// (within about `k 2^-49` of 2^64).
-///
-/// # Safety
-/// `r < a.rows`, `c < b.cols`, and the operands are as [`packed`] needs them.
-#[inline(always)]
-unsafe fn exact_sat_dot<const L: u32>(p: &GemmParams, r: u32, c: u32) -> u64 {
-    let mut s = 0u64;
-    for t in 0..p.a.cols {
-        // SAFETY: t < a.cols == b.rows; r and c inside as the caller guarantees.
-        let (x, y) = unsafe { (element::<L>(&p.a, r, t), element::<L>(&p.b, t, c)) };
-        s = s.saturating_add(sat_mul(x, y));
-    }
-    s
 }
 
 /// The packed kernels' engine: `C = A x B` with `A`, `B`, `C` in layout `L` (`tight`,
@@ -415,11 +382,7 @@ unsafe fn packed<
         for (j, &s) in row_acc.iter().enumerate() {
             let col = n0 + 4 * tx + (j as u32 % 4) + 64 * (j as u32 / 4);
             if col < c.cols {
-                let sum = match M::result(s, k_dim) {
-                    Some(sum) => sum,
-                    // SAFETY: (r, col) is inside C, so row r of A and column col of B exist.
-                    None => unsafe { exact_sat_dot::<L>(p, r, col) },
-                };
+                let sum = M::sum(s);
                 // SAFETY: (r, col) is inside C, written once (by this thread); C was zeroed.
                 unsafe { store(c, r, col, finish(sum, c.bits, p.overflow)) };
             }
