@@ -1,10 +1,11 @@
 //! BEAM (bit-level matrix multiplication): unsigned integer matrices whose elements have any
 //! width `b` from 1 to 64 bits, bit-packed in one of four [`Layout`]s, row-major.
 //!
-//! This is the CPU side only: [`PackedMatrix::pack`] / [`PackedMatrix::unpack`] (exact
-//! inverses), [`PackedMatrix::get`], zero suppression ([`PackedMatrix::pack_min_width`]), the
-//! container and the reference product ([`cmv_format::CompressedMatrix`]). **The GPU kernels
-//! are not written yet**: there is no kernel crate and no `gpu` feature in this chunk.
+//! [`PackedMatrix::pack`] / [`PackedMatrix::unpack`] (exact inverses), [`PackedMatrix::get`],
+//! zero suppression ([`PackedMatrix::pack_min_width`]), the container and the CPU reference
+//! products ([`cmv_format::CompressedMatrix`], [`gemm_reference`]). With the default `gpu`
+//! feature, [`gpu`] multiplies packed matrices on the GPU, bit-exact with the references:
+//! GEMM with every kernel of the paper and integer tensor cores, and GEMV (`docs/BEAM.md`).
 //!
 //! # Layouts
 //!
@@ -38,13 +39,13 @@ mod gemm;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 
+/// The device crate: layouts and kernel parameters shared with the GPU.
+pub use beam_kernels;
 /// The format core this crate builds on.
 pub use cmv_format;
 /// The GPU runtime the [`gpu`] module's signatures use.
 #[cfg(feature = "gpu")]
 pub use cmv_runtime;
-/// The device crate: layouts and kernel parameters shared with the GPU.
-pub use beam_kernels;
 
 use cmv_format::{FormatError, Weights};
 

@@ -574,7 +574,9 @@ pub unsafe fn ld_nc_u64(p: *const u64) -> u64 {
 #[inline(always)]
 pub unsafe fn red_or_u64(p: *mut u64, v: u64) {
     // SAFETY: the caller guarantees a valid address.
-    unsafe { asm!("red.global.or.b64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) };
+    unsafe {
+        asm!("red.global.or.b64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack))
+    };
 }
 
 /// 64-bit store to global memory (`st.global.u64`).
@@ -585,7 +587,9 @@ pub unsafe fn red_or_u64(p: *mut u64, v: u64) {
 #[inline(always)]
 pub unsafe fn st_u64(p: *mut u64, v: u64) {
     // SAFETY: the caller guarantees a valid address.
-    unsafe { asm!("st.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) };
+    unsafe {
+        asm!("st.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack))
+    };
 }
 
 /// `mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32`: `D = A B + C` on one warp's fragments,
