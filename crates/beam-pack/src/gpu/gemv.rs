@@ -15,10 +15,10 @@ use beam_kernels::gemv::{
 };
 use beam_kernels::layout::{self, Acc, acc_for};
 use beam_kernels::{MAX_BATCH, PackedOut, PackedRef};
-use cmv_format::{Check, DeviceGemv, FormatError, batch_len, check_batch, check_len_at_least};
+use cmv_format::{Check, DeviceGemv, batch_len, check_batch, check_len_at_least};
 use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, dev_ptr, dev_ptr_mut};
 
-use super::{DeviceBeamMatrix, DeviceBeamOut, PTX};
+use super::{DeviceBeamMatrix, DeviceBeamOut, PTX, check_product};
 use crate::{BeamError, GEMV_MAX_COLS, Layout, Overflow, PackedMatrix};
 
 /// The kernel names, `cmv_beam_gemv_nogaps_b{bits}` at index `bits - 1`.
@@ -129,7 +129,7 @@ impl BeamGemv {
     ///
     /// # Errors
     /// [`BeamError::GemmShape`] when `A`'s columns differ from `B`'s rows,
-    /// [`BeamError::GemvColumns`] for more than 16 columns, [`FormatError::Shape`] for an
+    /// [`BeamError::GemvColumns`] for more than 16 columns, [`FormatError::Shape`](cmv_format::FormatError::Shape) for an
     /// output that is not `A.rows x B.cols`, runtime errors.
     pub fn gemv(
         &self,
@@ -139,25 +139,9 @@ impl BeamGemv {
         out: &mut DeviceBeamOut,
         overflow: Overflow,
     ) -> Result<(), BeamError> {
-        if a.cols() != b.rows() {
-            return Err(BeamError::GemmShape {
-                a_rows: a.rows(),
-                a_cols: a.cols(),
-                b_rows: b.rows(),
-                b_cols: b.cols(),
-            });
-        }
+        check_product(a, b, out)?;
         if b.cols() > GEMV_MAX_COLS {
             return Err(BeamError::GemvColumns { cols: b.cols() });
-        }
-        if out.rows() != a.rows() || out.cols() != b.cols() {
-            return Err(FormatError::Shape {
-                format: "beam",
-                rows: out.rows(),
-                cols: out.cols(),
-                rule: "the output of A x B must have A's rows and B's columns",
-            }
-            .into());
         }
         if out.layout() != Layout::Naive {
             out.zero(gpu)?;

@@ -217,6 +217,33 @@ impl DeviceBeamOut {
     }
 }
 
+/// The shapes every product needs: `A`'s columns equal `B`'s rows, and `out` is
+/// `A.rows x B.cols`.
+fn check_product(
+    a: &DeviceBeamMatrix,
+    b: &DeviceBeamMatrix,
+    out: &DeviceBeamOut,
+) -> Result<(), BeamError> {
+    if a.cols() != b.rows() {
+        return Err(BeamError::GemmShape {
+            a_rows: a.rows(),
+            a_cols: a.cols(),
+            b_rows: b.rows(),
+            b_cols: b.cols(),
+        });
+    }
+    if out.rows() != a.rows() || out.cols() != b.cols() {
+        return Err(FormatError::Shape {
+            format: "beam",
+            rows: out.rows(),
+            cols: out.cols(),
+            rule: "the output of A x B must have A's rows and B's columns",
+        }
+        .into());
+    }
+    Ok(())
+}
+
 cmv_format::header_code! {
     /// The GEMM kernels. The paper's (`docs/BEAM.md`): the programming guide's tiled product
     /// on the naive layout (the baseline), tight types, slabs and nogaps (with and without
@@ -355,23 +382,7 @@ impl BeamGemm {
         out: &mut DeviceBeamOut,
         overflow: Overflow,
     ) -> Result<(), BeamError> {
-        if a.cols() != b.rows() {
-            return Err(BeamError::GemmShape {
-                a_rows: a.rows(),
-                a_cols: a.cols(),
-                b_rows: b.rows(),
-                b_cols: b.cols(),
-            });
-        }
-        if out.rows() != a.rows() || out.cols() != b.cols() {
-            return Err(FormatError::Shape {
-                format: "beam",
-                rows: out.rows(),
-                cols: out.cols(),
-                rule: "the output of A x B must have A's rows and B's columns",
-            }
-            .into());
-        }
+        check_product(a, b, out)?;
         kernel.accepts(
             (a.bits(), a.layout()),
             (b.bits(), b.layout()),
