@@ -36,6 +36,7 @@ use crate::{BenchError, CpuRow, Part, Row, RowTimes};
 pub fn registry() -> Vec<Box<dyn FormatSuite>> {
     vec![
         register::<spqr_format::SpqrMatrix>(),
+        register::<sbvr_format::SbvrMatrix>(),
         register::<ans_codec::AnsMatrix>(),
         register::<crate::toy::Fp16Toy>(),
     ]

@@ -17,6 +17,7 @@ pub mod dense;
 pub mod explore;
 pub mod formats;
 pub mod report;
+pub mod sbvr;
 pub mod spqr;
 pub mod spqr_accuracy;
 pub mod toy;

@@ -617,3 +617,31 @@ pub unsafe fn mma_m16n8k32_u8(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4]
     }
     [d0, d1, d2, d3]
 }
+
+/// `mma.sync.aligned.m16n8k128.row.col.s32.b1.b1.s32.and.popc`: `D = popc(A AND B) + C` on one
+/// warp's fragments, single-bit operands, 32-bit counts. `A` is 16 x 128 bits (lane `l` holds
+/// row `l / 4` in `a[0]` and row `l / 4 + 8` in `a[1]`, bits `32 (l % 4) ..` of the row),
+/// `B` is 128 x 8 bits (lane `l` holds column `l / 4`, bits `32 (l % 4) ..`), `D` is 16 x 8
+/// (lane `l`: row `l / 4`, columns `2 (l % 4)` and `+ 1` in `d[0]`, `d[1]`; row `l / 4 + 8` in
+/// `d[2]`, `d[3]`), as in the PTX ISA.
+///
+/// # Safety
+/// Called by all 32 lanes of a warp together (sm_80 or newer).
+#[inline(always)]
+pub unsafe fn mma_m16n8k128_and_popc(a: [u32; 2], b: u32, c: [u32; 4]) -> [u32; 4] {
+    let (d0, d1, d2, d3): (u32, u32, u32, u32);
+    // SAFETY: a register-only warp-collective instruction (sm_80+); the caller guarantees
+    // the whole warp executes it. Not `pure`, so it is never moved into divergent code.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k128.row.col.s32.b1.b1.s32.and.popc {{{d0}, {d1}, {d2}, {d3}}}, \
+             {{{a0}, {a1}}}, {{{b0}}}, {{{c0}, {c1}, {c2}, {c3}}};",
+            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1],
+            b0 = in(reg32) b,
+            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+            options(nomem, nostack),
+        );
+    }
+    [d0, d1, d2, d3]
+}

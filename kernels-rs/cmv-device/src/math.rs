@@ -350,6 +350,34 @@ pub fn round_half_even_f64_to_i32(x: f64) -> i32 {
     }
 }
 
+/// Round an `f32` to the nearest `i32`, ties to even, saturating at the `i32` range
+/// (`cvt.rni.s32.f32`; NaN gives 0, as on the GPU).
+#[inline(always)]
+pub fn round_half_even_f32_to_i32(x: f32) -> i32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: i32;
+        // SAFETY: a pure register conversion (saturating by definition in PTX).
+        unsafe {
+            core::arch::asm!(
+                "cvt.rni.s32.f32 {r}, {x};",
+                r = out(reg32) r, x = in(reg32) x,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        if x.is_nan() {
+            0
+        } else {
+            // `as` saturates at the i32 range.
+            x.round_ties_even() as i32
+        }
+    }
+}
+
 /// Requantization of an int32 accumulator to int8: `round_half_even(acc * scale)` computed in
 /// f64 (exact product, one rounding), then saturated to `-128..=127`.
 ///

@@ -52,6 +52,10 @@ struct Args {
     /// for tuning; without `auto` only the fixed splits run.
     #[arg(long, value_delimiter = ',', default_value = "auto", value_parser = parse_splits)]
     spqr_splits: Vec<Option<u32>>,
+    /// SBVR suite: also run the CUDA-core (AND + popc) GEMV, rows named like `n4/popc`, beside
+    /// the default way.
+    #[arg(long)]
+    sbvr_popc: bool,
     /// The weights suite's safetensors model (`cargo xtask fetch-model` writes the default).
     #[arg(long, default_value = bench::weights::DEFAULT_MODEL)]
     model: PathBuf,
@@ -421,6 +425,15 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 );
                 let rows =
                     bench::spqr::run_splits(&mut bench, &cfg.shapes, &run, &fixed, &mut progress)?;
+                report.gpu.extend(rows);
+            }
+            if want("sbvr") && args.sbvr_popc {
+                let (run, _) = bench::formats::split_batches(
+                    "sbvr",
+                    &cfg.batches_for("sbvr"),
+                    max_batch("sbvr"),
+                );
+                let rows = bench::sbvr::run_popc(&mut bench, &cfg.shapes, &run, &mut progress)?;
                 report.gpu.extend(rows);
             }
             if want(BEAM_GEMV) {

@@ -1,0 +1,159 @@
+//! GPU tests: the quantization kernel and both GEMV ways against the CPU reference of the same
+//! arithmetic, for 2 to 8 bitvectors, batch 1 to 16, u8 and u16 indices, padded shapes.
+//! Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1` makes that a failure.
+
+use half::f16;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
+use sbvr_format::cmv_format::{DeviceGemv, FormatError};
+use sbvr_format::cmv_runtime::gpu_for_tests;
+use sbvr_format::gpu::{DeviceSbvrMatrix, SbvrGemv, Way};
+use sbvr_format::{EncodeOptions, GPU_TOLERANCE, SbvrError, SbvrMatrix, encode};
+
+fn relative_error(got: &[f16], want: &[f64]) -> f64 {
+    let (mut d, mut n) = (0.0, 0.0);
+    for (g, w) in got.iter().zip(want) {
+        let g = f64::from(g.to_f32());
+        d += (g - w) * (g - w);
+        n += w * w;
+    }
+    if got.len() != want.len() {
+        f64::NAN
+    } else {
+        (d / n.max(1e-300)).sqrt()
+    }
+}
+
+fn matrix(rng: &mut StdRng, rows: usize, cols: usize, bits: u32, entries: usize) -> SbvrMatrix {
+    let normal = Normal::new(0.0f32, 0.02).unwrap();
+    let mut w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(rng)).collect();
+    // A zero row and a constant run.
+    if rows > 2 {
+        w[cols..2 * cols].fill(0.0);
+        let n = cols.min(128);
+        w[2 * cols..2 * cols + n].fill(0.01);
+    }
+    let opts = EncodeOptions {
+        bits,
+        entries,
+        ..EncodeOptions::default()
+    };
+    SbvrMatrix::from_encoded(&encode(&w, rows, cols, &opts).unwrap()).unwrap()
+}
+
+#[test]
+fn both_ways_match_the_reference_for_every_bit_count_and_batch() {
+    let Some(gpu) = gpu_for_tests("both_ways_match_the_reference_for_every_bit_count_and_batch")
+    else {
+        return;
+    };
+    let k = SbvrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    let cases = [
+        (1, 1, 2, 16),
+        (16, 128, 4, 16),
+        (33, 300, 3, 64),
+        (100, 1000, 5, 256),
+        (300, 256, 4, 4096), // more than 256 groups: u16 indices
+        (64, 4096, 8, 256),
+        (48, 8200, 6, 256),
+        (256, 4096, 2, 256),
+        (512, 2048, 7, 256),
+    ];
+    for (rows, cols, bits, entries) in cases {
+        let m = matrix(&mut rng, rows, cols, bits, entries);
+        let dm = DeviceSbvrMatrix::upload(&gpu, &m).unwrap();
+        for batch in [1, 2, 3, 4, 5, 8, 9, 16] {
+            let x: Vec<f16> = (0..batch * cols)
+                .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                .collect();
+            let want = m.reference(&x, batch).unwrap();
+            let dx = gpu.upload(&x).unwrap();
+            for way in [Way::Mma, Way::Popc] {
+                let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+                k.gemv_with(&dm, &dx, &mut dy, batch, way).unwrap();
+                let got = gpu.download(&dy).unwrap();
+                let err = relative_error(&got, &want);
+                assert!(
+                    err < GPU_TOLERANCE,
+                    "{rows}x{cols} n={bits} L={} wide={} batch {batch} {way:?}: rel err {err:e}",
+                    m.entries(),
+                    m.wide_index()
+                );
+            }
+        }
+        eprintln!(
+            "ok: {rows}x{cols} n={bits} entries={} wide={}",
+            m.entries(),
+            m.wide_index()
+        );
+    }
+}
+
+#[test]
+fn non_finite_inputs_make_their_vector_nan_and_bad_sizes_are_errors() {
+    let Some(gpu) =
+        gpu_for_tests("non_finite_inputs_make_their_vector_nan_and_bad_sizes_are_errors")
+    else {
+        return;
+    };
+    let k = SbvrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    let (rows, cols) = (40, 300);
+    let m = matrix(&mut rng, rows, cols, 4, 256);
+    let dm = DeviceSbvrMatrix::upload(&gpu, &m).unwrap();
+    let mut x: Vec<f16> = (0..2 * cols)
+        .map(|i| f16::from_f32((i % 7) as f32 - 3.0))
+        .collect();
+    x[cols + 5] = f16::NAN;
+    let want = m.reference(&x, 2).unwrap();
+    assert!(want[rows..].iter().all(|v| v.is_nan()));
+    let dx = gpu.upload(&x).unwrap();
+    for way in [Way::Mma, Way::Popc] {
+        let mut dy = gpu.alloc_zeros::<f16>(2 * rows).unwrap();
+        k.gemv_with(&dm, &dx, &mut dy, 2, way).unwrap();
+        let got = gpu.download(&dy).unwrap();
+        assert!(got[rows..].iter().all(|v| v.is_nan()), "{way:?}");
+        assert!(relative_error(&got[..rows], &want[..rows]) < GPU_TOLERANCE);
+    }
+    let mut dy = gpu.alloc_zeros::<f16>(2 * rows).unwrap();
+    let e = k.gemv(&dm, &dx, &mut dy, 3).unwrap_err();
+    assert!(
+        matches!(e, SbvrError::Format(FormatError::Length { .. })),
+        "{e}"
+    );
+    let e = k.gemv(&dm, &dx, &mut dy, 17).unwrap_err();
+    assert!(
+        matches!(e, SbvrError::Format(FormatError::Batch { .. })),
+        "{e}"
+    );
+    let e = k.gemv(&dm, &dx, &mut dy, 0).unwrap_err();
+    assert!(
+        matches!(e, SbvrError::Format(FormatError::Batch { .. })),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_format_core_path_checks_against_the_reference() {
+    let Some(gpu) = gpu_for_tests("the_format_core_path_checks_against_the_reference") else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(11);
+    let m = matrix(&mut rng, 200, 700, 3, 256);
+    let k = <SbvrMatrix as DeviceGemv>::load(&gpu).unwrap();
+    let dm = m.upload(&gpu).unwrap();
+    let copy = SbvrMatrix::clone_device(&dm).unwrap();
+    assert_eq!(SbvrMatrix::bytes_read(&copy), SbvrMatrix::bytes_read(&dm));
+    let x: Vec<f16> = (0..4 * 700)
+        .map(|_| f16::from_f32(rng.gen_range(-2.0..2.0)))
+        .collect();
+    let want = sbvr_format::cmv_format::CompressedMatrix::reference(&m, &x, 4).unwrap();
+    let dx = gpu.upload(&x).unwrap();
+    let mut out = SbvrMatrix::alloc_out(&gpu, 200, 4).unwrap();
+    SbvrMatrix::gemv(&k, &copy, &dx, &mut out, 4).unwrap();
+    SbvrMatrix::finish(&k, &gpu).unwrap();
+    let check = SbvrMatrix::check(&gpu, &out, &want).unwrap();
+    assert!(check.passed(), "{check}");
+}

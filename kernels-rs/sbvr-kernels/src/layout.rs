@@ -1,0 +1,310 @@
+//! The SBVR bit layouts and the exact arithmetic the kernels perform, shared with the host.
+//!
+//! # Weights
+//! A row is cut into groups of [`GROUP`] = 128 columns (the last one padded with zero bits).
+//! A group of a row is `sum_j c_j b_j` over `n` ([`MIN_BITS`]..=[`MAX_BITS`]) bitvectors
+//! `b_j` of 128 bits and the `n` fp16 coefficients `c` of one entry of the coefficient cache,
+//! chosen by a per-(row, group) index.
+//!
+//! The bitvectors are stored in the order the binary `mma.m16n8k128` reads its `A` fragment,
+//! so that each lane loads its fragments with one coalesced 16-byte load per bitvector for two
+//! groups at a time. Rows are cut into tiles of [`TILE_ROWS`] = 16 (the last padded with zero
+//! rows), groups into pairs (a last odd group gets a zero partner). For tile `T`, pair `P`,
+//! bitvector `j` and lane `l`, the two `u64`s at `u64` index
+//! `((((T * pairs + P) * n + j) * 32 + l) * 2 + h)`, `h` = 0, 1 the group of the pair, hold:
+//! * low 32 bits: row `16 T + l / 4`, columns `128 g + 32 (l % 4) .. + 32` (bit `i` = column
+//!   `+ i`), `g = 2 P + h`;
+//! * high 32 bits: the same for row `16 T + l / 4 + 8`.
+//!
+//! The coefficient index of (row, group) is entry `((T * pairs + P) * 16 + r) * 2 + h` of the
+//! index array (`r` = row within the tile), `u8` when the cache has at most 256 entries,
+//! `u16` otherwise. On the device every cache entry takes [`COEF_STRIDE`] = 8 halves (16
+//! bytes, one load), zero past `n`.
+//!
+//! # Activations
+//! Each input vector is quantized per group of 128 to int8 ([`quantize_group`]) and split into
+//! [`PLANES`] = 8 bit-planes (two's complement: plane 7 weighs -128, [`PIVOTS`]). For vector
+//! `v` and (padded) group `g`, the 32 words at `((v * padded_groups + g) * 8 + a) * 4 + t` are
+//! plane `a`, words `t` = 0..4 (bit `i` of word `t` = column `32 t + i` of the group): lane
+//! `l` of a warp loads word `l`, which is exactly its `B` fragment (column `a = l / 4`, bits
+//! `32 (l % 4) ..`). One f32 scale per (vector, group) at `v * padded_groups + g`.
+//!
+//! # Arithmetic
+//! `y[v][r] = sum_g s_g(v) * sum_j c_j(r, g) * P_j(r, g, v)`, with the exact integer
+//! `P_j = sum_a PIVOTS[a] * popc(b_j AND plane_a) = sum_k b_j[k] q[k]` ([`plane_dot`]). The
+//! kernels sum in f32 and write fp16; the host reference sums the same integers in f64.
+
+/// Columns per group (bits per bitvector).
+pub const GROUP: usize = 128;
+/// `u32` words per bitvector of a group.
+pub const GROUP_WORDS: usize = GROUP / 32;
+/// Groups per pair (one 16-byte lane load holds a bitvector of both).
+pub const PAIR: usize = 2;
+/// Rows per tile (the `M` of the MMA).
+pub const TILE_ROWS: usize = 16;
+/// Activation bit-planes (int8).
+pub const PLANES: usize = 8;
+/// Fewest bitvectors per group.
+pub const MIN_BITS: u32 = 2;
+/// Most bitvectors per group.
+pub const MAX_BITS: u32 = 8;
+/// Halves per coefficient-cache entry on the device.
+pub const COEF_STRIDE: usize = 8;
+/// Most coefficient-cache entries (u16 indices).
+pub const MAX_ENTRIES: usize = 65536;
+/// Most entries with u8 indices.
+pub const MAX_U8_ENTRIES: usize = 256;
+/// The weight of each activation bit-plane (two's complement).
+pub const PIVOTS: [i32; PLANES] = [1, 2, 4, 8, 16, 32, 64, -128];
+/// Largest |q| of the activation quantization (symmetric int8).
+pub const QMAX: f32 = 127.0;
+
+/// The padded geometry of an SBVR matrix: where each bit, index and plane word lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Bitvectors per group (`n`).
+    pub bits: usize,
+    /// Tiles of 16 rows.
+    pub tiles: usize,
+    /// Groups of 128 columns.
+    pub groups: usize,
+    /// Pairs of groups.
+    pub pairs: usize,
+}
+
+impl Geometry {
+    /// The geometry of a `rows x cols` matrix with `bits` bitvectors per group.
+    pub const fn new(rows: usize, cols: usize, bits: usize) -> Self {
+        let groups = cols.div_ceil(GROUP);
+        Self {
+            rows,
+            cols,
+            bits,
+            tiles: rows.div_ceil(TILE_ROWS),
+            groups,
+            pairs: groups.div_ceil(PAIR),
+        }
+    }
+
+    /// Groups including an odd group's zero partner.
+    pub const fn padded_groups(&self) -> usize {
+        self.pairs * PAIR
+    }
+
+    /// Padded columns.
+    pub const fn padded_cols(&self) -> usize {
+        self.padded_groups() * GROUP
+    }
+
+    /// Padded rows.
+    pub const fn padded_rows(&self) -> usize {
+        self.tiles * TILE_ROWS
+    }
+
+    /// `u64`s of bitvectors.
+    pub const fn bit_words(&self) -> usize {
+        self.tiles * self.pairs * self.bits * 32 * PAIR
+    }
+
+    /// Entries of the index array.
+    pub const fn index_len(&self) -> usize {
+        self.tiles * self.pairs * TILE_ROWS * PAIR
+    }
+
+    /// `u32` plane words of `batch` quantized vectors.
+    pub const fn plane_words(&self, batch: usize) -> usize {
+        batch * self.padded_groups() * PLANES * GROUP_WORDS
+    }
+
+    /// Scales of `batch` quantized vectors.
+    pub const fn scales_len(&self, batch: usize) -> usize {
+        batch * self.padded_groups()
+    }
+
+    /// The `u64` word and bit that hold bitvector `j` at (`row`, `col`) (padded coordinates
+    /// allowed).
+    #[inline]
+    pub const fn bit_pos(&self, row: usize, col: usize, j: usize) -> (usize, u32) {
+        let (tile, r) = (row / TILE_ROWS, row % TILE_ROWS);
+        let (g, k) = (col / GROUP, col % GROUP);
+        let (pair, h) = (g / PAIR, g % PAIR);
+        let lane = (r % 8) * 4 + k / 32;
+        let word = ((((tile * self.pairs + pair) * self.bits + j) * 32 + lane) * PAIR) + h;
+        let bit = (r / 8) * 32 + k % 32;
+        (word, bit as u32)
+    }
+
+    /// The entry of the index array for (`row`, `group`) (padded coordinates allowed).
+    #[inline]
+    pub const fn index_pos(&self, row: usize, group: usize) -> usize {
+        let (tile, r) = (row / TILE_ROWS, row % TILE_ROWS);
+        let (pair, h) = (group / PAIR, group % PAIR);
+        ((tile * self.pairs + pair) * TILE_ROWS + r) * PAIR + h
+    }
+
+    /// The plane word of vector `v`, group `g`, plane `a`, word `t`.
+    #[inline]
+    pub const fn plane_pos(&self, v: usize, g: usize, a: usize, t: usize) -> usize {
+        ((v * self.padded_groups() + g) * PLANES + a) * GROUP_WORDS + t
+    }
+}
+
+/// Quantizes one group of inputs (`x.len() <= 128`; missing values count as zeros) to int8,
+/// exactly as the GPU does: `absmax = max |x|`, `scale = absmax / 127` (f32, rounded to
+/// nearest), `q = round_half_even(x / scale)` clamped to `-127..=127`. An all-zero group has
+/// scale 0 and `q = 0`; a group with a non-finite value has scale NaN and `q = 0` (so its
+/// products are NaN, never a silently wrong number).
+pub fn quantize_group(x: &[f32]) -> (f32, [i32; GROUP]) {
+    let mut q = [0i32; GROUP];
+    let mut absmax = 0.0f32;
+    let mut bad = false;
+    for &v in x.iter().take(GROUP) {
+        bad |= !v.is_finite();
+        absmax = absmax.max(v.abs());
+    }
+    if bad {
+        return (f32::NAN, q);
+    }
+    if absmax == 0.0 {
+        return (0.0, q);
+    }
+    let scale = absmax / QMAX;
+    for (qi, &v) in q.iter_mut().zip(x) {
+        *qi = quantize_value(v, scale);
+    }
+    (scale, q)
+}
+
+/// `round_half_even(x / scale)` clamped to `-127..=127` (`scale` finite and positive).
+#[inline(always)]
+pub fn quantize_value(x: f32, scale: f32) -> i32 {
+    cmv_device::round_half_even_f32_to_i32(x / scale).clamp(-127, 127)
+}
+
+/// The 8 bit-planes of one quantized group: plane `a`, word `t`, bit `i` = bit `a` of
+/// `q[32 t + i]` (two's complement).
+pub fn planes_of(q: &[i32; GROUP]) -> [[u32; GROUP_WORDS]; PLANES] {
+    let mut p = [[0u32; GROUP_WORDS]; PLANES];
+    for (k, &v) in q.iter().enumerate() {
+        let byte = v as u8;
+        for (a, plane) in p.iter_mut().enumerate() {
+            plane[k / 32] |= u32::from((byte >> a) & 1) << (k % 32);
+        }
+    }
+    p
+}
+
+/// The exact inner product of one bitvector with a quantized group through its planes:
+/// `sum_a PIVOTS[a] * popc(w AND plane_a)` (= `sum_k w[k] q[k]`).
+#[inline]
+pub fn plane_dot(w: &[u32; GROUP_WORDS], planes: &[[u32; GROUP_WORDS]; PLANES]) -> i32 {
+    let mut s = 0i32;
+    for (a, plane) in planes.iter().enumerate() {
+        let pop: u32 = w.iter().zip(plane).map(|(x, p)| (x & p).count_ones()).sum();
+        s += PIVOTS[a] * pop as i32;
+    }
+    s
+}
+
+/// The two pivots lane quad position `t` (0..4) applies to its MMA columns `2 t`, `2 t + 1`.
+#[inline(always)]
+pub const fn lane_pivots(t: u32) -> (i32, i32) {
+    let a = 1i32 << (2 * t);
+    let b = if t == 3 { -128 } else { 2i32 << (2 * t) };
+    (a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bit_has_its_own_position_and_lanes_match_the_mma_fragments() {
+        let g = Geometry::new(33, 300, 3);
+        assert_eq!((g.tiles, g.groups, g.pairs), (3, 3, 2));
+        let mut seen = vec![0u64; g.bit_words()];
+        for row in 0..g.padded_rows() {
+            for col in 0..g.padded_cols() {
+                for j in 0..g.bits {
+                    let (w, b) = g.bit_pos(row, col, j);
+                    assert!(seen[w] & (1u64 << b) == 0, "{row} {col} {j} twice");
+                    seen[w] |= 1u64 << b;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&w| w == u64::MAX));
+        // Lane l's low word holds row l / 4, columns 32 (l % 4) ..: the A fragment's a0.
+        let (w, b) = g.bit_pos(16 + 5, 2 * GROUP + 3 * 32 + 7, 2);
+        let lane = 5 * 4 + 3;
+        assert_eq!(w, ((3 * 3 + 2) * 32 + lane) * 2);
+        assert_eq!(b, 7);
+        let (_, b) = g.bit_pos(16 + 13, 7, 0);
+        assert_eq!(b, 32 + 7);
+    }
+
+    #[test]
+    fn index_and_plane_positions_are_a_bijection() {
+        let g = Geometry::new(20, 129, 2);
+        let mut seen = vec![false; g.index_len()];
+        for r in 0..g.padded_rows() {
+            for gr in 0..g.padded_groups() {
+                let i = g.index_pos(r, gr);
+                assert!(!seen[i]);
+                seen[i] = true;
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+        assert_eq!(g.plane_words(3), 3 * 2 * 32);
+        assert_eq!(g.plane_pos(1, 1, 7, 3), g.plane_words(2) - 1);
+    }
+
+    #[test]
+    fn quantization_is_symmetric_rne_and_flags_non_finite_groups() {
+        let x: Vec<f32> = (0..128).map(|i| (i as f32 - 64.0) * 0.5).collect();
+        let (s, q) = quantize_group(&x);
+        assert_eq!(s, 32.0 / 127.0);
+        assert_eq!(q[0], -127);
+        assert_eq!(q[64], 0);
+        for (k, &v) in x.iter().enumerate() {
+            assert!((v / s - q[k] as f32).abs() <= 0.5 + 1e-5);
+        }
+        let (s, q) = quantize_group(&[0.0; 5]);
+        assert_eq!((s, q[0]), (0.0, 0));
+        let (s, q) = quantize_group(&[1.0, f32::NAN]);
+        assert!(s.is_nan() && q.iter().all(|&v| v == 0));
+        assert!(quantize_group(&[f32::INFINITY]).0.is_nan());
+        // Shorter groups are zero-padded.
+        let (s, q) = quantize_group(&[-2.0]);
+        assert_eq!((s, q[0], q[1]), (2.0 / 127.0, -127, 0));
+    }
+
+    #[test]
+    fn plane_dot_is_the_integer_dot_product() {
+        let mut q = [0i32; GROUP];
+        let mut w = [0u32; GROUP_WORDS];
+        let mut state = 12345u64;
+        for k in 0..GROUP {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            q[k] = ((state >> 33) % 255) as i32 - 127;
+            if (state >> 20) & 1 == 1 {
+                w[k / 32] |= 1 << (k % 32);
+            }
+        }
+        let want: i32 = (0..GROUP)
+            .filter(|&k| w[k / 32] >> (k % 32) & 1 == 1)
+            .map(|k| q[k])
+            .sum();
+        assert_eq!(plane_dot(&w, &planes_of(&q)), want);
+        // The lane pivots cover the 8 planes in MMA column order.
+        for t in 0..4 {
+            let (a, b) = lane_pivots(t);
+            assert_eq!((a, b), (PIVOTS[2 * t as usize], PIVOTS[2 * t as usize + 1]));
+        }
+    }
+}
