@@ -269,7 +269,7 @@ impl SbvrMatrix {
         (0..n)
             .filter(|j| code >> j & 1 == 1)
             .map(|j| f64::from(self.coeffs[e * n + j].to_f32()))
-            .sum()
+            .fold(0.0, |acc, c| acc + c) // from +0.0 (`sum` starts at -0.0)
     }
 
     /// The dequantized matrix, row-major (the CPU decoder).
