@@ -18,6 +18,7 @@ pub mod explore;
 pub mod formats;
 pub mod report;
 pub mod sbvr;
+pub mod sbvr_accuracy;
 pub mod spqr;
 pub mod spqr_accuracy;
 pub mod toy;

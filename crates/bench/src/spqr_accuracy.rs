@@ -190,19 +190,21 @@ pub fn correlated_inputs(samples: usize, cols: usize, mix_seed: u64, draw_seed: 
 }
 
 /// `sum (a - b)^2` and `sum b^2`.
-fn sq_err<A: Copy + Into<f64>>(a: &[A], b: &[f64]) -> (f64, f64) {
+pub fn sq_err<A: Copy + Into<f64>>(a: &[A], b: &[f64]) -> (f64, f64) {
     a.iter().zip(b).fold((0.0, 0.0), |(e, n), (&p, &q)| {
         let p: f64 = p.into();
         (e + (p - q) * (p - q), n + q * q)
     })
 }
 
-fn ratio((e, n): (f64, f64)) -> f64 {
+/// `sqrt(e / n)` (0 when `n` is 0): a relative error from [`sq_err`]'s sums (or their totals
+/// over tensors, for the aggregates).
+pub fn ratio((e, n): (f64, f64)) -> f64 {
     if n > 0.0 { (e / n).sqrt() } else { 0.0 }
 }
 
 /// `y = W x` in f64, `x[b * cols + c]` (fp16), `y[b * rows + r]`.
-fn exact_gemv(t: &Tensor2d, x: &[f16], batch: usize) -> Vec<f64> {
+pub fn exact_gemv(t: &Tensor2d, x: &[f16], batch: usize) -> Vec<f64> {
     use rayon::prelude::*;
     let xf: Vec<f64> = x.iter().map(|v| f64::from(v.to_f32())).collect();
     let per_row: Vec<Vec<f64>> = t
@@ -228,18 +230,16 @@ fn exact_gemv(t: &Tensor2d, x: &[f16], batch: usize) -> Vec<f64> {
     y
 }
 
-/// Every method on one tensor (`index` seeds its inputs).
-///
-/// # Errors
-/// [`SpqrAccuracyError::Spqr`] when a quantization fails.
-pub fn tensor_accuracy(t: &Tensor2d, index: usize) -> Result<TensorAccuracy, SpqrAccuracyError> {
-    let start = Instant::now();
-    let (rows, cols) = (t.rows, t.cols);
-    let seed = 0x5eed_0000 + index as u64;
-    let spqr_err = |source| SpqrAccuracyError::Spqr {
-        tensor: t.name.clone(),
-        source,
-    };
+/// The seed of tensor `index`'s inputs (and of its calibration samples).
+pub fn input_seed(index: usize) -> u64 {
+    0x5eed_0000 + index as u64
+}
+
+/// The evaluation inputs of tensor `index` (of `cols` columns), rounded to fp16,
+/// `x[b * cols + c]`: [`EVAL_VECTORS`] iid N(0, 1) vectors and [`EVAL_VECTORS`]
+/// [`correlated_inputs`], both seeded by [`input_seed`].
+pub fn eval_inputs(cols: usize, index: usize) -> (Vec<f16>, Vec<f16>) {
+    let seed = input_seed(index);
     let mut rng = StdRng::seed_from_u64(seed);
     let x_iid: Vec<f16> = (0..EVAL_VECTORS * cols)
         .map(|_| f16::from_f32(rng.sample(StandardNormal)))
@@ -248,6 +248,22 @@ pub fn tensor_accuracy(t: &Tensor2d, index: usize) -> Result<TensorAccuracy, Spq
         .into_iter()
         .map(f16::from_f32)
         .collect();
+    (x_iid, x_cor)
+}
+
+/// Every method on one tensor (`index` seeds its inputs).
+///
+/// # Errors
+/// [`SpqrAccuracyError::Spqr`] when a quantization fails.
+pub fn tensor_accuracy(t: &Tensor2d, index: usize) -> Result<TensorAccuracy, SpqrAccuracyError> {
+    let start = Instant::now();
+    let (rows, cols) = (t.rows, t.cols);
+    let seed = input_seed(index);
+    let spqr_err = |source| SpqrAccuracyError::Spqr {
+        tensor: t.name.clone(),
+        source,
+    };
+    let (x_iid, x_cor) = eval_inputs(cols, index);
     let y_iid = exact_gemv(t, &x_iid, EVAL_VECTORS);
     let y_cor = exact_gemv(t, &x_cor, EVAL_VECTORS);
     let w64: Vec<f64> = t.data.iter().map(|&v| f64::from(v)).collect();
