@@ -14,9 +14,14 @@ use cmv_runtime::{
 use half::f16;
 use sbvr_kernels::layout::{COEF_STRIDE, Geometry};
 use sbvr_kernels::{
-    GEMV_WARPS, GemvParams, KERNEL_BATCHES, MAX_BATCH, QUANT_WARPS, QuantParams, gemv_kernel,
-    gemv_smem_bytes,
+    GEMV_WARPS, GemvParams, KERNEL_BATCHES, MAX_BATCH, MAX_SMEM_ENTRIES, QUANT_WARPS, QuantParams,
+    gemv_kernel, gemv_smem_bytes,
 };
+
+/// Cache entries as the kernel takes them (at most 65536: validated matrices).
+fn to_u32_entries(entries: usize) -> u32 {
+    entries.min(sbvr_kernels::layout::MAX_ENTRIES) as u32
+}
 
 use crate::compressed::GPU_TOLERANCE;
 use crate::error::SbvrError;
@@ -127,8 +132,9 @@ struct Workspace {
 pub struct SbvrGemv {
     stream: Arc<CudaStream>,
     quantize: Kernel,
-    /// `(way, kernel batch, kernel)` for every kernel of [`KERNEL_BATCHES`].
-    gemv: Vec<(Way, u32, Kernel)>,
+    sm_count: u32,
+    /// `(entry name, kernel)` of every GEMV kernel.
+    gemv: Vec<(&'static str, Kernel)>,
     workspace: Mutex<Workspace>,
 }
 
@@ -139,15 +145,18 @@ impl SbvrGemv {
     /// Runtime errors (a driver that rejects the PTX, a missing entry point).
     pub fn new(gpu: &Gpu) -> Result<Self, SbvrError> {
         let mut gemv = Vec::new();
-        for way in [Way::Mma, Way::Popc] {
-            for &b in &KERNEL_BATCHES {
-                let (name, kb) =
-                    gemv_kernel(way == Way::Mma, b).unwrap_or(("cmv_sbvr_gemv_mma_b1", 1));
-                gemv.push((way, kb, gpu.kernel(&PTX, name)?));
+        for (way, bit_counts) in [(Way::Mma, &[2u32, 3, 4, 8][..]), (Way::Popc, &[8][..])] {
+            for &n in bit_counts {
+                for &b in &KERNEL_BATCHES {
+                    if let Some((name, _)) = gemv_kernel(way == Way::Mma, n, b) {
+                        gemv.push((name, gpu.kernel(&PTX, name)?));
+                    }
+                }
             }
         }
         Ok(Self {
             stream: gpu.stream().clone(),
+            sm_count: gpu.info().sm_count,
             quantize: gpu.kernel(&PTX, "cmv_sbvr_quantize")?,
             gemv,
             workspace: Mutex::new(Workspace {
@@ -198,16 +207,21 @@ impl SbvrGemv {
         check_len_at_least("input", x.len(), batch_len(batch, m.cols())?)?;
         check_len_at_least("output", y.len(), batch_len(batch, m.rows())?)?;
         let b = batch as u32;
-        let kb = gemv_kernel(way == Way::Mma, b).map_or(MAX_BATCH, |k| k.1);
-        let kernel = self
-            .gemv
-            .iter()
-            .find(|(w, k, _)| *w == way && *k == kb)
-            .map(|(_, _, k)| k)
-            .ok_or(RuntimeError::MissingKernel {
+        let (name, kb) =
+            gemv_kernel(way == Way::Mma, m.bits(), b).ok_or(RuntimeError::MissingKernel {
                 module: PTX.name,
                 kernel: "cmv_sbvr_gemv",
             })?;
+        let kernel = self
+            .gemv
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, k)| k)
+            .ok_or(RuntimeError::MissingKernel {
+                module: PTX.name,
+                kernel: name,
+            })?;
+        let entries = to_u32_entries(m.coeffs.len() / COEF_STRIDE);
         let g = &m.geom;
         let to_u32 = |v: usize| m.shape.to_u32(v);
         let plane_words = g.plane_words(batch);
@@ -254,24 +268,32 @@ impl SbvrGemv {
             scales: dev_ptr(scales),
             y: dev_ptr_mut(y).cast(),
             rows: m.shape.rows,
+            tiles,
             pairs,
             nbits: m.bits(),
             index_u16: u32::from(m.wide_index),
             batch: b,
-            pad: 0,
+            entries,
+            smem_cache: u32::from(entries <= MAX_SMEM_ENTRIES),
         };
+        // Blocks walk the tiles: as many as fit on the GPU at once, at most one per tile.
+        let resident = kernel
+            .max_active_blocks_per_sm(GEMV_WARPS * 32, gemv_smem_bytes(kb, entries))?
+            .max(1);
         let gcfg = LaunchConfig {
-            grid_dim: (tiles, 1, 1),
+            grid_dim: (tiles.min(self.sm_count.saturating_mul(resident)), 1, 1),
             block_dim: (GEMV_WARPS * 32, 1, 1),
-            shared_mem_bytes: gemv_smem_bytes(kb),
+            shared_mem_bytes: gemv_smem_bytes(kb, entries),
         };
         // SAFETY: x holds batch * cols halves and y batch * rows (checked above); planes and
         // scales hold at least plane_words(batch) and scales_len(batch) (grown above); the
         // quantize grid covers batch * padded_groups warps of QUANT_WARPS-warp blocks; `m`
         // comes from a validated SbvrMatrix: bitvectors, indices and cache of the geometry's
         // sizes, every index below the entries, the cache padded to COEF_STRIDE halves per
-        // entry (16-byte aligned allocation); the GEMV runs one block of GEMV_WARPS warps per
-        // tile with gemv_smem_bytes(kb) bytes of shared memory, 1 <= batch <= kb; both
+        // entry (16-byte aligned allocation), `entries` of them; the kernel's bitvector slots are
+        // at least the matrix's (gemv_kernel); the GEMV runs blocks of GEMV_WARPS warps that walk the
+        // tiles, with gemv_smem_bytes(kb, entries) bytes of shared memory (the cache's copy
+        // only when smem_cache), 1 <= batch <= kb; both
         // launches are on this one stream, so the GEMV reads the planes the quantize wrote.
         unsafe {
             self.quantize.launch(&self.stream, qcfg, &qp)?;

@@ -1,9 +1,9 @@
 //! The kernels (NVPTX only). The layouts and arithmetic are in [`crate::layout`].
 
 use cmv_device::{
-    U32x4, ballot, block_idx_x, dyn_smem, f16_to_f32, f32_to_f16, lane_id, ld_nc_na_v4, ld_nc_u16,
-    ld_nc_u32, ld_nc_v4, mma_m16n8k128_and_popc, popc, round_half_even_f32_to_i32, shfl_idx,
-    shfl_xor, sync_threads, thread_idx_x, warp_id,
+    U32x4, ballot, block_idx_x, dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, grid_dim_x,
+    lane_id, ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_v4, mma_m16n8k128_and_popc, popc,
+    round_half_even_f32_to_i32, shfl_idx, shfl_xor, sts_v4, sync_threads, thread_idx_x, warp_id,
 };
 
 use crate::layout::{GROUP, PIVOTS, PLANES, QMAX, TILE_ROWS, lane_pivots};
@@ -165,167 +165,259 @@ macro_rules! unroll {
     };
 }
 
-/// The GEMV: see the crate documentation.
+/// One pair's loads: lane `l`'s 16 bytes of each bitvector (`N` slots, `n` used) and the
+/// index words of rows `l / 4` and `l / 4 + 8` (both groups, `u16` each).
+#[derive(Clone, Copy)]
+struct Stage<const N: usize> {
+    w: [U32x4; N],
+    i0: u32,
+    i1: u32,
+}
+
+/// Issues the loads of `pair`.
+///
+/// # Safety
+/// `pair < pairs`; the buffers are as the launcher checked.
+#[inline(always)]
+unsafe fn load_stage<const N: usize>(p: &GemvParams, tile: u32, pair: u32, n: usize) -> Stage<N> {
+    let lane = lane_id();
+    let r0 = (lane / 4) as usize;
+    let unit = (tile * p.pairs + pair) as usize;
+    let mut w = [U32x4([0; 4]); N];
+    unroll!(j < N, {
+        if j < n {
+            // SAFETY: unit < tiles * pairs, j < nbits: inside the bitvectors.
+            w[j] = unsafe { ld_nc_na_v4(p.bits.as_ptr().add((unit * n + j) * 32 + lane as usize)) };
+        }
+    });
+    let ib = unit * TILE_ROWS * 2;
+    let (i0, i1) = if p.index_u16 != 0 {
+        let ip = p.index.as_ptr() as *const u32;
+        // SAFETY: entries ib + 2 r .. + 2 of a u16 array inside the index array (4-aligned).
+        unsafe {
+            (
+                ld_nc_u32(ip.add(ib / 2 + r0)),
+                ld_nc_u32(ip.add(ib / 2 + r0 + 8)),
+            )
+        }
+    } else {
+        let ip = p.index.as_ptr() as *const u16;
+        // SAFETY: as above, u8 entries (2-aligned).
+        unsafe {
+            let a = u32::from(ld_nc_u16(ip.add(ib / 2 + r0)));
+            let b = u32::from(ld_nc_u16(ip.add(ib / 2 + r0 + 8)));
+            ((a & 0xff) | ((a >> 8) << 16), (b & 0xff) | ((b >> 8) << 16))
+        }
+    };
+    Stage { w, i0, i1 }
+}
+
+/// The GEMV: see the crate documentation. `N` bitvector slots (`N == nbits`, or 8 for any
+/// `nbits`), `B` vectors at most. Each warp keeps the loads of its next pair in flight while
+/// it computes the current one; the coefficient cache is copied to shared memory first when
+/// [`GemvParams::smem_cache`] says so.
 ///
 /// # Safety
 /// The launcher checked: the buffers hold the geometry's sizes for `rows`, `pairs`, `nbits`
-/// and `batch`, `1 <= batch <= B`; every index is below the cache's entries; `GEMV_WARPS` warps per block,
-/// one block per tile, `gemv_smem_bytes(B)` bytes of dynamic shared memory.
+/// and `batch`, `1 <= batch <= B`, `nbits <= N`; every index is below `entries`;
+/// `GEMV_WARPS` warps per block, any number of blocks (each walks the tiles `block, block +
+/// grid, ...`), `gemv_smem_bytes(B, entries)` bytes of dynamic shared memory.
 #[inline(always)]
-unsafe fn gemv<D: Dot, const B: usize>(p: &GemvParams) {
+unsafe fn gemv<D: Dot, const B: usize, const N: usize>(p: &GemvParams) {
     let (lane, warp) = (lane_id(), warp_id());
-    let (r0, t) = (lane / 4, lane % 4);
-    let tile = block_idx_x();
-    let (pairs, n) = (p.pairs, p.nbits as usize);
+    let t = lane % 4;
+    let r0 = lane / 4;
+    let pairs = p.pairs;
+    let n = if N < 8 { N } else { p.nbits as usize };
     let piv = lane_pivots(t);
     let pg = 2 * pairs as usize;
-    let mut acc = [[0f32; 2]; B];
-    let mut pair = warp;
-    while pair < pairs {
-        let unit = (tile * pairs + pair) as usize;
-        // The unit's bitvectors: lane l's 16 bytes of bitvector j.
-        let mut w = [U32x4([0; 4]); 8];
-        unroll!(j < 8, {
-            if j < n {
-                // SAFETY: unit < tiles * pairs, j < nbits: inside the bitvectors.
-                w[j] = unsafe {
-                    ld_nc_na_v4(p.bits.as_ptr().add((unit * n + j) * 32 + lane as usize))
-                };
-            }
-        });
-        // Cache entries of rows r0 and r0 + 8, both groups: e[h][r].
-        let ib = unit * TILE_ROWS * 2;
-        let (i0, i1) = if p.index_u16 != 0 {
-            let ip = p.index.as_ptr() as *const u32;
-            // SAFETY: entries ib + 2 r .. + 2 of a u16 array inside the index array (4-aligned).
-            unsafe {
-                (
-                    ld_nc_u32(ip.add(ib / 2 + r0 as usize)),
-                    ld_nc_u32(ip.add(ib / 2 + r0 as usize + 8)),
-                )
-            }
+    let zero = Stage {
+        w: [U32x4([0; 4]); N],
+        i0: 0,
+        i1: 0,
+    };
+    // Work items of this warp, in order: (tile, pair) for tile = block, block + grid, ... and
+    // pair = warp, warp + GEMV_WARPS, ... (every warp of a block walks the same tiles).
+    let first_pair = warp;
+    let step = grid_dim_x();
+    let mut tile = block_idx_x();
+    let next_item = |tile: u32, pair: u32| -> (u32, u32) {
+        if pair + GEMV_WARPS < pairs {
+            (tile, pair + GEMV_WARPS)
         } else {
-            let ip = p.index.as_ptr() as *const u16;
-            // SAFETY: as above, u8 entries (2-aligned).
-            unsafe {
-                let a = u32::from(ld_nc_u16(ip.add(ib / 2 + r0 as usize)));
-                let b = u32::from(ld_nc_u16(ip.add(ib / 2 + r0 as usize + 8)));
-                ((a & 0xff) | (a >> 8) << 16, (b & 0xff) | (b >> 8) << 16)
-            }
-        };
-        let cp = p.coeffs.as_ptr();
-        // SAFETY: every index is below the cache's entries (checked on upload).
-        let e = unsafe {
-            [
-                [
-                    ld_nc_v4(cp.add((i0 & 0xffff) as usize)),
-                    ld_nc_v4(cp.add((i1 & 0xffff) as usize)),
-                ],
-                [
-                    ld_nc_v4(cp.add((i0 >> 16) as usize)),
-                    ld_nc_v4(cp.add((i1 >> 16) as usize)),
-                ],
-            ]
-        };
-        unroll!(h < 2, {
-            let g = 2 * pair as usize + h;
-            unroll!(v < B, {
-                if (v as u32) < p.batch {
-                    let wo = (v * pg + g) * 32;
-                    // SAFETY: v < batch, g < padded groups: inside the planes and scales.
-                    let (xb, s) = unsafe {
-                        (
-                            ld_nc_u32(p.planes.as_ptr().add(wo + lane as usize)),
-                            f32::from_bits(ld_nc_u32(
-                                p.scales.as_ptr().add(v * pg + g) as *const u32
-                            )),
-                        )
-                    };
-                    // SAFETY: the whole warp runs this loop (pair is warp-uniform).
-                    let x = unsafe { D::load(xb, t) };
-                    let mut part = [0f32; 2];
-                    unroll!(j < 8, {
-                        if j < n {
-                            let a = [w[j].0[2 * h], w[j].0[2 * h + 1]];
-                            // SAFETY: as above.
-                            let (p0, p1) = unsafe { D::dot(a, x, piv) };
-                            part[0] += coef(&e[h][0], j) * p0 as f32;
-                            part[1] += coef(&e[h][1], j) * p1 as f32;
-                        }
-                    });
-                    acc[v][0] += s * part[0];
-                    acc[v][1] += s * part[1];
-                }
-            });
-        });
-        pair += GEMV_WARPS;
-    }
-    // The quad's four lanes hold parts of the same two rows.
-    for acc_v in acc.iter_mut() {
-        for a in acc_v.iter_mut() {
-            for m in [1, 2] {
-                // SAFETY: every lane reaches this point.
-                *a += f32::from_bits(unsafe { shfl_xor(a.to_bits(), m) });
-            }
+            (tile + step, first_pair)
+        }
+    };
+    let valid = |tile: u32, pair: u32| tile < p.tiles && pair < pairs;
+    let mut pair = first_pair;
+    // SAFETY: a valid item.
+    let mut cur = if valid(tile, pair) {
+        unsafe { load_stage::<N>(p, tile, pair, n) }
+    } else {
+        zero
+    };
+    // The coefficient cache in shared memory, behind the block's sums (two buffers).
+    let cache_addr = dyn_smem_addr() + 2 * crate::gemv_red_bytes(B as u32);
+    let cp = p.coeffs.as_ptr();
+    let smem_cache = p.smem_cache != 0;
+    if smem_cache {
+        let mut e = thread_idx_x();
+        while e < p.entries {
+            // SAFETY: e < entries: inside the cache and inside the shared copy.
+            unsafe { sts_v4(cache_addr + 16 * e, ld_nc_v4(cp.add(e as usize))) };
+            e += GEMV_WARPS * 32;
         }
     }
-    let red = dyn_smem() as *mut f32;
-    if t == 0 {
-        for (v, acc_v) in acc.iter().enumerate() {
-            let o = ((warp as usize * B + v) * TILE_ROWS) + r0 as usize;
-            // SAFETY: warp < GEMV_WARPS, v < B: inside gemv_smem_bytes(B).
-            unsafe {
-                *red.add(o) = acc_v[0];
-                *red.add(o + 8) = acc_v[1];
-            }
-        }
-    }
-    // SAFETY: every thread of the block reaches it.
+    // SAFETY: every thread reaches it.
     unsafe { sync_threads() };
-    let i = thread_idx_x() as usize;
-    if i < B * TILE_ROWS {
-        let (v, r) = (i / TILE_ROWS, i % TILE_ROWS);
-        let mut s = 0f32;
-        for wi in 0..GEMV_WARPS as usize {
-            // SAFETY: inside the sums written above.
-            s += unsafe { *red.add((wi * B + v) * TILE_ROWS + r) };
+    let entry = |e: u32| -> U32x4 {
+        // SAFETY: e < entries (checked on upload): inside the cache or its shared copy.
+        unsafe {
+            if smem_cache {
+                lds_v4(cache_addr + 16 * e)
+            } else {
+                ld_nc_v4(cp.add(e as usize))
+            }
         }
-        let row = tile as usize * TILE_ROWS + r;
-        if row < p.rows as usize && v < p.batch as usize {
-            // SAFETY: v < batch, row < rows: inside y.
-            unsafe { *p.y.as_mut_ptr().add(v * p.rows as usize + row) = f32_to_f16(s) };
+    };
+    let red = dyn_smem() as *mut f32;
+    let mut parity = 0usize;
+    while tile < p.tiles {
+        let mut acc = [[0f32; 2]; B];
+        while pair < pairs {
+            let (nt, np) = next_item(tile, pair);
+            // SAFETY: a valid item.
+            let nxt = if valid(nt, np) {
+                unsafe { load_stage::<N>(p, nt, np, n) }
+            } else {
+                zero
+            };
+            let e = [
+                [entry(cur.i0 & 0xffff), entry(cur.i1 & 0xffff)],
+                [entry(cur.i0 >> 16), entry(cur.i1 >> 16)],
+            ];
+            unroll!(h < 2, {
+                let g = 2 * pair as usize + h;
+                unroll!(v < B, {
+                    if (v as u32) < p.batch {
+                        let wo = (v * pg + g) * 32;
+                        // SAFETY: v < batch, g < padded groups: inside the planes and scales.
+                        let (xb, s) = unsafe {
+                            (
+                                ld_nc_u32(p.planes.as_ptr().add(wo + lane as usize)),
+                                f32::from_bits(ld_nc_u32(
+                                    p.scales.as_ptr().add(v * pg + g) as *const u32
+                                )),
+                            )
+                        };
+                        // SAFETY: the whole warp runs this loop (pair is warp-uniform).
+                        let x = unsafe { D::load(xb, t) };
+                        let mut part = [0f32; 2];
+                        unroll!(j < N, {
+                            if j < n {
+                                let a = [cur.w[j].0[2 * h], cur.w[j].0[2 * h + 1]];
+                                // SAFETY: as above.
+                                let (p0, p1) = unsafe { D::dot(a, x, piv) };
+                                part[0] += coef(&e[h][0], j) * p0 as f32;
+                                part[1] += coef(&e[h][1], j) * p1 as f32;
+                            }
+                        });
+                        acc[v][0] += s * part[0];
+                        acc[v][1] += s * part[1];
+                    }
+                });
+            });
+            cur = nxt;
+            pair = np;
+            if nt != tile {
+                break;
+            }
         }
+        // A warp with no pair of this tile (pairs < GEMV_WARPS) still takes part.
+        if pair >= pairs {
+            pair = first_pair;
+        }
+        // The quad's four lanes hold parts of the same two rows.
+        for acc_v in acc.iter_mut() {
+            for a in acc_v.iter_mut() {
+                for m in [1, 2] {
+                    // SAFETY: every lane reaches this point.
+                    *a += f32::from_bits(unsafe { shfl_xor(a.to_bits(), m) });
+                }
+            }
+        }
+        let base = parity * GEMV_WARPS as usize * B * TILE_ROWS;
+        if t == 0 {
+            for (v, acc_v) in acc.iter().enumerate() {
+                let o = base + ((warp as usize * B + v) * TILE_ROWS) + r0 as usize;
+                // SAFETY: warp < GEMV_WARPS, v < B: inside 2 * gemv_red_bytes(B).
+                unsafe {
+                    *red.add(o) = acc_v[0];
+                    *red.add(o + 8) = acc_v[1];
+                }
+            }
+        }
+        // SAFETY: every thread of the block reaches it (all walk the same tiles). The sums of
+        // the other parity, read after the previous barrier, are written again only after
+        // the next one.
+        unsafe { sync_threads() };
+        let i = thread_idx_x() as usize;
+        if i < B * TILE_ROWS {
+            let (v, r) = (i / TILE_ROWS, i % TILE_ROWS);
+            let mut s = 0f32;
+            for wi in 0..GEMV_WARPS as usize {
+                // SAFETY: inside the sums written above.
+                s += unsafe { *red.add(base + (wi * B + v) * TILE_ROWS + r) };
+            }
+            let row = tile as usize * TILE_ROWS + r;
+            if row < p.rows as usize && v < p.batch as usize {
+                // SAFETY: v < batch, row < rows: inside y.
+                unsafe { *p.y.as_mut_ptr().add(v * p.rows as usize + row) = f32_to_f16(s) };
+            }
+        }
+        parity ^= 1;
+        tile += step;
     }
 }
 
 macro_rules! entries {
-    ($($mma:ident, $popc:ident = $b:literal;)*) => {$(
-        /// SBVR GEMV on binary tensor cores for this many vectors; see the crate docs.
+    ($($name:ident = $d:ty, $b:literal, $n:literal;)*) => {$(
+        /// SBVR GEMV for up to `B` vectors and `N` bitvector slots (see the crate docs).
         ///
         /// # Safety
         /// As `gemv`.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $mma(p: GemvParams) {
+        pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
             // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { gemv::<Mma, $b>(&p) }
-        }
-
-        /// SBVR GEMV on CUDA cores (AND + popc) for this many vectors; see the crate docs.
-        ///
-        /// # Safety
-        /// As `gemv`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $popc(p: GemvParams) {
-            // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { gemv::<Popc, $b>(&p) }
+            unsafe { gemv::<$d, $b, $n>(&p) }
         }
     )*};
 }
 
 entries! {
-    cmv_sbvr_gemv_mma_b1, cmv_sbvr_gemv_popc_b1 = 1;
-    cmv_sbvr_gemv_mma_b2, cmv_sbvr_gemv_popc_b2 = 2;
-    cmv_sbvr_gemv_mma_b4, cmv_sbvr_gemv_popc_b4 = 4;
-    cmv_sbvr_gemv_mma_b8, cmv_sbvr_gemv_popc_b8 = 8;
-    cmv_sbvr_gemv_mma_b16, cmv_sbvr_gemv_popc_b16 = 16;
+    cmv_sbvr_gemv_mma_n2_b1 = Mma, 1, 2;
+    cmv_sbvr_gemv_mma_n2_b2 = Mma, 2, 2;
+    cmv_sbvr_gemv_mma_n2_b4 = Mma, 4, 2;
+    cmv_sbvr_gemv_mma_n2_b8 = Mma, 8, 2;
+    cmv_sbvr_gemv_mma_n2_b16 = Mma, 16, 2;
+    cmv_sbvr_gemv_mma_n3_b1 = Mma, 1, 3;
+    cmv_sbvr_gemv_mma_n3_b2 = Mma, 2, 3;
+    cmv_sbvr_gemv_mma_n3_b4 = Mma, 4, 3;
+    cmv_sbvr_gemv_mma_n3_b8 = Mma, 8, 3;
+    cmv_sbvr_gemv_mma_n3_b16 = Mma, 16, 3;
+    cmv_sbvr_gemv_mma_n4_b1 = Mma, 1, 4;
+    cmv_sbvr_gemv_mma_n4_b2 = Mma, 2, 4;
+    cmv_sbvr_gemv_mma_n4_b4 = Mma, 4, 4;
+    cmv_sbvr_gemv_mma_n4_b8 = Mma, 8, 4;
+    cmv_sbvr_gemv_mma_n4_b16 = Mma, 16, 4;
+    cmv_sbvr_gemv_mma_n8_b1 = Mma, 1, 8;
+    cmv_sbvr_gemv_mma_n8_b2 = Mma, 2, 8;
+    cmv_sbvr_gemv_mma_n8_b4 = Mma, 4, 8;
+    cmv_sbvr_gemv_mma_n8_b8 = Mma, 8, 8;
+    cmv_sbvr_gemv_mma_n8_b16 = Mma, 16, 8;
+    cmv_sbvr_gemv_popc_n8_b1 = Popc, 1, 8;
+    cmv_sbvr_gemv_popc_n8_b2 = Popc, 2, 8;
+    cmv_sbvr_gemv_popc_n8_b4 = Popc, 4, 8;
+    cmv_sbvr_gemv_popc_n8_b8 = Popc, 8, 8;
+    cmv_sbvr_gemv_popc_n8_b16 = Popc, 16, 8;
 }

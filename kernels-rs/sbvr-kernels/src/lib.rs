@@ -6,13 +6,14 @@
 //! * `cmv_sbvr_quantize` ([`QuantParams`]): fp16 input vectors to int8 per group of 128 and
 //!   their 8 bit-planes plus one f32 scale per group ([`layout::quantize_group`]); one warp per
 //!   (vector, group).
-//! * `cmv_sbvr_gemv_mma_b{B}` ([`GemvParams`], up to `B` of [`KERNEL_BATCHES`] vectors): a block per
+//! * `cmv_sbvr_gemv_mma_n{N}_b{B}` ([`GemvParams`], up to `B` of [`KERNEL_BATCHES`] vectors,
+//!   `N` = 2, 3, 4 bitvectors or any up to 8): a block per
 //!   tile of 16 rows, its [`GEMV_WARPS`] warps striding over the pairs of groups. Per group,
 //!   bitvector and vector one binary `mma.m16n8k128.and.popc`: 16 rows x 128 bits of the
 //!   bitvector against the 8 bit-planes of the vector (the 8 columns), giving the 16 x 8
 //!   popcounts; the epilogue weighs them with the [`layout::PIVOTS`], the row's coefficients
 //!   and the group's scale.
-//! * `cmv_sbvr_gemv_popc_b{B}`: the same data flow on CUDA cores, the SBVR paper's way: each
+//! * `cmv_sbvr_gemv_popc_n8_b{B}`: the same data flow on CUDA cores, the SBVR paper's way: each
 //!   lane ANDs its 32-bit words of two rows with the 8 plane words and counts with `popc`.
 //!
 //! Outputs are fp16 (f32 sums), `y[v * rows + r]`.
@@ -33,10 +34,25 @@ pub const GEMV_WARPS: u32 = 8;
 /// Warps per block of the quantization kernel.
 pub const QUANT_WARPS: u32 = 8;
 
-/// Bytes of dynamic shared memory a GEMV kernel for `batch` vectors takes (the block's
-/// cross-warp sums).
-pub const fn gemv_smem_bytes(batch: u32) -> u32 {
+/// Most coefficient-cache entries a GEMV block copies to shared memory (16 KiB); larger
+/// caches are read from global memory (through L1).
+pub const MAX_SMEM_ENTRIES: u32 = 1024;
+
+/// Bytes of the block's cross-warp sums of a GEMV kernel for `batch` vectors.
+pub const fn gemv_red_bytes(batch: u32) -> u32 {
     GEMV_WARPS * batch * layout::TILE_ROWS as u32 * 4
+}
+
+/// Bytes of dynamic shared memory a GEMV kernel for `batch` vectors takes: the sums (two
+/// buffers, alternate tiles), and the
+/// coefficient cache of `entries` when it is copied (`entries <= MAX_SMEM_ENTRIES`).
+pub const fn gemv_smem_bytes(batch: u32, entries: u32) -> u32 {
+    2 * gemv_red_bytes(batch)
+        + if entries <= MAX_SMEM_ENTRIES {
+            16 * entries
+        } else {
+            0
+        }
 }
 
 /// Parameters of `cmv_sbvr_quantize`.
@@ -80,6 +96,8 @@ pub struct GemvParams {
     pub y: DevPtrMut<u16>,
     /// Rows.
     pub rows: u32,
+    /// Tiles of 16 rows.
+    pub tiles: u32,
     /// Pairs of groups.
     pub pairs: u32,
     /// Bitvectors per group, 2..=8.
@@ -88,10 +106,12 @@ pub struct GemvParams {
     pub index_u16: u32,
     /// Vectors, 1 to the kernel's `B`.
     pub batch: u32,
-    /// Zero.
-    pub pad: u32,
+    /// Entries of the coefficient cache.
+    pub entries: u32,
+    /// 1 when the block copies the cache to shared memory (`entries <= MAX_SMEM_ENTRIES`).
+    pub smem_cache: u32,
 }
-const _: () = assert!(core::mem::size_of::<GemvParams>() == 72);
+const _: () = assert!(core::mem::size_of::<GemvParams>() == 80);
 // SAFETY: #[repr(C)], plain data (device addresses and integers), layout asserted above.
 unsafe impl KernelParams for GemvParams {}
 
@@ -99,29 +119,59 @@ unsafe impl KernelParams for GemvParams {}
 /// kernel of the smallest of these that is at least `batch`.
 pub const KERNEL_BATCHES: [u32; 5] = [1, 2, 4, 8, 16];
 
-/// The GEMV kernel for `batch` vectors (`mma`: binary tensor cores, else the CUDA-core `popc`
-/// way): its entry name and the batch it is compiled for (its shared memory is
-/// [`gemv_smem_bytes`] of that). `None` outside `1..=MAX_BATCH`.
-pub fn gemv_kernel(mma: bool, batch: u32) -> Option<(&'static str, u32)> {
-    const MMA: [&str; 5] = [
-        "cmv_sbvr_gemv_mma_b1",
-        "cmv_sbvr_gemv_mma_b2",
-        "cmv_sbvr_gemv_mma_b4",
-        "cmv_sbvr_gemv_mma_b8",
-        "cmv_sbvr_gemv_mma_b16",
+/// The GEMV kernel for `batch` vectors and `bits` bitvectors (`mma`: binary tensor cores,
+/// else the CUDA-core `popc` way): its entry name and the batch it is compiled for (its shared
+/// memory is [`gemv_smem_bytes`] of that). Tensor-core kernels are compiled for 2, 3 and 4
+/// bitvectors exactly and for any count up to 8 (`_n8`); the CUDA-core ones for any count.
+/// `None` outside `1..=MAX_BATCH` or `MIN_BITS..=MAX_BITS`.
+pub fn gemv_kernel(mma: bool, bits: u32, batch: u32) -> Option<(&'static str, u32)> {
+    const MMA: [[&str; 5]; 4] = [
+        [
+            "cmv_sbvr_gemv_mma_n2_b1",
+            "cmv_sbvr_gemv_mma_n2_b2",
+            "cmv_sbvr_gemv_mma_n2_b4",
+            "cmv_sbvr_gemv_mma_n2_b8",
+            "cmv_sbvr_gemv_mma_n2_b16",
+        ],
+        [
+            "cmv_sbvr_gemv_mma_n3_b1",
+            "cmv_sbvr_gemv_mma_n3_b2",
+            "cmv_sbvr_gemv_mma_n3_b4",
+            "cmv_sbvr_gemv_mma_n3_b8",
+            "cmv_sbvr_gemv_mma_n3_b16",
+        ],
+        [
+            "cmv_sbvr_gemv_mma_n4_b1",
+            "cmv_sbvr_gemv_mma_n4_b2",
+            "cmv_sbvr_gemv_mma_n4_b4",
+            "cmv_sbvr_gemv_mma_n4_b8",
+            "cmv_sbvr_gemv_mma_n4_b16",
+        ],
+        [
+            "cmv_sbvr_gemv_mma_n8_b1",
+            "cmv_sbvr_gemv_mma_n8_b2",
+            "cmv_sbvr_gemv_mma_n8_b4",
+            "cmv_sbvr_gemv_mma_n8_b8",
+            "cmv_sbvr_gemv_mma_n8_b16",
+        ],
     ];
     const POPC: [&str; 5] = [
-        "cmv_sbvr_gemv_popc_b1",
-        "cmv_sbvr_gemv_popc_b2",
-        "cmv_sbvr_gemv_popc_b4",
-        "cmv_sbvr_gemv_popc_b8",
-        "cmv_sbvr_gemv_popc_b16",
+        "cmv_sbvr_gemv_popc_n8_b1",
+        "cmv_sbvr_gemv_popc_n8_b2",
+        "cmv_sbvr_gemv_popc_n8_b4",
+        "cmv_sbvr_gemv_popc_n8_b8",
+        "cmv_sbvr_gemv_popc_n8_b16",
     ];
-    if batch == 0 {
+    if batch == 0 || !(layout::MIN_BITS..=layout::MAX_BITS).contains(&bits) {
         return None;
     }
     let i = KERNEL_BATCHES.iter().position(|&b| b >= batch)?;
-    Some((if mma { MMA[i] } else { POPC[i] }, KERNEL_BATCHES[i]))
+    let name = if mma {
+        MMA[(bits.min(5) - 2) as usize][i]
+    } else {
+        POPC[i]
+    };
+    Some((name, KERNEL_BATCHES[i]))
 }
 
 #[cfg(test)]
@@ -130,16 +180,44 @@ mod tests {
 
     #[test]
     fn kernel_names_cover_every_batch() {
-        assert_eq!(gemv_kernel(true, 1), Some(("cmv_sbvr_gemv_mma_b1", 1)));
-        assert_eq!(gemv_kernel(false, 16), Some(("cmv_sbvr_gemv_popc_b16", 16)));
-        assert_eq!(gemv_kernel(true, 3), Some(("cmv_sbvr_gemv_mma_b4", 4)));
-        assert_eq!(gemv_kernel(false, 9), Some(("cmv_sbvr_gemv_popc_b16", 16)));
-        assert_eq!(gemv_kernel(true, 0), None);
-        assert_eq!(gemv_kernel(true, 17), None);
-        for b in 1..=MAX_BATCH {
-            let (name, k) = gemv_kernel(true, b).unwrap();
-            assert!(k >= b && k < 2 * b && name.ends_with(&format!("_b{k}")));
+        assert_eq!(
+            gemv_kernel(true, 4, 1),
+            Some(("cmv_sbvr_gemv_mma_n4_b1", 1))
+        );
+        assert_eq!(
+            gemv_kernel(true, 2, 3),
+            Some(("cmv_sbvr_gemv_mma_n2_b4", 4))
+        );
+        assert_eq!(
+            gemv_kernel(true, 5, 3),
+            Some(("cmv_sbvr_gemv_mma_n8_b4", 4))
+        );
+        assert_eq!(
+            gemv_kernel(true, 8, 16),
+            Some(("cmv_sbvr_gemv_mma_n8_b16", 16))
+        );
+        assert_eq!(
+            gemv_kernel(false, 2, 16),
+            Some(("cmv_sbvr_gemv_popc_n8_b16", 16))
+        );
+        assert_eq!(
+            gemv_kernel(false, 3, 9),
+            Some(("cmv_sbvr_gemv_popc_n8_b16", 16))
+        );
+        assert_eq!(gemv_kernel(true, 4, 0), None);
+        assert_eq!(gemv_kernel(true, 4, 17), None);
+        assert_eq!(gemv_kernel(true, 1, 1), None);
+        assert_eq!(gemv_kernel(true, 9, 1), None);
+        for n in layout::MIN_BITS..=layout::MAX_BITS {
+            for b in 1..=MAX_BATCH {
+                let (name, k) = gemv_kernel(true, n, b).unwrap();
+                assert!(k >= b && k < 2 * b && name.ends_with(&format!("_b{k}")));
+                let slots: u32 = name[19..20].parse().unwrap();
+                assert!(slots >= n && (slots == n || slots == 8), "{name}");
+            }
         }
-        assert_eq!(gemv_smem_bytes(16), 8192);
+        assert_eq!(gemv_red_bytes(16), 8192);
+        assert_eq!(gemv_smem_bytes(1, 1024), 1024 + 16384);
+        assert_eq!(gemv_smem_bytes(1, 1025), 1024);
     }
 }
