@@ -168,10 +168,13 @@ macro_rules! unroll {
 /// One pair's loads: lane `l`'s 16 bytes of each bitvector (`N` slots, `n` used) and the
 /// index words of rows `l / 4` and `l / 4 + 8` (both groups, `u16` each).
 #[derive(Clone, Copy)]
-struct Stage<const N: usize> {
+struct Stage<const N: usize, const X: usize> {
     w: [U32x4; N],
     i0: u32,
     i1: u32,
+    /// The first `X` vectors' plane words and scales of both groups (`[v][h]`).
+    x: [[u32; 2]; X],
+    s: [[f32; 2]; X],
 }
 
 /// Issues the loads of `pair`.
@@ -179,7 +182,12 @@ struct Stage<const N: usize> {
 /// # Safety
 /// `pair < pairs`; the buffers are as the launcher checked.
 #[inline(always)]
-unsafe fn load_stage<const N: usize>(p: &GemvParams, tile: u32, pair: u32, n: usize) -> Stage<N> {
+unsafe fn load_stage<const N: usize, const X: usize>(
+    p: &GemvParams,
+    tile: u32,
+    pair: u32,
+    n: usize,
+) -> Stage<N, X> {
     let lane = lane_id();
     let r0 = (lane / 4) as usize;
     let unit = (tile * p.pairs + pair) as usize;
@@ -209,7 +217,23 @@ unsafe fn load_stage<const N: usize>(p: &GemvParams, tile: u32, pair: u32, n: us
             ((a & 0xff) | ((a >> 8) << 16), (b & 0xff) | ((b >> 8) << 16))
         }
     };
-    Stage { w, i0, i1 }
+    let pg = 2 * p.pairs as usize;
+    let mut x = [[0u32; 2]; X];
+    let mut s = [[0f32; 2]; X];
+    unroll!(v < X, {
+        if (v as u32) < p.batch {
+            unroll!(h < 2, {
+                let g = 2 * pair as usize + h;
+                // SAFETY: v < batch, g < padded groups: inside the planes and scales.
+                unsafe {
+                    x[v][h] = ld_nc_u32(p.planes.as_ptr().add((v * pg + g) * 32 + lane as usize));
+                    s[v][h] =
+                        f32::from_bits(ld_nc_u32(p.scales.as_ptr().add(v * pg + g) as *const u32));
+                }
+            });
+        }
+    });
+    Stage { w, i0, i1, x, s }
 }
 
 /// The GEMV: see the crate documentation. `N` bitvector slots (`N == nbits`, or 8 for any
@@ -223,7 +247,7 @@ unsafe fn load_stage<const N: usize>(p: &GemvParams, tile: u32, pair: u32, n: us
 /// `GEMV_WARPS` warps per block, any number of blocks (each walks the tiles `block, block +
 /// grid, ...`), `gemv_smem_bytes(B, entries)` bytes of dynamic shared memory.
 #[inline(always)]
-unsafe fn gemv<D: Dot, const B: usize, const N: usize>(p: &GemvParams) {
+unsafe fn gemv<D: Dot, const B: usize, const N: usize, const X: usize>(p: &GemvParams) {
     let (lane, warp) = (lane_id(), warp_id());
     let t = lane % 4;
     let r0 = lane / 4;
@@ -235,6 +259,8 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize>(p: &GemvParams) {
         w: [U32x4([0; 4]); N],
         i0: 0,
         i1: 0,
+        x: [[0; 2]; X],
+        s: [[0.0; 2]; X],
     };
     // Work items of this warp, in order: (tile, pair) for tile = block, block + grid, ... and
     // pair = warp, warp + GEMV_WARPS, ... (every warp of a block walks the same tiles).
@@ -252,7 +278,7 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize>(p: &GemvParams) {
     let mut pair = first_pair;
     // SAFETY: a valid item.
     let mut cur = if valid(tile, pair) {
-        unsafe { load_stage::<N>(p, tile, pair, n) }
+        unsafe { load_stage::<N, X>(p, tile, pair, n) }
     } else {
         zero
     };
@@ -288,7 +314,7 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize>(p: &GemvParams) {
             let (nt, np) = next_item(tile, pair);
             // SAFETY: a valid item.
             let nxt = if valid(nt, np) {
-                unsafe { load_stage::<N>(p, nt, np, n) }
+                unsafe { load_stage::<N, X>(p, nt, np, n) }
             } else {
                 zero
             };
@@ -300,15 +326,20 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize>(p: &GemvParams) {
                 let g = 2 * pair as usize + h;
                 unroll!(v < B, {
                     if (v as u32) < p.batch {
-                        let wo = (v * pg + g) * 32;
-                        // SAFETY: v < batch, g < padded groups: inside the planes and scales.
-                        let (xb, s) = unsafe {
-                            (
-                                ld_nc_u32(p.planes.as_ptr().add(wo + lane as usize)),
-                                f32::from_bits(ld_nc_u32(
-                                    p.scales.as_ptr().add(v * pg + g) as *const u32
-                                )),
-                            )
+                        let (xb, s) = if v < X {
+                            (cur.x[v][h], cur.s[v][h])
+                        } else {
+                            let wo = (v * pg + g) * 32;
+                            // SAFETY: v < batch, g < padded groups: inside the planes and
+                            // scales.
+                            unsafe {
+                                (
+                                    ld_nc_u32(p.planes.as_ptr().add(wo + lane as usize)),
+                                    f32::from_bits(ld_nc_u32(
+                                        p.scales.as_ptr().add(v * pg + g) as *const u32
+                                    )),
+                                )
+                            }
                         };
                         // SAFETY: the whole warp runs this loop (pair is warp-uniform).
                         let x = unsafe { D::load(xb, t) };
@@ -361,8 +392,8 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize>(p: &GemvParams) {
         // the other parity, read after the previous barrier, are written again only after
         // the next one.
         unsafe { sync_threads() };
-        let i = thread_idx_x() as usize;
-        if i < B * TILE_ROWS {
+        let mut i = thread_idx_x() as usize;
+        while i < B * TILE_ROWS {
             let (v, r) = (i / TILE_ROWS, i % TILE_ROWS);
             let mut s = 0f32;
             for wi in 0..GEMV_WARPS as usize {
@@ -374,6 +405,7 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize>(p: &GemvParams) {
                 // SAFETY: v < batch, row < rows: inside y.
                 unsafe { *p.y.as_mut_ptr().add(v * p.rows as usize + row) = f32_to_f16(s) };
             }
+            i += (GEMV_WARPS * 32) as usize;
         }
         parity ^= 1;
         tile += step;
@@ -381,7 +413,7 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize>(p: &GemvParams) {
 }
 
 macro_rules! entries {
-    ($($name:ident = $d:ty, $b:literal, $n:literal;)*) => {$(
+    ($($name:ident = $d:ty, $b:literal, $n:literal, $x:literal;)*) => {$(
         /// SBVR GEMV for up to `B` vectors and `N` bitvector slots (see the crate docs).
         ///
         /// # Safety
@@ -389,35 +421,35 @@ macro_rules! entries {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
             // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { gemv::<$d, $b, $n>(&p) }
+            unsafe { gemv::<$d, $b, $n, $x>(&p) }
         }
     )*};
 }
 
 entries! {
-    cmv_sbvr_gemv_mma_n2_b1 = Mma, 1, 2;
-    cmv_sbvr_gemv_mma_n2_b2 = Mma, 2, 2;
-    cmv_sbvr_gemv_mma_n2_b4 = Mma, 4, 2;
-    cmv_sbvr_gemv_mma_n2_b8 = Mma, 8, 2;
-    cmv_sbvr_gemv_mma_n2_b16 = Mma, 16, 2;
-    cmv_sbvr_gemv_mma_n3_b1 = Mma, 1, 3;
-    cmv_sbvr_gemv_mma_n3_b2 = Mma, 2, 3;
-    cmv_sbvr_gemv_mma_n3_b4 = Mma, 4, 3;
-    cmv_sbvr_gemv_mma_n3_b8 = Mma, 8, 3;
-    cmv_sbvr_gemv_mma_n3_b16 = Mma, 16, 3;
-    cmv_sbvr_gemv_mma_n4_b1 = Mma, 1, 4;
-    cmv_sbvr_gemv_mma_n4_b2 = Mma, 2, 4;
-    cmv_sbvr_gemv_mma_n4_b4 = Mma, 4, 4;
-    cmv_sbvr_gemv_mma_n4_b8 = Mma, 8, 4;
-    cmv_sbvr_gemv_mma_n4_b16 = Mma, 16, 4;
-    cmv_sbvr_gemv_mma_n8_b1 = Mma, 1, 8;
-    cmv_sbvr_gemv_mma_n8_b2 = Mma, 2, 8;
-    cmv_sbvr_gemv_mma_n8_b4 = Mma, 4, 8;
-    cmv_sbvr_gemv_mma_n8_b8 = Mma, 8, 8;
-    cmv_sbvr_gemv_mma_n8_b16 = Mma, 16, 8;
-    cmv_sbvr_gemv_popc_n8_b1 = Popc, 1, 8;
-    cmv_sbvr_gemv_popc_n8_b2 = Popc, 2, 8;
-    cmv_sbvr_gemv_popc_n8_b4 = Popc, 4, 8;
-    cmv_sbvr_gemv_popc_n8_b8 = Popc, 8, 8;
-    cmv_sbvr_gemv_popc_n8_b16 = Popc, 16, 8;
+    cmv_sbvr_gemv_mma_n2_b1 = Mma, 1, 2, 1;
+    cmv_sbvr_gemv_mma_n2_b2 = Mma, 2, 2, 2;
+    cmv_sbvr_gemv_mma_n2_b4 = Mma, 4, 2, 0;
+    cmv_sbvr_gemv_mma_n2_b8 = Mma, 8, 2, 0;
+    cmv_sbvr_gemv_mma_n2_b16 = Mma, 16, 2, 0;
+    cmv_sbvr_gemv_mma_n3_b1 = Mma, 1, 3, 1;
+    cmv_sbvr_gemv_mma_n3_b2 = Mma, 2, 3, 2;
+    cmv_sbvr_gemv_mma_n3_b4 = Mma, 4, 3, 0;
+    cmv_sbvr_gemv_mma_n3_b8 = Mma, 8, 3, 0;
+    cmv_sbvr_gemv_mma_n3_b16 = Mma, 16, 3, 0;
+    cmv_sbvr_gemv_mma_n4_b1 = Mma, 1, 4, 1;
+    cmv_sbvr_gemv_mma_n4_b2 = Mma, 2, 4, 2;
+    cmv_sbvr_gemv_mma_n4_b4 = Mma, 4, 4, 0;
+    cmv_sbvr_gemv_mma_n4_b8 = Mma, 8, 4, 0;
+    cmv_sbvr_gemv_mma_n4_b16 = Mma, 16, 4, 0;
+    cmv_sbvr_gemv_mma_n8_b1 = Mma, 1, 8, 1;
+    cmv_sbvr_gemv_mma_n8_b2 = Mma, 2, 8, 2;
+    cmv_sbvr_gemv_mma_n8_b4 = Mma, 4, 8, 0;
+    cmv_sbvr_gemv_mma_n8_b8 = Mma, 8, 8, 0;
+    cmv_sbvr_gemv_mma_n8_b16 = Mma, 16, 8, 0;
+    cmv_sbvr_gemv_popc_n8_b1 = Popc, 1, 8, 1;
+    cmv_sbvr_gemv_popc_n8_b2 = Popc, 2, 8, 2;
+    cmv_sbvr_gemv_popc_n8_b4 = Popc, 4, 8, 0;
+    cmv_sbvr_gemv_popc_n8_b8 = Popc, 8, 8, 0;
+    cmv_sbvr_gemv_popc_n8_b16 = Popc, 16, 8, 0;
 }

@@ -216,8 +216,8 @@ mod tests {
                 assert!(slots >= n && (slots == n || slots == 8), "{name}");
             }
         }
-        assert_eq!(gemv_red_bytes(16), 8192);
-        assert_eq!(gemv_smem_bytes(1, 1024), 1024 + 16384);
-        assert_eq!(gemv_smem_bytes(1, 1025), 1024);
+        assert_eq!(gemv_red_bytes(16), GEMV_WARPS * 16 * 16 * 4);
+        assert_eq!(gemv_smem_bytes(1, 1024), 2 * gemv_red_bytes(1) + 16384);
+        assert_eq!(gemv_smem_bytes(1, 1025), 2 * gemv_red_bytes(1));
     }
 }
