@@ -117,6 +117,13 @@ fn non_finite_inputs_make_their_vector_nan_and_bad_sizes_are_errors() {
         assert!(got[rows..].iter().all(|v| v.is_nan()), "{way:?}");
         assert!(relative_error(&got[..rows], &want[..rows]) < GPU_TOLERANCE);
     }
+    // One vector (the fused kernel quantizes it itself when K <= 4096): NaN everywhere.
+    let dx1 = gpu.upload(&x[cols..]).unwrap();
+    for way in [Way::Mma, Way::Popc] {
+        let mut dy = gpu.alloc_zeros::<f16>(rows).unwrap();
+        k.gemv_with(&dm, &dx1, &mut dy, 1, way).unwrap();
+        assert!(gpu.download(&dy).unwrap().iter().all(|v| v.is_nan()), "{way:?}");
+    }
     let mut dy = gpu.alloc_zeros::<f16>(2 * rows).unwrap();
     let e = k.gemv(&dm, &dx, &mut dy, 3).unwrap_err();
     assert!(
