@@ -1,0 +1,32 @@
+//! VQ for cmv (`docs/VQ.md`): a weight matrix stored as indices into codebooks of short
+//! vectors, after VQ-LLM's configurations `VQ<v, b, r>` (vector size `v` along the columns,
+//! `2^b` fp16 entries per codebook, `r` residual codebooks summed).
+//!
+//! * [`VqConfig`] / [`Scope`]: the configuration and the scope of a codebook (the tensor, or
+//!   one tile of rows x columns), with the presets [`VqConfig::gptvq2`], [`VqConfig::aqlm3`],
+//!   [`VqConfig::cq4`], [`VqConfig::cq2`] and their bits per weight.
+//! * [`VqMatrix::encode`]: k-means++ and Lloyd per codebook (optionally importance-weighted),
+//!   residual stages, codebooks reordered by access frequency; deterministic for a seed.
+//! * [`VqMatrix`]: packed codes and codebooks, the CPU decoder, the f64 reference product,
+//!   the container ([`container`]); it implements [`cmv_format::CompressedMatrix`].
+//! * [`rtn`]: a round-to-nearest baseline for the accuracy comparison.
+//!
+//! CPU only for now: no GPU kernels yet.
+
+mod compressed;
+mod config;
+pub mod container;
+mod encode;
+mod error;
+mod matrix;
+pub mod rtn;
+
+/// The format core this crate is built on.
+pub use cmv_format::{self, FormatError, Limits, SizeBreakdown};
+/// fp16, the inputs' and codebooks' type.
+pub use half::f16;
+
+pub use config::{Geometry, MAX_SIDE, Scope, VqConfig};
+pub use encode::{EncodeOptions, SplitMix64};
+pub use error::{Result, VqError};
+pub use matrix::{NAME, VqMatrix};
