@@ -24,7 +24,7 @@ pub struct EncodeOptions {
     /// Lloyd iterations per codebook.
     pub iters: usize,
     /// Vectors sampled per codebook for the k-means fit (all are assigned afterwards); at
-    /// least the number of entries is used.
+    /// least 8 x the number of entries are used (all of them in smaller tiles).
     pub sample: usize,
     /// One importance per column (finite, >= 0), e.g. the diagonal of `X^T X`.
     pub importance: Option<Vec<f32>>,
@@ -154,7 +154,7 @@ fn fit(
 ) -> Vec<f32> {
     let n = x.len() / v;
     // The sample: a partial Fisher-Yates shuffle of the indices.
-    let m = n.min(opts.sample.max(k));
+    let m = n.min(opts.sample.max(8 * k));
     let mut idx: Vec<usize> = (0..n).collect();
     if m < n {
         for i in 0..m {
