@@ -307,18 +307,25 @@ fn deterministic_for_a_seed_whatever_the_threads() {
             },
         })
     };
+    let tensor = EncodeOptions {
+        sample: 700,
+        ..EncodeOptions::with(VqConfig::cq4())
+    };
+    for o in [&o, &tensor] {
+        let a = VqMatrix::encode(&w, rows, cols, o).unwrap().to_bytes();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let b = pool.install(|| VqMatrix::encode(&w, rows, cols, o).unwrap().to_bytes());
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let c = pool.install(|| VqMatrix::encode(&w, rows, cols, o).unwrap().to_bytes());
+        assert!(a == b && a == c);
+    }
     let a = VqMatrix::encode(&w, rows, cols, &o).unwrap().to_bytes();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    let b = pool.install(|| VqMatrix::encode(&w, rows, cols, &o).unwrap().to_bytes());
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(3)
-        .build()
-        .unwrap();
-    let c = pool.install(|| VqMatrix::encode(&w, rows, cols, &o).unwrap().to_bytes());
-    assert!(a == b && a == c);
     let d = VqMatrix::encode(&w, rows, cols, &EncodeOptions { seed: 1, ..o })
         .unwrap()
         .to_bytes();
