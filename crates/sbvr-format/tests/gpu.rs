@@ -122,7 +122,10 @@ fn non_finite_inputs_make_their_vector_nan_and_bad_sizes_are_errors() {
     for way in [Way::Mma, Way::Popc] {
         let mut dy = gpu.alloc_zeros::<f16>(rows).unwrap();
         k.gemv_with(&dm, &dx1, &mut dy, 1, way).unwrap();
-        assert!(gpu.download(&dy).unwrap().iter().all(|v| v.is_nan()), "{way:?}");
+        assert!(
+            gpu.download(&dy).unwrap().iter().all(|v| v.is_nan()),
+            "{way:?}"
+        );
     }
     let mut dy = gpu.alloc_zeros::<f16>(2 * rows).unwrap();
     let e = k.gemv(&dm, &dx, &mut dy, 3).unwrap_err();
