@@ -37,6 +37,7 @@ pub fn registry() -> Vec<Box<dyn FormatSuite>> {
     vec![
         register::<spqr_format::SpqrMatrix>(),
         register::<sbvr_format::SbvrMatrix>(),
+        register::<vq_codebook::VqMatrix>(),
         register::<ans_codec::AnsMatrix>(),
         register::<crate::toy::Fp16Toy>(),
     ]

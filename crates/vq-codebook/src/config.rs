@@ -269,11 +269,9 @@ impl Geometry {
 
 /// Code `i` of a row's bit stream of `bits`-bit codes.
 pub(crate) fn get_code(words: &[u32], bits: u32, i: usize) -> u32 {
-    let p = i * bits as usize;
-    let (w, sh) = (p / 32, p % 32);
-    let lo = u64::from(words[w]);
-    let hi = words.get(w + 1).map_or(0, |&x| u64::from(x));
-    (((hi << 32 | lo) >> sh) & ((1u64 << bits) - 1)) as u32
+    let w = i * bits as usize / 32;
+    let hi = words.get(w + 1).copied().unwrap_or(0);
+    vq_kernels::code_from_pair(words[w], hi, bits, i)
 }
 
 /// Writes code `i` (below `2^bits`) into a zeroed bit stream.

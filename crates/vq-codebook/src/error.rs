@@ -57,3 +57,10 @@ pub enum VqError {
 
 /// Results of this crate.
 pub type Result<T, E = VqError> = std::result::Result<T, E>;
+
+#[cfg(feature = "gpu")]
+impl From<cmv_runtime::RuntimeError> for VqError {
+    fn from(e: cmv_runtime::RuntimeError) -> Self {
+        VqError::Format(FormatError::Runtime(e))
+    }
+}

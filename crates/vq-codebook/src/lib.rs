@@ -11,16 +11,22 @@
 //!   the container ([`container`]); it implements [`cmv_format::CompressedMatrix`].
 //! * [`rtn`]: a round-to-nearest baseline for the accuracy comparison.
 //!
-//! CPU only for now: no GPU kernels yet.
+//! * `gpu` (feature `gpu`, on by default): a first fused dequantize + GEMV kernel
+//!   (`DeviceGemv`); no codebook cache yet.
 
 mod compressed;
 mod config;
 pub mod container;
 mod encode;
 mod error;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 mod matrix;
 pub mod rtn;
 
+/// The GPU runtime the `gpu` module's signatures use (feature `gpu`).
+#[cfg(feature = "gpu")]
+pub use cmv_format::cmv_runtime;
 /// The format core this crate is built on.
 pub use cmv_format::{self, FormatError, Limits, SizeBreakdown};
 /// fp16, the inputs' and codebooks' type.

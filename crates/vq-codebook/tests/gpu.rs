@@ -1,0 +1,116 @@
+//! GPU tests: the fused VQ GEMV against the f64 reference for every preset and odd
+//! configurations, batch 1 to 16. Skipped (with a message) where there is no GPU;
+//! `CMV_REQUIRE_GPU=1` makes that a failure.
+
+use half::f16;
+use vq_codebook::cmv_format::{CompressedMatrix, DeviceGemv, FormatError};
+use vq_codebook::cmv_runtime::gpu_for_tests;
+use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, VqGemv};
+use vq_codebook::{EncodeOptions, Scope, VqConfig, VqError, VqMatrix};
+
+fn weights(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
+        })
+        .collect()
+}
+
+fn rel(got: &[f16], want: &[f64]) -> f64 {
+    let (mut d, mut n) = (0.0, 0.0);
+    for (g, w) in got.iter().zip(want) {
+        let g = f64::from(g.to_f32());
+        d += (g - w) * (g - w);
+        n += w * w;
+    }
+    (d / n.max(1e-300)).sqrt()
+}
+
+#[test]
+fn the_kernel_matches_the_reference() {
+    let Some(gpu) = gpu_for_tests("the_kernel_matches_the_reference") else {
+        return;
+    };
+    let k = VqGemv::new(&gpu).unwrap();
+    let odd = VqConfig {
+        vec: 3,
+        bits: 5,
+        residuals: 3,
+        scope: Scope::Tile { rows: 7, cols: 9 },
+    };
+    let wide = VqConfig {
+        vec: 5,
+        bits: 16,
+        residuals: 1,
+        scope: Scope::Tensor,
+    };
+    let cases = [
+        (VqConfig::gptvq2(), 300, 520),
+        (VqConfig::aqlm3(), 64, 200),
+        (VqConfig::cq4(), 129, 257),
+        (VqConfig::cq2(), 1, 1),
+        (odd, 50, 61),
+        (wide, 33, 47),
+    ];
+    for (i, (config, rows, cols)) in cases.into_iter().enumerate() {
+        let w = weights(rows * cols, i as u64 + 1);
+        let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
+        let dm = DeviceVqMatrix::upload(&gpu, &m).unwrap();
+        for batch in [1, 2, 3, 5, 8, 16] {
+            let x: Vec<f16> = weights(batch * cols, 99 + batch as u64)
+                .iter()
+                .map(|v| f16::from_f32(v * 20.0))
+                .collect();
+            let want = m.reference(&x, batch).unwrap();
+            let dx = gpu.upload(&x).unwrap();
+            let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+            k.gemv(&dm, &dx, &mut dy, batch).unwrap();
+            let got = gpu.download(&dy).unwrap();
+            let e = rel(&got, &want);
+            assert!(
+                e < GPU_TOLERANCE,
+                "{config:?} {rows}x{cols} batch {batch}: {e:e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn nan_inputs_propagate_and_bad_sizes_are_errors() {
+    let Some(gpu) = gpu_for_tests("nan_inputs_propagate_and_bad_sizes_are_errors") else {
+        return;
+    };
+    let (rows, cols) = (40, 100);
+    let m = VqMatrix::encode(
+        &weights(rows * cols, 5),
+        rows,
+        cols,
+        &EncodeOptions::with(VqConfig::cq4()),
+    )
+    .unwrap();
+    let k = <VqMatrix as DeviceGemv>::load(&gpu).unwrap();
+    let dm = m.upload(&gpu).unwrap();
+    let mut x = vec![f16::from_f32(0.5); 2 * cols];
+    x[cols + 3] = f16::NAN;
+    let want = CompressedMatrix::reference(&m, &x, 2).unwrap();
+    let dx = gpu.upload(&x).unwrap();
+    let mut out = VqMatrix::alloc_out(&gpu, rows, 2).unwrap();
+    VqMatrix::gemv(&k, &dm, &dx, &mut out, 2).unwrap();
+    let got = gpu.download(&out).unwrap();
+    assert!(got[rows..].iter().all(|v| v.is_nan()) && want[rows..].iter().all(|v| v.is_nan()));
+    assert!(rel(&got[..rows], &want[..rows]) < GPU_TOLERANCE);
+    let e = VqMatrix::gemv(&k, &dm, &dx, &mut out, 3).unwrap_err();
+    assert!(
+        matches!(e, VqError::Format(FormatError::Length { .. })),
+        "{e}"
+    );
+    let e = VqMatrix::gemv(&k, &dm, &dx, &mut out, 17).unwrap_err();
+    assert!(
+        matches!(e, VqError::Format(FormatError::Batch { .. })),
+        "{e}"
+    );
+}
