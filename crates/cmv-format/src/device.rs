@@ -148,6 +148,22 @@ pub trait DeviceGemv: CompressedMatrix<Input: DeviceRepr> {
     -> Result<Check, Self::Error>;
 }
 
+/// Downloads fp16 outputs and compares the first `want.len()` with `want`, an f64 reference,
+/// within `tolerance` relative error: [`DeviceGemv::check`] of every format with fp16 outputs.
+///
+/// # Errors
+/// Runtime errors (the download).
+pub fn check_f16(
+    gpu: &Gpu,
+    out: &CudaSlice<half::f16>,
+    want: &[f64],
+    tolerance: f64,
+) -> Result<Check, RuntimeError> {
+    let got = gpu.download(out)?;
+    let got = got.iter().take(want.len()).map(|v| f64::from(v.to_f32()));
+    Ok(Check::within(relative_error(got, want), tolerance))
+}
+
 /// A device-to-device copy of `s` (for [`DeviceGemv::clone_device`]).
 ///
 /// # Errors

@@ -34,7 +34,7 @@ pub use check::{
 };
 pub use code::HeaderCode;
 #[cfg(feature = "gpu")]
-pub use device::{Check, DeviceGemv, clone_slice, relative_error, upload_nonempty};
+pub use device::{Check, DeviceGemv, check_f16, clone_slice, relative_error, upload_nonempty};
 pub use error::{FormatError, Result};
 pub use matrix::{CompressedMatrix, Weights, check_reference_args};
 pub use shape::{DeviceShape, PaddedShape};

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 
 use cmv_format::{
     Check, DeviceGemv, DeviceShape, PaddedShape, batch_len, check_batch, check_len_at_least,
-    relative_error,
 };
 use cmv_runtime::{
     CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
@@ -136,6 +135,8 @@ pub struct SbvrGemv {
     /// `(entry name, kernel)` of every GEMV kernel.
     gemv: Vec<(&'static str, Kernel)>,
     workspace: Mutex<Workspace>,
+    /// Resident blocks per SM of (kernel, shared memory bytes), asked of the driver once.
+    occupancy: Mutex<Vec<(&'static str, u32, u32)>>,
 }
 
 impl SbvrGemv {
@@ -159,11 +160,37 @@ impl SbvrGemv {
             sm_count: gpu.info().sm_count,
             quantize: gpu.kernel(&PTX, "cmv_sbvr_quantize")?,
             gemv,
+            occupancy: Mutex::new(Vec::new()),
             workspace: Mutex::new(Workspace {
                 planes: gpu.alloc_zeros(1)?,
                 scales: gpu.alloc_zeros(1)?,
             }),
         })
+    }
+
+    /// Blocks of `kernel` (named `name`) that fit on one SM with `smem` bytes of shared memory
+    /// (at least 1), from the driver the first time, then from a cache.
+    ///
+    /// # Errors
+    /// The driver's refusal of the query.
+    fn resident_blocks(
+        &self,
+        name: &'static str,
+        kernel: &Kernel,
+        smem: u32,
+    ) -> Result<u32, SbvrError> {
+        let mut cache = self
+            .occupancy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&(_, _, n)) = cache.iter().find(|c| c.0 == name && c.1 == smem) {
+            return Ok(n);
+        }
+        let n = kernel
+            .max_active_blocks_per_sm(GEMV_WARPS * 32, smem)?
+            .max(1);
+        cache.push((name, smem, n));
+        Ok(n)
     }
 
     /// `y = W x` for `batch` (1..=16) fp16 vectors `x` (`batch * cols`), writing
@@ -277,13 +304,12 @@ impl SbvrGemv {
             smem_cache: u32::from(entries <= MAX_SMEM_ENTRIES),
         };
         // Blocks walk the tiles: as many as fit on the GPU at once, at most one per tile.
-        let resident = kernel
-            .max_active_blocks_per_sm(GEMV_WARPS * 32, gemv_smem_bytes(kb, entries))?
-            .max(1);
+        let smem = gemv_smem_bytes(kb, entries);
+        let resident = self.resident_blocks(name, kernel, smem)?;
         let gcfg = LaunchConfig {
             grid_dim: (tiles.min(self.sm_count.saturating_mul(resident)), 1, 1),
             block_dim: (GEMV_WARPS * 32, 1, 1),
-            shared_mem_bytes: gemv_smem_bytes(kb, entries),
+            shared_mem_bytes: smem,
         };
         // SAFETY: x holds batch * cols halves and y batch * rows (checked above); planes and
         // scales hold at least plane_words(batch) and scales_len(batch) (grown above); the
@@ -343,8 +369,6 @@ impl DeviceGemv for SbvrMatrix {
     }
 
     fn check(gpu: &Gpu, out: &CudaSlice<f16>, want: &[f64]) -> Result<Check, SbvrError> {
-        let got = gpu.download(out)?;
-        let got = got.iter().take(want.len()).map(|v| f64::from(v.to_f32()));
-        Ok(Check::within(relative_error(got, want), GPU_TOLERANCE))
+        Ok(cmv_format::check_f16(gpu, out, want, GPU_TOLERANCE)?)
     }
 }

@@ -12,17 +12,7 @@ use sbvr_format::gpu::{DeviceSbvrMatrix, SbvrGemv, Way};
 use sbvr_format::{EncodeOptions, GPU_TOLERANCE, SbvrError, SbvrMatrix, encode};
 
 fn relative_error(got: &[f16], want: &[f64]) -> f64 {
-    let (mut d, mut n) = (0.0, 0.0);
-    for (g, w) in got.iter().zip(want) {
-        let g = f64::from(g.to_f32());
-        d += (g - w) * (g - w);
-        n += w * w;
-    }
-    if got.len() != want.len() {
-        f64::NAN
-    } else {
-        (d / n.max(1e-300)).sqrt()
-    }
+    sbvr_format::cmv_format::relative_error(got.iter().map(|v| f64::from(v.to_f32())), want)
 }
 
 fn matrix(rng: &mut StdRng, rows: usize, cols: usize, bits: u32, entries: usize) -> SbvrMatrix {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use cmv_format::{
     Check, DeviceGemv, DeviceShape, PaddedShape, batch_len, check_batch, check_len_at_least,
-    relative_error,
 };
 use cmv_runtime::{
     CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
@@ -211,8 +210,6 @@ impl DeviceGemv for VqMatrix {
     }
 
     fn check(gpu: &Gpu, out: &CudaSlice<f16>, want: &[f64]) -> Result<Check, VqError> {
-        let got = gpu.download(out)?;
-        let got = got.iter().take(want.len()).map(|v| f64::from(v.to_f32()));
-        Ok(Check::within(relative_error(got, want), GPU_TOLERANCE))
+        Ok(cmv_format::check_f16(gpu, out, want, GPU_TOLERANCE)?)
     }
 }

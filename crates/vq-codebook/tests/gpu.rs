@@ -21,13 +21,7 @@ fn weights(n: usize, seed: u64) -> Vec<f32> {
 }
 
 fn rel(got: &[f16], want: &[f64]) -> f64 {
-    let (mut d, mut n) = (0.0, 0.0);
-    for (g, w) in got.iter().zip(want) {
-        let g = f64::from(g.to_f32());
-        d += (g - w) * (g - w);
-        n += w * w;
-    }
-    (d / n.max(1e-300)).sqrt()
+    vq_codebook::cmv_format::relative_error(got.iter().map(|v| f64::from(v.to_f32())), want)
 }
 
 #[test]
