@@ -1,0 +1,94 @@
+//! `cmv`: compress a safetensors model's weights into any registered format, inspect the
+//! result, decompress it, and measure the weight error (CPU only). docs/CLI.md has the usage,
+//! the output file's layout and the exit codes.
+
+mod compress;
+mod decompress;
+mod error;
+mod eval;
+mod formats;
+mod inspect;
+mod stored;
+mod tensors;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::CliError;
+
+/// Compressed matrix formats for model weights: compress, inspect, decompress, evaluate.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cmv",
+    version,
+    after_help = "Examples:
+  cmv formats
+  cmv compress model.safetensors --format spqr -o model.spqr.safetensors
+  cmv inspect model.spqr.safetensors
+  cmv eval model.safetensors model.spqr.safetensors
+  cmv decompress model.spqr.safetensors -o model.dequantized.safetensors
+
+Exit codes: 0 ok, 1 internal error, 2 bad command line, 3 unreadable input, 4 not a (valid)
+safetensors model, 5 damaged compressed tensor, 6 unknown format or variant, 7 tensor missing
+or not compressible, 8 output exists, 9 output not writable, 10 files do not match (eval)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Compress every 2-D weight tensor a format can take; keep the others as they are.
+    Compress(compress::Args),
+    /// Tensors, formats, shapes, bits per weight, sizes and totals of a file.
+    Inspect(inspect::Args),
+    /// Decode a compressed file back to a plain safetensors file.
+    Decompress(decompress::Args),
+    /// The relative weight error of each tensor of a compressed model against the original.
+    Eval(eval::Args),
+    /// The registered formats, their variants and what they take.
+    Formats,
+}
+
+fn list_formats() {
+    for f in formats::registry() {
+        println!("{}", f.name());
+        println!(
+            "  variants: {} (default {})",
+            f.variants().join(", "),
+            f.variants()[0]
+        );
+        println!("  takes: {}", f.takes());
+    }
+}
+
+fn run(cli: &Cli) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Compress(a) => compress::run(a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::Decompress(a) => decompress::run(a),
+        Command::Eval(a) => eval::run(a),
+        Command::Formats => {
+            list_formats();
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    // A panic is a bug: one line, no backtrace, exit code 1.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("cmv: internal error (a bug; please report it with the command line): {info}");
+    }));
+    let cli = Cli::parse();
+    match std::panic::catch_unwind(|| run(&cli)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("cmv: error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+        Err(_) => ExitCode::from(1),
+    }
+}

@@ -1,0 +1,452 @@
+//! Safetensors files: reading (with the CLI's errors), dtype conversions, the cmv metadata
+//! of a compressed tensor, and the atomic write of an output file.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use half::{bf16, f16};
+use safetensors::tensor::{Dtype, SafeTensorError};
+use safetensors::{SafeTensors, View};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CliError, Result};
+
+/// The `__metadata__` key that marks a file written by `cmv compress`, and its value.
+pub const FILE_KEY: &str = "cmv";
+/// The version of the cmv layout inside safetensors (docs/CLI.md), the value of [`FILE_KEY`].
+pub const FILE_VERSION: &str = "1";
+/// The prefix of the per-tensor metadata keys: `cmv.<tensor>`.
+pub const TENSOR_KEY_PREFIX: &str = "cmv.";
+/// The suffix of the tensor that holds the per-row scales of an int8-quantized tensor.
+pub const SCALES_SUFFIX: &str = ".cmv_row_scales";
+
+/// A whole safetensors file in memory.
+#[derive(Debug)]
+pub struct File {
+    /// Where it was read from.
+    pub path: PathBuf,
+    bytes: Vec<u8>,
+}
+
+impl File {
+    /// Reads `path`.
+    ///
+    /// # Errors
+    /// [`CliError::Read`] when it cannot be read, [`CliError::NotSafetensors`] when it is
+    /// not a (complete) safetensors file.
+    pub fn read(path: &Path) -> Result<Self> {
+        let bytes = fs::read(path).map_err(|source| CliError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let file = Self {
+            path: path.to_owned(),
+            bytes,
+        };
+        file.parse()?;
+        Ok(file)
+    }
+
+    /// The parsed file (checked once by [`File::read`]).
+    ///
+    /// # Errors
+    /// [`CliError::NotSafetensors`].
+    pub fn parse(&self) -> Result<Parsed<'_>> {
+        let not = |e: SafeTensorError| {
+            let hint = match e {
+                SafeTensorError::MetadataIncompleteBuffer
+                | SafeTensorError::InvalidHeaderLength => {
+                    ": the file is truncated or has trailing bytes; copy or download it again"
+                }
+                _ => ": pass a .safetensors file",
+            };
+            CliError::NotSafetensors {
+                path: self.path.clone(),
+                reason: e.to_string(),
+                hint,
+            }
+        };
+        let (_, meta) = SafeTensors::read_metadata(&self.bytes).map_err(not)?;
+        let tensors = SafeTensors::deserialize(&self.bytes).map_err(not)?;
+        let metadata = meta.metadata().clone().unwrap_or_default();
+        let mut names: Vec<String> = tensors.names().into_iter().map(String::from).collect();
+        names.sort();
+        Ok(Parsed {
+            path: &self.path,
+            tensors,
+            metadata,
+            names,
+        })
+    }
+}
+
+/// A parsed safetensors file.
+#[derive(Debug)]
+pub struct Parsed<'a> {
+    /// Where it was read from.
+    pub path: &'a Path,
+    tensors: SafeTensors<'a>,
+    /// Its `__metadata__`.
+    pub metadata: HashMap<String, String>,
+    /// Its tensor names, sorted.
+    pub names: Vec<String>,
+}
+
+impl<'a> Parsed<'a> {
+    /// Tensor `name`.
+    ///
+    /// # Errors
+    /// [`CliError::NoSuchTensor`].
+    pub fn tensor(&self, name: &str) -> Result<Tensor<'a>> {
+        let view = self
+            .tensors
+            .tensor(name)
+            .map_err(|_| CliError::NoSuchTensor {
+                path: self.path.to_owned(),
+                tensor: name.to_owned(),
+            })?;
+        Ok(Tensor {
+            name: name.to_owned(),
+            dtype: view.dtype(),
+            shape: view.shape().to_vec(),
+            data: view.data(),
+        })
+    }
+
+    /// Whether the file was written by `cmv compress`.
+    pub fn is_cmv(&self) -> bool {
+        self.metadata.contains_key(FILE_KEY)
+    }
+
+    /// The cmv metadata of tensor `name`, if it is a compressed one.
+    ///
+    /// # Errors
+    /// [`CliError::Damaged`] for metadata that does not parse.
+    pub fn entry(&self, name: &str) -> Result<Option<Entry>> {
+        let Some(text) = self.metadata.get(&format!("{TENSOR_KEY_PREFIX}{name}")) else {
+            return Ok(None);
+        };
+        serde_json::from_str(text)
+            .map(Some)
+            .map_err(|e| CliError::Damaged {
+                path: self.path.to_owned(),
+                tensor: name.to_owned(),
+                reason: format!("its cmv metadata does not parse ({e})"),
+            })
+    }
+
+    /// The metadata keys that are not cmv's (kept from the original file).
+    pub fn foreign_metadata(&self) -> HashMap<String, String> {
+        self.metadata
+            .iter()
+            .filter(|(k, _)| k.as_str() != FILE_KEY && !k.starts_with(TENSOR_KEY_PREFIX))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+/// One tensor of a file, borrowed.
+#[derive(Clone, Debug)]
+pub struct Tensor<'a> {
+    /// Its name.
+    pub name: String,
+    /// Its dtype.
+    pub dtype: Dtype,
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// Its bytes (little-endian).
+    pub data: &'a [u8],
+}
+
+impl Tensor<'_> {
+    /// Elements.
+    pub fn elements(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The values as f32, for F32, F16 and BF16 tensors.
+    pub fn floats(&self) -> Option<Vec<f32>> {
+        floats(self.dtype, self.data)
+    }
+
+    /// An owned copy.
+    pub fn to_owned_tensor(&self) -> Owned {
+        Owned {
+            dtype: self.dtype,
+            shape: self.shape.clone(),
+            data: self.data.to_vec(),
+        }
+    }
+}
+
+/// The values of a F32, F16 or BF16 tensor as f32 (exact); `None` for other dtypes.
+pub fn floats(dtype: Dtype, data: &[u8]) -> Option<Vec<f32>> {
+    Some(match dtype {
+        Dtype::F32 => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Dtype::F16 => data
+            .chunks_exact(2)
+            .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        Dtype::BF16 => data
+            .chunks_exact(2)
+            .map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        _ => return None,
+    })
+}
+
+/// The values of a tensor of any numeric dtype as f64 (exact for every dtype but 64-bit
+/// integers beyond 2^53); `None` for dtypes without a plain numeric reading (bool, fp8,
+/// fp4/fp6, complex).
+pub fn values_f64(dtype: Dtype, data: &[u8]) -> Option<Vec<f64>> {
+    fn le<const N: usize>(data: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
+        data.chunks_exact(N).map(|b| {
+            let mut a = [0u8; N];
+            a.copy_from_slice(b);
+            a
+        })
+    }
+    Some(match dtype {
+        Dtype::F32 | Dtype::F16 | Dtype::BF16 => {
+            floats(dtype, data)?.into_iter().map(f64::from).collect()
+        }
+        Dtype::F64 => le::<8>(data).map(f64::from_le_bytes).collect(),
+        Dtype::I8 => data.iter().map(|&b| f64::from(b as i8)).collect(),
+        Dtype::U8 => data.iter().map(|&b| f64::from(b)).collect(),
+        Dtype::I16 => le::<2>(data)
+            .map(|b| f64::from(i16::from_le_bytes(b)))
+            .collect(),
+        Dtype::U16 => le::<2>(data)
+            .map(|b| f64::from(u16::from_le_bytes(b)))
+            .collect(),
+        Dtype::I32 => le::<4>(data)
+            .map(|b| f64::from(i32::from_le_bytes(b)))
+            .collect(),
+        Dtype::U32 => le::<4>(data)
+            .map(|b| f64::from(u32::from_le_bytes(b)))
+            .collect(),
+        Dtype::I64 => le::<8>(data)
+            .map(|b| i64::from_le_bytes(b) as f64)
+            .collect(),
+        Dtype::U64 => le::<8>(data)
+            .map(|b| u64::from_le_bytes(b) as f64)
+            .collect(),
+        _ => return None,
+    })
+}
+
+/// `values` in `dtype` (F32, F16 or BF16; rounded to nearest), little-endian bytes.
+pub fn float_bytes(values: &[f32], dtype: FloatDtype) -> Vec<u8> {
+    match dtype {
+        FloatDtype::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        FloatDtype::F16 => values
+            .iter()
+            .flat_map(|&v| f16::from_f32(v).to_le_bytes())
+            .collect(),
+        FloatDtype::BF16 => values
+            .iter()
+            .flat_map(|&v| bf16::from_f32(v).to_le_bytes())
+            .collect(),
+    }
+}
+
+/// The float dtypes weights come in and go out as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+pub enum FloatDtype {
+    /// IEEE fp32.
+    F32,
+    /// IEEE fp16.
+    F16,
+    /// bfloat16.
+    BF16,
+}
+
+impl FloatDtype {
+    /// The float dtype of `d`, if it is one.
+    pub fn of(d: Dtype) -> Option<Self> {
+        match d {
+            Dtype::F32 => Some(Self::F32),
+            Dtype::F16 => Some(Self::F16),
+            Dtype::BF16 => Some(Self::BF16),
+            _ => None,
+        }
+    }
+
+    /// As a safetensors dtype.
+    pub fn dtype(self) -> Dtype {
+        match self {
+            Self::F32 => Dtype::F32,
+            Self::F16 => Dtype::F16,
+            Self::BF16 => Dtype::BF16,
+        }
+    }
+}
+
+/// The name safetensors gives `d` (`"F16"`).
+pub fn dtype_name(d: Dtype) -> String {
+    format!("{d:?}")
+}
+
+/// A safetensors dtype from its name.
+pub fn dtype_from_name(name: &str) -> Option<Dtype> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
+}
+
+/// How the weights were fed to a format's encoder (docs/CLI.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputEncoding {
+    /// Float weights as f32 (exact for F32, F16 and BF16).
+    Float,
+    /// Integer weights as they are: lossless.
+    Exact,
+    /// Float weights quantized per row to int8 (`q = round(w / s)`, `s = max|w| / 127`), the
+    /// scales in the tensor `<name>.cmv_row_scales` (F32, one per row); formats of unsigned
+    /// integers store `q + 127`.
+    Int8Rows,
+}
+
+/// The cmv metadata of one compressed tensor: the JSON value of `cmv.<tensor>`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The format's name (`CompressedMatrix::NAME`).
+    pub format: String,
+    /// The encoder variant.
+    pub variant: String,
+    /// The container version (also in the container's own prefix).
+    pub container_version: u32,
+    /// The original shape, `[rows, cols]`.
+    pub shape: [usize; 2],
+    /// The original dtype (`"F16"`).
+    pub dtype: String,
+    /// How the weights were fed to the encoder.
+    pub input: InputEncoding,
+}
+
+/// An owned tensor, to write.
+#[derive(Clone, Debug)]
+pub struct Owned {
+    /// Its dtype.
+    pub dtype: Dtype,
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// Its bytes.
+    pub data: Vec<u8>,
+}
+
+impl View for &Owned {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.data)
+    }
+
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// Refuses an existing `path` unless `force`.
+///
+/// # Errors
+/// [`CliError::OutputExists`].
+pub fn check_output(path: &Path, force: bool) -> Result<()> {
+    if !force && path.exists() {
+        return Err(CliError::OutputExists {
+            path: path.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Writes a safetensors file to a temporary name beside `path`, then renames it to `path`:
+/// `path` is either absent, as it was, or complete.
+///
+/// # Errors
+/// [`CliError::OutputExists`] (checked again), [`CliError::Write`].
+pub fn write_atomic(
+    path: &Path,
+    tensors: &[(String, Owned)],
+    metadata: HashMap<String, String>,
+    force: bool,
+) -> Result<()> {
+    check_output(path, force)?;
+    let write_err = |reason: String| CliError::Write {
+        path: path.to_owned(),
+        reason,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| write_err("the path names no file".into()))?;
+    let tmp = dir.join(format!(
+        ".{}.cmv-partial-{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = safetensors::serialize_to_file(
+        tensors.iter().map(|(n, t)| (n.as_str(), t)),
+        Some(metadata),
+        &tmp,
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|()| fs::rename(&tmp, path).map_err(|e| e.to_string()));
+    if let Err(e) = result {
+        // Best effort: the temporary file may not exist.
+        let _ = fs::remove_file(&tmp);
+        return Err(write_err(e));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_names_round_trip() {
+        for d in [Dtype::F32, Dtype::F16, Dtype::BF16, Dtype::I8, Dtype::U64] {
+            assert_eq!(dtype_from_name(&dtype_name(d)), Some(d));
+        }
+        assert_eq!(dtype_from_name("F17"), None);
+    }
+
+    #[test]
+    fn entries_are_json() {
+        let e = Entry {
+            format: "spqr".into(),
+            variant: "csr".into(),
+            container_version: 2,
+            shape: [3, 5],
+            dtype: "F16".into(),
+            input: InputEncoding::Int8Rows,
+        };
+        let text = serde_json::to_string(&e).unwrap();
+        assert!(text.contains("\"input\":\"int8-rows\""), "{text}");
+        assert_eq!(serde_json::from_str::<Entry>(&text).unwrap(), e);
+    }
+
+    #[test]
+    fn float_conversions_are_exact_where_they_can_be() {
+        let v = [1.5f32, -0.25, 3.0];
+        for d in [FloatDtype::F32, FloatDtype::F16, FloatDtype::BF16] {
+            let b = float_bytes(&v, d);
+            assert_eq!(floats(d.dtype(), &b).unwrap(), v);
+        }
+        assert_eq!(values_f64(Dtype::I8, &[0xff, 3]).unwrap(), [-1.0, 3.0]);
+    }
+}
