@@ -1,0 +1,502 @@
+//! The `cmv` binary end to end: compress / inspect / decompress / eval for every registered
+//! format on a small safetensors file made here, and every error case with its message and
+//! exit code.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use half::{bf16, f16};
+use predicates::prelude::*;
+use safetensors::SafeTensors;
+use safetensors::tensor::{Dtype, TensorView};
+use tempfile::TempDir;
+
+/// A seeded stream of roughly Gaussian values (sum of 4 uniforms), scaled like weights.
+fn weights(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut uniform = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    (0..n)
+        .map(|_| {
+            let g = (0..4).map(|_| uniform()).sum::<f64>() - 2.0;
+            (g * 0.08) as f32
+        })
+        .collect()
+}
+
+struct Model {
+    dir: TempDir,
+    path: PathBuf,
+}
+
+/// The test model: 2-D F32, F16 and BF16 tensors of odd shapes, an I8 and a U16 matrix, a
+/// 1-D bias and a tiny 2-D tensor.
+fn model() -> Model {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("model.safetensors");
+    let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let q = weights(1, 67 * 130);
+    let k = weights(2, 40 * 200);
+    let v = weights(3, 33 * 150);
+    let tensors: Vec<(&str, Dtype, Vec<usize>, Vec<u8>)> = vec![
+        ("layer.0.q.weight", Dtype::F32, vec![67, 130], f32s(&q)),
+        (
+            "layer.0.k.weight",
+            Dtype::F16,
+            vec![40, 200],
+            k.iter()
+                .flat_map(|&x| f16::from_f32(x).to_le_bytes())
+                .collect(),
+        ),
+        (
+            "layer.0.v.weight",
+            Dtype::BF16,
+            vec![33, 150],
+            v.iter()
+                .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
+                .collect(),
+        ),
+        ("layer.0.bias", Dtype::F32, vec![67], f32s(&weights(4, 67))),
+        ("tiny.weight", Dtype::F32, vec![2, 3], f32s(&weights(5, 6))),
+        (
+            "codes.int8",
+            Dtype::I8,
+            vec![50, 100],
+            weights(6, 5000)
+                .iter()
+                .map(|&x| ((x * 300.0).clamp(-127.0, 127.0) as i8) as u8)
+                .collect(),
+        ),
+        (
+            "codes.u16",
+            Dtype::U16,
+            vec![50, 100],
+            weights(7, 5000)
+                .iter()
+                .flat_map(|&x| ((x.abs() * 2000.0) as u16).to_le_bytes())
+                .collect(),
+        ),
+    ];
+    let views: Vec<(&str, TensorView<'_>)> = tensors
+        .iter()
+        .map(|(n, d, s, b)| (*n, TensorView::new(*d, s.clone(), b).expect("view")))
+        .collect();
+    let meta = HashMap::from([("format".to_string(), "pt".to_string())]);
+    safetensors::serialize_to_file(views, Some(meta), &path).expect("write model");
+    Model { dir, path }
+}
+
+fn cmv() -> Command {
+    Command::cargo_bin("cmv").expect("the cmv binary")
+}
+
+/// The registered formats, from `cmv formats` (unindented lines are names).
+fn formats() -> Vec<String> {
+    let out = cmv().arg("formats").output().expect("run cmv formats");
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// `(dtype, shape, bytes)` of every tensor of a file.
+fn read(path: &Path) -> HashMap<String, (Dtype, Vec<usize>, Vec<u8>)> {
+    let bytes = std::fs::read(path).expect("read");
+    let st = SafeTensors::deserialize(&bytes).expect("safetensors");
+    st.tensors()
+        .into_iter()
+        .map(|(n, v)| (n, (v.dtype(), v.shape().to_vec(), v.data().to_vec())))
+        .collect()
+}
+
+fn json(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+fn compress(m: &Model, format: &str, out: &Path) {
+    cmv()
+        .arg("compress")
+        .arg(&m.path)
+        .args(["--format", format, "--min-elements", "64", "-q", "-o"])
+        .arg(out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("layer.0.bias: 1-D"))
+        .stdout(predicate::str::contains("tiny.weight: 6 weights"));
+}
+
+const LOSSY_BOUND: f64 = 0.5;
+
+#[test]
+fn every_format_round_trips() {
+    let m = model();
+    let names = formats();
+    assert!(names.len() >= 5, "{names:?}");
+    let original = read(&m.path);
+    for format in &names {
+        let out = m.dir.path().join(format!("model.{format}.safetensors"));
+        compress(&m, format, &out);
+
+        let report = json(cmv().arg("inspect").arg(&out).arg("--json"));
+        let rows = report["tensors"].as_array().expect("rows");
+        assert_eq!(rows.len(), original.len(), "{format}: scales are not rows");
+        let compressed: Vec<&serde_json::Value> =
+            rows.iter().filter(|r| !r["format"].is_null()).collect();
+        assert!(!compressed.is_empty(), "{format} compressed nothing");
+        for r in &compressed {
+            assert_eq!(r["format"], format.as_str());
+            assert!(r["bits_per_weight"].as_f64().expect("bits") > 0.0);
+            assert!(r["stored_bytes"].as_u64().expect("bytes") > 0);
+        }
+        cmv()
+            .arg("inspect")
+            .arg(&out)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("bits/w").and(predicate::str::contains("tensors, ")));
+
+        let dec = m.dir.path().join(format!("model.{format}.dec.safetensors"));
+        cmv()
+            .arg("decompress")
+            .arg(&out)
+            .arg("-o")
+            .arg(&dec)
+            .assert()
+            .success();
+        let back = read(&dec);
+        assert_eq!(back.len(), original.len(), "{format}");
+        for (name, (dtype, shape, bytes)) in &original {
+            let (d2, s2, b2) = &back[name];
+            assert_eq!((d2, s2), (dtype, shape), "{format} {name}");
+            let row = rows
+                .iter()
+                .find(|r| r["name"] == name.as_str())
+                .expect("row");
+            let exact = row["format"].is_null() || row["input"] == "exact";
+            if exact {
+                assert_eq!(
+                    b2, bytes,
+                    "{format} {name}: lossless must give back the bytes"
+                );
+            }
+        }
+
+        let e = json(cmv().arg("eval").arg(&m.path).arg(&out).arg("--json"));
+        assert_eq!(e["counted_tensors"].as_u64(), Some(compressed.len() as u64));
+        for t in e["tensors"].as_array().expect("rows") {
+            let err = t["relative_error"].as_f64().expect("finite error");
+            let row = rows.iter().find(|r| r["name"] == t["name"]).expect("row");
+            if row["format"].is_null() || row["input"] == "exact" {
+                assert_eq!(err, 0.0, "{format} {}", t["name"]);
+            } else {
+                assert!(
+                    err > 0.0 && err < LOSSY_BOUND,
+                    "{format} {}: {err}",
+                    t["name"]
+                );
+            }
+        }
+        let mean = e["mean_relative_error"].as_f64().expect("mean");
+        assert!(mean < LOSSY_BOUND, "{format}: {mean}");
+
+        // The decompressed file evaluates the same (up to the fp16/bf16 rounding of the
+        // output), and `--dtype f32` writes float tensors in f32.
+        let e2 = json(cmv().arg("eval").arg(&m.path).arg(&dec).arg("--json"));
+        assert!(e2["mean_relative_error"].as_f64().expect("mean") < LOSSY_BOUND);
+        let dec32 = m.dir.path().join(format!("model.{format}.f32.safetensors"));
+        cmv()
+            .arg("decompress")
+            .arg(&out)
+            .args(["--dtype", "f32", "-o"])
+            .arg(&dec32)
+            .assert()
+            .success();
+        for r in &compressed {
+            if r["input"] != "exact" {
+                let name = r["name"].as_str().expect("name");
+                assert_eq!(read(&dec32)[name].0, Dtype::F32, "{format} {name}");
+            }
+        }
+    }
+    // Nothing half-written is left beside the outputs.
+    for entry in std::fs::read_dir(m.dir.path()).expect("dir") {
+        let name = entry.expect("entry").file_name();
+        assert!(
+            !name.to_string_lossy().starts_with('.'),
+            "left over: {name:?}"
+        );
+    }
+}
+
+#[test]
+fn lossless_integer_formats_give_back_identical_values() {
+    let m = model();
+    let original = read(&m.path);
+    for (format, tensor) in [("ans", "codes.int8"), ("beam", "codes.u16")] {
+        let out = m.dir.path().join(format!("{format}.safetensors"));
+        cmv()
+            .arg("compress")
+            .arg(&m.path)
+            .args(["-f", format, "--tensor", tensor, "-q", "-o"])
+            .arg(&out)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("compressed 1 tensors"));
+        let dec = m.dir.path().join(format!("{format}.dec.safetensors"));
+        cmv()
+            .arg("decompress")
+            .arg(&out)
+            .arg("-o")
+            .arg(&dec)
+            .assert()
+            .success();
+        assert_eq!(read(&dec), original, "{format}");
+        let e = json(cmv().arg("eval").arg(&m.path).arg(&out).arg("--json"));
+        assert_eq!(e["mean_relative_error"].as_f64(), Some(0.0));
+    }
+}
+
+/// Runs `cmv` with `args`, expects exit code `code` and a one-line message containing each of
+/// `needles` on stderr, and no panic.
+fn fails(args: &[OsString], code: i32, needles: &[&str]) {
+    let out = cmv().args(args).output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("cmv: error: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for n in needles {
+        assert!(stderr.contains(n), "{args:?}: {stderr} lacks {n:?}");
+    }
+}
+
+/// Command-line arguments of mixed types.
+macro_rules! a {
+    ($($x:expr),* $(,)?) => {
+        [$(OsString::from(AsRef::<std::ffi::OsStr>::as_ref(&$x))),*]
+    };
+}
+
+/// Flips a byte in the middle of tensor `name`'s data, in place.
+fn corrupt(path: &Path, name: &str) {
+    let mut bytes = std::fs::read(path).expect("read");
+    let (start, len) = {
+        let st = SafeTensors::deserialize(&bytes).expect("safetensors");
+        let data = st.tensor(name).expect("tensor").data();
+        (data.as_ptr() as usize - bytes.as_ptr() as usize, data.len())
+    };
+    bytes[start + len / 2] ^= 0x5a;
+    std::fs::write(path, bytes).expect("write");
+}
+
+/// A copy of `path` whose tensor `name` lost its last `cut` bytes (a valid safetensors file
+/// holding a truncated container).
+fn truncate_tensor(path: &Path, name: &str, cut: usize, to: &Path) {
+    let bytes = std::fs::read(path).expect("read");
+    let (_, meta) = SafeTensors::read_metadata(&bytes).expect("metadata");
+    let st = SafeTensors::deserialize(&bytes).expect("safetensors");
+    let tensors: Vec<(String, TensorView<'_>)> = st
+        .tensors()
+        .into_iter()
+        .map(|(n, v)| {
+            if n == name {
+                let data = &v.data()[..v.data().len() - cut];
+                (
+                    n,
+                    TensorView::new(Dtype::U8, vec![data.len()], data).expect("view"),
+                )
+            } else {
+                (n, v)
+            }
+        })
+        .collect();
+    safetensors::serialize_to_file(tensors, meta.metadata().clone(), to).expect("write");
+}
+
+#[test]
+fn damaged_containers_name_the_tensor() {
+    let m = model();
+    for format in formats() {
+        let out = m.dir.path().join(format!("{format}.safetensors"));
+        compress(&m, &format, &out);
+        let tensor = "layer.0.q.weight";
+
+        let cut = m.dir.path().join(format!("{format}.cut.safetensors"));
+        truncate_tensor(&out, tensor, 16, &cut);
+        let dec = m.dir.path().join("dec.safetensors");
+        for sub in ["inspect", "decompress", "eval"] {
+            let args = match sub {
+                "inspect" => a!["inspect", cut].to_vec(),
+                "decompress" => a!["decompress", cut, "-o", dec].to_vec(),
+                _ => a!["eval", m.path, cut].to_vec(),
+            };
+            fails(&args, 5, &[tensor, "damaged", format.as_str()]);
+        }
+        assert!(!dec.exists());
+
+        corrupt(&out, tensor);
+        fails(&a!["inspect", out], 5, &[tensor, "damaged"]);
+        fails(&a!["eval", m.path, out], 5, &[tensor, "damaged"]);
+    }
+}
+
+#[test]
+fn file_errors_have_their_exit_codes() {
+    let m = model();
+    let d = m.dir.path();
+    let missing = d.join("missing.safetensors");
+    let out = d.join("out.safetensors");
+    fails(
+        &a!["compress", missing, "-f", "spqr", "-o", out],
+        3,
+        &["cannot read", "missing.safetensors"],
+    );
+    fails(&a!["inspect", missing], 3, &["cannot read"]);
+
+    let text = d.join("text.safetensors");
+    std::fs::write(&text, "this is not a model\n").expect("write");
+    fails(&a!["inspect", text], 4, &["not a valid safetensors file"]);
+
+    let bytes = std::fs::read(&m.path).expect("read");
+    let short = d.join("short.safetensors");
+    std::fs::write(&short, &bytes[..bytes.len() - 100]).expect("write");
+    fails(&a!["inspect", short], 4, &["truncated"]);
+    fails(
+        &a!["compress", short, "-f", "spqr", "-o", out],
+        4,
+        &["truncated"],
+    );
+    let header_cut = d.join("header-cut.safetensors");
+    std::fs::write(&header_cut, &bytes[..40]).expect("write");
+    fails(&a!["inspect", header_cut], 4, &["truncated"]);
+
+    let cmp = d.join("spqr.safetensors");
+    compress(&m, "spqr", &cmp);
+    fails(
+        &a!["compress", cmp, "-f", "spqr", "-o", out],
+        4,
+        &["already compressed"],
+    );
+
+    // The output exists: refused without --force, replaced with it.
+    fails(
+        &a!["compress", m.path, "-f", "spqr", "-o", cmp],
+        8,
+        &["exists", "--force"],
+    );
+    fails(&a!["decompress", cmp, "-o", m.path], 8, &["--force"]);
+    cmv()
+        .arg("compress")
+        .arg(&m.path)
+        .args(["-f", "vq", "-q", "--force", "-o"])
+        .arg(&cmp)
+        .assert()
+        .success();
+    let report = json(cmv().arg("inspect").arg(&cmp).arg("--json"));
+    let q = report["tensors"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["name"] == "layer.0.q.weight")
+        .expect("row");
+    assert_eq!(q["format"], "vq", "--force replaced the file");
+
+    let nowhere = d.join("no-such-dir").join("out.safetensors");
+    fails(
+        &a!["compress", m.path, "-f", "spqr", "-o", nowhere],
+        9,
+        &["cannot write"],
+    );
+
+    // eval: the compressed file of another model.
+    let other = d.join("other.safetensors");
+    let t = TensorView::new(Dtype::F32, vec![1, 1], &[0u8; 4]).expect("view");
+    safetensors::serialize_to_file(vec![("x", t)], None, &other).expect("write");
+    fails(&a!["eval", m.path, other], 10, &["do not match"]);
+    fails(&a!["eval", cmp, m.path], 10, &["itself compressed"]);
+}
+
+#[test]
+fn format_and_tensor_errors_have_their_exit_codes() {
+    let m = model();
+    let out = m.dir.path().join("out.safetensors");
+    let with = |extra: &[&str]| {
+        let mut v = a!["compress", m.path, "-o", out].to_vec();
+        v.extend(extra.iter().map(OsString::from));
+        v
+    };
+    fails(
+        &with(&["-f", "zip"]),
+        6,
+        &["unknown format \"zip\"", "spqr"],
+    );
+    fails(
+        &with(&["-f", "sbvr", "--variant", "n9"]),
+        6,
+        &["no variant \"n9\"", "n4"],
+    );
+    fails(
+        &with(&["-f", "spqr", "--tensor", "codes.int8"]),
+        7,
+        &["codes.int8", "cannot be compressed with spqr", "I8"],
+    );
+    fails(
+        &with(&["-f", "spqr", "--tensor", "layer.0.bias"]),
+        7,
+        &["layer.0.bias", "1-D"],
+    );
+    fails(
+        &with(&["-f", "beam", "--strict", "--min-elements", "64"]),
+        7,
+        &["codes.int8", "beam"],
+    );
+    fails(
+        &with(&["-f", "spqr", "--tensor", "no.such"]),
+        7,
+        &["no tensor \"no.such\""],
+    );
+    assert!(!out.exists(), "a failed compress writes nothing");
+    // A malformed command line is clap's (exit code 2).
+    cmv().args(["compress", "--format"]).assert().code(2);
+}
+
+#[test]
+fn help_has_examples() {
+    for sub in [
+        None,
+        Some("compress"),
+        Some("inspect"),
+        Some("decompress"),
+        Some("eval"),
+    ] {
+        let mut c = cmv();
+        if let Some(s) = sub {
+            c.arg(s);
+        }
+        c.arg("--help")
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Examples:"));
+    }
+    cmv()
+        .arg("formats")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "takes: I8 tensors as they are (lossless)",
+        ));
+}
