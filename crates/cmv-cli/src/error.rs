@@ -98,6 +98,31 @@ pub enum CliError {
         /// What went wrong.
         reason: String,
     },
+    /// A `tokenizer.json` the embedding evaluation cannot use (exit code 11).
+    #[error("{path} is not a BERT WordPiece tokenizer.json this build reads: {reason}")]
+    Tokenizer {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A model that is not a BERT encoder the embedding evaluation can run (exit code 11).
+    #[error(
+        "{path} is not a BERT sentence encoder the embedding evaluation can run: {reason}; \
+         drop --tokenizer to compare the weights only"
+    )]
+    NotBert {
+        /// The file.
+        path: PathBuf,
+        /// What is missing or does not fit.
+        reason: String,
+    },
+    /// A sentences file without a sentence (exit code 11).
+    #[error("{path} holds no sentence: give one per line")]
+    NoSentences {
+        /// The file.
+        path: PathBuf,
+    },
     /// `cmv eval` on two files whose tensors do not correspond (exit code 10).
     #[error("{original} and {compressed} do not match: {reason}")]
     Mismatch {
@@ -123,6 +148,9 @@ impl CliError {
             CliError::OutputExists { .. } => 8,
             CliError::Write { .. } => 9,
             CliError::Mismatch { .. } => 10,
+            CliError::Tokenizer { .. }
+            | CliError::NotBert { .. }
+            | CliError::NoSentences { .. } => 11,
         }
     }
 }

@@ -1,19 +1,22 @@
 //! `cmv eval`: the weight error of a compressed model against the original.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::bert::{self, Bert, ModelOpts, Tokenizer};
 use crate::decompress::decode_all;
 use crate::error::{CliError, Result};
-use crate::tensors::{File, values_f64};
+use crate::tensors::{File, FloatDtype, Owned, Parsed, floats, values_f64};
 
 /// The arguments of `cmv eval`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   cmv eval model.safetensors model.spqr.safetensors
-  cmv eval model.safetensors model.spqr.safetensors --json | jq '.mean_relative_error'")]
+  cmv eval model.safetensors model.spqr.safetensors --json | jq '.mean_relative_error'
+  cmv eval model.safetensors model.spqr.safetensors --tokenizer tokenizer.json   # + embeddings")]
 pub struct Args {
     /// The original model.
     pub original: PathBuf,
@@ -22,6 +25,34 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// The model's Hugging Face `tokenizer.json` (BERT WordPiece): also compare the sentence
+    /// embeddings of the two models (a CPU forward pass of the BERT encoder, mean pooling).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelOpts,
+}
+
+/// One sentence's embeddings compared.
+#[derive(Debug, Serialize)]
+pub struct SentenceRow {
+    /// The sentence.
+    pub sentence: String,
+    /// Its tokens, `[CLS]` and `[SEP]` included.
+    pub tokens: usize,
+    /// The cosine similarity of its embedding by the compressed model to the original's.
+    pub cosine: f64,
+}
+
+/// The sentence-embedding comparison.
+#[derive(Debug, Serialize)]
+pub struct Embeddings {
+    /// One row per sentence.
+    pub sentences: Vec<SentenceRow>,
+    /// The mean cosine similarity.
+    pub mean_cosine: f64,
+    /// The smallest.
+    pub min_cosine: f64,
 }
 
 /// One tensor's error.
@@ -57,13 +88,16 @@ pub struct Report {
     pub mean_relative_error: f64,
     /// The largest `relative_error` over the counted tensors.
     pub max_relative_error: f64,
+    /// The sentence embeddings compared (with `--tokenizer`).
+    pub embeddings: Option<Embeddings>,
 }
 
 /// The report on `original` against `compressed`.
 ///
 /// # Errors
 /// Unreadable or invalid files, damaged containers, files whose tensors do not correspond.
-pub fn report(original: &std::path::Path, compressed: &std::path::Path) -> Result<Report> {
+pub fn report(args: &Args) -> Result<Report> {
+    let (original, compressed) = (args.original.as_path(), args.compressed.as_path());
     let a_file = File::read(original)?;
     let a = a_file.parse()?;
     if a.is_cmv() {
@@ -83,7 +117,7 @@ pub fn report(original: &std::path::Path, compressed: &std::path::Path) -> Resul
         compressed: compressed.to_owned(),
         reason,
     };
-    let decoded = decode_all(&b, Some(crate::tensors::FloatDtype::F32))?;
+    let decoded = decode_all(&b, Some(FloatDtype::F32))?;
     let a_names: BTreeSet<&str> = a.names.iter().map(String::as_str).collect();
     if let Some((extra, _)) = decoded.iter().find(|(n, _)| !a_names.contains(n.as_str())) {
         return Err(mismatch(format!("tensor {extra} is not in the original")));
@@ -135,7 +169,18 @@ pub fn report(original: &std::path::Path, compressed: &std::path::Path) -> Resul
         .filter(|r| r.counted)
         .map(|r| r.relative_error)
         .collect();
+    let embeddings = match &args.tokenizer {
+        None => None,
+        Some(tok) => Some(compare_embeddings(
+            &args.model,
+            tok,
+            &a,
+            &decoded,
+            compressed,
+        )?),
+    };
     Ok(Report {
+        embeddings,
         original: original.to_owned(),
         compressed: compressed.to_owned(),
         counted_tensors: errors.len(),
@@ -150,7 +195,7 @@ pub fn report(original: &std::path::Path, compressed: &std::path::Path) -> Resul
 /// # Errors
 /// As [`report`].
 pub fn run(args: &Args) -> Result<()> {
-    let r = report(&args.original, &args.compressed)?;
+    let r = report(args)?;
     if args.json {
         // Strings and numbers (infinite ones become null) always serialize.
         println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
@@ -187,5 +232,164 @@ pub fn run(args: &Args) -> Result<()> {
         "{} tensors counted: mean relative weight error {:.4e}, max {:.4e}",
         r.counted_tensors, r.mean_relative_error, r.max_relative_error
     );
+    if let Some(e) = &r.embeddings {
+        println!();
+        println!("{:>8}  {:>6}  sentence", "cosine", "tokens");
+        for s in &e.sentences {
+            println!("{:>8.6}  {:>6}  {}", s.cosine, s.tokens, s.sentence);
+        }
+        println!(
+            "{} sentences: mean embedding cosine similarity {:.6}, min {:.6}",
+            e.sentences.len(),
+            e.mean_cosine,
+            e.min_cosine
+        );
+    }
+    Ok(())
+}
+
+/// The floats of a parsed (plain) file's tensors, for [`Bert::load`].
+fn plain_source<'a>(p: &'a Parsed<'a>) -> impl Fn(&str) -> Option<(Vec<usize>, Vec<f32>)> + 'a {
+    move |name| {
+        let t = p.tensor(name).ok()?;
+        Some((t.shape.clone(), t.floats()?))
+    }
+}
+
+/// The floats of decoded tensors, for [`Bert::load`].
+fn decoded_source(
+    decoded: &[(String, Owned)],
+) -> impl Fn(&str) -> Option<(Vec<usize>, Vec<f32>)> + '_ {
+    let map: HashMap<&str, &Owned> = decoded.iter().map(|(n, o)| (n.as_str(), o)).collect();
+    move |name| {
+        let o = map.get(name)?;
+        Some((o.shape.clone(), floats(o.dtype, &o.data)?))
+    }
+}
+
+/// The sentence embeddings of the original model and of the decoded one, compared.
+fn compare_embeddings(
+    opts: &ModelOpts,
+    tok_path: &Path,
+    original: &Parsed<'_>,
+    decoded: &[(String, Owned)],
+    compressed: &Path,
+) -> Result<Embeddings> {
+    let tok = Tokenizer::read(tok_path)?;
+    let a = Bert::load(
+        original.path,
+        &plain_source(original),
+        opts.heads,
+        opts.layer_norm_eps,
+    )?;
+    let b = Bert::load(
+        compressed,
+        &decoded_source(decoded),
+        opts.heads,
+        opts.layer_norm_eps,
+    )?;
+    let sentences = bert::sentences(opts.sentences.as_deref())?;
+    let ids = bert::tokenize(&tok, tok_path, &a, &sentences, opts.max_tokens)?;
+    let cosines: Vec<f64> = ids
+        .par_iter()
+        .map(|ids| bert::cosine(&a.embed(ids), &b.embed(ids)))
+        .collect();
+    let rows: Vec<SentenceRow> = sentences
+        .into_iter()
+        .zip(&ids)
+        .zip(&cosines)
+        .map(|((sentence, ids), &cosine)| SentenceRow {
+            sentence,
+            tokens: ids.len(),
+            cosine,
+        })
+        .collect();
+    Ok(Embeddings {
+        mean_cosine: cosines.iter().sum::<f64>() / cosines.len().max(1) as f64,
+        min_cosine: cosines.iter().copied().fold(f64::INFINITY, f64::min),
+        sentences: rows,
+    })
+}
+
+/// The arguments of `cmv embed`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  cmv embed model.safetensors --tokenizer tokenizer.json \\
+      \"The weather is lovely today.\" \"It's so sunny outside!\" \"He drove to the stadium.\"
+  cmv embed model.spqr.safetensors --tokenizer tokenizer.json --json")]
+pub struct EmbedArgs {
+    /// The model (plain, or compressed by `cmv compress`).
+    pub model: PathBuf,
+    /// Sentences (default: --sentences, or the shipped ones).
+    pub text: Vec<String>,
+    /// The model's Hugging Face `tokenizer.json` (BERT WordPiece).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: PathBuf,
+    /// Print JSON (sentences, embeddings, similarities) instead of the similarity matrix.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub opts: ModelOpts,
+}
+
+/// Runs `cmv embed`: sentence embeddings and their cosine similarities.
+///
+/// # Errors
+/// Unreadable or invalid files, damaged containers, a tokenizer or model the forward pass
+/// cannot use.
+pub fn run_embed(args: &EmbedArgs) -> Result<()> {
+    let file = File::read(&args.model)?;
+    let parsed = file.parse()?;
+    let tok = Tokenizer::read(&args.tokenizer)?;
+    let decoded;
+    let bert = if parsed.is_cmv() {
+        decoded = decode_all(&parsed, Some(FloatDtype::F32))?;
+        Bert::load(
+            &args.model,
+            &decoded_source(&decoded),
+            args.opts.heads,
+            args.opts.layer_norm_eps,
+        )?
+    } else {
+        Bert::load(
+            &args.model,
+            &plain_source(&parsed),
+            args.opts.heads,
+            args.opts.layer_norm_eps,
+        )?
+    };
+    let sentences = if args.text.is_empty() {
+        bert::sentences(args.opts.sentences.as_deref())?
+    } else {
+        args.text.clone()
+    };
+    let ids = bert::tokenize(
+        &tok,
+        &args.tokenizer,
+        &bert,
+        &sentences,
+        args.opts.max_tokens,
+    )?;
+    let emb: Vec<Vec<f32>> = ids.par_iter().map(|ids| bert.embed(ids)).collect();
+    let sim: Vec<Vec<f64>> = emb
+        .iter()
+        .map(|a| emb.iter().map(|b| bert::cosine(a, b)).collect())
+        .collect();
+    if args.json {
+        let v = serde_json::json!({
+            "sentences": sentences,
+            "embeddings": emb,
+            "similarities": sim,
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    for (i, s) in sentences.iter().enumerate() {
+        println!("[{i}] {s}");
+    }
+    for row in &sim {
+        let cells: Vec<String> = row.iter().map(|v| format!("{v:.4}")).collect();
+        println!("{}", cells.join("  "));
+    }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! result, decompress it, and measure the weight error (CPU only). docs/CLI.md has the usage,
 //! the output file's layout and the exit codes.
 
+mod bert;
 mod compress;
 mod decompress;
 mod error;
@@ -31,7 +32,8 @@ use crate::error::CliError;
 
 Exit codes: 0 ok, 1 internal error, 2 bad command line, 3 unreadable input, 4 not a (valid)
 safetensors model, 5 damaged compressed tensor, 6 unknown format or variant, 7 tensor missing
-or not compressible, 8 output exists, 9 output not writable, 10 files do not match (eval)."
+or not compressible, 8 output exists, 9 output not writable, 10 files do not match (eval),
+11 tokenizer, sentences or model unusable for the embedding evaluation."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -48,6 +50,9 @@ enum Command {
     Decompress(decompress::Args),
     /// The relative weight error of each tensor of a compressed model against the original.
     Eval(eval::Args),
+    /// Sentence embeddings of a BERT model (plain or compressed) and their cosine
+    /// similarities.
+    Embed(eval::EmbedArgs),
     /// The registered formats, their variants and what they take.
     Formats,
 }
@@ -70,6 +75,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Inspect(a) => inspect::run(a),
         Command::Decompress(a) => decompress::run(a),
         Command::Eval(a) => eval::run(a),
+        Command::Embed(a) => eval::run_embed(a),
         Command::Formats => {
             list_formats();
             Ok(())

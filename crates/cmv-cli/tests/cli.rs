@@ -500,3 +500,215 @@ fn help_has_examples() {
             "takes: I8 tensors as they are (lossless)",
         ));
 }
+
+const TOKENS: &[&str] = &[
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "on", "mat", "dog", "ran", "a", "##s",
+    ".", "!", "weather", "is", "lovely", "today",
+];
+
+/// A tiny BERT (hidden 32, 2 heads, 2 layers, intermediate 64, 16 positions) with seeded
+/// weights, its `tokenizer.json` and a sentences file.
+fn bert(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let (h, inter, vocab, pos) = (32usize, 64usize, 24usize, 16usize);
+    let mut tensors: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
+    let mut seed = 100;
+    let mut add = |name: String, shape: Vec<usize>, offset: f32| {
+        seed += 1;
+        let n = shape.iter().product();
+        let v = weights(seed, n).iter().map(|x| x + offset).collect();
+        tensors.push((name, shape, v));
+    };
+    add(
+        "embeddings.word_embeddings.weight".into(),
+        vec![vocab, h],
+        0.0,
+    );
+    add(
+        "embeddings.position_embeddings.weight".into(),
+        vec![pos, h],
+        0.0,
+    );
+    add(
+        "embeddings.token_type_embeddings.weight".into(),
+        vec![2, h],
+        0.0,
+    );
+    add("embeddings.LayerNorm.weight".into(), vec![h], 1.0);
+    add("embeddings.LayerNorm.bias".into(), vec![h], 0.0);
+    for l in 0..2 {
+        let p = format!("encoder.layer.{l}");
+        for (name, out, inp) in [
+            ("attention.self.query", h, h),
+            ("attention.self.key", h, h),
+            ("attention.self.value", h, h),
+            ("attention.output.dense", h, h),
+            ("intermediate.dense", inter, h),
+            ("output.dense", h, inter),
+        ] {
+            add(format!("{p}.{name}.weight"), vec![out, inp], 0.0);
+            add(format!("{p}.{name}.bias"), vec![out], 0.0);
+        }
+        for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
+            add(format!("{p}.{name}.weight"), vec![h], 1.0);
+            add(format!("{p}.{name}.bias"), vec![h], 0.0);
+        }
+    }
+    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
+        .into_iter()
+        .map(|(n, s, v)| (n, s, v.iter().flat_map(|x| x.to_le_bytes()).collect()))
+        .collect();
+    let views: Vec<(&str, TensorView<'_>)> = bytes
+        .iter()
+        .map(|(n, s, b)| {
+            let v = TensorView::new(Dtype::F32, s.clone(), b).expect("view");
+            (n.as_str(), v)
+        })
+        .collect();
+    let model = dir.join("bert.safetensors");
+    safetensors::serialize_to_file(views, None, &model).expect("write bert");
+    let vocab: serde_json::Map<String, serde_json::Value> = TOKENS
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ((*t).to_owned(), serde_json::Value::from(i)))
+        .collect();
+    let tok = serde_json::json!({
+        "normalizer": {"type": "BertNormalizer", "lowercase": true},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": vocab},
+    });
+    let tok_path = dir.join("tokenizer.json");
+    std::fs::write(&tok_path, tok.to_string()).expect("write tokenizer");
+    let sentences = dir.join("sentences.txt");
+    std::fs::write(
+        &sentences,
+        "The cat sat on the mat.\nThe dog ran!\n\nThe weather is lovely today.\nCats sat on a dog.\n",
+    )
+    .expect("write sentences");
+    (model, tok_path, sentences)
+}
+
+#[test]
+fn sentence_embeddings_are_compared() {
+    let dir = TempDir::new().expect("temp dir");
+    let (model, tok, sentences) = bert(dir.path());
+    let eval = |compressed: &Path| {
+        json(
+            cmv()
+                .arg("eval")
+                .arg(&model)
+                .arg(compressed)
+                .arg("--tokenizer")
+                .arg(&tok)
+                .arg("--sentences")
+                .arg(&sentences)
+                .args(["--heads", "2", "--json"]),
+        )
+    };
+    // The model against itself: every embedding identical.
+    let same = eval(&model);
+    let e = &same["embeddings"];
+    assert_eq!(e["sentences"].as_array().expect("rows").len(), 4);
+    assert_eq!(e["mean_cosine"].as_f64(), Some(1.0));
+    assert_eq!(e["sentences"][0]["tokens"].as_u64(), Some(9));
+
+    for format in formats() {
+        let out = dir.path().join(format!("bert.{format}.safetensors"));
+        cmv()
+            .arg("compress")
+            .arg(&model)
+            .args(["-f", &format, "--min-elements", "512", "-q", "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        let r = eval(&out);
+        let mean = r["embeddings"]["mean_cosine"].as_f64().expect("mean");
+        assert!(mean > 0.5 && mean <= 1.0 + 1e-9, "{format}: {mean}");
+        // Compressed models embed too; a sentence is most similar to itself.
+        let v = json(
+            cmv()
+                .arg("embed")
+                .arg(&out)
+                .arg("--tokenizer")
+                .arg(&tok)
+                .args(["--heads", "2", "--json", "the cat sat", "a dog ran"]),
+        );
+        let sim = &v["similarities"];
+        assert!(
+            (sim[0][0].as_f64().expect("sim") - 1.0).abs() < 1e-6,
+            "{format}"
+        );
+        assert!(sim[0][1].as_f64().expect("sim") < 1.0 - 1e-6, "{format}");
+    }
+    cmv()
+        .arg("embed")
+        .arg(&model)
+        .arg("--tokenizer")
+        .arg(&tok)
+        .args(["--heads", "2", "the cat sat", "a dog ran"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("[1] a dog ran").and(predicate::str::contains("1.0000")));
+}
+
+#[test]
+fn embedding_errors_have_their_exit_codes() {
+    let dir = TempDir::new().expect("temp dir");
+    let d = dir.path();
+    let (model, tok, _) = bert(d);
+    let missing = d.join("missing.json");
+    fails(
+        &a!["eval", model, model, "--heads", "2", "--tokenizer", missing],
+        3,
+        &["cannot read", "missing.json"],
+    );
+    let text = d.join("text.json");
+    std::fs::write(&text, "not json").expect("write");
+    fails(
+        &a!["eval", model, model, "--heads", "2", "--tokenizer", text],
+        11,
+        &["not JSON"],
+    );
+    let bpe = d.join("bpe.json");
+    std::fs::write(&bpe, r#"{"model": {"type": "BPE"}}"#).expect("write");
+    fails(
+        &a!["eval", model, model, "--heads", "2", "--tokenizer", bpe],
+        11,
+        &["not WordPiece"],
+    );
+    let m = super_model(d);
+    fails(
+        &a!["eval", m, m, "--tokenizer", tok],
+        11,
+        &["not a BERT sentence encoder", "word_embeddings"],
+    );
+    fails(
+        &a!["eval", model, model, "--heads", "5", "--tokenizer", tok],
+        11,
+        &["heads do not divide"],
+    );
+    let empty = d.join("empty.txt");
+    std::fs::write(&empty, "\n\n").expect("write");
+    fails(
+        &a![
+            "eval",
+            model,
+            model,
+            "--heads",
+            "2",
+            "--tokenizer",
+            tok,
+            "--sentences",
+            empty
+        ],
+        11,
+        &["holds no sentence"],
+    );
+}
+
+/// The weights-only test model, in `dir`.
+fn super_model(dir: &Path) -> PathBuf {
+    let m = model();
+    let to = dir.join("plain.safetensors");
+    std::fs::copy(&m.path, &to).expect("copy");
+    to
+}
