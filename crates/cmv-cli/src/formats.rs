@@ -160,8 +160,9 @@ impl CliWeight for f32 {
     }
 }
 
-/// Per-row symmetric int8 quantization: `s = max|w| / 127` (0 for a zero row),
-/// `q = round(w / s)` in -127..=127.
+/// Per-row symmetric int8 quantization, as the bench's `weights` suite does it:
+/// `s = max|w| / 127` (0 for a zero row, whose `q` are 0), `q = round_half_even(w / s)` in
+/// -127..=127.
 ///
 /// # Errors
 /// The first non-finite weight.
@@ -182,7 +183,7 @@ pub fn quantize_rows(w: &[f32], cols: usize) -> Result<(Vec<i8>, Vec<f32>), Stri
             if s == 0.0 {
                 0
             } else {
-                (v / s).round().clamp(-127.0, 127.0) as i8
+                (v / s).round_ties_even().clamp(-127.0, 127.0) as i8
             }
         }));
     }

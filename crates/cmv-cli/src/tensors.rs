@@ -305,9 +305,9 @@ pub enum InputEncoding {
     Float,
     /// Integer weights as they are: lossless.
     Exact,
-    /// Float weights quantized per row to int8 (`q = round(w / s)`, `s = max|w| / 127`), the
-    /// scales in the tensor `<name>.cmv_row_scales` (F32, one per row); formats of unsigned
-    /// integers store `q + 127`.
+    /// Float weights quantized per row to int8 (`q = round_half_even(w / s)`,
+    /// `s = max|w| / 127`), the scales in the tensor `<name>.cmv_row_scales` (F32, one per
+    /// row); formats of unsigned integers store `q + 127`.
     Int8Rows,
 }
 
