@@ -9,6 +9,8 @@ use serde::Serialize;
 use crate::bert::{self, Bert, ModelOpts, Tokenizer};
 use crate::decompress::decode_all;
 use crate::error::{CliError, Result};
+use crate::rtn::RtnSpec;
+use crate::stored;
 use crate::tensors::{File, FloatDtype, Owned, Parsed, floats, values_f64};
 
 /// The arguments of `cmv eval`.
@@ -29,6 +31,10 @@ pub struct Args {
     /// embeddings of the two models (a CPU forward pass of the BERT encoder, mean pooling).
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<PathBuf>,
+    /// Also evaluate round-to-nearest at BITS bits with groups of GROUP weights (fp16 scale
+    /// and zero per group) on the same tensors (repeatable), e.g. `--rtn 4:128 --rtn 3:64`.
+    #[arg(long, value_name = "BITS:GROUP")]
+    pub rtn: Vec<RtnSpec>,
     #[command(flatten)]
     pub model: ModelOpts,
 }
@@ -88,8 +94,12 @@ pub struct Report {
     pub mean_relative_error: f64,
     /// The largest `relative_error` over the counted tensors.
     pub max_relative_error: f64,
+    /// Bits per weight stored for the compressed tensors (a cmv file only).
+    pub bits_per_weight: Option<f64>,
     /// The sentence embeddings compared (with `--tokenizer`).
     pub embeddings: Option<Embeddings>,
+    /// The RTN baselines (`--rtn`) on the same tensors.
+    pub baselines: Vec<Baseline>,
 }
 
 /// The report on `original` against `compressed`.
@@ -142,17 +152,7 @@ pub fn report(args: &Args) -> Result<Report> {
             }
             continue;
         };
-        let (mut num, mut den, mut max) = (0f64, 0f64, 0f64);
-        for (x, y) in w.iter().zip(&w2) {
-            num += (x - y) * (x - y);
-            den += x * x;
-            max = max.max((x - y).abs());
-        }
-        let relative_error = match (num, den) {
-            (0.0, _) => 0.0,
-            (_, 0.0) => f64::INFINITY,
-            _ => (num / den).sqrt(),
-        };
+        let (relative_error, max) = errors(&w, &w2);
         let format = b.entry(name)?.map(|e| e.format);
         let counted = format.is_some() || (!b.is_cmv() && t.shape.len() == 2);
         rows.push(Row {
@@ -169,24 +169,159 @@ pub fn report(args: &Args) -> Result<Report> {
         .filter(|r| r.counted)
         .map(|r| r.relative_error)
         .collect();
-    let embeddings = match &args.tokenizer {
+    let mut stored_bits = 0u64;
+    let mut stored_elements = 0u64;
+    for r in rows.iter().filter(|r| r.format.is_some()) {
+        if let Some(st) = stored::load(&b, &r.name)? {
+            stored_bits += 8 * st.stored_bytes;
+            stored_elements += st.elements();
+        }
+    }
+    let ctx = match &args.tokenizer {
         None => None,
-        Some(tok) => Some(compare_embeddings(
-            &args.model,
-            tok,
-            &a,
-            &decoded,
-            compressed,
-        )?),
+        Some(tok) => Some(EmbedCtx::new(&args.model, tok, &a)?),
     };
+    let embeddings = match &ctx {
+        None => None,
+        Some(ctx) => {
+            let b = Bert::load(
+                compressed,
+                &decoded_source(&decoded),
+                args.model.heads,
+                args.model.layer_norm_eps,
+            )?;
+            Some(ctx.compare(&b))
+        }
+    };
+    let counted: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.counted)
+        .map(|r| r.name.as_str())
+        .collect();
+    let baselines = args
+        .rtn
+        .iter()
+        .map(|&spec| baseline(spec, &a, &counted, ctx.as_ref(), &args.model))
+        .collect::<Result<Vec<_>>>()?;
     Ok(Report {
+        bits_per_weight: (stored_elements > 0).then(|| stored_bits as f64 / stored_elements as f64),
         embeddings,
+        baselines,
         original: original.to_owned(),
         compressed: compressed.to_owned(),
         counted_tensors: errors.len(),
         mean_relative_error: errors.iter().sum::<f64>() / errors.len().max(1) as f64,
         max_relative_error: errors.iter().copied().fold(0.0, f64::max),
         tensors: rows,
+    })
+}
+
+/// `(||w - w2|| / ||w||, max |w - w2|)`; the relative error is 0 when both are zero and
+/// infinite when only `w` is.
+fn errors(w: &[f64], w2: &[f64]) -> (f64, f64) {
+    let (mut num, mut den, mut max) = (0f64, 0f64, 0f64);
+    for (x, y) in w.iter().zip(w2) {
+        num += (x - y) * (x - y);
+        den += x * x;
+        max = max.max((x - y).abs());
+    }
+    let relative = match (num, den) {
+        (0.0, _) => 0.0,
+        (_, 0.0) => f64::INFINITY,
+        _ => (num / den).sqrt(),
+    };
+    (relative, max)
+}
+
+/// An RTN baseline on the counted tensors.
+#[derive(Debug, Serialize)]
+pub struct Baseline {
+    /// `rtn<bits> g<group>`.
+    pub name: String,
+    /// Bits per code.
+    pub bits: u32,
+    /// Weights per group.
+    pub group: usize,
+    /// Bits per weight: codes plus an fp16 scale and zero per group.
+    pub bits_per_weight: f64,
+    /// Tensors quantized (the counted float tensors).
+    pub tensors: usize,
+    /// Mean relative weight error over them.
+    pub mean_relative_error: f64,
+    /// The largest.
+    pub max_relative_error: f64,
+    /// The sentence embeddings compared with the original's (with `--tokenizer`).
+    pub embeddings: Option<Embeddings>,
+}
+
+/// One tensor quantized with RTN.
+struct Quantized {
+    name: String,
+    shape: Vec<usize>,
+    values: Vec<f32>,
+    error: f64,
+    bits: u64,
+}
+
+/// The RTN baseline `spec` on the tensors `names` of `original`.
+fn baseline(
+    spec: RtnSpec,
+    original: &Parsed<'_>,
+    names: &[&str],
+    ctx: Option<&EmbedCtx>,
+    opts: &ModelOpts,
+) -> Result<Baseline> {
+    let quantized: Vec<Quantized> = names
+        .par_iter()
+        .filter_map(|name| {
+            let t = original.tensor(name).ok()?;
+            let (&[rows, cols], Some(w)) = (&t.shape[..], t.floats()) else {
+                return None;
+            };
+            let q = spec.fake_quantize(&w, cols);
+            let w64: Vec<f64> = w.iter().map(|&v| f64::from(v)).collect();
+            let q64: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
+            let (err, _) = errors(&w64, &q64);
+            Some(Quantized {
+                name: (*name).to_owned(),
+                shape: t.shape.clone(),
+                values: q,
+                error: err,
+                bits: spec.stored_bits(rows, cols),
+            })
+        })
+        .collect();
+    let elements: u64 = quantized
+        .iter()
+        .map(|q| q.shape.iter().product::<usize>() as u64)
+        .sum();
+    let bits: u64 = quantized.iter().map(|q| q.bits).sum();
+    let errs: Vec<f64> = quantized.iter().map(|q| q.error).collect();
+    let embeddings = match ctx {
+        None => None,
+        Some(ctx) => {
+            let map: HashMap<&str, (&Vec<usize>, &Vec<f32>)> = quantized
+                .iter()
+                .map(|q| (q.name.as_str(), (&q.shape, &q.values)))
+                .collect();
+            let plain = plain_source(original);
+            let source = |name: &str| match map.get(name) {
+                Some((s, q)) => Some(((*s).clone(), (*q).clone())),
+                None => plain(name),
+            };
+            let b = Bert::load(original.path, &source, opts.heads, opts.layer_norm_eps)?;
+            Some(ctx.compare(&b))
+        }
+    };
+    Ok(Baseline {
+        name: spec.to_string(),
+        bits: spec.bits,
+        group: spec.group,
+        bits_per_weight: bits as f64 / elements.max(1) as f64,
+        tensors: quantized.len(),
+        mean_relative_error: errs.iter().sum::<f64>() / errs.len().max(1) as f64,
+        max_relative_error: errs.iter().copied().fold(0.0, f64::max),
+        embeddings,
     })
 }
 
@@ -245,6 +380,36 @@ pub fn run(args: &Args) -> Result<()> {
             e.min_cosine
         );
     }
+    if !r.baselines.is_empty() {
+        let cos = |e: &Option<Embeddings>| {
+            e.as_ref().map_or(("-".to_owned(), "-".to_owned()), |e| {
+                (
+                    format!("{:.6}", e.mean_cosine),
+                    format!("{:.6}", e.min_cosine),
+                )
+            })
+        };
+        println!();
+        println!(
+            "{:<14}  {:>7}  {:>13}  {:>11}  {:>10}",
+            "model", "bits/w", "mean rel. err", "mean cosine", "min cosine"
+        );
+        let (mean, min) = cos(&r.embeddings);
+        let bits = r
+            .bits_per_weight
+            .map_or("-".to_owned(), |b| format!("{b:.3}"));
+        println!(
+            "{:<14}  {:>7}  {:>13.4e}  {:>11}  {:>10}",
+            "compressed", bits, r.mean_relative_error, mean, min
+        );
+        for b in &r.baselines {
+            let (mean, min) = cos(&b.embeddings);
+            println!(
+                "{:<14}  {:>7.3}  {:>13.4e}  {:>11}  {:>10}",
+                b.name, b.bits_per_weight, b.mean_relative_error, mean, min
+            );
+        }
+    }
     Ok(())
 }
 
@@ -267,48 +432,57 @@ fn decoded_source(
     }
 }
 
-/// The sentence embeddings of the original model and of the decoded one, compared.
-fn compare_embeddings(
-    opts: &ModelOpts,
-    tok_path: &Path,
-    original: &Parsed<'_>,
-    decoded: &[(String, Owned)],
-    compressed: &Path,
-) -> Result<Embeddings> {
-    let tok = Tokenizer::read(tok_path)?;
-    let a = Bert::load(
-        original.path,
-        &plain_source(original),
-        opts.heads,
-        opts.layer_norm_eps,
-    )?;
-    let b = Bert::load(
-        compressed,
-        &decoded_source(decoded),
-        opts.heads,
-        opts.layer_norm_eps,
-    )?;
-    let sentences = bert::sentences(opts.sentences.as_deref())?;
-    let ids = bert::tokenize(&tok, tok_path, &a, &sentences, opts.max_tokens)?;
-    let cosines: Vec<f64> = ids
-        .par_iter()
-        .map(|ids| bert::cosine(&a.embed(ids), &b.embed(ids)))
-        .collect();
-    let rows: Vec<SentenceRow> = sentences
-        .into_iter()
-        .zip(&ids)
-        .zip(&cosines)
-        .map(|((sentence, ids), &cosine)| SentenceRow {
-            sentence,
-            tokens: ids.len(),
-            cosine,
+/// The original model's sentence embeddings, to compare others with.
+struct EmbedCtx {
+    sentences: Vec<String>,
+    ids: Vec<Vec<u32>>,
+    embeddings: Vec<Vec<f32>>,
+}
+
+impl EmbedCtx {
+    fn new(opts: &ModelOpts, tok_path: &Path, original: &Parsed<'_>) -> Result<Self> {
+        let tok = Tokenizer::read(tok_path)?;
+        let a = Bert::load(
+            original.path,
+            &plain_source(original),
+            opts.heads,
+            opts.layer_norm_eps,
+        )?;
+        let sentences = bert::sentences(opts.sentences.as_deref())?;
+        let ids = bert::tokenize(&tok, tok_path, &a, &sentences, opts.max_tokens)?;
+        let embeddings = ids.par_iter().map(|ids| a.embed(ids)).collect();
+        Ok(Self {
+            sentences,
+            ids,
+            embeddings,
         })
-        .collect();
-    Ok(Embeddings {
-        mean_cosine: cosines.iter().sum::<f64>() / cosines.len().max(1) as f64,
-        min_cosine: cosines.iter().copied().fold(f64::INFINITY, f64::min),
-        sentences: rows,
-    })
+    }
+
+    /// `b`'s embeddings against the original's.
+    fn compare(&self, b: &Bert) -> Embeddings {
+        let cosines: Vec<f64> = self
+            .ids
+            .par_iter()
+            .zip(&self.embeddings)
+            .map(|(ids, e)| bert::cosine(e, &b.embed(ids)))
+            .collect();
+        let rows: Vec<SentenceRow> = self
+            .sentences
+            .iter()
+            .zip(&self.ids)
+            .zip(&cosines)
+            .map(|((sentence, ids), &cosine)| SentenceRow {
+                sentence: sentence.clone(),
+                tokens: ids.len(),
+                cosine,
+            })
+            .collect();
+        Embeddings {
+            mean_cosine: cosines.iter().sum::<f64>() / cosines.len().max(1) as f64,
+            min_cosine: cosines.iter().copied().fold(f64::INFINITY, f64::min),
+            sentences: rows,
+        }
+    }
 }
 
 /// The arguments of `cmv embed`.

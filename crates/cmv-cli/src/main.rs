@@ -9,6 +9,7 @@ mod error;
 mod eval;
 mod formats;
 mod inspect;
+mod rtn;
 mod stored;
 mod tensors;
 

@@ -212,6 +212,7 @@ fn every_format_round_trips() {
         }
         let mean = e["mean_relative_error"].as_f64().expect("mean");
         assert!(mean < LOSSY_BOUND, "{format}: {mean}");
+        assert!(e["bits_per_weight"].as_f64().expect("bits") > 0.0);
 
         // The decompressed file evaluates the same (up to the fp16/bf16 rounding of the
         // output), and `--dtype f32` writes float tensors in f32.
@@ -604,6 +605,54 @@ fn sentence_embeddings_are_compared() {
                 .args(["--heads", "2", "--json"]),
         )
     };
+    // RTN baselines on the tensors the compressed file holds, with embeddings.
+    let out = dir.path().join("bert.rtn-test.safetensors");
+    cmv()
+        .arg("compress")
+        .arg(&model)
+        .args(["-f", "sbvr", "--min-elements", "512", "-q", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let r = json(
+        cmv()
+            .arg("eval")
+            .arg(&model)
+            .arg(&out)
+            .arg("--tokenizer")
+            .arg(&tok)
+            .args(["--heads", "2", "--json", "--rtn", "8:32", "--rtn", "2:16"]),
+    );
+    let b = r["baselines"].as_array().expect("baselines");
+    assert_eq!(b.len(), 2);
+    assert_eq!(b[0]["name"], "rtn8 g32");
+    // 32 columns or 64: whole groups, 8 + 32 / 32 bits.
+    assert_eq!(b[0]["bits_per_weight"].as_f64(), Some(9.0));
+    assert_eq!(b[0]["tensors"], r["counted_tensors"]);
+    let (e8, e2) = (
+        b[0]["mean_relative_error"].as_f64().expect("err"),
+        b[1]["mean_relative_error"].as_f64().expect("err"),
+    );
+    assert!(0.0 < e8 && e8 < 0.02 && e8 < e2 && e2 < 1.0, "{e8} {e2}");
+    let c8 = b[0]["embeddings"]["mean_cosine"].as_f64().expect("cos");
+    assert!(c8 > 0.99 && c8 <= 1.0 + 1e-9, "{c8}");
+    cmv()
+        .arg("eval")
+        .arg(&model)
+        .arg(&out)
+        .args(["--rtn", "4:128"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("rtn4 g128"));
+    cmv()
+        .arg("eval")
+        .arg(&model)
+        .arg(&out)
+        .args(["--rtn", "9:128"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("BITS:GROUP"));
+
     // The model against itself: every embedding identical.
     let same = eval(&model);
     let e = &same["embeddings"];
