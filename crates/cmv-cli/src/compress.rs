@@ -11,8 +11,8 @@ use safetensors::tensor::Dtype;
 use crate::error::{CliError, Result};
 use crate::formats::{self, Encoded, Format};
 use crate::tensors::{
-    Entry, FILE_KEY, FILE_VERSION, File, Owned, SCALES_SUFFIX, TENSOR_KEY_PREFIX, Tensor,
-    check_output, dtype_name, write_atomic,
+    Entry, FILE_KEY, FILE_VERSION, File, InputEncoding, Owned, SCALES_SUFFIX, TENSOR_KEY_PREFIX,
+    Tensor, check_output, dtype_name, write_atomic,
 };
 
 /// The arguments of `cmv compress`.
@@ -23,7 +23,8 @@ use crate::tensors::{
   cmv compress model.safetensors --format ans --tensor encoder.layer.0.attention.self.query.weight -o q.safetensors
   cmv formats      # the formats, their variants and what they take")]
 pub struct Args {
-    /// The model: a safetensors file.
+    /// The model: a safetensors or GGUF file (GGUF: F32, F16, BF16, F64, I8-I64 and Q8_0
+    /// tensors; its metadata is not carried over).
     pub model: PathBuf,
     /// The format (`cmv formats` lists them).
     #[arg(short, long)]
@@ -126,7 +127,7 @@ pub fn run(args: &Args) -> Result<()> {
                         format: format.name(),
                         reason: format!(
                             "the model already has a tensor {scales}, the name cmv stores its \
-                             row scales under; rename it"
+                             scales under; rename it"
                         ),
                     });
                 }
@@ -195,11 +196,16 @@ fn add_compressed(
     let json = serde_json::to_string(&entry).unwrap_or_default();
     metadata.insert(format!("{TENSOR_KEY_PREFIX}{}", t.name), json);
     if let Some(scales) = e.scales {
+        let rows = t.shape[0].max(1);
+        let shape = match e.input {
+            InputEncoding::Int8Blocks => vec![rows, scales.len() / rows],
+            _ => vec![scales.len()],
+        };
         out.push((
             format!("{}{SCALES_SUFFIX}", t.name),
             Owned {
                 dtype: Dtype::F32,
-                shape: vec![scales.len()],
+                shape,
                 data: scales.iter().flat_map(|s| s.to_le_bytes()).collect(),
             },
         ));

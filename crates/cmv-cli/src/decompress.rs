@@ -31,7 +31,7 @@ pub struct Args {
 }
 
 /// Every tensor of `parsed` as a plain tensor: compressed ones decoded (floats in `dtype`, or
-/// their original dtype), row scales dropped, the others as they are.
+/// their original dtype), scales dropped, the others as they are.
 ///
 /// # Errors
 /// Damaged containers.

@@ -25,6 +25,14 @@ pub enum CliError {
         /// What to do about it.
         hint: &'static str,
     },
+    /// A GGUF file that cannot be read (exit code 4).
+    #[error("{path} is not a GGUF file this build reads: {reason}")]
+    NotGguf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A file written by `cmv compress` given where a model is expected (exit code 4).
     #[error(
         "{path} is already compressed by cmv: pass the original model (or `cmv decompress` it \
@@ -141,7 +149,9 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Read { .. } => 3,
-            CliError::NotSafetensors { .. } | CliError::AlreadyCompressed { .. } => 4,
+            CliError::NotSafetensors { .. }
+            | CliError::NotGguf { .. }
+            | CliError::AlreadyCompressed { .. } => 4,
             CliError::Damaged { .. } => 5,
             CliError::UnknownFormat { .. } | CliError::UnknownVariant { .. } => 6,
             CliError::NoSuchTensor { .. } | CliError::CannotTake { .. } => 7,

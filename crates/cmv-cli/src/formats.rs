@@ -5,7 +5,7 @@
 //! [`Decode`] impl (its CPU decoder: the trait has none) below. How tensors are fed to it
 //! follows from its `Weight` type ([`CliWeight`]): f32 formats take F32/F16/BF16 tensors
 //! as they are; integer formats take integer tensors as they are (lossless) and float tensors
-//! quantized per row to int8, with the row scales stored beside (docs/CLI.md).
+//! quantized per row to int8, with the scales stored beside (docs/CLI.md).
 
 use std::marker::PhantomData;
 
@@ -85,7 +85,7 @@ pub struct Prepared<W> {
     pub values: Vec<W>,
     /// How they were made from the tensor.
     pub input: InputEncoding,
-    /// The row scales of [`InputEncoding::Int8Rows`].
+    /// The scales of [`InputEncoding::Int8Rows`] and [`InputEncoding::Int8Blocks`].
     pub scales: Option<Vec<f32>>,
 }
 
@@ -190,15 +190,16 @@ pub fn quantize_rows(w: &[f32], cols: usize) -> Result<(Vec<i8>, Vec<f32>), Stri
     Ok((q, scales))
 }
 
-/// The inverse of [`quantize_rows`] (`q * s` in f32).
+/// The inverse of [`quantize_rows`] (`q * s` in f32), one scale for each run of
+/// `q.len() / scales.len()` consecutive values (a row, or a Q8_0 block).
 ///
 /// # Errors
-/// Scales missing or not one per row.
+/// Scales missing or not dividing the values.
 pub fn dequantize_rows(q: &[i8], scales: Option<&[f32]>) -> Result<Vec<f32>, String> {
-    let scales = scales.ok_or("its row scales are missing")?;
+    let scales = scales.ok_or("its scales are missing")?;
     if scales.is_empty() || !q.len().is_multiple_of(scales.len()) {
         return Err(format!(
-            "{} row scales do not divide {} weights",
+            "{} scales do not divide {} weights",
             scales.len(),
             q.len()
         ));
@@ -211,10 +212,18 @@ pub fn dequantize_rows(q: &[i8], scales: Option<&[f32]>) -> Result<Vec<f32>, Str
 }
 
 impl CliWeight for i8 {
-    const TAKES: &'static str = "I8 tensors as they are (lossless), and F32/F16/BF16 tensors \
+    const TAKES: &'static str = "I8 tensors and GGUF Q8_0 tensors (int8 values and block \
+                                 scales) as they are (lossless), and F32/F16/BF16 tensors \
                                  quantized per row to int8 with absmax scales (lossy)";
 
     fn prepare(t: &Tensor<'_>, _: usize, cols: usize) -> Result<Prepared<i8>, String> {
+        if let Some(q8) = t.q8_0 {
+            return Ok(Prepared {
+                values: q8.q.clone(),
+                input: InputEncoding::Int8Blocks,
+                scales: Some(q8.scales.clone()),
+            });
+        }
         if t.dtype == Dtype::I8 {
             return Ok(Prepared {
                 values: t.data.iter().map(|&b| b as i8).collect(),
@@ -242,7 +251,9 @@ impl CliWeight for i8 {
                 dtype,
                 data: values.iter().map(|&v| v as u8).collect(),
             }),
-            InputEncoding::Int8Rows => Ok(Restored::Float(dequantize_rows(&values, scales)?)),
+            InputEncoding::Int8Rows | InputEncoding::Int8Blocks => {
+                Ok(Restored::Float(dequantize_rows(&values, scales)?))
+            }
             other => Err(format!(
                 "input encoding {other:?} of a {} tensor is not one of an int8 format",
                 dtype_name(dtype)
@@ -255,7 +266,8 @@ impl CliWeight for i8 {
 const UNSIGNED_OFFSET: i16 = 127;
 
 impl CliWeight for u64 {
-    const TAKES: &'static str = "U8/U16/U32/U64 tensors as they are (lossless), and \
+    const TAKES: &'static str = "U8/U16/U32/U64 tensors as they are, GGUF Q8_0 tensors as \
+                                 their int8 values + 127 and block scales (lossless), and \
                                  F32/F16/BF16 tensors quantized per row to int8 with absmax \
                                  scales, stored as q + 127 (lossy)";
 
@@ -265,6 +277,17 @@ impl CliWeight for u64 {
             input: InputEncoding::Exact,
             scales: None,
         };
+        if let Some(q8) = t.q8_0 {
+            return Ok(Prepared {
+                values: q8
+                    .q
+                    .iter()
+                    .map(|&v| (i16::from(v) + UNSIGNED_OFFSET) as u64)
+                    .collect(),
+                input: InputEncoding::Int8Blocks,
+                scales: Some(q8.scales.clone()),
+            });
+        }
         let d = t.data;
         match t.dtype {
             Dtype::U8 => return Ok(exact(d.iter().map(|&b| u64::from(b)).collect())),
@@ -349,7 +372,7 @@ impl CliWeight for u64 {
                 };
                 Ok(Restored::Raw { dtype, data })
             }
-            InputEncoding::Int8Rows => {
+            InputEncoding::Int8Rows | InputEncoding::Int8Blocks => {
                 let q = values
                     .iter()
                     .map(|&v| {
@@ -378,7 +401,7 @@ pub struct Encoded {
     pub version: u32,
     /// How the weights were fed.
     pub input: InputEncoding,
-    /// Row scales of [`InputEncoding::Int8Rows`].
+    /// Scales of [`InputEncoding::Int8Rows`] and [`InputEncoding::Int8Blocks`].
     pub scales: Option<Vec<f32>>,
 }
 

@@ -88,7 +88,7 @@ pub struct Totals {
 pub struct Report {
     /// The file.
     pub file: PathBuf,
-    /// One row per tensor (row scales are counted in their tensor's row).
+    /// One row per tensor (scales tensors are counted in their tensor's row).
     pub tensors: Vec<Row>,
     /// Totals.
     pub totals: Totals,

@@ -8,6 +8,7 @@ mod decompress;
 mod error;
 mod eval;
 mod formats;
+mod gguf;
 mod inspect;
 mod rtn;
 mod stored;

@@ -8,7 +8,7 @@ use crate::formats::{self, Loaded, Restored};
 use crate::tensors::{Entry, InputEncoding, Parsed, SCALES_SUFFIX, dtype_from_name, floats};
 
 /// One compressed tensor of a file: its metadata, its container loaded (and so checked), its
-/// row scales.
+/// scales.
 pub struct Stored {
     /// The tensor's name.
     pub name: String,
@@ -18,7 +18,7 @@ pub struct Stored {
     pub dtype: Dtype,
     /// The container, loaded.
     pub loaded: Box<dyn Loaded>,
-    /// Row scales ([`InputEncoding::Int8Rows`]).
+    /// Scales ([`InputEncoding::has_scales`]).
     pub scales: Option<Vec<f32>>,
     /// Bytes stored for it: the container and the scales.
     pub stored_bytes: u64,
@@ -64,11 +64,10 @@ fn damaged(parsed: &Parsed<'_>, name: &str, reason: impl Into<String>) -> CliErr
     }
 }
 
-/// Whether tensor `name` is the row scales of a compressed tensor of `parsed`.
+/// Whether tensor `name` is the scales of a compressed tensor of `parsed`.
 pub fn is_scales(parsed: &Parsed<'_>, name: &str) -> bool {
-    name.strip_suffix(SCALES_SUFFIX).is_some_and(
-        |base| matches!(parsed.entry(base), Ok(Some(e)) if e.input == InputEncoding::Int8Rows),
-    )
+    name.strip_suffix(SCALES_SUFFIX)
+        .is_some_and(|base| matches!(parsed.entry(base), Ok(Some(e)) if e.input.has_scales()))
 }
 
 /// Tensor `name` of `parsed` as a compressed tensor, or `None` for a tensor stored as it is.
@@ -76,7 +75,7 @@ pub fn is_scales(parsed: &Parsed<'_>, name: &str) -> bool {
 /// # Errors
 /// [`CliError::Damaged`]: metadata that does not parse, a format this build does not know, a
 /// container the format refuses (truncated, checksum, fields), a shape other than the
-/// metadata's, missing or malformed row scales.
+/// metadata's, missing or malformed scales.
 pub fn load(parsed: &Parsed<'_>, name: &str) -> Result<Option<Stored>> {
     let Some(entry) = parsed.entry(name)? else {
         return Ok(None);
@@ -120,18 +119,23 @@ pub fn load(parsed: &Parsed<'_>, name: &str) -> Result<Option<Stored>> {
         ));
     }
     let mut stored_bytes = t.data.len() as u64;
-    let scales = if entry.input == InputEncoding::Int8Rows {
+    let scales_shape = match entry.input {
+        InputEncoding::Int8Rows => Some(vec![shape[0]]),
+        InputEncoding::Int8Blocks => Some(vec![shape[0], shape[1] / crate::gguf::Q8_BLOCK]),
+        InputEncoding::Float | InputEncoding::Exact => None,
+    };
+    let scales = if let Some(want) = scales_shape {
         let sname = format!("{name}{SCALES_SUFFIX}");
         let s = parsed
             .tensor(&sname)
-            .map_err(|_| damaged(parsed, name, format!("its row scales {sname} are missing")))?;
-        if s.dtype != Dtype::F32 || s.shape != [shape[0]] {
+            .map_err(|_| damaged(parsed, name, format!("its scales {sname} are missing")))?;
+        if s.dtype != Dtype::F32 || s.shape != want {
             return Err(damaged(
                 parsed,
                 name,
                 format!(
-                    "its row scales {sname} must be F32 of shape [{}], not {:?} {:?}",
-                    shape[0], s.dtype, s.shape
+                    "its scales {sname} must be F32 of shape {want:?}, not {:?} {:?}",
+                    s.dtype, s.shape
                 ),
             ));
         }

@@ -12,6 +12,7 @@ use safetensors::{SafeTensors, View};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CliError, Result};
+use crate::gguf::{self, Q8};
 
 /// The `__metadata__` key that marks a file written by `cmv compress`, and its value.
 pub const FILE_KEY: &str = "cmv";
@@ -19,15 +20,16 @@ pub const FILE_KEY: &str = "cmv";
 pub const FILE_VERSION: &str = "1";
 /// The prefix of the per-tensor metadata keys: `cmv.<tensor>`.
 pub const TENSOR_KEY_PREFIX: &str = "cmv.";
-/// The suffix of the tensor that holds the per-row scales of an int8-quantized tensor.
-pub const SCALES_SUFFIX: &str = ".cmv_row_scales";
+/// The suffix of the tensor that holds the scales of an int8-quantized tensor.
+pub const SCALES_SUFFIX: &str = ".cmv_scales";
 
-/// A whole safetensors file in memory.
+/// A whole safetensors file in memory (a GGUF file is converted to one when read).
 #[derive(Debug)]
 pub struct File {
     /// Where it was read from.
     pub path: PathBuf,
     bytes: Vec<u8>,
+    q8: HashMap<String, Q8>,
 }
 
 impl File {
@@ -35,15 +37,28 @@ impl File {
     ///
     /// # Errors
     /// [`CliError::Read`] when it cannot be read, [`CliError::NotSafetensors`] when it is
-    /// not a (complete) safetensors file.
+    /// not a (complete) safetensors file, [`CliError::NotGguf`] for a GGUF file this build
+    /// cannot read.
     pub fn read(path: &Path) -> Result<Self> {
-        let bytes = fs::read(path).map_err(|source| CliError::Read {
+        let mut bytes = fs::read(path).map_err(|source| CliError::Read {
             path: path.to_owned(),
             source,
         })?;
+        let mut q8 = HashMap::new();
+        if bytes.starts_with(gguf::MAGIC) {
+            let not = |reason: String| CliError::NotGguf {
+                path: path.to_owned(),
+                reason,
+            };
+            let g = gguf::parse(&bytes).map_err(not)?;
+            bytes = safetensors::serialize(g.tensors.iter().map(|(n, t)| (n.as_str(), t)), None)
+                .map_err(|e| not(e.to_string()))?;
+            q8 = g.q8;
+        }
         let file = Self {
             path: path.to_owned(),
             bytes,
+            q8,
         };
         file.parse()?;
         Ok(file)
@@ -60,7 +75,7 @@ impl File {
                 | SafeTensorError::InvalidHeaderLength => {
                     ": the file is truncated or has trailing bytes; copy or download it again"
                 }
-                _ => ": pass a .safetensors file",
+                _ => ": pass a .safetensors or .gguf file",
             };
             CliError::NotSafetensors {
                 path: self.path.clone(),
@@ -75,6 +90,7 @@ impl File {
         names.sort();
         Ok(Parsed {
             path: &self.path,
+            q8: &self.q8,
             tensors,
             metadata,
             names,
@@ -88,6 +104,7 @@ pub struct Parsed<'a> {
     /// Where it was read from.
     pub path: &'a Path,
     tensors: SafeTensors<'a>,
+    q8: &'a HashMap<String, Q8>,
     /// Its `__metadata__`.
     pub metadata: HashMap<String, String>,
     /// Its tensor names, sorted.
@@ -112,6 +129,7 @@ impl<'a> Parsed<'a> {
             dtype: view.dtype(),
             shape: view.shape().to_vec(),
             data: view.data(),
+            q8_0: self.q8.get(name),
         })
     }
 
@@ -158,6 +176,9 @@ pub struct Tensor<'a> {
     pub shape: Vec<usize>,
     /// Its bytes (little-endian).
     pub data: &'a [u8],
+    /// For a GGUF Q8_0 tensor (whose `data` are its F32 values), its int8 values and block
+    /// scales.
+    pub q8_0: Option<&'a Q8>,
 }
 
 impl Tensor<'_> {
@@ -306,9 +327,20 @@ pub enum InputEncoding {
     /// Integer weights as they are: lossless.
     Exact,
     /// Float weights quantized per row to int8 (`q = round_half_even(w / s)`,
-    /// `s = max|w| / 127`), the scales in the tensor `<name>.cmv_row_scales` (F32, one per
-    /// row); formats of unsigned integers store `q + 127`.
+    /// `s = max|w| / 127`), the scales in the tensor `<name>.cmv_scales` (F32, shape
+    /// `[rows]`); formats of unsigned integers store `q + 127`.
     Int8Rows,
+    /// A GGUF Q8_0 tensor's int8 values, exactly; its block scales (one per 32 weights of a
+    /// row) in the tensor `<name>.cmv_scales` (F32, shape `[rows, cols / 32]`); formats of
+    /// unsigned integers store `q + 127`.
+    Int8Blocks,
+}
+
+impl InputEncoding {
+    /// Whether a scales tensor goes with it.
+    pub fn has_scales(self) -> bool {
+        matches!(self, Self::Int8Rows | Self::Int8Blocks)
+    }
 }
 
 /// The cmv metadata of one compressed tensor: the JSON value of `cmv.<tensor>`.

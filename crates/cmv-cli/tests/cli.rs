@@ -498,7 +498,7 @@ fn help_has_examples() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "takes: I8 tensors as they are (lossless)",
+            "takes: I8 tensors and GGUF Q8_0 tensors",
         ));
 }
 
@@ -760,4 +760,228 @@ fn super_model(dir: &Path) -> PathBuf {
     let to = dir.join("plain.safetensors");
     std::fs::copy(&m.path, &to).expect("copy");
     to
+}
+
+/// A GGUF (version 3) file: metadata of several value types, then `tensors` as
+/// `(name, ggml type, dims with ne0 first, data)`, aligned to 32 bytes.
+fn write_gguf(path: &Path, tensors: &[(&str, u32, Vec<u64>, Vec<u8>)]) {
+    fn string(out: &mut Vec<u8>, s: &str) {
+        out.extend((s.len() as u64).to_le_bytes());
+        out.extend(s.as_bytes());
+    }
+    let mut out = b"GGUF".to_vec();
+    out.extend(3u32.to_le_bytes());
+    out.extend((tensors.len() as u64).to_le_bytes());
+    out.extend(4u64.to_le_bytes());
+    string(&mut out, "general.architecture");
+    out.extend(8u32.to_le_bytes());
+    string(&mut out, "test");
+    string(&mut out, "general.alignment");
+    out.extend(4u32.to_le_bytes());
+    out.extend(32u32.to_le_bytes());
+    string(&mut out, "test.numbers");
+    out.extend(9u32.to_le_bytes());
+    out.extend(4u32.to_le_bytes());
+    out.extend(3u64.to_le_bytes());
+    for v in [1u32, 2, 3] {
+        out.extend(v.to_le_bytes());
+    }
+    string(&mut out, "tokenizer.ggml.tokens");
+    out.extend(9u32.to_le_bytes());
+    out.extend(8u32.to_le_bytes());
+    out.extend(2u64.to_le_bytes());
+    string(&mut out, "a");
+    string(&mut out, "bb");
+    let mut offset = 0u64;
+    let mut offsets = Vec::new();
+    for (name, ty, dims, data) in tensors {
+        string(&mut out, name);
+        out.extend((dims.len() as u32).to_le_bytes());
+        for d in dims {
+            out.extend(d.to_le_bytes());
+        }
+        out.extend(ty.to_le_bytes());
+        out.extend(offset.to_le_bytes());
+        offsets.push(offset);
+        offset = (offset + data.len() as u64).div_ceil(32) * 32;
+    }
+    let start = out.len().div_ceil(32) * 32;
+    out.resize(start, 0);
+    for ((_, _, _, data), off) in tensors.iter().zip(offsets) {
+        out.resize(start + off as usize, 0);
+        out.extend(data);
+    }
+    std::fs::write(path, out).expect("write gguf");
+}
+
+/// Q8_0 blocks of `w` (a multiple of 32 values): fp16 `d = max|w| / 127`, int8 values.
+fn q8_0(w: &[f32]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for block in w.chunks(32) {
+        let max = block.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = f16::from_f32(max / 127.0);
+        out.extend(d.to_le_bytes());
+        for v in block {
+            let q = if d.to_f32() == 0.0 {
+                0
+            } else {
+                (v / d.to_f32()).round().clamp(-127.0, 127.0) as i8
+            };
+            out.push(q as u8);
+        }
+    }
+    out
+}
+
+fn gguf_model(dir: &Path) -> PathBuf {
+    let path = dir.join("model.gguf");
+    let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    write_gguf(
+        &path,
+        &[
+            (
+                "blk.0.attn_q.weight",
+                0,
+                vec![130, 67],
+                f32s(&weights(11, 67 * 130)),
+            ),
+            (
+                "blk.0.ffn_up.weight",
+                1,
+                vec![96, 40],
+                weights(12, 40 * 96)
+                    .iter()
+                    .flat_map(|&x| f16::from_f32(x).to_le_bytes())
+                    .collect(),
+            ),
+            (
+                "blk.0.ffn_down.weight",
+                8,
+                vec![128, 48],
+                q8_0(&weights(13, 48 * 128)),
+            ),
+            (
+                "blk.0.attn_norm.weight",
+                0,
+                vec![67],
+                f32s(&weights(14, 67)),
+            ),
+        ],
+    );
+    path
+}
+
+#[test]
+fn gguf_models_compress_and_q8_0_stays_exact_in_int8_formats() {
+    let dir = TempDir::new().expect("temp dir");
+    let model = gguf_model(dir.path());
+    let report = json(cmv().arg("inspect").arg(&model).arg("--json"));
+    let rows = report["tensors"].as_array().expect("rows");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .expect("row")
+            .clone()
+    };
+    assert_eq!(
+        row("blk.0.attn_q.weight")["shape"],
+        serde_json::json!([67, 130])
+    );
+    assert_eq!(row("blk.0.ffn_down.weight")["dtype"], "F32");
+    assert_eq!(row("blk.0.ffn_up.weight")["dtype"], "F16");
+
+    for format in formats() {
+        let out = dir.path().join(format!("gguf.{format}.safetensors"));
+        cmv()
+            .arg("compress")
+            .arg(&model)
+            .args(["-f", &format, "--min-elements", "64", "-q", "-o"])
+            .arg(&out)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("blk.0.attn_norm.weight: 1-D"));
+        let inspect = json(cmv().arg("inspect").arg(&out).arg("--json"));
+        let q8_row = inspect["tensors"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| r["name"] == "blk.0.ffn_down.weight")
+            .expect("row")
+            .clone();
+        let e = json(cmv().arg("eval").arg(&model).arg(&out).arg("--json"));
+        let err = |name: &str| {
+            e["tensors"]
+                .as_array()
+                .expect("rows")
+                .iter()
+                .find(|r| r["name"] == name)
+                .expect("row")["relative_error"]
+                .as_f64()
+                .expect("err")
+        };
+        if q8_row["input"] == "int8-blocks" {
+            assert_eq!(err("blk.0.ffn_down.weight"), 0.0, "{format}");
+            let dec = dir.path().join(format!("gguf.{format}.dec.safetensors"));
+            cmv()
+                .arg("decompress")
+                .arg(&out)
+                .arg("-o")
+                .arg(&dec)
+                .assert()
+                .success();
+            let e2 = json(cmv().arg("eval").arg(&model).arg(&dec).arg("--json"));
+            let d = e2["tensors"]
+                .as_array()
+                .expect("rows")
+                .iter()
+                .find(|r| r["name"] == "blk.0.ffn_down.weight")
+                .expect("row")["relative_error"]
+                .as_f64();
+            assert_eq!(d, Some(0.0), "{format}");
+        } else {
+            assert_eq!(q8_row["input"], "float", "{format}");
+            let x = err("blk.0.ffn_down.weight");
+            assert!(x > 0.0 && x < LOSSY_BOUND, "{format}: {x}");
+        }
+        let x = err("blk.0.attn_q.weight");
+        assert!(x > 0.0 && x < LOSSY_BOUND, "{format}: {x}");
+    }
+    // The int8 formats do take the Q8_0 tensor exactly.
+    for format in ["ans", "beam"] {
+        let inspect = json(
+            cmv()
+                .arg("inspect")
+                .arg(dir.path().join(format!("gguf.{format}.safetensors")))
+                .arg("--json"),
+        );
+        assert!(
+            inspect["tensors"]
+                .as_array()
+                .expect("rows")
+                .iter()
+                .any(|r| r["input"] == "int8-blocks"),
+            "{format}"
+        );
+    }
+}
+
+#[test]
+fn unreadable_gguf_files_have_exit_code_4() {
+    let dir = TempDir::new().expect("temp dir");
+    let model = gguf_model(dir.path());
+    let bytes = std::fs::read(&model).expect("read");
+    let cut = dir.path().join("cut.gguf");
+    std::fs::write(&cut, &bytes[..bytes.len() - 50]).expect("write");
+    fails(&a!["inspect", cut], 4, &["not a GGUF file", "truncated"]);
+    let head = dir.path().join("head.gguf");
+    std::fs::write(&head, &bytes[..60]).expect("write");
+    fails(&a!["inspect", head], 4, &["not a GGUF file", "truncated"]);
+    let k_quant = dir.path().join("q4k.gguf");
+    write_gguf(&k_quant, &[("blk.0.w", 12, vec![256, 2], vec![0u8; 288])]);
+    fails(&a!["inspect", k_quant], 4, &["ggml type 12", "Q8_0"]);
+    let v1 = dir.path().join("v1.gguf");
+    let mut old = bytes.clone();
+    old[4..8].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&v1, old).expect("write");
+    fails(&a!["inspect", v1], 4, &["version 1"]);
 }
