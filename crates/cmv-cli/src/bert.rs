@@ -181,6 +181,8 @@ fn is_punctuation(c: char) -> bool {
 /// A dense `out x in` weight and its bias.
 #[derive(Debug)]
 struct Linear {
+    /// The weight tensor's name.
+    name: String,
     w: Vec<f32>,
     b: Vec<f32>,
     out: usize,
@@ -252,6 +254,16 @@ pub struct Bert {
     eps: f64,
 }
 
+/// The floats of a parsed (plain) file's tensors, for [`Bert::load`].
+pub fn plain_source<'a>(
+    p: &'a crate::tensors::Parsed<'a>,
+) -> impl Fn(&str) -> Option<(Vec<usize>, Vec<f32>)> + 'a {
+    move |name| {
+        let t = p.tensor(name).ok()?;
+        Some((t.shape.clone(), t.floats()?))
+    }
+}
+
 /// Where a model's weights come from: a tensor's shape and values by name.
 pub type Source<'a> = dyn Fn(&str) -> Option<(Vec<usize>, Vec<f32>)> + 'a;
 
@@ -294,6 +306,7 @@ impl Bert {
         let max_positions = pos_shape.first().copied().unwrap_or(0);
         let linear = |name: &str, out: usize, inp: usize| -> Result<Linear> {
             Ok(Linear {
+                name: format!("{prefix}{name}.weight"),
                 w: tensor(&format!("{name}.weight"), &[out, inp])?,
                 b: tensor(&format!("{name}.bias"), &[out])?,
                 out,
@@ -349,6 +362,15 @@ impl Bert {
         })
     }
 
+    /// The input width of the linear layer whose weight tensor is `name` (0 for none).
+    pub fn input_width(&self, name: &str) -> usize {
+        self.layers
+            .iter()
+            .flat_map(|l| [&l.q, &l.k, &l.v, &l.o, &l.up, &l.down])
+            .find(|lin| lin.name == name)
+            .map_or(0, |lin| lin.inp)
+    }
+
     /// The vocabulary size.
     pub fn vocab(&self) -> usize {
         self.vocab
@@ -363,6 +385,12 @@ impl Bert {
     /// over the tokens, L2-normalized. `ids` must be non-empty, below [`Bert::vocab`], and at
     /// most [`Bert::max_positions`] long (the caller checks).
     pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
+        self.forward(ids, &mut |_, _| {})
+    }
+
+    /// [`Bert::embed`], passing each linear layer's input (`tokens x in`, row-major) to
+    /// `record` with the name of the layer's weight tensor.
+    pub fn forward(&self, ids: &[u32], record: &mut dyn FnMut(&str, &[f32])) -> Vec<f32> {
         let h = self.hidden;
         let n = ids.len();
         let mut x = vec![0f32; n * h];
@@ -377,6 +405,9 @@ impl Bert {
         let d = h / self.heads;
         let scale = 1.0 / (d as f32).sqrt();
         for l in &self.layers {
+            for lin in [&l.q, &l.k, &l.v] {
+                record(&lin.name, &x);
+            }
             let (q, k, v) = (l.q.apply(&x), l.k.apply(&x), l.v.apply(&x));
             let mut ctx = vec![0f32; n * h];
             let mut p = vec![0f32; n];
@@ -403,11 +434,14 @@ impl Bert {
                     }
                 }
             }
+            record(&l.o.name, &ctx);
             let a = l.o.apply(&ctx);
             x.iter_mut().zip(&a).for_each(|(x, a)| *x += a);
             l.ln1.apply(&mut x, self.eps);
+            record(&l.up.name, &x);
             let mut m = l.up.apply(&x);
             m.iter_mut().for_each(|v| *v = gelu(*v));
+            record(&l.down.name, &m);
             let o = l.down.apply(&m);
             x.iter_mut().zip(&o).for_each(|(x, o)| *x += o);
             l.ln2.apply(&mut x, self.eps);
@@ -478,8 +512,71 @@ pub struct ModelOpts {
     pub layer_norm_eps: f64,
 }
 
-/// The sentences shipped with the CLI.
+/// The sentences shipped with the CLI (the evaluation set).
 pub const SENTENCES: &str = include_str!("../data/sentences.txt");
+
+/// The calibration sentences shipped with the CLI (disjoint from [`SENTENCES`]).
+pub const CALIBRATION: &str = include_str!("../data/calibration.txt");
+
+/// The Gram matrices `H = sum x x^T` (f64, `in x in` row-major) of every linear layer's
+/// inputs over the tokens of `ids`, by weight tensor name, and the token count.
+pub fn grams(bert: &Bert, ids: &[Vec<u32>]) -> (HashMap<String, Gram>, usize) {
+    use rayon::prelude::*;
+    let partial = ids
+        .par_iter()
+        .fold(HashMap::<String, Gram>::new, |mut acc, ids| {
+            bert.forward(ids, &mut |name, x| {
+                let g = acc.entry(name.to_owned()).or_insert_with(|| {
+                    let cols = bert.input_width(name);
+                    Gram {
+                        cols,
+                        h: vec![0.0; cols * cols],
+                    }
+                });
+                g.add(x);
+            });
+            acc
+        })
+        .reduce(HashMap::new, |mut a, b| {
+            for (k, g) in b {
+                match a.get_mut(&k) {
+                    Some(x) => x.h.iter_mut().zip(&g.h).for_each(|(x, y)| *x += y),
+                    None => {
+                        a.insert(k, g);
+                    }
+                }
+            }
+            a
+        });
+    (partial, ids.iter().map(Vec::len).sum())
+}
+
+/// A Gram matrix of a layer's inputs.
+#[derive(Clone, Debug)]
+pub struct Gram {
+    /// Its side: the layer's inputs.
+    pub cols: usize,
+    /// `sum x x^T`, row-major.
+    pub h: Vec<f64>,
+}
+
+impl Gram {
+    /// Adds the rows of `x` (`n x cols`).
+    fn add(&mut self, x: &[f32]) {
+        for row in x.chunks_exact(self.cols) {
+            let r: Vec<f64> = row.iter().map(|&v| f64::from(v)).collect();
+            for (i, &ri) in r.iter().enumerate() {
+                let line = &mut self.h[i * self.cols..(i + 1) * self.cols];
+                line.iter_mut().zip(&r).for_each(|(h, &rj)| *h += ri * rj);
+            }
+        }
+    }
+
+    /// `diag(H)`.
+    pub fn diagonal(&self) -> Vec<f64> {
+        (0..self.cols).map(|i| self.h[i * self.cols + i]).collect()
+    }
+}
 
 /// The sentences of `file`, or the shipped ones.
 ///

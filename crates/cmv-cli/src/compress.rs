@@ -8,6 +8,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use safetensors::tensor::Dtype;
 
+use crate::bert::{self, Bert, Gram, Tokenizer};
 use crate::error::{CliError, Result};
 use crate::formats::{self, Encoded, Format};
 use crate::tensors::{
@@ -21,6 +22,7 @@ use crate::tensors::{
   cmv compress model.safetensors --format spqr -o model.spqr.safetensors
   cmv compress model.safetensors --format sbvr --variant n3 -o model.sbvr3.safetensors --force
   cmv compress model.safetensors --format ans --tensor encoder.layer.0.attention.self.query.weight -o q.safetensors
+  cmv compress model.safetensors --format spqr --calibrate tokenizer.json -o model.gptq.safetensors
   cmv formats      # the formats, their variants and what they take")]
 pub struct Args {
     /// The model: a safetensors or GGUF file (GGUF: F32, F16, BF16, F64, I8-I64 and Q8_0
@@ -50,6 +52,53 @@ pub struct Args {
     /// No progress bars.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Calibrate the formats that take it (spqr: GPTQ on `X^T X` with act-order; vq:
+    /// `diag(X^T X)` as column importances) on the inputs each linear layer sees when the
+    /// model (a BERT sentence encoder) runs on the calibration sentences; this is its
+    /// `tokenizer.json`.
+    #[arg(long, value_name = "TOKENIZER")]
+    pub calibrate: Option<PathBuf>,
+    /// Calibration sentences, one per line (default: the 64 shipped in
+    /// crates/cmv-cli/data/calibration.txt, disjoint from the evaluation sentences).
+    #[arg(long, value_name = "FILE")]
+    pub calibration_sentences: Option<PathBuf>,
+    /// Attention heads of the model, for --calibrate (all-MiniLM-L6-v2: 12).
+    #[arg(long, default_value_t = 12)]
+    pub heads: usize,
+    /// Tokens per calibration sentence at most, for --calibrate.
+    #[arg(long, default_value_t = 256)]
+    pub max_tokens: usize,
+    /// LayerNorm epsilon, for --calibrate (BERT: 1e-12).
+    #[arg(long, default_value_t = 1e-12)]
+    pub layer_norm_eps: f64,
+}
+
+/// The Gram matrices of the model's linear layers on the calibration sentences, with the
+/// sentence and token counts.
+fn calibration(
+    args: &Args,
+    tok_path: &std::path::Path,
+    parsed: &crate::tensors::Parsed<'_>,
+) -> Result<(HashMap<String, Gram>, usize, usize)> {
+    let tok = Tokenizer::read(tok_path)?;
+    let bert = Bert::load(
+        &args.model,
+        &bert::plain_source(parsed),
+        args.heads,
+        args.layer_norm_eps,
+    )?;
+    let sentences = match &args.calibration_sentences {
+        Some(p) => bert::sentences(Some(p))?,
+        None => bert::CALIBRATION
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect(),
+    };
+    let ids = bert::tokenize(&tok, tok_path, &bert, &sentences, args.max_tokens)?;
+    let (grams, tokens) = bert::grams(&bert, &ids);
+    Ok((grams, sentences.len(), tokens))
 }
 
 /// Why a tensor was kept as it is.
@@ -137,7 +186,14 @@ pub fn run(args: &Args) -> Result<()> {
     }
 
     let start = Instant::now();
-    let results = encode_all(format.as_ref(), variant, &candidates, args.quiet);
+    let (grams, calibrated_on) = match &args.calibrate {
+        None => (HashMap::new(), None),
+        Some(tok) => {
+            let (g, sentences, tokens) = calibration(args, tok, &parsed)?;
+            (g, Some((sentences, tokens)))
+        }
+    };
+    let results = encode_all(format.as_ref(), variant, &candidates, &grams, args.quiet);
     let elapsed = start.elapsed();
 
     let mut out: Vec<(String, Owned)> = Vec::new();
@@ -149,6 +205,7 @@ pub fn run(args: &Args) -> Result<()> {
         match result {
             Ok(e) => {
                 summary.add(t, &e);
+                summary.calibrated += usize::from(e.calibrated);
                 add_compressed(&mut out, &mut metadata, format.name(), variant, t, e);
                 encoded_names.insert(t.name.as_str());
             }
@@ -173,6 +230,21 @@ pub fn run(args: &Args) -> Result<()> {
     write_atomic(&args.output, &out, metadata, args.force)?;
     kept.sort();
     summary.print(format.name(), variant, &args.output, elapsed, &kept);
+    if let Some((sentences, tokens)) = calibrated_on {
+        if format.calibrates() {
+            println!(
+                "calibrated {} of them on the inputs of their layers over {sentences} sentences \
+                 ({tokens} tokens); the others (embeddings, layers the forward pass does not \
+                 use) data-free",
+                summary.calibrated
+            );
+        } else {
+            println!(
+                "{} takes no calibration: --calibrate changed nothing",
+                format.name()
+            );
+        }
+    }
     Ok(())
 }
 
@@ -191,6 +263,7 @@ fn add_compressed(
         shape: [t.shape[0], t.shape[1]],
         dtype: dtype_name(t.dtype),
         input: e.input,
+        calibrated: e.calibrated,
     };
     // An `Entry` of plain strings, numbers and a unit enum always serializes.
     let json = serde_json::to_string(&entry).unwrap_or_default();
@@ -226,6 +299,7 @@ fn encode_all(
     format: &dyn Format,
     variant: &str,
     candidates: &[Tensor<'_>],
+    grams: &HashMap<String, Gram>,
     quiet: bool,
 ) -> Vec<Result<Encoded, String>> {
     let multi = MultiProgress::new();
@@ -250,7 +324,7 @@ fn encode_all(
             }
             bar.set_message(format!("{} {:?}", t.name, t.shape));
             bar.enable_steady_tick(Duration::from_millis(200));
-            let r = format.encode(variant, t);
+            let r = format.encode(variant, t, grams.get(&t.name));
             bar.finish_and_clear();
             multi.remove(&bar);
             overall.inc(t.elements() as u64);
@@ -264,6 +338,7 @@ fn encode_all(
 #[derive(Default)]
 struct Summary {
     tensors: usize,
+    calibrated: usize,
     weights: u64,
     original_bytes: u64,
     stored_bytes: u64,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::bert::{self, Bert, ModelOpts, Tokenizer};
+use crate::bert::{self, Bert, ModelOpts, Tokenizer, plain_source};
 use crate::decompress::decode_all;
 use crate::error::{CliError, Result};
 use crate::rtn::RtnSpec;
@@ -411,14 +411,6 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The floats of a parsed (plain) file's tensors, for [`Bert::load`].
-fn plain_source<'a>(p: &'a Parsed<'a>) -> impl Fn(&str) -> Option<(Vec<usize>, Vec<f32>)> + 'a {
-    move |name| {
-        let t = p.tensor(name).ok()?;
-        Some((t.shape.clone(), t.floats()?))
-    }
 }
 
 /// The floats of decoded tensors, for [`Bert::load`].

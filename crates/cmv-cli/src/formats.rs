@@ -12,6 +12,7 @@ use std::marker::PhantomData;
 use cmv_format::{CompressedMatrix, Limits, SizeBreakdown};
 use safetensors::tensor::Dtype;
 
+use crate::bert::Gram;
 use crate::tensors::{FloatDtype, InputEncoding, Tensor, dtype_name};
 
 /// Every format the CLI compresses with, one line each.
@@ -39,18 +40,34 @@ pub fn names() -> String {
         .join(", ")
 }
 
-/// A format's CPU decoder: the dense weights back, as the encoder took them.
+/// What the CLI needs of a format beyond [`CompressedMatrix`]: its CPU decoder, and how its
+/// encoder takes a calibration (if it does).
 pub trait Decode: CompressedMatrix {
     /// The `rows * cols` weights, row-major.
     ///
     /// # Errors
     /// The format's (a stream that does not decode).
     fn decode(&self) -> Result<Vec<Self::Weight>, Self::Error>;
+
+    /// Sets `options` to calibrate on `gram` (`X^T X` of the layer's recorded inputs);
+    /// whether the format uses it (default: it does not).
+    fn calibrate(options: &mut Self::Options, gram: &Gram) -> bool {
+        let _ = (options, gram);
+        false
+    }
 }
 
 impl Decode for spqr_format::SpqrMatrix {
     fn decode(&self) -> Result<Vec<f32>, Self::Error> {
         Ok(self.dequantize())
+    }
+
+    /// GPTQ on the Gram matrix, columns in order of decreasing `diag(H)` (as the accuracy
+    /// report's `spqr-gptq`).
+    fn calibrate(options: &mut spqr_format::QuantizeOptions, gram: &Gram) -> bool {
+        options.calibration = Some(spqr_format::Calibration::Gram { h: gram.h.clone() });
+        options.permute = true;
+        true
     }
 }
 
@@ -63,6 +80,12 @@ impl Decode for sbvr_format::SbvrMatrix {
 impl Decode for vq_codebook::VqMatrix {
     fn decode(&self) -> Result<Vec<f32>, Self::Error> {
         Ok(self.dequantize())
+    }
+
+    /// Importance-weighted k-means, `diag(H)` as the column importances.
+    fn calibrate(options: &mut vq_codebook::EncodeOptions, gram: &Gram) -> bool {
+        options.importance = Some(gram.diagonal().iter().map(|&v| v as f32).collect());
+        true
     }
 }
 
@@ -401,6 +424,8 @@ pub struct Encoded {
     pub version: u32,
     /// How the weights were fed.
     pub input: InputEncoding,
+    /// Whether the encoder was calibrated.
+    pub calibrated: bool,
     /// Scales of [`InputEncoding::Int8Rows`] and [`InputEncoding::Int8Blocks`].
     pub scales: Option<Vec<f32>>,
 }
@@ -435,11 +460,15 @@ pub trait Format: Send + Sync {
     fn variants(&self) -> Vec<&'static str>;
     /// What it takes.
     fn takes(&self) -> &'static str;
-    /// Compresses `t`, a 2-D tensor, with variant `variant` (one of [`Format::variants`]).
+    /// Compresses `t`, a 2-D tensor, with variant `variant` (one of [`Format::variants`]),
+    /// calibrated on `gram` if given and the format takes one.
     ///
     /// # Errors
     /// Why this tensor cannot be compressed (dtype, shape, values: the format's message).
-    fn encode(&self, variant: &str, t: &Tensor<'_>) -> Result<Encoded, String>;
+    fn encode(&self, variant: &str, t: &Tensor<'_>, gram: Option<&Gram>)
+    -> Result<Encoded, String>;
+    /// Whether the format takes a calibration ([`Decode::calibrate`]).
+    fn calibrates(&self) -> bool;
     /// Loads and checks a container.
     ///
     /// # Errors
@@ -487,22 +516,47 @@ where
         <M::Weight as CliWeight>::TAKES
     }
 
-    fn encode(&self, variant: &str, t: &Tensor<'_>) -> Result<Encoded, String> {
+    fn calibrates(&self) -> bool {
+        let mut o = M::Options::default();
+        let gram = Gram {
+            cols: 1,
+            h: vec![1.0],
+        };
+        M::calibrate(&mut o, &gram)
+    }
+
+    fn encode(
+        &self,
+        variant: &str,
+        t: &Tensor<'_>,
+        gram: Option<&Gram>,
+    ) -> Result<Encoded, String> {
         let [rows, cols] = t.shape[..] else {
             return Err(format!(
                 "it has shape {:?}: only 2-D tensors are compressed",
                 t.shape
             ));
         };
-        let options = M::variants()
+        let mut options = M::variants()
             .into_iter()
             .find(|(n, _)| *n == variant)
             .map(|(_, o)| o)
             .ok_or_else(|| format!("{} has no variant {variant}", M::NAME))?;
+        let calibrated = match gram {
+            Some(g) if g.cols == cols => M::calibrate(&mut options, g),
+            Some(g) => {
+                return Err(format!(
+                    "its calibration has {} inputs but it has {cols} columns",
+                    g.cols
+                ));
+            }
+            None => false,
+        };
         let p = <M::Weight as CliWeight>::prepare(t, rows, cols)?;
         let m = M::encode_slice(&p.values, rows, cols, &options).map_err(|e| e.to_string())?;
         let blob = m.container_bytes();
         Ok(Encoded {
+            calibrated,
             version: container_version(&blob),
             blob,
             input: p.input,

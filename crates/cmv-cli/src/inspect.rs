@@ -45,6 +45,8 @@ pub struct Row {
     pub container_version: Option<u32>,
     /// How the weights were fed to the encoder.
     pub input: Option<InputEncoding>,
+    /// Whether the encoder was calibrated (`compress --calibrate`).
+    pub calibrated: Option<bool>,
     /// The (original) shape.
     pub shape: Vec<usize>,
     /// The (original) dtype.
@@ -115,6 +117,7 @@ pub fn report(path: &std::path::Path) -> Result<Report> {
                     variant: Some(s.entry.variant.clone()),
                     container_version: Some(s.loaded.version()),
                     input: Some(s.entry.input),
+                    calibrated: Some(s.entry.calibrated),
                     shape: s.entry.shape.to_vec(),
                     dtype: s.entry.dtype.clone(),
                     bits_per_weight: s.stored_bytes as f64 * 8.0 / s.elements().max(1) as f64,
@@ -140,6 +143,7 @@ pub fn report(path: &std::path::Path) -> Result<Report> {
                     variant: None,
                     container_version: None,
                     input: None,
+                    calibrated: None,
                     shape: t.shape.clone(),
                     dtype: dtype_name(t.dtype),
                     bits_per_weight: t.dtype.bitsize() as f64,

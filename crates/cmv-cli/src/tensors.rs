@@ -358,6 +358,9 @@ pub struct Entry {
     pub dtype: String,
     /// How the weights were fed to the encoder.
     pub input: InputEncoding,
+    /// Whether the encoder was calibrated on recorded activations (`compress --calibrate`).
+    #[serde(default)]
+    pub calibrated: bool,
 }
 
 /// An owned tensor, to write.
@@ -466,6 +469,7 @@ mod tests {
             shape: [3, 5],
             dtype: "F16".into(),
             input: InputEncoding::Int8Rows,
+            calibrated: false,
         };
         let text = serde_json::to_string(&e).unwrap();
         assert!(text.contains("\"input\":\"int8-rows\""), "{text}");

@@ -985,3 +985,76 @@ fn unreadable_gguf_files_have_exit_code_4() {
     std::fs::write(&v1, old).expect("write");
     fails(&a!["inspect", v1], 4, &["version 1"]);
 }
+
+#[test]
+fn calibration_records_the_layers_inputs() {
+    let dir = TempDir::new().expect("temp dir");
+    let (model, tok, sentences) = bert(dir.path());
+    for format in formats() {
+        let out = dir.path().join(format!("bert.{format}.cal.safetensors"));
+        let assert = cmv()
+            .arg("compress")
+            .arg(&model)
+            .args(["-f", &format, "--min-elements", "512", "-q", "--heads", "2"])
+            .arg("--calibrate")
+            .arg(&tok)
+            .arg("--calibration-sentences")
+            .arg(&sentences)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+        let report = json(cmv().arg("inspect").arg(&out).arg("--json"));
+        let rows = report["tensors"].as_array().expect("rows");
+        let calibrated: Vec<&str> = rows
+            .iter()
+            .filter(|r| r["calibrated"] == true)
+            .map(|r| r["name"].as_str().expect("name"))
+            .collect();
+        if format == "spqr" || format == "vq" {
+            // Every linear layer (2 layers x 6), not the embedding tables.
+            assert!(
+                stdout.contains("calibrated 12 of them"),
+                "{format}: {stdout}"
+            );
+            assert_eq!(calibrated.len(), 12, "{format}: {calibrated:?}");
+            assert!(calibrated.iter().all(|n| n.starts_with("encoder.layer.")));
+        } else {
+            assert!(
+                stdout.contains("takes no calibration"),
+                "{format}: {stdout}"
+            );
+            assert!(calibrated.is_empty());
+        }
+        let e = json(
+            cmv()
+                .arg("eval")
+                .arg(&model)
+                .arg(&out)
+                .arg("--tokenizer")
+                .arg(&tok)
+                .args(["--heads", "2", "--json"]),
+        );
+        let mean = e["embeddings"]["mean_cosine"].as_f64().expect("mean");
+        assert!(mean > 0.5 && mean <= 1.0 + 1e-9, "{format}: {mean}");
+    }
+    // The weights-only test model is no BERT.
+    let plain = super_model(dir.path());
+    let out = dir.path().join("x.safetensors");
+    fails(
+        &a![
+            "compress",
+            plain,
+            "-f",
+            "spqr",
+            "--calibrate",
+            tok,
+            "-o",
+            out
+        ],
+        11,
+        &["not a BERT sentence encoder"],
+    );
+    assert!(!out.exists());
+}
