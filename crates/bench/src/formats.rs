@@ -97,6 +97,24 @@ pub trait FormatSuite: Send + Sync {
     ) -> Result<Vec<Row>, BenchError>;
 }
 
+/// The variants `--variants` selected (all when unset).
+static SELECTED_VARIANTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Runs only the named variants of every format from now on (`cmv-bench --variants`); a
+/// second call is ignored.
+pub fn select_variants(names: Vec<String>) {
+    let _ = SELECTED_VARIANTS.set(names);
+}
+
+/// `M`'s variants that [`select_variants`] left in (all without a selection).
+fn selected<M: CompressedMatrix>() -> Vec<(&'static str, M::Options)> {
+    let mut v = M::variants();
+    if let Some(names) = SELECTED_VARIANTS.get() {
+        v.retain(|(n, _)| names.iter().any(|s| s == n));
+    }
+    v
+}
+
 /// A format's [`FormatSuite`]: the generic suite at `M`.
 pub fn register<M>() -> Box<dyn FormatSuite>
 where
@@ -120,7 +138,7 @@ where
     }
 
     fn variants(&self) -> Vec<&'static str> {
-        M::variants().into_iter().map(|(n, _)| n).collect()
+        selected::<M>().into_iter().map(|(n, _)| n).collect()
     }
 
     fn max_gpu_batch(&self) -> usize {
@@ -194,7 +212,7 @@ where
     let w = M::Weight::weights(rows * cols, weight_seed(index));
     let x = M::Input::inputs(cols, input_seed(index, 1));
     let mut out = Vec::new();
-    for (variant, options) in M::variants() {
+    for (variant, options) in selected::<M>() {
         let t0 = Instant::now();
         let m = M::encode_slice(&w, rows, cols, &options).map_err(format_err::<M>)?;
         let encode_ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -296,7 +314,7 @@ where
     let kernels = M::load(gpu).map_err(format_err::<M>)?;
     let w = M::Weight::weights(rows * cols, weight_seed(index));
     let mut out = Vec::new();
-    for (variant, options) in M::variants() {
+    for (variant, options) in selected::<M>() {
         let variant = format!("{variant}{suffix}");
         let m = M::encode_slice(&w, rows, cols, &options).map_err(format_err::<M>)?;
         let sizes = m.size_breakdown();

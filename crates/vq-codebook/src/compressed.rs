@@ -22,13 +22,15 @@ impl CompressedMatrix for VqMatrix {
         VqMatrix::encode(weights.data(), weights.rows(), weights.cols(), options)
     }
 
-    /// `gptvq2` (the default), `aqlm3`, `cq4`, `cq2`.
+    /// `gptvq2` (the default, tiles of 512 x 128), `aqlm3`, `cq4`, `cq2`, and `gptvq2-256`
+    /// (VQ-LLM's 256 x 256 tiles).
     fn variants() -> Vec<(&'static str, EncodeOptions)> {
         [
             ("gptvq2", VqConfig::gptvq2()),
             ("aqlm3", VqConfig::aqlm3()),
             ("cq4", VqConfig::cq4()),
             ("cq2", VqConfig::cq2()),
+            ("gptvq2-256", VqConfig::gptvq2_256()),
         ]
         .into_iter()
         .map(|(name, c)| (name, EncodeOptions::with(c)))

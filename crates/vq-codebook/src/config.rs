@@ -47,16 +47,30 @@ impl Default for VqConfig {
 }
 
 impl VqConfig {
-    /// GPTVQ-2: `VQ<4, 8, 1>`, one codebook per 256 x 256 tile (2.25 bits per weight).
+    /// GPTVQ-2: `VQ<4, 8, 1>`, one codebook per tile of 512 rows x 128 columns (2.25 bits
+    /// per weight). VQ-LLM's tiles are 256 x 256: the same 65536 weights and bits per
+    /// codebook, but a 128-column tile is one slab of the table kernel, so each table serves
+    /// 512 rows instead of 256 (`docs/VQ.md`); [`VqConfig::gptvq2_256`] is the paper's tile.
     pub const fn gptvq2() -> Self {
         Self {
             vec: 4,
             bits: 8,
             residuals: 1,
             scope: Scope::Tile {
+                rows: 512,
+                cols: 128,
+            },
+        }
+    }
+
+    /// GPTVQ-2 with VQ-LLM's tiles of 256 x 256 (2.25 bits per weight).
+    pub const fn gptvq2_256() -> Self {
+        Self {
+            scope: Scope::Tile {
                 rows: 256,
                 cols: 256,
             },
+            ..Self::gptvq2()
         }
     }
 

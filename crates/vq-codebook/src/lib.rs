@@ -11,8 +11,12 @@
 //!   the container ([`container`]); it implements [`cmv_format::CompressedMatrix`].
 //! * [`rtn`]: a round-to-nearest baseline for the accuracy comparison.
 //!
-//! * `gpu` (feature `gpu`, on by default): a first fused dequantize + GEMV kernel
-//!   (`DeviceGemv`); no codebook cache yet.
+//! * [`table`]: the layout of the table kernel (rotated byte codes per slab of 32 vector
+//!   positions) and its arithmetic on the CPU.
+//! * `gpu` (feature `gpu`, on by default): the fused GEMV kernels (`DeviceGemv`): the table
+//!   kernel (per tile and slab, the codebook entries' dot products with the inputs in shared
+//!   memory, one lookup per code) for `VQ<v, 8, 1>`, and a stream kernel for every other
+//!   configuration.
 
 mod compressed;
 mod config;
@@ -23,6 +27,7 @@ mod error;
 pub mod gpu;
 mod matrix;
 pub mod rtn;
+pub mod table;
 
 /// The GPU runtime the `gpu` module's signatures use (feature `gpu`).
 #[cfg(feature = "gpu")]
@@ -36,3 +41,6 @@ pub use config::{Geometry, MAX_SIDE, Scope, VqConfig};
 pub use encode::{EncodeOptions, SplitMix64};
 pub use error::{Result, VqError};
 pub use matrix::{NAME, VqMatrix};
+pub use table::TableLayout;
+/// The table kernel's geometry ([`VqMatrix::table_geometry`]).
+pub use vq_kernels::lut::LutGeometry;

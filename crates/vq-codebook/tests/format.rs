@@ -138,11 +138,19 @@ fn presets_and_bits_per_weight() {
     // 12-bit codes cost 12 bits: 8 codes of a row take 3 words.
     let g = Geometry::new(3, 64, VqConfig::aqlm3()).unwrap();
     assert_eq!((g.vecs, g.words, g.code_words()), (8, 3, 3 * 2 * 3));
-    // The partial tiles of GPTVQ-2.
-    let g = Geometry::new(300, 260, VqConfig::gptvq2()).unwrap();
+    // The partial tiles of GPTVQ-2 with VQ-LLM's 256 x 256 tiles.
+    let g = Geometry::new(300, 260, VqConfig::gptvq2_256()).unwrap();
     assert_eq!((g.tiles_r, g.tiles_c, g.vecs), (2, 2, 65));
     assert_eq!(g.tile_of(255, 63), 0);
     assert_eq!(g.tile_of(256, 64), 3);
+    // The default GPTVQ-2 tiles: 512 rows x 128 columns, the same bits per weight.
+    let g = Geometry::new(600, 260, VqConfig::gptvq2()).unwrap();
+    assert_eq!((g.tiles_r, g.tiles_c, g.tile_vecs), (2, 3, 32));
+    assert_eq!(g.tile_of(511, 31), 0);
+    assert_eq!(g.tile_of(512, 64), 5);
+    let at = |c: VqConfig| c.bits_per_weight(4096, 14336).unwrap();
+    assert_eq!(at(VqConfig::gptvq2()), at(VqConfig::gptvq2_256()));
+    assert_eq!(at(VqConfig::gptvq2()), 2.25);
 }
 
 #[test]
@@ -403,5 +411,5 @@ fn the_container_checks_everything() {
         Err(VqError::Format(FormatError::Limit { .. }))
     ));
     assert!(m.size_breakdown().bits_per_weight() > m.bits_per_weight());
-    assert_eq!(<VqMatrix as CompressedMatrix>::variants().len(), 4);
+    assert_eq!(<VqMatrix as CompressedMatrix>::variants().len(), 5);
 }

@@ -5,7 +5,7 @@
 use half::f16;
 use vq_codebook::cmv_format::{CompressedMatrix, DeviceGemv, FormatError};
 use vq_codebook::cmv_runtime::gpu_for_tests;
-use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, VqGemv};
+use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, VqGemv, VqKernel, VqOut};
 use vq_codebook::{EncodeOptions, Scope, VqConfig, VqError, VqMatrix};
 
 fn weights(n: usize, seed: u64) -> Vec<f32> {
@@ -50,27 +50,53 @@ fn the_kernel_matches_the_reference() {
         (odd, 50, 61),
         (wide, 33, 47),
     ];
-    for (i, (config, rows, cols)) in cases.into_iter().enumerate() {
+    let tile = |rows, cols, vec| VqConfig {
+        vec,
+        bits: 8,
+        residuals: 1,
+        scope: Scope::Tile { rows, cols },
+    };
+    let cases = cases.into_iter().chain([
+        (VqConfig::gptvq2(), 2048, 1100),
+        (VqConfig::cq2(), 3000, 700),
+        (tile(64, 256, 8), 200, 515),
+        (tile(32, 64, 2), 97, 200),
+        (tile(40, 128, 4), 40, 300),
+    ]);
+    let mut tables = 0;
+    for (i, (config, rows, cols)) in cases.enumerate() {
         let w = weights(rows * cols, i as u64 + 1);
         let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
-        let dm = DeviceVqMatrix::upload(&gpu, &m).unwrap();
-        for batch in [1, 2, 3, 5, 8, 16] {
-            let x: Vec<f16> = weights(batch * cols, 99 + batch as u64)
-                .iter()
-                .map(|v| f16::from_f32(v * 20.0))
-                .collect();
-            let want = m.reference(&x, batch).unwrap();
-            let dx = gpu.upload(&x).unwrap();
-            let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
-            k.gemv(&dm, &dx, &mut dy, batch).unwrap();
-            let got = gpu.download(&dy).unwrap();
-            let e = rel(&got, &want);
-            assert!(
-                e < GPU_TOLERANCE,
-                "{config:?} {rows}x{cols} batch {batch}: {e:e}"
-            );
+        let mut kernels = vec![VqKernel::Stream];
+        if VqKernel::for_matrix(&m) == VqKernel::Table {
+            kernels.push(VqKernel::Table);
+            tables += 1;
+        }
+        for kernel in kernels {
+            let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
+            assert_eq!(dm.kernel(), kernel);
+            for batch in [1, 2, 3, 5, 8, 16] {
+                let x: Vec<f16> = weights(batch * cols, 99 + batch as u64)
+                    .iter()
+                    .map(|v| f16::from_f32(v * 20.0))
+                    .collect();
+                let want = m.reference(&x, batch).unwrap();
+                let dx = gpu.upload(&x).unwrap();
+                let mut out = VqOut::new(&gpu, rows, batch).unwrap();
+                // Twice: the table kernel's workspace must be left zero for the next launch.
+                for round in 0..2 {
+                    k.gemv(&dm, &dx, &mut out, batch).unwrap();
+                    let got = gpu.download(out.y()).unwrap();
+                    let e = rel(&got, &want);
+                    assert!(
+                        e < GPU_TOLERANCE,
+                        "{kernel:?} {config:?} {rows}x{cols} batch {batch} round {round}: {e:e}"
+                    );
+                }
+            }
         }
     }
+    assert!(tables >= 8, "the table kernel ran on {tables} cases");
 }
 
 #[test]
@@ -94,7 +120,7 @@ fn nan_inputs_propagate_and_bad_sizes_are_errors() {
     let dx = gpu.upload(&x).unwrap();
     let mut out = VqMatrix::alloc_out(&gpu, rows, 2).unwrap();
     VqMatrix::gemv(&k, &dm, &dx, &mut out, 2).unwrap();
-    let got = gpu.download(&out).unwrap();
+    let got = gpu.download(out.y()).unwrap();
     assert!(got[rows..].iter().all(|v| v.is_nan()) && want[rows..].iter().all(|v| v.is_nan()));
     assert!(rel(&got[..rows], &want[..rows]) < GPU_TOLERANCE);
     let e = VqMatrix::gemv(&k, &dm, &dx, &mut out, 3).unwrap_err();

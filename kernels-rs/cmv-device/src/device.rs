@@ -476,6 +476,33 @@ pub unsafe fn lds_v4(a: u32) -> U32x4 {
     U32x4([x, y, z, w])
 }
 
+/// 32-bit shared-memory load (`ld.shared.u32`) at shared-window address `a`.
+///
+/// # Safety
+/// `a` is 4-byte aligned and 4 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+pub unsafe fn lds_u32(a: u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("ld.shared.u32 {r}, [{a}];", a = in(reg32) a, r = out(reg32) r,
+             options(readonly, nostack));
+    }
+    r
+}
+
+/// 32-bit shared-memory store (`st.shared.u32`) at shared-window address `a`.
+///
+/// # Safety
+/// `a` is 4-byte aligned and 4 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+pub unsafe fn sts_u32(a: u32, v: u32) {
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("st.shared.u32 [{a}], {v};", a = in(reg32) a, v = in(reg32) v, options(nostack));
+    }
+}
+
 /// 128-bit shared-memory store (`st.shared.v4.u32`) at shared-window address `a`.
 ///
 /// # Safety

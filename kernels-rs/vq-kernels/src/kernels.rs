@@ -112,3 +112,289 @@ entries! {
     cmv_vq_gemv_b8 = 8;
     cmv_vq_gemv_b16 = 16;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The lookup-table GEMV (`crate::lut`)
+
+use cmv_device::{
+    atomic_add_f32, atomic_add_u32, dyn_smem_addr, fence_gpu, grid_dim_x, ld_nc_na_v4,
+    ld_relaxed_u32, lds_u32, lds_v4, prmt, sts_u32, sync_threads, sync_threads_or, thread_idx_x,
+};
+
+use crate::lut::{Item, LUT_ENTRIES, LUT_PASS_ROWS, LUT_THREADS, TABLE_BYTES, VqLutParams};
+
+/// The raw fp16 bits of one thread's part of an item's inputs and codebook: `x[k]` is input
+/// `(32 slab + lane) V + k` (0 past the columns), `cb[k]` value `k` of entry `tid`.
+#[derive(Clone, Copy)]
+struct Staged {
+    x: [u32; 16],
+    cb: [u32; 16],
+}
+
+/// Loads thread `tid`'s inputs and codebook entry of `item` (see [`Staged`]).
+///
+/// # Safety
+/// The launcher's contract (`VqLutParams`); `item` is one of the launch's items.
+#[inline(always)]
+unsafe fn load_staged<const V: usize>(p: &VqLutParams, item: &Item, tid: u32) -> Staged {
+    let lane = tid % 32;
+    let mut s = Staged {
+        x: [0; 16],
+        cb: [0; 16],
+    };
+    let col0 = (item.slab as usize * 32 + lane as usize) * V;
+    let entry = (item.tile as usize * LUT_ENTRIES + tid as usize) * V;
+    unroll!(k < V, {
+        if col0 + k < p.cols as usize {
+            // SAFETY: col0 + k < cols: inside x.
+            s.x[k] = u32::from(unsafe { ld_nc_u16(p.x.as_ptr().add(col0 + k)) });
+        }
+        // SAFETY: tile < tiles and tid < 256: inside the codebooks.
+        s.cb[k] = u32::from(unsafe { ld_nc_u16(p.codebooks.as_ptr().add(entry + k)) });
+    });
+    s
+}
+
+/// Loads the 32 code bytes of the item's slab of row `item.row0 + 256 k + tid` (zeros past
+/// the item's rows).
+///
+/// # Safety
+/// The launcher's contract; `item` is one of the launch's items.
+#[inline(always)]
+unsafe fn load_codes(p: &VqLutParams, item: &Item, k: u32, tid: u32) -> [u32; 8] {
+    let r = item.row0 + k * LUT_PASS_ROWS + tid;
+    if r >= item.row_end {
+        return [0; 8];
+    }
+    let at = (item.slab as usize * p.rows_pad as usize + r as usize) * 8;
+    // SAFETY: r < rows <= rows_pad and slab < slabs: 32 bytes inside the codes, 16-byte
+    // aligned (the buffer is, and `at` is a multiple of 8 words).
+    let (a, b) = unsafe {
+        let base = p.codes.as_ptr().add(at) as *const cmv_device::U32x4;
+        (ld_nc_na_v4(base), ld_nc_na_v4(base.add(1)))
+    };
+    [a.0[0], a.0[1], a.0[2], a.0[3], b.0[0], b.0[1], b.0[2], b.0[3]]
+}
+
+/// Table lookup of code byte `Q` (byte `Q % 4` of `w`): the table word at byte address
+/// `tb + (e << 8 | 4 lane) + 4 Q` (`crate::lut::table_word`), the address one `prmt` of the
+/// code word and the lane's `4 lane` plus a constant, in one asm block so that the constant
+/// stays an immediate of the load.
+macro_rules! lookup {
+    ($tb:expr, $lane4:expr, $codes:expr, $base:expr, $a:expr, $($q:literal)*) => {$({
+        const Q: u32 = $q;
+        let r: u32;
+        // SAFETY: `e << 8 | 4 lane` + 4 Q < 256 * 64 * 4 = TABLE_BYTES: inside the table (the
+        // caller's `tb`).
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b32 t; prmt.b32 t, {w}, {l}, {sel}; add.u32 t, t, {tb}; ld.shared.u32 {r}, [t+{off}]; }}",
+                w = in(reg32) $codes[$base + (Q / 4) as usize],
+                l = in(reg32) $lane4,
+                tb = in(reg32) $tb,
+                sel = const 0x5504 | ((Q % 4) << 4),
+                off = const 4 * Q,
+                r = out(reg32) r,
+                options(readonly, nostack)
+            );
+        }
+        $a[(Q % 4) as usize] += f32::from_bits(r);
+    })*};
+}
+
+/// One row's sum over its 32 code bytes (words `BASE..BASE + 8` of `codes`): byte `q`
+/// (entry `e`) reads table word `e * 64 + lane + q` (`crate::lut::table_word`), four partial
+/// sums (`a[q % 4]`).
+///
+/// # Safety
+/// `tb` is the shared-window address of a built table.
+#[inline(always)]
+unsafe fn row_sum<const BASE: usize>(tb: u32, lane4: u32, codes: &[u32; 8]) -> f32 {
+    let mut a = [0f32; 4];
+    lookup!(tb, lane4, codes, BASE, a, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+    (a[0] + a[1]) + (a[2] + a[3])
+}
+
+/// The lookup-table GEMV for vectors of `V` (see `crate::lut`).
+///
+/// # Safety
+/// The launcher checked: `codes` holds `slabs * rows_pad * 8` words laid out by
+/// `crate::lut::lut_codes` (16-byte aligned), `codebooks` `tiles * 256 * V` values, `x` `cols`
+/// halves, `y`, `acc` `rows` values and `counters` `groups`, `acc` and `counters` zero; the
+/// geometry fields come from a `LutGeometry` of the matrix; `LUT_THREADS` threads per block
+/// and `lut_smem_bytes(V)` bytes of dynamic shared memory.
+#[inline(always)]
+unsafe fn lut<const V: usize>(p: &VqLutParams) {
+    let tid = thread_idx_x();
+    let lane = tid % 32;
+    let warp = tid / 32;
+    let grid = grid_dim_x();
+    let mut it = block_idx_x();
+    if it >= p.items {
+        return;
+    }
+    let tb = dyn_smem_addr();
+    let cbb = tb + TABLE_BYTES;
+    let passes = p.passes();
+    let mut item = p.item(it);
+    // SAFETY (this and every load below): `item` is one of the launch's items.
+    let mut staged = unsafe { load_staged::<V>(p, &item, tid) };
+    let mut cur = unsafe { load_codes(p, &item, 0, tid) };
+    loop {
+        // Stage the codebook as fp32: entry `tid`, V words at cbb + 4 V tid.
+        unroll!(k < V, {
+            // SAFETY: inside the codebook area (256 V words after the table).
+            unsafe { sts_u32(cbb + 4 * (tid * V as u32 + k as u32), f16_to_f32(staged.cb[k] as u16).to_bits()) };
+        });
+        let mut xv = [0f32; 16];
+        unroll!(k < V, {
+            xv[k] = f16_to_f32(staged.x[k] as u16);
+        });
+        // SAFETY: every thread of the block reaches it.
+        unsafe { sync_threads() };
+        // The table: warp w builds entries 32 w .. 32 w + 32 at this lane's position.
+        for i in 0..32u32 {
+            let e = warp * 32 + i;
+            let mut c = [0f32; 16];
+            if V % 4 == 0 {
+                unroll!(h < 2, {
+                    if 4 * h < V {
+                        // SAFETY: inside the codebook area (a broadcast read).
+                        let q = unsafe { lds_v4(cbb + 4 * (e * V as u32 + 4 * h as u32)) };
+                        unroll!(j < 4, {
+                            c[4 * h + j] = f32::from_bits(q.0[j]);
+                        });
+                    }
+                });
+            } else {
+                unroll!(j < V, {
+                    // SAFETY: inside the codebook area.
+                    c[j] = f32::from_bits(unsafe { lds_u32(cbb + 4 * (e * V as u32 + j as u32)) });
+                });
+            }
+            let mut t = 0f32;
+            unroll!(j < V, {
+                t = cmv_device::fma_f32(c[j], xv[j], t);
+            });
+            // SAFETY: e < 256, lane < 32: inside the table.
+            unsafe {
+                sts_u32(tb + 4 * (e * 64 + lane), t.to_bits());
+                sts_u32(tb + 4 * (e * 64 + 32 + lane), t.to_bits());
+            }
+        }
+        // SAFETY: every thread of the block reaches it.
+        unsafe { sync_threads() };
+        let next_it = it + grid;
+        let next = if next_it < p.items {
+            Some(p.item(next_it))
+        } else {
+            None
+        };
+        if let Some(n) = &next {
+            staged = unsafe { load_staged::<V>(p, n, tid) };
+        }
+        for k in 0..passes {
+            let nxt = if k + 1 < passes {
+                unsafe { load_codes(p, &item, k + 1, tid) }
+            } else if let Some(n) = &next {
+                unsafe { load_codes(p, n, 0, tid) }
+            } else {
+                [0; 8]
+            };
+            let r = item.row0 + k * LUT_PASS_ROWS + tid;
+            if r < item.row_end {
+                // SAFETY: the table is built (barrier above).
+                let s = unsafe { row_sum::<0>(tb, 4 * lane, &cur) };
+                // SAFETY: r < rows: inside acc.
+                unsafe { atomic_add_f32(p.acc.as_mut_ptr().add(r as usize), s) };
+            }
+            cur = nxt;
+        }
+        match next {
+            Some(n) => {
+                it = next_it;
+                item = n;
+            }
+            None => break,
+        }
+    }
+    // Count this block's items in, each into its chunk's counter; a chunk whose last slab
+    // this block counts is converted to fp16 here, its sums and counter zeroed for the next
+    // launch. Once per block, not per item: the fence waits for the block's sums to land.
+    // SAFETY: every thread of the block reaches every barrier (the loops are block-uniform);
+    // the table is no longer read after the first barrier, so it holds the flags.
+    unsafe { sync_threads() };
+    let first = block_idx_x();
+    let mine = (p.items - first).div_ceil(grid);
+    let mut base = 0;
+    while base < mine {
+        let j = base + tid;
+        let mut flag = u32::MAX;
+        if j < mine {
+            let group = (first + j * grid) / p.slabs;
+            // SAFETY: group < groups: the chunk's counter. The fence publishes this block's
+            // sums (ordered before it by the barrier) before the count.
+            unsafe {
+                fence_gpu();
+                if atomic_add_u32(p.counters.as_mut_ptr().add(group as usize), 1) == p.slabs - 1 {
+                    flag = group;
+                }
+            }
+        }
+        // SAFETY: inside the table area; every thread reaches the barrier.
+        unsafe {
+            sts_u32(tb + 4 * tid, flag);
+            sync_threads();
+        }
+        let n = (mine - base).min(LUT_THREADS);
+        for slot in 0..n {
+            // SAFETY: written above (a broadcast read).
+            let group = unsafe { lds_u32(tb + 4 * slot) };
+            if group == u32::MAX {
+                continue;
+            }
+            let g = p.item(group * p.slabs);
+            if tid == 0 {
+                // SAFETY: the chunk's counter; every slab has counted in, no block touches it
+                // again in this launch.
+                unsafe { *p.counters.as_mut_ptr().add(group as usize) = 0 };
+            }
+            // SAFETY: no operands; orders the reads below after the other blocks' sums.
+            unsafe { fence_gpu() };
+            let mut r = g.row0 + tid;
+            while r < g.row_end {
+                // SAFETY: r < rows: inside acc and y; every slab's sums have arrived.
+                unsafe {
+                    let a = p.acc.as_mut_ptr().add(r as usize);
+                    let v = f32::from_bits(ld_relaxed_u32(a as *const u32));
+                    *p.y.as_mut_ptr().add(r as usize) = f32_to_f16(v);
+                    *a = 0.0;
+                }
+                r += LUT_THREADS;
+            }
+        }
+        // SAFETY: every thread reaches it; the flags are read before the next round writes.
+        unsafe { sync_threads() };
+        base += LUT_THREADS;
+    }
+}
+
+macro_rules! lut_entries {
+    ($($name:ident = $v:literal;)*) => {$(
+        /// The lookup-table GEMV for this vector size; see `crate::lut`.
+        ///
+        /// # Safety
+        /// As `lut`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: VqLutParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { lut::<$v>(&p) }
+        }
+    )*};
+}
+
+lut_entries! {
+    cmv_vq_lut_v2 = 2;
+    cmv_vq_lut_v4 = 4;
+    cmv_vq_lut_v8 = 8;
+}

@@ -13,6 +13,7 @@
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
+pub mod lut;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 

@@ -56,6 +56,10 @@ struct Args {
     /// the default way.
     #[arg(long)]
     sbvr_popc: bool,
+    /// Only these variants of every format suite, comma-separated (e.g. `gptvq2,cq2`; a format
+    /// with none of them named runs none). Default: every variant.
+    #[arg(long, value_delimiter = ',')]
+    variants: Vec<String>,
     /// The weights suite's safetensors model (`cargo xtask fetch-model` writes the default).
     #[arg(long, default_value = bench::weights::DEFAULT_MODEL)]
     model: PathBuf,
@@ -257,6 +261,9 @@ fn parse_shape(s: &str) -> Result<(usize, usize), String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if !args.variants.is_empty() {
+        bench::formats::select_variants(args.variants.clone());
+    }
     if let Err(msg) = validate(&args) {
         Args::command()
             .error(clap::error::ErrorKind::ValueValidation, msg)
