@@ -396,6 +396,23 @@ pub unsafe fn atomic_add_f32(p: *mut f32, v: f32) {
     }
 }
 
+/// Adds an `f32` to a location in **global** memory without returning anything
+/// (`red.global.add.f32`): the thread does not wait for the add, unlike [`atomic_add_f32`],
+/// whose generic address compiles to an `ATOM` with a shared-memory fallback that the warp
+/// waits on.
+///
+/// # Safety
+/// `p` must point to a valid, 4-byte-aligned `f32` of global memory that other threads access
+/// only atomically or after a fence.
+#[inline(always)]
+pub unsafe fn red_add_f32_global(p: *mut f32, v: f32) {
+    // SAFETY: the caller guarantees a valid global address.
+    unsafe {
+        asm!("red.global.add.f32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v,
+             options(nostack));
+    }
+}
+
 /// 16-bit read-only load (`ld.global.nc.u16`).
 ///
 /// # Safety

@@ -117,7 +117,7 @@ entries! {
 // The lookup-table GEMV (`crate::lut`)
 
 use cmv_device::{
-    atomic_add_f32, atomic_add_u32, dyn_smem_addr, fence_gpu, grid_dim_x, ld_nc_na_v4,
+    atomic_add_u32, dyn_smem_addr, red_add_f32_global, fence_gpu, grid_dim_x, ld_nc_na_v4,
     ld_relaxed_u32, lds_u32, lds_v4, prmt, sts_u32, sync_threads, sync_threads_or, thread_idx_x,
 };
 
@@ -306,7 +306,7 @@ unsafe fn lut<const V: usize>(p: &VqLutParams) {
                 // SAFETY: the table is built (barrier above).
                 let s = unsafe { row_sum::<0>(tb, 4 * lane, &cur) };
                 // SAFETY: r < rows: inside acc.
-                unsafe { atomic_add_f32(p.acc.as_mut_ptr().add(r as usize), s) };
+                unsafe { red_add_f32_global(p.acc.as_mut_ptr().add(r as usize), s) };
             }
             cur = nxt;
         }
