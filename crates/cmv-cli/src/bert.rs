@@ -296,6 +296,9 @@ impl Bert {
         let [vocab, hidden] = word_shape[..] else {
             return Err(bad(format!("word embeddings of shape {word_shape:?}")));
         };
+        if vocab == 0 || hidden == 0 {
+            return Err(bad(format!("word embeddings of shape {word_shape:?}")));
+        }
         if heads == 0 || hidden % heads != 0 {
             return Err(bad(format!(
                 "{heads} heads do not divide hidden size {hidden}"
@@ -330,6 +333,11 @@ impl Bert {
             let (up_shape, _) = get(&format!("{prefix}{p}.intermediate.dense.weight"))
                 .ok_or_else(|| bad(format!("it has no {p}.intermediate.dense.weight")))?;
             let inter = up_shape.first().copied().unwrap_or(0);
+            if inter == 0 {
+                return Err(bad(format!(
+                    "{p}.intermediate.dense.weight has shape {up_shape:?}"
+                )));
+            }
             layers.push(Layer {
                 q: linear(&format!("{p}.attention.self.query"), hidden, hidden)?,
                 k: linear(&format!("{p}.attention.self.key"), hidden, hidden)?,
@@ -607,7 +615,8 @@ pub fn sentences(file: Option<&Path>) -> Result<Vec<String>> {
 /// Tokenizes `sentences` for `bert`.
 ///
 /// # Errors
-/// [`CliError::Tokenizer`] for a token id past the model's vocabulary.
+/// [`CliError::Tokenizer`] for a token id past the model's vocabulary, [`CliError::NotBert`]
+/// when fewer than 2 tokens fit.
 pub fn tokenize(
     tok: &Tokenizer,
     tok_path: &Path,
@@ -627,6 +636,16 @@ pub fn tokenize(
         });
     }
     let max = max_tokens.min(bert.max_positions());
+    if max < 2 {
+        return Err(CliError::NotBert {
+            path: tok_path.to_owned(),
+            reason: format!(
+                "{max} positions leave no room for [CLS] and [SEP]: pass --max-tokens 2 or more \
+                 (the model has {} position embeddings)",
+                bert.max_positions()
+            ),
+        });
+    }
     Ok(sentences.iter().map(|s| tok.encode(s, max)).collect())
 }
 

@@ -735,6 +735,21 @@ fn embedding_errors_have_their_exit_codes() {
         11,
         &["heads do not divide"],
     );
+    fails(
+        &a![
+            "eval",
+            model,
+            model,
+            "--heads",
+            "2",
+            "--tokenizer",
+            tok,
+            "--max-tokens",
+            "1"
+        ],
+        11,
+        &["no room for [CLS] and [SEP]"],
+    );
     let empty = d.join("empty.txt");
     std::fs::write(&empty, "\n\n").expect("write");
     fails(
