@@ -256,7 +256,12 @@ fn add_compressed(
     t: &Tensor<'_>,
     e: Encoded,
 ) {
+    let scales_bytes: Option<Vec<u8>> = e
+        .scales
+        .as_ref()
+        .map(|s| s.iter().flat_map(|v| v.to_le_bytes()).collect());
     let entry = Entry {
+        scales_crc32: scales_bytes.as_deref().map(crc32fast::hash),
         format: format.to_owned(),
         variant: variant.to_owned(),
         container_version: e.version,
@@ -268,18 +273,19 @@ fn add_compressed(
     // An `Entry` of plain strings, numbers and a unit enum always serializes.
     let json = serde_json::to_string(&entry).unwrap_or_default();
     metadata.insert(format!("{TENSOR_KEY_PREFIX}{}", t.name), json);
-    if let Some(scales) = e.scales {
+    if let Some(data) = scales_bytes {
+        let n = data.len() / 4;
         let rows = t.shape[0].max(1);
         let shape = match e.input {
-            InputEncoding::Int8Blocks => vec![rows, scales.len() / rows],
-            _ => vec![scales.len()],
+            InputEncoding::Int8Blocks => vec![rows, n / rows],
+            _ => vec![n],
         };
         out.push((
             format!("{}{SCALES_SUFFIX}", t.name),
             Owned {
                 dtype: Dtype::F32,
                 shape,
-                data: scales.iter().flat_map(|s| s.to_le_bytes()).collect(),
+                data,
             },
         ));
     }

@@ -139,6 +139,19 @@ pub fn load(parsed: &Parsed<'_>, name: &str) -> Result<Option<Stored>> {
                 ),
             ));
         }
+        let crc = crc32fast::hash(s.data);
+        if entry.scales_crc32 != Some(crc) {
+            return Err(damaged(
+                parsed,
+                name,
+                format!(
+                    "its scales {sname} hash to CRC-32 {crc:#010x} but its metadata says {}",
+                    entry
+                        .scales_crc32
+                        .map_or("nothing".to_owned(), |c| format!("{c:#010x}"))
+                ),
+            ));
+        }
         stored_bytes += s.data.len() as u64;
         floats(Dtype::F32, s.data)
     } else {

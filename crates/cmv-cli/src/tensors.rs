@@ -361,6 +361,10 @@ pub struct Entry {
     /// Whether the encoder was calibrated on recorded activations (`compress --calibrate`).
     #[serde(default)]
     pub calibrated: bool,
+    /// CRC-32 of the scales tensor's bytes, for the inputs that have one (the containers
+    /// carry their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scales_crc32: Option<u32>,
 }
 
 /// An owned tensor, to write.
@@ -470,6 +474,7 @@ mod tests {
             dtype: "F16".into(),
             input: InputEncoding::Int8Rows,
             calibrated: false,
+            scales_crc32: Some(7),
         };
         let text = serde_json::to_string(&e).unwrap();
         assert!(text.contains("\"input\":\"int8-rows\""), "{text}");

@@ -1073,3 +1073,69 @@ fn calibration_records_the_layers_inputs() {
     );
     assert!(!out.exists());
 }
+
+/// Flips bytes over compressed files (header, metadata, containers, scales, plain tensors): `inspect` and `decompress` either succeed or fail with exit code 4 or 5 and one
+/// line, never a panic. A flip inside a container or a scales tensor is always caught.
+#[test]
+fn mutated_files_never_panic() {
+    let m = model();
+    for format in formats() {
+        let out = m.dir.path().join(format!("{format}.safetensors"));
+        compress(&m, &format, &out);
+        let good = std::fs::read(&out).expect("read");
+        let (header_len, checked): (usize, Vec<(usize, usize)>) = {
+            let st = SafeTensors::deserialize(&good).expect("safetensors");
+            let n = u64::from_le_bytes(good[..8].try_into().expect("8 bytes")) as usize + 8;
+            let report = json(cmv().arg("inspect").arg(&out).arg("--json"));
+            let mut ranges = Vec::new();
+            for r in report["tensors"].as_array().expect("rows") {
+                if r["format"].is_null() {
+                    continue;
+                }
+                let name = r["name"].as_str().expect("name");
+                for t in [name.to_owned(), format!("{name}.cmv_scales")] {
+                    if let Ok(v) = st.tensor(&t) {
+                        let start = v.data().as_ptr() as usize - good.as_ptr() as usize;
+                        ranges.push((start, start + v.data().len()));
+                    }
+                }
+            }
+            (n, ranges)
+        };
+        let bad = m.dir.path().join(format!("{format}.bad.safetensors"));
+        let dec = m.dir.path().join(format!("{format}.bad.dec.safetensors"));
+        // The header's first bytes, 40 bytes spread over the file, and the first, a middle
+        // and the last byte of every container and scales tensor.
+        let step = (good.len() / 40).max(1);
+        let positions: Vec<usize> = (0..16)
+            .chain((16..good.len()).step_by(step))
+            .chain(checked.iter().flat_map(|&(s, e)| [s, (s + e) / 2, e - 1]))
+            .collect();
+        for &i in &positions {
+            let mut b = good.clone();
+            b[i] ^= 0x24;
+            std::fs::write(&bad, &b).expect("write");
+            let _ = std::fs::remove_file(&dec);
+            for args in [
+                a!["inspect", bad].to_vec(),
+                a!["decompress", bad, "-o", dec, "--force"].to_vec(),
+            ] {
+                let o = cmv().args(&args).output().expect("run");
+                let stderr = String::from_utf8_lossy(&o.stderr);
+                let code = o.status.code();
+                assert!(
+                    matches!(code, Some(0 | 4 | 5)),
+                    "{format} byte {i}: {code:?} {stderr}"
+                );
+                assert!(!stderr.contains("panicked") && !stderr.contains("internal error"));
+                if code != Some(0) {
+                    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+                }
+                let in_checked = checked.iter().any(|&(s, e)| (s..e).contains(&i));
+                if in_checked {
+                    assert_eq!(code, Some(5), "{format} byte {i} (header {header_len})");
+                }
+            }
+        }
+    }
+}
