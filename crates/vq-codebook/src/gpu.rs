@@ -330,14 +330,14 @@ impl VqGemv {
         batch: usize,
     ) -> Result<(), VqError> {
         let vec = m.geo[0] as usize;
-        let (_, kernel, resident) = self
-            .tables
-            .iter()
-            .find(|(v, _, _)| *v == vec)
-            .ok_or(RuntimeError::MissingKernel {
-                module: PTX.name,
-                kernel: "cmv_vq_lut",
-            })?;
+        let (_, kernel, resident) =
+            self.tables
+                .iter()
+                .find(|(v, _, _)| *v == vec)
+                .ok_or(RuntimeError::MissingKernel {
+                    module: PTX.name,
+                    kernel: "cmv_vq_lut",
+                })?;
         let (rows, cols) = (m.rows(), m.cols());
         check_len_at_least("workspace", out.acc.len(), rows)?;
         check_len_at_least("counters", out.counters.len(), geom.groups)?;
@@ -345,7 +345,11 @@ impl VqGemv {
         let items = geom.items();
         let u = |v: usize| m.shape.to_u32(v);
         let cfg = LaunchConfig {
-            grid_dim: ((self.sms as usize * *resident as usize).min(items) as u32, 1, 1),
+            grid_dim: (
+                (self.sms as usize * *resident as usize).min(items) as u32,
+                1,
+                1,
+            ),
             block_dim: (LUT_THREADS, 1, 1),
             shared_mem_bytes: lut_smem_bytes(vec),
         };

@@ -117,8 +117,8 @@ entries! {
 // The lookup-table GEMV (`crate::lut`)
 
 use cmv_device::{
-    atomic_add_u32, dyn_smem_addr, red_add_f32_global, fence_gpu, grid_dim_x, ld_nc_na_v4,
-    ld_relaxed_u32, lds_u32, lds_v4, prmt, sts_u32, sync_threads, sync_threads_or, thread_idx_x,
+    atomic_add_u32, dyn_smem_addr, fence_gpu, grid_dim_x, ld_nc_na_v4, ld_relaxed_u32, lds_u32,
+    lds_v4, prmt, red_add_f32_global, sts_u32, sync_threads, sync_threads_or, thread_idx_x,
 };
 
 use crate::lut::{Item, LUT_ENTRIES, LUT_PASS_ROWS, LUT_THREADS, TABLE_BYTES, VqLutParams};
@@ -173,7 +173,9 @@ unsafe fn load_codes(p: &VqLutParams, item: &Item, k: u32, tid: u32) -> [u32; 8]
         let base = p.codes.as_ptr().add(at) as *const cmv_device::U32x4;
         (ld_nc_na_v4(base), ld_nc_na_v4(base.add(1)))
     };
-    [a.0[0], a.0[1], a.0[2], a.0[3], b.0[0], b.0[1], b.0[2], b.0[3]]
+    [
+        a.0[0], a.0[1], a.0[2], a.0[3], b.0[0], b.0[1], b.0[2], b.0[3],
+    ]
 }
 
 /// Table lookup of code byte `Q` (byte `Q % 4` of `w`): the table word at byte address
@@ -244,7 +246,12 @@ unsafe fn lut<const V: usize>(p: &VqLutParams) {
         // Stage the codebook as fp32: entry `tid`, V words at cbb + 4 V tid.
         unroll!(k < V, {
             // SAFETY: inside the codebook area (256 V words after the table).
-            unsafe { sts_u32(cbb + 4 * (tid * V as u32 + k as u32), f16_to_f32(staged.cb[k] as u16).to_bits()) };
+            unsafe {
+                sts_u32(
+                    cbb + 4 * (tid * V as u32 + k as u32),
+                    f16_to_f32(staged.cb[k] as u16).to_bits(),
+                )
+            };
         });
         let mut xv = [0f32; 16];
         unroll!(k < V, {

@@ -396,7 +396,7 @@ mod tests {
             let mut seen = vec![0u32; rows * g.slabs];
             for it in 0..p.items {
                 let item = p.item(it);
-                assert!(item.row0 % 32 == 0 && item.row0 < item.row_end);
+                assert!(item.row0.is_multiple_of(32) && item.row0 < item.row_end);
                 assert!(item.row_end - item.row0 <= p.chunk_rows);
                 for r in item.row0..item.row_end {
                     seen[r as usize * g.slabs + item.slab as usize] += 1;
