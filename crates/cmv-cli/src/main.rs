@@ -29,11 +29,14 @@ use crate::error::CliError;
   cmv formats
   cmv compress model.safetensors --format spqr -o model.spqr.safetensors
   cmv inspect model.spqr.safetensors
-  cmv eval model.safetensors model.spqr.safetensors
+  cmv eval model.safetensors model.spqr.safetensors --rtn 4:128
+  cmv eval model.safetensors model.spqr.safetensors --tokenizer tokenizer.json
+  cmv compress model.safetensors --format spqr --calibrate tokenizer.json -o model.gptq.safetensors
   cmv decompress model.spqr.safetensors -o model.dequantized.safetensors
+  cmv embed model.safetensors --tokenizer tokenizer.json \"a sentence\" \"another one\"
 
 Exit codes: 0 ok, 1 internal error, 2 bad command line, 3 unreadable input, 4 not a (valid)
-safetensors model, 5 damaged compressed tensor, 6 unknown format or variant, 7 tensor missing
+safetensors or GGUF model, 5 damaged compressed tensor, 6 unknown format or variant, 7 tensor missing
 or not compressible, 8 output exists, 9 output not writable, 10 files do not match (eval),
 11 tokenizer, sentences or model unusable for the embedding evaluation."
 )]
@@ -50,7 +53,8 @@ enum Command {
     Inspect(inspect::Args),
     /// Decode a compressed file back to a plain safetensors file.
     Decompress(decompress::Args),
-    /// The relative weight error of each tensor of a compressed model against the original.
+    /// The relative weight error of each tensor of a compressed model against the original;
+    /// with --tokenizer the sentence-embedding cosine, with --rtn round-to-nearest baselines.
     Eval(eval::Args),
     /// Sentence embeddings of a BERT model (plain or compressed) and their cosine
     /// similarities.
