@@ -89,12 +89,41 @@ fn run(cli: &Cli) -> Result<(), CliError> {
     }
 }
 
+/// A malformed command line: clap's message on one line, exit code 2 (help and version go
+/// out as clap prints them).
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        // Prints to stdout (help, version) or stderr (help for a bare `cmv`) as clap does.
+        let _ = e.print();
+        return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+    }
+    let text = e.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    eprintln!("cmv: error: {message}; see `cmv --help` (or `cmv <command> --help`)");
+    ExitCode::from(2)
+}
+
 fn main() -> ExitCode {
     // A panic is a bug: one line, no backtrace, exit code 1.
     std::panic::set_hook(Box::new(|info| {
         eprintln!("cmv: internal error (a bug; please report it with the command line): {info}");
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     match std::panic::catch_unwind(|| run(&cli)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {

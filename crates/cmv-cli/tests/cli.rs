@@ -471,8 +471,23 @@ fn format_and_tensor_errors_have_their_exit_codes() {
         &["no tensor \"no.such\""],
     );
     assert!(!out.exists(), "a failed compress writes nothing");
-    // A malformed command line is clap's (exit code 2).
-    cmv().args(["compress", "--format"]).assert().code(2);
+    // A malformed command line: clap's message on one line, exit code 2.
+    fails(
+        &a!["compress", "--format"],
+        2,
+        &["--format <FORMAT>", "--help"],
+    );
+    fails(
+        &with(&["-f", "spqr", "--frobnicate"]),
+        2,
+        &["unexpected argument '--frobnicate'"],
+    );
+    fails(
+        &a!["compress", m.path],
+        2,
+        &["required arguments were not provided"],
+    );
+    fails(&a!["zip"], 2, &["unrecognized subcommand"]);
 }
 
 #[test]
