@@ -30,39 +30,48 @@ pub struct Args {
     pub force: bool,
 }
 
-/// Every tensor of `parsed` as a plain tensor: compressed ones decoded (floats in `dtype`, or
-/// their original dtype), scales dropped, the others as they are.
+/// Tensor `name` of `parsed` as a plain tensor: decoded if compressed (floats in `dtype`, or
+/// their original dtype), else as it is.
+///
+/// # Errors
+/// A damaged container, a missing tensor.
+pub fn decode_one(parsed: &Parsed<'_>, name: &str, dtype: Option<FloatDtype>) -> Result<Owned> {
+    Ok(match stored::load(parsed, name)? {
+        None => parsed.tensor(name)?.to_owned_tensor(),
+        Some(s) => {
+            let shape = s.entry.shape.to_vec();
+            match s.restore(parsed)? {
+                Restored::Float(v) => {
+                    let d = dtype.unwrap_or_else(|| default_float_dtype(s.dtype));
+                    Owned {
+                        dtype: d.dtype(),
+                        shape,
+                        data: float_bytes(&v, d),
+                    }
+                }
+                Restored::Raw { dtype, data } => Owned { dtype, shape, data },
+            }
+        }
+    })
+}
+
+/// The names of `parsed`'s tensors as a plain file has them: the scales tensors left out.
+pub fn plain_names<'p>(parsed: &'p Parsed<'_>) -> Vec<&'p String> {
+    parsed
+        .names
+        .iter()
+        .filter(|n| !stored::is_scales(parsed, n))
+        .collect()
+}
+
+/// Every tensor of `parsed` as a plain tensor ([`decode_one`]), scales dropped.
 ///
 /// # Errors
 /// Damaged containers.
 pub fn decode_all(parsed: &Parsed<'_>, dtype: Option<FloatDtype>) -> Result<Vec<(String, Owned)>> {
-    let names: Vec<&String> = parsed
-        .names
-        .iter()
-        .filter(|n| !stored::is_scales(parsed, n))
-        .collect();
-    names
+    plain_names(parsed)
         .par_iter()
-        .map(|name| {
-            let owned = match stored::load(parsed, name)? {
-                None => parsed.tensor(name)?.to_owned_tensor(),
-                Some(s) => {
-                    let shape = s.entry.shape.to_vec();
-                    match s.restore(parsed)? {
-                        Restored::Float(v) => {
-                            let d = dtype.unwrap_or_else(|| default_float_dtype(s.dtype));
-                            Owned {
-                                dtype: d.dtype(),
-                                shape,
-                                data: float_bytes(&v, d),
-                            }
-                        }
-                        Restored::Raw { dtype, data } => Owned { dtype, shape, data },
-                    }
-                }
-            };
-            Ok(((*name).clone(), owned))
-        })
+        .map(|name| Ok(((*name).clone(), decode_one(parsed, name, dtype)?)))
         .collect()
 }
 

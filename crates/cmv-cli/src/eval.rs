@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::bert::{self, Bert, ModelOpts, Tokenizer, plain_source};
-use crate::decompress::decode_all;
+use crate::decompress::{decode_all, decode_one, plain_names};
 use crate::error::{CliError, Result};
 use crate::rtn::RtnSpec;
 use crate::stored;
@@ -127,43 +127,53 @@ pub fn report(args: &Args) -> Result<Report> {
         compressed: compressed.to_owned(),
         reason,
     };
-    let decoded = decode_all(&b, Some(FloatDtype::F32))?;
     let a_names: BTreeSet<&str> = a.names.iter().map(String::as_str).collect();
-    if let Some((extra, _)) = decoded.iter().find(|(n, _)| !a_names.contains(n.as_str())) {
+    let b_names = plain_names(&b);
+    if let Some(extra) = b_names.iter().find(|n| !a_names.contains(n.as_str())) {
         return Err(mismatch(format!("tensor {extra} is not in the original")));
     }
-    let mut rows = Vec::new();
-    for name in &a.names {
-        let t = a.tensor(name)?;
-        let (_, d) = decoded.iter().find(|(n, _)| n == name).ok_or_else(|| {
-            mismatch(format!("tensor {name} is missing from the compressed file"))
-        })?;
-        if d.shape != t.shape {
-            return Err(mismatch(format!(
-                "tensor {name} has shape {:?} in the original but {:?} in the compressed file",
-                t.shape, d.shape
-            )));
-        }
-        let (Some(w), Some(w2)) = (values_f64(t.dtype, t.data), values_f64(d.dtype, &d.data))
-        else {
-            // Tensors without a numeric reading (bool, fp8) are compared byte for byte.
-            if t.data != d.data.as_slice() {
-                return Err(mismatch(format!("tensor {name} ({:?}) differs", t.dtype)));
+    // One tensor at a time per thread: the compressed model is never decoded whole here.
+    let rows: Vec<Row> = a
+        .names
+        .par_iter()
+        .map(|name| -> Result<Option<Row>> {
+            let t = a.tensor(name)?;
+            if b_names.binary_search(&name).is_err() {
+                return Err(mismatch(format!(
+                    "tensor {name} is missing from the compressed file"
+                )));
             }
-            continue;
-        };
-        let (relative_error, max) = errors(&w, &w2);
-        let format = b.entry(name)?.map(|e| e.format);
-        let counted = format.is_some() || (!b.is_cmv() && t.shape.len() == 2);
-        rows.push(Row {
-            counted,
-            name: name.clone(),
-            format,
-            shape: t.shape.clone(),
-            relative_error,
-            max_abs_error: max,
-        });
-    }
+            let d = decode_one(&b, name, Some(FloatDtype::F32))?;
+            if d.shape != t.shape {
+                return Err(mismatch(format!(
+                    "tensor {name} has shape {:?} in the original but {:?} in the compressed file",
+                    t.shape, d.shape
+                )));
+            }
+            let (Some(w), Some(w2)) = (values_f64(t.dtype, t.data), values_f64(d.dtype, &d.data))
+            else {
+                // Tensors without a numeric reading (bool, fp8) are compared byte for byte.
+                if t.data != d.data.as_slice() {
+                    return Err(mismatch(format!("tensor {name} ({:?}) differs", t.dtype)));
+                }
+                return Ok(None);
+            };
+            let (relative_error, max) = errors(&w, &w2);
+            let format = b.entry(name)?.map(|e| e.format);
+            let counted = format.is_some() || (!b.is_cmv() && t.shape.len() == 2);
+            Ok(Some(Row {
+                counted,
+                name: name.clone(),
+                format,
+                shape: t.shape.clone(),
+                relative_error,
+                max_abs_error: max,
+            }))
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
     let errors: Vec<f64> = rows
         .iter()
         .filter(|r| r.counted)
@@ -184,6 +194,7 @@ pub fn report(args: &Args) -> Result<Report> {
     let embeddings = match &ctx {
         None => None,
         Some(ctx) => {
+            let decoded = decode_all(&b, Some(FloatDtype::F32))?;
             let b = Bert::load(
                 compressed,
                 &decoded_source(&decoded),
