@@ -241,25 +241,7 @@ unsafe fn lut<const V: usize>(p: &VqLutParams) {
     let mut item = p.item(it);
     // SAFETY (this and every load below): `item` is one of the launch's items.
     let mut staged = unsafe { load_staged::<V>(p, &item, tid) };
-    // The step after (item index, item, pass), in this block's order.
-    let step = |c: (u32, Item, u32)| -> Option<(u32, Item, u32)> {
-        if c.2 + 1 < passes {
-            Some((c.0, c.1, c.2 + 1))
-        } else if c.0 + grid < p.items {
-            Some((c.0 + grid, p.item(c.0 + grid), 0))
-        } else {
-            None
-        }
-    };
-    // Two passes' codes in flight while one runs: `cur` (this pass), `n1` (the next) and the
-    // one `ahead` points to, loaded at the top of each pass.
     let mut cur = unsafe { load_codes(p, &item, 0, tid) };
-    let first = step((it, item, 0));
-    let mut n1 = match &first {
-        Some(c) => unsafe { load_codes(p, &c.1, c.2, tid) },
-        None => [0; 8],
-    };
-    let mut ahead = first.and_then(step);
     loop {
         // Stage the codebook as fp32: entry `tid`, V words at cbb + 4 V tid.
         unroll!(k < V, {
@@ -319,11 +301,13 @@ unsafe fn lut<const V: usize>(p: &VqLutParams) {
             staged = unsafe { load_staged::<V>(p, n, tid) };
         }
         for k in 0..passes {
-            let n2 = match &ahead {
-                Some(c) => unsafe { load_codes(p, &c.1, c.2, tid) },
-                None => [0; 8],
+            let nxt = if k + 1 < passes {
+                unsafe { load_codes(p, &item, k + 1, tid) }
+            } else if let Some(n) = &next {
+                unsafe { load_codes(p, n, 0, tid) }
+            } else {
+                [0; 8]
             };
-            ahead = ahead.and_then(step);
             let r = item.row0 + k * LUT_PASS_ROWS + tid;
             if r < item.row_end {
                 // SAFETY: the table is built (barrier above).
@@ -331,8 +315,7 @@ unsafe fn lut<const V: usize>(p: &VqLutParams) {
                 // SAFETY: r < rows: inside acc.
                 unsafe { red_add_f32_global(p.acc.as_mut_ptr().add(r as usize), s) };
             }
-            cur = n1;
-            n1 = n2;
+            cur = nxt;
         }
         match next {
             Some(n) => {
@@ -401,26 +384,6 @@ unsafe fn lut<const V: usize>(p: &VqLutParams) {
         unsafe { sync_threads() };
         base += LUT_THREADS;
     }
-}
-
-/// Launch bounds of the table kernels (`cargo xtask ptx` turns these into `.maxntid` and
-/// `.minnctapersm`): `LUT_THREADS` threads, and 3 blocks per SM (what their 68 KiB of shared
-/// memory allow), so `ptxas` keeps them within 85 registers.
-macro_rules! lut_bounds {
-    ($($maxntid:ident, $minncta:ident;)*) => {$(
-        #[unsafe(no_mangle)]
-        #[allow(non_upper_case_globals)]
-        pub static $maxntid: u32 = LUT_THREADS;
-        #[unsafe(no_mangle)]
-        #[allow(non_upper_case_globals)]
-        pub static $minncta: u32 = 3;
-    )*};
-}
-
-lut_bounds! {
-    CMV_MAXNTID_cmv_vq_lut_v2, CMV_MINNCTAPERSM_cmv_vq_lut_v2;
-    CMV_MAXNTID_cmv_vq_lut_v4, CMV_MINNCTAPERSM_cmv_vq_lut_v4;
-    CMV_MAXNTID_cmv_vq_lut_v8, CMV_MINNCTAPERSM_cmv_vq_lut_v8;
 }
 
 macro_rules! lut_entries {

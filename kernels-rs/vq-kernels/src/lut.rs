@@ -25,9 +25,8 @@
 //!   in converts the chunk's sums to fp16 and zeroes them and the counter for the next
 //!   launch.
 //!
-//! Blocks walk the items (`item += grid`); the codes of the next two passes (of this item or
-//! the next ones) and the next item's codebook entry and inputs are loaded while the current
-//! pass runs.
+//! Blocks walk the items (`item += grid`), with the next item's codes, codebook and inputs
+//! loaded while the current one runs.
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
@@ -37,8 +36,7 @@ pub const SLAB: usize = 32;
 pub const LUT_ENTRIES: usize = 256;
 /// Threads per block: 8 warps, one table entry per thread while building.
 pub const LUT_THREADS: u32 = 256;
-/// Rows per pass: one row per thread; the next two passes' codes are loaded while this one
-/// runs.
+/// Rows per pass: one row per thread; the next pass's codes are loaded while this one runs.
 /// (Two rows per thread took 96 registers and ran slower on an H100: docs/VQ.md.)
 pub const LUT_PASS_ROWS: u32 = LUT_THREADS;
 /// Bytes of the table in shared memory: 256 entries x 64 fp32 words.
