@@ -23,13 +23,50 @@ pub const TENSOR_KEY_PREFIX: &str = "cmv.";
 /// The suffix of the tensor that holds the scales of an int8-quantized tensor.
 pub const SCALES_SUFFIX: &str = ".cmv_scales";
 
-/// A whole safetensors file in memory (a GGUF file is converted to one when read).
+/// A safetensors file, mapped into memory (a GGUF file is converted to one in memory when
+/// read).
 #[derive(Debug)]
 pub struct File {
     /// Where it was read from.
     pub path: PathBuf,
-    bytes: Vec<u8>,
+    bytes: Bytes,
     q8: HashMap<String, Q8>,
+}
+
+/// A file's bytes: mapped, or in memory.
+#[derive(Debug)]
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// Maps `path` (an empty file is read as no bytes: it cannot be mapped).
+fn map(path: &Path) -> std::io::Result<Bytes> {
+    let f = fs::File::open(path)?;
+    let meta = f.metadata()?;
+    if meta.is_dir() {
+        return Err(std::io::ErrorKind::IsADirectory.into());
+    }
+    if meta.len() == 0 {
+        return Ok(Bytes::Owned(Vec::new()));
+    }
+    // SAFETY: the map is read-only and lives as long as `File`; a model file changed by
+    // another process while cmv reads it is outside what cmv supports (as for every tool that
+    // maps safetensors files): the values read could change, but every length and offset is
+    // checked against the map's length before use, so no access leaves the map.
+    let m = unsafe { memmap2::Mmap::map(&f)? };
+    Ok(Bytes::Mapped(m))
 }
 
 impl File {
@@ -40,7 +77,7 @@ impl File {
     /// not a (complete) safetensors file, [`CliError::NotGguf`] for a GGUF file this build
     /// cannot read.
     pub fn read(path: &Path) -> Result<Self> {
-        let mut bytes = fs::read(path).map_err(|source| CliError::Read {
+        let mut bytes = map(path).map_err(|source| CliError::Read {
             path: path.to_owned(),
             source,
         })?;
@@ -51,8 +88,9 @@ impl File {
                 reason,
             };
             let g = gguf::parse(&bytes).map_err(not)?;
-            bytes = safetensors::serialize(g.tensors.iter().map(|(n, t)| (n.as_str(), t)), None)
+            let st = safetensors::serialize(g.tensors.iter().map(|(n, t)| (n.as_str(), t)), None)
                 .map_err(|e| not(e.to_string()))?;
+            bytes = Bytes::Owned(st);
             q8 = g.q8;
         }
         let file = Self {

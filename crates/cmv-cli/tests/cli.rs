@@ -367,6 +367,10 @@ fn file_errors_have_their_exit_codes() {
         &["cannot read", "missing.safetensors"],
     );
     fails(&a!["inspect", missing], 3, &["cannot read"]);
+    fails(&a!["inspect", d], 3, &["cannot read", "directory"]);
+    let empty = d.join("empty.safetensors");
+    std::fs::write(&empty, "").expect("write");
+    fails(&a!["inspect", empty], 4, &["not a valid safetensors file"]);
 
     let text = d.join("text.safetensors");
     std::fs::write(&text, "this is not a model\n").expect("write");
