@@ -434,6 +434,56 @@ impl View for &Owned {
     }
 }
 
+/// Writes a safetensors file to `path`, the same bytes for the same tensors and metadata:
+/// the header's keys sorted (`__metadata__`, then the tensors in data order), the tensors laid
+/// out by decreasing dtype alignment then name (as the safetensors crate does, so each tensor
+/// is aligned to its dtype), the header padded with spaces to a multiple of 8 bytes.
+fn serialize(
+    path: &Path,
+    tensors: &[(String, Owned)],
+    metadata: &HashMap<String, String>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+
+    let mut order: Vec<&(String, Owned)> = tensors.iter().collect();
+    order.sort_by(|(ln, l), (rn, r)| r.dtype.cmp(&l.dtype).then(ln.cmp(rn)));
+    let mut header = String::from("{");
+    let mut entries = Vec::new();
+    if !metadata.is_empty() {
+        let sorted: std::collections::BTreeMap<&String, &String> = metadata.iter().collect();
+        entries.push(format!(
+            "\"__metadata__\":{}",
+            serde_json::to_string(&sorted).map_err(std::io::Error::other)?
+        ));
+    }
+    let mut offset = 0usize;
+    for (name, t) in &order {
+        let entry = serde_json::json!({
+            "dtype": t.dtype,
+            "shape": t.shape,
+            "data_offsets": [offset, offset + t.data.len()],
+        });
+        entries.push(format!(
+            "{}:{}",
+            serde_json::to_string(name).map_err(std::io::Error::other)?,
+            entry
+        ));
+        offset += t.data.len();
+    }
+    header.push_str(&entries.join(","));
+    header.push('}');
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, fs::File::create(path)?);
+    f.write_all(&(header.len() as u64).to_le_bytes())?;
+    f.write_all(header.as_bytes())?;
+    for (_, t) in &order {
+        f.write_all(&t.data)?;
+    }
+    f.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
 /// Refuses an existing `path` unless `force`.
 ///
 /// # Errors
@@ -475,13 +525,9 @@ pub fn write_atomic(
         file_name.to_string_lossy(),
         std::process::id()
     ));
-    let result = safetensors::serialize_to_file(
-        tensors.iter().map(|(n, t)| (n.as_str(), t)),
-        Some(metadata),
-        &tmp,
-    )
-    .map_err(|e| e.to_string())
-    .and_then(|()| fs::rename(&tmp, path).map_err(|e| e.to_string()));
+    let result = serialize(&tmp, tensors, &metadata)
+        .and_then(|()| fs::rename(&tmp, path))
+        .map_err(|e| e.to_string());
     if let Err(e) = result {
         // Best effort: the temporary file may not exist.
         let _ = fs::remove_file(&tmp);
@@ -493,6 +539,48 @@ pub fn write_atomic(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_files_read_back_and_are_reproducible() {
+        let dir = std::env::temp_dir().join(format!("cmv-serialize-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let tensors = vec![
+            (
+                "b \"quoted\"".to_owned(),
+                Owned {
+                    dtype: Dtype::U8,
+                    shape: vec![3],
+                    data: vec![1, 2, 3],
+                },
+            ),
+            (
+                "a".to_owned(),
+                Owned {
+                    dtype: Dtype::F32,
+                    shape: vec![1, 2],
+                    data: [1.5f32, -2.0]
+                        .iter()
+                        .flat_map(|v| v.to_le_bytes())
+                        .collect(),
+                },
+            ),
+        ];
+        let meta: HashMap<String, String> = (0..20)
+            .map(|i| (format!("k{i}"), format!("v{i}")))
+            .collect();
+        let (p1, p2) = (dir.join("1.safetensors"), dir.join("2.safetensors"));
+        serialize(&p1, &tensors, &meta).unwrap();
+        let meta2: HashMap<String, String> = meta.clone().into_iter().collect();
+        serialize(&p2, &tensors, &meta2).unwrap();
+        let (b1, b2) = (fs::read(&p1).unwrap(), fs::read(&p2).unwrap());
+        assert_eq!(b1, b2);
+        let st = SafeTensors::deserialize(&b1).unwrap();
+        assert_eq!(st.tensor("b \"quoted\"").unwrap().data(), [1, 2, 3]);
+        assert_eq!(st.tensor("a").unwrap().shape(), [1, 2]);
+        let (_, m) = SafeTensors::read_metadata(&b1).unwrap();
+        assert_eq!(m.metadata().as_ref().unwrap()["k7"], "v7");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn dtype_names_round_trip() {

@@ -1158,3 +1158,21 @@ fn mutated_files_never_panic() {
         }
     }
 }
+
+/// The same model and options give the same file, byte for byte.
+#[test]
+fn compression_is_reproducible() {
+    let m = model();
+    for format in formats() {
+        let (p1, p2) = (
+            m.dir.path().join(format!("{format}.1.safetensors")),
+            m.dir.path().join(format!("{format}.2.safetensors")),
+        );
+        compress(&m, &format, &p1);
+        compress(&m, &format, &p2);
+        assert!(
+            std::fs::read(&p1).expect("read") == std::fs::read(&p2).expect("read"),
+            "{format}"
+        );
+    }
+}
