@@ -21,7 +21,9 @@ impl CompressedMatrix for AnsMatrix {
         encode_weights(weights, options)
     }
 
-    /// One warp per row, then one thread per row.
+    /// One warp per row, one thread per row, and the encoder's choice
+    /// ([`EncodeOptions::auto`] with the format's 0.1-bit budget: never larger than the int8
+    /// matrix).
     fn variants() -> Vec<(&'static str, EncodeOptions)> {
         [("rows", Layout::WarpRows), ("stripes", Layout::WarpStripes)]
             .into_iter()
@@ -32,6 +34,7 @@ impl CompressedMatrix for AnsMatrix {
                 };
                 (name, options)
             })
+            .chain([("auto", EncodeOptions::auto(0.1))])
             .collect()
     }
 
@@ -77,7 +80,9 @@ mod tests {
         let x: Vec<i8> = (0..2 * cols).map(|i| (i % 251) as u8 as i8).collect();
         for (name, opts) in AnsMatrix::variants() {
             let m = AnsMatrix::encode_slice(&w, rows, cols, &opts).unwrap();
-            assert_eq!(m.layout(), opts.layout, "{name}");
+            if opts.layout_budget_bits.is_none() {
+                assert_eq!(m.layout(), opts.layout, "{name}");
+            }
             assert_eq!(CompressedMatrix::rows(&m), rows);
             let blob = m.container_bytes();
             assert_eq!(blob.len() as u64, m.size_breakdown().container_bytes);

@@ -13,7 +13,7 @@ use crate::error::{AnsError, Result};
 use crate::layout::Layout;
 use crate::matrix::{AnsMatrix, STATE_WORDS, Stats};
 use crate::model::{self, Model, VALUES, index};
-use crate::options::EncodeOptions;
+use crate::options::{EncodeOptions, INT8_ALLOWANCE_BYTES};
 
 /// Compresses the row-major `rows x cols` int8 matrix `matrix`, which must hold exactly
 /// `rows * cols` values ([`Weights::new`], the one rule of every format).
@@ -36,8 +36,44 @@ pub fn encode(matrix: &[i8], rows: usize, cols: usize, opts: &EncodeOptions) -> 
 /// # Errors
 /// As [`encode`].
 pub fn encode_weights(weights: Weights<'_, i8>, opts: &EncodeOptions) -> Result<AnsMatrix> {
+    let Some(budget) = opts.layout_budget_bits else {
+        return encode_layout(weights, opts, opts.layout);
+    };
+    if !budget.is_finite() || budget < 0.0 {
+        return Err(AnsError::LayoutBudget { value: budget });
+    }
+    let n = weights.rows() * weights.cols();
+    let entropy = model::entropy_bits(&model::counts(weights.data())) / n as f64;
+    let limit = n as u64 + INT8_ALLOWANCE_BYTES as u64;
+    let bytes = |m: &AnsMatrix| m.size_breakdown().container_bytes;
+    let rows = encode_layout(weights, opts, Layout::WarpRows)?;
+    if bytes(&rows) <= limit && rows.bits_per_element() <= entropy + budget {
+        return Ok(rows);
+    }
+    let stripes = encode_layout(weights, opts, Layout::WarpStripes)?;
+    let best = if bytes(&stripes) < bytes(&rows) {
+        stripes
+    } else {
+        rows
+    };
+    if bytes(&best) > limit {
+        return Err(AnsError::Incompressible {
+            layout: best.layout().name(),
+            bytes: bytes(&best),
+            limit,
+            entropy_bits: entropy,
+        });
+    }
+    Ok(best)
+}
+
+/// [`encode_weights`] in the given layout.
+fn encode_layout(
+    weights: Weights<'_, i8>,
+    opts: &EncodeOptions,
+    layout: Layout,
+) -> Result<AnsMatrix> {
     let (real, rows, cols) = (weights.data(), weights.rows(), weights.cols());
-    let layout = opts.layout;
     let (padded_rows, padded_cols) = layout.padded_shape(rows, cols)?;
     let n = real.len();
     let counts = model::counts(real);

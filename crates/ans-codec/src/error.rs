@@ -52,6 +52,31 @@ pub enum AnsError {
         /// The value given.
         value: f64,
     },
+    /// A layout budget that is negative, NaN or infinite.
+    #[error(
+        "layout_budget_bits {value} must be finite and at least 0 (EncodeOptions::auto(0.1) \
+         keeps ans-warp-rows only within 0.1 bits per element of the entropy)"
+    )]
+    LayoutBudget {
+        /// The value given.
+        value: f64,
+    },
+    /// A matrix whose every layout is larger than the plain int8 matrix.
+    #[error(
+        "the matrix does not compress: its smallest container ({layout}) takes {bytes} bytes, \
+         more than the {limit} of the plain int8 matrix plus the allowance (entropy \
+         {entropy_bits:.2} bits per element): keep it as int8 (the dense int8 kernel)"
+    )]
+    Incompressible {
+        /// The smaller layout's name.
+        layout: &'static str,
+        /// Its container's bytes.
+        bytes: u64,
+        /// `rows * cols + INT8_ALLOWANCE_BYTES`.
+        limit: u64,
+        /// The values' empirical entropy.
+        entropy_bits: f64,
+    },
     /// A compressed stream too long for 32-bit word offsets.
     #[error(
         "the compressed stream needs {words} words but offsets are 32-bit: split the matrix into \

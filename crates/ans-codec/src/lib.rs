@@ -27,7 +27,7 @@ pub use error::{AnsError, Result};
 pub use layout::Layout;
 pub use matrix::AnsMatrix;
 pub use model::Model;
-pub use options::EncodeOptions;
+pub use options::{EncodeOptions, INT8_ALLOWANCE_BYTES};
 pub use report::EntropyReport;
 
 /// The kernel crate's table packing and layout constants, which the public API's tables

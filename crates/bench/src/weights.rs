@@ -22,11 +22,15 @@ pub const DEFAULT_MODEL: &str = "target/models/all-MiniLM-L6-v2/model.safetensor
 pub const FETCH_COMMAND: &str = "cargo xtask fetch-model";
 
 /// What is measured per tensor: both layouts with the default model (within 0.1 bits of the
-/// entropy), and `ans-warp-rows` forced onto the 7-bit register-table path.
-pub const VARIANTS: [(Layout, Option<u32>, &str); 3] = [
-    (Layout::WarpRows, None, "rows"),
-    (Layout::WarpStripes, None, "stripes"),
-    (Layout::WarpRows, Some(7), "rows-p7"),
+/// entropy), `ans-warp-rows` forced onto the 7-bit register-table path, and the encoder's own
+/// choice (`EncodeOptions::auto(0.1)`: the layout it picks is the one reported; never larger
+/// than the int8 matrix). Fields: layout (the preferred one for `auto`), forced precision,
+/// layout budget, name.
+pub const VARIANTS: [(Layout, Option<u32>, Option<f64>, &str); 4] = [
+    (Layout::WarpRows, None, None, "rows"),
+    (Layout::WarpStripes, None, None, "stripes"),
+    (Layout::WarpRows, Some(7), None, "rows-p7"),
+    (Layout::WarpRows, None, Some(0.1), "auto"),
 ];
 
 /// Errors of loading a model's weights.
@@ -473,7 +477,7 @@ fn aggregate(what: &str, rows: &[(&TensorRow, &Acc)]) -> Aggregate {
     let n = elements.max(1) as f64;
     let variants = VARIANTS
         .iter()
-        .filter_map(|&(_, _, name)| {
+        .filter_map(|&(_, _, _, name)| {
             let with: Vec<(&TensorRow, &VariantSizes)> = rows
                 .iter()
                 .filter_map(|(r, _)| Some((*r, r.variant(name)?)))
@@ -540,14 +544,22 @@ pub fn analyse(
         let mut variants = Vec::with_capacity(VARIANTS.len());
         let mut not_encoded = Vec::new();
         let mut entropy_bits = 0.0;
-        for &(layout, precision, name) in &VARIANTS {
+        for &(layout, precision, budget, name) in &VARIANTS {
             let opts = EncodeOptions {
                 layout,
                 precision,
+                layout_budget_bits: budget,
                 ..EncodeOptions::default()
             };
             let m: AnsMatrix = match ans_codec::encode(&qt.q, t.rows, t.cols, &opts) {
                 Ok(m) => m,
+                Err(e @ AnsError::Incompressible { .. }) if budget.is_some() => {
+                    not_encoded.push(NotEncoded {
+                        variant: name.to_owned(),
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
                 Err(e @ AnsError::TooManyValues { .. }) if precision.is_some() => {
                     not_encoded.push(NotEncoded {
                         variant: name.to_owned(),
@@ -565,7 +577,7 @@ pub fn analyse(
             }
             let s = m.entropy_report();
             entropy_bits = s.entropy_bits;
-            variants.push(VariantSizes::new(name, layout, &s));
+            variants.push(VariantSizes::new(name, m.layout(), &s));
         }
         let row = TensorRow {
             name: t.name.clone(),
@@ -655,7 +667,7 @@ pub fn table(r: &WeightsReport) -> String {
         "{:<width$} {:>10} {:>7} {:>3} {:>6}",
         "tensor", "shape", "relerr", "n", "H"
     );
-    for &(_, _, name) in &VARIANTS {
+    for &(_, _, _, name) in &VARIANTS {
         let _ = write!(
             s,
             " | {:<7} {:>6} {:>6} {:>6}",
@@ -673,7 +685,7 @@ pub fn table(r: &WeightsReport) -> String {
             t.distinct_values,
             t.entropy_bits,
         );
-        for &(_, _, name) in &VARIANTS {
+        for &(_, _, _, name) in &VARIANTS {
             match t.variant(name) {
                 Some(v) => {
                     let _ = write!(

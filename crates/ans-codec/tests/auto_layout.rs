@@ -1,0 +1,130 @@
+//! The encoder's layout choice (`EncodeOptions::auto`): the fast layout where it is within the
+//! budget, the smaller one where it is not, and never a container larger than the plain int8
+//! matrix plus `INT8_ALLOWANCE_BYTES` (issue 16, item 4: a 49152 x 576 matrix of real weights
+//! took 14.3 bits per element in `ans-warp-rows`).
+
+use ans_codec::{
+    AnsError, AnsMatrix, EncodeOptions, INT8_ALLOWANCE_BYTES, Layout, encode, model::Model,
+};
+
+/// Seeded values: `spread` distinct values around 0, roughly Gaussian when `gauss`, else
+/// uniform.
+fn values(n: usize, seed: u64, spread: u32, gauss: bool) -> Vec<i8> {
+    let mut s = seed;
+    let mut next = move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 33) as u32
+    };
+    (0..n)
+        .map(|_| {
+            if gauss {
+                let sum: i32 = (0..4).map(|_| (next() % spread) as i32).sum();
+                (sum / 2 - spread as i32) as i8
+            } else {
+                (next() % spread) as i32 as u8 as i8
+            }
+        })
+        .collect()
+}
+
+fn bytes(m: &AnsMatrix) -> u64 {
+    m.size_breakdown().container_bytes
+}
+
+fn fixed(layout: Layout) -> EncodeOptions {
+    EncodeOptions {
+        layout,
+        ..EncodeOptions::default()
+    }
+}
+
+#[test]
+fn narrow_rows_go_to_stripes_and_never_past_int8() {
+    // 2048 x 576 with about 7 bits of entropy: ans-warp-rows pays 32 flushed 64-bit states and
+    // a 128-word block per row, more than the values themselves.
+    let (rows, cols) = (2048, 576);
+    let w = values(rows * cols, 1, 80, true);
+    let r = encode(&w, rows, cols, &fixed(Layout::WarpRows)).unwrap();
+    assert!(
+        bytes(&r) > (rows * cols) as u64,
+        "rows layout: {} bytes",
+        bytes(&r)
+    );
+    let m = encode(&w, rows, cols, &EncodeOptions::auto(0.1)).unwrap();
+    assert_eq!(m.layout(), Layout::WarpStripes);
+    assert!(bytes(&m) <= (rows * cols + INT8_ALLOWANCE_BYTES) as u64);
+    assert!(bytes(&m) < bytes(&r));
+    assert_eq!(m.decode().unwrap(), w);
+    // The container records the layout: a load gives it back.
+    let back = AnsMatrix::from_bytes(&m.to_bytes()).unwrap();
+    assert_eq!(back.layout(), Layout::WarpStripes);
+}
+
+#[test]
+fn the_budget_decides_between_fast_and_small() {
+    // Wide rows of low entropy: ans-warp-rows is a fraction of a bit over the entropy.
+    let (rows, cols) = (64, 16384);
+    let w = values(rows * cols, 2, 16, true);
+    let entropy = ans_codec::model::entropy_bits(&ans_codec::model::counts(&w)) / w.len() as f64;
+    let r = encode(&w, rows, cols, &fixed(Layout::WarpRows)).unwrap();
+    let over = r.bits_per_element() - entropy;
+    assert!(over > 0.01 && over < 1.0, "rows overhead {over}");
+    let loose = encode(&w, rows, cols, &EncodeOptions::auto(over + 0.01)).unwrap();
+    assert_eq!(loose.layout(), Layout::WarpRows);
+    assert_eq!(loose.to_bytes(), r.to_bytes());
+    let tight = encode(&w, rows, cols, &EncodeOptions::auto(over - 0.01)).unwrap();
+    let s = encode(&w, rows, cols, &fixed(Layout::WarpStripes)).unwrap();
+    // Past the budget: the smaller of the two.
+    let want = if bytes(&s) < bytes(&r) {
+        Layout::WarpStripes
+    } else {
+        Layout::WarpRows
+    };
+    assert_eq!(tight.layout(), want);
+    assert_eq!(tight.decode().unwrap(), w);
+}
+
+#[test]
+fn incompressible_matrices_are_refused_with_the_numbers() {
+    // Uniform over all 256 values: 8 bits of entropy, so every layout is the int8 matrix plus
+    // the coders' states (32 stripes x 256 bytes alone exceed the allowance).
+    let (rows, cols) = (1024, 1024);
+    let w = values(rows * cols, 3, 256, false);
+    let e = encode(&w, rows, cols, &EncodeOptions::auto(0.1)).unwrap_err();
+    match e {
+        AnsError::Incompressible {
+            bytes,
+            limit,
+            entropy_bits,
+            ..
+        } => {
+            assert!(bytes > limit);
+            assert_eq!(limit, (rows * cols + INT8_ALLOWANCE_BYTES) as u64);
+            assert!(entropy_bits > 7.99, "{entropy_bits}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(e.to_string().contains("keep it as int8"), "{e}");
+    // A fixed layout still encodes it (the caller asked for that layout).
+    assert!(encode(&w, rows, cols, &fixed(Layout::WarpStripes)).is_ok());
+}
+
+#[test]
+fn small_matrices_fit_the_allowance_and_bad_budgets_are_errors() {
+    for (rows, cols) in [(1, 1), (3, 5), (33, 7), (1, 300)] {
+        let w = values(rows * cols, 4, 9, true);
+        let m = encode(&w, rows, cols, &EncodeOptions::auto(0.1)).unwrap();
+        assert!(
+            bytes(&m) <= (rows * cols + INT8_ALLOWANCE_BYTES) as u64,
+            "{rows}x{cols}"
+        );
+        assert_eq!(m.decode().unwrap(), w);
+    }
+    for bad in [-0.5, f64::NAN, f64::INFINITY] {
+        let e = encode(&[1, 2, 3], 1, 3, &EncodeOptions::auto(bad)).unwrap_err();
+        assert!(matches!(e, AnsError::LayoutBudget { .. }), "{e}");
+    }
+    let _ = Model::fit(&[0i8; 4], &EncodeOptions::default()).unwrap();
+}
