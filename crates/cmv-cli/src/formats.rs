@@ -517,6 +517,8 @@ where
     }
 
     fn calibrates(&self) -> bool {
+        // `calibrate` only sets options: asking it on a 1x1 Gram matrix tells whether the
+        // format uses one.
         let mut o = M::Options::default();
         let gram = Gram {
             cols: 1,

@@ -72,6 +72,14 @@ fn list_formats() {
             f.variants()[0]
         );
         println!("  takes: {}", f.takes());
+        println!(
+            "  compress --calibrate: {}",
+            if f.calibrates() {
+                "used"
+            } else {
+                "not used (data-free encoder)"
+            }
+        );
     }
 }
 

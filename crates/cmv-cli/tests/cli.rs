@@ -512,13 +512,10 @@ fn help_has_examples() {
             .success()
             .stdout(predicate::str::contains("Examples:"));
     }
-    cmv()
-        .arg("formats")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains(
-            "takes: I8 tensors and GGUF Q8_0 tensors",
-        ));
+    cmv().arg("formats").assert().success().stdout(
+        predicate::str::contains("takes: I8 tensors and GGUF Q8_0 tensors")
+            .and(predicate::str::contains("compress --calibrate: used")),
+    );
 }
 
 const TOKENS: &[&str] = &[
