@@ -52,6 +52,20 @@ pub enum AnsError {
         /// The value given.
         value: f64,
     },
+    /// A quantization step that is not positive and finite.
+    #[error("quantization step {step} must be positive and finite")]
+    Step {
+        /// The step given.
+        step: f32,
+    },
+    /// A target relative error outside `(0, 1)`.
+    #[error(
+        "target relative error {target} must be in (0, 1), e.g. 0.01 for 1% of the weights' norm"
+    )]
+    TargetError {
+        /// The target given.
+        target: f64,
+    },
     /// A layout budget that is negative, NaN or infinite.
     #[error(
         "layout_budget_bits {value} must be finite and at least 0 (EncodeOptions::auto(0.1) \

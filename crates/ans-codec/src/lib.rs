@@ -6,6 +6,39 @@
 //! container, and `gpu` (feature `gpu`, on by default) multiplies by it on the GPU.
 //! [`AnsMatrix`] implements cmv's format traits, [`CompressedMatrix`](cmv_format::CompressedMatrix)
 //! and (feature `gpu`) `cmv_format::DeviceGemv`.
+//!
+//! # Example
+//!
+//! Encode, save and load, decode, and multiply on the CPU; on the GPU where there is one.
+//!
+//! ```rust
+//! use ans_codec::{AnsMatrix, EncodeOptions, encode};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (rows, cols) = (64, 256);
+//! let w: Vec<i8> = (0..rows * cols).map(|i| (i * 7 % 13) as i8 - 6).collect();
+//! let bytes = encode(&w, rows, cols, &EncodeOptions::default())?.to_bytes();
+//! let m = AnsMatrix::from_bytes(&bytes)?; // checks the CRC, the fields, every stream
+//! assert_eq!(m.decode()?, w); // lossless on the int8 values
+//! let x: Vec<i8> = (0..cols).map(|c| (c % 5) as i8 - 2).collect();
+//! let (y, _y8) = m.gemv_reference(&x, 1.0)?; // exact int32 products (and int8 requantized)
+//! #[cfg(feature = "gpu")]
+//! {
+//!     use ans_codec::cmv_format::DeviceGemv;
+//!     use ans_codec::cmv_runtime::{Gpu, RuntimeError};
+//!     // Without a GPU (no driver, no device) the example stops here.
+//!     let gpu = match Gpu::new(0) {
+//!         Err(RuntimeError::NoDriver | RuntimeError::NoDevice { .. }) => return Ok(()),
+//!         gpu => gpu?,
+//!     };
+//!     let (kernels, dm) = (AnsMatrix::load(&gpu)?, m.upload(&gpu)?);
+//!     let mut out = AnsMatrix::alloc_out(&gpu, rows, 1)?;
+//!     AnsMatrix::gemv(&kernels, &dm, &gpu.upload(&x)?, &mut out, 1)?;
+//!     AnsMatrix::finish(&kernels, &gpu)?;
+//!     assert!(AnsMatrix::check(&gpu, &out, &y)?.passed()); // bit-exact
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 mod compressed;
 mod decode;
@@ -20,6 +53,7 @@ mod load;
 mod matrix;
 pub mod model;
 mod options;
+pub mod quantize;
 mod report;
 
 pub use encode::{encode, encode_weights};
@@ -28,6 +62,9 @@ pub use layout::Layout;
 pub use matrix::AnsMatrix;
 pub use model::Model;
 pub use options::{EncodeOptions, INT8_ALLOWANCE_BYTES};
+pub use quantize::{
+    RowStepQuantized, StepQuantized, quantize_rows_to_error, quantize_step, quantize_to_error,
+};
 pub use report::EntropyReport;
 
 /// The kernel crate's table packing and layout constants, which the public API's tables

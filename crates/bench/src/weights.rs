@@ -452,8 +452,120 @@ pub struct WeightsReport {
     /// Over the tensors whose name does not contain `embeddings` (the matrices a GEMV reads);
     /// `None` unless some tensors are embeddings and some are not.
     pub aggregate_without_embeddings: Option<Aggregate>,
+    /// One quantization step per row, chosen for a target error
+    /// (`ans_codec::quantize_rows_to_error`), then `EncodeOptions::auto(0.1)`: one row per
+    /// target of [`STEP_TARGETS`], over the tensors without embeddings (all when none is one).
+    pub step_quantized: Vec<StepRow>,
     /// Wall time of the analysis (load excluded), seconds.
     pub seconds: f64,
+}
+
+/// The target relative errors of the per-row-step quantizer rows: about per-row absmax int8's
+/// error (0.009 on all-MiniLM-L6-v2), then the range of the 3-5 bit formats (RTN-4 g128 is
+/// about 0.1, data-free SpQR 0.14).
+pub const STEP_TARGETS: [f64; 5] = [0.009, 0.02, 0.05, 0.1, 0.14];
+
+/// The per-row-step quantizer at one target error, over a set of tensors.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepRow {
+    /// The target relative error per tensor.
+    pub target: f64,
+    /// Tensors.
+    pub tensors: usize,
+    /// Their elements.
+    pub elements: usize,
+    /// Relative Frobenius error over all of them.
+    pub rel_error: f64,
+    /// Empirical entropy of the int8 values, bits per element (weighted by elements).
+    pub entropy_bits: f64,
+    /// Container bits per element plus the f32 step of every row, as the encoder's choice of
+    /// layout stores them.
+    pub bits_per_element: f64,
+    /// Tensors coded in `ans-warp-rows`.
+    pub rows_layout: usize,
+    /// Tensors coded in `ans-warp-stripes`.
+    pub stripes_layout: usize,
+    /// Tensors the encoder refused as incompressible (kept as int8: 8 bits counted).
+    pub incompressible: usize,
+    /// Values clipped at `±127 step`.
+    pub clipped: usize,
+}
+
+/// [`StepRow`]s of `tensors` for every target of [`STEP_TARGETS`]; each encoding is checked
+/// to decode back to its int8 values.
+///
+/// # Errors
+/// An encoding error, [`BenchError::Mismatch`] for an encoding that does not round-trip.
+pub fn step_rows(tensors: &[&Tensor2d]) -> Result<Vec<StepRow>, BenchError> {
+    let mut out = Vec::new();
+    for &target in &STEP_TARGETS {
+        let (mut err_sq, mut norm_sq, mut ent, mut bits) = (0f64, 0f64, 0f64, 0f64);
+        let (mut elements, mut rows_l, mut stripes_l, mut inc, mut clipped) = (0, 0, 0, 0, 0);
+        for t in tensors {
+            let q = ans_codec::quantize_rows_to_error(&t.data, t.rows, t.cols, target)?;
+            let n = t.data.len();
+            let norm: f64 = t.data.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+            err_sq += q.rel_error * q.rel_error * norm;
+            norm_sq += norm;
+            clipped += q.clipped;
+            elements += n;
+            let h = ans_codec::model::entropy_bits(&ans_codec::model::counts(&q.q));
+            ent += h;
+            match ans_codec::encode(&q.q, t.rows, t.cols, &EncodeOptions::auto(0.1)) {
+                Ok(m) => {
+                    if m.decode()? != q.q {
+                        return Err(BenchError::Mismatch {
+                            what: format!("{} (step for {target})", t.name),
+                            detail: "the encoding does not decode to the int8 values".into(),
+                        });
+                    }
+                    bits += m.size_breakdown().container_bytes as f64 * 8.0 + 32.0 * t.rows as f64;
+                    match m.layout() {
+                        Layout::WarpRows => rows_l += 1,
+                        Layout::WarpStripes => stripes_l += 1,
+                    }
+                }
+                Err(AnsError::Incompressible { .. }) => {
+                    inc += 1;
+                    bits += n as f64 * 8.0 + 32.0 * t.rows as f64;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let per = |b: f64| b / elements.max(1) as f64;
+        out.push(StepRow {
+            target,
+            tensors: tensors.len(),
+            elements,
+            rel_error: ratio(err_sq, norm_sq),
+            entropy_bits: per(ent),
+            bits_per_element: per(bits),
+            rows_layout: rows_l,
+            stripes_layout: stripes_l,
+            incompressible: inc,
+            clipped,
+        });
+    }
+    Ok(out)
+}
+
+/// One line per [`StepRow`].
+pub fn step_line(r: &StepRow) -> String {
+    format!(
+        "steps for error <= {:.3} ({} tensors, {} elements): rel. error {:.4}, entropy {:.3}, \
+         stored {:.3} bits/element with the row steps (rows {}, stripes {}, incompressible {}), \
+         clipped {}",
+        r.target,
+        r.tensors,
+        r.elements,
+        r.rel_error,
+        r.entropy_bits,
+        r.bits_per_element,
+        r.rows_layout,
+        r.stripes_layout,
+        r.incompressible,
+        r.clipped
+    )
 }
 
 /// Distinct values of `q`.
@@ -611,6 +723,19 @@ pub fn analyse(
     let aggregate_all = aggregate("all", &all);
     let aggregate_without_embeddings = (!linear.is_empty() && linear.len() < all.len())
         .then(|| aggregate("without embeddings", &linear));
+    let gemv: Vec<&Tensor2d> = weights
+        .tensors
+        .iter()
+        .filter(|t| !t.name.contains("embeddings"))
+        .collect();
+    let step_quantized = if gemv.is_empty() {
+        step_rows(&weights.tensors.iter().collect::<Vec<_>>())?
+    } else {
+        step_rows(&gemv)?
+    };
+    for r in &step_quantized {
+        progress(&step_line(r));
+    }
     Ok(WeightsReport {
         model: model.to_owned(),
         file_bytes,
@@ -618,6 +743,7 @@ pub fn analyse(
         skipped: weights.skipped.clone(),
         aggregate: aggregate_all,
         aggregate_without_embeddings,
+        step_quantized,
         seconds: start.elapsed().as_secs_f64(),
     })
 }
@@ -706,6 +832,9 @@ pub fn table(r: &WeightsReport) -> String {
     }
     for a in std::iter::once(&r.aggregate).chain(&r.aggregate_without_embeddings) {
         let _ = writeln!(s, "{}", aggregate_line(a));
+    }
+    for q in &r.step_quantized {
+        let _ = writeln!(s, "{}", step_line(q));
     }
     let _ = writeln!(s, "{}", skipped_line(&r.skipped));
     s
