@@ -7,6 +7,39 @@
 //! feature, [`gpu`] multiplies packed matrices on the GPU, bit-exact with the references:
 //! GEMM with every kernel of the paper and integer tensor cores, and GEMV (`docs/BEAM.md`).
 //!
+//! # Example
+//!
+//! Pack, save and load, unpack, and multiply on the CPU; on the GPU where there is one.
+//!
+//! ```rust
+//! use beam_pack::{Layout, PackedMatrix};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (rows, cols) = (64, 256);
+//! let w: Vec<u64> = (0..rows * cols).map(|i| (i * 7 % 32) as u64).collect(); // 5-bit values
+//! let bytes = PackedMatrix::pack(&w, rows, cols, 5, Layout::Nogaps)?.to_bytes();
+//! let m = PackedMatrix::from_bytes(&bytes)?; // checks the CRC, the fields, the padding
+//! assert_eq!(m.unpack(), w); // exact
+//! let x: Vec<u64> = (0..cols as u64).map(|c| c % 9).collect();
+//! let y = m.reference(&x, 1)?; // y = W x, exact (modulo 2^64)
+//! #[cfg(feature = "gpu")]
+//! {
+//!     use beam_pack::cmv_format::DeviceGemv;
+//!     use beam_pack::cmv_runtime::{Gpu, RuntimeError};
+//!     // Without a GPU (no driver, no device) the example stops here.
+//!     let gpu = match Gpu::new(0) {
+//!         Err(RuntimeError::NoDriver | RuntimeError::NoDevice { .. }) => return Ok(()),
+//!         gpu => gpu?,
+//!     };
+//!     let (kernels, dm) = (PackedMatrix::load(&gpu)?, m.upload(&gpu)?);
+//!     let mut out = PackedMatrix::alloc_out(&gpu, rows, 1)?;
+//!     PackedMatrix::gemv(&kernels, &dm, &gpu.upload(&x)?, &mut out, 1)?;
+//!     PackedMatrix::finish(&kernels, &gpu)?;
+//!     assert!(PackedMatrix::check(&gpu, &out, &y)?.passed());
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layouts
 //!
 //! Every layout stores `u64` words ([`PackedMatrix::words`]); inside a word, element bits go

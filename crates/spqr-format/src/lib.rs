@@ -2,6 +2,40 @@
 //! statistics (one `u64` per tile row) plus a sparse part of fp16 outliers (CSR and PTCSR),
 //! multiplied on the GPU while it is dequantized (`docs/SPQR.md`).
 //!
+//! # Example
+//!
+//! Quantize, save and load, decode, and multiply on the CPU; on the GPU where there is one.
+//!
+//! ```rust
+//! use spqr_format::{QuantizeOptions, SpqrMatrix, f16, quantize};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (rows, cols) = (64, 256);
+//! let w: Vec<f32> = (0..rows * cols).map(|i| (i * 7919 % 1009) as f32 / 1009.0 - 0.5).collect();
+//! let bytes = quantize(&w, rows, cols, &QuantizeOptions::default())?.to_bytes(); // data-free
+//! let m = SpqrMatrix::from_bytes(&bytes)?; // checks the CRC, the fields, every part
+//! let diff: f32 = w.iter().zip(m.dequantize()).map(|(a, b)| (a - b).abs()).sum();
+//! assert!(diff / (w.len() as f32) < 0.05); // mean |w| is 0.25: 3-bit tiles, fp16 outliers
+//! let x: Vec<f16> = (0..cols).map(|c| f16::from_f32((c % 5) as f32 - 2.0)).collect();
+//! let y = m.gemv_reference(&x, 1)?; // the f64 product of the stored matrix
+//! #[cfg(feature = "gpu")]
+//! {
+//!     use spqr_format::cmv_format::DeviceGemv;
+//!     use spqr_format::cmv_runtime::{Gpu, RuntimeError};
+//!     // Without a GPU (no driver, no device) the example stops here.
+//!     let gpu = match Gpu::new(0) {
+//!         Err(RuntimeError::NoDriver | RuntimeError::NoDevice { .. }) => return Ok(()),
+//!         gpu => gpu?,
+//!     };
+//!     let (kernels, dm) = (SpqrMatrix::load(&gpu)?, m.upload(&gpu)?);
+//!     let mut out = SpqrMatrix::alloc_out(&gpu, rows, 1)?;
+//!     SpqrMatrix::gemv(&kernels, &dm, &gpu.upload(&x)?, &mut out, 1)?;
+//!     SpqrMatrix::finish(&kernels, &gpu)?;
+//!     assert!(SpqrMatrix::check(&gpu, &out, &y)?.passed());
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! * [`quantize()`] / [`quantize_f16`] / [`quantize_weights`] encode a matrix, data-free or
 //!   with GPTQ given a [`Calibration`] ([`QuantizeOptions`]).
 //! * [`SpqrMatrix`] holds it: the packed parts the kernel reads, the CPU decoder

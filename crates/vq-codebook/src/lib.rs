@@ -17,6 +17,41 @@
 //!   kernel (per tile and slab, the codebook entries' dot products with the inputs in shared
 //!   memory, one lookup per code) for `VQ<v, 8, 1>`, and a stream kernel for every other
 //!   configuration.
+//!
+//! # Example
+//!
+//! Encode, save and load, decode, and multiply on the CPU; on the GPU where there is one.
+//!
+//! ```rust
+//! use vq_codebook::{EncodeOptions, VqMatrix, f16};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (rows, cols) = (64, 256);
+//! let w: Vec<f32> = (0..rows * cols).map(|i| (i * 7919 % 1009) as f32 / 1009.0 - 0.5).collect();
+//! let opts = EncodeOptions::default(); // GPTVQ-2
+//! let bytes = VqMatrix::encode(&w, rows, cols, &opts)?.to_bytes();
+//! let m = VqMatrix::from_bytes(&bytes)?; // checks the CRC, the fields, every part
+//! let diff: f32 = w.iter().zip(m.dequantize()).map(|(a, b)| (a - b).abs()).sum();
+//! assert!(diff / (w.len() as f32) < 0.1); // mean |w| is 0.25
+//! let x: Vec<f16> = (0..cols).map(|c| f16::from_f32((c % 5) as f32 - 2.0)).collect();
+//! let y = m.reference(&x, 1)?; // the f64 product of the stored matrix
+//! #[cfg(feature = "gpu")]
+//! {
+//!     use vq_codebook::cmv_format::DeviceGemv;
+//!     use vq_codebook::cmv_runtime::{Gpu, RuntimeError};
+//!     // Without a GPU (no driver, no device) the example stops here.
+//!     let gpu = match Gpu::new(0) {
+//!         Err(RuntimeError::NoDriver | RuntimeError::NoDevice { .. }) => return Ok(()),
+//!         gpu => gpu?,
+//!     };
+//!     let (kernels, dm) = (VqMatrix::load(&gpu)?, m.upload(&gpu)?);
+//!     let mut out = VqMatrix::alloc_out(&gpu, rows, 1)?;
+//!     VqMatrix::gemv(&kernels, &dm, &gpu.upload(&x)?, &mut out, 1)?;
+//!     VqMatrix::finish(&kernels, &gpu)?;
+//!     assert!(VqMatrix::check(&gpu, &out, &y)?.passed());
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 mod compressed;
 mod config;
