@@ -64,7 +64,7 @@ pub const MODES: [Mode; 5] = [
 
 impl Mode {
     /// The mode for `A` of `a_bits`, `B` of `b_bits`, inner dimension `k`, `out` output bits
-    /// and `overflow` ([`OVF`] or [`crate::layout::SAT`]).
+    /// and `overflow` ([`crate::layout::OVF`] or [`crate::layout::SAT`]).
     pub const fn select(a_bits: u32, b_bits: u32, k: u64, out: u32, overflow: u32) -> Mode {
         let narrow = a_bits <= 32 && b_bits <= 32;
         match acc_for(a_bits, b_bits, k, out, overflow) {

@@ -23,9 +23,9 @@
 //!   ([`FLAG_B_TRANSPOSED`], [`FLAG_OUT_TRANSPOSED`]): the `DeviceGemv` path's `x[b * cols + c]`
 //!   and `y[b * rows + r]` are naive `n x cols` and `n x rows` matrices.
 //!
-//! Every output is [`finish`]ed (wrapped or clamped to its width) and written packed in its
-//! layout by the lane that owns it (`naive`: a store; otherwise an atomic OR into words the
-//! launcher zeroed).
+//! Every output is [`finish`](crate::layout::finish)ed (wrapped or clamped to its width) and
+//! written packed in its layout by the lane that owns it (`naive`: a store; otherwise an atomic
+//! OR into words the launcher zeroed).
 
 use cmv_device::KernelParams;
 

@@ -47,14 +47,14 @@ pub unsafe trait KernelParams: Copy + 'static {}
 /// documentation).
 ///
 /// The host gets one only from `cmv-runtime` (`cmv_runtime::dev_ptr`, from a device buffer);
-/// the kernel turns it into a `*const T` with [`DevPtr::as_ptr`].
+/// the kernel turns it into a `*const T` with `DevPtr::as_ptr` (on the device).
 #[repr(C)]
 pub struct DevPtr<T>([u32; 2], PhantomData<*const T>);
 
 /// The address of device memory a kernel writes (and may read), laid out as [`DevPtr`].
 ///
 /// The host gets one only from `cmv-runtime` (`cmv_runtime::dev_ptr_mut`, from a device buffer
-/// borrowed mutably); the kernel turns it into a `*mut T` with [`DevPtrMut::as_mut_ptr`].
+/// borrowed mutably); the kernel turns it into a `*mut T` with `DevPtrMut::as_mut_ptr`.
 #[repr(C)]
 pub struct DevPtrMut<T>([u32; 2], PhantomData<*mut T>);
 

@@ -77,7 +77,7 @@ impl CudaCoreGemm {
         )
     }
 
-    /// The entry point `kernel` runs for these operands (what [`CudaCoreGemm::launch`]
+    /// The entry point `kernel` runs for these operands (what `CudaCoreGemm::launch`
     /// launches), `None` for `mma`.
     pub fn entry_point(
         kernel: GemmKernel,
