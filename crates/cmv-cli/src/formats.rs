@@ -131,11 +131,17 @@ pub trait CliWeight: Copy + Send + Sync + 'static {
     /// What such a format takes, for `cmv formats` and the help.
     const TAKES: &'static str;
 
-    /// The weights of `t`, a `rows x cols` tensor.
+    /// The weights of `t`, a `rows x cols` tensor; float tensors for an integer format are
+    /// quantized per row as `int8` says.
     ///
     /// # Errors
     /// Why this tensor cannot be fed (its dtype, a non-finite value).
-    fn prepare(t: &Tensor<'_>, rows: usize, cols: usize) -> Result<Prepared<Self>, String>;
+    fn prepare(
+        t: &Tensor<'_>,
+        rows: usize,
+        cols: usize,
+        int8: Int8Quant,
+    ) -> Result<Prepared<Self>, String>;
 
     /// The tensor back from decoded `values`.
     ///
@@ -159,7 +165,7 @@ fn dtype_refusal(t: &Tensor<'_>, takes: &str) -> String {
 impl CliWeight for f32 {
     const TAKES: &'static str = "F32, F16 and BF16 tensors (read exactly as f32)";
 
-    fn prepare(t: &Tensor<'_>, _: usize, _: usize) -> Result<Prepared<f32>, String> {
+    fn prepare(t: &Tensor<'_>, _: usize, _: usize, _: Int8Quant) -> Result<Prepared<f32>, String> {
         let values = t.floats().ok_or_else(|| dtype_refusal(t, Self::TAKES))?;
         Ok(Prepared {
             values,
@@ -213,6 +219,39 @@ pub fn quantize_rows(w: &[f32], cols: usize) -> Result<(Vec<i8>, Vec<f32>), Stri
     Ok((q, scales))
 }
 
+/// How float tensors become int8 for the int8 formats (ans, beam).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Int8Quant {
+    /// Per-row absmax scales, `s = max|w| / 127` ([`quantize_rows`]).
+    #[default]
+    Absmax,
+    /// Per row, the largest step whose relative error is at most this
+    /// (`ans_codec::quantize_rows_to_error`): fewer distinct values, which ANS codes in fewer
+    /// bits (`compress --int8-error`).
+    Error(f64),
+}
+
+/// [`quantize_rows`] or, for [`Int8Quant::Error`], per-row steps chosen for the error; the
+/// scales are the steps either way (`w ~ q * s` per row).
+///
+/// # Errors
+/// The first non-finite weight; a target outside (0, 1).
+pub fn quantize_rows_with(
+    w: &[f32],
+    rows: usize,
+    cols: usize,
+    int8: Int8Quant,
+) -> Result<(Vec<i8>, Vec<f32>), String> {
+    match int8 {
+        Int8Quant::Absmax => quantize_rows(w, cols),
+        Int8Quant::Error(target) => {
+            let r = ans_codec::quantize_rows_to_error(w, rows, cols, target)
+                .map_err(|e| e.to_string())?;
+            Ok((r.q, r.steps))
+        }
+    }
+}
+
 /// The inverse of [`quantize_rows`] (`q * s` in f32), one scale for each run of
 /// `q.len() / scales.len()` consecutive values (a row, or a Q8_0 block).
 ///
@@ -239,7 +278,12 @@ impl CliWeight for i8 {
                                  scales) as they are (lossless), and F32/F16/BF16 tensors \
                                  quantized per row to int8 with absmax scales (lossy)";
 
-    fn prepare(t: &Tensor<'_>, _: usize, cols: usize) -> Result<Prepared<i8>, String> {
+    fn prepare(
+        t: &Tensor<'_>,
+        rows: usize,
+        cols: usize,
+        int8: Int8Quant,
+    ) -> Result<Prepared<i8>, String> {
         if let Some(q8) = t.q8_0 {
             return Ok(Prepared {
                 values: q8.q.clone(),
@@ -255,7 +299,7 @@ impl CliWeight for i8 {
             });
         }
         let w = t.floats().ok_or_else(|| dtype_refusal(t, Self::TAKES))?;
-        let (values, scales) = quantize_rows(&w, cols)?;
+        let (values, scales) = quantize_rows_with(&w, rows, cols, int8)?;
         Ok(Prepared {
             values,
             input: InputEncoding::Int8Rows,
@@ -294,7 +338,12 @@ impl CliWeight for u64 {
                                  F32/F16/BF16 tensors quantized per row to int8 with absmax \
                                  scales, stored as q + 127 (lossy)";
 
-    fn prepare(t: &Tensor<'_>, _: usize, cols: usize) -> Result<Prepared<u64>, String> {
+    fn prepare(
+        t: &Tensor<'_>,
+        rows: usize,
+        cols: usize,
+        int8: Int8Quant,
+    ) -> Result<Prepared<u64>, String> {
         let exact = |values: Vec<u64>| Prepared {
             values,
             input: InputEncoding::Exact,
@@ -342,7 +391,7 @@ impl CliWeight for u64 {
             _ => {}
         }
         let w = t.floats().ok_or_else(|| dtype_refusal(t, Self::TAKES))?;
-        let (q, scales) = quantize_rows(&w, cols)?;
+        let (q, scales) = quantize_rows_with(&w, rows, cols, int8)?;
         Ok(Prepared {
             values: q
                 .iter()
@@ -461,12 +510,18 @@ pub trait Format: Send + Sync {
     /// What it takes.
     fn takes(&self) -> &'static str;
     /// Compresses `t`, a 2-D tensor, with variant `variant` (one of [`Format::variants`]),
-    /// calibrated on `gram` if given and the format takes one.
+    /// calibrated on `gram` if given and the format takes one; float tensors going into an
+    /// int8 format are quantized as `int8` says.
     ///
     /// # Errors
     /// Why this tensor cannot be compressed (dtype, shape, values: the format's message).
-    fn encode(&self, variant: &str, t: &Tensor<'_>, gram: Option<&Gram>)
-    -> Result<Encoded, String>;
+    fn encode(
+        &self,
+        variant: &str,
+        t: &Tensor<'_>,
+        gram: Option<&Gram>,
+        int8: Int8Quant,
+    ) -> Result<Encoded, String>;
     /// Whether the format takes a calibration ([`Decode::calibrate`]).
     fn calibrates(&self) -> bool;
     /// Loads and checks a container.
@@ -532,6 +587,7 @@ where
         variant: &str,
         t: &Tensor<'_>,
         gram: Option<&Gram>,
+        int8: Int8Quant,
     ) -> Result<Encoded, String> {
         let [rows, cols] = t.shape[..] else {
             return Err(format!(
@@ -554,7 +610,7 @@ where
             }
             None => false,
         };
-        let p = <M::Weight as CliWeight>::prepare(t, rows, cols)?;
+        let p = <M::Weight as CliWeight>::prepare(t, rows, cols, int8)?;
         let m = M::encode_slice(&p.values, rows, cols, &options).map_err(|e| e.to_string())?;
         let blob = m.container_bytes();
         Ok(Encoded {

@@ -1173,3 +1173,42 @@ fn compression_is_reproducible() {
         );
     }
 }
+
+#[test]
+fn int8_error_sets_the_step_of_the_int8_formats() {
+    let m = model();
+    for (format, target) in [("ans", 0.05), ("beam", 0.1)] {
+        let out = m.dir.path().join(format!("model.{format}.err.safetensors"));
+        cmv()
+            .arg("compress")
+            .arg(&m.path)
+            .args(["--format", format, "--min-elements", "64", "-q"])
+            .args(["--int8-error", &target.to_string(), "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        let e = json(cmv().arg("eval").arg(&m.path).arg(&out).arg("--json"));
+        let mut float_rows = 0;
+        for t in e["tensors"].as_array().expect("rows") {
+            let err = t["relative_error"].as_f64().expect("finite error");
+            // Each row meets the target, so each tensor does; absmax scales would give about
+            // 0.01 on these weights, so the error shows the target was used.
+            assert!(err <= target * 1.0001, "{format} {}: {err}", t["name"]);
+            if err > target * 0.5 {
+                float_rows += 1;
+            }
+        }
+        assert!(float_rows >= 2, "{format}: {e}");
+    }
+    // Targets outside (0, 1) are command-line errors.
+    for bad in ["0", "1.5", "x"] {
+        cmv()
+            .arg("compress")
+            .arg(&m.path)
+            .args(["--format", "ans", "--int8-error", bad, "-o"])
+            .arg(m.dir.path().join("never.safetensors"))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("relative error"));
+    }
+}
