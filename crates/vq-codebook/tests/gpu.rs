@@ -8,17 +8,8 @@ use vq_codebook::cmv_runtime::gpu_for_tests;
 use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, VqGemv, VqKernel, VqOut};
 use vq_codebook::{EncodeOptions, Scope, VqConfig, VqError, VqMatrix};
 
-fn weights(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
-        })
-        .collect()
-}
+mod common;
+use common::{tile, weights};
 
 fn rel(got: &[f16], want: &[f64]) -> f64 {
     vq_codebook::cmv_format::relative_error(got.iter().map(|v| f64::from(v.to_f32())), want)
@@ -50,12 +41,6 @@ fn the_kernel_matches_the_reference() {
         (odd, 50, 61),
         (wide, 33, 47),
     ];
-    let tile = |rows, cols, vec| VqConfig {
-        vec,
-        bits: 8,
-        residuals: 1,
-        scope: Scope::Tile { rows, cols },
-    };
     let cases = cases.into_iter().chain([
         (VqConfig::gptvq2(), 2048, 1100),
         (VqConfig::cq2(), 3000, 700),

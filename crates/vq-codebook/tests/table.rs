@@ -4,31 +4,13 @@
 //! shapes and every chunk size.
 
 use half::f16;
-use vq_codebook::{EncodeOptions, Scope, VqConfig, VqMatrix};
+use vq_codebook::{EncodeOptions, VqConfig, VqMatrix};
 
-fn weights(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
-        })
-        .collect()
-}
+mod common;
+use common::{tile, weights};
 
 fn rel(got: &[f32], want: &[f64]) -> f64 {
     vq_codebook::cmv_format::relative_error(got.iter().map(|&v| f64::from(v)), want)
-}
-
-fn tile(rows: usize, cols: usize, vec: usize) -> VqConfig {
-    VqConfig {
-        vec,
-        bits: 8,
-        residuals: 1,
-        scope: Scope::Tile { rows, cols },
-    }
 }
 
 #[test]
