@@ -411,30 +411,11 @@ impl CliWeight for u64 {
         let too_wide = |v: u64| format!("decoded value {v} does not fit {}", dtype_name(dtype));
         match input {
             InputEncoding::Exact => {
-                let data: Vec<u8> = match dtype {
-                    Dtype::U8 => values
-                        .iter()
-                        .map(|&v| u8::try_from(v).map_err(|_| too_wide(v)))
-                        .collect::<Result<_, _>>()?,
-                    Dtype::U16 => values
-                        .iter()
-                        .map(|&v| {
-                            u16::try_from(v)
-                                .map(u16::to_le_bytes)
-                                .map_err(|_| too_wide(v))
-                        })
-                        .collect::<Result<Vec<_>, _>>()?
-                        .concat(),
-                    Dtype::U32 => values
-                        .iter()
-                        .map(|&v| {
-                            u32::try_from(v)
-                                .map(u32::to_le_bytes)
-                                .map_err(|_| too_wide(v))
-                        })
-                        .collect::<Result<Vec<_>, _>>()?
-                        .concat(),
-                    Dtype::U64 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                let width = match dtype {
+                    Dtype::U8 => 1,
+                    Dtype::U16 => 2,
+                    Dtype::U32 => 4,
+                    Dtype::U64 => 8,
                     other => {
                         return Err(format!(
                             "original dtype {} is not one an unsigned format takes exactly",
@@ -442,6 +423,13 @@ impl CliWeight for u64 {
                         ));
                     }
                 };
+                let mut data = Vec::with_capacity(values.len() * width);
+                for &v in &values {
+                    if width < 8 && v >> (8 * width) != 0 {
+                        return Err(too_wide(v));
+                    }
+                    data.extend_from_slice(&v.to_le_bytes()[..width]);
+                }
                 Ok(Restored::Raw { dtype, data })
             }
             InputEncoding::Int8Rows | InputEncoding::Int8Blocks => {
