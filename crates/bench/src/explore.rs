@@ -189,3 +189,176 @@ pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchE
     }
     Ok(())
 }
+
+/// Blocks per SM the tc explore plans aim for (`0` = no split-K).
+const TC_TARGETS: [u32; 4] = [0, 2, 4, 8];
+
+/// `cmv-bench --explore-tc`: every tensor-core kernel of `dense_kernels::tc` (fp16 and int8) at
+/// batches 2, 4, 8 and 16 with plans for 2, 4 and 8 blocks per SM and no split, beside the
+/// default path (`gemv_f16` / `gemv_i8`), the previous kernels (CUDA-core batch 4, the
+/// 16-rows-per-warp `mma` kernels) and cuBLAS; graph timing over rotated copies; every output
+/// checked against the CPU reference. One line per (shape, type, batch, kernel, plan).
+pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchError> {
+    use dense_gemv::{CublasGemv, TC_F16_KERNELS, TC_I8_KERNELS, tc_plan};
+    let l2 = gpu.info().l2_bytes;
+    let sms = dense.sm_count();
+    let blas = CublasGemv::new(gpu).ok();
+    let line = |what: &str, bytes: usize, t: &cmv_runtime::Timings, check: &str| {
+        let us = t.median_ms() * 1e3;
+        println!(
+            "tc {what}: {us:.2} us, {:.1} GB/s, {check}",
+            bytes as f64 / (us * 1e3)
+        );
+    };
+    for &(rows, cols) in &cfg.shapes {
+        let w = data::f16_uniform(rows * cols, 1.0, 9);
+        let mats = weight_copies(DeviceMatrix::upload_f16(gpu, &w, rows, cols)?, l2, cfg)?;
+        let bytes = rows * cols * 2;
+        for batch in [2usize, 4, 8, 16] {
+            let x = data::f16_uniform(batch * cols, 1.0, 13);
+            let want = cpu::gemv_f16(&w, rows, cols, &x, batch)?;
+            let dx = gpu.upload(&x)?;
+            let mut y = gpu.alloc_zeros::<f16>(batch * rows)?;
+            let check = |y: &cmv_runtime::CudaSlice<f16>| -> Result<String, BenchError> {
+                let got = gpu.download(y)?;
+                let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
+                Ok(format!(
+                    "rel_err {err:.1e}{}",
+                    if err < 1e-3 { "" } else { " WRONG" }
+                ))
+            };
+            let shape = format!("{rows}x{cols} f16 b{batch}");
+            let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
+                dense.gemv_f16(&mats[i % mats.len()], &dx, &mut y, batch)
+            })?;
+            line(&format!("{shape} default"), bytes, &t, &check(&y)?);
+            if let Some(b) = &blas {
+                let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
+                    b.gemv_f16(&mats[i % mats.len()], &dx, &mut y, batch)
+                })?;
+                line(&format!("{shape} cublas"), bytes, &t, &check(&y)?);
+            }
+            let old = if batch <= 4 {
+                (
+                    "cmv_gemv_f16_b4",
+                    4,
+                    dense_gemv::f16_split(rows as u32, cols as u32, batch as u32),
+                )
+            } else {
+                let kb = dense_kernels_batch(batch);
+                let name = if kb == 8 {
+                    "cmv_gemv_f16_mma_n8"
+                } else {
+                    "cmv_gemv_f16_mma_n16"
+                };
+                (
+                    name,
+                    kb,
+                    dense_gemv::f16_split(rows as u32, cols as u32, batch as u32),
+                )
+            };
+            let k = gpu.kernel(&PTX, old.0)?;
+            let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
+                dense.launch_f16(
+                    &k,
+                    old.2,
+                    old.1,
+                    &mats[i % mats.len()],
+                    &dx,
+                    &mut y,
+                    batch as u32,
+                )
+            })?;
+            line(&format!("{shape} old {}", old.0), bytes, &t, &check(&y)?);
+            for tk in TC_F16_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
+                let k = gpu.kernel(&PTX, tk.name)?;
+                for target in TC_TARGETS {
+                    let plan = tc_plan(rows as u32, cols as u32 / 8, tk.mt, target * sms, 8);
+                    let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
+                        let m = &mats[i % mats.len()];
+                        dense.launch_tc_f16(&k, *tk, plan, m, &dx, &mut y, batch as u32)
+                    })?;
+                    let what = format!("{shape} {} t{target} k{}", tk.name, plan.ksplit);
+                    line(&what, bytes, &t, &check(&y)?);
+                }
+            }
+        }
+        drop(mats);
+        let w = data::i8_uniform(rows * cols, 11);
+        let mats = weight_copies(DeviceMatrix::upload_i8(gpu, &w, rows, cols)?, l2, cfg)?;
+        let bytes = rows * cols;
+        for batch in [2usize, 4, 8, 16] {
+            let x = data::i8_uniform(batch * cols, 12);
+            let want = cpu::gemv_i8(&w, rows, cols, &x, batch)?;
+            let dx = gpu.upload(&x)?;
+            let mut y32 = gpu.alloc_zeros::<i32>(batch * rows)?;
+            let mut y8 = gpu.alloc_zeros::<i8>(batch * rows)?;
+            let check = |y32: &cmv_runtime::CudaSlice<i32>| -> Result<String, BenchError> {
+                let exact = gpu.download(y32)? == want;
+                Ok(format!(
+                    "exact {exact}{}",
+                    if exact { "" } else { " WRONG" }
+                ))
+            };
+            let shape = format!("{rows}x{cols} i8 b{batch}");
+            let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
+                dense.gemv_i8(&mats[i % mats.len()], &dx, &mut y32, &mut y8, 0.01, batch)
+            })?;
+            line(&format!("{shape} default"), bytes, &t, &check(&y32)?);
+            let kb = dense_gemv_kernel_batch(batch);
+            let name = leak(format!("cmv_gemv_i8_b{kb}"));
+            let k = gpu.kernel(&PTX, name)?;
+            let split = dense_gemv::i8_split(rows as u32, cols as u32, batch as u32);
+            let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
+                let m = &mats[i % mats.len()];
+                dense.launch_i8(
+                    &k,
+                    split,
+                    kb,
+                    m,
+                    &dx,
+                    (&mut y32, &mut y8),
+                    0.01,
+                    batch as u32,
+                )
+            })?;
+            line(&format!("{shape} old {name}"), bytes, &t, &check(&y32)?);
+            for tk in TC_I8_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
+                let k = gpu.kernel(&PTX, tk.name)?;
+                for target in TC_TARGETS {
+                    let plan = tc_plan(rows as u32, cols as u32 / 16, tk.mt, target * sms, 8);
+                    let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
+                        let m = &mats[i % mats.len()];
+                        dense.launch_tc_i8(
+                            &k,
+                            *tk,
+                            plan,
+                            m,
+                            &dx,
+                            (&mut y32, &mut y8),
+                            0.01,
+                            batch as u32,
+                        )
+                    })?;
+                    let what = format!("{shape} {} t{target} k{}", tk.name, plan.ksplit);
+                    line(&what, bytes, &t, &check(&y32)?);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A tensor-core kernel for up to `kernel_batch` vectors runs `batch` in the explore when it
+/// is the smallest that holds it.
+fn tc_fits(kernel_batch: u32, batch: usize) -> bool {
+    kernel_batch as usize == if batch <= 8 { 8 } else { 16 }
+}
+
+/// The int8 CUDA-core kernel batch (`KERNEL_BATCHES`) that runs `batch`.
+fn dense_gemv_kernel_batch(batch: usize) -> u32 {
+    [1u32, 2, 4, 8, 16]
+        .into_iter()
+        .find(|&b| b as usize >= batch)
+        .unwrap_or(16)
+}

@@ -1,12 +1,16 @@
 //! GPU paths: the Rust kernels of `kernels-rs/dense-kernels`, and cuBLAS.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cmv_runtime::cudarc::cublas::sys::cublasOperation_t;
 use cmv_runtime::cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cmv_runtime::{
     CudaSlice, CudaStream, DeviceRepr, Gpu, Kernel, LaunchConfig, RuntimeError, dev_ptr,
     dev_ptr_mut,
+};
+use dense_kernels::tc::{
+    GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_F16_KERNELS, TC_I8_KERNELS, TC_SPLIT_ROWS,
+    TC_THREADS, TC_WORKSPACE_WORDS, TcKernel, TcPlan, tc_kblocks, tc_plan, tc_rows_per_block,
 };
 use dense_kernels::{
     BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, GemvF16AnyParams, GemvF16Params,
@@ -114,7 +118,73 @@ pub struct DenseGemv {
     f16_any: Kernel,
     i8_any: Kernel,
     stream_read: Kernel,
+    /// The default tensor-core kernels for up to 8 and up to 16 vectors: fp16, int8.
+    tc_f16: [Kernel; 2],
+    tc_i8: [Kernel; 2],
+    /// The zeroed split-K workspace of the tensor-core kernels (each launch leaves it zero);
+    /// the lock keeps two launches from sharing it at once.
+    tc_ws: Mutex<TcWorkspace>,
     sm_count: u32,
+}
+
+/// Split-K workspace of the tensor-core kernels: 32-bit sums and one counter per row block.
+#[derive(Debug)]
+struct TcWorkspace {
+    acc: CudaSlice<u32>,
+    counters: CudaSlice<u32>,
+}
+
+/// Blocks per SM the default tensor-core plans aim for (the grid is split along the columns
+/// until it has this many per SM; `cmv-bench --explore tc` times other choices).
+pub const TC_BLOCKS_PER_SM: u32 = 4;
+/// Fewest k-blocks (4 chunks of each row) a split of the default plans sums.
+pub const TC_MIN_KBLOCKS: u32 = 8;
+
+/// The default tensor-core kernel of `kernels` (fp16 or int8 table) for `batch` (2..=16).
+fn tc_default(kernels: &[TcKernel; 8], batch: u32) -> (usize, TcKernel) {
+    let i = usize::from(batch > 8);
+    (i, kernels[i])
+}
+
+/// The default plan of the tensor-core kernel `k` for `rows` rows of `chunks` 16-byte chunks on
+/// a GPU with `sm_count` SMs.
+pub fn tc_default_plan(k: TcKernel, rows: u32, chunks: u32, sm_count: u32) -> TcPlan {
+    tc_plan(
+        rows,
+        chunks,
+        k.mt,
+        sm_count.max(1) * TC_BLOCKS_PER_SM,
+        TC_MIN_KBLOCKS,
+    )
+}
+
+/// Checks that `plan` covers `rows` rows of `chunks` chunks with kernel `k` exactly as the
+/// kernel assumes, and that a split plan fits the workspace for `batch` vectors.
+fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32, batch: u32) -> Result<()> {
+    let kblocks = tc_kblocks(chunks);
+    let per = plan.kblocks_per_split;
+    let ok = plan.row_blocks == rows.div_ceil(tc_rows_per_block(k.mt))
+        && plan.ksplit >= 1
+        && plan.ksplit <= 65535
+        && per >= 1
+        && u64::from(plan.ksplit) * u64::from(per) >= u64::from(kblocks)
+        && u64::from(plan.ksplit - 1) * u64::from(per) < u64::from(kblocks.max(1))
+        && (plan.ksplit == 1
+            || (rows <= TC_SPLIT_ROWS
+                && plan.row_blocks as usize <= TC_COUNTERS
+                && batch as usize * rows as usize <= TC_WORKSPACE_WORDS));
+    if ok {
+        Ok(())
+    } else {
+        Err(DenseError::Runtime(RuntimeError::InvalidLaunch {
+            kernel: k.name,
+            reason: format!(
+                "plan {plan:?} does not cover {rows} rows of {kblocks} k-blocks with {} row \
+                 tiles per warp within the split-K workspace; use dense_gemv::tc_default_plan",
+                k.mt
+            ),
+        }))
+    }
 }
 
 /// Work split of one launch of a fast GEMV kernel.
@@ -245,6 +315,12 @@ impl DenseGemv {
             f16_any: load("cmv_gemv_f16_any")?,
             i8_any: load("cmv_gemv_i8_any")?,
             stream_read: load("cmv_stream_read")?,
+            tc_f16: [load(TC_F16_KERNELS[0].name)?, load(TC_F16_KERNELS[1].name)?],
+            tc_i8: [load(TC_I8_KERNELS[0].name)?, load(TC_I8_KERNELS[1].name)?],
+            tc_ws: Mutex::new(TcWorkspace {
+                acc: gpu.alloc_zeros::<u32>(TC_WORKSPACE_WORDS)?,
+                counters: gpu.alloc_zeros::<u32>(TC_COUNTERS)?,
+            }),
             sm_count: gpu.info().sm_count,
         })
     }
@@ -266,7 +342,11 @@ impl DenseGemv {
         check_len("input", x.len(), batch * w.cols())?;
         check_len("output", y.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(F16_COL_MULTIPLE) {
+        if cols.is_multiple_of(F16_COL_MULTIPLE) && b >= 2 {
+            let (i, k) = tc_default(&TC_F16_KERNELS, b);
+            let plan = tc_default_plan(k, rows, cols / 8, self.sm_count);
+            self.launch_tc_f16(&self.tc_f16[i], k, plan, w, x, y, b)?;
+        } else if cols.is_multiple_of(F16_COL_MULTIPLE) {
             let kb = f16_kernel_batch(b).unwrap_or(16);
             let split = f16_split(rows, cols, b);
             let k = F16_KERNEL_BATCHES
@@ -317,7 +397,11 @@ impl DenseGemv {
         check_len("int32 output", y32.len(), batch * w.rows())?;
         check_len("int8 output", y8.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(I8_COL_MULTIPLE) {
+        if cols.is_multiple_of(I8_COL_MULTIPLE) && b >= 2 {
+            let (i, k) = tc_default(&TC_I8_KERNELS, b);
+            let plan = tc_default_plan(k, rows, cols / 16, self.sm_count);
+            self.launch_tc_i8(&self.tc_i8[i], k, plan, w, x, (y32, y8), scale, b)?;
+        } else if cols.is_multiple_of(I8_COL_MULTIPLE) {
             let kb = kernel_batch(b).unwrap_or(16);
             let split = i8_split(rows, cols, b);
             self.launch_i8(
@@ -507,6 +591,135 @@ impl DenseGemv {
     }
 }
 
+/// Tensor-core launches (batch 2 to 16): an explicit kernel of `dense_kernels::tc` and plan.
+impl DenseGemv {
+    /// SMs of the GPU (what the default plans are sized for).
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+
+    /// Launches the fp16 tensor-core kernel `k` (loaded from [`PTX`] by the name `tk.name`,
+    /// whose shape `tk` describes) with the work plan `plan` (see [`tc_default_plan`]).
+    ///
+    /// # Errors
+    /// As [`DenseGemv::gemv_f16`], and a plan that does not fit the shape or the workspace; the
+    /// matrix needs `cols % 8 == 0` and `batch <= tk.batch`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_tc_f16(
+        &self,
+        k: &Kernel,
+        tk: TcKernel,
+        plan: TcPlan,
+        w: &DeviceMatrix<f16>,
+        x: &CudaSlice<f16>,
+        y: &mut CudaSlice<f16>,
+        batch: u32,
+    ) -> Result<()> {
+        check_len("input", x.len(), batch as usize * w.cols())?;
+        check_len("output", y.len(), batch as usize * w.rows())?;
+        if !w.cols.is_multiple_of(F16_COL_MULTIPLE) {
+            return Err(DenseError::Shape {
+                rows: w.rows(),
+                cols: w.cols(),
+            });
+        }
+        if batch == 0 || batch > tk.batch {
+            return Err(DenseError::Batch {
+                batch: batch as usize,
+            });
+        }
+        check_tc_plan(tk, plan, w.rows, w.cols / 8, batch)?;
+        let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
+        let ws = &mut *ws;
+        let params = GemvTcF16Params {
+            w: dev_ptr(&w.data).cast(),
+            x: dev_ptr(x).cast(),
+            y: dev_ptr_mut(y).cast(),
+            acc: dev_ptr_mut(&mut ws.acc),
+            counters: dev_ptr_mut(&mut ws.counters),
+            rows: w.rows,
+            cols: w.cols,
+            batch,
+            kblocks_per_split: plan.kblocks_per_split,
+        };
+        let cfg = LaunchConfig {
+            grid_dim: (plan.row_blocks, plan.ksplit, 1),
+            block_dim: (TC_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows (checked
+        // above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every row and
+        // vector starts on a 16-byte boundary; the plan covers every row and k-block exactly
+        // once, and a split plan fits the workspace, which is zero (every launch leaves it so)
+        // and used by one launch at a time on this stream (the lock). `k` is a tensor-core fp16
+        // kernel of shape `tk`, which takes `GemvTcF16Params` (the caller's contract).
+        unsafe { k.launch(&self.stream, cfg, &params)? };
+        Ok(())
+    }
+
+    /// Launches the int8 tensor-core kernel `k`; see [`DenseGemv::launch_tc_f16`].
+    ///
+    /// # Errors
+    /// As [`DenseGemv::gemv_i8`], and a plan that does not fit; the matrix needs
+    /// `cols % 16 == 0`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_tc_i8(
+        &self,
+        k: &Kernel,
+        tk: TcKernel,
+        plan: TcPlan,
+        w: &DeviceMatrix<i8>,
+        x: &CudaSlice<i8>,
+        (y32, y8): (&mut CudaSlice<i32>, &mut CudaSlice<i8>),
+        scale: f32,
+        batch: u32,
+    ) -> Result<()> {
+        check_len("input", x.len(), batch as usize * w.cols())?;
+        check_len("int32 output", y32.len(), batch as usize * w.rows())?;
+        check_len("int8 output", y8.len(), batch as usize * w.rows())?;
+        if !w.cols.is_multiple_of(I8_COL_MULTIPLE) {
+            return Err(DenseError::Shape {
+                rows: w.rows(),
+                cols: w.cols(),
+            });
+        }
+        if batch == 0 || batch > tk.batch {
+            return Err(DenseError::Batch {
+                batch: batch as usize,
+            });
+        }
+        if !scale.is_finite() {
+            return Err(DenseError::Scale { scale });
+        }
+        check_tc_plan(tk, plan, w.rows, w.cols / 16, batch)?;
+        let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
+        let ws = &mut *ws;
+        let params = GemvTcI8Params {
+            w: dev_ptr(&w.data).cast(),
+            x: dev_ptr(x).cast(),
+            y32: dev_ptr_mut(y32),
+            y8: dev_ptr_mut(y8),
+            acc: dev_ptr_mut(&mut ws.acc),
+            counters: dev_ptr_mut(&mut ws.counters),
+            scale,
+            rows: w.rows,
+            cols: w.cols,
+            batch,
+            kblocks_per_split: plan.kblocks_per_split,
+            pad: 0,
+        };
+        let cfg = LaunchConfig {
+            grid_dim: (plan.row_blocks, plan.ksplit, 1),
+            block_dim: (TC_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: as in `launch_tc_f16`, with cols % 16 == 0 for the 16-byte int8 chunks; `k`
+        // is a tensor-core int8 kernel of shape `tk`, which takes `GemvTcI8Params`.
+        unsafe { k.launch(&self.stream, cfg, &params)? };
+        Ok(())
+    }
+}
+
 /// cuBLAS fp16 GEMV (`cublasGemmEx`, fp16 in and out, fp32 compute), for reference.
 #[derive(Debug)]
 pub struct CublasGemv {
@@ -624,6 +837,55 @@ mod tests {
         ] {
             assert!(s.config(64, 1).is_err(), "{s:?}");
         }
+    }
+
+    #[test]
+    fn default_tc_plans_are_valid_and_bad_plans_are_refused() {
+        for (rows, cols) in [(1, 16), (7, 48), (4096, 4096), (11008, 4096), (28672, 8192)] {
+            for b in 2..=16 {
+                let (_, k) = tc_default(&TC_F16_KERNELS, b);
+                assert_eq!(k.batch, if b <= 8 { 8 } else { 16 });
+                for sms in [1, 132] {
+                    let p = tc_default_plan(k, rows, cols / 8, sms);
+                    check_tc_plan(k, p, rows, cols / 8, b).unwrap();
+                    let (_, k8) = tc_default(&TC_I8_KERNELS, b);
+                    let p8 = tc_default_plan(k8, rows, cols / 16, sms);
+                    check_tc_plan(k8, p8, rows, cols / 16, b).unwrap();
+                }
+            }
+        }
+        let k = TC_F16_KERNELS[1];
+        let good = tc_default_plan(k, 4096, 512, 132);
+        assert!(good.ksplit > 1);
+        for bad in [
+            TcPlan {
+                row_blocks: good.row_blocks - 1,
+                ..good
+            },
+            TcPlan {
+                ksplit: good.ksplit - 1,
+                ..good
+            },
+            TcPlan {
+                ksplit: good.ksplit + 1,
+                ..good
+            },
+            TcPlan {
+                kblocks_per_split: 0,
+                ..good
+            },
+            TcPlan { ksplit: 0, ..good },
+        ] {
+            let e = check_tc_plan(k, bad, 4096, 512, 16).unwrap_err();
+            assert!(e.to_string().contains("tc_default_plan"), "{e}");
+        }
+        // A split plan past the workspace's rows is refused.
+        let tall = TcPlan {
+            row_blocks: 70000u32.div_ceil(128),
+            ksplit: 2,
+            kblocks_per_split: 64,
+        };
+        assert!(check_tc_plan(k, tall, 70000, 512, 16).is_err());
     }
 
     #[test]

@@ -13,7 +13,11 @@ pub mod cpu;
 mod gpu;
 
 pub use dense_kernels::{MAX_BATCH, requantize};
-pub use gpu::{CublasGemv, DenseGemv, DeviceMatrix, Split, f16_split, i8_split};
+pub use dense_kernels::tc::{TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, TcPlan, tc_plan};
+pub use gpu::{
+    CublasGemv, DenseGemv, DeviceMatrix, Split, TC_BLOCKS_PER_SM, TC_MIN_KBLOCKS, f16_split,
+    i8_split, tc_default_plan,
+};
 
 use cmv_runtime::{PtxModule, RuntimeError};
 

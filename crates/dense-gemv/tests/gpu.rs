@@ -2,7 +2,10 @@
 //! there is no GPU; `CMV_REQUIRE_GPU=1` turns a missing GPU into a failure.
 
 use cmv_runtime::gpu_for_tests;
-use dense_gemv::{CublasGemv, DenseGemv, DeviceMatrix, cpu, relative_error};
+use dense_gemv::{
+    CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS, TC_I8_KERNELS, cpu, relative_error,
+    tc_plan,
+};
 use half::f16;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -172,4 +175,71 @@ fn bad_arguments_are_errors_not_launches() {
     );
     dense.gemv_i8(&wi, &xi, &mut y32, &mut y8, 1.0, 1).unwrap();
     assert_eq!(gpu.download(&y32).unwrap(), vec![64; 64]);
+}
+
+/// Every tensor-core kernel (defaults and `--explore` variants), with the default plan, no
+/// split and the most splits, each product twice (the split-K workspace must be left zero):
+/// fp16 within 1e-3 of fp64, int8 exact.
+#[test]
+fn tensor_core_kernels_match_the_reference_with_every_plan() {
+    let Some(gpu) = gpu_for_tests("tensor_core_kernels_match_the_reference_with_every_plan") else {
+        return;
+    };
+    let dense = DenseGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(4);
+    for (rows, cols) in [(1, 16), (129, 48), (300, 1040), (1000, 4096), (4100, 2064)] {
+        let wf = random_f16(&mut rng, rows * cols, 1.0);
+        let dwf = DeviceMatrix::upload_f16(&gpu, &wf, rows, cols).unwrap();
+        let wi: Vec<i8> = (0..rows * cols).map(|_| rng.r#gen()).collect();
+        let dwi = DeviceMatrix::upload_i8(&gpu, &wi, rows, cols).unwrap();
+        for (tf, ti) in TC_F16_KERNELS.iter().zip(&TC_I8_KERNELS) {
+            let kf = gpu.kernel(&dense_gemv::PTX, tf.name).unwrap();
+            let ki = gpu.kernel(&dense_gemv::PTX, ti.name).unwrap();
+            for batch in [2, tf.batch - 1, tf.batch] {
+                let batch = batch.max(1);
+                let x = random_f16(&mut rng, batch as usize * cols, 1.0);
+                let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
+                let dx = gpu.upload(&x).unwrap();
+                let xi: Vec<i8> = (0..batch as usize * cols).map(|_| rng.r#gen()).collect();
+                let want_i = cpu::gemv_i8(&wi, rows, cols, &xi, batch as usize).unwrap();
+                let dxi = gpu.upload(&xi).unwrap();
+                let (r, cf, ci) = (rows as u32, cols as u32 / 8, cols as u32 / 16);
+                let plans_f = [
+                    dense_gemv::tc_default_plan(*tf, r, cf, dense.sm_count()),
+                    tc_plan(r, cf, tf.mt, 1, 1),
+                    tc_plan(r, cf, tf.mt, 1 << 20, 1),
+                ];
+                let plans_i = [
+                    dense_gemv::tc_default_plan(*ti, r, ci, dense.sm_count()),
+                    tc_plan(r, ci, ti.mt, 1, 1),
+                    tc_plan(r, ci, ti.mt, 1 << 20, 1),
+                ];
+                for (pf, pi) in plans_f.into_iter().zip(plans_i) {
+                    for rep in 0..2 {
+                        let what = format!("{rows}x{cols} batch {batch} {pf:?} {pi:?} run {rep}");
+                        let mut dy = gpu.upload(&vec![f16::NAN; batch as usize * rows]).unwrap();
+                        dense
+                            .launch_tc_f16(&kf, *tf, pf, &dwf, &dx, &mut dy, batch)
+                            .unwrap();
+                        let got = gpu.download(&dy).unwrap();
+                        let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
+                        assert!(err < 1e-3, "{} {what}: relative error {err}", tf.name);
+                        let n = batch as usize * rows;
+                        let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
+                        let mut y8 = gpu.upload(&vec![0x55i8; n]).unwrap();
+                        dense
+                            .launch_tc_i8(&ki, *ti, pi, &dwi, &dxi, (&mut y32, &mut y8), 0.5, batch)
+                            .unwrap();
+                        assert_eq!(gpu.download(&y32).unwrap(), want_i, "{} {what}", ti.name);
+                        assert_eq!(
+                            gpu.download(&y8).unwrap(),
+                            cpu::requantize_all(&want_i, 0.5),
+                            "{} {what}",
+                            ti.name
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

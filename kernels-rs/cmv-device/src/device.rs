@@ -41,6 +41,13 @@ pub fn grid_dim_x() -> u32 {
     unsafe { nvptx::_grid_dim_x() }
 }
 
+/// `gridDim.y`.
+#[inline(always)]
+pub fn grid_dim_y() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_grid_dim_y() }
+}
+
 /// The lane of this thread in its warp, for one-dimensional blocks (`threadIdx.x % 32`).
 #[inline(always)]
 pub fn lane_id() -> u32 {
@@ -413,6 +420,21 @@ pub unsafe fn red_add_f32_global(p: *mut f32, v: f32) {
     }
 }
 
+/// Adds `v` to the `u32` at `p` in global memory without returning the old value
+/// (`red.global.add.u32`; wrapping, so it also adds two's-complement `i32`s exactly).
+///
+/// # Safety
+/// `p` must point to a valid, 4-byte-aligned `u32` of global memory that other threads access
+/// only atomically while the kernel runs.
+#[inline(always)]
+pub unsafe fn red_add_u32_global(p: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees a valid global address.
+    unsafe {
+        asm!("red.global.add.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v,
+             options(nostack));
+    }
+}
+
 /// 16-bit read-only load (`ld.global.nc.u16`).
 ///
 /// # Safety
@@ -651,6 +673,31 @@ pub unsafe fn mma_m16n8k32_u8(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4]
     unsafe {
         asm!(
             "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {{{d0}, {d1}, {d2}, {d3}}}, \
+             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
+            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+            options(nomem, nostack),
+        );
+    }
+    [d0, d1, d2, d3]
+}
+
+/// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32`: `D = A B + C` on one warp's fragments,
+/// signed 8-bit operands, exact 32-bit integer accumulation (wrapping). Fragments as
+/// [`mma_m16n8k32_u8`]; the accumulators are `i32` bit patterns.
+///
+/// # Safety
+/// Called by all 32 lanes of a warp together (sm_80 or newer).
+#[inline(always)]
+pub unsafe fn mma_m16n8k32_s8(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
+    let (d0, d1, d2, d3): (u32, u32, u32, u32);
+    // SAFETY: a register-only warp-collective instruction (sm_80+); the caller guarantees
+    // the whole warp executes it. Not `pure`, so it is never moved into divergent code.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {{{d0}, {d1}, {d2}, {d3}}}, \
              {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
             d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
             a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],

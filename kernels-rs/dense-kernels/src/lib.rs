@@ -26,11 +26,14 @@
 
 mod math;
 pub use math::*;
+pub mod tc;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
+#[cfg(target_arch = "nvptx64")]
+mod tc_kernels;
 
 /// Threads per block of every dense GEMV kernel.
 pub const BLOCK_THREADS: u32 = 256;

@@ -118,7 +118,7 @@ entries! {
 
 use cmv_device::{
     atomic_add_u32, dyn_smem_addr, fence_gpu, grid_dim_x, ld_nc_na_v4, ld_relaxed_u32, lds_u32,
-    lds_v4, prmt, red_add_f32_global, sts_u32, sync_threads, sync_threads_or, thread_idx_x,
+    lds_v4, red_add_f32_global, sts_u32, sync_threads, thread_idx_x,
 };
 
 use crate::lut::{Item, LUT_ENTRIES, LUT_PASS_ROWS, LUT_THREADS, TABLE_BYTES, VqLutParams};

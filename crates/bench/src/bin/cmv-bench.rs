@@ -42,6 +42,10 @@ struct Args {
     /// Time the batch-1 kernel variants and streaming-read patterns instead (for tuning).
     #[arg(long)]
     explore: bool,
+    /// Time the tensor-core kernels for batch 2-16 (every variant and split-K plan) beside the
+    /// default path, the previous kernels and cuBLAS, instead (for tuning).
+    #[arg(long)]
+    explore_tc: bool,
     #[arg(long, value_delimiter = ',', help = suites_help())]
     suites: Vec<String>,
     /// SpQR suite: batches, each 1 to 8 (the GPU SpQR kernels' range; default 1,4,8).
@@ -400,6 +404,9 @@ fn run(args: &Args) -> Result<(), BenchError> {
             let dense = DenseGemv::new(&gpu)?;
             if args.explore {
                 return bench::explore::run(&gpu, &dense, &cfg);
+            }
+            if args.explore_tc {
+                return bench::explore::run_tc(&gpu, &dense, &cfg);
             }
             let ceiling = dense::measure_ceiling(&gpu, &dense, &cfg)?;
             println!(

@@ -1,0 +1,301 @@
+//! Tensor-core GEMV entry points for 2 to 16 vectors (NVPTX only); the design is in
+//! [`crate::tc`].
+
+use crate::math::requantize;
+use crate::tc::{GemvTcF16Params, GemvTcI8Params, TC_KBLOCK_CHUNKS, tc_rows_per_block};
+use cmv_device::{
+    U32x4, atomic_add_u32, block_idx_x, block_idx_y, f32_to_f16, fence_gpu, grid_dim_y, lane_id,
+    ld_nc_na_v4, ld_nc_v4, ld_relaxed_u32, mma_m16n8k16_f16_f32, mma_m16n8k32_s8,
+    red_add_f32_global, red_add_u32_global, sync_threads, sync_threads_or, thread_idx_x, warp_id,
+};
+
+/// One `mma` shape: the element type's instruction and its 32-bit accumulators.
+trait Tc {
+    /// Accumulator of one output value.
+    type Acc: Copy;
+    const ZERO: Self::Acc;
+    /// `c + A B` for one 16-row tile and 8 vectors (fragments as in [`crate::tc`]).
+    ///
+    /// # Safety
+    /// All 32 lanes of the warp call it together.
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [Self::Acc; 4]) -> [Self::Acc; 4];
+    /// The accumulator's 32 bits, as the workspace holds them.
+    fn bits(a: Self::Acc) -> u32;
+    /// Adds `a` into the workspace word at `p`.
+    ///
+    /// # Safety
+    /// `p` is a valid global word accessed only atomically while the kernel runs.
+    unsafe fn red(p: *mut u32, a: Self::Acc);
+}
+
+struct F16;
+impl Tc for F16 {
+    type Acc = f32;
+    const ZERO: f32 = 0.0;
+    #[inline(always)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+        // SAFETY: forwarded from the caller.
+        unsafe { mma_m16n8k16_f16_f32(a, b, c) }
+    }
+    #[inline(always)]
+    fn bits(a: f32) -> u32 {
+        a.to_bits()
+    }
+    #[inline(always)]
+    unsafe fn red(p: *mut u32, a: f32) {
+        // SAFETY: forwarded from the caller.
+        unsafe { red_add_f32_global(p as *mut f32, a) }
+    }
+}
+
+struct I8;
+impl Tc for I8 {
+    type Acc = u32;
+    const ZERO: u32 = 0;
+    #[inline(always)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
+        // SAFETY: forwarded from the caller.
+        unsafe { mma_m16n8k32_s8(a, b, c) }
+    }
+    #[inline(always)]
+    fn bits(a: u32) -> u32 {
+        a
+    }
+    #[inline(always)]
+    unsafe fn red(p: *mut u32, a: u32) {
+        // SAFETY: forwarded from the caller.
+        unsafe { red_add_u32_global(p, a) }
+    }
+}
+
+/// A warp's sums over k-blocks `kb0..kb1` of its `MT` tiles of 16 rows from `row0`, for the
+/// vectors `8 nt + g` below `batch` (`NT` groups of 8). Rows at or past `rows` read row
+/// `rows - 1` (their sums are not stored); vectors at or past `batch` are zeros; chunks at or
+/// past `chunks` (the last k-block's tail) are zeros in both operands.
+///
+/// # Safety
+/// All 32 lanes call it together with the same arguments; `w` holds `rows * chunks` and `x`
+/// `batch * chunks` readable, 16-byte-aligned chunks; `rows >= 1`, `batch >= 1`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize>(
+    w: *const U32x4,
+    x: *const U32x4,
+    rows: u32,
+    chunks: usize,
+    batch: u32,
+    row0: u32,
+    (kb0, kb1): (usize, usize),
+) -> [[[E::Acc; 4]; NT]; MT] {
+    let lane = lane_id();
+    let (g, t) = ((lane >> 2) as usize, (lane & 3) as usize);
+    let wrow: [[*const U32x4; 2]; MT] = core::array::from_fn(|m| {
+        core::array::from_fn(|h| {
+            let r = (row0 as usize + m * 16 + h * 8 + g).min(rows as usize - 1);
+            // SAFETY: r < rows: the row starts inside the matrix.
+            unsafe { w.add(r * chunks) }
+        })
+    });
+    let xok: [bool; NT] = core::array::from_fn(|nt| ((nt * 8 + g) as u32) < batch);
+    let xrow: [*const U32x4; NT] = core::array::from_fn(|nt| {
+        let n = (nt * 8 + g).min(batch as usize - 1);
+        // SAFETY: n < batch: the vector starts inside x.
+        unsafe { x.add(n * chunks) }
+    });
+    let zero = U32x4([0; 4]);
+    let mut acc = [[[E::ZERO; 4]; NT]; MT];
+    let mut kb = kb0;
+    while kb < kb1 {
+        let mut wv = [[[zero; U]; 2]; MT];
+        let mut xv = [[zero; U]; NT];
+        for u in 0..U {
+            let c = (kb + u) * TC_KBLOCK_CHUNKS as usize + t;
+            if kb + u < kb1 && c < chunks {
+                for m in 0..MT {
+                    for h in 0..2 {
+                        // SAFETY: c < chunks: inside the row.
+                        wv[m][h][u] = unsafe { ld_nc_na_v4(wrow[m][h].add(c)) };
+                    }
+                }
+                for nt in 0..NT {
+                    if xok[nt] {
+                        // SAFETY: c < chunks: inside the vector (a valid one).
+                        xv[nt][u] = unsafe { ld_nc_v4(xrow[nt].add(c)) };
+                    }
+                }
+            }
+        }
+        for u in 0..U {
+            for m in 0..MT {
+                let (a, b) = (wv[m][0][u].0, wv[m][1][u].0);
+                for nt in 0..NT {
+                    let xx = xv[nt][u].0;
+                    // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
+                    unsafe {
+                        acc[m][nt] = E::mma([a[0], b[0], a[1], b[1]], [xx[0], xx[1]], acc[m][nt]);
+                        acc[m][nt] = E::mma([a[2], b[2], a[3], b[3]], [xx[2], xx[3]], acc[m][nt]);
+                    }
+                }
+            }
+        }
+        kb += U;
+    }
+    acc
+}
+
+/// The whole kernel for element `E`: sums, then either direct stores (one split) or the
+/// split-K workspace protocol of [`crate::tc`]; `store(i, v)` writes output `i = n * rows + row`
+/// from its 32-bit sum.
+///
+/// # Safety
+/// Every thread of the block calls it (it has barriers when split); sizes and alignment as
+/// [`tile_sums`]; `acc` holds `batch * rows` words and `counters` `gridDim.x` words, all zero,
+/// when `gridDim.y > 1`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemv_tc<E: Tc, const MT: usize, const NT: usize, const U: usize>(
+    w: *const U32x4,
+    x: *const U32x4,
+    rows: u32,
+    chunks: usize,
+    batch: u32,
+    per: u32,
+    acc_ws: *mut u32,
+    counters: *mut u32,
+    store: impl Fn(usize, u32),
+) {
+    let rb0 = block_idx_x() * tc_rows_per_block(MT as u32);
+    let row0 = rb0 + warp_id() * 16 * MT as u32;
+    let kblocks = chunks.div_ceil(TC_KBLOCK_CHUNKS as usize);
+    let kb0 = (block_idx_y() * per) as usize;
+    let kb1 = (kb0 + per as usize).min(kblocks);
+    let sums = if row0 < rows {
+        // SAFETY: forwarded; the condition is warp-uniform.
+        unsafe { tile_sums::<E, MT, NT, U>(w, x, rows, chunks, batch, row0, (kb0, kb1)) }
+    } else {
+        [[[E::ZERO; 4]; NT]; MT]
+    };
+    let lane = lane_id();
+    let (g, t) = (lane >> 2, lane & 3);
+    let split = grid_dim_y() > 1;
+    for (m, tile) in sums.iter().enumerate() {
+        for (nt, a) in tile.iter().enumerate() {
+            for (i, &v) in a.iter().enumerate() {
+                let row = row0 + (m * 16) as u32 + g + if i >= 2 { 8 } else { 0 };
+                let n = (nt * 8) as u32 + 2 * t + (i as u32 & 1);
+                if row < rows && n < batch {
+                    let at = n as usize * rows as usize + row as usize;
+                    if split {
+                        // SAFETY: at < batch * rows: inside the workspace.
+                        unsafe { E::red(acc_ws.add(at), v) };
+                    } else {
+                        store(at, E::bits(v));
+                    }
+                }
+            }
+        }
+    }
+    if !split {
+        return;
+    }
+    // Publish this thread's additions, then count the block in once all threads have.
+    // SAFETY: every thread of the block reaches both barriers (`split` is grid-uniform).
+    let last = unsafe {
+        fence_gpu();
+        sync_threads();
+        let mut last = false;
+        if thread_idx_x() == 0 {
+            let c = counters.add(block_idx_x() as usize);
+            last = atomic_add_u32(c, 1) == grid_dim_y() - 1;
+        }
+        sync_threads_or(last)
+    };
+    if !last {
+        return;
+    }
+    // The last split of this row block: every split's sums have landed. Convert, and leave
+    // the workspace and the counter zero for the next launch.
+    // SAFETY: no operands; orders the reads below after the other blocks' additions.
+    unsafe { fence_gpu() };
+    if thread_idx_x() == 0 {
+        // SAFETY: this row block's counter; no block touches it again in this launch.
+        unsafe { *counters.add(block_idx_x() as usize) = 0 };
+    }
+    let rt = (rows - rb0).min(tc_rows_per_block(MT as u32)) as usize;
+    let total = rt * batch as usize;
+    let mut i = thread_idx_x() as usize;
+    while i < total {
+        let (n, r) = (i / rt, i % rt);
+        let at = n * rows as usize + rb0 as usize + r;
+        // SAFETY: at < batch * rows; every split of this row block has counted in.
+        unsafe {
+            let p = acc_ws.add(at);
+            let v = ld_relaxed_u32(p);
+            *p = 0;
+            store(at, v);
+        }
+        i += crate::tc::TC_THREADS as usize;
+    }
+}
+
+macro_rules! tc_entries {
+    ($($f16:ident, $i8:ident = $nt:literal, $mt:literal, $u:literal;)*) => {$(
+        /// fp16 GEMV on tensor cores for up to `8 * NT` vectors; see [`crate::tc`].
+        ///
+        /// # Safety
+        /// Launched by `dense-gemv`, which validates sizes, alignment, the grid
+        /// ([`crate::tc::tc_plan`]) and the zeroed workspace.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $f16(p: GemvTcF16Params) {
+            let y = p.y.as_mut_ptr();
+            let store = |at: usize, v: u32| {
+                // SAFETY: at < batch * rows: inside y.
+                unsafe { *y.add(at) = f32_to_f16(f32::from_bits(v)) };
+            };
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe {
+                gemv_tc::<F16, $mt, $nt, $u>(
+                    p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 8) as usize, p.batch,
+                    p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
+                )
+            }
+        }
+
+        /// int8 GEMV on tensor cores for up to `8 * NT` vectors, exact int32 sums and their
+        /// requantization; see [`crate::tc`].
+        ///
+        /// # Safety
+        /// As the fp16 entry point.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $i8(p: GemvTcI8Params) {
+            let (y32, y8, scale) = (p.y32.as_mut_ptr(), p.y8.as_mut_ptr(), p.scale);
+            let store = |at: usize, v: u32| {
+                // SAFETY: at < batch * rows: inside y32 and y8.
+                unsafe {
+                    *y32.add(at) = v as i32;
+                    *y8.add(at) = requantize(v as i32, scale);
+                }
+            };
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe {
+                gemv_tc::<I8, $mt, $nt, $u>(
+                    p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 16) as usize, p.batch,
+                    p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
+                )
+            }
+        }
+    )*};
+}
+
+// Names and shapes as `crate::tc::TC_F16_KERNELS` / `TC_I8_KERNELS` (a host test checks
+// that every listed name is in the PTX).
+tc_entries! {
+    cmv_gemv_f16_tc_n8, cmv_gemv_i8_tc_n8 = 1, 1, 4;
+    cmv_gemv_f16_tc_n16, cmv_gemv_i8_tc_n16 = 2, 1, 4;
+    cmv_gemv_f16_tc_x_n8m1u2, cmv_gemv_i8_tc_x_n8m1u2 = 1, 1, 2;
+    cmv_gemv_f16_tc_x_n8m2u2, cmv_gemv_i8_tc_x_n8m2u2 = 1, 2, 2;
+    cmv_gemv_f16_tc_x_n16m1u2, cmv_gemv_i8_tc_x_n16m1u2 = 2, 1, 2;
+    cmv_gemv_f16_tc_x_n16m1u8, cmv_gemv_i8_tc_x_n16m1u8 = 2, 1, 8;
+    cmv_gemv_f16_tc_x_n16m2u2, cmv_gemv_i8_tc_x_n16m2u2 = 2, 2, 2;
+    cmv_gemv_f16_tc_x_n16m2u4, cmv_gemv_i8_tc_x_n16m2u4 = 2, 2, 4;
+}
