@@ -305,7 +305,7 @@ where
     M::Weight: Generate,
     M::Input: BenchInput,
 {
-    let (gpu, cfg) = (bench.gpu(), bench.cfg());
+    let gpu = bench.gpu();
     let (batches, note) = split_batches(M::NAME, batches, M::MAX_GPU_BATCH);
     if let Some(note) = note {
         // The driver skips these before calling; a direct caller hears about it here.
@@ -313,63 +313,118 @@ where
     }
     let kernels = M::load(gpu).map_err(format_err::<M>)?;
     let w = M::Weight::weights(rows * cols, weight_seed(index));
+    let inputs = |batch: usize| M::Input::inputs(batch * cols, input_seed(index, batch));
     let mut out = Vec::new();
     for (variant, options) in selected::<M>() {
         let variant = format!("{variant}{suffix}");
         let m = M::encode_slice(&w, rows, cols, &options).map_err(format_err::<M>)?;
-        let sizes = m.size_breakdown();
-        let mut first = m.upload(gpu).map_err(format_err::<M>)?;
-        tune(&mut first)?;
-        let weight_bytes = M::bytes_read(&first);
-        let n =
-            cmv_runtime::rotation_copies(weight_bytes, gpu.info().l2_bytes, cfg.min_rotation_bytes);
-        let mut devs = vec![first];
-        for _ in 1..n {
-            let mut d = M::clone_device(&devs[0]).map_err(format_err::<M>)?;
-            tune(&mut d)?;
-            devs.push(d);
-        }
-        for &batch in &batches {
-            let what = format!("{}/{variant} {rows}x{cols} batch {batch}", M::NAME);
-            let x = M::Input::inputs(batch * cols, input_seed(index, batch));
-            let want = m.reference(&x, batch).map_err(format_err::<M>)?;
-            let dx = gpu.upload(&x)?;
-            let mut y = M::alloc_out(gpu, rows, batch).map_err(format_err::<M>)?;
-            M::gemv(&kernels, &devs[0], &dx, &mut y, batch).map_err(format_err::<M>)?;
-            let before = check::<M>(bench, &kernels, &y, &want, &what)?;
-            let timings = cfg
-                .timing
-                .time(gpu, cfg, n, |i| -> Result<(), BenchError> {
-                    M::gemv(&kernels, &devs[i % n], &dx, &mut y, batch).map_err(format_err::<M>)
-                })?;
-            let after = check::<M>(bench, &kernels, &y, &want, &format!("{what} (timed)"))?;
-            let worst = if after.rel_err > before.rel_err {
-                after
-            } else {
-                before
-            };
-            let input_bytes = batch * cols * size_of::<M::Input>();
-            let read_us = bench.same_size_read(weight_bytes + input_bytes)?;
-            let cublas_us = bench.median_us(Baseline::CublasFp16, rows, cols, batch)?;
-            let dense_us = bench.median_us(M::Input::DENSE, rows, cols, batch)?;
-            let row = Row::derive(RowTimes {
-                name: (M::NAME, &variant),
-                shape: (rows, cols, batch),
-                bits_per_weight: sizes.kernel_bits_per_weight(),
-                parts: Part::of(&sizes),
-                weight_bytes,
-                input_bytes,
-                copies: n,
-                timings: &timings,
-                ceiling_gbps: bench.ceiling_gbps(),
-                read_us,
-                cublas_us,
-                dense_us,
-                check: worst.to_string(),
-            });
-            progress(&row);
-            out.push(row);
-        }
+        let run = MatrixRun {
+            kernels: &kernels,
+            name: (M::NAME, &variant),
+            inputs: &inputs,
+            dense: M::Input::DENSE,
+            tune,
+        };
+        out.extend(run_matrix(bench, &m, &run, &batches, progress)?);
+    }
+    Ok(out)
+}
+
+/// How [`run_matrix`] measures one matrix.
+pub struct MatrixRun<'a, M: DeviceGemv> {
+    /// The format's loaded kernels (`DeviceGemv::load`).
+    pub kernels: &'a M::Kernels,
+    /// Format and variant of its rows.
+    pub name: (&'a str, &'a str),
+    /// The inputs of a batch: `batch * cols` values.
+    pub inputs: &'a dyn Fn(usize) -> Vec<M::Input>,
+    /// The dense kernel `speedup_vs_dense` is taken against.
+    pub dense: Baseline,
+    /// A device-side setting applied to every uploaded copy (`&|_| Ok(())` for none).
+    pub tune: &'a dyn Fn(&mut M::Device) -> Result<(), BenchError>,
+}
+
+impl<M: DeviceGemv> std::fmt::Debug for MatrixRun<'_, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatrixRun")
+            .field("name", &self.name)
+            .field("dense", &self.dense)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One encoded matrix `m` on the GPU at `batches` (each in `1..=M::MAX_GPU_BATCH`; see
+/// [`split_batches`]): uploads it and copies of it to rotate through, and per batch runs the
+/// product on `run.inputs(batch)`, checks it against `m`'s CPU reference, times it, checks the
+/// last timed output again, and relates it to the same-size read, cuBLAS fp16 and `run.dense`:
+/// one [`Row`] per batch, each passed to `progress`. What [`run_gpu`] does for each variant of
+/// its generated weights, for a matrix from anywhere (a model's tensor).
+///
+/// # Errors
+/// The format's errors, runtime errors, [`BenchError::Mismatch`].
+pub fn run_matrix<M: DeviceGemv>(
+    bench: &mut Baselines<'_>,
+    m: &M,
+    run: &MatrixRun<'_, M>,
+    batches: &[usize],
+    progress: &mut dyn FnMut(&Row),
+) -> Result<Vec<Row>, BenchError> {
+    let (gpu, cfg) = (bench.gpu(), bench.cfg());
+    let (rows, cols) = (m.rows(), m.cols());
+    let (format, variant) = run.name;
+    let kernels = run.kernels;
+    let sizes = m.size_breakdown();
+    let mut first = m.upload(gpu).map_err(format_err::<M>)?;
+    (run.tune)(&mut first)?;
+    let weight_bytes = M::bytes_read(&first);
+    let n = cmv_runtime::rotation_copies(weight_bytes, gpu.info().l2_bytes, cfg.min_rotation_bytes);
+    let mut devs = vec![first];
+    for _ in 1..n {
+        let mut d = M::clone_device(&devs[0]).map_err(format_err::<M>)?;
+        (run.tune)(&mut d)?;
+        devs.push(d);
+    }
+    let mut out = Vec::new();
+    for &batch in batches {
+        let what = format!("{format}/{variant} {rows}x{cols} batch {batch}");
+        let x = (run.inputs)(batch);
+        let want = m.reference(&x, batch).map_err(format_err::<M>)?;
+        let dx = gpu.upload(&x)?;
+        let mut y = M::alloc_out(gpu, rows, batch).map_err(format_err::<M>)?;
+        M::gemv(kernels, &devs[0], &dx, &mut y, batch).map_err(format_err::<M>)?;
+        let before = check::<M>(bench, kernels, &y, &want, &what)?;
+        let timings = cfg
+            .timing
+            .time(gpu, cfg, n, |i| -> Result<(), BenchError> {
+                M::gemv(kernels, &devs[i % n], &dx, &mut y, batch).map_err(format_err::<M>)
+            })?;
+        let after = check::<M>(bench, kernels, &y, &want, &format!("{what} (timed)"))?;
+        let worst = if after.rel_err > before.rel_err {
+            after
+        } else {
+            before
+        };
+        let input_bytes = batch * cols * size_of::<M::Input>();
+        let read_us = bench.same_size_read(weight_bytes + input_bytes)?;
+        let cublas_us = bench.median_us(Baseline::CublasFp16, rows, cols, batch)?;
+        let dense_us = bench.median_us(run.dense, rows, cols, batch)?;
+        let row = Row::derive(RowTimes {
+            name: (format, variant),
+            shape: (rows, cols, batch),
+            bits_per_weight: sizes.kernel_bits_per_weight(),
+            parts: Part::of(&sizes),
+            weight_bytes,
+            input_bytes,
+            copies: n,
+            timings: &timings,
+            ceiling_gbps: bench.ceiling_gbps(),
+            read_us,
+            cublas_us,
+            dense_us,
+            check: worst.to_string(),
+        });
+        progress(&row);
+        out.push(row);
     }
     Ok(out)
 }

@@ -79,7 +79,7 @@ pub struct Args {
 }
 
 /// A target relative error in (0, 1).
-fn parse_int8_error(s: &str) -> std::result::Result<f64, String> {
+pub(crate) fn parse_int8_error(s: &str) -> std::result::Result<f64, String> {
     let v: f64 = s
         .parse()
         .map_err(|_| format!("{s:?} is not a number: give a relative error such as 0.05"))?;
@@ -89,6 +89,28 @@ fn parse_int8_error(s: &str) -> std::result::Result<f64, String> {
         Err(format!(
             "{v} is not in (0, 1): give a relative error such as 0.05"
         ))
+    }
+}
+
+/// The variant named `name` of `format` (its first when `None`).
+///
+/// # Errors
+/// [`CliError::UnknownVariant`].
+pub(crate) fn resolve_variant(format: &dyn Format, name: Option<&str>) -> Result<&'static str> {
+    let variants = format.variants();
+    match name {
+        None => Ok(variants[0]),
+        Some(v) => {
+            variants
+                .iter()
+                .copied()
+                .find(|n| *n == v)
+                .ok_or_else(|| CliError::UnknownVariant {
+                    format: format.name(),
+                    name: v.to_owned(),
+                    known: variants.join(", "),
+                })
+        }
     }
 }
 
@@ -145,18 +167,7 @@ pub fn run(args: &Args) -> Result<()> {
         name: args.format.clone(),
         known: formats::names(),
     })?;
-    let variants = format.variants();
-    let variant =
-        match &args.variant {
-            None => variants[0],
-            Some(v) => variants.iter().copied().find(|n| n == v).ok_or_else(|| {
-                CliError::UnknownVariant {
-                    format: format.name(),
-                    name: v.clone(),
-                    known: variants.join(", "),
-                }
-            })?,
-        };
+    let variant = resolve_variant(format.as_ref(), args.variant.as_deref())?;
     let file = File::read(&args.model)?;
     let parsed = file.parse()?;
     if parsed.is_cmv() {

@@ -141,6 +141,32 @@ pub enum CliError {
         /// What differs.
         reason: String,
     },
+    /// A command line clap accepts but cmv cannot run (exit code 2).
+    #[error("{reason}; see `cmv <command> --help`")]
+    Usage {
+        /// What is wrong.
+        reason: String,
+    },
+    /// `cmv bench` without a usable GPU: no driver, no such device, or a build without GPU
+    /// support (exit code 12).
+    #[error("cmv bench needs an NVIDIA GPU: {reason}")]
+    NoGpu {
+        /// Why there is none.
+        reason: String,
+    },
+    /// `cmv bench`: a product failed on the GPU or did not match its CPU reference (exit
+    /// code 13).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    #[error(
+        "cmv bench failed at tensor {tensor}: {reason}; if it is reproducible, please report it \
+         with the command line and `cmv inspect` of the file"
+    )]
+    GpuFailed {
+        /// The tensor being measured (or `-` before the first one).
+        tensor: String,
+        /// What failed.
+        reason: String,
+    },
 }
 
 impl CliError {
@@ -148,6 +174,7 @@ impl CliError {
     /// bug), 2 is clap's for malformed command lines.
     pub fn exit_code(&self) -> u8 {
         match self {
+            CliError::Usage { .. } => 2,
             CliError::Read { .. } => 3,
             CliError::NotSafetensors { .. }
             | CliError::NotGguf { .. }
@@ -161,6 +188,8 @@ impl CliError {
             CliError::Tokenizer { .. }
             | CliError::NotBert { .. }
             | CliError::NoSentences { .. } => 11,
+            CliError::NoGpu { .. } => 12,
+            CliError::GpuFailed { .. } => 13,
         }
     }
 }

@@ -467,6 +467,57 @@ pub struct Encoded {
     pub scales: Option<Vec<f32>>,
 }
 
+/// Input element types `cmv bench` makes seeded inputs of: those of the formats' GPU
+/// products.
+#[cfg(feature = "gpu")]
+pub trait BenchInput: cmv_runtime::DeviceRepr + Copy + Send + Sync + 'static {
+    /// `n` seeded inputs.
+    fn inputs(n: usize, seed: u64) -> Vec<Self>;
+}
+
+#[cfg(feature = "gpu")]
+impl BenchInput for half::f16 {
+    /// Uniform in `[-1, 1)`, as the bench's.
+    fn inputs(n: usize, seed: u64) -> Vec<Self> {
+        <Self as bench::data::Generate>::inputs(n, seed)
+    }
+}
+
+#[cfg(feature = "gpu")]
+impl BenchInput for i8 {
+    /// Uniform over all 256 values, as the bench's.
+    fn inputs(n: usize, seed: u64) -> Vec<Self> {
+        <Self as bench::data::Generate>::inputs(n, seed)
+    }
+}
+
+#[cfg(feature = "gpu")]
+impl BenchInput for u64 {
+    /// Uniform over 0..=255: 8-bit activations, as the int8 ones.
+    fn inputs(n: usize, seed: u64) -> Vec<Self> {
+        bench::data::bytes(n, seed)
+            .into_iter()
+            .map(u64::from)
+            .collect()
+    }
+}
+
+/// What a registered format needs for `cmv bench`: its GPU product (`DeviceGemv`), with inputs
+/// `cmv bench` can make. Every type qualifies in a build without the `gpu` feature.
+#[cfg(feature = "gpu")]
+pub trait OnGpu: cmv_format::DeviceGemv<Input: BenchInput> {}
+
+#[cfg(feature = "gpu")]
+impl<M: cmv_format::DeviceGemv<Input: BenchInput>> OnGpu for M {}
+
+/// What a registered format needs for `cmv bench`: nothing in a build without the `gpu`
+/// feature.
+#[cfg(not(feature = "gpu"))]
+pub trait OnGpu {}
+
+#[cfg(not(feature = "gpu"))]
+impl<M> OnGpu for M {}
+
 /// A container, loaded and checked.
 pub trait Loaded: Send + Sync {
     /// Rows.
@@ -487,6 +538,24 @@ pub trait Loaded: Send + Sync {
         dtype: Dtype,
         scales: Option<&[f32]>,
     ) -> Result<Restored, String>;
+    /// The largest batch the format's GPU kernels take.
+    #[cfg(feature = "gpu")]
+    fn max_gpu_batch(&self) -> usize;
+    /// Times the GPU product at `batches` (each at most [`Loaded::max_gpu_batch`]) on seeded
+    /// inputs, checked against the CPU reference, with the bench's rotation and timing
+    /// (`bench::formats::run_matrix`); speedups against our dense fp16 kernel and cuBLAS.
+    ///
+    /// # Errors
+    /// The format's errors (kernels, upload, launch), runtime errors, a mismatch.
+    #[cfg(feature = "gpu")]
+    fn bench_gpu(
+        &self,
+        bench: &mut bench::dense::Baselines<'_>,
+        variant: &str,
+        batches: &[usize],
+        seed: u64,
+        progress: &mut dyn FnMut(&bench::Row),
+    ) -> Result<Vec<bench::Row>, bench::BenchError>;
 }
 
 /// A registered format, as the CLI drives it (object safe; see [`register`]).
@@ -522,7 +591,7 @@ pub trait Format: Send + Sync {
 /// The format `M` as a [`Format`].
 pub fn register<M>() -> Box<dyn Format>
 where
-    M: Decode,
+    M: Decode + OnGpu,
     M::Weight: CliWeight,
 {
     Box::new(Registered::<M>(PhantomData))
@@ -544,7 +613,7 @@ fn container_version(blob: &[u8]) -> u32 {
 
 impl<M> Format for Registered<M>
 where
-    M: Decode,
+    M: Decode + OnGpu,
     M::Weight: CliWeight,
 {
     fn name(&self) -> &'static str {
@@ -621,7 +690,7 @@ where
 
 impl<M> Loaded for LoadedMatrix<M>
 where
-    M: Decode,
+    M: Decode + OnGpu,
     M::Weight: CliWeight,
 {
     fn rows(&self) -> usize {
@@ -648,6 +717,35 @@ where
     ) -> Result<Restored, String> {
         let values = self.matrix.decode().map_err(|e| e.to_string())?;
         <M::Weight as CliWeight>::restore(values, input, dtype, scales)
+    }
+
+    #[cfg(feature = "gpu")]
+    fn max_gpu_batch(&self) -> usize {
+        M::MAX_GPU_BATCH
+    }
+
+    #[cfg(feature = "gpu")]
+    fn bench_gpu(
+        &self,
+        bench: &mut bench::dense::Baselines<'_>,
+        variant: &str,
+        batches: &[usize],
+        seed: u64,
+        progress: &mut dyn FnMut(&bench::Row),
+    ) -> Result<Vec<bench::Row>, bench::BenchError> {
+        let kernels = M::load(bench.gpu()).map_err(bench::formats::format_err::<M>)?;
+        let cols = self.matrix.cols();
+        let inputs = |batch: usize| {
+            <M::Input as BenchInput>::inputs(batch * cols, seed.wrapping_add(batch as u64))
+        };
+        let run = bench::formats::MatrixRun {
+            kernels: &kernels,
+            name: (M::NAME, variant),
+            inputs: &inputs,
+            dense: bench::dense::Baseline::CmvFp16,
+            tune: &|_| Ok(()),
+        };
+        bench::formats::run_matrix(bench, &self.matrix, &run, batches, progress)
     }
 }
 

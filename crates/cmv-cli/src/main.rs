@@ -1,7 +1,9 @@
 //! `cmv`: compress a safetensors model's weights into any registered format, inspect the
-//! result, decompress it, and measure the weight error (CPU only). docs/CLI.md has the usage,
+//! result, decompress it, and measure the weight error (CPU), and time the compressed
+//! products on a GPU (`cmv bench`, feature `gpu`, on by default). docs/CLI.md has the usage,
 //! the output file's layout and the exit codes.
 
+mod benchmark;
 mod bert;
 mod compress;
 mod decompress;
@@ -34,11 +36,14 @@ use crate::error::CliError;
   cmv compress model.safetensors --format spqr --calibrate tokenizer.json -o model.gptq.safetensors
   cmv decompress model.spqr.safetensors -o model.dequantized.safetensors
   cmv embed model.safetensors --tokenizer tokenizer.json \"a sentence\" \"another one\"
+  cmv bench model.spqr.safetensors                         # on a GPU
+  cmv bench --synthetic llama-7b --format sbvr              # on a GPU
 
 Exit codes: 0 ok, 1 internal error, 2 bad command line, 3 unreadable input, 4 not a (valid)
 safetensors or GGUF model, 5 damaged compressed tensor, 6 unknown format or variant, 7 tensor missing
 or not compressible, 8 output exists, 9 output not writable, 10 files do not match (eval),
-11 tokenizer, sentences or model unusable for the embedding evaluation."
+11 tokenizer, sentences or model unusable for the embedding evaluation, 12 no GPU (bench),
+13 a GPU product failed or did not match its reference (bench)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -61,6 +66,9 @@ enum Command {
     Embed(eval::EmbedArgs),
     /// The registered formats, their variants and what they take.
     Formats,
+    /// Time each compressed tensor's GPU product against dense fp16 and cuBLAS, and the sum
+    /// over the linear layers (needs a GPU).
+    Bench(benchmark::Args),
 }
 
 fn list_formats() {
@@ -90,6 +98,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Decompress(a) => decompress::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Embed(a) => eval::run_embed(a),
+        Command::Bench(a) => benchmark::run(a),
         Command::Formats => {
             list_formats();
             Ok(())
