@@ -1,11 +1,14 @@
-//! The dense suite: the bandwidth ceiling, our fp16 and int8 kernels, and cuBLAS; and
-//! [`Baselines`], the GPU context every GEMV suite shares (dense baselines and same-size reads,
-//! each measured once per shape and batch or byte count).
+//! The dense suite: the bandwidth ceiling, our fp16 and int8 kernels, cuBLAS, and cuBLASLt with
+//! its heuristic's first choice of algorithm (a second vendor baseline, whose algorithm each
+//! row reports); and [`Baselines`], the GPU context every GEMV suite shares (dense baselines and
+//! same-size reads, each measured once per shape and batch or byte count).
 
 use std::collections::HashMap;
 
 use cmv_runtime::{Gpu, Timings, rotation_copies};
-use dense_gemv::{CublasGemv, DenseGemv, DeviceMatrix, cpu, relative_error};
+use dense_gemv::{
+    CublasGemv, CublasLtError, CublasLtGemv, DenseGemv, DeviceMatrix, LtAlgo, cpu, relative_error,
+};
 use half::f16;
 
 use crate::{BenchConfig, BenchError, CpuRow, Part, Row, RowTimes, data};
@@ -92,6 +95,8 @@ pub enum Baseline {
     CmvFp16,
     /// cuBLAS fp16 (`dense-fp16/cublas`).
     CublasFp16,
+    /// cuBLASLt fp16 with its heuristic's first choice of algorithm (`dense-fp16/cublaslt`).
+    CublasLtFp16,
     /// Our int8 `dp4a` GEMV with requantization (`dense-int8/cmv`).
     CmvInt8,
 }
@@ -102,6 +107,7 @@ impl Baseline {
         match self {
             Baseline::CmvFp16 => ("dense-fp16", "cmv"),
             Baseline::CublasFp16 => ("dense-fp16", "cublas"),
+            Baseline::CublasLtFp16 => ("dense-fp16", "cublaslt"),
             Baseline::CmvInt8 => ("dense-int8", "cmv"),
         }
     }
@@ -109,7 +115,7 @@ impl Baseline {
     /// Bytes per weight and per input element.
     pub fn elem_bytes(self) -> usize {
         match self {
-            Baseline::CmvFp16 | Baseline::CublasFp16 => 2,
+            Baseline::CmvFp16 | Baseline::CublasFp16 | Baseline::CublasLtFp16 => 2,
             Baseline::CmvInt8 => 1,
         }
     }
@@ -117,8 +123,72 @@ impl Baseline {
     /// Our own dense kernel of the same input type (what `speedup_vs_dense` compares with).
     pub fn own(self) -> Baseline {
         match self {
-            Baseline::CmvFp16 | Baseline::CublasFp16 => Baseline::CmvFp16,
+            Baseline::CmvFp16 | Baseline::CublasFp16 | Baseline::CublasLtFp16 => Baseline::CmvFp16,
             Baseline::CmvInt8 => Baseline::CmvInt8,
+        }
+    }
+}
+
+/// A vendor library's choice of algorithm for one shape and batch, as `bench.json` holds it
+/// (the `algorithm` of a [`Row`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LibraryAlgorithm {
+    /// The library and its version, e.g. `cuBLASLt 130000`.
+    pub library: String,
+    /// Everything below in one line, as the log prints it.
+    pub summary: String,
+    /// The algorithm's id (`CUBLASLT_ALGO_CONFIG_ID`).
+    pub algo_id: Option<i32>,
+    /// The tile, e.g. `128x64` (`id N` for a value this build has no name for).
+    pub tile: String,
+    /// The tile's `cublasLtMatmulTile_t` value.
+    pub tile_id: Option<u32>,
+    /// The stages, e.g. `64x4`.
+    pub stages: String,
+    /// The stages' `cublasLtMatmulStages_t` value.
+    pub stages_id: Option<u32>,
+    /// Split-K slices (1: none).
+    pub split_k: Option<u32>,
+    /// How split-K slices are summed: `none`, `in-place`, `compute-type`, `output-type`.
+    pub reduction: String,
+    /// Thread-block swizzling.
+    pub cta_swizzling: Option<u32>,
+    /// The algorithm's custom option.
+    pub custom_option: Option<u32>,
+    /// The MMA shape, e.g. `MMA16816`.
+    pub inner_shape: String,
+    /// The thread-block cluster shape, e.g. `1x1x1`.
+    pub cluster_shape: String,
+    /// Workspace the algorithm needs, bytes.
+    pub workspace_bytes: usize,
+    /// The heuristic's waves count.
+    pub waves_count: f32,
+    /// This algorithm's place among those the heuristic returned (0: its first choice).
+    pub heuristic_rank: usize,
+    /// How many algorithms the heuristic returned.
+    pub heuristic_returned: usize,
+}
+
+impl From<&LtAlgo> for LibraryAlgorithm {
+    fn from(a: &LtAlgo) -> Self {
+        Self {
+            library: format!("cuBLASLt {}", a.version),
+            summary: a.summary(),
+            algo_id: a.algo_id,
+            tile: a.tile(),
+            tile_id: a.tile_id,
+            stages: a.stages(),
+            stages_id: a.stages_id,
+            split_k: a.split_k,
+            reduction: a.reduction(),
+            cta_swizzling: a.cta_swizzling,
+            custom_option: a.custom_option,
+            inner_shape: a.inner_shape(),
+            cluster_shape: a.cluster_shape(),
+            workspace_bytes: a.workspace_bytes,
+            waves_count: a.waves_count,
+            heuristic_rank: a.rank,
+            heuristic_returned: a.returned,
         }
     }
 }
@@ -136,9 +206,11 @@ struct Timed {
     timings: Timings,
     copies: usize,
     check: String,
+    algorithm: Option<LibraryAlgorithm>,
 }
 
-/// The GPU context the GEMV suites share: the dense kernels, cuBLAS, the ceiling, and caches of
+/// The GPU context the GEMV suites share: the dense kernels, cuBLAS, cuBLASLt, the ceiling, and
+/// caches of
 /// the dense baselines (per kernel, shape and batch) and of same-size reads (per byte count),
 /// so that each is measured once per run, whichever suite asks first.
 #[derive(Debug)]
@@ -147,6 +219,7 @@ pub struct Baselines<'a> {
     cfg: &'a BenchConfig,
     dense: DenseGemv,
     blas: Option<CublasGemv>,
+    lt: Option<CublasLtGemv>,
     ceiling_gbps: f64,
     timed: HashMap<(Baseline, usize, usize, usize), Timed>,
     reads: HashMap<usize, f64>,
@@ -161,7 +234,8 @@ impl<T> std::fmt::Debug for Operands<T> {
 }
 
 impl<'a> Baselines<'a> {
-    /// Loads the dense kernels and cuBLAS (its rows are left out when it cannot be loaded).
+    /// Loads the dense kernels, cuBLAS and cuBLASLt (the rows of either library are left out
+    /// when it cannot be loaded).
     ///
     /// # Errors
     /// Runtime errors of the dense kernels.
@@ -173,11 +247,19 @@ impl<'a> Baselines<'a> {
                 None
             }
         };
+        let lt = match CublasLtGemv::new(gpu) {
+            Ok(lt) => Some(lt),
+            Err(e) => {
+                eprintln!("cuBLASLt unavailable, its rows are left out: {e}");
+                None
+            }
+        };
         Ok(Self {
             gpu,
             cfg,
             dense: DenseGemv::new(gpu)?,
             blas,
+            lt,
             ceiling_gbps,
             timed: HashMap::new(),
             reads: HashMap::new(),
@@ -204,6 +286,11 @@ impl<'a> Baselines<'a> {
     /// Whether cuBLAS is there.
     pub fn has_cublas(&self) -> bool {
         self.blas.is_some()
+    }
+
+    /// Whether cuBLASLt is there.
+    pub fn has_cublaslt(&self) -> bool {
+        self.lt.is_some()
     }
 
     /// Median time of a plain streaming read (`DenseGemv::stream_read`) of `bytes` bytes over
@@ -282,7 +369,7 @@ impl<'a> Baselines<'a> {
         let key = (kernel, rows, cols, batch);
         if !self.timed.contains_key(&key) {
             let t = match kernel {
-                Baseline::CmvFp16 | Baseline::CublasFp16 => {
+                Baseline::CmvFp16 | Baseline::CublasFp16 | Baseline::CublasLtFp16 => {
                     self.time_fp16(kernel, rows, cols, batch)?
                 }
                 Baseline::CmvInt8 => self.time_int8(rows, cols, batch)?,
@@ -301,19 +388,35 @@ impl<'a> Baselines<'a> {
     ) -> Result<Timed, BenchError> {
         let (gpu, cfg) = (self.gpu, self.cfg);
         self.fp16_operands(rows, cols)?;
-        let (dense, blas) = (&self.dense, self.blas.as_ref());
+        let (dense, blas, lt) = (&self.dense, self.blas.as_ref(), self.lt.as_ref());
         let ops = self.fp16.as_ref().expect("uploaded");
         let x = data::f16_uniform(batch * cols, 1.0, seed(rows, cols) + batch as u64);
         let want = cpu::gemv_f16(&ops.host, rows, cols, &x, batch)?;
         let dx = gpu.upload(&x)?;
-        let run = |m: &DeviceMatrix<f16>, y: &mut cmv_runtime::CudaSlice<f16>| match (kernel, blas)
-        {
-            (Baseline::CublasFp16, Some(b)) => b.gemv_f16(m, &dx, y, batch),
-            (Baseline::CublasFp16, None) => Err(cmv_runtime::RuntimeError::NoCublas.into()),
-            _ => dense.gemv_f16(m, &dx, y, batch),
+        let run = |m: &DeviceMatrix<f16>,
+                   y: &mut cmv_runtime::CudaSlice<f16>|
+         -> Result<(), BenchError> {
+            match kernel {
+                Baseline::CublasFp16 => Ok(blas
+                    .ok_or(cmv_runtime::RuntimeError::NoCublas)?
+                    .gemv_f16(m, &dx, y, batch)?),
+                Baseline::CublasLtFp16 => Ok(lt
+                    .ok_or(CublasLtError::NotLoaded)?
+                    .gemv_f16(m, &dx, y, batch)?),
+                _ => Ok(dense.gemv_f16(m, &dx, y, batch)?),
+            }
         };
         let (f, v) = kernel.name();
         let what = format!("{f}/{v} {rows}x{cols} batch {batch}");
+        // cuBLASLt's heuristic runs here, before any timed or captured call.
+        let algorithm = match (kernel, lt) {
+            (Baseline::CublasLtFp16, Some(lt)) => {
+                let a = lt.plan(rows, cols, batch)?;
+                eprintln!("  {what}: cuBLASLt's heuristic chose {}", a.summary());
+                Some(LibraryAlgorithm::from(&a))
+            }
+            _ => None,
+        };
         let mut y = gpu.upload(&vec![f16::NAN; batch * rows])?;
         run(&ops.mats[0], &mut y)?;
         let check = check_f16(&what, &gpu.download(&y)?, &want)?;
@@ -321,7 +424,7 @@ impl<'a> Baselines<'a> {
         let timings = cfg
             .timing
             .time(gpu, cfg, copies, |i| -> Result<(), BenchError> {
-                Ok(run(&ops.mats[i % copies], &mut y)?)
+                run(&ops.mats[i % copies], &mut y)
             })?;
         // The output of the last timed call is checked too.
         check_f16(&format!("{what} (timed)"), &gpu.download(&y)?, &want)?;
@@ -329,6 +432,7 @@ impl<'a> Baselines<'a> {
             timings,
             copies,
             check,
+            algorithm,
         })
     }
 
@@ -371,11 +475,13 @@ impl<'a> Baselines<'a> {
             timings,
             copies,
             check: "exact".into(),
+            algorithm: None,
         })
     }
 
     /// The median time of `kernel` at this shape and batch, microseconds, measured on first
-    /// use; `None` where it cannot run (cuBLAS missing, a batch past the dense kernels').
+    /// use; `None` where it cannot run (cuBLAS or cuBLASLt missing, a batch past the dense
+    /// kernels').
     ///
     /// # Errors
     /// Runtime errors, [`BenchError::Mismatch`].
@@ -387,6 +493,7 @@ impl<'a> Baselines<'a> {
         batch: usize,
     ) -> Result<Option<f64>, BenchError> {
         if (kernel == Baseline::CublasFp16 && self.blas.is_none())
+            || (kernel == Baseline::CublasLtFp16 && self.lt.is_none())
             || !(1..=dense_gemv::MAX_BATCH as usize).contains(&batch)
         {
             return Ok(None);
@@ -416,7 +523,7 @@ impl<'a> Baselines<'a> {
         let (weight_bytes, input_bytes) = (e * rows * cols, e * batch * cols);
         let read_us = self.same_size_read(weight_bytes + input_bytes)?;
         let t = &self.timed[&(kernel, rows, cols, batch)];
-        Ok(Some(Row::derive(RowTimes {
+        let mut row = Row::derive(RowTimes {
             name: kernel.name(),
             shape: (rows, cols, batch),
             bits_per_weight: 8.0 * e as f64,
@@ -430,7 +537,9 @@ impl<'a> Baselines<'a> {
             cublas_us,
             dense_us,
             check: t.check.clone(),
-        })))
+        });
+        row.algorithm = t.algorithm.clone();
+        Ok(Some(row))
     }
 }
 
@@ -439,7 +548,7 @@ fn seed(rows: usize, cols: usize) -> u64 {
     (rows as u64) << 32 ^ cols as u64
 }
 
-/// Runs the dense fp16 (ours and cuBLAS) and int8 kernels over every shape and batch.
+/// Runs the dense fp16 (ours, cuBLAS and cuBLASLt) and int8 kernels over every shape and batch.
 /// `progress` is called with each row as it is made.
 pub fn run_gpu(
     bench: &mut Baselines<'_>,
@@ -449,7 +558,11 @@ pub fn run_gpu(
     let mut out = Vec::new();
     for &(rows, cols) in &cfg.shapes {
         for kernels in [
-            &[Baseline::CmvFp16, Baseline::CublasFp16][..],
+            &[
+                Baseline::CmvFp16,
+                Baseline::CublasFp16,
+                Baseline::CublasLtFp16,
+            ][..],
             &[Baseline::CmvInt8],
         ] {
             for &batch in &cfg.batches {

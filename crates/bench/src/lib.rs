@@ -213,6 +213,9 @@ pub struct Row {
     /// How the output was checked against the CPU reference, e.g. `exact` or
     /// `rel_err=2.1e-4` (before and after timing; the run fails otherwise).
     pub check: String,
+    /// The library's own choice of algorithm, for a vendor baseline that reports one
+    /// (`dense-fp16/cublaslt`: cuBLASLt's heuristic's first choice); `null` for every other row.
+    pub algorithm: Option<dense::LibraryAlgorithm>,
 }
 
 /// What a [`Row`] is derived from: the times and sizes measured for it.
@@ -273,6 +276,7 @@ impl Row {
             speedup_vs_cublas: t.cublas_us.map(|b| b / median_us),
             speedup_vs_dense: t.dense_us.map(|b| b / median_us),
             check: t.check,
+            algorithm: None,
         }
     }
 }
@@ -317,6 +321,9 @@ pub enum BenchError {
     /// A dense-baseline error.
     #[error(transparent)]
     Dense(#[from] dense_gemv::DenseError),
+    /// A cuBLASLt-baseline error.
+    #[error(transparent)]
+    CublasLt(#[from] dense_gemv::CublasLtError),
     /// An `ans-codec` error.
     #[error(transparent)]
     Ans(#[from] ans_codec::AnsError),

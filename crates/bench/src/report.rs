@@ -445,6 +445,46 @@ mod tests {
     }
 
     #[test]
+    fn rows_carry_the_library_algorithm_into_the_json_and_the_table() {
+        let mut r = row("dense-fp16", "cublaslt", 4, 20.0, Some(22.0));
+        let plain = serde_json::to_value(&r).unwrap();
+        assert!(plain["algorithm"].is_null(), "{plain}");
+        let algo = dense_gemv::LtAlgo {
+            algo_id: Some(66),
+            tile_id: Some(17),
+            stages_id: Some(16),
+            split_k: Some(1),
+            reduction_scheme: Some(0),
+            cta_swizzling: Some(0),
+            custom_option: Some(0),
+            inner_shape_id: None,
+            cluster_shape_id: Some(2),
+            workspace_bytes: 0,
+            waves_count: 0.5,
+            returned: 3,
+            rank: 0,
+            version: 130000,
+        };
+        r.algorithm = Some(crate::dense::LibraryAlgorithm::from(&algo));
+        let v = serde_json::to_value(&r).unwrap();
+        let a = &v["algorithm"];
+        assert_eq!(a["library"], "cuBLASLt 130000");
+        assert_eq!(a["algo_id"], 66);
+        assert_eq!(
+            (a["tile"].as_str(), a["tile_id"].as_u64()),
+            (Some("64x128"), Some(17))
+        );
+        assert_eq!(a["stages"], "64x4");
+        assert_eq!(a["reduction"], "none");
+        assert_eq!(a["inner_shape"], "?");
+        assert_eq!(a["cluster_shape"], "1x1x1");
+        assert_eq!(a["heuristic_returned"], 3);
+        assert_eq!(a["summary"].as_str(), Some(algo.summary().as_str()));
+        let t = gpu_table(&[r]);
+        assert!(t.contains("cublaslt") && t.contains("1.10x"), "{t}");
+    }
+
+    #[test]
     fn the_plot_is_left_out_with_a_reason() {
         let mut r = Report {
             device: "none".into(),

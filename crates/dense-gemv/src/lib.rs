@@ -10,8 +10,10 @@
 //! `W[row * cols + col]`, `X[b * cols + col]`, `Y[b * rows + row]`.
 
 pub mod cpu;
+pub mod cublaslt;
 mod gpu;
 
+pub use cublaslt::{CublasLtError, CublasLtGemv, LtAlgo};
 pub use dense_kernels::{MAX_BATCH, requantize};
 pub use dense_kernels::tc::{TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, TcPlan, tc_plan};
 pub use gpu::{
