@@ -190,8 +190,21 @@ pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchE
     Ok(())
 }
 
-/// Blocks per SM the tc explore plans aim for (`0` = no split-K).
-const TC_TARGETS: [u32; 4] = [0, 2, 4, 8];
+/// Splits of the k-blocks the tc explore tries (beside the default plan).
+const TC_SPLITS: [u32; 8] = [1, 2, 3, 4, 6, 8, 12, 16];
+
+/// The plan with `ksplit` splits (fewer where the k-blocks run out), or `None` when the
+/// workspace cannot take a split of this many rows.
+fn tc_fixed_plan(
+    rows: u32,
+    chunks: u32,
+    k: dense_gemv::TcKernel,
+    ksplit: u32,
+) -> Option<dense_gemv::TcPlan> {
+    let row_blocks = dense_gemv::tc_plan(rows, chunks, k, 1, 1).row_blocks;
+    let p = dense_gemv::tc_plan(rows, chunks, k, row_blocks * ksplit, 1);
+    (p.ksplit == ksplit || ksplit == 1).then_some(p)
+}
 
 /// `cmv-bench --explore-tc`: every tensor-core kernel of `dense_kernels::tc` (fp16 and int8) at
 /// batches 2, 4, 8 and 16 with plans for 2, 4 and 8 blocks per SM and no split, beside the
@@ -199,7 +212,7 @@ const TC_TARGETS: [u32; 4] = [0, 2, 4, 8];
 /// 16-rows-per-warp `mma` kernels) and cuBLAS; graph timing over rotated copies; every output
 /// checked against the CPU reference. One line per (shape, type, batch, kernel, plan).
 pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchError> {
-    use dense_gemv::{CublasGemv, TC_F16_KERNELS, TC_I8_KERNELS, tc_plan};
+    use dense_gemv::{CublasGemv, TC_F16_KERNELS, TC_I8_KERNELS};
     let l2 = gpu.info().l2_bytes;
     let sms = dense.sm_count();
     let blas = CublasGemv::new(gpu).ok();
@@ -272,13 +285,17 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
             line(&format!("{shape} old {}", old.0), bytes, &t, &check(&y)?);
             for tk in TC_F16_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
                 let k = gpu.kernel(&PTX, tk.name)?;
-                for target in TC_TARGETS {
-                    let plan = tc_plan(rows as u32, cols as u32 / 8, tk.mt, target * sms, 8);
+                let default = dense_gemv::tc_default_plan(*tk, rows as u32, cols as u32 / 8, sms);
+                let plans = TC_SPLITS
+                    .iter()
+                    .filter_map(|&k| tc_fixed_plan(rows as u32, cols as u32 / 8, *tk, k));
+                for (target, plan) in std::iter::once(("d", default)).chain(plans.map(|p| ("s", p)))
+                {
                     let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
                         let m = &mats[i % mats.len()];
                         dense.launch_tc_f16(&k, *tk, plan, m, &dx, &mut y, batch as u32)
                     })?;
-                    let what = format!("{shape} {} t{target} k{}", tk.name, plan.ksplit);
+                    let what = format!("{shape} {} {target} k{}", tk.name, plan.ksplit);
                     line(&what, bytes, &t, &check(&y)?);
                 }
             }
@@ -325,8 +342,12 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
             line(&format!("{shape} old {name}"), bytes, &t, &check(&y32)?);
             for tk in TC_I8_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
                 let k = gpu.kernel(&PTX, tk.name)?;
-                for target in TC_TARGETS {
-                    let plan = tc_plan(rows as u32, cols as u32 / 16, tk.mt, target * sms, 8);
+                let default = dense_gemv::tc_default_plan(*tk, rows as u32, cols as u32 / 16, sms);
+                let plans = TC_SPLITS
+                    .iter()
+                    .filter_map(|&k| tc_fixed_plan(rows as u32, cols as u32 / 16, *tk, k));
+                for (target, plan) in std::iter::once(("d", default)).chain(plans.map(|p| ("s", p)))
+                {
                     let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
                         let m = &mats[i % mats.len()];
                         dense.launch_tc_i8(
@@ -340,7 +361,7 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
                             batch as u32,
                         )
                     })?;
-                    let what = format!("{shape} {} t{target} k{}", tk.name, plan.ksplit);
+                    let what = format!("{shape} {} {target} k{}", tk.name, plan.ksplit);
                     line(&what, bytes, &t, &check(&y32)?);
                 }
             }

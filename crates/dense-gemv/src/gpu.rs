@@ -9,8 +9,8 @@ use cmv_runtime::{
     dev_ptr_mut,
 };
 use dense_kernels::tc::{
-    GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_F16_KERNELS, TC_I8_KERNELS, TC_SPLIT_ROWS,
-    TC_THREADS, TC_WORKSPACE_WORDS, TcKernel, TcPlan, tc_kblocks, tc_plan, tc_rows_per_block,
+    GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_F16_KERNELS, TC_I8_KERNELS, TC_THREADS,
+    TC_WORKSPACE_WORDS, TcKernel, TcPlan, tc_kblocks, tc_plan, tc_rows_per_block, tc_split_words,
 };
 use dense_kernels::{
     BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, GemvF16AnyParams, GemvF16Params,
@@ -121,13 +121,13 @@ pub struct DenseGemv {
     /// The default tensor-core kernels for up to 8 and up to 16 vectors: fp16, int8.
     tc_f16: [Kernel; 2],
     tc_i8: [Kernel; 2],
-    /// The zeroed split-K workspace of the tensor-core kernels (each launch leaves it zero);
-    /// the lock keeps two launches from sharing it at once.
+    /// The split-K workspace and zeroed counters of the tensor-core kernels (each launch
+    /// leaves the counters zero); the lock keeps two launches from sharing them at once.
     tc_ws: Mutex<TcWorkspace>,
     sm_count: u32,
 }
 
-/// Split-K workspace of the tensor-core kernels: 32-bit sums and one counter per row block.
+/// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
 #[derive(Debug)]
 struct TcWorkspace {
     acc: CudaSlice<u32>,
@@ -135,13 +135,13 @@ struct TcWorkspace {
 }
 
 /// Blocks per SM the default tensor-core plans aim for (the grid is split along the columns
-/// until it has this many per SM; `cmv-bench --explore tc` times other choices).
+/// until it has this many per SM; `cmv-bench --explore-tc` times other choices).
 pub const TC_BLOCKS_PER_SM: u32 = 4;
 /// Fewest k-blocks (4 chunks of each row) a split of the default plans sums.
 pub const TC_MIN_KBLOCKS: u32 = 8;
 
 /// The default tensor-core kernel of `kernels` (fp16 or int8 table) for `batch` (2..=16).
-fn tc_default(kernels: &[TcKernel; 8], batch: u32) -> (usize, TcKernel) {
+fn tc_default(kernels: &[TcKernel; 11], batch: u32) -> (usize, TcKernel) {
     let i = usize::from(batch > 8);
     (i, kernels[i])
 }
@@ -152,15 +152,15 @@ pub fn tc_default_plan(k: TcKernel, rows: u32, chunks: u32, sm_count: u32) -> Tc
     tc_plan(
         rows,
         chunks,
-        k.mt,
+        k,
         sm_count.max(1) * TC_BLOCKS_PER_SM,
         TC_MIN_KBLOCKS,
     )
 }
 
 /// Checks that `plan` covers `rows` rows of `chunks` chunks with kernel `k` exactly as the
-/// kernel assumes, and that a split plan fits the workspace for `batch` vectors.
-fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32, batch: u32) -> Result<()> {
+/// kernel assumes, and that a split plan fits the workspace and the counters.
+fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32) -> Result<()> {
     let kblocks = tc_kblocks(chunks);
     let per = plan.kblocks_per_split;
     let ok = plan.row_blocks == rows.div_ceil(tc_rows_per_block(k.mt))
@@ -170,9 +170,9 @@ fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32, batch: u32) 
         && u64::from(plan.ksplit) * u64::from(per) >= u64::from(kblocks)
         && u64::from(plan.ksplit - 1) * u64::from(per) < u64::from(kblocks.max(1))
         && (plan.ksplit == 1
-            || (rows <= TC_SPLIT_ROWS
-                && plan.row_blocks as usize <= TC_COUNTERS
-                && batch as usize * rows as usize <= TC_WORKSPACE_WORDS));
+            || (plan.row_blocks as usize <= TC_COUNTERS
+                && plan.ksplit as usize * tc_split_words(k, plan.row_blocks)
+                    <= TC_WORKSPACE_WORDS));
     if ok {
         Ok(())
     } else {
@@ -628,7 +628,7 @@ impl DenseGemv {
                 batch: batch as usize,
             });
         }
-        check_tc_plan(tk, plan, w.rows, w.cols / 8, batch)?;
+        check_tc_plan(tk, plan, w.rows, w.cols / 8)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
         let params = GemvTcF16Params {
@@ -691,7 +691,7 @@ impl DenseGemv {
         if !scale.is_finite() {
             return Err(DenseError::Scale { scale });
         }
-        check_tc_plan(tk, plan, w.rows, w.cols / 16, batch)?;
+        check_tc_plan(tk, plan, w.rows, w.cols / 16)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
         let params = GemvTcI8Params {
@@ -847,10 +847,10 @@ mod tests {
                 assert_eq!(k.batch, if b <= 8 { 8 } else { 16 });
                 for sms in [1, 132] {
                     let p = tc_default_plan(k, rows, cols / 8, sms);
-                    check_tc_plan(k, p, rows, cols / 8, b).unwrap();
+                    check_tc_plan(k, p, rows, cols / 8).unwrap();
                     let (_, k8) = tc_default(&TC_I8_KERNELS, b);
                     let p8 = tc_default_plan(k8, rows, cols / 16, sms);
-                    check_tc_plan(k8, p8, rows, cols / 16, b).unwrap();
+                    check_tc_plan(k8, p8, rows, cols / 16).unwrap();
                 }
             }
         }
@@ -876,16 +876,38 @@ mod tests {
             },
             TcPlan { ksplit: 0, ..good },
         ] {
-            let e = check_tc_plan(k, bad, 4096, 512, 16).unwrap_err();
+            let e = check_tc_plan(k, bad, 4096, 512).unwrap_err();
             assert!(e.to_string().contains("tc_default_plan"), "{e}");
         }
         // A split plan past the workspace's rows is refused.
+        // A split plan past the counters, or past the workspace, is refused.
+        let rows = (TC_COUNTERS as u32 + 1) * 128;
         let tall = TcPlan {
-            row_blocks: 70000u32.div_ceil(128),
+            row_blocks: TC_COUNTERS as u32 + 1,
             ksplit: 2,
             kblocks_per_split: 64,
         };
-        assert!(check_tc_plan(k, tall, 70000, 512, 16).is_err());
+        assert!(check_tc_plan(k, tall, rows, 512).is_err());
+        // 1024 row blocks of 256 threads x 8 words: 2 splits fill the workspace.
+        let wide = TcPlan {
+            row_blocks: 1024,
+            ksplit: 4,
+            kblocks_per_split: 32,
+        };
+        assert!(check_tc_plan(k, wide, 1024 * 128, 512).is_err());
+        assert!(
+            check_tc_plan(
+                k,
+                TcPlan {
+                    ksplit: 2,
+                    kblocks_per_split: 64,
+                    ..wide
+                },
+                1024 * 128,
+                512
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -616,6 +616,42 @@ macro_rules! static_shared {
     }};
 }
 
+/// 128-bit load served by L2, never by a stale L1 line (`ld.global.cg.v4.u32`): reads data
+/// other blocks of the same launch wrote, once ordered by [`fence_gpu`]. Not `pure`, so it is
+/// never moved across a fence or barrier.
+///
+/// # Safety
+/// `p` must point to 16 readable, 16-byte-aligned bytes of global memory.
+#[inline(always)]
+pub unsafe fn ld_cg_v4(p: *const U32x4) -> U32x4 {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees a valid, aligned global address.
+    unsafe {
+        asm!(
+            "ld.global.cg.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
+            d = out(reg32) d, options(readonly, nostack)
+        );
+    }
+    U32x4([a, b, c, d])
+}
+
+/// 128-bit store to global memory (`st.global.v4.u32`).
+///
+/// # Safety
+/// `p` must point to 16 writable, 16-byte-aligned bytes of global memory.
+#[inline(always)]
+pub unsafe fn st_global_v4(p: *mut U32x4, v: U32x4) {
+    // SAFETY: the caller guarantees a valid, aligned global address.
+    unsafe {
+        asm!(
+            "st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) p, a = in(reg32) v.0[0], b = in(reg32) v.0[1], c = in(reg32) v.0[2],
+            d = in(reg32) v.0[3], options(nostack)
+        );
+    }
+}
+
 /// 64-bit read-only load (`ld.global.nc.u64`).
 ///
 /// # Safety

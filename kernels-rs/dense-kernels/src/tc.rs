@@ -19,12 +19,13 @@
 //!
 //! # Split-K
 //! When the rows alone give too few blocks, the k-blocks are split over `gridDim.y` blocks
-//! ([`tc_plan`]). Each adds its sums into a 32-bit workspace (`red.global.add`, fp32 or int32),
-//! then counts itself into its row block's counter; the block that counts last converts the
-//! row block's sums to the output and sets them and the counter back to zero. So the
-//! workspace is zero before and after every launch, and one launch does the whole product.
-//! The fp32 additions of different blocks may land in any order (the result may differ from
-//! run to run in the last bits before rounding to fp16); int32 additions are exact.
+//! ([`tc_plan`]). Each block stores its threads' partial `mma` fragments side by side in a
+//! workspace (plain, coalesced 16-byte stores; no atomics on the sums), then counts itself into
+//! its row block's counter; the block that counts last adds the partials of every split in
+//! split order and stores the outputs, and sets the counter back to zero. So one launch does
+//! the whole product, the counters are zero before and after every launch, and the result is
+//! the same on every run (the fp32 additions always happen in the same order; int32 additions
+//! are exact).
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
@@ -34,13 +35,18 @@ pub const TC_WARPS: u32 = 8;
 pub const TC_THREADS: u32 = TC_WARPS * cmv_device::WARP_SIZE;
 /// 16-byte chunks per row in one k-block (one per lane of a quad).
 pub const TC_KBLOCK_CHUNKS: u32 = 4;
-/// The most rows a split-K launch may have: the workspace holds `MAX_BATCH * TC_SPLIT_ROWS`
-/// words. Taller matrices run unsplit (they give enough blocks by their rows).
-pub const TC_SPLIT_ROWS: u32 = 65536;
-/// Workspace words (32-bit sums) the host allocates, zeroed, for split-K launches.
-pub const TC_WORKSPACE_WORDS: usize = crate::MAX_BATCH as usize * TC_SPLIT_ROWS as usize;
-/// Counters the host allocates, zeroed: one per row block of a split launch.
-pub const TC_COUNTERS: usize = (TC_SPLIT_ROWS / (16 * TC_WARPS)) as usize;
+/// Workspace words (32-bit partial sums) the host allocates for split-K launches (16 MiB): a
+/// split launch needs `ksplit * row_blocks * TC_THREADS * 4 * MT * NT` of them.
+pub const TC_WORKSPACE_WORDS: usize = 1 << 22;
+/// Counters the host allocates, zeroed: one per row block of a split launch (so a split launch
+/// has at most this many row blocks; taller matrices run unsplit, their rows give enough
+/// blocks).
+pub const TC_COUNTERS: usize = 4096;
+
+/// Workspace words one split of a launch with `row_blocks` row blocks of kernel `k` needs.
+pub const fn tc_split_words(k: TcKernel, row_blocks: u32) -> usize {
+    row_blocks as usize * TC_THREADS as usize * 4 * k.mt as usize * (k.batch as usize / 8)
+}
 
 /// Rows a block of the kernel with `mt` row tiles per warp owns.
 pub const fn tc_rows_per_block(mt: u32) -> u32 {
@@ -64,20 +70,21 @@ pub struct TcPlan {
     pub kblocks_per_split: u32,
 }
 
-/// The work plan for `rows` rows of `chunks` 16-byte chunks with `mt` row tiles per warp:
-/// the k-blocks are split until the grid has about `target_blocks` blocks, keeping at least
-/// `min_kblocks` k-blocks per split; never split past [`TC_SPLIT_ROWS`] rows. Every split is
-/// non-empty (`ksplit` is recomputed from the rounded-up share).
+/// The work plan for `rows` rows of `chunks` 16-byte chunks with kernel `k`: the k-blocks are
+/// split until the grid has about `target_blocks` blocks, keeping at least `min_kblocks`
+/// k-blocks per split, within [`TC_COUNTERS`] row blocks and [`TC_WORKSPACE_WORDS`]. Every
+/// split is non-empty (`ksplit` is recomputed from the rounded-up share).
 pub const fn tc_plan(
     rows: u32,
     chunks: u32,
-    mt: u32,
+    k: TcKernel,
     target_blocks: u32,
     min_kblocks: u32,
 ) -> TcPlan {
-    let row_blocks = rows.div_ceil(tc_rows_per_block(mt));
+    let row_blocks = rows.div_ceil(tc_rows_per_block(k.mt));
     let kblocks = tc_kblocks(chunks);
-    let mut ksplit = if rows > TC_SPLIT_ROWS || row_blocks == 0 {
+    let split_words = tc_split_words(k, row_blocks);
+    let mut ksplit = if row_blocks == 0 || row_blocks as usize > TC_COUNTERS {
         1
     } else {
         target_blocks.div_ceil(row_blocks)
@@ -86,6 +93,9 @@ pub const fn tc_plan(
     let most = if kblocks / min == 0 { 1 } else { kblocks / min };
     if ksplit > most {
         ksplit = most;
+    }
+    if split_words > 0 && ksplit as usize * split_words > TC_WORKSPACE_WORDS {
+        ksplit = (TC_WORKSPACE_WORDS / split_words) as u32;
     }
     if ksplit == 0 {
         ksplit = 1;
@@ -117,8 +127,8 @@ pub struct GemvTcF16Params {
     pub x: DevPtr<U32x4>,
     /// `Y`, `batch * rows` fp16 values (as bits).
     pub y: DevPtrMut<u16>,
-    /// Split-K workspace: `batch * rows` fp32 sums (as bits), zero before and after a launch
-    /// (unused when `gridDim.y == 1`).
+    /// Split-K workspace of [`TC_WORKSPACE_WORDS`] words (partial fp32 sums; unused when
+    /// `gridDim.y == 1`).
     pub acc: DevPtrMut<u32>,
     /// One counter per row block, zero before and after a launch (unused unsplit).
     pub counters: DevPtrMut<u32>,
@@ -148,7 +158,7 @@ pub struct GemvTcI8Params {
     pub y32: DevPtrMut<i32>,
     /// Their int8 requantization ([`crate::requantize`]), `batch * rows`.
     pub y8: DevPtrMut<i8>,
-    /// Split-K workspace: `batch * rows` int32 sums, zero before and after a launch.
+    /// Split-K workspace of [`TC_WORKSPACE_WORDS`] words (partial int32 sums).
     pub acc: DevPtrMut<u32>,
     /// One counter per row block, zero before and after a launch.
     pub counters: DevPtrMut<u32>,
@@ -181,110 +191,171 @@ pub struct TcKernel {
     pub mt: u32,
     /// k-blocks each warp loads before using any.
     pub unroll: u32,
+    /// Whether the next `unroll` k-blocks are loaded while the current ones are multiplied.
+    pub prefetch: bool,
 }
 
 /// The fp16 tensor-core kernels: the defaults first (for up to 8 and up to 16 vectors), then
-/// the variants `cmv-bench --explore tc` times.
-pub const TC_F16_KERNELS: [TcKernel; 8] = [
+/// the variants `cmv-bench --explore-tc` times (`m` row tiles, `u` k-blocks in flight, `p`
+/// prefetch).
+pub const TC_F16_KERNELS: [TcKernel; 11] = [
     TcKernel {
         name: "cmv_gemv_f16_tc_n8",
         batch: 8,
         mt: 1,
         unroll: 4,
+        prefetch: true,
     },
     TcKernel {
         name: "cmv_gemv_f16_tc_n16",
         batch: 16,
         mt: 1,
         unroll: 4,
+        prefetch: true,
     },
     TcKernel {
-        name: "cmv_gemv_f16_tc_x_n8m1u2",
+        name: "cmv_gemv_f16_tc_x_n8m1u2p",
         batch: 8,
         mt: 1,
         unroll: 2,
+        prefetch: true,
     },
     TcKernel {
-        name: "cmv_gemv_f16_tc_x_n8m2u2",
+        name: "cmv_gemv_f16_tc_x_n8m1u4",
         batch: 8,
-        mt: 2,
-        unroll: 2,
+        mt: 1,
+        unroll: 4,
+        prefetch: false,
     },
     TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m1u2",
+        name: "cmv_gemv_f16_tc_x_n8m1u8",
+        batch: 8,
+        mt: 1,
+        unroll: 8,
+        prefetch: false,
+    },
+    TcKernel {
+        name: "cmv_gemv_f16_tc_x_n16m1u2p",
         batch: 16,
         mt: 1,
         unroll: 2,
+        prefetch: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_f16_tc_x_n16m1u4",
+        batch: 16,
+        mt: 1,
+        unroll: 4,
+        prefetch: false,
     },
     TcKernel {
         name: "cmv_gemv_f16_tc_x_n16m1u8",
         batch: 16,
         mt: 1,
         unroll: 8,
+        prefetch: false,
     },
     TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m2u2",
+        name: "cmv_gemv_f16_tc_x_n16m2u2p",
         batch: 16,
         mt: 2,
         unroll: 2,
+        prefetch: true,
     },
     TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m2u4",
+        name: "cmv_gemv_f16_tc_x_n16m1u4p2",
         batch: 16,
-        mt: 2,
+        mt: 1,
         unroll: 4,
+        prefetch: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_f16_tc_x_n8m1u4p2",
+        batch: 8,
+        mt: 1,
+        unroll: 4,
+        prefetch: true,
     },
 ];
 
 /// The int8 tensor-core kernels, as [`TC_F16_KERNELS`].
-pub const TC_I8_KERNELS: [TcKernel; 8] = [
+pub const TC_I8_KERNELS: [TcKernel; 11] = [
     TcKernel {
         name: "cmv_gemv_i8_tc_n8",
         batch: 8,
         mt: 1,
         unroll: 4,
+        prefetch: true,
     },
     TcKernel {
         name: "cmv_gemv_i8_tc_n16",
         batch: 16,
         mt: 1,
         unroll: 4,
+        prefetch: true,
     },
     TcKernel {
-        name: "cmv_gemv_i8_tc_x_n8m1u2",
+        name: "cmv_gemv_i8_tc_x_n8m1u2p",
         batch: 8,
         mt: 1,
         unroll: 2,
+        prefetch: true,
     },
     TcKernel {
-        name: "cmv_gemv_i8_tc_x_n8m2u2",
+        name: "cmv_gemv_i8_tc_x_n8m1u4",
         batch: 8,
-        mt: 2,
-        unroll: 2,
+        mt: 1,
+        unroll: 4,
+        prefetch: false,
     },
     TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m1u2",
+        name: "cmv_gemv_i8_tc_x_n8m1u8",
+        batch: 8,
+        mt: 1,
+        unroll: 8,
+        prefetch: false,
+    },
+    TcKernel {
+        name: "cmv_gemv_i8_tc_x_n16m1u2p",
         batch: 16,
         mt: 1,
         unroll: 2,
+        prefetch: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_i8_tc_x_n16m1u4",
+        batch: 16,
+        mt: 1,
+        unroll: 4,
+        prefetch: false,
     },
     TcKernel {
         name: "cmv_gemv_i8_tc_x_n16m1u8",
         batch: 16,
         mt: 1,
         unroll: 8,
+        prefetch: false,
     },
     TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m2u2",
+        name: "cmv_gemv_i8_tc_x_n16m2u2p",
         batch: 16,
         mt: 2,
         unroll: 2,
+        prefetch: true,
     },
     TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m2u4",
+        name: "cmv_gemv_i8_tc_x_n16m1u4p2",
         batch: 16,
-        mt: 2,
+        mt: 1,
         unroll: 4,
+        prefetch: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_i8_tc_x_n8m1u4p2",
+        batch: 8,
+        mt: 1,
+        unroll: 4,
+        prefetch: true,
     },
 ];
 
@@ -294,11 +365,13 @@ mod tests {
 
     #[test]
     fn plans_fill_the_grid_and_cover_every_kblock() {
-        for rows in [1, 100, 128, 4096, 8192, 11008, 28672, 65536, 65537, 200_000] {
+        for rows in [
+            1, 100, 128, 4096, 8192, 11008, 28672, 65536, 524_288, 600_000,
+        ] {
             for chunks in [1, 3, 4, 5, 512, 1376, 1792, 3584] {
-                for mt in [1, 2] {
-                    for target in [1, 264, 528] {
-                        let p = tc_plan(rows, chunks, mt, target, 8);
+                for k in TC_F16_KERNELS.iter().chain(&TC_I8_KERNELS) {
+                    for target in [1, 264, 528, 1 << 20] {
+                        let p = tc_plan(rows, chunks, *k, target, 8);
                         let kb = tc_kblocks(chunks);
                         assert!(p.ksplit >= 1 && p.kblocks_per_split >= 1, "{p:?}");
                         // Every k-block in exactly one split, no empty split.
@@ -307,10 +380,11 @@ mod tests {
                             "{rows} {chunks} {p:?}"
                         );
                         assert!((p.ksplit - 1) * p.kblocks_per_split < kb, "{p:?}");
-                        assert_eq!(p.row_blocks, rows.div_ceil(16 * mt * TC_WARPS));
+                        assert_eq!(p.row_blocks, rows.div_ceil(16 * k.mt * TC_WARPS));
                         if p.ksplit > 1 {
-                            assert!(rows <= TC_SPLIT_ROWS);
                             assert!(p.row_blocks as usize <= TC_COUNTERS);
+                            let words = p.ksplit as usize * tc_split_words(*k, p.row_blocks);
+                            assert!(words <= TC_WORKSPACE_WORDS, "{rows} {k:?} {p:?}");
                             assert!(p.kblocks_per_split >= 8 || kb < 16);
                         }
                     }
@@ -321,17 +395,21 @@ mod tests {
 
     #[test]
     fn plans_split_small_matrices_only() {
+        let k = TC_F16_KERNELS[1];
         // 4096 rows: 32 row blocks; 528 wanted -> 17 splits wanted, 128 k-blocks / 8 = 16 most.
-        let p = tc_plan(4096, 512, 1, 528, 8);
+        let p = tc_plan(4096, 512, k, 528, 8);
         assert_eq!((p.row_blocks, p.ksplit, p.kblocks_per_split), (32, 16, 8));
         // 28672 rows: 224 row blocks, 3 splits.
-        let p = tc_plan(28672, 1024, 1, 528, 8);
+        let p = tc_plan(28672, 1024, k, 528, 8);
         assert_eq!((p.row_blocks, p.ksplit), (224, 3));
         assert_eq!(p.kblocks_per_split, 86);
-        // Past the workspace: never split.
-        assert_eq!(tc_plan(70000, 4096, 1, 528, 8).ksplit, 1);
+        // Past the counters: never split.
+        assert_eq!(tc_plan(600_000, 4096, k, 1 << 20, 8).ksplit, 1);
+        // The workspace bounds the splits: 1024 row blocks x 256 threads x 8 words per split
+        // -> 2 splits.
+        assert_eq!(tc_plan(131_072, 4096, k, 1 << 20, 8).ksplit, 2);
         // Too few k-blocks to split.
-        assert_eq!(tc_plan(16, 7, 1, 528, 8).ksplit, 1);
+        assert_eq!(tc_plan(16, 7, k, 528, 8).ksplit, 1);
     }
 
     #[test]
@@ -341,6 +419,18 @@ mod tests {
             assert!(t.mt >= 1 && t.unroll >= 1);
             let tag = format!("n{}", t.batch);
             assert!(t.name.contains(&tag), "{}", t.name);
+            let shape = format!(
+                "m{}u{}{}",
+                t.mt,
+                t.unroll,
+                if t.prefetch { "p" } else { "" }
+            );
+            let bounded = format!("{shape}2");
+            assert!(
+                t.name.ends_with(&shape) || t.name.ends_with(&bounded) || !t.name.contains("_x_"),
+                "{}",
+                t.name
+            );
         }
         assert_eq!(TC_F16_KERNELS[0].batch, 8);
         assert_eq!(TC_F16_KERNELS[1].batch, 16);

@@ -4,9 +4,9 @@
 use crate::math::requantize;
 use crate::tc::{GemvTcF16Params, GemvTcI8Params, TC_KBLOCK_CHUNKS, tc_rows_per_block};
 use cmv_device::{
-    U32x4, atomic_add_u32, block_idx_x, block_idx_y, f32_to_f16, fence_gpu, grid_dim_y, lane_id,
-    ld_nc_na_v4, ld_nc_v4, ld_relaxed_u32, mma_m16n8k16_f16_f32, mma_m16n8k32_s8,
-    red_add_f32_global, red_add_u32_global, sync_threads, sync_threads_or, thread_idx_x, warp_id,
+    U32x4, atomic_add_u32, block_idx_x, block_idx_y, f32_to_f16, fence_gpu, grid_dim_x, grid_dim_y,
+    lane_id, ld_cg_v4, ld_nc_na_v4, ld_nc_v4, mma_m16n8k16_f16_f32, mma_m16n8k32_s8, st_global_v4,
+    sync_threads, sync_threads_or, thread_idx_x, warp_id,
 };
 
 /// One `mma` shape: the element type's instruction and its 32-bit accumulators.
@@ -21,11 +21,10 @@ trait Tc {
     unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [Self::Acc; 4]) -> [Self::Acc; 4];
     /// The accumulator's 32 bits, as the workspace holds them.
     fn bits(a: Self::Acc) -> u32;
-    /// Adds `a` into the workspace word at `p`.
-    ///
-    /// # Safety
-    /// `p` is a valid global word accessed only atomically while the kernel runs.
-    unsafe fn red(p: *mut u32, a: Self::Acc);
+    /// The accumulator from its bits.
+    fn from_bits(b: u32) -> Self::Acc;
+    /// The sum of two partial sums (fp32 add, or wrapping int32 add: exact).
+    fn add(a: Self::Acc, b: Self::Acc) -> Self::Acc;
 }
 
 struct F16;
@@ -42,9 +41,12 @@ impl Tc for F16 {
         a.to_bits()
     }
     #[inline(always)]
-    unsafe fn red(p: *mut u32, a: f32) {
-        // SAFETY: forwarded from the caller.
-        unsafe { red_add_f32_global(p as *mut f32, a) }
+    fn from_bits(b: u32) -> f32 {
+        f32::from_bits(b)
+    }
+    #[inline(always)]
+    fn add(a: f32, b: f32) -> f32 {
+        a + b
     }
 }
 
@@ -62,9 +64,94 @@ impl Tc for I8 {
         a
     }
     #[inline(always)]
-    unsafe fn red(p: *mut u32, a: u32) {
-        // SAFETY: forwarded from the caller.
-        unsafe { red_add_u32_global(p, a) }
+    fn from_bits(b: u32) -> u32 {
+        b
+    }
+    #[inline(always)]
+    fn add(a: u32, b: u32) -> u32 {
+        a.wrapping_add(b)
+    }
+}
+
+/// The weight chunks of `U` k-blocks from `kb` (zeros past `kb1` or the row's end) of a
+/// warp's `MT` tiles (rows `g` and `g + 8` of each).
+///
+/// # Safety
+/// `wrow` are row starts of `chunks` readable chunks.
+#[inline(always)]
+unsafe fn load_w<const MT: usize, const U: usize>(
+    wrow: &[[*const U32x4; 2]; MT],
+    kb: usize,
+    kb1: usize,
+    chunks: usize,
+    t: usize,
+) -> [[[U32x4; U]; 2]; MT] {
+    let mut wv = [[[U32x4([0; 4]); U]; 2]; MT];
+    for u in 0..U {
+        let c = (kb + u) * TC_KBLOCK_CHUNKS as usize + t;
+        if kb + u < kb1 && c < chunks {
+            for m in 0..MT {
+                for h in 0..2 {
+                    // SAFETY: c < chunks: inside the row.
+                    wv[m][h][u] = unsafe { ld_nc_na_v4(wrow[m][h].add(c)) };
+                }
+            }
+        }
+    }
+    wv
+}
+
+/// The input chunks of `U` k-blocks from `kb` of the vectors `8 nt + g` (zeros for vectors
+/// past the batch, past `kb1` or past the row's end).
+///
+/// # Safety
+/// `xrow` are vector starts of `chunks` readable chunks where `xok`.
+#[inline(always)]
+unsafe fn load_x<const NT: usize, const U: usize>(
+    xrow: &[*const U32x4; NT],
+    xok: &[bool; NT],
+    kb: usize,
+    kb1: usize,
+    chunks: usize,
+    t: usize,
+) -> [[U32x4; U]; NT] {
+    let mut xv = [[U32x4([0; 4]); U]; NT];
+    for u in 0..U {
+        let c = (kb + u) * TC_KBLOCK_CHUNKS as usize + t;
+        if kb + u < kb1 && c < chunks {
+            for nt in 0..NT {
+                if xok[nt] {
+                    // SAFETY: c < chunks: inside the vector (a valid one).
+                    xv[nt][u] = unsafe { ld_nc_v4(xrow[nt].add(c)) };
+                }
+            }
+        }
+    }
+    xv
+}
+
+/// `acc += W X` over `U` loaded k-blocks: two `mma` per k-block, tile and group of 8 vectors.
+///
+/// # Safety
+/// All 32 lanes of the warp call it together.
+#[inline(always)]
+unsafe fn mma_group<E: Tc, const MT: usize, const NT: usize, const U: usize>(
+    acc: &mut [[[E::Acc; 4]; NT]; MT],
+    wv: &[[[U32x4; U]; 2]; MT],
+    xv: &[[U32x4; U]; NT],
+) {
+    for u in 0..U {
+        for m in 0..MT {
+            let (a, b) = (wv[m][0][u].0, wv[m][1][u].0);
+            for nt in 0..NT {
+                let xx = xv[nt][u].0;
+                // SAFETY: forwarded: the whole warp is here.
+                unsafe {
+                    acc[m][nt] = E::mma([a[0], b[0], a[1], b[1]], [xx[0], xx[1]], acc[m][nt]);
+                    acc[m][nt] = E::mma([a[2], b[2], a[3], b[3]], [xx[2], xx[3]], acc[m][nt]);
+                }
+            }
+        }
     }
 }
 
@@ -73,12 +160,16 @@ impl Tc for I8 {
 /// `rows - 1` (their sums are not stored); vectors at or past `batch` are zeros; chunks at or
 /// past `chunks` (the last k-block's tail) are zeros in both operands.
 ///
+/// `PF`: the weights of the next `U` k-blocks are loaded before the `mma` of the current ones
+/// (twice the weight registers, loads in flight all the time); otherwise each group of `U`
+/// k-blocks is loaded, then used.
+///
 /// # Safety
 /// All 32 lanes call it together with the same arguments; `w` holds `rows * chunks` and `x`
 /// `batch * chunks` readable, 16-byte-aligned chunks; `rows >= 1`, `batch >= 1`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize>(
+unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize, const PF: bool>(
     w: *const U32x4,
     x: *const U32x4,
     rows: u32,
@@ -102,65 +193,55 @@ unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize>(
         // SAFETY: n < batch: the vector starts inside x.
         unsafe { x.add(n * chunks) }
     });
-    let zero = U32x4([0; 4]);
     let mut acc = [[[E::ZERO; 4]; NT]; MT];
     let mut kb = kb0;
-    while kb < kb1 {
-        let mut wv = [[[zero; U]; 2]; MT];
-        let mut xv = [[zero; U]; NT];
-        for u in 0..U {
-            let c = (kb + u) * TC_KBLOCK_CHUNKS as usize + t;
-            if kb + u < kb1 && c < chunks {
-                for m in 0..MT {
-                    for h in 0..2 {
-                        // SAFETY: c < chunks: inside the row.
-                        wv[m][h][u] = unsafe { ld_nc_na_v4(wrow[m][h].add(c)) };
-                    }
-                }
-                for nt in 0..NT {
-                    if xok[nt] {
-                        // SAFETY: c < chunks: inside the vector (a valid one).
-                        xv[nt][u] = unsafe { ld_nc_v4(xrow[nt].add(c)) };
-                    }
-                }
-            }
+    if PF {
+        // SAFETY (all loads below): rows and vectors as documented, chunks checked inside.
+        let mut cur = unsafe { load_w::<MT, U>(&wrow, kb, kb1, chunks, t) };
+        while kb < kb1 {
+            let next = unsafe { load_w::<MT, U>(&wrow, kb + U, kb1, chunks, t) };
+            let xv = unsafe { load_x::<NT, U>(&xrow, &xok, kb, kb1, chunks, t) };
+            // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
+            unsafe { mma_group::<E, MT, NT, U>(&mut acc, &cur, &xv) };
+            cur = next;
+            kb += U;
         }
-        for u in 0..U {
-            for m in 0..MT {
-                let (a, b) = (wv[m][0][u].0, wv[m][1][u].0);
-                for nt in 0..NT {
-                    let xx = xv[nt][u].0;
-                    // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
-                    unsafe {
-                        acc[m][nt] = E::mma([a[0], b[0], a[1], b[1]], [xx[0], xx[1]], acc[m][nt]);
-                        acc[m][nt] = E::mma([a[2], b[2], a[3], b[3]], [xx[2], xx[3]], acc[m][nt]);
-                    }
-                }
-            }
+    } else {
+        while kb < kb1 {
+            // SAFETY: as above.
+            let (wv, xv) = unsafe {
+                (
+                    load_w::<MT, U>(&wrow, kb, kb1, chunks, t),
+                    load_x::<NT, U>(&xrow, &xok, kb, kb1, chunks, t),
+                )
+            };
+            // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
+            unsafe { mma_group::<E, MT, NT, U>(&mut acc, &wv, &xv) };
+            kb += U;
         }
-        kb += U;
     }
     acc
 }
 
-/// The whole kernel for element `E`: sums, then either direct stores (one split) or the
-/// split-K workspace protocol of [`crate::tc`]; `store(i, v)` writes output `i = n * rows + row`
-/// from its 32-bit sum.
+/// The whole kernel for element `E`: the block's sums, then, when the k-blocks are split over
+/// `gridDim.y` blocks, the split-K protocol of [`crate::tc`] (each thread's partial fragment to
+/// the workspace; the block that counts last in adds all partials in split order), then the
+/// stores: `store(i, v)` writes output `i = n * rows + row` from its 32-bit sum.
 ///
 /// # Safety
 /// Every thread of the block calls it (it has barriers when split); sizes and alignment as
-/// [`tile_sums`]; `acc` holds `batch * rows` words and `counters` `gridDim.x` words, all zero,
-/// when `gridDim.y > 1`.
+/// [`tile_sums`]; when `gridDim.y > 1`, `ws` holds `gridDim.y * gridDim.x * TC_THREADS * MT *
+/// NT` 16-byte-aligned chunks and `counters` `gridDim.x` words, all zero.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemv_tc<E: Tc, const MT: usize, const NT: usize, const U: usize>(
+unsafe fn gemv_tc<E: Tc, const MT: usize, const NT: usize, const U: usize, const PF: bool>(
     w: *const U32x4,
     x: *const U32x4,
     rows: u32,
     chunks: usize,
     batch: u32,
     per: u32,
-    acc_ws: *mut u32,
+    ws: *mut u32,
     counters: *mut u32,
     store: impl Fn(usize, u32),
 ) {
@@ -169,82 +250,102 @@ unsafe fn gemv_tc<E: Tc, const MT: usize, const NT: usize, const U: usize>(
     let kblocks = chunks.div_ceil(TC_KBLOCK_CHUNKS as usize);
     let kb0 = (block_idx_y() * per) as usize;
     let kb1 = (kb0 + per as usize).min(kblocks);
-    let sums = if row0 < rows {
+    let mut sums = if row0 < rows {
         // SAFETY: forwarded; the condition is warp-uniform.
-        unsafe { tile_sums::<E, MT, NT, U>(w, x, rows, chunks, batch, row0, (kb0, kb1)) }
+        unsafe { tile_sums::<E, MT, NT, U, PF>(w, x, rows, chunks, batch, row0, (kb0, kb1)) }
     } else {
         [[[E::ZERO; 4]; NT]; MT]
     };
+    let splits = grid_dim_y();
+    if splits > 1 {
+        let tid = thread_idx_x() as usize;
+        // This thread's partial fragment of split `s`: MT * NT chunks, a block's threads side
+        // by side (coalesced).
+        let slot = |s: u32| {
+            let i = (s as usize * grid_dim_x() as usize + block_idx_x() as usize)
+                * crate::tc::TC_THREADS as usize
+                + tid;
+            // SAFETY: i < gridDim.y * gridDim.x * TC_THREADS: inside the workspace.
+            unsafe { (ws as *mut U32x4).add(i * MT * NT) }
+        };
+        let mine = slot(block_idx_y());
+        for (m, tile) in sums.iter().enumerate() {
+            for (nt, a) in tile.iter().enumerate() {
+                let v = U32x4([E::bits(a[0]), E::bits(a[1]), E::bits(a[2]), E::bits(a[3])]);
+                // SAFETY: inside this thread's slot.
+                unsafe { st_global_v4(mine.add(m * NT + nt), v) };
+            }
+        }
+        // Publish the partials, then count the block in once all its threads have.
+        // SAFETY: every thread of the block reaches both barriers (`splits` is grid-uniform).
+        let last = unsafe {
+            fence_gpu();
+            sync_threads();
+            let mut last = false;
+            if tid == 0 {
+                let c = counters.add(block_idx_x() as usize);
+                last = atomic_add_u32(c, 1) == splits - 1;
+            }
+            sync_threads_or(last)
+        };
+        if !last {
+            return;
+        }
+        // The last split of this row block: every partial has landed. Add them in split order
+        // (the same order every run), and leave the counter zero for the next launch.
+        // SAFETY: no operands; orders the reads below after the other blocks' stores.
+        unsafe { fence_gpu() };
+        if tid == 0 {
+            // SAFETY: this row block's counter; no block touches it again in this launch.
+            unsafe { *counters.add(block_idx_x() as usize) = 0 };
+        }
+        let own = sums;
+        sums = [[[E::ZERO; 4]; NT]; MT];
+        for s in 0..splits {
+            let p = slot(s);
+            for m in 0..MT {
+                for nt in 0..NT {
+                    let part = if s == block_idx_y() {
+                        own[m][nt]
+                    } else {
+                        // SAFETY: split s's slot, written and published before its count.
+                        let v = unsafe { ld_cg_v4(p.add(m * NT + nt)) }.0;
+                        [
+                            E::from_bits(v[0]),
+                            E::from_bits(v[1]),
+                            E::from_bits(v[2]),
+                            E::from_bits(v[3]),
+                        ]
+                    };
+                    for i in 0..4 {
+                        sums[m][nt][i] = E::add(sums[m][nt][i], part[i]);
+                    }
+                }
+            }
+        }
+    }
     let lane = lane_id();
     let (g, t) = (lane >> 2, lane & 3);
-    let split = grid_dim_y() > 1;
     for (m, tile) in sums.iter().enumerate() {
         for (nt, a) in tile.iter().enumerate() {
             for (i, &v) in a.iter().enumerate() {
                 let row = row0 + (m * 16) as u32 + g + if i >= 2 { 8 } else { 0 };
                 let n = (nt * 8) as u32 + 2 * t + (i as u32 & 1);
                 if row < rows && n < batch {
-                    let at = n as usize * rows as usize + row as usize;
-                    if split {
-                        // SAFETY: at < batch * rows: inside the workspace.
-                        unsafe { E::red(acc_ws.add(at), v) };
-                    } else {
-                        store(at, E::bits(v));
-                    }
+                    store(n as usize * rows as usize + row as usize, E::bits(v));
                 }
             }
         }
     }
-    if !split {
-        return;
-    }
-    // Publish this thread's additions, then count the block in once all threads have.
-    // SAFETY: every thread of the block reaches both barriers (`split` is grid-uniform).
-    let last = unsafe {
-        fence_gpu();
-        sync_threads();
-        let mut last = false;
-        if thread_idx_x() == 0 {
-            let c = counters.add(block_idx_x() as usize);
-            last = atomic_add_u32(c, 1) == grid_dim_y() - 1;
-        }
-        sync_threads_or(last)
-    };
-    if !last {
-        return;
-    }
-    // The last split of this row block: every split's sums have landed. Convert, and leave
-    // the workspace and the counter zero for the next launch.
-    // SAFETY: no operands; orders the reads below after the other blocks' additions.
-    unsafe { fence_gpu() };
-    if thread_idx_x() == 0 {
-        // SAFETY: this row block's counter; no block touches it again in this launch.
-        unsafe { *counters.add(block_idx_x() as usize) = 0 };
-    }
-    let rt = (rows - rb0).min(tc_rows_per_block(MT as u32)) as usize;
-    let total = rt * batch as usize;
-    let mut i = thread_idx_x() as usize;
-    while i < total {
-        let (n, r) = (i / rt, i % rt);
-        let at = n * rows as usize + rb0 as usize + r;
-        // SAFETY: at < batch * rows; every split of this row block has counted in.
-        unsafe {
-            let p = acc_ws.add(at);
-            let v = ld_relaxed_u32(p);
-            *p = 0;
-            store(at, v);
-        }
-        i += crate::tc::TC_THREADS as usize;
-    }
 }
 
 macro_rules! tc_entries {
-    ($($f16:ident, $i8:ident = $nt:literal, $mt:literal, $u:literal;)*) => {$(
+    ($($f16:ident, $i8:ident = $nt:literal, $mt:literal, $u:literal, $pf:literal;)*) => {$(
         /// fp16 GEMV on tensor cores for up to `8 * NT` vectors; see [`crate::tc`].
         ///
         /// # Safety
         /// Launched by `dense-gemv`, which validates sizes, alignment, the grid
-        /// ([`crate::tc::tc_plan`]) and the zeroed workspace.
+        /// ([`crate::tc::tc_plan`]), the workspace and the zeroed counters.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $f16(p: GemvTcF16Params) {
             let y = p.y.as_mut_ptr();
@@ -254,7 +355,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<F16, $mt, $nt, $u>(
+                gemv_tc::<F16, $mt, $nt, $u, $pf>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 8) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -278,7 +379,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<I8, $mt, $nt, $u>(
+                gemv_tc::<I8, $mt, $nt, $u, $pf>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 16) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -290,12 +391,35 @@ macro_rules! tc_entries {
 // Names and shapes as `crate::tc::TC_F16_KERNELS` / `TC_I8_KERNELS` (a host test checks
 // that every listed name is in the PTX).
 tc_entries! {
-    cmv_gemv_f16_tc_n8, cmv_gemv_i8_tc_n8 = 1, 1, 4;
-    cmv_gemv_f16_tc_n16, cmv_gemv_i8_tc_n16 = 2, 1, 4;
-    cmv_gemv_f16_tc_x_n8m1u2, cmv_gemv_i8_tc_x_n8m1u2 = 1, 1, 2;
-    cmv_gemv_f16_tc_x_n8m2u2, cmv_gemv_i8_tc_x_n8m2u2 = 1, 2, 2;
-    cmv_gemv_f16_tc_x_n16m1u2, cmv_gemv_i8_tc_x_n16m1u2 = 2, 1, 2;
-    cmv_gemv_f16_tc_x_n16m1u8, cmv_gemv_i8_tc_x_n16m1u8 = 2, 1, 8;
-    cmv_gemv_f16_tc_x_n16m2u2, cmv_gemv_i8_tc_x_n16m2u2 = 2, 2, 2;
-    cmv_gemv_f16_tc_x_n16m2u4, cmv_gemv_i8_tc_x_n16m2u4 = 2, 2, 4;
+    cmv_gemv_f16_tc_n8, cmv_gemv_i8_tc_n8 = 1, 1, 4, true;
+    cmv_gemv_f16_tc_n16, cmv_gemv_i8_tc_n16 = 2, 1, 4, true;
+    cmv_gemv_f16_tc_x_n8m1u2p, cmv_gemv_i8_tc_x_n8m1u2p = 1, 1, 2, true;
+    cmv_gemv_f16_tc_x_n8m1u4, cmv_gemv_i8_tc_x_n8m1u4 = 1, 1, 4, false;
+    cmv_gemv_f16_tc_x_n8m1u8, cmv_gemv_i8_tc_x_n8m1u8 = 1, 1, 8, false;
+    cmv_gemv_f16_tc_x_n16m1u2p, cmv_gemv_i8_tc_x_n16m1u2p = 2, 1, 2, true;
+    cmv_gemv_f16_tc_x_n16m1u4, cmv_gemv_i8_tc_x_n16m1u4 = 2, 1, 4, false;
+    cmv_gemv_f16_tc_x_n16m1u8, cmv_gemv_i8_tc_x_n16m1u8 = 2, 1, 8, false;
+    cmv_gemv_f16_tc_x_n16m2u2p, cmv_gemv_i8_tc_x_n16m2u2p = 2, 2, 2, true;
+    cmv_gemv_f16_tc_x_n16m1u4p2, cmv_gemv_i8_tc_x_n16m1u4p2 = 2, 1, 4, true;
+    cmv_gemv_f16_tc_x_n8m1u4p2, cmv_gemv_i8_tc_x_n8m1u4p2 = 1, 1, 4, true;
+}
+
+// Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the `p2`
+// variants are the defaults' code with registers planned for 2 blocks per SM (<= 128).
+macro_rules! bounds {
+    ($($sym:ident = $n:expr;)*) => {$(
+        #[unsafe(no_mangle)]
+        #[allow(non_upper_case_globals)]
+        static $sym: u32 = $n;
+    )*};
+}
+bounds! {
+    CMV_MAXNTID_cmv_gemv_f16_tc_x_n16m1u4p2 = crate::tc::TC_THREADS;
+    CMV_MINNCTAPERSM_cmv_gemv_f16_tc_x_n16m1u4p2 = 2;
+    CMV_MAXNTID_cmv_gemv_i8_tc_x_n16m1u4p2 = crate::tc::TC_THREADS;
+    CMV_MINNCTAPERSM_cmv_gemv_i8_tc_x_n16m1u4p2 = 2;
+    CMV_MAXNTID_cmv_gemv_f16_tc_x_n8m1u4p2 = crate::tc::TC_THREADS;
+    CMV_MINNCTAPERSM_cmv_gemv_f16_tc_x_n8m1u4p2 = 2;
+    CMV_MAXNTID_cmv_gemv_i8_tc_x_n8m1u4p2 = crate::tc::TC_THREADS;
+    CMV_MINNCTAPERSM_cmv_gemv_i8_tc_x_n8m1u4p2 = 2;
 }
