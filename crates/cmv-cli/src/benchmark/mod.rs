@@ -92,6 +92,9 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write the JSON report to this file (the table still goes to the terminal).
+    #[arg(long, value_name = "FILE")]
+    pub json_out: Option<PathBuf>,
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -398,15 +401,35 @@ pub fn make_synthetic(s: &SyntheticPlan, quiet: bool) -> Result<Vec<Job>> {
 /// when a product fails or does not match its reference.
 pub fn run(args: &Args) -> Result<()> {
     let plan = plan(args)?;
+    if let Some(path) = &args.json_out {
+        // Found out before minutes of measuring, not after.
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(CliError::Write {
+                path: path.clone(),
+                reason: format!("{} is not a directory", dir.display()),
+            });
+        }
+    }
     run_plan(args, plan)
 }
 
 #[cfg(feature = "gpu")]
 fn run_plan(args: &Args, plan: Plan) -> Result<()> {
     let r = gpu::run(args, plan)?;
+    // A report of strings and numbers always serializes (a non-finite number as null).
+    let json = serde_json::to_string_pretty(&r).unwrap_or_default();
+    if let Some(path) = &args.json_out {
+        std::fs::write(path, format!("{json}\n")).map_err(|e| CliError::Write {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+    }
     if args.json {
-        // A report of strings and finite numbers always serializes.
-        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+        println!("{json}");
     } else {
         print!("{}", report::table(&r));
     }

@@ -425,12 +425,13 @@ pub fn table(r: &Report) -> String {
     let c = &r.config;
     let _ = writeln!(
         s,
-        "timing: {}, median of {} calls after {} warm-up, each call reading another of at least \
-         {} MiB (and 4 x L2) of weight copies; every output checked against the CPU reference\n",
+        "timing: {}, median over {} calls after {} warm-up, each call reading another of the \
+         weight copies filling at least {} MiB (the larger of --min-rotation-mib and 4 x L2); \
+         every output checked against the CPU reference\n",
         c.timing,
         c.iters,
         c.warmup,
-        c.min_rotation_bytes >> 20
+        c.min_rotation_bytes.max(4 * d.l2_bytes) >> 20
     );
     let width = r
         .tensors
