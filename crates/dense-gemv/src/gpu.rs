@@ -9,8 +9,9 @@ use cmv_runtime::{
     dev_ptr_mut,
 };
 use dense_kernels::tc::{
-    GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_F16_KERNELS, TC_I8_KERNELS, TC_THREADS,
-    TC_WORKSPACE_WORDS, TcKernel, TcPlan, tc_kblocks, tc_plan, tc_rows_per_block, tc_split_words,
+    GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
+    TC_THREADS, TC_WORKSPACE_WORDS, TC_XS_MAX_KBLOCKS, TcKernel, TcPlan, tc_choice, tc_kblocks,
+    tc_rows_per_block, tc_split_words, tc_x_smem_bytes,
 };
 use dense_kernels::{
     BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, GemvF16AnyParams, GemvF16Params,
@@ -118,9 +119,9 @@ pub struct DenseGemv {
     f16_any: Kernel,
     i8_any: Kernel,
     stream_read: Kernel,
-    /// The default tensor-core kernels for up to 8 and up to 16 vectors: fp16, int8.
-    tc_f16: [Kernel; 2],
-    tc_i8: [Kernel; 2],
+    /// The default tensor-core kernels (the first `TC_DEFAULTS` of each table): fp16, int8.
+    tc_f16: Vec<Kernel>,
+    tc_i8: Vec<Kernel>,
     /// The split-K workspace and zeroed counters of the tensor-core kernels (each launch
     /// leaves the counters zero); the lock keeps two launches from sharing them at once.
     tc_ws: Mutex<TcWorkspace>,
@@ -134,28 +135,18 @@ struct TcWorkspace {
     counters: CudaSlice<u32>,
 }
 
-/// Blocks per SM the default tensor-core plans aim for (the grid is split along the columns
-/// until it has this many per SM; `cmv-bench --explore-tc` times other choices).
-pub const TC_BLOCKS_PER_SM: u32 = 4;
-/// Fewest k-blocks (4 chunks of each row) a split of the default plans sums.
-pub const TC_MIN_KBLOCKS: u32 = 8;
-
-/// The default tensor-core kernel of `kernels` (fp16 or int8 table) for `batch` (2..=16).
-fn tc_default(kernels: &[TcKernel; 11], batch: u32) -> (usize, TcKernel) {
-    let i = usize::from(batch > 8);
-    (i, kernels[i])
+/// Whether `gemv_f16` runs `batch` vectors on a `rows`-row matrix on the tensor cores
+/// (`dense_kernels::tc`) rather than the CUDA-core kernels: from 5 vectors on always; 2 to 4
+/// only when the rows fill half the SMs with row blocks (below that the CUDA-core kernel for
+/// 4 vectors was faster on an H100: docs/PERF.md).
+pub fn f16_on_tensor_cores(batch: u32, rows: u32, sm_count: u32) -> bool {
+    batch > 4 || (batch >= 2 && 2 * rows.div_ceil(tc_rows_per_block(1)) >= sm_count)
 }
 
-/// The default plan of the tensor-core kernel `k` for `rows` rows of `chunks` 16-byte chunks on
-/// a GPU with `sm_count` SMs.
-pub fn tc_default_plan(k: TcKernel, rows: u32, chunks: u32, sm_count: u32) -> TcPlan {
-    tc_plan(
-        rows,
-        chunks,
-        k,
-        sm_count.max(1) * TC_BLOCKS_PER_SM,
-        TC_MIN_KBLOCKS,
-    )
+/// Whether `gemv_i8` runs `batch` vectors on the tensor cores: from 3 on (at 2 the `dp4a`
+/// kernel was as fast or faster on an H100 at 3 of 4 shapes: docs/PERF.md).
+pub fn i8_on_tensor_cores(batch: u32) -> bool {
+    batch >= 3
 }
 
 /// Checks that `plan` covers `rows` rows of `chunks` chunks with kernel `k` exactly as the
@@ -167,6 +158,7 @@ fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32) -> Result<()
         && plan.ksplit >= 1
         && plan.ksplit <= 65535
         && per >= 1
+        && (!k.xs || per <= TC_XS_MAX_KBLOCKS)
         && u64::from(plan.ksplit) * u64::from(per) >= u64::from(kblocks)
         && u64::from(plan.ksplit - 1) * u64::from(per) < u64::from(kblocks.max(1))
         && (plan.ksplit == 1
@@ -315,8 +307,14 @@ impl DenseGemv {
             f16_any: load("cmv_gemv_f16_any")?,
             i8_any: load("cmv_gemv_i8_any")?,
             stream_read: load("cmv_stream_read")?,
-            tc_f16: [load(TC_F16_KERNELS[0].name)?, load(TC_F16_KERNELS[1].name)?],
-            tc_i8: [load(TC_I8_KERNELS[0].name)?, load(TC_I8_KERNELS[1].name)?],
+            tc_f16: TC_F16_KERNELS[..TC_DEFAULTS]
+                .iter()
+                .map(|k| load(k.name))
+                .collect::<std::result::Result<_, _>>()?,
+            tc_i8: TC_I8_KERNELS[..TC_DEFAULTS]
+                .iter()
+                .map(|k| load(k.name))
+                .collect::<std::result::Result<_, _>>()?,
             tc_ws: Mutex::new(TcWorkspace {
                 acc: gpu.alloc_zeros::<u32>(TC_WORKSPACE_WORDS)?,
                 counters: gpu.alloc_zeros::<u32>(TC_COUNTERS)?,
@@ -342,10 +340,9 @@ impl DenseGemv {
         check_len("input", x.len(), batch * w.cols())?;
         check_len("output", y.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(F16_COL_MULTIPLE) && b >= 2 {
-            let (i, k) = tc_default(&TC_F16_KERNELS, b);
-            let plan = tc_default_plan(k, rows, cols / 8, self.sm_count);
-            self.launch_tc_f16(&self.tc_f16[i], k, plan, w, x, y, b)?;
+        if cols.is_multiple_of(F16_COL_MULTIPLE) && f16_on_tensor_cores(b, rows, self.sm_count) {
+            let (i, plan) = tc_choice(b, rows, cols / 8, self.sm_count);
+            self.launch_tc_f16(&self.tc_f16[i], TC_F16_KERNELS[i], plan, w, x, y, b)?;
         } else if cols.is_multiple_of(F16_COL_MULTIPLE) {
             let kb = f16_kernel_batch(b).unwrap_or(16);
             let split = f16_split(rows, cols, b);
@@ -397,10 +394,18 @@ impl DenseGemv {
         check_len("int32 output", y32.len(), batch * w.rows())?;
         check_len("int8 output", y8.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(I8_COL_MULTIPLE) && b >= 2 {
-            let (i, k) = tc_default(&TC_I8_KERNELS, b);
-            let plan = tc_default_plan(k, rows, cols / 16, self.sm_count);
-            self.launch_tc_i8(&self.tc_i8[i], k, plan, w, x, (y32, y8), scale, b)?;
+        if cols.is_multiple_of(I8_COL_MULTIPLE) && i8_on_tensor_cores(b) {
+            let (i, plan) = tc_choice(b, rows, cols / 16, self.sm_count);
+            self.launch_tc_i8(
+                &self.tc_i8[i],
+                TC_I8_KERNELS[i],
+                plan,
+                w,
+                x,
+                (y32, y8),
+                scale,
+                b,
+            )?;
         } else if cols.is_multiple_of(I8_COL_MULTIPLE) {
             let kb = kernel_batch(b).unwrap_or(16);
             let split = i8_split(rows, cols, b);
@@ -645,7 +650,7 @@ impl DenseGemv {
         let cfg = LaunchConfig {
             grid_dim: (plan.row_blocks, plan.ksplit, 1),
             block_dim: (TC_THREADS, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: tc_x_smem_bytes(tk, plan.kblocks_per_split, batch),
         };
         // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows (checked
         // above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every row and
@@ -711,7 +716,7 @@ impl DenseGemv {
         let cfg = LaunchConfig {
             grid_dim: (plan.row_blocks, plan.ksplit, 1),
             block_dim: (TC_THREADS, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: tc_x_smem_bytes(tk, plan.kblocks_per_split, batch),
         };
         // SAFETY: as in `launch_tc_f16`, with cols % 16 == 0 for the 16-byte int8 chunks; `k`
         // is a tensor-core int8 kernel of shape `tk`, which takes `GemvTcI8Params`.
@@ -840,22 +845,34 @@ mod tests {
     }
 
     #[test]
+    fn every_tensor_core_kernel_is_an_entry_of_the_committed_ptx() {
+        let ptx = include_str!("../ptx/dense_kernels.ptx");
+        for k in TC_F16_KERNELS.iter().chain(&TC_I8_KERNELS) {
+            let entry = format!(".entry {}(", k.name);
+            assert!(ptx.contains(&entry), "{} is not in the PTX: run `cargo xtask ptx`", k.name);
+        }
+    }
+
+    #[test]
     fn default_tc_plans_are_valid_and_bad_plans_are_refused() {
         for (rows, cols) in [(1, 16), (7, 48), (4096, 4096), (11008, 4096), (28672, 8192)] {
             for b in 2..=16 {
-                let (_, k) = tc_default(&TC_F16_KERNELS, b);
-                assert_eq!(k.batch, if b <= 8 { 8 } else { 16 });
                 for sms in [1, 132] {
-                    let p = tc_default_plan(k, rows, cols / 8, sms);
-                    check_tc_plan(k, p, rows, cols / 8).unwrap();
-                    let (_, k8) = tc_default(&TC_I8_KERNELS, b);
-                    let p8 = tc_default_plan(k8, rows, cols / 16, sms);
-                    check_tc_plan(k8, p8, rows, cols / 16).unwrap();
+                    let (i, p) = tc_choice(b, rows, cols / 8, sms);
+                    check_tc_plan(TC_F16_KERNELS[i], p, rows, cols / 8).unwrap();
+                    let (i, p) = tc_choice(b, rows, cols / 16, sms);
+                    check_tc_plan(TC_I8_KERNELS[i], p, rows, cols / 16).unwrap();
                 }
             }
         }
-        let k = TC_F16_KERNELS[1];
-        let good = tc_default_plan(k, 4096, 512, 132);
+        // The CUDA-core kernels keep 2-4 fp16 vectors on short matrices and 2 int8 vectors.
+        assert!(!f16_on_tensor_cores(4, 4096, 132));
+        assert!(f16_on_tensor_cores(4, 11008, 132));
+        assert!(f16_on_tensor_cores(5, 4096, 132));
+        assert!(!f16_on_tensor_cores(1, 28672, 132));
+        assert!(!i8_on_tensor_cores(2) && i8_on_tensor_cores(3));
+        let k = TC_F16_KERNELS[2];
+        let good = tc_choice(16, 4096, 512, 132).1;
         assert!(good.ksplit > 1);
         for bad in [
             TcPlan {

@@ -14,11 +14,13 @@ pub mod cublaslt;
 mod gpu;
 
 pub use cublaslt::{CublasLtError, CublasLtGemv, LtAlgo};
+pub use dense_kernels::tc::{
+    TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, TcPlan, tc_choice, tc_plan,
+};
 pub use dense_kernels::{MAX_BATCH, requantize};
-pub use dense_kernels::tc::{TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, TcPlan, tc_plan};
 pub use gpu::{
-    CublasGemv, DenseGemv, DeviceMatrix, Split, TC_BLOCKS_PER_SM, TC_MIN_KBLOCKS, f16_split,
-    i8_split, tc_default_plan,
+    CublasGemv, DenseGemv, DeviceMatrix, Split, f16_on_tensor_cores, f16_split, i8_on_tensor_cores,
+    i8_split,
 };
 
 use cmv_runtime::{PtxModule, RuntimeError};

@@ -205,12 +205,12 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
                 let dxi = gpu.upload(&xi).unwrap();
                 let (r, cf, ci) = (rows as u32, cols as u32 / 8, cols as u32 / 16);
                 let plans_f = [
-                    dense_gemv::tc_default_plan(*tf, r, cf, dense.sm_count()),
+                    tc_plan(r, cf, *tf, 2 * dense.sm_count(), 8),
                     tc_plan(r, cf, *tf, 1, 1),
                     tc_plan(r, cf, *tf, 1 << 20, 1),
                 ];
                 let plans_i = [
-                    dense_gemv::tc_default_plan(*ti, r, ci, dense.sm_count()),
+                    tc_plan(r, ci, *ti, 2 * dense.sm_count(), 8),
                     tc_plan(r, ci, *ti, 1, 1),
                     tc_plan(r, ci, *ti, 1 << 20, 1),
                 ];

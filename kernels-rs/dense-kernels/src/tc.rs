@@ -72,8 +72,10 @@ pub struct TcPlan {
 
 /// The work plan for `rows` rows of `chunks` 16-byte chunks with kernel `k`: the k-blocks are
 /// split until the grid has about `target_blocks` blocks, keeping at least `min_kblocks`
-/// k-blocks per split, within [`TC_COUNTERS`] row blocks and [`TC_WORKSPACE_WORDS`]. Every
-/// split is non-empty (`ksplit` is recomputed from the rounded-up share).
+/// k-blocks per split, within [`TC_COUNTERS`] row blocks and [`TC_WORKSPACE_WORDS`]; a
+/// shared-input kernel's splits are at most [`TC_XS_MAX_KBLOCKS`] long (which may need more
+/// workspace than there is: check the plan). Every split is non-empty (`ksplit` is recomputed
+/// from the rounded-up share).
 pub const fn tc_plan(
     rows: u32,
     chunks: u32,
@@ -99,6 +101,11 @@ pub const fn tc_plan(
     }
     if ksplit == 0 {
         ksplit = 1;
+    }
+    // A shared-input kernel's splits hold at most TC_XS_MAX_KBLOCKS k-blocks, whatever the
+    // workspace allows (the host checks the result and falls back to another kernel).
+    if k.xs && kblocks.div_ceil(ksplit) > TC_XS_MAX_KBLOCKS {
+        ksplit = kblocks.div_ceil(TC_XS_MAX_KBLOCKS);
     }
     let per = if kblocks == 0 {
         1
@@ -193,171 +200,189 @@ pub struct TcKernel {
     pub unroll: u32,
     /// Whether the next `unroll` k-blocks are loaded while the current ones are multiplied.
     pub prefetch: bool,
+    /// Whether the block first copies its k-range of the inputs to shared memory (so the
+    /// inputs take no registers while the weights are in flight); such a kernel sums at most
+    /// [`TC_XS_MAX_KBLOCKS`] k-blocks per split and needs [`tc_x_smem_bytes`] of dynamic shared
+    /// memory.
+    pub xs: bool,
 }
 
-/// The fp16 tensor-core kernels: the defaults first (for up to 8 and up to 16 vectors), then
-/// the variants `cmv-bench --explore-tc` times (`m` row tiles, `u` k-blocks in flight, `p`
-/// prefetch).
-pub const TC_F16_KERNELS: [TcKernel; 11] = [
+/// Most k-blocks a split of a shared-input (`xs`) kernel may sum (its copy of 16 vectors then
+/// takes 66.5 KiB of shared memory).
+pub const TC_XS_MAX_KBLOCKS: u32 = 64;
+
+/// Chunks between the vectors' copies in shared memory for splits of `per` k-blocks: the span
+/// `4 per`, plus 4 when that is a multiple of 8, so that the 8 lanes of each quarter warp
+/// (vectors `g`, `g + 1`, chunks `4 kb + t`) hit 8 different 16-byte bank groups.
+pub const fn tc_x_stride(per: u32) -> u32 {
+    let span = per * TC_KBLOCK_CHUNKS;
+    if span.is_multiple_of(8) { span + 4 } else { span }
+}
+
+/// Dynamic shared memory a launch of kernel `k` with `per` k-blocks per split and `batch`
+/// vectors needs (zero unless `k.xs`).
+pub const fn tc_x_smem_bytes(k: TcKernel, per: u32, batch: u32) -> u32 {
+    if k.xs {
+        16 * batch * tc_x_stride(per)
+    } else {
+        0
+    }
+}
+
+/// The fp16 tensor-core kernels. The first four are the defaults ([`TC_DEFAULTS`]): up to 8
+/// or up to 16 vectors, 4 or 8 k-blocks in flight per warp; then the variants `cmv-bench
+/// --explore-tc` also times (`m` row tiles, `u` k-blocks in flight, `p` prefetch of the next
+/// k-blocks, `s` inputs staged in shared memory).
+pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
     TcKernel {
-        name: "cmv_gemv_f16_tc_n8",
-        batch: 8,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_n16",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_x_n8m1u2p",
-        batch: 8,
-        mt: 1,
-        unroll: 2,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_x_n8m1u4",
+        name: "cmv_gemv_f16_tc_n8u4",
         batch: 8,
         mt: 1,
         unroll: 4,
         prefetch: false,
+        xs: false,
     },
     TcKernel {
-        name: "cmv_gemv_f16_tc_x_n8m1u8",
+        name: "cmv_gemv_f16_tc_n8u8",
         batch: 8,
         mt: 1,
         unroll: 8,
         prefetch: false,
+        xs: false,
     },
     TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m1u2p",
-        batch: 16,
-        mt: 1,
-        unroll: 2,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m1u4",
+        name: "cmv_gemv_f16_tc_n16u4",
         batch: 16,
         mt: 1,
         unroll: 4,
         prefetch: false,
+        xs: false,
     },
     TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m1u8",
+        name: "cmv_gemv_f16_tc_n16u8",
         batch: 16,
         mt: 1,
         unroll: 8,
         prefetch: false,
+        xs: false,
     },
     TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m2u2p",
-        batch: 16,
-        mt: 2,
-        unroll: 2,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m1u4p2",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_x_n8m1u4p2",
+        name: "cmv_gemv_f16_tc_x_n8m1u4p",
         batch: 8,
         mt: 1,
         unroll: 4,
         prefetch: true,
+        xs: false,
+    },
+    TcKernel {
+        name: "cmv_gemv_f16_tc_x_n16m1u4p",
+        batch: 16,
+        mt: 1,
+        unroll: 4,
+        prefetch: true,
+        xs: false,
+    },
+    TcKernel {
+        name: "cmv_gemv_f16_tc_x_n16m1u4ps",
+        batch: 16,
+        mt: 1,
+        unroll: 4,
+        prefetch: true,
+        xs: true,
     },
 ];
 
 /// The int8 tensor-core kernels, as [`TC_F16_KERNELS`].
-pub const TC_I8_KERNELS: [TcKernel; 11] = [
+pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = [
     TcKernel {
-        name: "cmv_gemv_i8_tc_n8",
-        batch: 8,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_n16",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_x_n8m1u2p",
-        batch: 8,
-        mt: 1,
-        unroll: 2,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_x_n8m1u4",
+        name: "cmv_gemv_i8_tc_n8u4",
         batch: 8,
         mt: 1,
         unroll: 4,
         prefetch: false,
+        xs: false,
     },
     TcKernel {
-        name: "cmv_gemv_i8_tc_x_n8m1u8",
+        name: "cmv_gemv_i8_tc_n8u8",
         batch: 8,
         mt: 1,
         unroll: 8,
         prefetch: false,
+        xs: false,
     },
     TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m1u2p",
-        batch: 16,
-        mt: 1,
-        unroll: 2,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m1u4",
+        name: "cmv_gemv_i8_tc_n16u4",
         batch: 16,
         mt: 1,
         unroll: 4,
         prefetch: false,
+        xs: false,
     },
     TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m1u8",
+        name: "cmv_gemv_i8_tc_n16u8",
         batch: 16,
         mt: 1,
         unroll: 8,
         prefetch: false,
+        xs: false,
     },
     TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m2u2p",
-        batch: 16,
-        mt: 2,
-        unroll: 2,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m1u4p2",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_x_n8m1u4p2",
+        name: "cmv_gemv_i8_tc_x_n8m1u4p",
         batch: 8,
         mt: 1,
         unroll: 4,
         prefetch: true,
+        xs: false,
+    },
+    TcKernel {
+        name: "cmv_gemv_i8_tc_x_n16m1u4p",
+        batch: 16,
+        mt: 1,
+        unroll: 4,
+        prefetch: true,
+        xs: false,
+    },
+    TcKernel {
+        name: "cmv_gemv_i8_tc_x_n16m1u4ps",
+        batch: 16,
+        mt: 1,
+        unroll: 4,
+        prefetch: true,
+        xs: true,
     },
 ];
+
+/// Tensor-core kernels per element type.
+pub const TC_KERNELS: usize = 7;
+
+/// How many of the table's first kernels the default path uses.
+pub const TC_DEFAULTS: usize = 4;
+
+/// The default kernel (its index in [`TC_F16_KERNELS`] / [`TC_I8_KERNELS`]) and plan for
+/// `batch` (2..=16) vectors and `rows` rows of `chunks` 16-byte chunks on `sm_count` SMs.
+///
+/// Measured on an H100 with `cmv-bench --explore-tc` (docs/PERF.md): when the rows give at
+/// least half an SM's worth of row blocks, the 8-k-blocks-in-flight kernel unsplit is the
+/// fastest; below that, the 4-k-blocks kernel with the k-blocks split until the grid holds
+/// about 2 blocks per SM (8 vectors) or 1 (16 vectors: twice the accumulators per warp).
+pub const fn tc_choice(batch: u32, rows: u32, chunks: u32, sm_count: u32) -> (usize, TcPlan) {
+    let wide = batch > 8;
+    let row_blocks = rows.div_ceil(tc_rows_per_block(1));
+    let sms = if sm_count == 0 { 1 } else { sm_count };
+    if 2 * row_blocks >= sms {
+        let i = if wide { 3 } else { 1 };
+        (i, tc_plan(rows, chunks, TC_F16_KERNELS[i], 1, 1))
+    } else {
+        let i = if wide { 2 } else { 0 };
+        let per_sm = if wide { 1 } else { 2 };
+        let splits = (per_sm * sms + row_blocks / 2) / row_blocks;
+        let splits = if splits == 0 { 1 } else { splits };
+        (
+            i,
+            tc_plan(rows, chunks, TC_F16_KERNELS[i], splits * row_blocks, 8),
+        )
+    }
+}
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
@@ -381,7 +406,11 @@ mod tests {
                         );
                         assert!((p.ksplit - 1) * p.kblocks_per_split < kb, "{p:?}");
                         assert_eq!(p.row_blocks, rows.div_ceil(16 * k.mt * TC_WARPS));
-                        if p.ksplit > 1 {
+                        if k.xs {
+                            assert!(p.kblocks_per_split <= TC_XS_MAX_KBLOCKS);
+                        }
+                        let forced = k.xs && kb > TC_XS_MAX_KBLOCKS;
+                        if p.ksplit > 1 && !forced {
                             assert!(p.row_blocks as usize <= TC_COUNTERS);
                             let words = p.ksplit as usize * tc_split_words(*k, p.row_blocks);
                             assert!(words <= TC_WORKSPACE_WORDS, "{rows} {k:?} {p:?}");
@@ -395,7 +424,7 @@ mod tests {
 
     #[test]
     fn plans_split_small_matrices_only() {
-        let k = TC_F16_KERNELS[1];
+        let k = TC_F16_KERNELS[2];
         // 4096 rows: 32 row blocks; 528 wanted -> 17 splits wanted, 128 k-blocks / 8 = 16 most.
         let p = tc_plan(4096, 512, k, 528, 8);
         assert_eq!((p.row_blocks, p.ksplit, p.kblocks_per_split), (32, 16, 8));
@@ -420,10 +449,11 @@ mod tests {
             let tag = format!("n{}", t.batch);
             assert!(t.name.contains(&tag), "{}", t.name);
             let shape = format!(
-                "m{}u{}{}",
+                "m{}u{}{}{}",
                 t.mt,
                 t.unroll,
-                if t.prefetch { "p" } else { "" }
+                if t.prefetch { "p" } else { "" },
+                if t.xs { "s" } else { "" }
             );
             let bounded = format!("{shape}2");
             assert!(
@@ -432,9 +462,70 @@ mod tests {
                 t.name
             );
         }
-        assert_eq!(TC_F16_KERNELS[0].batch, 8);
-        assert_eq!(TC_F16_KERNELS[1].batch, 16);
-        assert_eq!(TC_I8_KERNELS[0].batch, 8);
-        assert_eq!(TC_I8_KERNELS[1].batch, 16);
+        for (i, (f, q)) in TC_F16_KERNELS.iter().zip(&TC_I8_KERNELS).enumerate() {
+            // The two tables list the same shapes in the same order.
+            assert_eq!(f.name.replace("f16", "i8"), q.name);
+            let shape = |k: &TcKernel| (k.batch, k.mt, k.unroll, k.prefetch, k.xs);
+            assert_eq!(shape(f), shape(q));
+            if i < TC_DEFAULTS {
+                assert!(!f.name.contains("_x_") && !f.xs, "{}", f.name);
+            }
+        }
+    }
+
+    #[test]
+    fn shared_inputs_are_bank_conflict_free_and_fit() {
+        for per in 1..=TC_XS_MAX_KBLOCKS {
+            let stride = tc_x_stride(per);
+            assert!(stride >= per * TC_KBLOCK_CHUNKS);
+            // A quarter warp: lanes (g, t) for g in {2q, 2q + 1}, t in 0..4 read chunk
+            // g * stride + 4 kb + t; their 16-byte bank groups (chunk % 8) must differ.
+            for q in 0..4 {
+                for kb in 0..per {
+                    let mut seen = [false; 8];
+                    for g in [2 * q, 2 * q + 1] {
+                        for t in 0..4 {
+                            let group = ((g * stride + 4 * kb + t) % 8) as usize;
+                            assert!(!seen[group], "per {per} q {q} kb {kb}");
+                            seen[group] = true;
+                        }
+                    }
+                }
+            }
+        }
+        let k = TC_F16_KERNELS
+            .iter()
+            .find(|k| k.xs && k.batch == 16)
+            .unwrap();
+        // 66.5 KiB: two blocks fit in an SM's 227 KiB.
+        assert_eq!(tc_x_smem_bytes(*k, TC_XS_MAX_KBLOCKS, 16), 16 * 16 * 260);
+        assert_eq!(tc_x_smem_bytes(TC_F16_KERNELS[0], 64, 16), 0);
+    }
+
+    #[test]
+    fn default_choices_follow_the_measured_rules() {
+        // H100 (132 SMs), fp16 chunks: 4096 rows = 32 row blocks -> split kernels.
+        let name = |b, r, c| {
+            let (i, p) = tc_choice(b, r, c, 132);
+            (TC_F16_KERNELS[i].name, p.ksplit)
+        };
+        assert_eq!(name(8, 4096, 512), ("cmv_gemv_f16_tc_n8u4", 8));
+        assert_eq!(name(16, 4096, 512), ("cmv_gemv_f16_tc_n16u4", 4));
+        assert_eq!(name(2, 4096, 1792), ("cmv_gemv_f16_tc_n8u4", 8));
+        // 11008 rows = 86 row blocks >= 66: unsplit, 8 k-blocks in flight.
+        assert_eq!(name(16, 11008, 512), ("cmv_gemv_f16_tc_n16u8", 1));
+        assert_eq!(name(5, 28672, 1024), ("cmv_gemv_f16_tc_n8u8", 1));
+        // Every choice is a plan of its kernel for any shape.
+        for rows in [1, 7, 200, 4096, 70_000] {
+            for chunks in [1, 5, 512, 3584] {
+                for b in 2..=16 {
+                    let (i, p) = tc_choice(b, rows, chunks, 132);
+                    assert!(i < TC_DEFAULTS);
+                    assert!(TC_F16_KERNELS[i].batch >= b);
+                    assert_eq!(p.row_blocks, rows.div_ceil(128));
+                    assert!(p.ksplit * p.kblocks_per_split >= tc_kblocks(chunks));
+                }
+            }
+        }
     }
 }

@@ -4,9 +4,9 @@
 use crate::math::requantize;
 use crate::tc::{GemvTcF16Params, GemvTcI8Params, TC_KBLOCK_CHUNKS, tc_rows_per_block};
 use cmv_device::{
-    U32x4, atomic_add_u32, block_idx_x, block_idx_y, f32_to_f16, fence_gpu, grid_dim_x, grid_dim_y,
-    lane_id, ld_cg_v4, ld_nc_na_v4, ld_nc_v4, mma_m16n8k16_f16_f32, mma_m16n8k32_s8, st_global_v4,
-    sync_threads, sync_threads_or, thread_idx_x, warp_id,
+    U32x4, atomic_add_u32, block_idx_x, block_idx_y, dyn_smem_addr, f32_to_f16, fence_gpu,
+    grid_dim_x, grid_dim_y, lane_id, ld_cg_v4, ld_nc_na_v4, ld_nc_v4, lds_v4, mma_m16n8k16_f16_f32,
+    mma_m16n8k32_s8, st_global_v4, sts_v4, sync_threads, sync_threads_or, thread_idx_x, warp_id,
 };
 
 /// One `mma` shape: the element type's instruction and its 32-bit accumulators.
@@ -101,15 +101,29 @@ unsafe fn load_w<const MT: usize, const U: usize>(
     wv
 }
 
+/// Where a warp reads its input chunks: global memory (through L1), or the block's copy of
+/// its k-range in shared memory (`XS`).
+#[derive(Clone, Copy)]
+struct XSrc<const NT: usize> {
+    /// Start of vector `8 nt + g` in global memory (clamped to a valid vector).
+    xrow: [*const U32x4; NT],
+    /// Whether vector `8 nt + g` is below the batch (else its chunks are zeros).
+    xok: [bool; NT],
+    /// Shared-window address of chunk 0 of vector `8 nt + g`'s copy (`XS`).
+    srow: [u32; NT],
+    /// First k-block of the copy.
+    kb0: usize,
+}
+
 /// The input chunks of `U` k-blocks from `kb` of the vectors `8 nt + g` (zeros for vectors
 /// past the batch, past `kb1` or past the row's end).
 ///
 /// # Safety
-/// `xrow` are vector starts of `chunks` readable chunks where `xok`.
+/// `src.xrow` are vector starts of `chunks` readable chunks where `xok`; with `XS`, the shared
+/// copy holds k-blocks `src.kb0..kb1` (zeros past `chunks`) at `src.srow`.
 #[inline(always)]
-unsafe fn load_x<const NT: usize, const U: usize>(
-    xrow: &[*const U32x4; NT],
-    xok: &[bool; NT],
+unsafe fn load_x<const NT: usize, const U: usize, const XS: bool>(
+    src: &XSrc<NT>,
     kb: usize,
     kb1: usize,
     chunks: usize,
@@ -118,11 +132,17 @@ unsafe fn load_x<const NT: usize, const U: usize>(
     let mut xv = [[U32x4([0; 4]); U]; NT];
     for u in 0..U {
         let c = (kb + u) * TC_KBLOCK_CHUNKS as usize + t;
-        if kb + u < kb1 && c < chunks {
+        if kb + u < kb1 && (XS || c < chunks) {
             for nt in 0..NT {
-                if xok[nt] {
-                    // SAFETY: c < chunks: inside the vector (a valid one).
-                    xv[nt][u] = unsafe { ld_nc_v4(xrow[nt].add(c)) };
+                if src.xok[nt] {
+                    xv[nt][u] = if XS {
+                        let i = c - src.kb0 * TC_KBLOCK_CHUNKS as usize;
+                        // SAFETY: k-block kb + u of the copy, inside the shared memory.
+                        unsafe { lds_v4(src.srow[nt] + 16 * i as u32) }
+                    } else {
+                        // SAFETY: c < chunks: inside the vector (a valid one).
+                        unsafe { ld_nc_v4(src.xrow[nt].add(c)) }
+                    };
                 }
             }
         }
@@ -169,7 +189,14 @@ unsafe fn mma_group<E: Tc, const MT: usize, const NT: usize, const U: usize>(
 /// `batch * chunks` readable, 16-byte-aligned chunks; `rows >= 1`, `batch >= 1`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize, const PF: bool>(
+unsafe fn tile_sums<
+    E: Tc,
+    const MT: usize,
+    const NT: usize,
+    const U: usize,
+    const PF: bool,
+    const XS: bool,
+>(
     w: *const U32x4,
     x: *const U32x4,
     rows: u32,
@@ -177,6 +204,7 @@ unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize, con
     batch: u32,
     row0: u32,
     (kb0, kb1): (usize, usize),
+    xs: (u32, usize),
 ) -> [[[E::Acc; 4]; NT]; MT] {
     let lane = lane_id();
     let (g, t) = ((lane >> 2) as usize, (lane & 3) as usize);
@@ -187,12 +215,16 @@ unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize, con
             unsafe { w.add(r * chunks) }
         })
     });
-    let xok: [bool; NT] = core::array::from_fn(|nt| ((nt * 8 + g) as u32) < batch);
-    let xrow: [*const U32x4; NT] = core::array::from_fn(|nt| {
-        let n = (nt * 8 + g).min(batch as usize - 1);
-        // SAFETY: n < batch: the vector starts inside x.
-        unsafe { x.add(n * chunks) }
-    });
+    let src = XSrc::<NT> {
+        xok: core::array::from_fn(|nt| ((nt * 8 + g) as u32) < batch),
+        xrow: core::array::from_fn(|nt| {
+            let n = (nt * 8 + g).min(batch as usize - 1);
+            // SAFETY: n < batch: the vector starts inside x.
+            unsafe { x.add(n * chunks) }
+        }),
+        srow: core::array::from_fn(|nt| xs.0 + (16 * (nt * 8 + g) * xs.1) as u32),
+        kb0,
+    };
     let mut acc = [[[E::ZERO; 4]; NT]; MT];
     let mut kb = kb0;
     if PF {
@@ -200,7 +232,7 @@ unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize, con
         let mut cur = unsafe { load_w::<MT, U>(&wrow, kb, kb1, chunks, t) };
         while kb < kb1 {
             let next = unsafe { load_w::<MT, U>(&wrow, kb + U, kb1, chunks, t) };
-            let xv = unsafe { load_x::<NT, U>(&xrow, &xok, kb, kb1, chunks, t) };
+            let xv = unsafe { load_x::<NT, U, XS>(&src, kb, kb1, chunks, t) };
             // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
             unsafe { mma_group::<E, MT, NT, U>(&mut acc, &cur, &xv) };
             cur = next;
@@ -212,7 +244,7 @@ unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize, con
             let (wv, xv) = unsafe {
                 (
                     load_w::<MT, U>(&wrow, kb, kb1, chunks, t),
-                    load_x::<NT, U>(&xrow, &xok, kb, kb1, chunks, t),
+                    load_x::<NT, U, XS>(&src, kb, kb1, chunks, t),
                 )
             };
             // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
@@ -234,7 +266,14 @@ unsafe fn tile_sums<E: Tc, const MT: usize, const NT: usize, const U: usize, con
 /// NT` 16-byte-aligned chunks and `counters` `gridDim.x` words, all zero.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemv_tc<E: Tc, const MT: usize, const NT: usize, const U: usize, const PF: bool>(
+unsafe fn gemv_tc<
+    E: Tc,
+    const MT: usize,
+    const NT: usize,
+    const U: usize,
+    const PF: bool,
+    const XS: bool,
+>(
     w: *const U32x4,
     x: *const U32x4,
     rows: u32,
@@ -250,9 +289,43 @@ unsafe fn gemv_tc<E: Tc, const MT: usize, const NT: usize, const U: usize, const
     let kblocks = chunks.div_ceil(TC_KBLOCK_CHUNKS as usize);
     let kb0 = (block_idx_y() * per) as usize;
     let kb1 = (kb0 + per as usize).min(kblocks);
+    // XS: the block copies its k-range of every vector to shared memory first (zeros past the
+    // row's end), `xs_stride` chunks apart ([`crate::tc::tc_x_stride`]).
+    let stride = crate::tc::tc_x_stride(per) as usize;
+    let base = dyn_smem_addr();
+    if XS {
+        let span = per as usize * TC_KBLOCK_CHUNKS as usize;
+        let c0 = kb0 * TC_KBLOCK_CHUNKS as usize;
+        let mut i = thread_idx_x() as usize;
+        while i < batch as usize * span {
+            let (n, c) = (i / span, i % span);
+            let v = if c0 + c < chunks {
+                // SAFETY: n < batch and c0 + c < chunks: inside x.
+                unsafe { ld_nc_v4(x.add(n * chunks + c0 + c)) }
+            } else {
+                U32x4([0; 4])
+            };
+            // SAFETY: n * stride + c < batch * stride: inside the launch's shared memory.
+            unsafe { sts_v4(base + (16 * (n * stride + c)) as u32, v) };
+            i += crate::tc::TC_THREADS as usize;
+        }
+        // SAFETY: every thread of the block reaches this barrier.
+        unsafe { sync_threads() };
+    }
     let mut sums = if row0 < rows {
         // SAFETY: forwarded; the condition is warp-uniform.
-        unsafe { tile_sums::<E, MT, NT, U, PF>(w, x, rows, chunks, batch, row0, (kb0, kb1)) }
+        unsafe {
+            tile_sums::<E, MT, NT, U, PF, XS>(
+                w,
+                x,
+                rows,
+                chunks,
+                batch,
+                row0,
+                (kb0, kb1),
+                (base, stride),
+            )
+        }
     } else {
         [[[E::ZERO; 4]; NT]; MT]
     };
@@ -340,7 +413,7 @@ unsafe fn gemv_tc<E: Tc, const MT: usize, const NT: usize, const U: usize, const
 }
 
 macro_rules! tc_entries {
-    ($($f16:ident, $i8:ident = $nt:literal, $mt:literal, $u:literal, $pf:literal;)*) => {$(
+    ($($f16:ident, $i8:ident = $nt:literal, $mt:literal, $u:literal, $pf:literal, $xs:literal;)*) => {$(
         /// fp16 GEMV on tensor cores for up to `8 * NT` vectors; see [`crate::tc`].
         ///
         /// # Safety
@@ -355,7 +428,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<F16, $mt, $nt, $u, $pf>(
+                gemv_tc::<F16, $mt, $nt, $u, $pf, $xs>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 8) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -379,7 +452,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<I8, $mt, $nt, $u, $pf>(
+                gemv_tc::<I8, $mt, $nt, $u, $pf, $xs>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 16) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -391,21 +464,18 @@ macro_rules! tc_entries {
 // Names and shapes as `crate::tc::TC_F16_KERNELS` / `TC_I8_KERNELS` (a host test checks
 // that every listed name is in the PTX).
 tc_entries! {
-    cmv_gemv_f16_tc_n8, cmv_gemv_i8_tc_n8 = 1, 1, 4, true;
-    cmv_gemv_f16_tc_n16, cmv_gemv_i8_tc_n16 = 2, 1, 4, true;
-    cmv_gemv_f16_tc_x_n8m1u2p, cmv_gemv_i8_tc_x_n8m1u2p = 1, 1, 2, true;
-    cmv_gemv_f16_tc_x_n8m1u4, cmv_gemv_i8_tc_x_n8m1u4 = 1, 1, 4, false;
-    cmv_gemv_f16_tc_x_n8m1u8, cmv_gemv_i8_tc_x_n8m1u8 = 1, 1, 8, false;
-    cmv_gemv_f16_tc_x_n16m1u2p, cmv_gemv_i8_tc_x_n16m1u2p = 2, 1, 2, true;
-    cmv_gemv_f16_tc_x_n16m1u4, cmv_gemv_i8_tc_x_n16m1u4 = 2, 1, 4, false;
-    cmv_gemv_f16_tc_x_n16m1u8, cmv_gemv_i8_tc_x_n16m1u8 = 2, 1, 8, false;
-    cmv_gemv_f16_tc_x_n16m2u2p, cmv_gemv_i8_tc_x_n16m2u2p = 2, 2, 2, true;
-    cmv_gemv_f16_tc_x_n16m1u4p2, cmv_gemv_i8_tc_x_n16m1u4p2 = 2, 1, 4, true;
-    cmv_gemv_f16_tc_x_n8m1u4p2, cmv_gemv_i8_tc_x_n8m1u4p2 = 1, 1, 4, true;
+    cmv_gemv_f16_tc_n8u4, cmv_gemv_i8_tc_n8u4 = 1, 1, 4, false, false;
+    cmv_gemv_f16_tc_n8u8, cmv_gemv_i8_tc_n8u8 = 1, 1, 8, false, false;
+    cmv_gemv_f16_tc_n16u4, cmv_gemv_i8_tc_n16u4 = 2, 1, 4, false, false;
+    cmv_gemv_f16_tc_n16u8, cmv_gemv_i8_tc_n16u8 = 2, 1, 8, false, false;
+    cmv_gemv_f16_tc_x_n8m1u4p, cmv_gemv_i8_tc_x_n8m1u4p = 1, 1, 4, true, false;
+    cmv_gemv_f16_tc_x_n16m1u4p, cmv_gemv_i8_tc_x_n16m1u4p = 2, 1, 4, true, false;
+    cmv_gemv_f16_tc_x_n16m1u4ps, cmv_gemv_i8_tc_x_n16m1u4ps = 2, 1, 4, true, true;
 }
 
-// Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the `p2`
-// variants are the defaults' code with registers planned for 2 blocks per SM (<= 128).
+// Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the
+// shared-input (`s`) variant keeps its weights in flight in at most 128 registers, so that 2
+// blocks fit on an SM (measured no faster than the others on an H100: docs/PERF.md).
 macro_rules! bounds {
     ($($sym:ident = $n:expr;)*) => {$(
         #[unsafe(no_mangle)]
@@ -414,12 +484,8 @@ macro_rules! bounds {
     )*};
 }
 bounds! {
-    CMV_MAXNTID_cmv_gemv_f16_tc_x_n16m1u4p2 = crate::tc::TC_THREADS;
-    CMV_MINNCTAPERSM_cmv_gemv_f16_tc_x_n16m1u4p2 = 2;
-    CMV_MAXNTID_cmv_gemv_i8_tc_x_n16m1u4p2 = crate::tc::TC_THREADS;
-    CMV_MINNCTAPERSM_cmv_gemv_i8_tc_x_n16m1u4p2 = 2;
-    CMV_MAXNTID_cmv_gemv_f16_tc_x_n8m1u4p2 = crate::tc::TC_THREADS;
-    CMV_MINNCTAPERSM_cmv_gemv_f16_tc_x_n8m1u4p2 = 2;
-    CMV_MAXNTID_cmv_gemv_i8_tc_x_n8m1u4p2 = crate::tc::TC_THREADS;
-    CMV_MINNCTAPERSM_cmv_gemv_i8_tc_x_n8m1u4p2 = 2;
+    CMV_MAXNTID_cmv_gemv_f16_tc_x_n16m1u4ps = crate::tc::TC_THREADS;
+    CMV_MINNCTAPERSM_cmv_gemv_f16_tc_x_n16m1u4ps = 2;
+    CMV_MAXNTID_cmv_gemv_i8_tc_x_n16m1u4ps = crate::tc::TC_THREADS;
+    CMV_MINNCTAPERSM_cmv_gemv_i8_tc_x_n16m1u4ps = 2;
 }
