@@ -172,7 +172,7 @@ fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32) -> Result<()
             kernel: k.name,
             reason: format!(
                 "plan {plan:?} does not cover {rows} rows of {kblocks} k-blocks with {} row \
-                 tiles per warp within the split-K workspace; use dense_gemv::tc_default_plan",
+                 tiles per warp within the split-K workspace; use dense_gemv::tc_choice or tc_plan",
                 k.mt
             ),
         }))
@@ -604,7 +604,7 @@ impl DenseGemv {
     }
 
     /// Launches the fp16 tensor-core kernel `k` (loaded from [`PTX`] by the name `tk.name`,
-    /// whose shape `tk` describes) with the work plan `plan` (see [`tc_default_plan`]).
+    /// whose shape `tk` describes) with the work plan `plan` (see [`crate::tc_choice`] and [`crate::tc_plan`]).
     ///
     /// # Errors
     /// As [`DenseGemv::gemv_f16`], and a plan that does not fit the shape or the workspace; the
@@ -849,7 +849,11 @@ mod tests {
         let ptx = include_str!("../ptx/dense_kernels.ptx");
         for k in TC_F16_KERNELS.iter().chain(&TC_I8_KERNELS) {
             let entry = format!(".entry {}(", k.name);
-            assert!(ptx.contains(&entry), "{} is not in the PTX: run `cargo xtask ptx`", k.name);
+            assert!(
+                ptx.contains(&entry),
+                "{} is not in the PTX: run `cargo xtask ptx`",
+                k.name
+            );
         }
     }
 
@@ -894,7 +898,7 @@ mod tests {
             TcPlan { ksplit: 0, ..good },
         ] {
             let e = check_tc_plan(k, bad, 4096, 512).unwrap_err();
-            assert!(e.to_string().contains("tc_default_plan"), "{e}");
+            assert!(e.to_string().contains("tc_choice or tc_plan"), "{e}");
         }
         // A split plan past the workspace's rows is refused.
         // A split plan past the counters, or past the workspace, is refused.

@@ -1,13 +1,15 @@
 //! Dense matrix-vector kernels: the baselines every cmv format is measured against.
 //!
-//! * `cmv_gemv_f16_b1`, `_b4`, `cmv_gemv_f16_mma_n8`, `_n16`: `Y = X W^T` for a row-major
-//!   fp16 `W` (`rows x cols`), 1, up to 4, up to 8 or up to 16 fp16 input vectors, fp32
-//!   accumulation (CUDA cores up to 4 vectors, `mma.m16n8k16` tensor cores beyond); output
-//!   fp16. Needs `cols % 8 == 0` and
-//!   16-byte-aligned `W` and `X`.
+//! * `cmv_gemv_f16_b1`, `_b4`: `Y = X W^T` for a row-major fp16 `W` (`rows x cols`) and 1 or
+//!   up to 4 fp16 input vectors on the CUDA cores, fp32 accumulation, fp16 output. Needs
+//!   `cols % 8 == 0` and 16-byte-aligned `W` and `X`.
 //! * `cmv_gemv_i8_b{B}` (B in [`KERNEL_BATCHES`]): the same with int8 `W` and `X`, `dp4a` and int32 accumulation; writes
 //!   the int32 accumulators and their int8 requantization ([`requantize`]). Needs
 //!   `cols % 16 == 0`.
+//! * [`tc`]: the tensor-core kernels for 2 to 16 vectors (`cmv_gemv_{f16,i8}_tc_*`, fp16
+//!   `mma.m16n8k16` and int8 `mma.m16n8k32.s8`, with split-K), which `dense-gemv` runs from 5
+//!   fp16 vectors (2 on tall matrices) and 3 int8 vectors on; the older 16-rows-per-group
+//!   `cmv_gemv_f16_mma_n8` / `_n16` remain for comparison (`cmv-bench --explore-tc`).
 //! * `cmv_gemv_f16_any`, `cmv_gemv_i8_any`: any `cols`, any batch; slower fallbacks.
 //! * `cmv_stream_read`: reads a buffer once with 128-bit loads; the bandwidth ceiling.
 //!
