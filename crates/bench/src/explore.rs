@@ -214,6 +214,7 @@ fn tc_fixed_plan(
 pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchError> {
     use dense_gemv::{CublasGemv, TC_F16_KERNELS, TC_I8_KERNELS};
     let l2 = gpu.info().l2_bytes;
+    let sms = dense.sm_count();
     let blas = CublasGemv::new(gpu).ok();
     let line = |what: &str, bytes: usize, t: &cmv_runtime::Timings, check: &str| {
         let us = t.median_ms() * 1e3;
@@ -284,11 +285,28 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
             line(&format!("{shape} old {}", old.0), bytes, &t, &check(&y)?);
             for tk in TC_F16_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
                 let k = gpu.kernel(&PTX, tk.name)?;
-                let plans = TC_SPLITS
-                    .iter()
-                    .filter_map(|&k| tc_fixed_plan(rows as u32, cols as u32 / 8, *tk, k));
-                for (target, plan) in plans.map(|p| ("s", p)) {
-                    let what = format!("{shape} {} {target} k{}", tk.name, plan.ksplit);
+                let chunks = cols as u32 / 8;
+                let plans: Vec<_> = if tk.stream {
+                    (1..=4)
+                        .map(|m| {
+                            (
+                                "p",
+                                dense_gemv::tc_stream_plan(rows as u32, chunks, *tk, m * sms),
+                            )
+                        })
+                        .collect()
+                } else {
+                    TC_SPLITS
+                        .iter()
+                        .filter_map(|&k| tc_fixed_plan(rows as u32, chunks, *tk, k))
+                        .map(|p| ("s", p))
+                        .collect()
+                };
+                for (target, plan) in plans {
+                    let what = format!(
+                        "{shape} {} {target} k{} b{}",
+                        tk.name, plan.ksplit, plan.stream_blocks
+                    );
                     let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
                         let m = &mats[i % mats.len()];
                         dense.launch_tc_f16(&k, *tk, plan, m, &dx, &mut y, batch as u32)
@@ -342,11 +360,28 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
             line(&format!("{shape} old {name}"), bytes, &t, &check(&y32)?);
             for tk in TC_I8_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
                 let k = gpu.kernel(&PTX, tk.name)?;
-                let plans = TC_SPLITS
-                    .iter()
-                    .filter_map(|&k| tc_fixed_plan(rows as u32, cols as u32 / 16, *tk, k));
-                for (target, plan) in plans.map(|p| ("s", p)) {
-                    let what = format!("{shape} {} {target} k{}", tk.name, plan.ksplit);
+                let chunks = cols as u32 / 16;
+                let plans: Vec<_> = if tk.stream {
+                    (1..=4)
+                        .map(|m| {
+                            (
+                                "p",
+                                dense_gemv::tc_stream_plan(rows as u32, chunks, *tk, m * sms),
+                            )
+                        })
+                        .collect()
+                } else {
+                    TC_SPLITS
+                        .iter()
+                        .filter_map(|&k| tc_fixed_plan(rows as u32, chunks, *tk, k))
+                        .map(|p| ("s", p))
+                        .collect()
+                };
+                for (target, plan) in plans {
+                    let what = format!(
+                        "{shape} {} {target} k{} b{}",
+                        tk.name, plan.ksplit, plan.stream_blocks
+                    );
                     let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
                         let m = &mats[i % mats.len()];
                         dense.launch_tc_i8(

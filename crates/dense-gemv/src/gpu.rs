@@ -11,7 +11,7 @@ use cmv_runtime::{
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
     TC_THREADS, TC_WORKSPACE_WORDS, TC_XS_MAX_KBLOCKS, TcKernel, TcPlan, tc_choice, tc_kblocks,
-    tc_rows_per_block, tc_split_words, tc_x_smem_bytes,
+    tc_rows_per_block, tc_split_words, tc_stream_words, tc_x_smem_bytes,
 };
 use dense_kernels::{
     BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, GemvF16AnyParams, GemvF16Params,
@@ -135,6 +135,16 @@ struct TcWorkspace {
     counters: CudaSlice<u32>,
 }
 
+/// The grid of a tensor-core launch: `(stream_blocks, 1, 1)` for a stream-K kernel, else
+/// `(row_blocks, ksplit, 1)`.
+fn tc_grid(k: TcKernel, plan: TcPlan) -> (u32, u32, u32) {
+    if k.stream {
+        (plan.stream_blocks, 1, 1)
+    } else {
+        (plan.row_blocks, plan.ksplit, 1)
+    }
+}
+
 /// Whether `gemv_f16` runs `batch` vectors on a `rows`-row matrix on the tensor cores
 /// (`dense_kernels::tc`) rather than the CUDA-core kernels: from 5 vectors on always; 2 to 4
 /// only when the rows fill half the SMs with row blocks (below that the CUDA-core kernel for
@@ -154,17 +164,30 @@ pub fn i8_on_tensor_cores(batch: u32) -> bool {
 fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32) -> Result<()> {
     let kblocks = tc_kblocks(chunks);
     let per = plan.kblocks_per_split;
-    let ok = plan.row_blocks == rows.div_ceil(tc_rows_per_block(k.mt))
-        && plan.ksplit >= 1
-        && plan.ksplit <= 65535
-        && per >= 1
-        && (!k.xs || per <= TC_XS_MAX_KBLOCKS)
-        && u64::from(plan.ksplit) * u64::from(per) >= u64::from(kblocks)
-        && u64::from(plan.ksplit - 1) * u64::from(per) < u64::from(kblocks.max(1))
-        && (plan.ksplit == 1
-            || (plan.row_blocks as usize <= TC_COUNTERS
-                && plan.ksplit as usize * tc_split_words(k, plan.row_blocks)
-                    <= TC_WORKSPACE_WORDS));
+    let rows_ok = plan.row_blocks == rows.div_ceil(tc_rows_per_block(k.mt));
+    let ok = if k.stream {
+        let units = u64::from(plan.row_blocks) * u64::from(kblocks);
+        rows_ok
+            && plan.ksplit == 1
+            && per == kblocks
+            && plan.stream_blocks >= 1
+            && u64::from(plan.stream_blocks) <= units.max(1)
+            && plan.row_blocks as usize <= TC_COUNTERS
+            && tc_stream_words(k, plan.stream_blocks) <= TC_WORKSPACE_WORDS
+    } else {
+        rows_ok
+            && plan.stream_blocks == 0
+            && plan.ksplit >= 1
+            && plan.ksplit <= 65535
+            && per >= 1
+            && (!k.xs || per <= TC_XS_MAX_KBLOCKS)
+            && u64::from(plan.ksplit) * u64::from(per) >= u64::from(kblocks)
+            && u64::from(plan.ksplit - 1) * u64::from(per) < u64::from(kblocks.max(1))
+            && (plan.ksplit == 1
+                || (plan.row_blocks as usize <= TC_COUNTERS
+                    && plan.ksplit as usize * tc_split_words(k, plan.row_blocks)
+                        <= TC_WORKSPACE_WORDS))
+    };
     if ok {
         Ok(())
     } else {
@@ -172,7 +195,8 @@ fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32) -> Result<()
             kernel: k.name,
             reason: format!(
                 "plan {plan:?} does not cover {rows} rows of {kblocks} k-blocks with {} row \
-                 tiles per warp within the split-K workspace; use dense_gemv::tc_choice or tc_plan",
+                 tiles per warp within the split-K workspace; use dense_gemv::tc_choice, \
+                 tc_plan or tc_stream_plan",
                 k.mt
             ),
         }))
@@ -648,7 +672,7 @@ impl DenseGemv {
             kblocks_per_split: plan.kblocks_per_split,
         };
         let cfg = LaunchConfig {
-            grid_dim: (plan.row_blocks, plan.ksplit, 1),
+            grid_dim: tc_grid(tk, plan),
             block_dim: (TC_THREADS, 1, 1),
             shared_mem_bytes: tc_x_smem_bytes(tk, plan.kblocks_per_split, batch),
         };
@@ -714,7 +738,7 @@ impl DenseGemv {
             pad: 0,
         };
         let cfg = LaunchConfig {
-            grid_dim: (plan.row_blocks, plan.ksplit, 1),
+            grid_dim: tc_grid(tk, plan),
             block_dim: (TC_THREADS, 1, 1),
             shared_mem_bytes: tc_x_smem_bytes(tk, plan.kblocks_per_split, batch),
         };
@@ -898,7 +922,11 @@ mod tests {
             TcPlan { ksplit: 0, ..good },
         ] {
             let e = check_tc_plan(k, bad, 4096, 512).unwrap_err();
-            assert!(e.to_string().contains("tc_choice or tc_plan"), "{e}");
+            assert!(
+                e.to_string()
+                    .contains("tc_choice, tc_plan or tc_stream_plan"),
+                "{e}"
+            );
         }
         // A split plan past the workspace's rows is refused.
         // A split plan past the counters, or past the workspace, is refused.
@@ -907,6 +935,7 @@ mod tests {
             row_blocks: TC_COUNTERS as u32 + 1,
             ksplit: 2,
             kblocks_per_split: 64,
+            stream_blocks: 0,
         };
         assert!(check_tc_plan(k, tall, rows, 512).is_err());
         // 1024 row blocks of 256 threads x 8 words: 2 splits fill the workspace.
@@ -914,6 +943,7 @@ mod tests {
             row_blocks: 1024,
             ksplit: 4,
             kblocks_per_split: 32,
+            stream_blocks: 0,
         };
         assert!(check_tc_plan(k, wide, 1024 * 128, 512).is_err());
         assert!(

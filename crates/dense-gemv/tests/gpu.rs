@@ -3,8 +3,8 @@
 
 use cmv_runtime::gpu_for_tests;
 use dense_gemv::{
-    CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS, TC_I8_KERNELS, cpu, relative_error,
-    tc_plan,
+    CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, cpu,
+    relative_error, tc_plan, tc_stream_plan,
 };
 use half::f16;
 use rand::rngs::StdRng;
@@ -204,16 +204,24 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
                 let want_i = cpu::gemv_i8(&wi, rows, cols, &xi, batch as usize).unwrap();
                 let dxi = gpu.upload(&xi).unwrap();
                 let (r, cf, ci) = (rows as u32, cols as u32 / 8, cols as u32 / 16);
-                let plans_f = [
-                    tc_plan(r, cf, *tf, 2 * dense.sm_count(), 8),
-                    tc_plan(r, cf, *tf, 1, 1),
-                    tc_plan(r, cf, *tf, 1 << 20, 1),
-                ];
-                let plans_i = [
-                    tc_plan(r, ci, *ti, 2 * dense.sm_count(), 8),
-                    tc_plan(r, ci, *ti, 1, 1),
-                    tc_plan(r, ci, *ti, 1 << 20, 1),
-                ];
+                // Split kernels: a moderate split, none, the most; stream-K kernels: one block per
+                // SM, 3 blocks (ranges over several row blocks), up to 1000 blocks.
+                let plans = |k: &TcKernel, c: u32| {
+                    if k.stream {
+                        [
+                            tc_stream_plan(r, c, *k, dense.sm_count()),
+                            tc_stream_plan(r, c, *k, 3),
+                            tc_stream_plan(r, c, *k, 1000),
+                        ]
+                    } else {
+                        [
+                            tc_plan(r, c, *k, 2 * dense.sm_count(), 8),
+                            tc_plan(r, c, *k, 1, 1),
+                            tc_plan(r, c, *k, 1 << 20, 1),
+                        ]
+                    }
+                };
+                let (plans_f, plans_i) = (plans(tf, cf), plans(ti, ci));
                 for (pf, pi) in plans_f.into_iter().zip(plans_i) {
                     for rep in 0..2 {
                         let what = format!("{rows}x{cols} batch {batch} {pf:?} {pi:?} run {rep}");

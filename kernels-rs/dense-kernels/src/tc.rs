@@ -68,6 +68,10 @@ pub struct TcPlan {
     pub ksplit: u32,
     /// k-blocks each split sums.
     pub kblocks_per_split: u32,
+    /// Stream-K kernels only: the blocks of the grid (`gridDim.x`), each summing an equal
+    /// contiguous range of the `row_blocks * k-blocks` units ([`tc_stream_plan`]); 0 for the
+    /// others.
+    pub stream_blocks: u32,
 }
 
 /// The work plan for `rows` rows of `chunks` 16-byte chunks with kernel `k`: the k-blocks are
@@ -121,7 +125,36 @@ pub const fn tc_plan(
         row_blocks,
         ksplit,
         kblocks_per_split: per,
+        stream_blocks: 0,
     }
+}
+
+/// The plan of a stream-K kernel (`k.stream`) for `rows` rows of `chunks` chunks on a grid of
+/// `blocks` blocks (at most one per unit): block `b` sums units `b U / P .. (b + 1) U / P` of
+/// the `U = row_blocks * k-blocks` units, so every block gets the same work whatever the shape
+/// (no partial last wave). Check it: the row blocks must fit [`TC_COUNTERS`] and the partial
+/// slots [`TC_WORKSPACE_WORDS`] ([`tc_stream_words`]).
+pub const fn tc_stream_plan(rows: u32, chunks: u32, k: TcKernel, blocks: u32) -> TcPlan {
+    let row_blocks = rows.div_ceil(tc_rows_per_block(k.mt));
+    let kblocks = tc_kblocks(chunks);
+    let units = row_blocks as u64 * kblocks as u64;
+    let blocks = if (blocks as u64) > units {
+        units as u32
+    } else {
+        blocks
+    };
+    TcPlan {
+        row_blocks,
+        ksplit: 1,
+        kblocks_per_split: kblocks,
+        stream_blocks: if blocks == 0 { 1 } else { blocks },
+    }
+}
+
+/// Workspace words a stream-K launch of kernel `k` on `blocks` blocks needs: two partial
+/// fragments per block (its first and its last row block may be shared with other blocks).
+pub const fn tc_stream_words(k: TcKernel, blocks: u32) -> usize {
+    2 * blocks as usize * TC_THREADS as usize * 4 * (k.batch as usize / 8)
 }
 
 /// Parameters of the fp16 tensor-core kernels (`cmv_gemv_f16_tc_*`).
@@ -205,6 +238,9 @@ pub struct TcKernel {
     /// [`TC_XS_MAX_KBLOCKS`] k-blocks per split and needs [`tc_x_smem_bytes`] of dynamic shared
     /// memory.
     pub xs: bool,
+    /// Whether it runs the stream-K schedule ([`tc_stream_plan`]; one row tile per warp, no
+    /// prefetch, inputs through L1).
+    pub stream: bool,
 }
 
 /// Most k-blocks a split of a shared-input (`xs`) kernel may sum (its copy of 16 vectors then
@@ -216,7 +252,11 @@ pub const TC_XS_MAX_KBLOCKS: u32 = 64;
 /// (vectors `g`, `g + 1`, chunks `4 kb + t`) hit 8 different 16-byte bank groups.
 pub const fn tc_x_stride(per: u32) -> u32 {
     let span = per * TC_KBLOCK_CHUNKS;
-    if span.is_multiple_of(8) { span + 4 } else { span }
+    if span.is_multiple_of(8) {
+        span + 4
+    } else {
+        span
+    }
 }
 
 /// Dynamic shared memory a launch of kernel `k` with `per` k-blocks per split and `batch`
@@ -232,7 +272,7 @@ pub const fn tc_x_smem_bytes(k: TcKernel, per: u32, batch: u32) -> u32 {
 /// The fp16 tensor-core kernels. The first four are the defaults ([`TC_DEFAULTS`]): up to 8
 /// or up to 16 vectors, 4 or 8 k-blocks in flight per warp; then the variants `cmv-bench
 /// --explore-tc` also times (`m` row tiles, `u` k-blocks in flight, `p` prefetch of the next
-/// k-blocks, `s` inputs staged in shared memory).
+/// k-blocks, `s` inputs staged in shared memory, `sk` the stream-K schedule).
 pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
     TcKernel {
         name: "cmv_gemv_f16_tc_n8u4",
@@ -241,6 +281,7 @@ pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: false,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_f16_tc_n8u8",
@@ -249,6 +290,7 @@ pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 8,
         prefetch: false,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_f16_tc_n16u4",
@@ -257,6 +299,7 @@ pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: false,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_f16_tc_n16u8",
@@ -265,6 +308,7 @@ pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 8,
         prefetch: false,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_f16_tc_x_n8m1u4p",
@@ -273,6 +317,7 @@ pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: true,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_f16_tc_x_n16m1u4p",
@@ -281,6 +326,7 @@ pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: true,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_f16_tc_x_n16m1u4ps",
@@ -289,6 +335,43 @@ pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: true,
         xs: true,
+        stream: false,
+    },
+    TcKernel {
+        name: "cmv_gemv_f16_tc_sk_n8u4",
+        batch: 8,
+        mt: 1,
+        unroll: 4,
+        prefetch: false,
+        xs: false,
+        stream: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_f16_tc_sk_n8u8",
+        batch: 8,
+        mt: 1,
+        unroll: 8,
+        prefetch: false,
+        xs: false,
+        stream: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_f16_tc_sk_n16u4",
+        batch: 16,
+        mt: 1,
+        unroll: 4,
+        prefetch: false,
+        xs: false,
+        stream: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_f16_tc_sk_n16u8",
+        batch: 16,
+        mt: 1,
+        unroll: 8,
+        prefetch: false,
+        xs: false,
+        stream: true,
     },
 ];
 
@@ -301,6 +384,7 @@ pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: false,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_i8_tc_n8u8",
@@ -309,6 +393,7 @@ pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 8,
         prefetch: false,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_i8_tc_n16u4",
@@ -317,6 +402,7 @@ pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: false,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_i8_tc_n16u8",
@@ -325,6 +411,7 @@ pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 8,
         prefetch: false,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_i8_tc_x_n8m1u4p",
@@ -333,6 +420,7 @@ pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: true,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_i8_tc_x_n16m1u4p",
@@ -341,6 +429,7 @@ pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: true,
         xs: false,
+        stream: false,
     },
     TcKernel {
         name: "cmv_gemv_i8_tc_x_n16m1u4ps",
@@ -349,11 +438,48 @@ pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = [
         unroll: 4,
         prefetch: true,
         xs: true,
+        stream: false,
+    },
+    TcKernel {
+        name: "cmv_gemv_i8_tc_sk_n8u4",
+        batch: 8,
+        mt: 1,
+        unroll: 4,
+        prefetch: false,
+        xs: false,
+        stream: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_i8_tc_sk_n8u8",
+        batch: 8,
+        mt: 1,
+        unroll: 8,
+        prefetch: false,
+        xs: false,
+        stream: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_i8_tc_sk_n16u4",
+        batch: 16,
+        mt: 1,
+        unroll: 4,
+        prefetch: false,
+        xs: false,
+        stream: true,
+    },
+    TcKernel {
+        name: "cmv_gemv_i8_tc_sk_n16u8",
+        batch: 16,
+        mt: 1,
+        unroll: 8,
+        prefetch: false,
+        xs: false,
+        stream: true,
     },
 ];
 
 /// Tensor-core kernels per element type.
-pub const TC_KERNELS: usize = 7;
+pub const TC_KERNELS: usize = 11;
 
 /// How many of the table's first kernels the default path uses.
 pub const TC_DEFAULTS: usize = 4;
@@ -461,11 +587,15 @@ mod tests {
                 "{}",
                 t.name
             );
+            assert_eq!(t.stream, t.name.contains("_sk_"), "{}", t.name);
+            if t.stream {
+                assert!(t.mt == 1 && !t.prefetch && !t.xs, "{}", t.name);
+            }
         }
         for (i, (f, q)) in TC_F16_KERNELS.iter().zip(&TC_I8_KERNELS).enumerate() {
             // The two tables list the same shapes in the same order.
             assert_eq!(f.name.replace("f16", "i8"), q.name);
-            let shape = |k: &TcKernel| (k.batch, k.mt, k.unroll, k.prefetch, k.xs);
+            let shape = |k: &TcKernel| (k.batch, k.mt, k.unroll, k.prefetch, k.xs, k.stream);
             assert_eq!(shape(f), shape(q));
             if i < TC_DEFAULTS {
                 assert!(!f.name.contains("_x_") && !f.xs, "{}", f.name);
@@ -500,6 +630,33 @@ mod tests {
         // 66.5 KiB: two blocks fit in an SM's 227 KiB.
         assert_eq!(tc_x_smem_bytes(*k, TC_XS_MAX_KBLOCKS, 16), 16 * 16 * 260);
         assert_eq!(tc_x_smem_bytes(TC_F16_KERNELS[0], 64, 16), 0);
+    }
+
+    #[test]
+    fn stream_plans_give_every_block_work() {
+        for k in TC_F16_KERNELS.iter().filter(|k| k.stream) {
+            for (rows, chunks, blocks) in
+                [(1, 1, 132), (4096, 512, 132), (11008, 512, 264), (7, 5, 3)]
+            {
+                let p = tc_stream_plan(rows, chunks, *k, blocks);
+                let units = p.row_blocks * tc_kblocks(chunks);
+                assert!(
+                    p.stream_blocks >= 1 && p.stream_blocks <= units.max(1),
+                    "{p:?}"
+                );
+                assert_eq!((p.ksplit, p.kblocks_per_split), (1, tc_kblocks(chunks)));
+                // Every block's range is non-empty: floor((b + 1) U / P) > floor(b U / P).
+                let pb = p.stream_blocks as u64;
+                for b in 0..pb {
+                    assert!((b + 1) * units as u64 / pb > b * units as u64 / pb);
+                }
+            }
+        }
+        let k = TC_F16_KERNELS
+            .iter()
+            .find(|k| k.stream && k.batch == 16)
+            .unwrap();
+        assert_eq!(tc_stream_words(*k, 132), 2 * 132 * 256 * 8);
     }
 
     #[test]

@@ -412,6 +412,245 @@ unsafe fn gemv_tc<
     }
 }
 
+/// Stores a warp's fragment sums of the 16 rows from `row0` (rows below `rows`, vectors
+/// below `batch`) through `store(n * rows + row, bits)`.
+#[inline(always)]
+fn store_fragment<E: Tc, const NT: usize>(
+    sums: &[[E::Acc; 4]; NT],
+    row0: u32,
+    rows: u32,
+    batch: u32,
+    store: &impl Fn(usize, u32),
+) {
+    let lane = lane_id();
+    let (g, t) = (lane >> 2, lane & 3);
+    for (nt, a) in sums.iter().enumerate() {
+        for (i, &v) in a.iter().enumerate() {
+            let row = row0 + g + if i >= 2 { 8 } else { 0 };
+            let n = (nt * 8) as u32 + 2 * t + (i as u32 & 1);
+            if row < rows && n < batch {
+                store(n as usize * rows as usize + row as usize, E::bits(v));
+            }
+        }
+    }
+}
+
+/// The stream-K schedule of [`crate::tc::tc_stream_plan`]: the `R * KB` units (row block,
+/// k-block) are cut into `gridDim.x` equal contiguous ranges, one per block.
+#[derive(Clone, Copy)]
+struct StreamK {
+    kbs: u64,
+    units: u64,
+    blocks: u64,
+}
+
+impl StreamK {
+    /// First unit of block `b` (`start(gridDim.x)` is the end).
+    #[inline(always)]
+    fn start(&self, b: u64) -> u64 {
+        b * self.units / self.blocks
+    }
+
+    /// The block whose range holds unit `u` (`u < units`).
+    #[inline(always)]
+    fn owner(&self, u: u64) -> u64 {
+        let mut o = u * self.blocks / self.units;
+        while o + 1 < self.blocks && self.start(o + 1) <= u {
+            o += 1;
+        }
+        while o > 0 && self.start(o) > u {
+            o -= 1;
+        }
+        o
+    }
+
+    /// Which of block `b`'s two partial slots holds its part of row block `r`: 0 when `r` is
+    /// the row block its range starts in, else 1 (a range holds at most two partial row
+    /// blocks: its first and its last).
+    #[inline(always)]
+    fn side(&self, b: u64, r: u64) -> usize {
+        usize::from(self.start(b) / self.kbs != r)
+    }
+}
+
+/// Stream-K version of [`gemv_tc`] (one row tile per warp, inputs through L1): block `b` sums
+/// the units `start(b)..start(b + 1)`; a row block it covers whole is stored directly, a part
+/// of one goes to its partial slot, and the last of the row block's blocks to count in adds
+/// the parts in block order (the same order every run) and stores the outputs.
+///
+/// # Safety
+/// As [`gemv_tc`], with `ws` holding `2 * gridDim.x * TC_THREADS * NT` chunks and `counters`
+/// one zero word per row block; `gridDim.y == 1`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemv_tc_stream<E: Tc, const NT: usize, const U: usize>(
+    w: *const U32x4,
+    x: *const U32x4,
+    rows: u32,
+    chunks: usize,
+    batch: u32,
+    ws: *mut u32,
+    counters: *mut u32,
+    store: impl Fn(usize, u32),
+) {
+    let rpb = tc_rows_per_block(1) as u64;
+    let kbs = chunks.div_ceil(TC_KBLOCK_CHUNKS as usize) as u64;
+    let sk = StreamK {
+        kbs,
+        units: (rows as u64).div_ceil(rpb) * kbs,
+        blocks: grid_dim_x() as u64,
+    };
+    let b = block_idx_x() as u64;
+    let (u0, u1) = (sk.start(b), sk.start(b + 1));
+    let tid = thread_idx_x() as usize;
+    let slot = |blk: u64, side: usize| {
+        let i = (2 * blk as usize + side) * crate::tc::TC_THREADS as usize + tid;
+        // SAFETY: blk < gridDim.x, side < 2: inside the workspace.
+        unsafe { (ws as *mut U32x4).add(i * NT) }
+    };
+    let mut u = u0;
+    // Block-uniform loop: every thread walks the same segments.
+    while u < u1 {
+        let r = u / kbs;
+        let end = u1.min((r + 1) * kbs);
+        let (k0, k1) = ((u - r * kbs) as usize, (end - r * kbs) as usize);
+        let row0 = (r * rpb) as u32 + warp_id() * 16;
+        let sums = if row0 < rows {
+            // SAFETY: forwarded; the condition is warp-uniform.
+            unsafe {
+                tile_sums::<E, 1, NT, U, false, false>(
+                    w,
+                    x,
+                    rows,
+                    chunks,
+                    batch,
+                    row0,
+                    (k0, k1),
+                    (0, 0),
+                )
+            }
+        } else {
+            [[[E::ZERO; 4]; NT]; 1]
+        };
+        u = end;
+        if k0 == 0 && k1 as u64 == kbs {
+            store_fragment::<E, NT>(&sums[0], row0, rows, batch, &store);
+            continue;
+        }
+        let mine = slot(b, sk.side(b, r));
+        for (nt, a) in sums[0].iter().enumerate() {
+            let v = U32x4([E::bits(a[0]), E::bits(a[1]), E::bits(a[2]), E::bits(a[3])]);
+            // SAFETY: inside this thread's slot.
+            unsafe { st_global_v4(mine.add(nt), v) };
+        }
+        let (first, last_block) = (sk.owner(r * kbs), sk.owner((r + 1) * kbs - 1));
+        let parts = (last_block - first + 1) as u32;
+        // Publish the part, then count it in once all the block's threads have.
+        // SAFETY: every thread of the block reaches both barriers (the loop is block-uniform).
+        let last = unsafe {
+            fence_gpu();
+            sync_threads();
+            let mut last = false;
+            if tid == 0 {
+                last = atomic_add_u32(counters.add(r as usize), 1) == parts - 1;
+            }
+            sync_threads_or(last)
+        };
+        if !last {
+            continue;
+        }
+        // SAFETY: no operands; orders the reads below after the other blocks' stores.
+        unsafe { fence_gpu() };
+        if tid == 0 {
+            // SAFETY: this row block's counter; every part has counted in.
+            unsafe { *counters.add(r as usize) = 0 };
+        }
+        let mut total = [[E::ZERO; 4]; NT];
+        for c in first..=last_block {
+            let p = slot(c, sk.side(c, r));
+            for (nt, tot) in total.iter_mut().enumerate() {
+                let part = if c == b {
+                    sums[0][nt]
+                } else {
+                    // SAFETY: block c's part, written and published before its count.
+                    let v = unsafe { ld_cg_v4(p.add(nt)) }.0;
+                    [
+                        E::from_bits(v[0]),
+                        E::from_bits(v[1]),
+                        E::from_bits(v[2]),
+                        E::from_bits(v[3]),
+                    ]
+                };
+                for i in 0..4 {
+                    tot[i] = E::add(tot[i], part[i]);
+                }
+            }
+        }
+        store_fragment::<E, NT>(&total, row0, rows, batch, &store);
+        // The slots of this row block may be rewritten by this block's next segment only
+        // after every thread has read them.
+        // SAFETY: block-uniform (`last` came from a block-wide vote).
+        unsafe { sync_threads() };
+    }
+}
+
+macro_rules! tc_stream_entries {
+    ($($f16:ident, $i8:ident = $nt:literal, $u:literal;)*) => {$(
+        /// fp16 GEMV on tensor cores for up to `8 * NT` vectors, stream-K schedule; see
+        /// [`crate::tc`].
+        ///
+        /// # Safety
+        /// Launched by `dense-gemv`, which validates sizes, alignment, the grid
+        /// ([`crate::tc::tc_stream_plan`]), the workspace and the zeroed counters.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $f16(p: GemvTcF16Params) {
+            let y = p.y.as_mut_ptr();
+            let store = |at: usize, v: u32| {
+                // SAFETY: at < batch * rows: inside y.
+                unsafe { *y.add(at) = f32_to_f16(f32::from_bits(v)) };
+            };
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe {
+                gemv_tc_stream::<F16, $nt, $u>(
+                    p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 8) as usize, p.batch,
+                    p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
+                )
+            }
+        }
+
+        /// int8 GEMV on tensor cores for up to `8 * NT` vectors, stream-K schedule, exact
+        /// int32 sums and their requantization; see [`crate::tc`].
+        ///
+        /// # Safety
+        /// As the fp16 entry point.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $i8(p: GemvTcI8Params) {
+            let (y32, y8, scale) = (p.y32.as_mut_ptr(), p.y8.as_mut_ptr(), p.scale);
+            let store = |at: usize, v: u32| {
+                // SAFETY: at < batch * rows: inside y32 and y8.
+                unsafe {
+                    *y32.add(at) = v as i32;
+                    *y8.add(at) = requantize(v as i32, scale);
+                }
+            };
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe {
+                gemv_tc_stream::<I8, $nt, $u>(
+                    p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 16) as usize, p.batch,
+                    p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
+                )
+            }
+        }
+    )*};
+}
+
+tc_stream_entries! {
+    cmv_gemv_f16_tc_sk_n8u4, cmv_gemv_i8_tc_sk_n8u4 = 1, 4;
+    cmv_gemv_f16_tc_sk_n8u8, cmv_gemv_i8_tc_sk_n8u8 = 1, 8;
+    cmv_gemv_f16_tc_sk_n16u4, cmv_gemv_i8_tc_sk_n16u4 = 2, 4;
+    cmv_gemv_f16_tc_sk_n16u8, cmv_gemv_i8_tc_sk_n16u8 = 2, 8;
+}
+
 macro_rules! tc_entries {
     ($($f16:ident, $i8:ident = $nt:literal, $mt:literal, $u:literal, $pf:literal, $xs:literal;)*) => {$(
         /// fp16 GEMV on tensor cores for up to `8 * NT` vectors; see [`crate::tc`].
