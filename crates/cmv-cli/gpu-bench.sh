@@ -14,7 +14,8 @@
 #      cuBLAS; the sum over the linear layers);
 #   3. cmv bench --synthetic llama-7b (one LLaMA-2-7B decoder layer's 7 linear layers, seeded
 #      Gaussian weights, compressed in memory; the sum, and times 32 layers).
-# Results go to $OUT (default DIR/out): summary.txt (every table, and how long each step
+# It prints each step's time (VQ's MiniLM run and BEAM's default 64-bit layout take the
+# longest; `FORMATS=...` runs fewer). Results go to $OUT (default DIR/out): summary.txt (every table, and how long each step
 # took), cmv-gpu-bench.tar.gz (per run: the JSON report, the table, the progress log) and
 # run.log (this script's output). A failed step is reported and the others still run; the
 # exit status is the number of failed steps (0: all passed).
@@ -24,12 +25,15 @@
 #                  (default: every format of `cmv formats` with its default variant)
 #   MODEL          the MiniLM safetensors (default DIR/model.safetensors)
 #   BATCHES        default 1,4,16
-#   MINILM_ARGS    extra `cmv bench` options for MiniLM (default: --timing events --iters 100
-#                  --warmup 10 --min-rotation-mib 0). Its 39 tensors are small (at most 384 x
-#                  1536 but the embeddings), so the rotation's floor of 4 x L2 takes thousands
-#                  of weight copies per tensor, and a CUDA graph replays all of them at least
-#                  23 times: with graph timing a slow kernel takes over 10 s per tensor (VQ's
-#                  at batch 16 did on an H100); an event pair per call costs what --iters says.
+#   MINILM_ARGS    extra `cmv bench` options for MiniLM (default: --min-rotation-mib 0
+#                  --max-graph-calls 2000). Its 39 tensors are small (384 x 384 to 384 x 1536,
+#                  but the embeddings), so the rotation's floor of 4 x L2 alone takes up to
+#                  thousands of weight copies per tensor, and the bench's 20 replays of a graph
+#                  over all of them take many seconds per tensor for a slow kernel (VQ's at
+#                  batch 16); capped, a graph is replayed as often as 2000 calls allow, at least
+#                  3 times.
+#                  `--timing events` is faster still but adds the host's launch time to small
+#                  kernels (to cuBLAS most), so its MiniLM numbers are not comparable.
 #   SYNTH_ARGS     extra `cmv bench` options for the 7B layer set (default: --iters 200; graph
 #                  timing and the bench's rotation of at least 1 GiB, as cargo xtask bench)
 #   SKIP_MINILM=1, SKIP_SYNTHETIC=1   leave one part out
@@ -41,7 +45,7 @@ CMV=${CMV:-$DIR/cmv}
 MODEL=${MODEL:-$DIR/model.safetensors}
 OUT=${OUT:-$DIR/out}
 BATCHES=${BATCHES:-1,4,16}
-MINILM_ARGS=${MINILM_ARGS:---timing events --iters 100 --warmup 10 --min-rotation-mib 0}
+MINILM_ARGS=${MINILM_ARGS:---min-rotation-mib 0 --max-graph-calls 2000}
 SYNTH_ARGS=${SYNTH_ARGS:---iters 200}
 
 mkdir -p "$OUT"

@@ -324,6 +324,7 @@ where
             inputs: &inputs,
             dense: M::Input::DENSE,
             tune,
+            time: None,
         };
         out.extend(run_matrix(bench, &m, &run, &batches, progress)?);
     }
@@ -342,7 +343,18 @@ pub struct MatrixRun<'a, M: DeviceGemv> {
     pub dense: Baseline,
     /// A device-side setting applied to every uploaded copy (`&|_| Ok(())` for none).
     pub tune: &'a dyn Fn(&mut M::Device) -> Result<(), BenchError>,
+    /// How the calls are timed, given the copies rotated through and the launch of call `i`
+    /// (which uses copy `i % copies`); `None`: [`crate::Timing::time`] of
+    /// `BenchConfig::timing`, as every bench suite times.
+    pub time: Option<&'a TimeFn<'a>>,
 }
+
+/// A timing of `launch(i)` calls over `copies` weight copies (see [`MatrixRun::time`]).
+pub type TimeFn<'a> = dyn Fn(
+        usize,
+        &mut dyn FnMut(usize) -> Result<(), BenchError>,
+    ) -> Result<cmv_runtime::Timings, BenchError>
+    + 'a;
 
 impl<M: DeviceGemv> std::fmt::Debug for MatrixRun<'_, M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -393,11 +405,15 @@ pub fn run_matrix<M: DeviceGemv>(
         let mut y = M::alloc_out(gpu, rows, batch).map_err(format_err::<M>)?;
         M::gemv(kernels, &devs[0], &dx, &mut y, batch).map_err(format_err::<M>)?;
         let before = check::<M>(bench, kernels, &y, &want, &what)?;
-        let timings = cfg
-            .timing
-            .time(gpu, cfg, n, |i| -> Result<(), BenchError> {
+        let timings = {
+            let mut launch = |i: usize| -> Result<(), BenchError> {
                 M::gemv(kernels, &devs[i % n], &dx, &mut y, batch).map_err(format_err::<M>)
-            })?;
+            };
+            match run.time {
+                Some(time) => time(n, &mut launch)?,
+                None => cfg.timing.time(gpu, cfg, n, &mut launch)?,
+            }
+        };
         let after = check::<M>(bench, kernels, &y, &want, &format!("{what} (timed)"))?;
         let worst = if after.rel_err > before.rel_err {
             after

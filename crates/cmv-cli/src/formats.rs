@@ -543,7 +543,8 @@ pub trait Loaded: Send + Sync {
     fn max_gpu_batch(&self) -> usize;
     /// Times the GPU product at `batches` (each at most [`Loaded::max_gpu_batch`]) on seeded
     /// inputs, checked against the CPU reference, with the bench's rotation and timing
-    /// (`bench::formats::run_matrix`); speedups against our dense fp16 kernel and cuBLAS.
+    /// (`bench::formats::run_matrix`; `time` as its `MatrixRun::time`); speedups against our
+    /// dense fp16 kernel and cuBLAS.
     ///
     /// # Errors
     /// The format's errors (kernels, upload, launch), runtime errors, a mismatch.
@@ -554,7 +555,7 @@ pub trait Loaded: Send + Sync {
         variant: &str,
         batches: &[usize],
         seed: u64,
-        progress: &mut dyn FnMut(&bench::Row),
+        time: Option<&bench::formats::TimeFn<'_>>,
     ) -> Result<Vec<bench::Row>, bench::BenchError>;
 }
 
@@ -731,7 +732,7 @@ where
         variant: &str,
         batches: &[usize],
         seed: u64,
-        progress: &mut dyn FnMut(&bench::Row),
+        time: Option<&bench::formats::TimeFn<'_>>,
     ) -> Result<Vec<bench::Row>, bench::BenchError> {
         let kernels = M::load(bench.gpu()).map_err(bench::formats::format_err::<M>)?;
         let cols = self.matrix.cols();
@@ -744,8 +745,9 @@ where
             inputs: &inputs,
             dense: bench::dense::Baseline::CmvFp16,
             tune: &|_| Ok(()),
+            time,
         };
-        bench::formats::run_matrix(bench, &self.matrix, &run, batches, progress)
+        bench::formats::run_matrix(bench, &self.matrix, &run, batches, &mut |_| {})
     }
 }
 

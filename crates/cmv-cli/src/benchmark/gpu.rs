@@ -103,7 +103,15 @@ pub fn run(args: &Args, mut plan: Plan) -> Result<Report> {
         let job = &plan.jobs[i];
         let t0 = Instant::now();
         let seed = 1000 * (i as u64 + 1);
-        let t = measure(&mut bench, job, &batches, seed, &mut notes).map_err(failed(&job.name))?;
+        let t = measure(
+            &mut bench,
+            job,
+            &batches,
+            seed,
+            args.max_graph_calls,
+            &mut notes,
+        )
+        .map_err(failed(&job.name))?;
         say(progress_line(
             k + 1,
             order.len(),
@@ -137,6 +145,7 @@ pub fn run(args: &Args, mut plan: Plan) -> Result<Report> {
             iters: cfg.iters,
             warmup: cfg.warmup,
             timing: args.timing.name().into(),
+            max_graph_calls: args.max_graph_calls,
             min_rotation_bytes: cfg.min_rotation_bytes,
             min_elements: args.min_elements,
         },
@@ -155,6 +164,7 @@ fn measure(
     job: &Job,
     batches: &[usize],
     seed: u64,
+    max_graph_calls: usize,
     notes: &mut Vec<String>,
 ) -> std::result::Result<TensorReport, BenchError> {
     let (rows, cols) = (job.rows, job.cols);
@@ -175,9 +185,13 @@ fn measure(
                 });
             }
             if !run.is_empty() {
+                let (gpu, cfg) = (bench.gpu(), bench.cfg());
+                let time = |copies: usize, launch: &mut dyn FnMut(usize) -> BenchResult<()>| {
+                    time_capped(gpu, cfg, max_graph_calls, copies, launch)
+                };
                 for r in c
                     .loaded
-                    .bench_gpu(bench, &c.variant, &run, seed, &mut |_| {})?
+                    .bench_gpu(bench, &c.variant, &run, seed, Some(&time))?
                 {
                     timed.insert(r.batch, r);
                 }
@@ -210,6 +224,43 @@ fn measure(
         in_sum: job.role == Role::Linear,
         batches: out,
     })
+}
+
+type BenchResult<T> = std::result::Result<T, BenchError>;
+
+/// The calls per graph and the timed replays of graph timing over `copies` weight copies:
+/// as the bench's `Timing::time` (a graph of one call per copy, at least 16; at least 20
+/// replays, enough for `cfg.iters` calls), unless that times more than `max_calls` calls;
+/// then as many replays as fit in `max_calls`, at least 3 (and enough for `cfg.iters`).
+/// `None`: the bench's own.
+pub fn capped_replays(iters: usize, copies: usize, max_calls: usize) -> (usize, Option<usize>) {
+    let copies = copies.max(1);
+    let calls = 16usize.div_ceil(copies) * copies;
+    let reps = iters.div_ceil(calls).max(20);
+    if reps.saturating_mul(calls) <= max_calls {
+        return (calls, None);
+    }
+    (
+        calls,
+        Some((max_calls / calls).max(iters.div_ceil(calls)).max(3)),
+    )
+}
+
+/// Times `launch` as the bench does (`cfg.timing`), with graph timing capped by
+/// [`capped_replays`] (one untimed replay instead of three where capped).
+fn time_capped(
+    gpu: &Gpu,
+    cfg: &BenchConfig,
+    max_calls: usize,
+    copies: usize,
+    launch: &mut dyn FnMut(usize) -> BenchResult<()>,
+) -> BenchResult<cmv_runtime::Timings> {
+    match capped_replays(cfg.iters, copies, max_calls) {
+        (calls, Some(reps)) if cfg.timing == bench::Timing::Graph => {
+            cmv_runtime::time_graph(gpu, calls, 1, reps, launch)
+        }
+        _ => cfg.timing.time(gpu, cfg, copies, launch),
+    }
 }
 
 /// A bench row's measurements.
@@ -255,4 +306,24 @@ fn progress_line(k: usize, n: usize, t: &TensorReport, secs: f64) -> String {
         t.cols,
         per_batch.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capped_replays;
+
+    #[test]
+    fn graph_replays_are_the_benchs_unless_capped() {
+        // Large matrices (few copies): the bench's 20 replays.
+        assert_eq!(capped_replays(200, 128, 10_000), (128, None));
+        assert_eq!(capped_replays(200, 1, 10_000), (16, None));
+        assert_eq!(capped_replays(200, 3, 10_000), (18, None));
+        // Thousands of small copies: as many replays as fit, at least 3.
+        assert_eq!(capped_replays(200, 4900, 10_000), (4900, Some(3)));
+        assert_eq!(capped_replays(200, 600, 10_000), (600, Some(16)));
+        // Never fewer calls than --iters asks for.
+        assert_eq!(capped_replays(50_000, 4900, 10_000), (4900, Some(11)));
+        // No cap to speak of: the bench's.
+        assert_eq!(capped_replays(200, 4900, usize::MAX), (4900, None));
+    }
 }

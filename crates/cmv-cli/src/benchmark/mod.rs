@@ -75,9 +75,15 @@ pub struct Args {
     #[arg(long, default_value_t = 20)]
     pub warmup: u32,
     /// How calls are timed: replays of a CUDA graph of back-to-back calls (as in an
-    /// inference step), or an event pair around each call launched from the host.
+    /// inference step), or an event pair around each call launched from the host (quicker,
+    /// but it adds the host's launch time to kernels of a few microseconds).
     #[arg(long, value_enum, default_value_t = Timing::Graph)]
     pub timing: Timing,
+    /// Graph timing: time at most this many calls per product and batch where the bench's 20
+    /// replays of a graph of one call per weight copy would time more (a small matrix has
+    /// thousands of copies): then as many replays as fit, at least 3, after one untimed one.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub max_graph_calls: usize,
     /// Each product rotates through copies of its weights filling at least this many MiB
     /// (and 4 x L2), so that every call reads them from device memory. Lower it for a model
     /// of many small tensors (each copy is a device allocation).
@@ -475,6 +481,7 @@ mod tests {
             (a.min_rotation_mib, a.min_elements, a.device),
             (1024, 4096, 0)
         );
+        assert_eq!(a.max_graph_calls, 10_000);
         assert!(!a.json && !a.quiet);
 
         let a = parse(&[

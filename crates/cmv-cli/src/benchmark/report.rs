@@ -66,6 +66,9 @@ pub struct Config {
     pub warmup: usize,
     /// `graph` or `events`.
     pub timing: String,
+    /// Graph timing: the calls timed per product and batch at most, where the bench's 20
+    /// replays would time more (then at least 3 replays).
+    pub max_graph_calls: usize,
     /// Weight bytes each product rotates through at least (and at least 4 x L2).
     pub min_rotation_bytes: usize,
     /// Kept 2-D tensors with fewer weights are not timed.
@@ -664,6 +667,7 @@ mod tests {
                 iters: 200,
                 warmup: 20,
                 timing: "graph".into(),
+                max_graph_calls: 10_000,
                 min_rotation_bytes: 1 << 30,
                 min_elements: 4096,
             },
