@@ -151,6 +151,48 @@ pub const fn tc_stream_plan(rows: u32, chunks: u32, k: TcKernel, blocks: u32) ->
     }
 }
 
+/// The stream-K schedule of [`tc_stream_plan`], shared by the kernels and the host tests:
+/// the `units = row_blocks * kbs` units (row block, k-block) cut into `blocks` equal
+/// contiguous ranges, one per block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamK {
+    /// k-blocks per row block.
+    pub kbs: u64,
+    /// Units in all (`row_blocks * kbs`).
+    pub units: u64,
+    /// Blocks of the grid (`1..=units`).
+    pub blocks: u64,
+}
+
+impl StreamK {
+    /// First unit of block `b` (`start(blocks)` is the end).
+    #[inline(always)]
+    pub fn start(&self, b: u64) -> u64 {
+        b * self.units / self.blocks
+    }
+
+    /// The block whose range holds unit `u` (`u < units`).
+    #[inline(always)]
+    pub fn owner(&self, u: u64) -> u64 {
+        let mut o = u * self.blocks / self.units;
+        while o + 1 < self.blocks && self.start(o + 1) <= u {
+            o += 1;
+        }
+        while o > 0 && self.start(o) > u {
+            o -= 1;
+        }
+        o
+    }
+
+    /// Which of block `b`'s two partial slots holds its part of row block `r`: 0 when `r` is
+    /// the row block its range starts in, else 1 (a range holds at most two partial row
+    /// blocks: its first and its last).
+    #[inline(always)]
+    pub fn side(&self, b: u64, r: u64) -> usize {
+        usize::from(self.start(b) / self.kbs != r)
+    }
+}
+
 /// Workspace words a stream-K launch of kernel `k` on `blocks` blocks needs: two partial
 /// fragments per block (its first and its last row block may be shared with other blocks).
 pub const fn tc_stream_words(k: TcKernel, blocks: u32) -> usize {
@@ -657,6 +699,53 @@ mod tests {
             .find(|k| k.stream && k.batch == 16)
             .unwrap();
         assert_eq!(tc_stream_words(*k, 132), 2 * 132 * 256 * 8);
+    }
+
+    /// The kernel's protocol replayed on the host: every unit summed once, whole row blocks
+    /// stored by their one block, every part in a slot no other part uses, and each row
+    /// block's count of parts what its last block waits for.
+    #[test]
+    fn stream_schedule_covers_every_unit_once_with_distinct_slots() {
+        use std::collections::{BTreeMap, BTreeSet};
+        for (row_blocks, kbs) in [(1u64, 1u64), (1, 7), (3, 5), (32, 128), (86, 128), (7, 3)] {
+            let units = row_blocks * kbs;
+            for blocks in [1, 2, 3, 5, 64, 132, 264, units]
+                .into_iter()
+                .filter(|&b| b <= units)
+            {
+                let sk = StreamK { kbs, units, blocks };
+                let mut seen = vec![0u32; units as usize];
+                let mut slots = BTreeSet::new();
+                let mut parts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+                for b in 0..blocks {
+                    let (u0, u1) = (sk.start(b), sk.start(b + 1));
+                    assert!(u1 > u0, "block {b} of {blocks} is empty");
+                    let mut u = u0;
+                    while u < u1 {
+                        let r = u / kbs;
+                        let end = u1.min((r + 1) * kbs);
+                        for v in u..end {
+                            seen[v as usize] += 1;
+                            assert_eq!(sk.owner(v), b);
+                        }
+                        if !(u == r * kbs && end == (r + 1) * kbs) {
+                            assert!(slots.insert((b, sk.side(b, r))), "slot reused: {b} {r}");
+                            parts.entry(r).or_default().push(b);
+                        }
+                        u = end;
+                    }
+                }
+                assert!(seen.iter().all(|&n| n == 1));
+                for (r, bs) in parts {
+                    let (first, last) = (sk.owner(r * kbs), sk.owner((r + 1) * kbs - 1));
+                    let want: Vec<u64> = (first..=last).collect();
+                    assert_eq!(
+                        bs, want,
+                        "row block {r}: parts from blocks {first}..={last}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! [`crate::tc`].
 
 use crate::math::requantize;
-use crate::tc::{GemvTcF16Params, GemvTcI8Params, TC_KBLOCK_CHUNKS, tc_rows_per_block};
+use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_KBLOCK_CHUNKS, tc_rows_per_block};
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, block_idx_y, dyn_smem_addr, f32_to_f16, fence_gpu,
     grid_dim_x, grid_dim_y, lane_id, ld_cg_v4, ld_nc_na_v4, ld_nc_v4, lds_v4, mma_m16n8k16_f16_f32,
@@ -435,44 +435,6 @@ fn store_fragment<E: Tc, const NT: usize>(
     }
 }
 
-/// The stream-K schedule of [`crate::tc::tc_stream_plan`]: the `R * KB` units (row block,
-/// k-block) are cut into `gridDim.x` equal contiguous ranges, one per block.
-#[derive(Clone, Copy)]
-struct StreamK {
-    kbs: u64,
-    units: u64,
-    blocks: u64,
-}
-
-impl StreamK {
-    /// First unit of block `b` (`start(gridDim.x)` is the end).
-    #[inline(always)]
-    fn start(&self, b: u64) -> u64 {
-        b * self.units / self.blocks
-    }
-
-    /// The block whose range holds unit `u` (`u < units`).
-    #[inline(always)]
-    fn owner(&self, u: u64) -> u64 {
-        let mut o = u * self.blocks / self.units;
-        while o + 1 < self.blocks && self.start(o + 1) <= u {
-            o += 1;
-        }
-        while o > 0 && self.start(o) > u {
-            o -= 1;
-        }
-        o
-    }
-
-    /// Which of block `b`'s two partial slots holds its part of row block `r`: 0 when `r` is
-    /// the row block its range starts in, else 1 (a range holds at most two partial row
-    /// blocks: its first and its last).
-    #[inline(always)]
-    fn side(&self, b: u64, r: u64) -> usize {
-        usize::from(self.start(b) / self.kbs != r)
-    }
-}
-
 /// Stream-K version of [`gemv_tc`] (one row tile per warp, inputs through L1): block `b` sums
 /// the units `start(b)..start(b + 1)`; a row block it covers whole is stored directly, a part
 /// of one goes to its partial slot, and the last of the row block's blocks to count in adds
@@ -500,6 +462,7 @@ unsafe fn gemv_tc_stream<E: Tc, const NT: usize, const U: usize>(
         units: (rows as u64).div_ceil(rpb) * kbs,
         blocks: grid_dim_x() as u64,
     };
+    // (StreamK's arithmetic is unit-tested on the host: crate::tc tests.)
     let b = block_idx_x() as u64;
     let (u0, u1) = (sk.start(b), sk.start(b + 1));
     let tid = thread_idx_x() as usize;
