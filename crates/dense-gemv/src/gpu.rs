@@ -129,6 +129,9 @@ pub struct DenseGemv {
 }
 
 /// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
+/// The counters are zero between launches: a launch that completes leaves them so, and one that
+/// faults leaves the CUDA context unusable (a sticky error), so a new context, with a new
+/// `DenseGemv` and zeroed counters, is needed anyway.
 #[derive(Debug)]
 struct TcWorkspace {
     acc: CudaSlice<u32>,
@@ -679,9 +682,11 @@ impl DenseGemv {
         // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows (checked
         // above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every row and
         // vector starts on a 16-byte boundary; the plan covers every row and k-block exactly
-        // once, and a split plan fits the workspace, which is zero (every launch leaves it so)
-        // and used by one launch at a time on this stream (the lock). `k` is a tensor-core fp16
-        // kernel of shape `tk`, which takes `GemvTcF16Params` (the caller's contract).
+        // once (split or stream-K as `tk` says), a split plan's partial slots fit the
+        // workspace and its row blocks the counters, which are zero (allocated zeroed, every
+        // launch leaves them so) and used by one launch at a time on this stream (the lock);
+        // a shared-input kernel gets `tc_x_smem_bytes` of shared memory. `k` is a tensor-core
+        // fp16 kernel of shape `tk`, which takes `GemvTcF16Params` (the caller's contract).
         unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
