@@ -193,6 +193,27 @@ pub fn run(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchE
 /// Splits of the k-blocks the tc explore tries (beside the default plan).
 const TC_SPLITS: [u32; 8] = [1, 2, 3, 4, 6, 8, 12, 16];
 
+/// The plans the tc explore times for kernel `k`: grids of 1-4 blocks per SM for a stream-K
+/// kernel (`p`), the fixed splits [`TC_SPLITS`] for the others (`s`).
+fn tc_explore_plans(
+    rows: u32,
+    chunks: u32,
+    k: dense_gemv::TcKernel,
+    sms: u32,
+) -> Vec<(&'static str, dense_gemv::TcPlan)> {
+    if k.stream {
+        (1..=4)
+            .map(|m| ("p", dense_gemv::tc_stream_plan(rows, chunks, k, m * sms)))
+            .collect()
+    } else {
+        TC_SPLITS
+            .iter()
+            .filter_map(|&n| tc_fixed_plan(rows, chunks, k, n))
+            .map(|p| ("s", p))
+            .collect()
+    }
+}
+
 /// The plan with `ksplit` splits (fewer where the k-blocks run out), or `None` when the
 /// workspace cannot take a split of this many rows.
 fn tc_fixed_plan(
@@ -285,23 +306,7 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
             line(&format!("{shape} old {}", old.0), bytes, &t, &check(&y)?);
             for tk in TC_F16_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
                 let k = gpu.kernel(&PTX, tk.name)?;
-                let chunks = cols as u32 / 8;
-                let plans: Vec<_> = if tk.stream {
-                    (1..=4)
-                        .map(|m| {
-                            (
-                                "p",
-                                dense_gemv::tc_stream_plan(rows as u32, chunks, *tk, m * sms),
-                            )
-                        })
-                        .collect()
-                } else {
-                    TC_SPLITS
-                        .iter()
-                        .filter_map(|&k| tc_fixed_plan(rows as u32, chunks, *tk, k))
-                        .map(|p| ("s", p))
-                        .collect()
-                };
+                let plans = tc_explore_plans(rows as u32, cols as u32 / 8, *tk, sms);
                 for (target, plan) in plans {
                     let what = format!(
                         "{shape} {} {target} k{} b{}",
@@ -360,23 +365,7 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
             line(&format!("{shape} old {name}"), bytes, &t, &check(&y32)?);
             for tk in TC_I8_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
                 let k = gpu.kernel(&PTX, tk.name)?;
-                let chunks = cols as u32 / 16;
-                let plans: Vec<_> = if tk.stream {
-                    (1..=4)
-                        .map(|m| {
-                            (
-                                "p",
-                                dense_gemv::tc_stream_plan(rows as u32, chunks, *tk, m * sms),
-                            )
-                        })
-                        .collect()
-                } else {
-                    TC_SPLITS
-                        .iter()
-                        .filter_map(|&k| tc_fixed_plan(rows as u32, chunks, *tk, k))
-                        .map(|p| ("s", p))
-                        .collect()
-                };
+                let plans = tc_explore_plans(rows as u32, cols as u32 / 16, *tk, sms);
                 for (target, plan) in plans {
                     let what = format!(
                         "{shape} {} {target} k{} b{}",

@@ -138,14 +138,40 @@ struct TcWorkspace {
     counters: CudaSlice<u32>,
 }
 
-/// The grid of a tensor-core launch: `(stream_blocks, 1, 1)` for a stream-K kernel, else
-/// `(row_blocks, ksplit, 1)`.
-fn tc_grid(k: TcKernel, plan: TcPlan) -> (u32, u32, u32) {
-    if k.stream {
+/// The launch of tensor-core kernel `k` with `plan` for `batch` vectors: a grid of
+/// `(stream_blocks, 1, 1)` for a stream-K kernel, else `(row_blocks, ksplit, 1)`, and the
+/// shared memory of a shared-input kernel.
+fn tc_config(k: TcKernel, plan: TcPlan, batch: u32) -> LaunchConfig {
+    let grid_dim = if k.stream {
         (plan.stream_blocks, 1, 1)
     } else {
         (plan.row_blocks, plan.ksplit, 1)
+    };
+    LaunchConfig {
+        grid_dim,
+        block_dim: (TC_THREADS, 1, 1),
+        shared_mem_bytes: tc_x_smem_bytes(k, plan.kblocks_per_split, batch),
     }
+}
+
+/// A matrix whose columns are whole 16-byte chunks (`col_multiple` elements) and a batch of
+/// `1..=k.batch` vectors, as tensor-core kernel `k` needs.
+fn check_tc_shape(
+    k: TcKernel,
+    rows: usize,
+    cols: usize,
+    col_multiple: u32,
+    batch: u32,
+) -> Result<()> {
+    if !cols.is_multiple_of(col_multiple as usize) {
+        return Err(DenseError::Shape { rows, cols });
+    }
+    if batch == 0 || batch > k.batch {
+        return Err(DenseError::Batch {
+            batch: batch as usize,
+        });
+    }
+    Ok(())
 }
 
 /// Whether `gemv_f16` runs `batch` vectors on a `rows`-row matrix on the tensor cores
@@ -649,17 +675,7 @@ impl DenseGemv {
     ) -> Result<()> {
         check_len("input", x.len(), batch as usize * w.cols())?;
         check_len("output", y.len(), batch as usize * w.rows())?;
-        if !w.cols.is_multiple_of(F16_COL_MULTIPLE) {
-            return Err(DenseError::Shape {
-                rows: w.rows(),
-                cols: w.cols(),
-            });
-        }
-        if batch == 0 || batch > tk.batch {
-            return Err(DenseError::Batch {
-                batch: batch as usize,
-            });
-        }
+        check_tc_shape(tk, w.rows(), w.cols(), F16_COL_MULTIPLE, batch)?;
         check_tc_plan(tk, plan, w.rows, w.cols / 8)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
@@ -674,11 +690,7 @@ impl DenseGemv {
             batch,
             kblocks_per_split: plan.kblocks_per_split,
         };
-        let cfg = LaunchConfig {
-            grid_dim: tc_grid(tk, plan),
-            block_dim: (TC_THREADS, 1, 1),
-            shared_mem_bytes: tc_x_smem_bytes(tk, plan.kblocks_per_split, batch),
-        };
+        let cfg = tc_config(tk, plan, batch);
         // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows (checked
         // above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every row and
         // vector starts on a 16-byte boundary; the plan covers every row and k-block exactly
@@ -711,17 +723,7 @@ impl DenseGemv {
         check_len("input", x.len(), batch as usize * w.cols())?;
         check_len("int32 output", y32.len(), batch as usize * w.rows())?;
         check_len("int8 output", y8.len(), batch as usize * w.rows())?;
-        if !w.cols.is_multiple_of(I8_COL_MULTIPLE) {
-            return Err(DenseError::Shape {
-                rows: w.rows(),
-                cols: w.cols(),
-            });
-        }
-        if batch == 0 || batch > tk.batch {
-            return Err(DenseError::Batch {
-                batch: batch as usize,
-            });
-        }
+        check_tc_shape(tk, w.rows(), w.cols(), I8_COL_MULTIPLE, batch)?;
         if !scale.is_finite() {
             return Err(DenseError::Scale { scale });
         }
@@ -742,11 +744,7 @@ impl DenseGemv {
             kblocks_per_split: plan.kblocks_per_split,
             pad: 0,
         };
-        let cfg = LaunchConfig {
-            grid_dim: tc_grid(tk, plan),
-            block_dim: (TC_THREADS, 1, 1),
-            shared_mem_bytes: tc_x_smem_bytes(tk, plan.kblocks_per_split, batch),
-        };
+        let cfg = tc_config(tk, plan, batch);
         // SAFETY: as in `launch_tc_f16`, with cols % 16 == 0 for the 16-byte int8 chunks; `k`
         // is a tensor-core int8 kernel of shape `tk`, which takes `GemvTcI8Params`.
         unsafe { k.launch(&self.stream, cfg, &params)? };

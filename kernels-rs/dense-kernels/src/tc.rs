@@ -311,214 +311,46 @@ pub const fn tc_x_smem_bytes(k: TcKernel, per: u32, batch: u32) -> u32 {
     }
 }
 
+/// Both kernel tables from one list (the entry points of `tc_kernels.rs` follow it): name
+/// suffix, vectors, row tiles, k-blocks in flight, prefetch, shared inputs, stream-K.
+macro_rules! tc_table {
+    ($prefix:literal) => {
+        tc_table!(@ $prefix;
+            "n8u4", 8, 1, 4, false, false, false;
+            "n8u8", 8, 1, 8, false, false, false;
+            "n16u4", 16, 1, 4, false, false, false;
+            "n16u8", 16, 1, 8, false, false, false;
+            "x_n8m1u4p", 8, 1, 4, true, false, false;
+            "x_n16m1u4p", 16, 1, 4, true, false, false;
+            "x_n16m1u4ps", 16, 1, 4, true, true, false;
+            "sk_n8u4", 8, 1, 4, false, false, true;
+            "sk_n8u8", 8, 1, 8, false, false, true;
+            "sk_n16u4", 16, 1, 4, false, false, true;
+            "sk_n16u8", 16, 1, 8, false, false, true;
+        )
+    };
+    (@ $prefix:literal; $($suffix:literal, $batch:literal, $mt:literal, $unroll:literal,
+        $prefetch:literal, $xs:literal, $stream:literal;)*) => {
+        [$(TcKernel {
+            name: concat!($prefix, $suffix),
+            batch: $batch,
+            mt: $mt,
+            unroll: $unroll,
+            prefetch: $prefetch,
+            xs: $xs,
+            stream: $stream,
+        },)*]
+    };
+}
+
 /// The fp16 tensor-core kernels. The first four are the defaults ([`TC_DEFAULTS`]): up to 8
 /// or up to 16 vectors, 4 or 8 k-blocks in flight per warp; then the variants `cmv-bench
 /// --explore-tc` also times (`m` row tiles, `u` k-blocks in flight, `p` prefetch of the next
 /// k-blocks, `s` inputs staged in shared memory, `sk` the stream-K schedule).
-pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = [
-    TcKernel {
-        name: "cmv_gemv_f16_tc_n8u4",
-        batch: 8,
-        mt: 1,
-        unroll: 4,
-        prefetch: false,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_n8u8",
-        batch: 8,
-        mt: 1,
-        unroll: 8,
-        prefetch: false,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_n16u4",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: false,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_n16u8",
-        batch: 16,
-        mt: 1,
-        unroll: 8,
-        prefetch: false,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_x_n8m1u4p",
-        batch: 8,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m1u4p",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_x_n16m1u4ps",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-        xs: true,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_sk_n8u4",
-        batch: 8,
-        mt: 1,
-        unroll: 4,
-        prefetch: false,
-        xs: false,
-        stream: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_sk_n8u8",
-        batch: 8,
-        mt: 1,
-        unroll: 8,
-        prefetch: false,
-        xs: false,
-        stream: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_sk_n16u4",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: false,
-        xs: false,
-        stream: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_f16_tc_sk_n16u8",
-        batch: 16,
-        mt: 1,
-        unroll: 8,
-        prefetch: false,
-        xs: false,
-        stream: true,
-    },
-];
+pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_f16_tc_");
 
 /// The int8 tensor-core kernels, as [`TC_F16_KERNELS`].
-pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = [
-    TcKernel {
-        name: "cmv_gemv_i8_tc_n8u4",
-        batch: 8,
-        mt: 1,
-        unroll: 4,
-        prefetch: false,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_n8u8",
-        batch: 8,
-        mt: 1,
-        unroll: 8,
-        prefetch: false,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_n16u4",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: false,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_n16u8",
-        batch: 16,
-        mt: 1,
-        unroll: 8,
-        prefetch: false,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_x_n8m1u4p",
-        batch: 8,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m1u4p",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-        xs: false,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_x_n16m1u4ps",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: true,
-        xs: true,
-        stream: false,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_sk_n8u4",
-        batch: 8,
-        mt: 1,
-        unroll: 4,
-        prefetch: false,
-        xs: false,
-        stream: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_sk_n8u8",
-        batch: 8,
-        mt: 1,
-        unroll: 8,
-        prefetch: false,
-        xs: false,
-        stream: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_sk_n16u4",
-        batch: 16,
-        mt: 1,
-        unroll: 4,
-        prefetch: false,
-        xs: false,
-        stream: true,
-    },
-    TcKernel {
-        name: "cmv_gemv_i8_tc_sk_n16u8",
-        batch: 16,
-        mt: 1,
-        unroll: 8,
-        prefetch: false,
-        xs: false,
-        stream: true,
-    },
-];
+pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_i8_tc_");
 
 /// Tensor-core kernels per element type.
 pub const TC_KERNELS: usize = 11;
