@@ -232,7 +232,17 @@ fn tc_fixed_plan(
 /// default path (`gemv_f16` / `gemv_i8`), the previous kernels (CUDA-core batch 4, the
 /// 16-rows-per-warp `mma` kernels) and cuBLAS; graph timing over rotated copies; every output
 /// checked against the CPU reference. One line per (shape, type, batch, kernel, plan).
-pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), BenchError> {
+///
+/// `batches`: the batches to run (2 to 16); `kernels`: only the tensor-core kernels whose name
+/// contains one of these (all when empty; an element type with none of its kernels picked is
+/// skipped, baselines included).
+pub fn run_tc(
+    gpu: &Gpu,
+    dense: &DenseGemv,
+    cfg: &BenchConfig,
+    batches: &[usize],
+    kernels: &[String],
+) -> Result<(), BenchError> {
     use dense_gemv::{CublasGemv, TC_F16_KERNELS, TC_I8_KERNELS};
     let l2 = gpu.info().l2_bytes;
     let sms = dense.sm_count();
@@ -244,11 +254,16 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
             bytes as f64 / (us * 1e3)
         );
     };
+    let picked = |k: &&dense_gemv::TcKernel| {
+        kernels.is_empty() || kernels.iter().any(|s| k.name.contains(s.as_str()))
+    };
+    let f16_kernels: Vec<_> = TC_F16_KERNELS.iter().filter(picked).collect();
+    let i8_kernels: Vec<_> = TC_I8_KERNELS.iter().filter(picked).collect();
     for &(rows, cols) in &cfg.shapes {
         let w = data::f16_uniform(rows * cols, 1.0, 9);
         let mats = weight_copies(DeviceMatrix::upload_f16(gpu, &w, rows, cols)?, l2, cfg)?;
         let bytes = rows * cols * 2;
-        for batch in [2usize, 4, 8, 16] {
+        for &batch in batches.iter().filter(|_| !f16_kernels.is_empty()) {
             let x = data::f16_uniform(batch * cols, 1.0, 13);
             let want = cpu::gemv_f16(&w, rows, cols, &x, batch)?;
             let dx = gpu.upload(&x)?;
@@ -304,9 +319,9 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
                 )
             })?;
             line(&format!("{shape} old {}", old.0), bytes, &t, &check(&y)?);
-            for tk in TC_F16_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
+            for tk in f16_kernels.iter().filter(|k| tc_fits(k.batch, batch)) {
                 let k = gpu.kernel(&PTX, tk.name)?;
-                let plans = tc_explore_plans(rows as u32, cols as u32 / 8, *tk, sms);
+                let plans = tc_explore_plans(rows as u32, cols as u32 / 8, **tk, sms);
                 for (target, plan) in plans {
                     let what = format!(
                         "{shape} {} {target} k{} b{}",
@@ -314,7 +329,7 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
                     );
                     let t = cfg.timing.time(gpu, cfg, mats.len(), |i| {
                         let m = &mats[i % mats.len()];
-                        dense.launch_tc_f16(&k, *tk, plan, m, &dx, &mut y, batch as u32)
+                        dense.launch_tc_f16(&k, **tk, plan, m, &dx, &mut y, batch as u32)
                     });
                     match t {
                         Ok(t) => line(&what, bytes, &t, &check(&y)?),
@@ -327,7 +342,7 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
         let w = data::i8_uniform(rows * cols, 11);
         let mats = weight_copies(DeviceMatrix::upload_i8(gpu, &w, rows, cols)?, l2, cfg)?;
         let bytes = rows * cols;
-        for batch in [2usize, 4, 8, 16] {
+        for &batch in batches.iter().filter(|_| !i8_kernels.is_empty()) {
             let x = data::i8_uniform(batch * cols, 12);
             let want = cpu::gemv_i8(&w, rows, cols, &x, batch)?;
             let dx = gpu.upload(&x)?;
@@ -363,9 +378,9 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
                 )
             })?;
             line(&format!("{shape} old {name}"), bytes, &t, &check(&y32)?);
-            for tk in TC_I8_KERNELS.iter().filter(|k| tc_fits(k.batch, batch)) {
+            for tk in i8_kernels.iter().filter(|k| tc_fits(k.batch, batch)) {
                 let k = gpu.kernel(&PTX, tk.name)?;
-                let plans = tc_explore_plans(rows as u32, cols as u32 / 16, *tk, sms);
+                let plans = tc_explore_plans(rows as u32, cols as u32 / 16, **tk, sms);
                 for (target, plan) in plans {
                     let what = format!(
                         "{shape} {} {target} k{} b{}",
@@ -375,7 +390,7 @@ pub fn run_tc(gpu: &Gpu, dense: &DenseGemv, cfg: &BenchConfig) -> Result<(), Ben
                         let m = &mats[i % mats.len()];
                         dense.launch_tc_i8(
                             &k,
-                            *tk,
+                            **tk,
                             plan,
                             m,
                             &dx,

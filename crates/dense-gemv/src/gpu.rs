@@ -11,7 +11,7 @@ use cmv_runtime::{
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
     TC_THREADS, TC_WORKSPACE_WORDS, TC_XS_MAX_KBLOCKS, TcKernel, TcPlan, tc_choice, tc_kblocks,
-    tc_rows_per_block, tc_split_words, tc_stream_words, tc_x_smem_bytes,
+    tc_rows_per_block, tc_smem_bytes, tc_split_words, tc_stream_words,
 };
 use dense_kernels::{
     BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, GemvF16AnyParams, GemvF16Params,
@@ -150,7 +150,7 @@ fn tc_config(k: TcKernel, plan: TcPlan, batch: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim,
         block_dim: (TC_THREADS, 1, 1),
-        shared_mem_bytes: tc_x_smem_bytes(k, plan.kblocks_per_split, batch),
+        shared_mem_bytes: tc_smem_bytes(k, plan.kblocks_per_split, batch),
     }
 }
 
@@ -179,7 +179,7 @@ fn check_tc_shape(
 /// only when the rows fill half the SMs with row blocks (below that the CUDA-core kernel for
 /// 4 vectors was faster on an H100: docs/PERF.md).
 pub fn f16_on_tensor_cores(batch: u32, rows: u32, sm_count: u32) -> bool {
-    batch > 4 || (batch >= 2 && 2 * rows.div_ceil(tc_rows_per_block(1)) >= sm_count)
+    batch > 4 || (batch >= 2 && 2 * rows.div_ceil(tc_rows_per_block(1, 1)) >= sm_count)
 }
 
 /// Whether `gemv_i8` runs `batch` vectors on the tensor cores: from 3 on (at 2 the `dp4a`
@@ -193,7 +193,7 @@ pub fn i8_on_tensor_cores(batch: u32) -> bool {
 fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32) -> Result<()> {
     let kblocks = tc_kblocks(chunks);
     let per = plan.kblocks_per_split;
-    let rows_ok = plan.row_blocks == rows.div_ceil(tc_rows_per_block(k.mt));
+    let rows_ok = plan.row_blocks == rows.div_ceil(tc_rows_per_block(k.mt, k.slices));
     let ok = if k.stream {
         let units = u64::from(plan.row_blocks) * u64::from(kblocks);
         rows_ok
@@ -697,7 +697,7 @@ impl DenseGemv {
         // once (split or stream-K as `tk` says), a split plan's partial slots fit the
         // workspace and its row blocks the counters, which are zero (allocated zeroed, every
         // launch leaves them so) and used by one launch at a time on this stream (the lock);
-        // a shared-input kernel gets `tc_x_smem_bytes` of shared memory. `k` is a tensor-core
+        // a shared-input or ring kernel gets `tc_smem_bytes` of shared memory. `k` is a tensor-core
         // fp16 kernel of shape `tk`, which takes `GemvTcF16Params` (the caller's contract).
         unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())

@@ -575,6 +575,22 @@ pub unsafe fn cp_async_16(dst: u32, src: *const U32x4) {
     }
 }
 
+/// [`cp_async_16`] that copies only the first `src_bytes` (0 or 16) bytes of `src` and fills
+/// the rest of the 16 destination bytes with zeros (`cp.async.cg.shared.global` with a source
+/// size): with `src_bytes == 0` nothing is read and the destination becomes zeros.
+///
+/// # Safety
+/// As [`cp_async_16`], except that `src` needs only `src_bytes` readable bytes (it must still
+/// be a 16-byte-aligned global address); `src_bytes <= 16`.
+#[inline(always)]
+pub unsafe fn cp_async_16_zfill(dst: u32, src: *const U32x4, src_bytes: u32) {
+    // SAFETY: the caller guarantees both ranges and the size.
+    unsafe {
+        asm!("cp.async.cg.shared.global [{d}], [{s}], 16, {n};", d = in(reg32) dst,
+             s = in(reg64) src, n = in(reg32) src_bytes, options(nostack));
+    }
+}
+
 /// Closes the calling thread's current group of [`cp_async_16`] copies (`cp.async.commit_group`).
 ///
 /// # Safety

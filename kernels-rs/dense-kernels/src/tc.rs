@@ -48,9 +48,9 @@ pub const fn tc_split_words(k: TcKernel, row_blocks: u32) -> usize {
     row_blocks as usize * TC_THREADS as usize * 4 * k.mt as usize * (k.batch as usize / 8)
 }
 
-/// Rows a block of the kernel with `mt` row tiles per warp owns.
-pub const fn tc_rows_per_block(mt: u32) -> u32 {
-    16 * mt * TC_WARPS
+/// Rows a block of a kernel with `mt` row tiles per warp and `slices` warps per tile group owns.
+pub const fn tc_rows_per_block(mt: u32, slices: u32) -> u32 {
+    16 * mt * (TC_WARPS / slices)
 }
 
 /// k-blocks of a row of `chunks` 16-byte chunks (the last may be partial).
@@ -87,7 +87,7 @@ pub const fn tc_plan(
     target_blocks: u32,
     min_kblocks: u32,
 ) -> TcPlan {
-    let row_blocks = rows.div_ceil(tc_rows_per_block(k.mt));
+    let row_blocks = rows.div_ceil(tc_rows_per_block(k.mt, k.slices));
     let kblocks = tc_kblocks(chunks);
     let split_words = tc_split_words(k, row_blocks);
     let mut ksplit = if row_blocks == 0 || row_blocks as usize > TC_COUNTERS {
@@ -135,7 +135,7 @@ pub const fn tc_plan(
 /// (no partial last wave). Check it: the row blocks must fit [`TC_COUNTERS`] and the partial
 /// slots [`TC_WORKSPACE_WORDS`] ([`tc_stream_words`]).
 pub const fn tc_stream_plan(rows: u32, chunks: u32, k: TcKernel, blocks: u32) -> TcPlan {
-    let row_blocks = rows.div_ceil(tc_rows_per_block(k.mt));
+    let row_blocks = rows.div_ceil(tc_rows_per_block(k.mt, k.slices));
     let kblocks = tc_kblocks(chunks);
     let units = row_blocks as u64 * kblocks as u64;
     let blocks = if (blocks as u64) > units {
@@ -283,6 +283,53 @@ pub struct TcKernel {
     /// Whether it runs the stream-K schedule ([`tc_stream_plan`]; one row tile per warp, no
     /// prefetch, inputs through L1).
     pub stream: bool,
+    /// Stages of the warp's `cp.async` weight ring in shared memory (0: the weights are loaded
+    /// straight into registers). With `R` stages a warp keeps `R` groups of `unroll` k-blocks
+    /// in flight while it multiplies, in [`tc_ring_bytes`] of dynamic shared memory instead of
+    /// registers; see [`tc_ring_offset`].
+    pub stages: u32,
+    /// Warps that share one group of row tiles, each summing every `slices`-th group of
+    /// `unroll` k-blocks of the block's range (1: each warp owns its tiles and the whole
+    /// range). With more slices a block owns fewer rows (`16 * mt * TC_WARPS / slices`), so the
+    /// blocks running at once read fewer distinct rows, each over a wider window; the slices'
+    /// sums are added through [`tc_slice_smem_bytes`] of shared memory in slice order.
+    pub slices: u32,
+}
+
+/// Dynamic shared memory of the cross-slice sums of kernel `k` (zero with one slice): every
+/// thread's fragments, 16 bytes per tile and group of 8 vectors.
+pub const fn tc_slice_smem_bytes(k: TcKernel) -> u32 {
+    if k.slices > 1 {
+        TC_THREADS * 16 * k.mt * (k.batch / 8)
+    } else {
+        0
+    }
+}
+
+/// Bytes one stage of a warp's weight ring holds: `unroll` k-blocks of its `mt` row tiles,
+/// each 32 lanes x 2 rows x 16 bytes.
+pub const fn tc_ring_stage_bytes(k: TcKernel) -> u32 {
+    k.unroll * k.mt * 2 * 512
+}
+
+/// Dynamic shared memory of the weight rings of a block of kernel `k` (zero without one).
+pub const fn tc_ring_bytes(k: TcKernel) -> u32 {
+    TC_WARPS * k.stages * tc_ring_stage_bytes(k)
+}
+
+/// Where, in its warp's ring, lane `lane` copies (and later reads back) its 16 bytes of
+/// k-block `u` of a stage `s`, row tile `m`, row half `h` (rows `g` / `g + 8`). Each lane reads
+/// only what it copied itself, so the ring needs no barrier, only `cp.async.wait_group`; the
+/// 32 lanes of one copy or read are 512 contiguous bytes (no bank conflicts).
+pub const fn tc_ring_offset(k: TcKernel, s: u32, u: u32, m: u32, h: u32, lane: u32) -> u32 {
+    (((s * k.unroll + u) * k.mt + m) * 2 + h) * 512 + 16 * lane
+}
+
+/// All the dynamic shared memory a launch of kernel `k` with `per` k-blocks per split and
+/// `batch` vectors needs: the inputs' copy ([`tc_x_smem_bytes`]) and the weight rings
+/// ([`tc_ring_bytes`]).
+pub const fn tc_smem_bytes(k: TcKernel, per: u32, batch: u32) -> u32 {
+    tc_x_smem_bytes(k, per, batch) + tc_ring_bytes(k) + tc_slice_smem_bytes(k)
 }
 
 /// Most k-blocks a split of a shared-input (`xs`) kernel may sum (its copy of 16 vectors then
@@ -312,25 +359,45 @@ pub const fn tc_x_smem_bytes(k: TcKernel, per: u32, batch: u32) -> u32 {
 }
 
 /// Both kernel tables from one list (the entry points of `tc_kernels.rs` follow it): name
-/// suffix, vectors, row tiles, k-blocks in flight, prefetch, shared inputs, stream-K.
+/// suffix, vectors, row tiles, k-blocks in flight, prefetch, shared inputs, stream-K, ring
+/// stages, slices.
 macro_rules! tc_table {
     ($prefix:literal) => {
         tc_table!(@ $prefix;
-            "n8u4", 8, 1, 4, false, false, false;
-            "n8u8", 8, 1, 8, false, false, false;
-            "n16u4", 16, 1, 4, false, false, false;
-            "n16u8", 16, 1, 8, false, false, false;
-            "x_n8m1u4p", 8, 1, 4, true, false, false;
-            "x_n16m1u4p", 16, 1, 4, true, false, false;
-            "x_n16m1u4ps", 16, 1, 4, true, true, false;
-            "sk_n8u4", 8, 1, 4, false, false, true;
-            "sk_n8u8", 8, 1, 8, false, false, true;
-            "sk_n16u4", 16, 1, 4, false, false, true;
-            "sk_n16u8", 16, 1, 8, false, false, true;
+            "n8u4", 8, 1, 4, false, false, false, 0, 1;
+            "n8u8", 8, 1, 8, false, false, false, 0, 1;
+            "n16u4", 16, 1, 4, false, false, false, 0, 1;
+            "n16u8", 16, 1, 8, false, false, false, 0, 1;
+            "x_n8m1u4p", 8, 1, 4, true, false, false, 0, 1;
+            "x_n16m1u4p", 16, 1, 4, true, false, false, 0, 1;
+            "x_n16m1u4ps", 16, 1, 4, true, true, false, 0, 1;
+            "x_n8m1u16", 8, 1, 16, false, false, false, 0, 1;
+            "x_n8m1u4r3", 8, 1, 4, false, false, false, 3, 1;
+            "x_n8m1u2r6", 8, 1, 2, false, false, false, 6, 1;
+            "x_n8m1u4r6", 8, 1, 4, false, false, false, 6, 1;
+            "x_n16m1u4r3", 16, 1, 4, false, false, false, 3, 1;
+            "x_n16m1u2r6", 16, 1, 2, false, false, false, 6, 1;
+            "x_n16m1u4r6", 16, 1, 4, false, false, false, 6, 1;
+            "x_n8m1u4c8", 8, 1, 4, false, false, false, 0, 8;
+            "x_n8m1u2c8", 8, 1, 2, false, false, false, 0, 8;
+            "x_n16m1u2c8", 16, 1, 2, false, false, false, 0, 8;
+            "x_n8m1u4c4", 8, 1, 4, false, false, false, 0, 4;
+            "x_n16m1u4c4", 16, 1, 4, false, false, false, 0, 4;
+            "x_n16m2u2c8", 16, 2, 2, false, false, false, 0, 8;
+            "x_n8m2u2c8", 8, 2, 2, false, false, false, 0, 8;
+            "x_n8m1u8c8", 8, 1, 8, false, false, false, 0, 8;
+            "x_n8m1u8c4", 8, 1, 8, false, false, false, 0, 4;
+            "x_n16m1u4c8", 16, 1, 4, false, false, false, 0, 8;
+            "x_n16m1u8c8", 16, 1, 8, false, false, false, 0, 8;
+            "x_n16m1u8c4", 16, 1, 8, false, false, false, 0, 4;
+            "sk_n8u4", 8, 1, 4, false, false, true, 0, 1;
+            "sk_n8u8", 8, 1, 8, false, false, true, 0, 1;
+            "sk_n16u4", 16, 1, 4, false, false, true, 0, 1;
+            "sk_n16u8", 16, 1, 8, false, false, true, 0, 1;
         )
     };
     (@ $prefix:literal; $($suffix:literal, $batch:literal, $mt:literal, $unroll:literal,
-        $prefetch:literal, $xs:literal, $stream:literal;)*) => {
+        $prefetch:literal, $xs:literal, $stream:literal, $stages:literal, $slices:literal;)*) => {
         [$(TcKernel {
             name: concat!($prefix, $suffix),
             batch: $batch,
@@ -339,6 +406,8 @@ macro_rules! tc_table {
             prefetch: $prefetch,
             xs: $xs,
             stream: $stream,
+            stages: $stages,
+            slices: $slices,
         },)*]
     };
 }
@@ -346,14 +415,15 @@ macro_rules! tc_table {
 /// The fp16 tensor-core kernels. The first four are the defaults ([`TC_DEFAULTS`]): up to 8
 /// or up to 16 vectors, 4 or 8 k-blocks in flight per warp; then the variants `cmv-bench
 /// --explore-tc` also times (`m` row tiles, `u` k-blocks in flight, `p` prefetch of the next
-/// k-blocks, `s` inputs staged in shared memory, `sk` the stream-K schedule).
+/// k-blocks, `s` inputs staged in shared memory, `r` a `cp.async` weight ring of that many
+/// stages, `c` that many warps (column slices) per row tile, `sk` the stream-K schedule).
 pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_f16_tc_");
 
 /// The int8 tensor-core kernels, as [`TC_F16_KERNELS`].
 pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_i8_tc_");
 
 /// Tensor-core kernels per element type.
-pub const TC_KERNELS: usize = 11;
+pub const TC_KERNELS: usize = 30;
 
 /// How many of the table's first kernels the default path uses.
 pub const TC_DEFAULTS: usize = 4;
@@ -367,7 +437,7 @@ pub const TC_DEFAULTS: usize = 4;
 /// about 2 blocks per SM (8 vectors) or 1 (16 vectors: twice the accumulators per warp).
 pub const fn tc_choice(batch: u32, rows: u32, chunks: u32, sm_count: u32) -> (usize, TcPlan) {
     let wide = batch > 8;
-    let row_blocks = rows.div_ceil(tc_rows_per_block(1));
+    let row_blocks = rows.div_ceil(tc_rows_per_block(1, 1));
     let sms = if sm_count == 0 { 1 } else { sm_count };
     if 2 * row_blocks >= sms {
         let i = if wide { 3 } else { 1 };
@@ -405,7 +475,7 @@ mod tests {
                             "{rows} {chunks} {p:?}"
                         );
                         assert!((p.ksplit - 1) * p.kblocks_per_split < kb, "{p:?}");
-                        assert_eq!(p.row_blocks, rows.div_ceil(16 * k.mt * TC_WARPS));
+                        assert_eq!(p.row_blocks, rows.div_ceil(16 * k.mt * TC_WARPS / k.slices));
                         if k.xs {
                             assert!(p.kblocks_per_split <= TC_XS_MAX_KBLOCKS);
                         }
@@ -448,8 +518,18 @@ mod tests {
             assert!(t.mt >= 1 && t.unroll >= 1);
             let tag = format!("n{}", t.batch);
             assert!(t.name.contains(&tag), "{}", t.name);
+            let ring = if t.stages > 0 {
+                format!("r{}", t.stages)
+            } else {
+                String::new()
+            };
+            let slices = if t.slices > 1 {
+                format!("c{}", t.slices)
+            } else {
+                String::new()
+            };
             let shape = format!(
-                "m{}u{}{}{}",
+                "m{}u{}{}{}{ring}{slices}",
                 t.mt,
                 t.unroll,
                 if t.prefetch { "p" } else { "" },
@@ -465,11 +545,39 @@ mod tests {
             if t.stream {
                 assert!(t.mt == 1 && !t.prefetch && !t.xs, "{}", t.name);
             }
+            if t.stages > 0 {
+                // A ring replaces the register loads: no prefetch, no shared inputs (both
+                // would share its shared memory), and a block fits on an SM.
+                assert!(
+                    t.stages >= 2 && !t.prefetch && !t.xs && !t.stream,
+                    "{}",
+                    t.name
+                );
+                assert!(tc_ring_bytes(*t) <= 227 * 1024, "{}", t.name);
+            }
+            // Slices: a power of two dividing the warps, register loads only (the shared
+            // memory holds the cross-slice sums).
+            assert!(
+                t.slices.is_power_of_two() && TC_WARPS.is_multiple_of(t.slices),
+                "{}",
+                t.name
+            );
+            if t.slices > 1 {
+                assert!(
+                    !t.prefetch && !t.xs && !t.stream && t.stages == 0,
+                    "{}",
+                    t.name
+                );
+            }
         }
         for (i, (f, q)) in TC_F16_KERNELS.iter().zip(&TC_I8_KERNELS).enumerate() {
             // The two tables list the same shapes in the same order.
             assert_eq!(f.name.replace("f16", "i8"), q.name);
-            let shape = |k: &TcKernel| (k.batch, k.mt, k.unroll, k.prefetch, k.xs, k.stream);
+            let shape = |k: &TcKernel| {
+                (
+                    k.batch, k.mt, k.unroll, k.prefetch, k.xs, k.stream, k.stages, k.slices,
+                )
+            };
             assert_eq!(shape(f), shape(q));
             if i < TC_DEFAULTS {
                 assert!(!f.name.contains("_x_") && !f.xs, "{}", f.name);
@@ -504,6 +612,39 @@ mod tests {
         // 66.5 KiB: two blocks fit in an SM's 227 KiB.
         assert_eq!(tc_x_smem_bytes(*k, TC_XS_MAX_KBLOCKS, 16), 16 * 16 * 260);
         assert_eq!(tc_x_smem_bytes(TC_F16_KERNELS[0], 64, 16), 0);
+    }
+
+    #[test]
+    fn ring_slots_are_distinct_contiguous_and_inside_the_ring() {
+        for k in TC_F16_KERNELS.iter().filter(|k| k.stages > 0) {
+            let per_warp = k.stages * tc_ring_stage_bytes(*k);
+            assert_eq!(tc_ring_bytes(*k), TC_WARPS * per_warp);
+            let mut seen = std::collections::BTreeSet::new();
+            for s in 0..k.stages {
+                for u in 0..k.unroll {
+                    for m in 0..k.mt {
+                        for h in 0..2 {
+                            let first = tc_ring_offset(*k, s, u, m, h, 0);
+                            for lane in 0..32 {
+                                let o = tc_ring_offset(*k, s, u, m, h, lane);
+                                // One copy: 32 lanes, 512 contiguous bytes.
+                                assert_eq!(o, first + 16 * lane);
+                                assert!(o.is_multiple_of(16) && o + 16 <= per_warp, "{}", k.name);
+                                assert!(seen.insert(o), "{} slot reused", k.name);
+                            }
+                        }
+                    }
+                }
+            }
+            assert_eq!(seen.len() as u32 * 16, per_warp);
+            assert_eq!(tc_smem_bytes(*k, 64, 16), tc_ring_bytes(*k));
+        }
+        let r3 = TC_F16_KERNELS
+            .iter()
+            .find(|k| k.name.ends_with("x_n16m1u4r3"))
+            .unwrap();
+        // 8 warps x 3 stages x 4 k-blocks x 1 KiB: two blocks fit in an SM's 227 KiB.
+        assert_eq!(tc_ring_bytes(*r3), 96 * 1024);
     }
 
     #[test]

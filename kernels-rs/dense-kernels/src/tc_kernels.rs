@@ -4,9 +4,10 @@
 use crate::math::requantize;
 use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_KBLOCK_CHUNKS, tc_rows_per_block};
 use cmv_device::{
-    U32x4, atomic_add_u32, block_idx_x, block_idx_y, dyn_smem_addr, f32_to_f16, fence_gpu,
-    grid_dim_x, grid_dim_y, lane_id, ld_cg_v4, ld_nc_na_v4, ld_nc_v4, lds_v4, mma_m16n8k16_f16_f32,
-    mma_m16n8k32_s8, st_global_v4, sts_v4, sync_threads, sync_threads_or, thread_idx_x, warp_id,
+    U32x4, atomic_add_u32, block_idx_x, block_idx_y, cp_async_16_zfill, cp_async_commit,
+    cp_async_wait, dyn_smem_addr, f32_to_f16, fence_gpu, grid_dim_x, grid_dim_y, lane_id, ld_cg_v4,
+    ld_nc_na_v4, ld_nc_v4, lds_v4, mma_m16n8k16_f16_f32, mma_m16n8k32_s8, st_global_v4, sts_v4,
+    sync_threads, sync_threads_or, sync_warp, thread_idx_x, warp_id,
 };
 
 /// One `mma` shape: the element type's instruction and its 32-bit accumulators.
@@ -184,9 +185,19 @@ unsafe fn mma_group<E: Tc, const MT: usize, const NT: usize, const U: usize>(
 /// (twice the weight registers, loads in flight all the time); otherwise each group of `U`
 /// k-blocks is loaded, then used.
 ///
+/// Without `PF` or a ring, the warp sums the groups of `U` k-blocks from `kb0 + first`,
+/// `step` k-blocks apart (a column slice); `PF` and ring warps sum every k-block (`first`
+/// 0, `step` `U`).
+///
+/// `R > 0`: the weights go through the warp's ring of `R` stages in shared memory at `ring`
+/// ([`crate::tc::tc_ring_offset`]): `R` groups of `U` k-blocks are in flight (`cp.async`)
+/// while the oldest is multiplied, and a group is copied into a stage only after the same
+/// lanes have read that stage back (each lane reads only the 16 bytes it copied).
+///
 /// # Safety
 /// All 32 lanes call it together with the same arguments; `w` holds `rows * chunks` and `x`
-/// `batch * chunks` readable, 16-byte-aligned chunks; `rows >= 1`, `batch >= 1`.
+/// `batch * chunks` readable, 16-byte-aligned chunks; `rows >= 1`, `batch >= 1`; with `R > 0`,
+/// `ring` is this warp's ring of `R` stages in the block's shared memory, used by no one else.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn tile_sums<
@@ -196,6 +207,7 @@ unsafe fn tile_sums<
     const U: usize,
     const PF: bool,
     const XS: bool,
+    const R: usize,
 >(
     w: *const U32x4,
     x: *const U32x4,
@@ -205,6 +217,8 @@ unsafe fn tile_sums<
     row0: u32,
     (kb0, kb1): (usize, usize),
     xs: (u32, usize),
+    ring: u32,
+    (first, step): (usize, usize),
 ) -> [[[E::Acc; 4]; NT]; MT] {
     let lane = lane_id();
     let (g, t) = ((lane >> 2) as usize, (lane & 3) as usize);
@@ -227,7 +241,80 @@ unsafe fn tile_sums<
     };
     let mut acc = [[[E::ZERO; 4]; NT]; MT];
     let mut kb = kb0;
-    if PF {
+    if R > 0 {
+        let lane_ring = ring + 16 * lane;
+        let slot = |s: usize, u: usize, m: usize, h: usize| {
+            lane_ring + ((((s * U + u) * MT + m) * 2 + h) * 512) as u32
+        };
+        // Copies k-blocks kb..kb + U into stage s: zeros past kb1 or the row's end (the
+        // inputs there are zeros too, and 0 x garbage could be NaN).
+        let issue = |kb: usize, s: usize| {
+            for u in 0..U {
+                let c = (kb + u) * TC_KBLOCK_CHUNKS as usize + t;
+                let ok = kb + u < kb1 && c < chunks;
+                for m in 0..MT {
+                    for h in 0..2 {
+                        // SAFETY: c < chunks when read (else nothing is read from the row
+                        // start); the stage slot is this lane's, not in flight (see below).
+                        unsafe {
+                            let src = wrow[m][h].add(if ok { c } else { 0 });
+                            cp_async_16_zfill(slot(s, u, m, h), src, if ok { 16 } else { 0 });
+                        }
+                    }
+                }
+            }
+        };
+        let groups = kb1.saturating_sub(kb0).div_ceil(U);
+        // One commit group per stage, empty ones too, so that `wait_group R - 1` below always
+        // means "the oldest group has landed".
+        for st in 0..R {
+            if st < groups {
+                issue(kb0 + st * U, st);
+            }
+            // SAFETY: device code.
+            unsafe { cp_async_commit() };
+        }
+        let mut st = 0;
+        for i in 0..groups {
+            let kb = kb0 + i * U;
+            // SAFETY: as the other loads.
+            let xv = unsafe { load_x::<NT, U, false>(&src, kb, kb1, chunks, t) };
+            // SAFETY: device code; R is a compile-time constant.
+            unsafe {
+                match R {
+                    2 => cp_async_wait::<1>(),
+                    3 => cp_async_wait::<2>(),
+                    4 => cp_async_wait::<3>(),
+                    5 => cp_async_wait::<4>(),
+                    6 => cp_async_wait::<5>(),
+                    _ => cp_async_wait::<0>(),
+                }
+            }
+            let mut wv = [[[U32x4([0; 4]); U]; 2]; MT];
+            for (m, tile) in wv.iter_mut().enumerate() {
+                for (h, half) in tile.iter_mut().enumerate() {
+                    for (u, v) in half.iter_mut().enumerate() {
+                        // SAFETY: this lane's bytes of stage st, landed (waited for above).
+                        *v = unsafe { lds_v4(slot(st, u, m, h)) };
+                    }
+                }
+            }
+            // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
+            unsafe { mma_group::<E, MT, NT, U>(&mut acc, &wv, &xv) };
+            // Stage st is read (the `mma` consumed it; the warp barrier orders the reads
+            // before the copies): refill it with group i + R.
+            // SAFETY: all lanes are here (warp-uniform loop).
+            unsafe { sync_warp() };
+            if i + R < groups {
+                issue(kb0 + (i + R) * U, st);
+            }
+            // SAFETY: device code.
+            unsafe { cp_async_commit() };
+            st = if st + 1 == R { 0 } else { st + 1 };
+        }
+        // SAFETY: device code; only empty groups can be left.
+        unsafe { cp_async_wait::<0>() };
+    } else if PF {
         // SAFETY (all loads below): rows and vectors as documented, chunks checked inside.
         let mut cur = unsafe { load_w::<MT, U>(&wrow, kb, kb1, chunks, t) };
         while kb < kb1 {
@@ -239,6 +326,7 @@ unsafe fn tile_sums<
             kb += U;
         }
     } else {
+        kb += first;
         while kb < kb1 {
             // SAFETY: as above.
             let (wv, xv) = unsafe {
@@ -249,7 +337,7 @@ unsafe fn tile_sums<
             };
             // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
             unsafe { mma_group::<E, MT, NT, U>(&mut acc, &wv, &xv) };
-            kb += U;
+            kb += step;
         }
     }
     acc
@@ -273,6 +361,8 @@ unsafe fn gemv_tc<
     const U: usize,
     const PF: bool,
     const XS: bool,
+    const R: usize,
+    const S: usize,
 >(
     w: *const U32x4,
     x: *const U32x4,
@@ -284,10 +374,19 @@ unsafe fn gemv_tc<
     counters: *mut u32,
     store: impl Fn(usize, u32),
 ) {
-    let rb0 = block_idx_x() * tc_rows_per_block(MT as u32);
-    let row0 = rb0 + warp_id() * 16 * MT as u32;
+    // Block `(x, y)` of the `row_blocks x ksplit` grid is number `y row_blocks + x` in launch
+    // order; it sums split `id % ksplit` of row block `id / ksplit`, so the splits of one row
+    // block run side by side and the blocks running at once read few distinct rows.
+    let (rb, split) = {
+        let id = block_idx_y() * grid_dim_x() + block_idx_x();
+        (id / grid_dim_y(), id % grid_dim_y())
+    };
+    let rb0 = rb * tc_rows_per_block(MT as u32, S as u32);
+    // Warps `S t .. S t + S` share row tiles `t` (column slices `0..S`).
+    let slice = warp_id() as usize % S;
+    let row0 = rb0 + (warp_id() / S as u32) * 16 * MT as u32;
     let kblocks = chunks.div_ceil(TC_KBLOCK_CHUNKS as usize);
-    let kb0 = (block_idx_y() * per) as usize;
+    let kb0 = (split * per) as usize;
     let kb1 = (kb0 + per as usize).min(kblocks);
     // XS: the block copies its k-range of every vector to shared memory first (zeros past the
     // row's end), `xs_stride` chunks apart ([`crate::tc::tc_x_stride`]).
@@ -315,7 +414,7 @@ unsafe fn gemv_tc<
     let mut sums = if row0 < rows {
         // SAFETY: forwarded; the condition is warp-uniform.
         unsafe {
-            tile_sums::<E, MT, NT, U, PF, XS>(
+            tile_sums::<E, MT, NT, U, PF, XS, R>(
                 w,
                 x,
                 rows,
@@ -324,24 +423,61 @@ unsafe fn gemv_tc<
                 row0,
                 (kb0, kb1),
                 (base, stride),
+                // The rings start the dynamic shared memory (a kernel has a ring or the
+                // inputs' copy, never both: crate::tc tests).
+                base + warp_id() * (R * U * MT * 1024) as u32,
+                (slice * U, S * U),
             )
         }
     } else {
         [[[E::ZERO; 4]; NT]; MT]
     };
+    if S > 1 {
+        // Add the slices' sums in slice order (the same order every run) into slice 0's
+        // warp; the other warps go on with zeros and store nothing. Fragment `(m, nt)` of
+        // thread `tid` sits at `16 ((m NT + nt) TC_THREADS + tid)` (conflict-free).
+        let tid = thread_idx_x();
+        let at = |tid: u32, m: usize, nt: usize| {
+            base + 16 * ((m * NT + nt) as u32 * crate::tc::TC_THREADS + tid)
+        };
+        for (m, tile) in sums.iter().enumerate() {
+            for (nt, a) in tile.iter().enumerate() {
+                let v = U32x4([E::bits(a[0]), E::bits(a[1]), E::bits(a[2]), E::bits(a[3])]);
+                // SAFETY: inside the launch's tc_slice_smem_bytes.
+                unsafe { sts_v4(at(tid, m, nt), v) };
+            }
+        }
+        // SAFETY: every thread of the block reaches this barrier.
+        unsafe { sync_threads() };
+        if slice == 0 {
+            for s in 1..S as u32 {
+                for (m, tile) in sums.iter_mut().enumerate() {
+                    for (nt, a) in tile.iter_mut().enumerate() {
+                        // SAFETY: slice s's thread of this lane, inside the shared memory.
+                        let v = unsafe { lds_v4(at(tid + 32 * s, m, nt)) }.0;
+                        for i in 0..4 {
+                            a[i] = E::add(a[i], E::from_bits(v[i]));
+                        }
+                    }
+                }
+            }
+        } else {
+            sums = [[[E::ZERO; 4]; NT]; MT];
+        }
+    }
     let splits = grid_dim_y();
     if splits > 1 {
         let tid = thread_idx_x() as usize;
         // This thread's partial fragment of split `s`: MT * NT chunks, a block's threads side
         // by side (coalesced).
         let slot = |s: u32| {
-            let i = (s as usize * grid_dim_x() as usize + block_idx_x() as usize)
+            let i = (s as usize * grid_dim_x() as usize + rb as usize)
                 * crate::tc::TC_THREADS as usize
                 + tid;
             // SAFETY: i < gridDim.y * gridDim.x * TC_THREADS: inside the workspace.
             unsafe { (ws as *mut U32x4).add(i * MT * NT) }
         };
-        let mine = slot(block_idx_y());
+        let mine = slot(split);
         for (m, tile) in sums.iter().enumerate() {
             for (nt, a) in tile.iter().enumerate() {
                 let v = U32x4([E::bits(a[0]), E::bits(a[1]), E::bits(a[2]), E::bits(a[3])]);
@@ -356,7 +492,7 @@ unsafe fn gemv_tc<
             sync_threads();
             let mut last = false;
             if tid == 0 {
-                let c = counters.add(block_idx_x() as usize);
+                let c = counters.add(rb as usize);
                 last = atomic_add_u32(c, 1) == splits - 1;
             }
             sync_threads_or(last)
@@ -370,7 +506,7 @@ unsafe fn gemv_tc<
         unsafe { fence_gpu() };
         if tid == 0 {
             // SAFETY: this row block's counter; no block touches it again in this launch.
-            unsafe { *counters.add(block_idx_x() as usize) = 0 };
+            unsafe { *counters.add(rb as usize) = 0 };
         }
         let own = sums;
         sums = [[[E::ZERO; 4]; NT]; MT];
@@ -378,7 +514,7 @@ unsafe fn gemv_tc<
             let p = slot(s);
             for m in 0..MT {
                 for nt in 0..NT {
-                    let part = if s == block_idx_y() {
+                    let part = if s == split {
                         own[m][nt]
                     } else {
                         // SAFETY: split s's slot, written and published before its count.
@@ -404,7 +540,7 @@ unsafe fn gemv_tc<
             for (i, &v) in a.iter().enumerate() {
                 let row = row0 + (m * 16) as u32 + g + if i >= 2 { 8 } else { 0 };
                 let n = (nt * 8) as u32 + 2 * t + (i as u32 & 1);
-                if row < rows && n < batch {
+                if slice == 0 && row < rows && n < batch {
                     store(n as usize * rows as usize + row as usize, E::bits(v));
                 }
             }
@@ -455,7 +591,7 @@ unsafe fn gemv_tc_stream<E: Tc, const NT: usize, const U: usize>(
     counters: *mut u32,
     store: impl Fn(usize, u32),
 ) {
-    let rpb = tc_rows_per_block(1) as u64;
+    let rpb = tc_rows_per_block(1, 1) as u64;
     let kbs = chunks.div_ceil(TC_KBLOCK_CHUNKS as usize) as u64;
     let sk = StreamK {
         kbs,
@@ -481,7 +617,7 @@ unsafe fn gemv_tc_stream<E: Tc, const NT: usize, const U: usize>(
         let sums = if row0 < rows {
             // SAFETY: forwarded; the condition is warp-uniform.
             unsafe {
-                tile_sums::<E, 1, NT, U, false, false>(
+                tile_sums::<E, 1, NT, U, false, false, 0>(
                     w,
                     x,
                     rows,
@@ -490,6 +626,8 @@ unsafe fn gemv_tc_stream<E: Tc, const NT: usize, const U: usize>(
                     row0,
                     (k0, k1),
                     (0, 0),
+                    0,
+                    (0, U),
                 )
             }
         } else {
@@ -615,7 +753,8 @@ tc_stream_entries! {
 }
 
 macro_rules! tc_entries {
-    ($($f16:ident, $i8:ident = $nt:literal, $mt:literal, $u:literal, $pf:literal, $xs:literal;)*) => {$(
+    ($($f16:ident, $i8:ident = $nt:literal, $mt:literal, $u:literal, $pf:literal, $xs:literal,
+       $r:literal, $s:literal;)*) => {$(
         /// fp16 GEMV on tensor cores for up to `8 * NT` vectors; see [`crate::tc`].
         ///
         /// # Safety
@@ -630,7 +769,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<F16, $mt, $nt, $u, $pf, $xs>(
+                gemv_tc::<F16, $mt, $nt, $u, $pf, $xs, $r, $s>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 8) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -654,7 +793,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<I8, $mt, $nt, $u, $pf, $xs>(
+                gemv_tc::<I8, $mt, $nt, $u, $pf, $xs, $r, $s>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 16) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -666,13 +805,32 @@ macro_rules! tc_entries {
 // Names and shapes as `crate::tc::TC_F16_KERNELS` / `TC_I8_KERNELS` (a host test checks
 // that every listed name is in the PTX).
 tc_entries! {
-    cmv_gemv_f16_tc_n8u4, cmv_gemv_i8_tc_n8u4 = 1, 1, 4, false, false;
-    cmv_gemv_f16_tc_n8u8, cmv_gemv_i8_tc_n8u8 = 1, 1, 8, false, false;
-    cmv_gemv_f16_tc_n16u4, cmv_gemv_i8_tc_n16u4 = 2, 1, 4, false, false;
-    cmv_gemv_f16_tc_n16u8, cmv_gemv_i8_tc_n16u8 = 2, 1, 8, false, false;
-    cmv_gemv_f16_tc_x_n8m1u4p, cmv_gemv_i8_tc_x_n8m1u4p = 1, 1, 4, true, false;
-    cmv_gemv_f16_tc_x_n16m1u4p, cmv_gemv_i8_tc_x_n16m1u4p = 2, 1, 4, true, false;
-    cmv_gemv_f16_tc_x_n16m1u4ps, cmv_gemv_i8_tc_x_n16m1u4ps = 2, 1, 4, true, true;
+    cmv_gemv_f16_tc_n8u4, cmv_gemv_i8_tc_n8u4 = 1, 1, 4, false, false, 0, 1;
+    cmv_gemv_f16_tc_n8u8, cmv_gemv_i8_tc_n8u8 = 1, 1, 8, false, false, 0, 1;
+    cmv_gemv_f16_tc_n16u4, cmv_gemv_i8_tc_n16u4 = 2, 1, 4, false, false, 0, 1;
+    cmv_gemv_f16_tc_n16u8, cmv_gemv_i8_tc_n16u8 = 2, 1, 8, false, false, 0, 1;
+    cmv_gemv_f16_tc_x_n8m1u4p, cmv_gemv_i8_tc_x_n8m1u4p = 1, 1, 4, true, false, 0, 1;
+    cmv_gemv_f16_tc_x_n16m1u4p, cmv_gemv_i8_tc_x_n16m1u4p = 2, 1, 4, true, false, 0, 1;
+    cmv_gemv_f16_tc_x_n16m1u4ps, cmv_gemv_i8_tc_x_n16m1u4ps = 2, 1, 4, true, true, 0, 1;
+    cmv_gemv_f16_tc_x_n8m1u16, cmv_gemv_i8_tc_x_n8m1u16 = 1, 1, 16, false, false, 0, 1;
+    cmv_gemv_f16_tc_x_n8m1u4r3, cmv_gemv_i8_tc_x_n8m1u4r3 = 1, 1, 4, false, false, 3, 1;
+    cmv_gemv_f16_tc_x_n8m1u2r6, cmv_gemv_i8_tc_x_n8m1u2r6 = 1, 1, 2, false, false, 6, 1;
+    cmv_gemv_f16_tc_x_n8m1u4r6, cmv_gemv_i8_tc_x_n8m1u4r6 = 1, 1, 4, false, false, 6, 1;
+    cmv_gemv_f16_tc_x_n16m1u4r3, cmv_gemv_i8_tc_x_n16m1u4r3 = 2, 1, 4, false, false, 3, 1;
+    cmv_gemv_f16_tc_x_n16m1u2r6, cmv_gemv_i8_tc_x_n16m1u2r6 = 2, 1, 2, false, false, 6, 1;
+    cmv_gemv_f16_tc_x_n16m1u4r6, cmv_gemv_i8_tc_x_n16m1u4r6 = 2, 1, 4, false, false, 6, 1;
+    cmv_gemv_f16_tc_x_n8m1u4c8, cmv_gemv_i8_tc_x_n8m1u4c8 = 1, 1, 4, false, false, 0, 8;
+    cmv_gemv_f16_tc_x_n8m1u2c8, cmv_gemv_i8_tc_x_n8m1u2c8 = 1, 1, 2, false, false, 0, 8;
+    cmv_gemv_f16_tc_x_n16m1u2c8, cmv_gemv_i8_tc_x_n16m1u2c8 = 2, 1, 2, false, false, 0, 8;
+    cmv_gemv_f16_tc_x_n8m1u4c4, cmv_gemv_i8_tc_x_n8m1u4c4 = 1, 1, 4, false, false, 0, 4;
+    cmv_gemv_f16_tc_x_n16m1u4c4, cmv_gemv_i8_tc_x_n16m1u4c4 = 2, 1, 4, false, false, 0, 4;
+    cmv_gemv_f16_tc_x_n16m2u2c8, cmv_gemv_i8_tc_x_n16m2u2c8 = 2, 2, 2, false, false, 0, 8;
+    cmv_gemv_f16_tc_x_n8m2u2c8, cmv_gemv_i8_tc_x_n8m2u2c8 = 1, 2, 2, false, false, 0, 8;
+    cmv_gemv_f16_tc_x_n8m1u8c8, cmv_gemv_i8_tc_x_n8m1u8c8 = 1, 1, 8, false, false, 0, 8;
+    cmv_gemv_f16_tc_x_n8m1u8c4, cmv_gemv_i8_tc_x_n8m1u8c4 = 1, 1, 8, false, false, 0, 4;
+    cmv_gemv_f16_tc_x_n16m1u4c8, cmv_gemv_i8_tc_x_n16m1u4c8 = 2, 1, 4, false, false, 0, 8;
+    cmv_gemv_f16_tc_x_n16m1u8c8, cmv_gemv_i8_tc_x_n16m1u8c8 = 2, 1, 8, false, false, 0, 8;
+    cmv_gemv_f16_tc_x_n16m1u8c4, cmv_gemv_i8_tc_x_n16m1u8c4 = 2, 1, 8, false, false, 0, 4;
 }
 
 // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the

@@ -43,7 +43,8 @@ struct Args {
     #[arg(long)]
     explore: bool,
     /// Time the tensor-core kernels for batch 2-16 (every variant and split-K plan) beside the
-    /// default path, the previous kernels and cuBLAS, instead (for tuning).
+    /// default path, the previous kernels and cuBLAS, instead (for tuning); `--batches` and
+    /// `--variants` (parts of kernel names) narrow it.
     #[arg(long)]
     explore_tc: bool,
     #[arg(long, value_delimiter = ',', help = suites_help())]
@@ -406,7 +407,17 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 return bench::explore::run(&gpu, &dense, &cfg);
             }
             if args.explore_tc {
-                return bench::explore::run_tc(&gpu, &dense, &cfg);
+                // --batches (those of 2 to 16) and --variants (kernel name parts) narrow it.
+                let batches: Vec<usize> = if args.batches.is_empty() {
+                    vec![2, 4, 8, 16]
+                } else {
+                    args.batches
+                        .iter()
+                        .copied()
+                        .filter(|b| (2..=16).contains(b))
+                        .collect()
+                };
+                return bench::explore::run_tc(&gpu, &dense, &cfg, &batches, &args.variants);
             }
             let ceiling = dense::measure_ceiling(&gpu, &dense, &cfg)?;
             println!(
