@@ -11,7 +11,7 @@ use cmv_runtime::{
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
     TC_THREADS, TC_WORKSPACE_WORDS, TC_XS_MAX_KBLOCKS, TcKernel, TcPlan, tc_choice, tc_kblocks,
-    tc_rows_per_block, tc_smem_bytes, tc_split_words, tc_stream_words,
+    tc_rows_per_block, tc_sliced, tc_smem_bytes, tc_split_words, tc_stream_words,
 };
 use dense_kernels::{
     BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, GemvF16AnyParams, GemvF16Params,
@@ -174,18 +174,26 @@ fn check_tc_shape(
     Ok(())
 }
 
-/// Whether `gemv_f16` runs `batch` vectors on a `rows`-row matrix on the tensor cores
-/// (`dense_kernels::tc`) rather than the CUDA-core kernels: from 5 vectors on always; 2 to 4
-/// only when the rows fill half the SMs with row blocks (below that the CUDA-core kernel for
-/// 4 vectors was faster on an H100: docs/PERF.md).
-pub fn f16_on_tensor_cores(batch: u32, rows: u32, sm_count: u32) -> bool {
-    batch > 4 || (batch >= 2 && 2 * rows.div_ceil(tc_rows_per_block(1, 1)) >= sm_count)
+/// Whether the tensor-core kernels' column slices beat the CUDA-core kernel for 2 to 4 fp16
+/// (or 2 int8) vectors on a `rows x cols` matrix: a large matrix ([`tc_sliced`]) that is not
+/// much wider than tall. On wide ones (`cols > 2 rows`: 4096x11008, 4096x14336, 8192x28672)
+/// and small ones the CUDA-core kernel, whose blocks own 2 rows each, was faster on an H100
+/// (docs/PERF.md).
+fn few_vectors_on_tensor_cores(rows: u32, cols: u32, sm_count: u32) -> bool {
+    tc_sliced(rows, sm_count) && u64::from(cols) <= 2 * u64::from(rows)
 }
 
-/// Whether `gemv_i8` runs `batch` vectors on the tensor cores: from 3 on (at 2 the `dp4a`
-/// kernel was as fast or faster on an H100 at 3 of 4 shapes: docs/PERF.md).
-pub fn i8_on_tensor_cores(batch: u32) -> bool {
-    batch >= 3
+/// Whether `gemv_f16` runs `batch` vectors on a `rows x cols` matrix on the tensor cores
+/// (`dense_kernels::tc`) rather than the CUDA-core kernels: from 5 vectors on always; 2 to 4
+/// where the column-slice kernels were faster (see `few_vectors_on_tensor_cores`).
+pub fn f16_on_tensor_cores(batch: u32, rows: u32, cols: u32, sm_count: u32) -> bool {
+    batch > 4 || (batch >= 2 && few_vectors_on_tensor_cores(rows, cols, sm_count))
+}
+
+/// Whether `gemv_i8` runs `batch` vectors on the tensor cores: from 3 on always; 2 where the
+/// column-slice kernels were faster than the `dp4a` kernel (as for fp16).
+pub fn i8_on_tensor_cores(batch: u32, rows: u32, cols: u32, sm_count: u32) -> bool {
+    batch >= 3 || (batch == 2 && few_vectors_on_tensor_cores(rows, cols, sm_count))
 }
 
 /// Checks that `plan` covers `rows` rows of `chunks` chunks with kernel `k` exactly as the
@@ -193,7 +201,7 @@ pub fn i8_on_tensor_cores(batch: u32) -> bool {
 fn check_tc_plan(k: TcKernel, plan: TcPlan, rows: u32, chunks: u32) -> Result<()> {
     let kblocks = tc_kblocks(chunks);
     let per = plan.kblocks_per_split;
-    let rows_ok = plan.row_blocks == rows.div_ceil(tc_rows_per_block(k.mt, k.slices));
+    let rows_ok = plan.row_blocks == rows.div_ceil(tc_rows_per_block(k));
     let ok = if k.stream {
         let units = u64::from(plan.row_blocks) * u64::from(kblocks);
         rows_ok
@@ -393,8 +401,10 @@ impl DenseGemv {
         check_len("input", x.len(), batch * w.cols())?;
         check_len("output", y.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(F16_COL_MULTIPLE) && f16_on_tensor_cores(b, rows, self.sm_count) {
-            let (i, plan) = tc_choice(b, rows, cols / 8, self.sm_count);
+        if cols.is_multiple_of(F16_COL_MULTIPLE)
+            && f16_on_tensor_cores(b, rows, cols, self.sm_count)
+        {
+            let (i, plan) = tc_choice(b, rows, cols, cols / 8, self.sm_count);
             self.launch_tc_f16(&self.tc_f16[i], TC_F16_KERNELS[i], plan, w, x, y, b)?;
         } else if cols.is_multiple_of(F16_COL_MULTIPLE) {
             let kb = f16_kernel_batch(b).unwrap_or(16);
@@ -447,8 +457,9 @@ impl DenseGemv {
         check_len("int32 output", y32.len(), batch * w.rows())?;
         check_len("int8 output", y8.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(I8_COL_MULTIPLE) && i8_on_tensor_cores(b) {
-            let (i, plan) = tc_choice(b, rows, cols / 16, self.sm_count);
+        if cols.is_multiple_of(I8_COL_MULTIPLE) && i8_on_tensor_cores(b, rows, cols, self.sm_count)
+        {
+            let (i, plan) = tc_choice(b, rows, cols, cols / 16, self.sm_count);
             self.launch_tc_i8(
                 &self.tc_i8[i],
                 TC_I8_KERNELS[i],
@@ -889,21 +900,26 @@ mod tests {
         for (rows, cols) in [(1, 16), (7, 48), (4096, 4096), (11008, 4096), (28672, 8192)] {
             for b in 2..=16 {
                 for sms in [1, 132] {
-                    let (i, p) = tc_choice(b, rows, cols / 8, sms);
+                    let (i, p) = tc_choice(b, rows, cols, cols / 8, sms);
                     check_tc_plan(TC_F16_KERNELS[i], p, rows, cols / 8).unwrap();
-                    let (i, p) = tc_choice(b, rows, cols / 16, sms);
+                    let (i, p) = tc_choice(b, rows, cols, cols / 16, sms);
                     check_tc_plan(TC_I8_KERNELS[i], p, rows, cols / 16).unwrap();
                 }
             }
         }
-        // The CUDA-core kernels keep 2-4 fp16 vectors on short matrices and 2 int8 vectors.
-        assert!(!f16_on_tensor_cores(4, 4096, 132));
-        assert!(f16_on_tensor_cores(4, 11008, 132));
-        assert!(f16_on_tensor_cores(5, 4096, 132));
-        assert!(!f16_on_tensor_cores(1, 28672, 132));
-        assert!(!i8_on_tensor_cores(2) && i8_on_tensor_cores(3));
-        let k = TC_F16_KERNELS[2];
-        let good = tc_choice(16, 4096, 512, 132).1;
+        // The CUDA-core kernels keep 2-4 fp16 vectors (2 int8) on small and wide matrices.
+        assert!(f16_on_tensor_cores(4, 4096, 4096, 132));
+        assert!(!f16_on_tensor_cores(4, 2048, 2048, 132));
+        assert!(!f16_on_tensor_cores(4, 4096, 11008, 132));
+        assert!(f16_on_tensor_cores(4, 11008, 4096, 132));
+        assert!(f16_on_tensor_cores(5, 4096, 14336, 132));
+        assert!(!f16_on_tensor_cores(1, 28672, 8192, 132));
+        assert!(i8_on_tensor_cores(2, 8192, 8192, 132));
+        assert!(!i8_on_tensor_cores(2, 8192, 28672, 132));
+        assert!(i8_on_tensor_cores(3, 1024, 1024, 132));
+        assert!(!i8_on_tensor_cores(1, 8192, 8192, 132));
+        let k = TC_F16_KERNELS[1];
+        let good = tc_choice(16, 2048, 4096, 512, 132).1;
         assert!(good.ksplit > 1);
         for bad in [
             TcPlan {
@@ -924,7 +940,7 @@ mod tests {
             },
             TcPlan { ksplit: 0, ..good },
         ] {
-            let e = check_tc_plan(k, bad, 4096, 512).unwrap_err();
+            let e = check_tc_plan(k, bad, 2048, 512).unwrap_err();
             assert!(
                 e.to_string()
                     .contains("tc_choice, tc_plan or tc_stream_plan"),

@@ -45,12 +45,25 @@ pub const TC_COUNTERS: usize = 4096;
 
 /// Workspace words one split of a launch with `row_blocks` row blocks of kernel `k` needs.
 pub const fn tc_split_words(k: TcKernel, row_blocks: u32) -> usize {
-    row_blocks as usize * TC_THREADS as usize * 4 * k.mt as usize * (k.batch as usize / 8)
+    row_blocks as usize * TC_THREADS as usize * 4 * tc_frags(k) as usize
 }
 
-/// Rows a block of a kernel with `mt` row tiles per warp and `slices` warps per tile group owns.
-pub const fn tc_rows_per_block(mt: u32, slices: u32) -> u32 {
-    16 * mt * (TC_WARPS / slices)
+/// Accumulator fragments (4 words each) a thread of kernel `k` holds: one per row tile and
+/// group of 8 vectors, or one per row tile when the weights are the B operand (one `mma`
+/// covers 16 vectors).
+pub const fn tc_frags(k: TcKernel) -> u32 {
+    if k.wb { k.mt } else { k.mt * (k.batch / 8) }
+}
+
+/// Rows of one row tile of kernel `k`: 16 (the `mma`'s M), or 8 with the weights as the B
+/// operand (its N).
+pub const fn tc_tile_rows(k: TcKernel) -> u32 {
+    if k.wb { 8 } else { 16 }
+}
+
+/// Rows a block of kernel `k` owns: `mt` tiles per warp, `slices` warps per tile group.
+pub const fn tc_rows_per_block(k: TcKernel) -> u32 {
+    tc_tile_rows(k) * k.mt * (TC_WARPS / k.slices)
 }
 
 /// k-blocks of a row of `chunks` 16-byte chunks (the last may be partial).
@@ -87,7 +100,7 @@ pub const fn tc_plan(
     target_blocks: u32,
     min_kblocks: u32,
 ) -> TcPlan {
-    let row_blocks = rows.div_ceil(tc_rows_per_block(k.mt, k.slices));
+    let row_blocks = rows.div_ceil(tc_rows_per_block(k));
     let kblocks = tc_kblocks(chunks);
     let split_words = tc_split_words(k, row_blocks);
     let mut ksplit = if row_blocks == 0 || row_blocks as usize > TC_COUNTERS {
@@ -135,7 +148,7 @@ pub const fn tc_plan(
 /// (no partial last wave). Check it: the row blocks must fit [`TC_COUNTERS`] and the partial
 /// slots [`TC_WORKSPACE_WORDS`] ([`tc_stream_words`]).
 pub const fn tc_stream_plan(rows: u32, chunks: u32, k: TcKernel, blocks: u32) -> TcPlan {
-    let row_blocks = rows.div_ceil(tc_rows_per_block(k.mt, k.slices));
+    let row_blocks = rows.div_ceil(tc_rows_per_block(k));
     let kblocks = tc_kblocks(chunks);
     let units = row_blocks as u64 * kblocks as u64;
     let blocks = if (blocks as u64) > units {
@@ -196,7 +209,7 @@ impl StreamK {
 /// Workspace words a stream-K launch of kernel `k` on `blocks` blocks needs: two partial
 /// fragments per block (its first and its last row block may be shared with other blocks).
 pub const fn tc_stream_words(k: TcKernel, blocks: u32) -> usize {
-    2 * blocks as usize * TC_THREADS as usize * 4 * (k.batch as usize / 8)
+    2 * blocks as usize * TC_THREADS as usize * 4 * tc_frags(k) as usize
 }
 
 /// Parameters of the fp16 tensor-core kernels (`cmv_gemv_f16_tc_*`).
@@ -294,13 +307,17 @@ pub struct TcKernel {
     /// blocks running at once read fewer distinct rows, each over a wider window; the slices'
     /// sums are added through [`tc_slice_smem_bytes`] of shared memory in slice order.
     pub slices: u32,
+    /// Whether the weights are the `mma`'s B operand (`b`): tiles of 8 rows, the vectors as
+    /// its 16 rows (one `mma` pair per k-block for up to 16 vectors), so a block owns half the
+    /// rows; otherwise tiles of 16 rows and one `mma` pair per group of 8 vectors.
+    pub wb: bool,
 }
 
 /// Dynamic shared memory of the cross-slice sums of kernel `k` (zero with one slice): every
 /// thread's fragments, 16 bytes per tile and group of 8 vectors.
 pub const fn tc_slice_smem_bytes(k: TcKernel) -> u32 {
     if k.slices > 1 {
-        TC_THREADS * 16 * k.mt * (k.batch / 8)
+        TC_THREADS * 16 * tc_frags(k)
     } else {
         0
     }
@@ -360,44 +377,36 @@ pub const fn tc_x_smem_bytes(k: TcKernel, per: u32, batch: u32) -> u32 {
 
 /// Both kernel tables from one list (the entry points of `tc_kernels.rs` follow it): name
 /// suffix, vectors, row tiles, k-blocks in flight, prefetch, shared inputs, stream-K, ring
-/// stages, slices.
+/// stages, slices, weights as the B operand.
 macro_rules! tc_table {
     ($prefix:literal) => {
         tc_table!(@ $prefix;
-            "n8u4", 8, 1, 4, false, false, false, 0, 1;
-            "n8u8", 8, 1, 8, false, false, false, 0, 1;
-            "n16u4", 16, 1, 4, false, false, false, 0, 1;
-            "n16u8", 16, 1, 8, false, false, false, 0, 1;
-            "x_n8m1u4p", 8, 1, 4, true, false, false, 0, 1;
-            "x_n16m1u4p", 16, 1, 4, true, false, false, 0, 1;
-            "x_n16m1u4ps", 16, 1, 4, true, true, false, 0, 1;
-            "x_n8m1u16", 8, 1, 16, false, false, false, 0, 1;
-            "x_n8m1u4r3", 8, 1, 4, false, false, false, 3, 1;
-            "x_n8m1u2r6", 8, 1, 2, false, false, false, 6, 1;
-            "x_n8m1u4r6", 8, 1, 4, false, false, false, 6, 1;
-            "x_n16m1u4r3", 16, 1, 4, false, false, false, 3, 1;
-            "x_n16m1u2r6", 16, 1, 2, false, false, false, 6, 1;
-            "x_n16m1u4r6", 16, 1, 4, false, false, false, 6, 1;
-            "x_n8m1u4c8", 8, 1, 4, false, false, false, 0, 8;
-            "x_n8m1u2c8", 8, 1, 2, false, false, false, 0, 8;
-            "x_n16m1u2c8", 16, 1, 2, false, false, false, 0, 8;
-            "x_n8m1u4c4", 8, 1, 4, false, false, false, 0, 4;
-            "x_n16m1u4c4", 16, 1, 4, false, false, false, 0, 4;
-            "x_n16m2u2c8", 16, 2, 2, false, false, false, 0, 8;
-            "x_n8m2u2c8", 8, 2, 2, false, false, false, 0, 8;
-            "x_n8m1u8c8", 8, 1, 8, false, false, false, 0, 8;
-            "x_n8m1u8c4", 8, 1, 8, false, false, false, 0, 4;
-            "x_n16m1u4c8", 16, 1, 4, false, false, false, 0, 8;
-            "x_n16m1u8c8", 16, 1, 8, false, false, false, 0, 8;
-            "x_n16m1u8c4", 16, 1, 8, false, false, false, 0, 4;
-            "sk_n8u4", 8, 1, 4, false, false, true, 0, 1;
-            "sk_n8u8", 8, 1, 8, false, false, true, 0, 1;
-            "sk_n16u4", 16, 1, 4, false, false, true, 0, 1;
-            "sk_n16u8", 16, 1, 8, false, false, true, 0, 1;
+            "n8u4", 8, 1, 4, false, false, false, 0, 1, false;
+            "n16u4", 16, 1, 4, false, false, false, 0, 1, false;
+            "n8u4c8", 8, 1, 4, false, false, false, 0, 8, false;
+            "n8u4c8b", 8, 1, 4, false, false, false, 0, 8, true;
+            "n16u4c8", 16, 1, 4, false, false, false, 0, 8, false;
+            "n16u4c4b", 16, 1, 4, false, false, false, 0, 4, true;
+            "x_n8m1u8", 8, 1, 8, false, false, false, 0, 1, false;
+            "x_n16m1u8", 16, 1, 8, false, false, false, 0, 1, false;
+            "x_n8m1u4p", 8, 1, 4, true, false, false, 0, 1, false;
+            "x_n16m1u4p", 16, 1, 4, true, false, false, 0, 1, false;
+            "x_n16m1u4ps", 16, 1, 4, true, true, false, 0, 1, false;
+            "x_n8m1u4r3", 8, 1, 4, false, false, false, 3, 1, false;
+            "x_n16m1u4r3", 16, 1, 4, false, false, false, 3, 1, false;
+            "x_n8m1u2c8", 8, 1, 2, false, false, false, 0, 8, false;
+            "x_n16m1u2c8", 16, 1, 2, false, false, false, 0, 8, false;
+            "x_n16m2u2c8", 16, 2, 2, false, false, false, 0, 8, false;
+            "x_n8m1u8c8b", 8, 1, 8, false, false, false, 0, 8, true;
+            "x_n16m1u4c8b", 16, 1, 4, false, false, false, 0, 8, true;
+            "x_n16m2u4c8b", 16, 2, 4, false, false, false, 0, 8, true;
+            "sk_n8u4", 8, 1, 4, false, false, true, 0, 1, false;
+            "sk_n16u4", 16, 1, 4, false, false, true, 0, 1, false;
         )
     };
     (@ $prefix:literal; $($suffix:literal, $batch:literal, $mt:literal, $unroll:literal,
-        $prefetch:literal, $xs:literal, $stream:literal, $stages:literal, $slices:literal;)*) => {
+        $prefetch:literal, $xs:literal, $stream:literal, $stages:literal, $slices:literal,
+        $wb:literal;)*) => {
         [$(TcKernel {
             name: concat!($prefix, $suffix),
             batch: $batch,
@@ -408,42 +417,71 @@ macro_rules! tc_table {
             stream: $stream,
             stages: $stages,
             slices: $slices,
+            wb: $wb,
         },)*]
     };
 }
 
-/// The fp16 tensor-core kernels. The first four are the defaults ([`TC_DEFAULTS`]): up to 8
-/// or up to 16 vectors, 4 or 8 k-blocks in flight per warp; then the variants `cmv-bench
+/// The fp16 tensor-core kernels. The first six are the defaults ([`TC_DEFAULTS`], chosen by
+/// [`tc_choice`]): up to 8 or up to 16 vectors, 128 rows per block for small matrices (split),
+/// 16 or 8 rows per block in 8 column slices (4 for the last) for the others; then the
+/// variants `cmv-bench
 /// --explore-tc` also times (`m` row tiles, `u` k-blocks in flight, `p` prefetch of the next
 /// k-blocks, `s` inputs staged in shared memory, `r` a `cp.async` weight ring of that many
-/// stages, `c` that many warps (column slices) per row tile, `sk` the stream-K schedule).
+/// stages, `c` that many warps (column slices) per row tile, `b` the weights as the B operand
+/// (8-row tiles), `sk` the stream-K schedule).
 pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_f16_tc_");
 
 /// The int8 tensor-core kernels, as [`TC_F16_KERNELS`].
 pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_i8_tc_");
 
 /// Tensor-core kernels per element type.
-pub const TC_KERNELS: usize = 30;
+pub const TC_KERNELS: usize = 21;
 
 /// How many of the table's first kernels the default path uses.
-pub const TC_DEFAULTS: usize = 4;
+pub const TC_DEFAULTS: usize = 6;
+
+/// Whether a matrix of `rows` rows is large enough for the column-slice kernels (16 or 8 rows
+/// per block, unsplit) on `sm_count` SMs: about two 16-row blocks per SM (4092 rows on 132
+/// SMs; measured from 4096 rows on, docs/PERF.md). Smaller ones take the 128-row split kernels.
+pub const fn tc_sliced(rows: u32, sm_count: u32) -> bool {
+    let sms = if sm_count == 0 { 1 } else { sm_count };
+    rows as u64 >= 31 * sms as u64
+}
 
 /// The default kernel (its index in [`TC_F16_KERNELS`] / [`TC_I8_KERNELS`]) and plan for
-/// `batch` (2..=16) vectors and `rows` rows of `chunks` 16-byte chunks on `sm_count` SMs.
+/// `batch` (2..=16) vectors and a `rows x cols` matrix of `chunks` 16-byte chunks per row on
+/// `sm_count` SMs.
 ///
-/// Measured on an H100 with `cmv-bench --explore-tc` (docs/PERF.md): when the rows give at
-/// least half an SM's worth of row blocks, the 8-k-blocks-in-flight kernel unsplit is the
-/// fastest; below that, the 4-k-blocks kernel with the k-blocks split until the grid holds
-/// about 2 blocks per SM (8 vectors) or 1 (16 vectors: twice the accumulators per warp).
-pub const fn tc_choice(batch: u32, rows: u32, chunks: u32, sm_count: u32) -> (usize, TcPlan) {
+/// Measured on an H100 with `cmv-bench --explore-tc` (docs/PERF.md, fp16 and int8 alike):
+/// - large matrices ([`tc_sliced`]): 8 warps share each row tile, each summing every 8th
+///   group of 4 k-blocks, so the blocks running at once read few rows, each over a 2 KiB
+///   window (the 128-row blocks of the earlier kernels read ~6000 rows at once and stayed
+///   10% below the batch-1 kernel's bandwidth); unsplit. Up to 8 vectors: 16-row tiles, or
+///   8-row tiles with the weights as the `mma`'s B operand on tall matrices (`rows >= 2
+///   cols`); up to 16: 16-row tiles, or 8-row tiles in 4 slices on square and wide ones.
+/// - small ones: 128-row blocks, the k-blocks split until the grid holds about 2 blocks per
+///   SM (8 vectors) or 1 (16 vectors).
+pub const fn tc_choice(
+    batch: u32,
+    rows: u32,
+    cols: u32,
+    chunks: u32,
+    sm_count: u32,
+) -> (usize, TcPlan) {
     let wide = batch > 8;
-    let row_blocks = rows.div_ceil(tc_rows_per_block(1, 1));
+    let row_blocks = rows.div_ceil(tc_rows_per_block(TC_F16_KERNELS[0]));
     let sms = if sm_count == 0 { 1 } else { sm_count };
-    if 2 * row_blocks >= sms {
-        let i = if wide { 3 } else { 1 };
+    if tc_sliced(rows, sm_count) {
+        let i = match (wide, rows as u64 >= 2 * cols as u64, cols >= rows) {
+            (false, true, _) => 3,
+            (false, false, _) => 2,
+            (true, _, true) => 5,
+            (true, _, false) => 4,
+        };
         (i, tc_plan(rows, chunks, TC_F16_KERNELS[i], 1, 1))
     } else {
-        let i = if wide { 2 } else { 0 };
+        let i = if wide { 1 } else { 0 };
         let per_sm = if wide { 1 } else { 2 };
         let splits = (per_sm * sms + row_blocks / 2) / row_blocks;
         let splits = if splits == 0 { 1 } else { splits };
@@ -475,7 +513,10 @@ mod tests {
                             "{rows} {chunks} {p:?}"
                         );
                         assert!((p.ksplit - 1) * p.kblocks_per_split < kb, "{p:?}");
-                        assert_eq!(p.row_blocks, rows.div_ceil(16 * k.mt * TC_WARPS / k.slices));
+                        assert_eq!(
+                            p.row_blocks,
+                            rows.div_ceil(tc_tile_rows(*k) * k.mt * TC_WARPS / k.slices)
+                        );
                         if k.xs {
                             assert!(p.kblocks_per_split <= TC_XS_MAX_KBLOCKS);
                         }
@@ -494,7 +535,7 @@ mod tests {
 
     #[test]
     fn plans_split_small_matrices_only() {
-        let k = TC_F16_KERNELS[2];
+        let k = TC_F16_KERNELS[1];
         // 4096 rows: 32 row blocks; 528 wanted -> 17 splits wanted, 128 k-blocks / 8 = 16 most.
         let p = tc_plan(4096, 512, k, 528, 8);
         assert_eq!((p.row_blocks, p.ksplit, p.kblocks_per_split), (32, 16, 8));
@@ -529,11 +570,12 @@ mod tests {
                 String::new()
             };
             let shape = format!(
-                "m{}u{}{}{}{ring}{slices}",
+                "m{}u{}{}{}{ring}{slices}{}",
                 t.mt,
                 t.unroll,
                 if t.prefetch { "p" } else { "" },
-                if t.xs { "s" } else { "" }
+                if t.xs { "s" } else { "" },
+                if t.wb { "b" } else { "" }
             );
             let bounded = format!("{shape}2");
             assert!(
@@ -562,7 +604,8 @@ mod tests {
                 "{}",
                 t.name
             );
-            if t.slices > 1 {
+            // Slices and weights as B: register loads only (no ring or shared inputs).
+            if t.slices > 1 || t.wb {
                 assert!(
                     !t.prefetch && !t.xs && !t.stream && t.stages == 0,
                     "{}",
@@ -575,7 +618,8 @@ mod tests {
             assert_eq!(f.name.replace("f16", "i8"), q.name);
             let shape = |k: &TcKernel| {
                 (
-                    k.batch, k.mt, k.unroll, k.prefetch, k.xs, k.stream, k.stages, k.slices,
+                    (k.batch, k.mt, k.unroll, k.prefetch, k.xs),
+                    (k.stream, k.stages, k.slices, k.wb),
                 )
             };
             assert_eq!(shape(f), shape(q));
@@ -723,25 +767,32 @@ mod tests {
 
     #[test]
     fn default_choices_follow_the_measured_rules() {
-        // H100 (132 SMs), fp16 chunks: 4096 rows = 32 row blocks -> split kernels.
-        let name = |b, r, c| {
-            let (i, p) = tc_choice(b, r, c, 132);
+        // H100 (132 SMs), fp16 (8 columns per chunk).
+        let name = |b, r, c: u32| {
+            let (i, p) = tc_choice(b, r, c, c / 8, 132);
             (TC_F16_KERNELS[i].name, p.ksplit)
         };
-        assert_eq!(name(8, 4096, 512), ("cmv_gemv_f16_tc_n8u4", 8));
-        assert_eq!(name(16, 4096, 512), ("cmv_gemv_f16_tc_n16u4", 4));
-        assert_eq!(name(2, 4096, 1792), ("cmv_gemv_f16_tc_n8u4", 8));
-        // 11008 rows = 86 row blocks >= 66: unsplit, 8 k-blocks in flight.
-        assert_eq!(name(16, 11008, 512), ("cmv_gemv_f16_tc_n16u8", 1));
-        assert_eq!(name(5, 28672, 1024), ("cmv_gemv_f16_tc_n8u8", 1));
-        // Every choice is a plan of its kernel for any shape.
+        // Small matrices: 128-row blocks, split.
+        assert_eq!(name(8, 2048, 4096), ("cmv_gemv_f16_tc_n8u4", 16));
+        assert_eq!(name(16, 384, 1536), ("cmv_gemv_f16_tc_n16u4", 6));
+        assert!(!tc_sliced(4091, 132) && tc_sliced(4092, 132));
+        // Large ones: column slices, unsplit.
+        assert_eq!(name(8, 4096, 4096), ("cmv_gemv_f16_tc_n8u4c8", 1));
+        assert_eq!(name(2, 28672, 8192), ("cmv_gemv_f16_tc_n8u4c8b", 1));
+        assert_eq!(name(5, 11008, 4096), ("cmv_gemv_f16_tc_n8u4c8b", 1));
+        assert_eq!(name(8, 8192, 28672), ("cmv_gemv_f16_tc_n8u4c8", 1));
+        assert_eq!(name(16, 28672, 8192), ("cmv_gemv_f16_tc_n16u4c8", 1));
+        assert_eq!(name(16, 8192, 8192), ("cmv_gemv_f16_tc_n16u4c4b", 1));
+        assert_eq!(name(9, 4096, 14336), ("cmv_gemv_f16_tc_n16u4c4b", 1));
+        // Every choice is a plan of its kernel for any shape, and takes the batch.
         for rows in [1, 7, 200, 4096, 70_000] {
             for chunks in [1, 5, 512, 3584] {
                 for b in 2..=16 {
-                    let (i, p) = tc_choice(b, rows, chunks, 132);
+                    let (i, p) = tc_choice(b, rows, 8 * chunks, chunks, 132);
+                    let k = TC_F16_KERNELS[i];
                     assert!(i < TC_DEFAULTS);
-                    assert!(TC_F16_KERNELS[i].batch >= b);
-                    assert_eq!(p.row_blocks, rows.div_ceil(128));
+                    assert!(k.batch >= b);
+                    assert_eq!(p.row_blocks, rows.div_ceil(tc_rows_per_block(k)));
                     assert!(p.ksplit * p.kblocks_per_split >= tc_kblocks(chunks));
                 }
             }

@@ -2,7 +2,7 @@
 //! [`crate::tc`].
 
 use crate::math::requantize;
-use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_KBLOCK_CHUNKS, tc_rows_per_block};
+use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_KBLOCK_CHUNKS};
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, block_idx_y, cp_async_16_zfill, cp_async_commit,
     cp_async_wait, dyn_smem_addr, f32_to_f16, fence_gpu, grid_dim_x, grid_dim_y, lane_id, ld_cg_v4,
@@ -75,12 +75,12 @@ impl Tc for I8 {
 }
 
 /// The weight chunks of `U` k-blocks from `kb` (zeros past `kb1` or the row's end) of a
-/// warp's `MT` tiles (rows `g` and `g + 8` of each).
+/// warp's `MT` tiles (rows `g` and `g + 8` of each; row `g` only with `WB`).
 ///
 /// # Safety
 /// `wrow` are row starts of `chunks` readable chunks.
 #[inline(always)]
-unsafe fn load_w<const MT: usize, const U: usize>(
+unsafe fn load_w<const MT: usize, const U: usize, const WB: bool>(
     wrow: &[[*const U32x4; 2]; MT],
     kb: usize,
     kb1: usize,
@@ -92,7 +92,7 @@ unsafe fn load_w<const MT: usize, const U: usize>(
         let c = (kb + u) * TC_KBLOCK_CHUNKS as usize + t;
         if kb + u < kb1 && c < chunks {
             for m in 0..MT {
-                for h in 0..2 {
+                for h in 0..if WB { 1 } else { 2 } {
                     // SAFETY: c < chunks: inside the row.
                     wv[m][h][u] = unsafe { ld_nc_na_v4(wrow[m][h].add(c)) };
                 }
@@ -153,18 +153,44 @@ unsafe fn load_x<const NT: usize, const U: usize, const XS: bool>(
 
 /// `acc += W X` over `U` loaded k-blocks: two `mma` per k-block, tile and group of 8 vectors.
 ///
+/// `WB` (weights as the B operand): each tile is 8 rows (the `mma`'s N), the vectors are its M
+/// (`g` and `g + 8`, `NT` of them loaded, `NA == 1` accumulator), two `mma` per k-block and
+/// tile for all 16 vectors; else `NA == NT`.
+///
 /// # Safety
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
-unsafe fn mma_group<E: Tc, const MT: usize, const NT: usize, const U: usize>(
-    acc: &mut [[[E::Acc; 4]; NT]; MT],
+unsafe fn mma_group<
+    E: Tc,
+    const MT: usize,
+    const NT: usize,
+    const NA: usize,
+    const U: usize,
+    const WB: bool,
+>(
+    acc: &mut [[[E::Acc; 4]; NA]; MT],
     wv: &[[[U32x4; U]; 2]; MT],
     xv: &[[U32x4; U]; NT],
 ) {
+    if WB {
+        for u in 0..U {
+            for m in 0..MT {
+                let w = wv[m][0][u].0;
+                let xa = xv[0][u].0;
+                let xb = if NT > 1 { xv[NT - 1][u].0 } else { [0; 4] };
+                // SAFETY: forwarded: the whole warp is here.
+                unsafe {
+                    acc[m][0] = E::mma([xa[0], xb[0], xa[1], xb[1]], [w[0], w[1]], acc[m][0]);
+                    acc[m][0] = E::mma([xa[2], xb[2], xa[3], xb[3]], [w[2], w[3]], acc[m][0]);
+                }
+            }
+        }
+        return;
+    }
     for u in 0..U {
         for m in 0..MT {
             let (a, b) = (wv[m][0][u].0, wv[m][1][u].0);
-            for nt in 0..NT {
+            for nt in 0..NT.min(NA) {
                 let xx = xv[nt][u].0;
                 // SAFETY: forwarded: the whole warp is here.
                 unsafe {
@@ -204,10 +230,12 @@ unsafe fn tile_sums<
     E: Tc,
     const MT: usize,
     const NT: usize,
+    const NA: usize,
     const U: usize,
     const PF: bool,
     const XS: bool,
     const R: usize,
+    const WB: bool,
 >(
     w: *const U32x4,
     x: *const U32x4,
@@ -219,12 +247,13 @@ unsafe fn tile_sums<
     xs: (u32, usize),
     ring: u32,
     (first, step): (usize, usize),
-) -> [[[E::Acc; 4]; NT]; MT] {
+) -> [[[E::Acc; 4]; NA]; MT] {
     let lane = lane_id();
     let (g, t) = ((lane >> 2) as usize, (lane & 3) as usize);
     let wrow: [[*const U32x4; 2]; MT] = core::array::from_fn(|m| {
         core::array::from_fn(|h| {
-            let r = (row0 as usize + m * 16 + h * 8 + g).min(rows as usize - 1);
+            let tile_rows = if WB { 8 } else { 16 };
+            let r = (row0 as usize + m * tile_rows + h * 8 + g).min(rows as usize - 1);
             // SAFETY: r < rows: the row starts inside the matrix.
             unsafe { w.add(r * chunks) }
         })
@@ -239,7 +268,7 @@ unsafe fn tile_sums<
         srow: core::array::from_fn(|nt| xs.0 + (16 * (nt * 8 + g) * xs.1) as u32),
         kb0,
     };
-    let mut acc = [[[E::ZERO; 4]; NT]; MT];
+    let mut acc = [[[E::ZERO; 4]; NA]; MT];
     let mut kb = kb0;
     if R > 0 {
         let lane_ring = ring + 16 * lane;
@@ -300,7 +329,7 @@ unsafe fn tile_sums<
                 }
             }
             // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
-            unsafe { mma_group::<E, MT, NT, U>(&mut acc, &wv, &xv) };
+            unsafe { mma_group::<E, MT, NT, NA, U, WB>(&mut acc, &wv, &xv) };
             // Stage st is read (the `mma` consumed it; the warp barrier orders the reads
             // before the copies): refill it with group i + R.
             // SAFETY: all lanes are here (warp-uniform loop).
@@ -316,12 +345,12 @@ unsafe fn tile_sums<
         unsafe { cp_async_wait::<0>() };
     } else if PF {
         // SAFETY (all loads below): rows and vectors as documented, chunks checked inside.
-        let mut cur = unsafe { load_w::<MT, U>(&wrow, kb, kb1, chunks, t) };
+        let mut cur = unsafe { load_w::<MT, U, WB>(&wrow, kb, kb1, chunks, t) };
         while kb < kb1 {
-            let next = unsafe { load_w::<MT, U>(&wrow, kb + U, kb1, chunks, t) };
+            let next = unsafe { load_w::<MT, U, WB>(&wrow, kb + U, kb1, chunks, t) };
             let xv = unsafe { load_x::<NT, U, XS>(&src, kb, kb1, chunks, t) };
             // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
-            unsafe { mma_group::<E, MT, NT, U>(&mut acc, &cur, &xv) };
+            unsafe { mma_group::<E, MT, NT, NA, U, WB>(&mut acc, &cur, &xv) };
             cur = next;
             kb += U;
         }
@@ -331,12 +360,12 @@ unsafe fn tile_sums<
             // SAFETY: as above.
             let (wv, xv) = unsafe {
                 (
-                    load_w::<MT, U>(&wrow, kb, kb1, chunks, t),
+                    load_w::<MT, U, WB>(&wrow, kb, kb1, chunks, t),
                     load_x::<NT, U, XS>(&src, kb, kb1, chunks, t),
                 )
             };
             // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
-            unsafe { mma_group::<E, MT, NT, U>(&mut acc, &wv, &xv) };
+            unsafe { mma_group::<E, MT, NT, NA, U, WB>(&mut acc, &wv, &xv) };
             kb += step;
         }
     }
@@ -358,11 +387,13 @@ unsafe fn gemv_tc<
     E: Tc,
     const MT: usize,
     const NT: usize,
+    const NA: usize,
     const U: usize,
     const PF: bool,
     const XS: bool,
     const R: usize,
     const S: usize,
+    const WB: bool,
 >(
     w: *const U32x4,
     x: *const U32x4,
@@ -381,10 +412,12 @@ unsafe fn gemv_tc<
         let id = block_idx_y() * grid_dim_x() + block_idx_x();
         (id / grid_dim_y(), id % grid_dim_y())
     };
-    let rb0 = rb * tc_rows_per_block(MT as u32, S as u32);
+    // Tiles of 16 rows (8 with the weights as the B operand), `MT` per warp.
+    let tile_rows: u32 = if WB { 8 } else { 16 };
+    let rb0 = rb * tile_rows * MT as u32 * (crate::tc::TC_WARPS / S as u32);
     // Warps `S t .. S t + S` share row tiles `t` (column slices `0..S`).
     let slice = warp_id() as usize % S;
-    let row0 = rb0 + (warp_id() / S as u32) * 16 * MT as u32;
+    let row0 = rb0 + (warp_id() / S as u32) * tile_rows * MT as u32;
     let kblocks = chunks.div_ceil(TC_KBLOCK_CHUNKS as usize);
     let kb0 = (split * per) as usize;
     let kb1 = (kb0 + per as usize).min(kblocks);
@@ -414,7 +447,7 @@ unsafe fn gemv_tc<
     let mut sums = if row0 < rows {
         // SAFETY: forwarded; the condition is warp-uniform.
         unsafe {
-            tile_sums::<E, MT, NT, U, PF, XS, R>(
+            tile_sums::<E, MT, NT, NA, U, PF, XS, R, WB>(
                 w,
                 x,
                 rows,
@@ -430,7 +463,7 @@ unsafe fn gemv_tc<
             )
         }
     } else {
-        [[[E::ZERO; 4]; NT]; MT]
+        [[[E::ZERO; 4]; NA]; MT]
     };
     if S > 1 {
         // Add the slices' sums in slice order (the same order every run) into slice 0's
@@ -438,7 +471,7 @@ unsafe fn gemv_tc<
         // thread `tid` sits at `16 ((m NT + nt) TC_THREADS + tid)` (conflict-free).
         let tid = thread_idx_x();
         let at = |tid: u32, m: usize, nt: usize| {
-            base + 16 * ((m * NT + nt) as u32 * crate::tc::TC_THREADS + tid)
+            base + 16 * ((m * NA + nt) as u32 * crate::tc::TC_THREADS + tid)
         };
         for (m, tile) in sums.iter().enumerate() {
             for (nt, a) in tile.iter().enumerate() {
@@ -462,7 +495,7 @@ unsafe fn gemv_tc<
                 }
             }
         } else {
-            sums = [[[E::ZERO; 4]; NT]; MT];
+            sums = [[[E::ZERO; 4]; NA]; MT];
         }
     }
     let splits = grid_dim_y();
@@ -475,14 +508,14 @@ unsafe fn gemv_tc<
                 * crate::tc::TC_THREADS as usize
                 + tid;
             // SAFETY: i < gridDim.y * gridDim.x * TC_THREADS: inside the workspace.
-            unsafe { (ws as *mut U32x4).add(i * MT * NT) }
+            unsafe { (ws as *mut U32x4).add(i * MT * NA) }
         };
         let mine = slot(split);
         for (m, tile) in sums.iter().enumerate() {
             for (nt, a) in tile.iter().enumerate() {
                 let v = U32x4([E::bits(a[0]), E::bits(a[1]), E::bits(a[2]), E::bits(a[3])]);
                 // SAFETY: inside this thread's slot.
-                unsafe { st_global_v4(mine.add(m * NT + nt), v) };
+                unsafe { st_global_v4(mine.add(m * NA + nt), v) };
             }
         }
         // Publish the partials, then count the block in once all its threads have.
@@ -509,16 +542,16 @@ unsafe fn gemv_tc<
             unsafe { *counters.add(rb as usize) = 0 };
         }
         let own = sums;
-        sums = [[[E::ZERO; 4]; NT]; MT];
+        sums = [[[E::ZERO; 4]; NA]; MT];
         for s in 0..splits {
             let p = slot(s);
             for m in 0..MT {
-                for nt in 0..NT {
+                for nt in 0..NA {
                     let part = if s == split {
                         own[m][nt]
                     } else {
                         // SAFETY: split s's slot, written and published before its count.
-                        let v = unsafe { ld_cg_v4(p.add(m * NT + nt)) }.0;
+                        let v = unsafe { ld_cg_v4(p.add(m * NA + nt)) }.0;
                         [
                             E::from_bits(v[0]),
                             E::from_bits(v[1]),
@@ -538,8 +571,17 @@ unsafe fn gemv_tc<
     for (m, tile) in sums.iter().enumerate() {
         for (nt, a) in tile.iter().enumerate() {
             for (i, &v) in a.iter().enumerate() {
-                let row = row0 + (m * 16) as u32 + g + if i >= 2 { 8 } else { 0 };
-                let n = (nt * 8) as u32 + 2 * t + (i as u32 & 1);
+                // The accumulator layout of `mma`: D[g (+8)][2t (+1)]; D's rows are the
+                // weight rows and its columns the vectors, or the other way round with `WB`.
+                let (hi, odd) = (if i >= 2 { 8 } else { 0 }, i as u32 & 1);
+                let (row, n) = if WB {
+                    (row0 + (m * 8) as u32 + 2 * t + odd, g + hi)
+                } else {
+                    (
+                        row0 + (m * 16) as u32 + g + hi,
+                        (nt * 8) as u32 + 2 * t + odd,
+                    )
+                };
                 if slice == 0 && row < rows && n < batch {
                     store(n as usize * rows as usize + row as usize, E::bits(v));
                 }
@@ -591,7 +633,7 @@ unsafe fn gemv_tc_stream<E: Tc, const NT: usize, const U: usize>(
     counters: *mut u32,
     store: impl Fn(usize, u32),
 ) {
-    let rpb = tc_rows_per_block(1, 1) as u64;
+    let rpb = u64::from(16 * crate::tc::TC_WARPS);
     let kbs = chunks.div_ceil(TC_KBLOCK_CHUNKS as usize) as u64;
     let sk = StreamK {
         kbs,
@@ -617,7 +659,7 @@ unsafe fn gemv_tc_stream<E: Tc, const NT: usize, const U: usize>(
         let sums = if row0 < rows {
             // SAFETY: forwarded; the condition is warp-uniform.
             unsafe {
-                tile_sums::<E, 1, NT, U, false, false, 0>(
+                tile_sums::<E, 1, NT, NT, U, false, false, 0, false>(
                     w,
                     x,
                     rows,
@@ -747,14 +789,12 @@ macro_rules! tc_stream_entries {
 
 tc_stream_entries! {
     cmv_gemv_f16_tc_sk_n8u4, cmv_gemv_i8_tc_sk_n8u4 = 1, 4;
-    cmv_gemv_f16_tc_sk_n8u8, cmv_gemv_i8_tc_sk_n8u8 = 1, 8;
     cmv_gemv_f16_tc_sk_n16u4, cmv_gemv_i8_tc_sk_n16u4 = 2, 4;
-    cmv_gemv_f16_tc_sk_n16u8, cmv_gemv_i8_tc_sk_n16u8 = 2, 8;
 }
 
 macro_rules! tc_entries {
-    ($($f16:ident, $i8:ident = $nt:literal, $mt:literal, $u:literal, $pf:literal, $xs:literal,
-       $r:literal, $s:literal;)*) => {$(
+    ($($f16:ident, $i8:ident = $nt:literal, $na:literal, $mt:literal, $u:literal, $pf:literal,
+       $xs:literal, $r:literal, $s:literal, $wb:literal;)*) => {$(
         /// fp16 GEMV on tensor cores for up to `8 * NT` vectors; see [`crate::tc`].
         ///
         /// # Safety
@@ -769,7 +809,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<F16, $mt, $nt, $u, $pf, $xs, $r, $s>(
+                gemv_tc::<F16, $mt, $nt, $na, $u, $pf, $xs, $r, $s, $wb>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 8) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -793,7 +833,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<I8, $mt, $nt, $u, $pf, $xs, $r, $s>(
+                gemv_tc::<I8, $mt, $nt, $na, $u, $pf, $xs, $r, $s, $wb>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 16) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -805,32 +845,25 @@ macro_rules! tc_entries {
 // Names and shapes as `crate::tc::TC_F16_KERNELS` / `TC_I8_KERNELS` (a host test checks
 // that every listed name is in the PTX).
 tc_entries! {
-    cmv_gemv_f16_tc_n8u4, cmv_gemv_i8_tc_n8u4 = 1, 1, 4, false, false, 0, 1;
-    cmv_gemv_f16_tc_n8u8, cmv_gemv_i8_tc_n8u8 = 1, 1, 8, false, false, 0, 1;
-    cmv_gemv_f16_tc_n16u4, cmv_gemv_i8_tc_n16u4 = 2, 1, 4, false, false, 0, 1;
-    cmv_gemv_f16_tc_n16u8, cmv_gemv_i8_tc_n16u8 = 2, 1, 8, false, false, 0, 1;
-    cmv_gemv_f16_tc_x_n8m1u4p, cmv_gemv_i8_tc_x_n8m1u4p = 1, 1, 4, true, false, 0, 1;
-    cmv_gemv_f16_tc_x_n16m1u4p, cmv_gemv_i8_tc_x_n16m1u4p = 2, 1, 4, true, false, 0, 1;
-    cmv_gemv_f16_tc_x_n16m1u4ps, cmv_gemv_i8_tc_x_n16m1u4ps = 2, 1, 4, true, true, 0, 1;
-    cmv_gemv_f16_tc_x_n8m1u16, cmv_gemv_i8_tc_x_n8m1u16 = 1, 1, 16, false, false, 0, 1;
-    cmv_gemv_f16_tc_x_n8m1u4r3, cmv_gemv_i8_tc_x_n8m1u4r3 = 1, 1, 4, false, false, 3, 1;
-    cmv_gemv_f16_tc_x_n8m1u2r6, cmv_gemv_i8_tc_x_n8m1u2r6 = 1, 1, 2, false, false, 6, 1;
-    cmv_gemv_f16_tc_x_n8m1u4r6, cmv_gemv_i8_tc_x_n8m1u4r6 = 1, 1, 4, false, false, 6, 1;
-    cmv_gemv_f16_tc_x_n16m1u4r3, cmv_gemv_i8_tc_x_n16m1u4r3 = 2, 1, 4, false, false, 3, 1;
-    cmv_gemv_f16_tc_x_n16m1u2r6, cmv_gemv_i8_tc_x_n16m1u2r6 = 2, 1, 2, false, false, 6, 1;
-    cmv_gemv_f16_tc_x_n16m1u4r6, cmv_gemv_i8_tc_x_n16m1u4r6 = 2, 1, 4, false, false, 6, 1;
-    cmv_gemv_f16_tc_x_n8m1u4c8, cmv_gemv_i8_tc_x_n8m1u4c8 = 1, 1, 4, false, false, 0, 8;
-    cmv_gemv_f16_tc_x_n8m1u2c8, cmv_gemv_i8_tc_x_n8m1u2c8 = 1, 1, 2, false, false, 0, 8;
-    cmv_gemv_f16_tc_x_n16m1u2c8, cmv_gemv_i8_tc_x_n16m1u2c8 = 2, 1, 2, false, false, 0, 8;
-    cmv_gemv_f16_tc_x_n8m1u4c4, cmv_gemv_i8_tc_x_n8m1u4c4 = 1, 1, 4, false, false, 0, 4;
-    cmv_gemv_f16_tc_x_n16m1u4c4, cmv_gemv_i8_tc_x_n16m1u4c4 = 2, 1, 4, false, false, 0, 4;
-    cmv_gemv_f16_tc_x_n16m2u2c8, cmv_gemv_i8_tc_x_n16m2u2c8 = 2, 2, 2, false, false, 0, 8;
-    cmv_gemv_f16_tc_x_n8m2u2c8, cmv_gemv_i8_tc_x_n8m2u2c8 = 1, 2, 2, false, false, 0, 8;
-    cmv_gemv_f16_tc_x_n8m1u8c8, cmv_gemv_i8_tc_x_n8m1u8c8 = 1, 1, 8, false, false, 0, 8;
-    cmv_gemv_f16_tc_x_n8m1u8c4, cmv_gemv_i8_tc_x_n8m1u8c4 = 1, 1, 8, false, false, 0, 4;
-    cmv_gemv_f16_tc_x_n16m1u4c8, cmv_gemv_i8_tc_x_n16m1u4c8 = 2, 1, 4, false, false, 0, 8;
-    cmv_gemv_f16_tc_x_n16m1u8c8, cmv_gemv_i8_tc_x_n16m1u8c8 = 2, 1, 8, false, false, 0, 8;
-    cmv_gemv_f16_tc_x_n16m1u8c4, cmv_gemv_i8_tc_x_n16m1u8c4 = 2, 1, 8, false, false, 0, 4;
+    cmv_gemv_f16_tc_n8u4, cmv_gemv_i8_tc_n8u4 = 1, 1, 1, 4, false, false, 0, 1, false;
+    cmv_gemv_f16_tc_n16u4, cmv_gemv_i8_tc_n16u4 = 2, 2, 1, 4, false, false, 0, 1, false;
+    cmv_gemv_f16_tc_n8u4c8, cmv_gemv_i8_tc_n8u4c8 = 1, 1, 1, 4, false, false, 0, 8, false;
+    cmv_gemv_f16_tc_n8u4c8b, cmv_gemv_i8_tc_n8u4c8b = 1, 1, 1, 4, false, false, 0, 8, true;
+    cmv_gemv_f16_tc_n16u4c8, cmv_gemv_i8_tc_n16u4c8 = 2, 2, 1, 4, false, false, 0, 8, false;
+    cmv_gemv_f16_tc_n16u4c4b, cmv_gemv_i8_tc_n16u4c4b = 2, 1, 1, 4, false, false, 0, 4, true;
+    cmv_gemv_f16_tc_x_n8m1u8, cmv_gemv_i8_tc_x_n8m1u8 = 1, 1, 1, 8, false, false, 0, 1, false;
+    cmv_gemv_f16_tc_x_n16m1u8, cmv_gemv_i8_tc_x_n16m1u8 = 2, 2, 1, 8, false, false, 0, 1, false;
+    cmv_gemv_f16_tc_x_n8m1u4p, cmv_gemv_i8_tc_x_n8m1u4p = 1, 1, 1, 4, true, false, 0, 1, false;
+    cmv_gemv_f16_tc_x_n16m1u4p, cmv_gemv_i8_tc_x_n16m1u4p = 2, 2, 1, 4, true, false, 0, 1, false;
+    cmv_gemv_f16_tc_x_n16m1u4ps, cmv_gemv_i8_tc_x_n16m1u4ps = 2, 2, 1, 4, true, true, 0, 1, false;
+    cmv_gemv_f16_tc_x_n8m1u4r3, cmv_gemv_i8_tc_x_n8m1u4r3 = 1, 1, 1, 4, false, false, 3, 1, false;
+    cmv_gemv_f16_tc_x_n16m1u4r3, cmv_gemv_i8_tc_x_n16m1u4r3 = 2, 2, 1, 4, false, false, 3, 1, false;
+    cmv_gemv_f16_tc_x_n8m1u2c8, cmv_gemv_i8_tc_x_n8m1u2c8 = 1, 1, 1, 2, false, false, 0, 8, false;
+    cmv_gemv_f16_tc_x_n16m1u2c8, cmv_gemv_i8_tc_x_n16m1u2c8 = 2, 2, 1, 2, false, false, 0, 8, false;
+    cmv_gemv_f16_tc_x_n16m2u2c8, cmv_gemv_i8_tc_x_n16m2u2c8 = 2, 2, 2, 2, false, false, 0, 8, false;
+    cmv_gemv_f16_tc_x_n8m1u8c8b, cmv_gemv_i8_tc_x_n8m1u8c8b = 1, 1, 1, 8, false, false, 0, 8, true;
+    cmv_gemv_f16_tc_x_n16m1u4c8b, cmv_gemv_i8_tc_x_n16m1u4c8b = 2, 1, 1, 4, false, false, 0, 8, true;
+    cmv_gemv_f16_tc_x_n16m2u4c8b, cmv_gemv_i8_tc_x_n16m2u4c8b = 2, 1, 2, 4, false, false, 0, 8, true;
 }
 
 // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the
