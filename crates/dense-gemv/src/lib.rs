@@ -1,11 +1,12 @@
 //! Dense GEMV baselines: the kernels every cmv format is measured against.
 //!
 //! * fp16 weights and inputs, fp32 accumulation, fp16 output, batch 1 to 16
-//!   ([`DenseGemv::gemv_f16`]; tensor cores from 5 vectors on, see [`f16_on_tensor_cores`]),
+//!   ([`DenseGemv::gemv_f16`]; tensor cores from 5 vectors on, and from 2 on large matrices
+//!   that are not much wider than tall, see [`f16_on_tensor_cores`]),
 //!   and the same product through cuBLAS ([`CublasGemv`]) and cuBLASLt
 //!   ([`cublaslt::CublasLtGemv`]);
 //! * int8 weights and inputs, int32 accumulation (`dp4a`, or `mma.m16n8k32.s8` from 3 vectors
-//!   on) and requantization to int8 with round half to even ([`DenseGemv::gemv_i8`],
+//!   on, and from 2 as for fp16, see [`i8_on_tensor_cores`]) and requantization to int8 with round half to even ([`DenseGemv::gemv_i8`],
 //!   [`requantize`]): the baseline of `ans-codec`;
 //! * a streaming read of a buffer ([`DenseGemv::stream_read`]): the bandwidth ceiling.
 //!

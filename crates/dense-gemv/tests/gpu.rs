@@ -180,11 +180,20 @@ fn bad_arguments_are_errors_not_launches() {
 /// Every tensor-core kernel (defaults and `--explore` variants), with the default plan, no
 /// split and the most splits, each product twice (the split-K workspace must be left zero):
 /// fp16 within 1e-3 of fp64, int8 exact.
+///
+/// `CMV_TC_ONLY=a,b` runs only the kernels whose name contains one of the parts (for slow
+/// tools such as compute-sanitizer's racecheck); it says so.
 #[test]
 fn tensor_core_kernels_match_the_reference_with_every_plan() {
     let Some(gpu) = gpu_for_tests("tensor_core_kernels_match_the_reference_with_every_plan") else {
         return;
     };
+    let only: Vec<String> = std::env::var("CMV_TC_ONLY")
+        .map(|v| v.split(',').map(String::from).collect())
+        .unwrap_or_default();
+    if !only.is_empty() {
+        eprintln!("CMV_TC_ONLY={only:?}: only the tensor-core kernels named so run");
+    }
     let dense = DenseGemv::new(&gpu).unwrap();
     let mut rng = StdRng::seed_from_u64(4);
     for (rows, cols) in [(1, 16), (129, 48), (300, 1040), (1000, 4096), (4100, 2064)] {
@@ -193,6 +202,9 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
         let wi: Vec<i8> = (0..rows * cols).map(|_| rng.r#gen()).collect();
         let dwi = DeviceMatrix::upload_i8(&gpu, &wi, rows, cols).unwrap();
         for (tf, ti) in TC_F16_KERNELS.iter().zip(&TC_I8_KERNELS) {
+            if !only.is_empty() && !only.iter().any(|p| tf.name.contains(p.as_str())) {
+                continue;
+            }
             let kf = gpu.kernel(&dense_gemv::PTX, tf.name).unwrap();
             let ki = gpu.kernel(&dense_gemv::PTX, ti.name).unwrap();
             for batch in [2, tf.batch - 1, tf.batch] {

@@ -1,31 +1,40 @@
 //! The tensor-core GEMV for 2 to 16 input vectors: launch geometry, work plan and parameters,
 //! shared by the kernels (`cmv_gemv_f16_tc_*`, `cmv_gemv_i8_tc_*`) and the host launcher.
 //!
-//! # The kernel
-//! A block of [`TC_WARPS`] warps owns `16 * MT * TC_WARPS` consecutive rows (each warp `MT`
-//! tiles of 16 rows) and one range of *k-blocks* (4 lanes x 16 bytes of every row: 32 fp16 or
-//! 64 int8 columns). All warps of a block walk the same k-blocks, so the inputs they read are
-//! the same cache lines: one warp's input loads bring them into L1 and the other warps hit,
-//! which keeps the input traffic from L2 at about `16 / (16 * MT * TC_WARPS)` of the weight
-//! traffic (the older `cmv_gemv_f16_mma_*` kernels read the inputs once per 16 rows, as many
-//! bytes as the weights at 16 vectors).
+//! # The kernels
+//! A k-block is 4 lanes x 16 bytes of every row: 32 fp16 or 64 int8 columns. Lane `(g, t) =
+//! (lane / 4, lane % 4)` loads the 16 bytes at chunk `4 kb + t` of its weight rows and of its
+//! input vectors; the first `mma` of the k-block takes words 0-1 of every chunk, the second
+//! words 2-3. Weights and inputs use the same permutation of `k`, so the sums are unchanged
+//! and every load is 16 bytes wide. fp16: `mma.m16n8k16` with fp32 accumulation; int8:
+//! `mma.m16n8k32.s8` with exact int32 accumulation, requantized as the CUDA-core kernels do
+//! ([`crate::requantize`]).
 //!
-//! Lane `(g, t) = (lane / 4, lane % 4)` loads the 16 bytes at chunk `4 kb + t` of rows `g` and
-//! `g + 8` of each tile and of input vector `g` (of each group of 8 vectors); the first `mma`
-//! of the k-block takes words 0-1 of every chunk, the second words 2-3. Weights and inputs use
-//! the same permutation of `k`, so the sums are unchanged and every load is 16 bytes wide.
-//! fp16: `mma.m16n8k16` with fp32 accumulation; int8: `mma.m16n8k32.s8` with exact int32
-//! accumulation, requantized as the CUDA-core kernels do ([`crate::requantize`]).
+//! A row tile is 16 rows, the `mma`'s M (lane rows `g`, `g + 8`; each group of 8 vectors is an
+//! N), or, with the weights as the B operand ([`TcKernel::wb`]), 8 rows, the `mma`'s N (lane
+//! row `g`; vectors `g` and `g + 8` are the M, so one `mma` pair serves 16 vectors).
+//!
+//! A block has [`TC_WARPS`] warps. In the *column-slice* kernels (the defaults for large
+//! matrices, [`tc_sliced`]) `slices` warps share each row tile and sum every `slices`-th group
+//! of `unroll` k-blocks, then add their sums through shared memory in slice order; a block owns
+//! 8 to 32 rows. So the blocks running at once read few distinct rows (a few thousand), each
+//! over a window of `slices * unroll` k-blocks. The first kernels gave each warp its own 16
+//! rows and the whole k range (128 rows per block, ~6000 rows read at once on an H100); they
+//! stayed about 10% below the batch-1 kernel's bandwidth at every batch, whatever the loads in
+//! flight (registers, prefetch, a `cp.async` ring), the grid (stream-K) or the batch, and the
+//! batch-1 kernel lost the same when its blocks read many rows at once (docs/PERF.md). They
+//! remain the defaults for small matrices, where their split-K fills the GPU.
 //!
 //! # Split-K
 //! When the rows alone give too few blocks, the k-blocks are split over `gridDim.y` blocks
-//! ([`tc_plan`]). Each block stores its threads' partial `mma` fragments side by side in a
-//! workspace (plain, coalesced 16-byte stores; no atomics on the sums), then counts itself into
-//! its row block's counter; the block that counts last adds the partials of every split in
-//! split order and stores the outputs, and sets the counter back to zero. So one launch does
-//! the whole product, the counters are zero before and after every launch, and the result is
-//! the same on every run (the fp32 additions always happen in the same order; int32 additions
-//! are exact).
+//! ([`tc_plan`]); block `(x, y)` is number `y * gridDim.x + x` in launch order and sums split
+//! `id % ksplit` of row block `id / ksplit`, so the splits of a row block run side by side.
+//! Each block stores its threads' partial `mma` fragments side by side in a workspace (plain,
+//! coalesced 16-byte stores; no atomics on the sums), then counts itself into its row block's
+//! counter; the block that counts last adds the partials of every split in split order and
+//! stores the outputs, and sets the counter back to zero. So one launch does the whole
+//! product, the counters are zero before and after every launch, and the result is the same on
+//! every run (the fp32 additions always happen in the same order; int32 additions are exact).
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
@@ -36,7 +45,7 @@ pub const TC_THREADS: u32 = TC_WARPS * cmv_device::WARP_SIZE;
 /// 16-byte chunks per row in one k-block (one per lane of a quad).
 pub const TC_KBLOCK_CHUNKS: u32 = 4;
 /// Workspace words (32-bit partial sums) the host allocates for split-K launches (16 MiB): a
-/// split launch needs `ksplit * row_blocks * TC_THREADS * 4 * MT * NT` of them.
+/// split launch needs `ksplit * row_blocks * TC_THREADS * 4 * tc_frags(k)` of them.
 pub const TC_WORKSPACE_WORDS: usize = 1 << 22;
 /// Counters the host allocates, zeroed: one per row block of a split launch (so a split launch
 /// has at most this many row blocks; taller matrices run unsplit, their rows give enough

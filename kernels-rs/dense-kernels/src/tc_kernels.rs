@@ -372,15 +372,18 @@ unsafe fn tile_sums<
     acc
 }
 
-/// The whole kernel for element `E`: the block's sums, then, when the k-blocks are split over
-/// `gridDim.y` blocks, the split-K protocol of [`crate::tc`] (each thread's partial fragment to
-/// the workspace; the block that counts last in adds all partials in split order), then the
+/// The whole kernel for element `E`: the block's sums (`S` column slices per row tile, added
+/// in slice order through shared memory; `WB`: 8-row tiles with the weights as the B operand,
+/// `NA` accumulator fragments per tile), then, when the k-blocks are split over `gridDim.y`
+/// blocks, the split-K protocol of [`crate::tc`] (each thread's partial fragment to the
+/// workspace; the block that counts last in adds all partials in split order), then the
 /// stores: `store(i, v)` writes output `i = n * rows + row` from its 32-bit sum.
 ///
 /// # Safety
-/// Every thread of the block calls it (it has barriers when split); sizes and alignment as
-/// [`tile_sums`]; when `gridDim.y > 1`, `ws` holds `gridDim.y * gridDim.x * TC_THREADS * MT *
-/// NT` 16-byte-aligned chunks and `counters` `gridDim.x` words, all zero.
+/// Every thread of the block calls it (it has barriers when split or sliced); sizes and
+/// alignment as [`tile_sums`]; the launch gives [`crate::tc::tc_smem_bytes`] of dynamic shared
+/// memory; when `gridDim.y > 1`, `ws` holds `gridDim.y * gridDim.x * TC_THREADS * MT * NA`
+/// 16-byte-aligned chunks and `counters` `gridDim.x` words, all zero.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemv_tc<
