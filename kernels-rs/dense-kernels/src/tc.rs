@@ -352,8 +352,8 @@ pub const fn tc_ring_offset(k: TcKernel, s: u32, u: u32, m: u32, h: u32, lane: u
 }
 
 /// All the dynamic shared memory a launch of kernel `k` with `per` k-blocks per split and
-/// `batch` vectors needs: the inputs' copy ([`tc_x_smem_bytes`]) and the weight rings
-/// ([`tc_ring_bytes`]).
+/// `batch` vectors needs, in this order: the inputs' copy ([`tc_x_smem_bytes`]) or the weight
+/// rings ([`tc_ring_bytes`]), then the slices' sums ([`tc_slice_smem_bytes`]).
 pub const fn tc_smem_bytes(k: TcKernel, per: u32, batch: u32) -> u32 {
     tc_x_smem_bytes(k, per, batch) + tc_ring_bytes(k) + tc_slice_smem_bytes(k)
 }
@@ -409,6 +409,7 @@ macro_rules! tc_table {
             "x_n8m1u8c8b", 8, 1, 8, false, false, false, 0, 8, true;
             "x_n16m1u4c8b", 16, 1, 4, false, false, false, 0, 8, true;
             "x_n16m2u4c8b", 16, 2, 4, false, false, false, 0, 8, true;
+            "x_n8m1u2r3c8", 8, 1, 2, false, false, false, 3, 8, false;
             "sk_n8u4", 8, 1, 4, false, false, true, 0, 1, false;
             "sk_n16u4", 16, 1, 4, false, false, true, 0, 1, false;
         )
@@ -445,7 +446,7 @@ pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_f16_tc_")
 pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_i8_tc_");
 
 /// Tensor-core kernels per element type.
-pub const TC_KERNELS: usize = 21;
+pub const TC_KERNELS: usize = 22;
 
 /// How many of the table's first kernels the default path uses.
 pub const TC_DEFAULTS: usize = 6;
@@ -604,7 +605,7 @@ mod tests {
                     "{}",
                     t.name
                 );
-                assert!(tc_ring_bytes(*t) <= 227 * 1024, "{}", t.name);
+                assert!(tc_smem_bytes(*t, 1, t.batch) <= 227 * 1024, "{}", t.name);
             }
             // Slices: a power of two dividing the warps, register loads only (the shared
             // memory holds the cross-slice sums).
@@ -613,8 +614,12 @@ mod tests {
                 "{}",
                 t.name
             );
-            // Slices and weights as B: register loads only (no ring or shared inputs).
-            if t.slices > 1 || t.wb {
+            // Slices: no prefetch, shared inputs or stream-K (a ring is fine: its shared
+            // memory comes first). Weights as B: register loads only.
+            if t.slices > 1 {
+                assert!(!t.prefetch && !t.xs && !t.stream, "{}", t.name);
+            }
+            if t.wb {
                 assert!(
                     !t.prefetch && !t.xs && !t.stream && t.stages == 0,
                     "{}",
@@ -690,7 +695,10 @@ mod tests {
                 }
             }
             assert_eq!(seen.len() as u32 * 16, per_warp);
-            assert_eq!(tc_smem_bytes(*k, 64, 16), tc_ring_bytes(*k));
+            assert_eq!(
+                tc_smem_bytes(*k, 64, 16),
+                tc_ring_bytes(*k) + tc_slice_smem_bytes(*k)
+            );
         }
         let r3 = TC_F16_KERNELS
             .iter()

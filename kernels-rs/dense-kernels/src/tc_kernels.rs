@@ -211,9 +211,8 @@ unsafe fn mma_group<
 /// (twice the weight registers, loads in flight all the time); otherwise each group of `U`
 /// k-blocks is loaded, then used.
 ///
-/// Without `PF` or a ring, the warp sums the groups of `U` k-blocks from `kb0 + first`,
-/// `step` k-blocks apart (a column slice); `PF` and ring warps sum every k-block (`first`
-/// 0, `step` `U`).
+/// Without `PF`, the warp sums the groups of `U` k-blocks from `kb0 + first`, `step`
+/// k-blocks apart (a column slice); `PF` warps sum every k-block (`first` 0, `step` `U`).
 ///
 /// `R > 0`: the weights go through the warp's ring of `R` stages in shared memory at `ring`
 /// ([`crate::tc::tc_ring_offset`]): `R` groups of `U` k-blocks are in flight (`cp.async`)
@@ -293,19 +292,21 @@ unsafe fn tile_sums<
                 }
             }
         };
-        let groups = kb1.saturating_sub(kb0).div_ceil(U);
+        // This warp's groups of U k-blocks: kb0 + first + i step (every group without slices).
+        let start = kb0 + first;
+        let groups = kb1.saturating_sub(start).div_ceil(step);
         // One commit group per stage, empty ones too, so that `wait_group R - 1` below always
         // means "the oldest group has landed".
         for st in 0..R {
             if st < groups {
-                issue(kb0 + st * U, st);
+                issue(start + st * step, st);
             }
             // SAFETY: device code.
             unsafe { cp_async_commit() };
         }
         let mut st = 0;
         for i in 0..groups {
-            let kb = kb0 + i * U;
+            let kb = start + i * step;
             // SAFETY: as the other loads.
             let xv = unsafe { load_x::<NT, U, false>(&src, kb, kb1, chunks, t) };
             // SAFETY: device code; R is a compile-time constant.
@@ -335,7 +336,7 @@ unsafe fn tile_sums<
             // SAFETY: all lanes are here (warp-uniform loop).
             unsafe { sync_warp() };
             if i + R < groups {
-                issue(kb0 + (i + R) * U, st);
+                issue(start + (i + R) * step, st);
             }
             // SAFETY: device code.
             unsafe { cp_async_commit() };
@@ -473,8 +474,10 @@ unsafe fn gemv_tc<
         // warp; the other warps go on with zeros and store nothing. Fragment `(m, nt)` of
         // thread `tid` sits at `16 ((m NT + nt) TC_THREADS + tid)` (conflict-free).
         let tid = thread_idx_x();
+        // After the rings (`tc_smem_bytes`: rings, then the slices' sums).
+        let sums_at = base + crate::tc::TC_WARPS * (R * U * MT * 1024) as u32;
         let at = |tid: u32, m: usize, nt: usize| {
-            base + 16 * ((m * NA + nt) as u32 * crate::tc::TC_THREADS + tid)
+            sums_at + 16 * ((m * NA + nt) as u32 * crate::tc::TC_THREADS + tid)
         };
         for (m, tile) in sums.iter().enumerate() {
             for (nt, a) in tile.iter().enumerate() {
@@ -867,6 +870,7 @@ tc_entries! {
     cmv_gemv_f16_tc_x_n8m1u8c8b, cmv_gemv_i8_tc_x_n8m1u8c8b = 1, 1, 1, 8, false, false, 0, 8, true;
     cmv_gemv_f16_tc_x_n16m1u4c8b, cmv_gemv_i8_tc_x_n16m1u4c8b = 2, 1, 1, 4, false, false, 0, 8, true;
     cmv_gemv_f16_tc_x_n16m2u4c8b, cmv_gemv_i8_tc_x_n16m2u4c8b = 2, 1, 2, 4, false, false, 0, 8, true;
+    cmv_gemv_f16_tc_x_n8m1u2r3c8, cmv_gemv_i8_tc_x_n8m1u2r3c8 = 1, 1, 1, 2, false, false, 3, 8, false;
 }
 
 // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the
