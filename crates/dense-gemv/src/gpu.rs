@@ -11,7 +11,7 @@ use cmv_runtime::{
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
     TC_THREADS, TC_WORKSPACE_WORDS, TC_XS_MAX_KBLOCKS, TcKernel, TcPlan, tc_choice, tc_kblocks,
-    tc_rows_per_block, tc_sliced, tc_smem_bytes, tc_split_words, tc_stream_words,
+    tc_many_rows, tc_rows_per_block, tc_sliced, tc_smem_bytes, tc_split_words, tc_stream_words,
 };
 use dense_kernels::{
     BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, GemvF16AnyParams, GemvF16Params,
@@ -175,25 +175,29 @@ fn check_tc_shape(
 }
 
 /// Whether the tensor-core kernels' column slices beat the CUDA-core kernel for 2 to 4 fp16
-/// (or 2 int8) vectors on a `rows x cols` matrix: a large matrix ([`tc_sliced`]) that is not
-/// much wider than tall. On wide ones (`cols > 2 rows`: 4096x11008, 4096x14336, 8192x28672)
-/// and small ones the CUDA-core kernel, whose blocks own 2 rows each, was faster on an H100
-/// (docs/PERF.md).
-fn few_vectors_on_tensor_cores(rows: u32, cols: u32, sm_count: u32) -> bool {
-    tc_sliced(rows, sm_count) && u64::from(cols) <= 2 * u64::from(rows)
+/// (or 2 int8) vectors on a `rows x cols` matrix of `chunks` chunks per row: where the slices
+/// are the tensor-core default ([`tc_sliced`]) and the matrix is not much wider than tall. On
+/// wide ones (`cols > 2 rows`: 4096x11008, 4096x14336, 8192x28672) and few long rows the
+/// CUDA-core kernel, whose blocks own 2 rows each, was faster on an H100 (docs/PERF.md).
+fn few_vectors_on_tensor_cores(rows: u32, cols: u32, chunks: u32, sm_count: u32) -> bool {
+    tc_sliced(rows, chunks, sm_count) && u64::from(cols) <= 2 * u64::from(rows)
 }
 
 /// Whether `gemv_f16` runs `batch` vectors on a `rows x cols` matrix on the tensor cores
 /// (`dense_kernels::tc`) rather than the CUDA-core kernels: from 5 vectors on always; 2 to 4
 /// where the column-slice kernels were faster (see `few_vectors_on_tensor_cores`).
 pub fn f16_on_tensor_cores(batch: u32, rows: u32, cols: u32, sm_count: u32) -> bool {
-    batch > 4 || (batch >= 2 && few_vectors_on_tensor_cores(rows, cols, sm_count))
+    batch > 4 || (batch >= 2 && few_vectors_on_tensor_cores(rows, cols, cols / 8, sm_count))
 }
 
-/// Whether `gemv_i8` runs `batch` vectors on the tensor cores: from 3 on always; 2 where the
-/// column-slice kernels were faster than the `dp4a` kernel (as for fp16).
+/// Whether `gemv_i8` runs `batch` vectors on the tensor cores: from 3 on always; 2 on large
+/// matrices ([`tc_many_rows`]) that are not much wider than tall, where the column-slice
+/// kernels were faster than the `dp4a` kernel (on MiniLM's small ones it was the other way).
 pub fn i8_on_tensor_cores(batch: u32, rows: u32, cols: u32, sm_count: u32) -> bool {
-    batch >= 3 || (batch == 2 && few_vectors_on_tensor_cores(rows, cols, sm_count))
+    batch >= 3
+        || (batch == 2
+            && tc_many_rows(rows, sm_count)
+            && few_vectors_on_tensor_cores(rows, cols, cols / 16, sm_count))
 }
 
 /// Checks that `plan` covers `rows` rows of `chunks` chunks with kernel `k` exactly as the
@@ -910,6 +914,8 @@ mod tests {
         // The CUDA-core kernels keep 2-4 fp16 vectors (2 int8) on small and wide matrices.
         assert!(f16_on_tensor_cores(4, 4096, 4096, 132));
         assert!(!f16_on_tensor_cores(4, 2048, 2048, 132));
+        assert!(f16_on_tensor_cores(2, 384, 384, 132) && f16_on_tensor_cores(2, 1536, 384, 132));
+        assert!(!f16_on_tensor_cores(2, 384, 1536, 132));
         assert!(!f16_on_tensor_cores(4, 4096, 11008, 132));
         assert!(f16_on_tensor_cores(4, 11008, 4096, 132));
         assert!(f16_on_tensor_cores(5, 4096, 14336, 132));
@@ -917,6 +923,7 @@ mod tests {
         assert!(i8_on_tensor_cores(2, 8192, 8192, 132));
         assert!(!i8_on_tensor_cores(2, 8192, 28672, 132));
         assert!(i8_on_tensor_cores(3, 1024, 1024, 132));
+        assert!(!i8_on_tensor_cores(2, 384, 384, 132));
         assert!(!i8_on_tensor_cores(1, 8192, 8192, 132));
         let k = TC_F16_KERNELS[1];
         let good = tc_choice(16, 2048, 4096, 512, 132).1;

@@ -19,8 +19,8 @@ mod gpu;
 
 pub use cublaslt::{CublasLtError, CublasLtGemv, LtAlgo};
 pub use dense_kernels::tc::{
-    TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, TcPlan, tc_choice, tc_plan, tc_sliced,
-    tc_stream_plan,
+    TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, TcPlan, tc_choice, tc_many_rows, tc_plan,
+    tc_sliced, tc_stream_plan,
 };
 pub use dense_kernels::{MAX_BATCH, requantize};
 pub use gpu::{

@@ -451,10 +451,19 @@ pub const TC_KERNELS: usize = 22;
 /// How many of the table's first kernels the default path uses.
 pub const TC_DEFAULTS: usize = 6;
 
-/// Whether a matrix of `rows` rows is large enough for the column-slice kernels (16 or 8 rows
-/// per block, unsplit) on `sm_count` SMs: about two 16-row blocks per SM (4092 rows on 132
-/// SMs; measured from 4096 rows on, docs/PERF.md). Smaller ones take the 128-row split kernels.
-pub const fn tc_sliced(rows: u32, sm_count: u32) -> bool {
+/// Whether a matrix of `rows` rows of `chunks` 16-byte chunks takes the column-slice kernels
+/// (16 or 8 rows per block, unsplit) on `sm_count` SMs: when it has about two 16-row blocks
+/// per SM (4092 rows on 132 SMs; measured from 4096 rows on), or rows too short for the
+/// 128-row kernels to split (fewer than 16 k-blocks: measured at MiniLM's 384x384 and 1536x384,
+/// where the slices were also faster; docs/PERF.md). The others (few, long rows) take the
+/// 128-row split kernels.
+pub const fn tc_sliced(rows: u32, chunks: u32, sm_count: u32) -> bool {
+    tc_many_rows(rows, sm_count) || tc_kblocks(chunks) < 16
+}
+
+/// Whether `rows` give about two 16-row blocks per SM on `sm_count` SMs (at least 31 rows per
+/// SM: 4092 on 132 SMs).
+pub const fn tc_many_rows(rows: u32, sm_count: u32) -> bool {
     let sms = if sm_count == 0 { 1 } else { sm_count };
     rows as u64 >= 31 * sms as u64
 }
@@ -464,14 +473,15 @@ pub const fn tc_sliced(rows: u32, sm_count: u32) -> bool {
 /// `sm_count` SMs.
 ///
 /// Measured on an H100 with `cmv-bench --explore-tc` (docs/PERF.md, fp16 and int8 alike):
-/// - large matrices ([`tc_sliced`]): 8 warps share each row tile, each summing every 8th
+/// - large matrices and short rows ([`tc_sliced`]): 8 warps share each row tile, each summing every 8th
 ///   group of 4 k-blocks, so the blocks running at once read few rows, each over a 2 KiB
 ///   window (the 128-row blocks of the earlier kernels read ~6000 rows at once and stayed
 ///   10% below the batch-1 kernel's bandwidth); unsplit. Up to 8 vectors: 16-row tiles, or
 ///   8-row tiles with the weights as the `mma`'s B operand on tall matrices (`rows >= 2
-///   cols`); up to 16: 16-row tiles, or 8-row tiles in 4 slices on square and wide ones.
-/// - small ones: 128-row blocks, the k-blocks split until the grid holds about 2 blocks per
-///   SM (8 vectors) or 1 (16 vectors).
+///   cols`, at least 31 rows per SM); up to 16: 16-row tiles, or 8-row tiles in 4 slices on
+///   square and wide ones.
+/// - the others (few, long rows): 128-row blocks, the k-blocks split until the grid holds
+///   about 2 blocks per SM (8 vectors) or 1 (16 vectors).
 pub const fn tc_choice(
     batch: u32,
     rows: u32,
@@ -482,8 +492,11 @@ pub const fn tc_choice(
     let wide = batch > 8;
     let row_blocks = rows.div_ceil(tc_rows_per_block(TC_F16_KERNELS[0]));
     let sms = if sm_count == 0 { 1 } else { sm_count };
-    if tc_sliced(rows, sm_count) {
-        let i = match (wide, rows as u64 >= 2 * cols as u64, cols >= rows) {
+    if tc_sliced(rows, chunks, sm_count) {
+        // Tall: at least twice as many rows as columns, and many rows (at 1536x384 the
+        // 16-row tiles were faster).
+        let tall = rows as u64 >= 2 * cols as u64 && tc_many_rows(rows, sms);
+        let i = match (wide, tall, cols >= rows) {
             (false, true, _) => 3,
             (false, false, _) => 2,
             (true, _, true) => 5,
@@ -789,10 +802,14 @@ mod tests {
             let (i, p) = tc_choice(b, r, c, c / 8, 132);
             (TC_F16_KERNELS[i].name, p.ksplit)
         };
-        // Small matrices: 128-row blocks, split.
+        // Few, long rows: 128-row blocks, split.
         assert_eq!(name(8, 2048, 4096), ("cmv_gemv_f16_tc_n8u4", 16));
         assert_eq!(name(16, 384, 1536), ("cmv_gemv_f16_tc_n16u4", 6));
-        assert!(!tc_sliced(4091, 132) && tc_sliced(4092, 132));
+        assert!(!tc_sliced(4091, 512, 132) && tc_sliced(4092, 512, 132));
+        // Short rows (fewer than 16 k-blocks): slices, whatever the rows.
+        assert!(tc_sliced(384, 48, 132) && !tc_sliced(384, 64, 132));
+        assert_eq!(name(16, 384, 384), ("cmv_gemv_f16_tc_n16u4c4b", 1));
+        assert_eq!(name(8, 1536, 384), ("cmv_gemv_f16_tc_n8u4c8", 1));
         // Large ones: column slices, unsplit.
         assert_eq!(name(8, 4096, 4096), ("cmv_gemv_f16_tc_n8u4c8", 1));
         assert_eq!(name(2, 28672, 8192), ("cmv_gemv_f16_tc_n8u4c8b", 1));
