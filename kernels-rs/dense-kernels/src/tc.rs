@@ -320,6 +320,9 @@ pub struct TcKernel {
     /// its 16 rows (one `mma` pair per k-block for up to 16 vectors), so a block owns half the
     /// rows; otherwise tiles of 16 rows and one `mma` pair per group of 8 vectors.
     pub wb: bool,
+    /// With slices: whether each warp sums one contiguous share of the block's groups of
+    /// `unroll` k-blocks (`w`) instead of every `slices`-th group.
+    pub cs: bool,
 }
 
 /// Dynamic shared memory of the cross-slice sums of kernel `k` (zero with one slice): every
@@ -386,37 +389,39 @@ pub const fn tc_x_smem_bytes(k: TcKernel, per: u32, batch: u32) -> u32 {
 
 /// Both kernel tables from one list (the entry points of `tc_kernels.rs` follow it): name
 /// suffix, vectors, row tiles, k-blocks in flight, prefetch, shared inputs, stream-K, ring
-/// stages, slices, weights as the B operand.
+/// stages, slices, weights as the B operand, contiguous slices.
 macro_rules! tc_table {
     ($prefix:literal) => {
         tc_table!(@ $prefix;
-            "n8u4", 8, 1, 4, false, false, false, 0, 1, false;
-            "n16u4", 16, 1, 4, false, false, false, 0, 1, false;
-            "n8u4c8", 8, 1, 4, false, false, false, 0, 8, false;
-            "n8u4c8b", 8, 1, 4, false, false, false, 0, 8, true;
-            "n16u4c8", 16, 1, 4, false, false, false, 0, 8, false;
-            "n16u4c4b", 16, 1, 4, false, false, false, 0, 4, true;
-            "x_n8m1u8", 8, 1, 8, false, false, false, 0, 1, false;
-            "x_n16m1u8", 16, 1, 8, false, false, false, 0, 1, false;
-            "x_n8m1u4p", 8, 1, 4, true, false, false, 0, 1, false;
-            "x_n16m1u4p", 16, 1, 4, true, false, false, 0, 1, false;
-            "x_n16m1u4ps", 16, 1, 4, true, true, false, 0, 1, false;
-            "x_n8m1u4r3", 8, 1, 4, false, false, false, 3, 1, false;
-            "x_n16m1u4r3", 16, 1, 4, false, false, false, 3, 1, false;
-            "x_n8m1u2c8", 8, 1, 2, false, false, false, 0, 8, false;
-            "x_n16m1u2c8", 16, 1, 2, false, false, false, 0, 8, false;
-            "x_n16m2u2c8", 16, 2, 2, false, false, false, 0, 8, false;
-            "x_n8m1u8c8b", 8, 1, 8, false, false, false, 0, 8, true;
-            "x_n16m1u4c8b", 16, 1, 4, false, false, false, 0, 8, true;
-            "x_n16m2u4c8b", 16, 2, 4, false, false, false, 0, 8, true;
-            "x_n8m1u2r3c8", 8, 1, 2, false, false, false, 3, 8, false;
-            "sk_n8u4", 8, 1, 4, false, false, true, 0, 1, false;
-            "sk_n16u4", 16, 1, 4, false, false, true, 0, 1, false;
+            "n8u4", 8, 1, 4, false, false, false, 0, 1, false, false;
+            "n16u4", 16, 1, 4, false, false, false, 0, 1, false, false;
+            "n8u4c8", 8, 1, 4, false, false, false, 0, 8, false, false;
+            "n8u4c8b", 8, 1, 4, false, false, false, 0, 8, true, false;
+            "n16u4c8", 16, 1, 4, false, false, false, 0, 8, false, false;
+            "n16u4c4b", 16, 1, 4, false, false, false, 0, 4, true, false;
+            "x_n8m1u8", 8, 1, 8, false, false, false, 0, 1, false, false;
+            "x_n16m1u8", 16, 1, 8, false, false, false, 0, 1, false, false;
+            "x_n8m1u4p", 8, 1, 4, true, false, false, 0, 1, false, false;
+            "x_n16m1u4p", 16, 1, 4, true, false, false, 0, 1, false, false;
+            "x_n16m1u4ps", 16, 1, 4, true, true, false, 0, 1, false, false;
+            "x_n8m1u4r3", 8, 1, 4, false, false, false, 3, 1, false, false;
+            "x_n16m1u4r3", 16, 1, 4, false, false, false, 3, 1, false, false;
+            "x_n8m1u2c8", 8, 1, 2, false, false, false, 0, 8, false, false;
+            "x_n16m1u2c8", 16, 1, 2, false, false, false, 0, 8, false, false;
+            "x_n16m2u2c8", 16, 2, 2, false, false, false, 0, 8, false, false;
+            "x_n8m1u8c8b", 8, 1, 8, false, false, false, 0, 8, true, false;
+            "x_n16m1u4c8b", 16, 1, 4, false, false, false, 0, 8, true, false;
+            "x_n16m2u4c8b", 16, 2, 4, false, false, false, 0, 8, true, false;
+            "x_n8m1u2r3c8", 8, 1, 2, false, false, false, 3, 8, false, false;
+            "x_n8m1u4c8w", 8, 1, 4, false, false, false, 0, 8, false, true;
+            "x_n16m1u4c8w", 16, 1, 4, false, false, false, 0, 8, false, true;
+            "sk_n8u4", 8, 1, 4, false, false, true, 0, 1, false, false;
+            "sk_n16u4", 16, 1, 4, false, false, true, 0, 1, false, false;
         )
     };
     (@ $prefix:literal; $($suffix:literal, $batch:literal, $mt:literal, $unroll:literal,
         $prefetch:literal, $xs:literal, $stream:literal, $stages:literal, $slices:literal,
-        $wb:literal;)*) => {
+        $wb:literal, $cs:literal;)*) => {
         [$(TcKernel {
             name: concat!($prefix, $suffix),
             batch: $batch,
@@ -428,6 +433,7 @@ macro_rules! tc_table {
             stages: $stages,
             slices: $slices,
             wb: $wb,
+            cs: $cs,
         },)*]
     };
 }
@@ -439,14 +445,14 @@ macro_rules! tc_table {
 /// --explore-tc` also times (`m` row tiles, `u` k-blocks in flight, `p` prefetch of the next
 /// k-blocks, `s` inputs staged in shared memory, `r` a `cp.async` weight ring of that many
 /// stages, `c` that many warps (column slices) per row tile, `b` the weights as the B operand
-/// (8-row tiles), `sk` the stream-K schedule).
+/// (8-row tiles), `w` contiguous slices, `sk` the stream-K schedule).
 pub const TC_F16_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_f16_tc_");
 
 /// The int8 tensor-core kernels, as [`TC_F16_KERNELS`].
 pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_i8_tc_");
 
 /// Tensor-core kernels per element type.
-pub const TC_KERNELS: usize = 22;
+pub const TC_KERNELS: usize = 24;
 
 /// How many of the table's first kernels the default path uses.
 pub const TC_DEFAULTS: usize = 6;
@@ -593,12 +599,13 @@ mod tests {
                 String::new()
             };
             let shape = format!(
-                "m{}u{}{}{}{ring}{slices}{}",
+                "m{}u{}{}{}{ring}{slices}{}{}",
                 t.mt,
                 t.unroll,
                 if t.prefetch { "p" } else { "" },
                 if t.xs { "s" } else { "" },
-                if t.wb { "b" } else { "" }
+                if t.wb { "b" } else { "" },
+                if t.cs { "w" } else { "" }
             );
             let bounded = format!("{shape}2");
             assert!(
@@ -632,6 +639,10 @@ mod tests {
             if t.slices > 1 {
                 assert!(!t.prefetch && !t.xs && !t.stream, "{}", t.name);
             }
+            // Contiguous slices: only with slices and register loads.
+            if t.cs {
+                assert!(t.slices > 1 && t.stages == 0, "{}", t.name);
+            }
             if t.wb {
                 assert!(
                     !t.prefetch && !t.xs && !t.stream && t.stages == 0,
@@ -646,7 +657,7 @@ mod tests {
             let shape = |k: &TcKernel| {
                 (
                     (k.batch, k.mt, k.unroll, k.prefetch, k.xs),
-                    (k.stream, k.stages, k.slices, k.wb),
+                    (k.stream, k.stages, k.slices, k.wb, k.cs),
                 )
             };
             assert_eq!(shape(f), shape(q));

@@ -398,6 +398,7 @@ unsafe fn gemv_tc<
     const R: usize,
     const S: usize,
     const WB: bool,
+    const CS: bool,
 >(
     w: *const U32x4,
     x: *const U32x4,
@@ -448,6 +449,15 @@ unsafe fn gemv_tc<
         // SAFETY: every thread of the block reaches this barrier.
         unsafe { sync_threads() };
     }
+    // This warp's k-blocks: every `S`-th group of `U` from group `slice`, or with `CS` one
+    // contiguous share of whole groups (`wk0..wk1`).
+    let (wk0, wk1, first, step) = if CS {
+        let share = (kb1 - kb0).div_ceil(U).div_ceil(S) * U;
+        let lo = (kb0 + slice * share).min(kb1);
+        (lo, (lo + share).min(kb1), 0, U)
+    } else {
+        (kb0, kb1, slice * U, S * U)
+    };
     let mut sums = if row0 < rows {
         // SAFETY: forwarded; the condition is warp-uniform.
         unsafe {
@@ -458,12 +468,12 @@ unsafe fn gemv_tc<
                 chunks,
                 batch,
                 row0,
-                (kb0, kb1),
+                (wk0, wk1),
                 (base, stride),
                 // The rings start the dynamic shared memory (a kernel has a ring or the
                 // inputs' copy, never both: crate::tc tests).
                 base + warp_id() * (R * U * MT * 1024) as u32,
-                (slice * U, S * U),
+                (first, step),
             )
         }
     } else {
@@ -800,7 +810,7 @@ tc_stream_entries! {
 
 macro_rules! tc_entries {
     ($($f16:ident, $i8:ident = $nt:literal, $na:literal, $mt:literal, $u:literal, $pf:literal,
-       $xs:literal, $r:literal, $s:literal, $wb:literal;)*) => {$(
+       $xs:literal, $r:literal, $s:literal, $wb:literal, $cs:literal;)*) => {$(
         /// fp16 GEMV on tensor cores for up to `8 * NT` vectors; see [`crate::tc`].
         ///
         /// # Safety
@@ -815,7 +825,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<F16, $mt, $nt, $na, $u, $pf, $xs, $r, $s, $wb>(
+                gemv_tc::<F16, $mt, $nt, $na, $u, $pf, $xs, $r, $s, $wb, $cs>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 8) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -839,7 +849,7 @@ macro_rules! tc_entries {
             };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_tc::<I8, $mt, $nt, $na, $u, $pf, $xs, $r, $s, $wb>(
+                gemv_tc::<I8, $mt, $nt, $na, $u, $pf, $xs, $r, $s, $wb, $cs>(
                     p.w.as_ptr(), p.x.as_ptr(), p.rows, (p.cols / 16) as usize, p.batch,
                     p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
                 )
@@ -851,26 +861,28 @@ macro_rules! tc_entries {
 // Names and shapes as `crate::tc::TC_F16_KERNELS` / `TC_I8_KERNELS` (a host test checks
 // that every listed name is in the PTX).
 tc_entries! {
-    cmv_gemv_f16_tc_n8u4, cmv_gemv_i8_tc_n8u4 = 1, 1, 1, 4, false, false, 0, 1, false;
-    cmv_gemv_f16_tc_n16u4, cmv_gemv_i8_tc_n16u4 = 2, 2, 1, 4, false, false, 0, 1, false;
-    cmv_gemv_f16_tc_n8u4c8, cmv_gemv_i8_tc_n8u4c8 = 1, 1, 1, 4, false, false, 0, 8, false;
-    cmv_gemv_f16_tc_n8u4c8b, cmv_gemv_i8_tc_n8u4c8b = 1, 1, 1, 4, false, false, 0, 8, true;
-    cmv_gemv_f16_tc_n16u4c8, cmv_gemv_i8_tc_n16u4c8 = 2, 2, 1, 4, false, false, 0, 8, false;
-    cmv_gemv_f16_tc_n16u4c4b, cmv_gemv_i8_tc_n16u4c4b = 2, 1, 1, 4, false, false, 0, 4, true;
-    cmv_gemv_f16_tc_x_n8m1u8, cmv_gemv_i8_tc_x_n8m1u8 = 1, 1, 1, 8, false, false, 0, 1, false;
-    cmv_gemv_f16_tc_x_n16m1u8, cmv_gemv_i8_tc_x_n16m1u8 = 2, 2, 1, 8, false, false, 0, 1, false;
-    cmv_gemv_f16_tc_x_n8m1u4p, cmv_gemv_i8_tc_x_n8m1u4p = 1, 1, 1, 4, true, false, 0, 1, false;
-    cmv_gemv_f16_tc_x_n16m1u4p, cmv_gemv_i8_tc_x_n16m1u4p = 2, 2, 1, 4, true, false, 0, 1, false;
-    cmv_gemv_f16_tc_x_n16m1u4ps, cmv_gemv_i8_tc_x_n16m1u4ps = 2, 2, 1, 4, true, true, 0, 1, false;
-    cmv_gemv_f16_tc_x_n8m1u4r3, cmv_gemv_i8_tc_x_n8m1u4r3 = 1, 1, 1, 4, false, false, 3, 1, false;
-    cmv_gemv_f16_tc_x_n16m1u4r3, cmv_gemv_i8_tc_x_n16m1u4r3 = 2, 2, 1, 4, false, false, 3, 1, false;
-    cmv_gemv_f16_tc_x_n8m1u2c8, cmv_gemv_i8_tc_x_n8m1u2c8 = 1, 1, 1, 2, false, false, 0, 8, false;
-    cmv_gemv_f16_tc_x_n16m1u2c8, cmv_gemv_i8_tc_x_n16m1u2c8 = 2, 2, 1, 2, false, false, 0, 8, false;
-    cmv_gemv_f16_tc_x_n16m2u2c8, cmv_gemv_i8_tc_x_n16m2u2c8 = 2, 2, 2, 2, false, false, 0, 8, false;
-    cmv_gemv_f16_tc_x_n8m1u8c8b, cmv_gemv_i8_tc_x_n8m1u8c8b = 1, 1, 1, 8, false, false, 0, 8, true;
-    cmv_gemv_f16_tc_x_n16m1u4c8b, cmv_gemv_i8_tc_x_n16m1u4c8b = 2, 1, 1, 4, false, false, 0, 8, true;
-    cmv_gemv_f16_tc_x_n16m2u4c8b, cmv_gemv_i8_tc_x_n16m2u4c8b = 2, 1, 2, 4, false, false, 0, 8, true;
-    cmv_gemv_f16_tc_x_n8m1u2r3c8, cmv_gemv_i8_tc_x_n8m1u2r3c8 = 1, 1, 1, 2, false, false, 3, 8, false;
+    cmv_gemv_f16_tc_n8u4, cmv_gemv_i8_tc_n8u4 = 1, 1, 1, 4, false, false, 0, 1, false, false;
+    cmv_gemv_f16_tc_n16u4, cmv_gemv_i8_tc_n16u4 = 2, 2, 1, 4, false, false, 0, 1, false, false;
+    cmv_gemv_f16_tc_n8u4c8, cmv_gemv_i8_tc_n8u4c8 = 1, 1, 1, 4, false, false, 0, 8, false, false;
+    cmv_gemv_f16_tc_n8u4c8b, cmv_gemv_i8_tc_n8u4c8b = 1, 1, 1, 4, false, false, 0, 8, true, false;
+    cmv_gemv_f16_tc_n16u4c8, cmv_gemv_i8_tc_n16u4c8 = 2, 2, 1, 4, false, false, 0, 8, false, false;
+    cmv_gemv_f16_tc_n16u4c4b, cmv_gemv_i8_tc_n16u4c4b = 2, 1, 1, 4, false, false, 0, 4, true, false;
+    cmv_gemv_f16_tc_x_n8m1u8, cmv_gemv_i8_tc_x_n8m1u8 = 1, 1, 1, 8, false, false, 0, 1, false, false;
+    cmv_gemv_f16_tc_x_n16m1u8, cmv_gemv_i8_tc_x_n16m1u8 = 2, 2, 1, 8, false, false, 0, 1, false, false;
+    cmv_gemv_f16_tc_x_n8m1u4p, cmv_gemv_i8_tc_x_n8m1u4p = 1, 1, 1, 4, true, false, 0, 1, false, false;
+    cmv_gemv_f16_tc_x_n16m1u4p, cmv_gemv_i8_tc_x_n16m1u4p = 2, 2, 1, 4, true, false, 0, 1, false, false;
+    cmv_gemv_f16_tc_x_n16m1u4ps, cmv_gemv_i8_tc_x_n16m1u4ps = 2, 2, 1, 4, true, true, 0, 1, false, false;
+    cmv_gemv_f16_tc_x_n8m1u4r3, cmv_gemv_i8_tc_x_n8m1u4r3 = 1, 1, 1, 4, false, false, 3, 1, false, false;
+    cmv_gemv_f16_tc_x_n16m1u4r3, cmv_gemv_i8_tc_x_n16m1u4r3 = 2, 2, 1, 4, false, false, 3, 1, false, false;
+    cmv_gemv_f16_tc_x_n8m1u2c8, cmv_gemv_i8_tc_x_n8m1u2c8 = 1, 1, 1, 2, false, false, 0, 8, false, false;
+    cmv_gemv_f16_tc_x_n16m1u2c8, cmv_gemv_i8_tc_x_n16m1u2c8 = 2, 2, 1, 2, false, false, 0, 8, false, false;
+    cmv_gemv_f16_tc_x_n16m2u2c8, cmv_gemv_i8_tc_x_n16m2u2c8 = 2, 2, 2, 2, false, false, 0, 8, false, false;
+    cmv_gemv_f16_tc_x_n8m1u8c8b, cmv_gemv_i8_tc_x_n8m1u8c8b = 1, 1, 1, 8, false, false, 0, 8, true, false;
+    cmv_gemv_f16_tc_x_n16m1u4c8b, cmv_gemv_i8_tc_x_n16m1u4c8b = 2, 1, 1, 4, false, false, 0, 8, true, false;
+    cmv_gemv_f16_tc_x_n16m2u4c8b, cmv_gemv_i8_tc_x_n16m2u4c8b = 2, 1, 2, 4, false, false, 0, 8, true, false;
+    cmv_gemv_f16_tc_x_n8m1u2r3c8, cmv_gemv_i8_tc_x_n8m1u2r3c8 = 1, 1, 1, 2, false, false, 3, 8, false, false;
+    cmv_gemv_f16_tc_x_n8m1u4c8w, cmv_gemv_i8_tc_x_n8m1u4c8w = 1, 1, 1, 4, false, false, 0, 8, false, true;
+    cmv_gemv_f16_tc_x_n16m1u4c8w, cmv_gemv_i8_tc_x_n16m1u4c8w = 2, 2, 1, 4, false, false, 0, 8, false, true;
 }
 
 // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the
