@@ -60,6 +60,7 @@ pub mod container;
 mod error;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod int8;
 mod legacy;
 mod linalg;
 mod matrix;

@@ -13,6 +13,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
+pub mod int8;
 pub mod layout;
 pub mod tc;
 pub mod tc_scaled;

@@ -1,0 +1,162 @@
+//! The inputs as two int8 halves, for an integer-MMA SpQR product (issue 17's design; the
+//! kernel itself is not built yet): the arithmetic a kernel would do, shared with the host
+//! model (`spqr_format::int8::gemv_int8_model`) that checks its error bound on the CPU.
+//!
+//! Per input vector and tile column `t` (16 columns), the staging would compute the largest
+//! magnitude `m_t` of the tile's inputs, the scale `σ_t = m_t / INPUT_MAX` ([`tile_scale`]),
+//! and each input's 15-bit integer `x̂ = round(x / σ_t)` in `[-INPUT_MAX, INPUT_MAX]`
+//! ([`quantize_input`]), stored as two int8 halves `x̂ = 128 h + l` with `h` in `[-128, 127]`
+//! and `l` in `[0, 127]` ([`split_input`]). A tile row's 3-bit codes `q_k` then give, through
+//! two `mma.m16n8k32` (codes as u8, halves as s8, exact int32 sums), `D = Σ q_k x̂_k`
+//! ([`tile_dot`]); the staging also keeps the exact `T = Σ x̂_k`. The tile row adds
+//! `s σ_t (D - z T)` to its row ([`tile_term`]), which equals `Σ s (q_k - z) σ_t x̂_k`.
+//!
+//! **Error.** The only rounding besides fp32 arithmetic is `x̂`: `|x_k - σ_t x̂_k| <= σ_t / 2`,
+//! so a tile row's term is off from the exact `Σ s (q_k - z) x_k` by at most
+//! `|s| σ_t / 2 Σ |q_k - z|` ([`tile_error_bound`]), about `2^-15` of the tile's largest
+//! input times the row's weights. The relative error of a row's output is that times the
+//! row's conditioning `Σ |w_k x_k| / |Σ w_k x_k|`; `spqr_format`'s tests check the bound on
+//! adversarial inputs (large dynamic range inside a tile, fp16's largest and subnormal
+//! values, huge and tiny weight scales).
+
+use crate::layout::{TILE, row_code};
+
+/// Largest magnitude of a quantized input: 15-bit signed integers, so that `x̂ = 128 h + l`
+/// with `h` and `l` int8 (`h = x̂ >> 7` in `[-128, 127]`, `l = x̂ & 127`).
+pub const INPUT_MAX: i32 = (1 << 14) - 1;
+
+/// The scale of a tile whose largest input magnitude is `max_abs` (finite, `>= 0`):
+/// `max_abs / INPUT_MAX`, or 0 for an all-zero tile.
+#[inline(always)]
+pub fn tile_scale(max_abs: f32) -> f32 {
+    max_abs / INPUT_MAX as f32
+}
+
+/// `x̂ = round(x / σ)`, half to even, in `[-INPUT_MAX, INPUT_MAX]` (0 when `σ == 0`). `x`
+/// finite with `|x| <= INPUT_MAX σ`, as every input of the tile whose scale `σ` is.
+#[inline(always)]
+pub fn quantize_input(x: f32, sigma: f32) -> i32 {
+    if sigma == 0.0 {
+        return 0;
+    }
+    let q = round_half_even(x / sigma);
+    q.clamp(-INPUT_MAX, INPUT_MAX)
+}
+
+/// Round half to even of a finite `v` with `|v| < 2^31`.
+#[inline(always)]
+fn round_half_even(v: f32) -> i32 {
+    let f = v as i32; // toward zero
+    let r = v - f as f32; // in (-1, 1), exact
+    let mut q = f;
+    if r > 0.5 || (r == 0.5 && f % 2 != 0) {
+        q += 1;
+    } else if r < -0.5 || (r == -0.5 && f % 2 != 0) {
+        q -= 1;
+    }
+    q
+}
+
+/// The two int8 halves of `x̂`: `(h, l)` with `x̂ = 128 h + l`, `l` in `[0, 127]`.
+#[inline(always)]
+pub const fn split_input(q: i32) -> (i8, i8) {
+    ((q >> 7) as i8, (q & 127) as i8)
+}
+
+/// `128 h + l`, the inverse of [`split_input`].
+#[inline(always)]
+pub const fn join_input(h: i8, l: i8) -> i32 {
+    128 * h as i32 + l as i32
+}
+
+/// A tile row's integer sums from its row word `w` (codes) and the tile's quantized inputs:
+/// `(D, T) = (Σ q_k x̂_k, Σ x̂_k)` (exact: `|D| <= 16 * 7 * INPUT_MAX`), as the two integer
+/// `mma` on the halves give `D = 128 Σ q_k h_k + Σ q_k l_k`.
+#[inline(always)]
+pub fn tile_dot(w: u64, xq: &[i32; TILE]) -> (i32, i32) {
+    let (mut dh, mut dl, mut t) = (0i32, 0i32, 0i32);
+    for (k, &x) in xq.iter().enumerate() {
+        let (h, l) = split_input(x);
+        let q = row_code(w, k as u32) as i32;
+        dh += q * h as i32;
+        dl += q * l as i32;
+        t += x;
+    }
+    (128 * dh + dl, t)
+}
+
+/// A tile row's term in fp32 as the kernel would form it: `(s σ) (D - z T)`, `D - z T` by
+/// one fused multiply-add.
+#[inline(always)]
+pub fn tile_term(s: f32, z: f32, sigma: f32, d: i32, t: i32) -> f32 {
+    (s * sigma) * cmv_device::fma_f32(-z, t as f32, d as f32)
+}
+
+/// The largest error the input rounding can give a tile row's term: `|s| σ / 2 Σ_k |q_k - z|`
+/// (exact arithmetic; fp32 rounding comes on top). Host only.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn tile_error_bound(w: u64, s: f32, z: f32, sigma: f32) -> f64 {
+    let mut spread = 0f64;
+    for k in 0..TILE {
+        spread += (f64::from(row_code(w, k as u32)) - f64::from(z)).abs();
+    }
+    f64::from(s).abs() * f64::from(sigma) / 2.0 * spread
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halves_are_int8_and_join_back_for_every_input() {
+        for q in -INPUT_MAX..=INPUT_MAX {
+            let (h, l) = split_input(q);
+            assert!((0..=127).contains(&l), "{q}");
+            assert_eq!(join_input(h, l), q);
+        }
+        assert_eq!(split_input(INPUT_MAX), (127, 127));
+        assert_eq!(split_input(-INPUT_MAX), (-128, 1));
+    }
+
+    #[test]
+    fn quantized_inputs_are_within_half_a_step() {
+        let xs = [
+            0.0f32, 1.0, -1.0, 65504.0, -65504.0, 6.0e-8, 1.0e-3, 0.333, 12345.6, -0.5,
+        ];
+        for &m in &[65504.0f32, 1.0, 6.0e-8, 0.1] {
+            let sigma = tile_scale(m);
+            for &x in xs.iter().filter(|x| x.abs() <= m) {
+                let q = quantize_input(x, sigma);
+                assert!(q.abs() <= INPUT_MAX);
+                let back = f64::from(sigma) * f64::from(q);
+                // Half a step, plus the fp32 rounding of x / sigma.
+                let tol = f64::from(sigma) * (0.5 + 1e-3);
+                assert!((back - f64::from(x)).abs() <= tol, "{x} {m} {q}");
+            }
+            // The largest input maps to the largest integer.
+            assert_eq!(quantize_input(m, sigma), INPUT_MAX);
+            assert_eq!(quantize_input(-m, sigma), -INPUT_MAX);
+        }
+        assert_eq!(quantize_input(5.0, 0.0), 0);
+        // Half to even.
+        assert_eq!(round_half_even(2.5), 2);
+        assert_eq!(round_half_even(3.5), 4);
+        assert_eq!(round_half_even(-2.5), -2);
+        assert_eq!(round_half_even(-3.5), -4);
+        assert_eq!(round_half_even(-3.4), -3);
+    }
+
+    #[test]
+    fn tile_dot_matches_the_plain_sums() {
+        let codes: [u8; TILE] = core::array::from_fn(|k| (k % 8) as u8);
+        let w = crate::layout::pack_row(0, 0, &codes, 0);
+        let xq: [i32; TILE] = core::array::from_fn(|k| (k as i32 * 2049 - 16383).min(INPUT_MAX));
+        let (d, t) = tile_dot(w, &xq);
+        let want_d: i32 = (0..TILE).map(|k| codes[k] as i32 * xq[k]).sum();
+        assert_eq!((d, t), (want_d, xq.iter().sum()));
+        // The extremes stay inside int32.
+        let w7 = crate::layout::pack_row(0, 0, &[7; TILE], 0);
+        assert_eq!(tile_dot(w7, &[INPUT_MAX; TILE]).0, 16 * 7 * INPUT_MAX);
+        assert_eq!(tile_dot(w7, &[-INPUT_MAX; TILE]).0, -16 * 7 * INPUT_MAX);
+    }
+}
