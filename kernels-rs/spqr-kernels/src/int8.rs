@@ -103,6 +103,30 @@ pub fn tile_error_bound(w: u64, s: f32, z: f32, sigma: f32) -> f64 {
     f64::from(s).abs() * f64::from(sigma) / 2.0 * spread
 }
 
+/// The 4 codes of row word `w` at columns `4t .. 4t + 4` as the 4 bytes (u8) of an integer
+/// `mma.m16n8k16` A register: lane `(g, t)` passes row `g`'s as `a0` and row `g + 8`'s as `a1`
+/// (`.u8` A against `.s8` B). The codes are 3 bits at bit `6 + 3k` of the row word; each goes
+/// to its own byte.
+#[inline(always)]
+pub const fn code_bytes(w: u64, t: u32) -> u32 {
+    let v = (w >> (crate::layout::CODES_SHIFT + 12 * t)) as u32 & 0xfff;
+    (v & 7) | ((v & 0x38) << 5) | ((v & 0x1c0) << 10) | ((v & 0xe00) << 15)
+}
+
+/// The halves of the 4 quantized inputs at columns `4t .. 4t + 4` as two integer `mma` B
+/// registers (4 s8 bytes each, column `4t + i` in byte `i`): `(h, l)`. Lane `(g, t)` passes
+/// vector `g`'s.
+#[inline(always)]
+pub fn input_bytes(xq: &[i32; TILE], t: usize) -> (u32, u32) {
+    let (mut h, mut l) = (0u32, 0u32);
+    for i in 0..4 {
+        let (hi, lo) = split_input(xq[4 * t + i]);
+        h |= u32::from(hi as u8) << (8 * i);
+        l |= u32::from(lo as u8) << (8 * i);
+    }
+    (h, l)
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
@@ -144,6 +168,68 @@ mod tests {
         assert_eq!(round_half_even(-2.5), -2);
         assert_eq!(round_half_even(-3.5), -4);
         assert_eq!(round_half_even(-3.4), -3);
+    }
+
+    /// `mma.m16n8k16` on integers, from the 32 lanes' fragments as the PTX ISA lays them out
+    /// (A: `a0` row `g`, `a1` row `g + 8`, bytes `i` at column `4t + i`, u8; B: byte `i` at
+    /// row `4t + i`, column `g`, s8): `D[row][col]`.
+    fn mma_m16n8k16(a: &[[u32; 2]; 32], b: &[u32; 32]) -> [[i32; 8]; 16] {
+        let (mut am, mut bm) = ([[0i32; 16]; 16], [[0i32; 8]; 16]);
+        for lane in 0..32 {
+            let (g, t) = (lane / 4, lane % 4);
+            for i in 0..4 {
+                am[g][4 * t + i] = i32::from((a[lane][0] >> (8 * i)) as u8);
+                am[g + 8][4 * t + i] = i32::from((a[lane][1] >> (8 * i)) as u8);
+                bm[4 * t + i][g] = i32::from((b[lane] >> (8 * i)) as u8 as i8);
+            }
+        }
+        core::array::from_fn(|r| {
+            core::array::from_fn(|c| (0..16).map(|k| am[r][k] * bm[k][c]).sum())
+        })
+    }
+
+    #[test]
+    fn fragments_give_the_tile_sums_through_two_integer_mmas() {
+        // A tile of 16 rows with every code value, 8 vectors of extreme and mixed inputs.
+        let words: [u64; TILE] = core::array::from_fn(|r| {
+            let codes: [u8; TILE] = core::array::from_fn(|k| ((r * 5 + k * 3) % 8) as u8);
+            crate::layout::pack_row(r as u32 % 8, 7 - r as u32 % 8, &codes, 0x5a)
+        });
+        let xs: [[i32; TILE]; 8] = core::array::from_fn(|n| {
+            core::array::from_fn(|k| match (n + k) % 5 {
+                0 => INPUT_MAX,
+                1 => -INPUT_MAX,
+                2 => 0,
+                3 => (k as i32 * 1234 - 9000) * if n % 2 == 0 { 1 } else { -1 },
+                _ => -1,
+            })
+        });
+        let a: [[u32; 2]; 32] = core::array::from_fn(|lane| {
+            let (g, t) = (lane / 4, lane as u32 % 4);
+            [code_bytes(words[g], t), code_bytes(words[g + 8], t)]
+        });
+        let halves: [(u32, u32); 32] =
+            core::array::from_fn(|lane| input_bytes(&xs[lane / 4], lane % 4));
+        let dh = mma_m16n8k16(&a, &core::array::from_fn(|lane| halves[lane].0));
+        let dl = mma_m16n8k16(&a, &core::array::from_fn(|lane| halves[lane].1));
+        for (r, &w) in words.iter().enumerate() {
+            for (n, x) in xs.iter().enumerate() {
+                assert_eq!(
+                    128 * dh[r][n] + dl[r][n],
+                    tile_dot(w, x).0,
+                    "row {r} vector {n}"
+                );
+            }
+        }
+        // Every code lands in its byte.
+        for &w in &words {
+            for t in 0..4u32 {
+                let b = code_bytes(w, t);
+                for i in 0..4 {
+                    assert_eq!((b >> (8 * i)) & 0xff, row_code(w, 4 * t + i));
+                }
+            }
+        }
     }
 
     #[test]
