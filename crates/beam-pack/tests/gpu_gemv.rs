@@ -7,7 +7,7 @@
 use beam_pack::beam_kernels::layout;
 use beam_pack::cmv_format::{DeviceGemv, FormatError, HeaderCode};
 use beam_pack::cmv_runtime::{Gpu, gpu_for_tests, time_launches};
-use beam_pack::gpu::{BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut};
+use beam_pack::gpu::{BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut, GemvPath};
 use beam_pack::{BeamError, Layout, OutputWidth, Overflow, PackedMatrix, gemv_reference};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -99,13 +99,25 @@ fn fast_kernels_every_width_up_to_32() {
     let Some(gpu) = gpu_for_tests("fast_kernels_every_width_up_to_32") else {
         return;
     };
-    let bg = BeamGemv::new(&gpu).unwrap();
     let mut rng = StdRng::seed_from_u64(0xBEA4_0001);
     let mut shapes = SHAPES.to_vec();
-    // Many rows (tiles looped by the persistent grid) and few long rows (slices).
-    shapes.extend([(2000, 256), (5, 20000)]);
-    for bits in 1..=32u32 {
-        eprintln!("fast kernels: {bits} bits");
+    // Many rows (tiles looped by the persistent grid), few long rows (slices), whole and
+    // partial 256-column segments of the tensor-core kernels.
+    shapes.extend([(2000, 256), (5, 20000), (16, 512), (33, 513)]);
+    for (path, bits) in [GemvPath::Auto, GemvPath::CudaCores]
+        .into_iter()
+        .flat_map(|p| (1..=32u32).map(move |b| (p, b)))
+    {
+        if path == GemvPath::Auto && bits > 8 {
+            continue;
+        }
+        let bg = BeamGemv::new(&gpu).unwrap().with_path(path);
+        let fast = if path == GemvPath::Auto {
+            format!("cmv_beam_gemv_mma_b{bits}")
+        } else {
+            format!("cmv_beam_gemv_nogaps_b{bits}")
+        };
+        eprintln!("fast kernels ({}): {bits} bits", path.name());
         for (i, &shape) in shapes.iter().enumerate() {
             let max = i == 2;
             let a = random(&mut rng, shape, bits, Layout::Nogaps, max);
@@ -123,7 +135,7 @@ fn fast_kernels_every_width_up_to_32() {
                 Overflow::Ovf,
                 out_layout,
             );
-            assert_eq!(name, format!("cmv_beam_gemv_nogaps_b{bits}"));
+            assert_eq!(name, fast);
             // sat with an exact result below 2^32 also runs the fast kernel.
             let acc = layout::acc_for(bits, b_bits, shape.1 as u64, bits.max(b_bits), layout::SAT);
             if acc == layout::Acc::U32 {
@@ -136,9 +148,35 @@ fn fast_kernels_every_width_up_to_32() {
                     Overflow::Sat,
                     out_layout,
                 );
-                assert_eq!(name, format!("cmv_beam_gemv_nogaps_b{bits}"));
+                assert_eq!(name, fast);
             }
         }
+    }
+}
+
+#[test]
+fn tensor_core_sums_past_2_pow_31() {
+    let Some(gpu) = gpu_for_tests("tensor_core_sums_past_2_pow_31") else {
+        return;
+    };
+    let bg = BeamGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(0xBEA4_0031);
+    // All-max 8-bit operands over 50000 columns: every byte-plane sum is 255 * 255 * 50000,
+    // past 2^31, so the MMA's 32-bit accumulators wrap as signed values.
+    for (shape, max) in [((40, 50000), true), ((17, 50000 - 77), false)] {
+        let a = random(&mut rng, shape, 8, Layout::Nogaps, max);
+        // A 32-bit vector: the output (sai) is 32 bits, exact modulo 2^32.
+        let b = random(&mut rng, (shape.1, 1), 32, Layout::Tight, max);
+        let name = check(
+            &gpu,
+            &bg,
+            &a,
+            &b,
+            OutputWidth::Sai,
+            Overflow::Ovf,
+            Layout::Naive,
+        );
+        assert_eq!(name, "cmv_beam_gemv_mma_b8");
     }
 }
 
@@ -289,7 +327,6 @@ fn timing() {
     let Some(gpu) = gpu_for_tests("timing") else {
         return;
     };
-    let bg = BeamGemv::new(&gpu).unwrap();
     println!("device: {}", gpu.info().name);
     for (rows, cols) in [
         (28672usize, 8192usize),
@@ -315,28 +352,31 @@ fn timing() {
             }
             let mut out =
                 BeamGemm::alloc_out(&gpu, &das[0], &db, OutputWidth::Sai, Layout::Naive).unwrap();
-            let name = bg.kernel_name(&das[0], &db, out.bits(), Overflow::Ovf);
-            let t = time_launches(&gpu, 10, 200, |i| {
-                bg.gemv(&gpu, &das[i % copies], &db, &mut out, Overflow::Ovf)
-            })
-            .unwrap();
-            eprintln!("timed after {:?}", t0.elapsed());
-            // Check the last output on 64 rows at each end.
-            let got = out.download(&gpu).unwrap();
-            let m = top(bits);
-            for r in (0..64).chain(rows - 64..rows) {
-                let want = (0..cols).fold(0u64, |s, c| {
-                    s.wrapping_add(a.get(r, c).unwrap().wrapping_mul(b.get(c, 0).unwrap()))
-                }) & m;
-                assert_eq!(got.get(r, 0).unwrap(), want, "row {r}");
-            }
-            let us = t.median_ms() * 1e3;
-            let gbs = das[0].bytes() as f64 / us / 1e3;
-            println!(
-                "{rows}x{cols} b={bits:2} {name}: {us:8.2} us {gbs:7.1} GB/s {:5.1}% of 4540 \
+            for path in [GemvPath::Auto, GemvPath::CudaCores] {
+                let bg = BeamGemv::new(&gpu).unwrap().with_path(path);
+                let name = bg.kernel_name(&das[0], &db, out.bits(), Overflow::Ovf);
+                let t = time_launches(&gpu, 10, 200, |i| {
+                    bg.gemv(&gpu, &das[i % copies], &db, &mut out, Overflow::Ovf)
+                })
+                .unwrap();
+                eprintln!("timed after {:?}", t0.elapsed());
+                // Check the last output on 64 rows at each end.
+                let got = out.download(&gpu).unwrap();
+                let m = top(bits);
+                for r in (0..64).chain(rows - 64..rows) {
+                    let want = (0..cols).fold(0u64, |s, c| {
+                        s.wrapping_add(a.get(r, c).unwrap().wrapping_mul(b.get(c, 0).unwrap()))
+                    }) & m;
+                    assert_eq!(got.get(r, 0).unwrap(), want, "row {r}");
+                }
+                let us = t.median_ms() * 1e3;
+                let gbs = das[0].bytes() as f64 / us / 1e3;
+                println!(
+                    "{rows}x{cols} b={bits:2} {name}: {us:8.2} us {gbs:7.1} GB/s {:5.1}% of 4540 \
                  ({copies} copies)",
-                gbs / 4540.0 * 100.0
-            );
+                    gbs / 4540.0 * 100.0
+                );
+            }
         }
     }
 }

@@ -49,7 +49,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use beam_pack::cmv_format::{FormatError, HeaderCode};
-use beam_pack::gpu::{BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut, GemmKernel};
+use beam_pack::gpu::{BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut, GemmKernel, GemvPath};
 use beam_pack::{BeamError, Layout, OperandStats, OutputWidth, Overflow, PackedMatrix};
 use cmv_runtime::{Gpu, RuntimeError, rotation_copies, time_launches};
 use rand::rngs::SmallRng;
@@ -1641,6 +1641,8 @@ pub struct GemvConfig {
     pub batches: Vec<usize>,
     /// Output modes.
     pub outputs: Vec<String>,
+    /// The kernel choices timed (`GemvPath` names): `auto` is what a user gets.
+    pub paths: Vec<String>,
 }
 
 impl GemvConfig {
@@ -1653,6 +1655,7 @@ impl GemvConfig {
         bits: &str,
         batches: Vec<usize>,
         outputs: &str,
+        paths: &str,
     ) -> Result<GemvConfig, String> {
         let max = beam_pack::GEMV_MAX_COLS;
         if let Some(b) = batches.iter().find(|&&b| !(1..=max).contains(&b)) {
@@ -1668,8 +1671,37 @@ impl GemvConfig {
                 .into_iter()
                 .map(OutputMode::name)
                 .collect(),
+            paths: parse_paths(paths)?
+                .into_iter()
+                .map(|p| p.name().to_string())
+                .collect(),
         })
     }
+}
+
+/// The GEMV kernel choices `auto`, `cuda-cores`, `any` (comma-separated, at least one).
+///
+/// # Errors
+/// A message naming an unknown choice and listing the known ones.
+pub fn parse_paths(s: &str) -> Result<Vec<GemvPath>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let p = GemvPath::parse(part).ok_or_else(|| {
+            let known: Vec<_> = GemvPath::ALL.iter().map(|p| p.name()).collect();
+            format!(
+                "GEMV kernel choice '{}': use {}",
+                part.trim(),
+                known.join(", ")
+            )
+        })?;
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    if out.is_empty() {
+        return Err("no GEMV kernel choice given: use auto, cuda-cores or any".into());
+    }
+    Ok(out)
 }
 
 /// One timed BEAM GEMV: the shared [`Row`] (format `beam-gemv`, variant `b<bits>
@@ -1815,7 +1847,12 @@ pub fn run_gemv(
     let gpu = bench.gpu();
     let bcfg = bench.cfg();
     let outputs = parse_outputs(&cfg.outputs.join(",")).map_err(BenchError::Usage)?;
-    let gv = BeamGemv::new(gpu).map_err(beam_err)?;
+    let paths = parse_paths(&cfg.paths.join(",")).map_err(BenchError::Usage)?;
+    let gvs = paths
+        .iter()
+        .map(|&p| BeamGemv::new(gpu).map(|g| g.with_path(p)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(beam_err)?;
     let mut report = GemvReport {
         device: gpu.info().name.clone(),
         ceiling_gbps: bench.ceiling_gbps(),
@@ -1849,11 +1886,14 @@ pub fn run_gemv(
                     .map_err(beam_err)?;
                 let db = DeviceBeamMatrix::upload(gpu, &pb).map_err(beam_err)?;
                 let exact = exact_product(&a_vals, &x_vals, (rows, cols, batch));
-                for &mode in &outputs {
-                    let what = format!(
-                        "beam-gemv {rows}x{cols} batch {batch} b{bits} {}",
-                        mode.name()
-                    );
+                for (&mode, gv) in outputs.iter().flat_map(|m| gvs.iter().map(move |g| (m, g))) {
+                    let path = gv.path();
+                    let variant = if path == GemvPath::Auto {
+                        format!("b{bits} {}", mode.name())
+                    } else {
+                        format!("b{bits} {} {}", mode.name(), path.name())
+                    };
+                    let what = format!("beam-gemv {rows}x{cols} batch {batch} {variant}");
                     let mut out =
                         BeamGemm::alloc_out(gpu, a.get(0), &db, mode.width, GEMV_OUT_LAYOUT)
                             .map_err(beam_err)?;
@@ -1899,7 +1939,7 @@ pub fn run_gemv(
                         (None, None)
                     };
                     let row = Row::derive(RowTimes {
-                        name: (GEMV_SUITE, &format!("b{bits} {}", mode.name())),
+                        name: (GEMV_SUITE, &variant),
                         shape: (rows, cols, batch),
                         bits_per_weight: 8.0 * weight_bytes as f64 / (rows * cols) as f64,
                         parts: vec![Part {
@@ -1991,7 +2031,19 @@ mod tests {
         assert_eq!((c.warmup, c.samples), (1, 1));
         assert_eq!((c.iters_for(2896), c.iters_for(11585)), (10, 3));
         assert!(GemmConfig::parse("64MiB", "1", "all", "all", 1, Some(0), 1).is_err());
-        assert!(GemvConfig::parse(gemv_shapes(), "1", vec![17], "sai/ovf").is_err());
+        assert!(GemvConfig::parse(gemv_shapes(), "1", vec![17], "sai/ovf", "auto").is_err());
+        let g = GemvConfig::parse(
+            gemv_shapes(),
+            "4",
+            vec![1],
+            "sai/ovf",
+            "auto,cuda-cores,auto",
+        )
+        .unwrap();
+        assert_eq!(g.paths, vec!["auto", "cuda-cores"]);
+        let e = GemvConfig::parse(gemv_shapes(), "4", vec![1], "sai/ovf", "mma").unwrap_err();
+        assert!(e.contains("mma") && e.contains("cuda-cores"), "{e}");
+        assert!(GemvConfig::parse(gemv_shapes(), "4", vec![1], "sai/ovf", " , ").is_err());
         assert_eq!(gemv_shapes().len(), 7);
     }
 

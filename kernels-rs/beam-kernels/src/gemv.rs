@@ -4,10 +4,13 @@
 //! Two kernels take one [`GemvParams`]:
 //!
 //! * `cmv_beam_gemv_nogaps_b{B}` (`B` = 1..=[`FAST_MAX_BITS`]): `A` in `nogaps` with `B`-bit
-//!   elements, one vector (`n = 1`), products exact modulo 2^32 ([`Acc::U32`]:
+//!   elements, one vector (`n = 1`), products exact modulo 2^32 (widths up to 8 have the
+//!   tensor-core kernels of [`crate::gemv_mma`] too) ([`Acc::U32`]:
 //!   `ovf` with an output of at most 32 bits, or any product whose exact result is below 2^32).
-//!   Each block first unpacks the vector into shared memory as `u32` (`x mod 2^32`, from any
-//!   layout and width), then loops over tiles of rows (a persistent grid). A warp owns
+//!   `cmv_beam_gemv_prep` first writes the vector once as `u32` (`x mod 2^32`, from any layout
+//!   and width) to a workspace, permuted by [`perm_slot`] so that the lanes' reads of it are
+//!   free of bank conflicts; each block copies that into shared memory, then loops over tiles
+//!   of rows (a persistent grid). A warp owns
 //!   [`ROWS_PER_WARP`] rows; lane `l` reads in-row `u64` word `g = 32 i + l` of each of its rows
 //!   (coalesced 256-byte loads, the same word index in every row, so one set of `x` values
 //!   serves all of them) and multiplies every element that *starts* in that word. An element
@@ -27,7 +30,7 @@
 //! written packed in its layout by the lane that owns it (`naive`: a store; otherwise an atomic
 //! OR into words the launcher zeroed).
 
-use cmv_device::KernelParams;
+use cmv_device::{DevPtrMut, KernelParams};
 
 use crate::layout::{Acc, mask};
 use crate::{PackedOut, PackedRef};
@@ -42,9 +45,6 @@ pub const ROWS_PER_WARP: u32 = 4;
 pub const UNROLL: u32 = 1;
 /// Widest `A` element the fast kernels take.
 pub const FAST_MAX_BITS: u32 = 32;
-/// Zero `u32` entries after the vector in shared memory: a lane reads `x` up to
-/// [`elems_per_word`] past the first element of its word, which may lie past the columns.
-pub const X_PAD: u32 = 64;
 /// Threads per block of `cmv_beam_gemv_any`.
 pub const ANY_BLOCK_THREADS: u32 = 256;
 
@@ -90,21 +90,64 @@ pub struct GemvParams {
     pub slices: u32,
     /// [`FLAG_B_TRANSPOSED`], [`FLAG_OUT_TRANSPOSED`].
     pub flags: u32,
+    /// The workspace of the fast kernels: `cmv_beam_gemv_prep` writes `xp_len` `u32` of the
+    /// vector there ([`PREP_PERM`]: [`perm_value`], [`PREP_MMA`]:
+    /// [`crate::gemv_mma::frag_word`]), the fast kernel reads them. Null for `gemv_any`.
+    pub xp: DevPtrMut<u32>,
+    /// `u32` in [`GemvParams::xp`] ([`perm_slots`] or [`crate::gemv_mma::frag_words`]).
+    pub xp_len: u32,
+    /// What `cmv_beam_gemv_prep` writes: [`PREP_PERM`] or [`PREP_MMA`].
+    pub prep: u32,
 }
-const _: () = assert!(core::mem::size_of::<GemvParams>() == 112);
+const _: () = assert!(core::mem::size_of::<GemvParams>() == 128);
+
+/// [`GemvParams::prep`]: the vector for `cmv_beam_gemv_nogaps_b{B}` ([`perm_value`]).
+pub const PREP_PERM: u32 = 0;
+/// [`GemvParams::prep`]: the `B` fragments of `cmv_beam_gemv_mma_b{B}`
+/// ([`crate::gemv_mma::frag_word`]).
+pub const PREP_MMA: u32 = 1;
 // SAFETY: repr(C), no padding (size asserted), plain data and device pointers only; the one
 // parameter of every GEMV kernel.
 unsafe impl KernelParams for GemvParams {}
 
-/// Bytes of dynamic shared memory `cmv_beam_gemv_nogaps_b{B}` needs for `cols` columns: the
-/// vector as `u32` plus [`X_PAD`], then one slot per lane for the slices' sums.
-pub const fn nogaps_smem_bytes(cols: u32) -> u64 {
-    4 * (x_slots(cols) as u64 + (WARPS_PER_BLOCK * 32) as u64)
+/// Bytes of dynamic shared memory `cmv_beam_gemv_nogaps_b{B}` needs for `bits`-bit rows of
+/// `row_words` words: the permuted vector ([`perm_slots`]), then one slot per lane for the
+/// slices' sums.
+pub const fn nogaps_smem_bytes(bits: u32, row_words: u32) -> u64 {
+    4 * (perm_slots(bits, row_words) as u64 + (WARPS_PER_BLOCK * 32) as u64)
 }
 
-/// `u32` slots of the vector in shared memory (a multiple of 4).
-pub const fn x_slots(cols: u32) -> u32 {
-    (cols + X_PAD).next_multiple_of(4)
+/// `u32` slots of the permuted vector: [`elems_per_word`] slots for each word of a row, the
+/// words rounded up to whole warp steps of 32 (a multiple of 32, so of 4).
+pub const fn perm_slots(bits: u32, row_words: u32) -> u32 {
+    row_words.div_ceil(32) * 32 * elems_per_word(bits)
+}
+
+/// The slot of the `j`-th element that starts in in-row word `g`: the elements of a 32-word
+/// warp step are stored `j`-major, so the 32 lanes (words `g`) reading their `j`-th element
+/// read 32 consecutive slots (no bank conflict).
+#[inline(always)]
+pub const fn perm_slot(bits: u32, g: u32, j: u32) -> u32 {
+    (g / 32) * 32 * elems_per_word(bits) + j * 32 + g % 32
+}
+
+/// What slot `slot` of the permuted vector holds for `bits`-bit rows of `cols` columns
+/// (`row_words` words): `x(c)` for the element `c` it stands for, zero where no element starts
+/// (past the row, or the last slot of a word whose last element starts in the next word).
+#[inline(always)]
+pub fn perm_value(bits: u32, slot: u32, cols: u32, row_words: u32, x: impl Fn(u32) -> u32) -> u32 {
+    let e = elems_per_word(bits);
+    let (blk, rem) = (slot / (32 * e), slot % (32 * e));
+    let (j, g) = (rem / 32, blk * 32 + rem % 32);
+    if g >= row_words {
+        return 0;
+    }
+    let we = word_elems(bits, g);
+    if (j + 1 < e || we.last) && we.c0 + j < cols {
+        x(we.c0 + j)
+    } else {
+        0
+    }
 }
 
 /// Rows one block computes per tile for `slices`.
@@ -207,39 +250,40 @@ pub fn chunk_dot<const B: u32>(
     acc
 }
 
-/// The `x` values of chunk `k` of the elements starting in a word: `x(c0 + j)`, and zero past
-/// the word's elements (the last slot when that element does not start in the word) or for a
-/// word outside the row (`inside == false`; `x` is not called then).
+/// The `x` values of chunk `k` of the elements starting in word `g`: the permuted vector's
+/// slots [`perm_slot`]`(B, g, j)` (which hold zero past the word's elements), or zero for a
+/// word outside the row (`inside == false`; `xp` is not called then).
 #[inline(always)]
 pub fn chunk_x<const B: u32>(
-    we: WordElems,
+    g: u32,
     inside: bool,
     k: u32,
-    x: impl Fn(u32) -> u32,
+    xp: impl Fn(u32) -> u32,
 ) -> [u32; CHUNK as usize] {
     let e = elems_per_word(B);
     let mut xv = [0u32; CHUNK as usize];
     for (i, v) in xv.iter_mut().enumerate() {
         let j = k * CHUNK + i as u32;
-        if j < e && inside && (j + 1 < e || we.last) {
-            *v = x(we.c0 + j);
+        if j < e && inside {
+            *v = xp(perm_slot(B, g, j));
         }
     }
     xv
 }
 
-/// A whole word of one row ([`chunk_dot`] over every chunk).
+/// A whole word `g` of one row ([`chunk_dot`] over every chunk; `xp` reads the permuted
+/// vector).
 pub fn word_dot<const B: u32>(
     acc: u32,
-    we: WordElems,
+    g: u32,
     inside: bool,
     lo: u64,
     hi: u32,
-    x: impl Fn(u32) -> u32,
+    xp: impl Fn(u32) -> u32,
 ) -> u32 {
     let mut acc = acc;
     for k in 0..chunks_per_word(B) {
-        let xv = chunk_x::<B>(we, inside, k, &x);
+        let xv = chunk_x::<B>(g, inside, k, &xp);
         acc = chunk_dot::<B>(acc, lo, hi, k, &xv);
     }
     acc
@@ -399,8 +443,9 @@ mod tests {
         let v: Vec<u64> = (0..rows * cols).map(|_| rng.next() & mask(B)).collect();
         let x: Vec<u32> = (0..cols).map(|_| rng.next() as u32).collect();
         let (words, rw) = pack(&v, rows, cols, B);
-        let mut xs = x.clone();
-        xs.resize(x_slots(cols) as usize, 0);
+        let xs: Vec<u32> = (0..perm_slots(B, rw))
+            .map(|s| perm_value(B, s, cols, rw, |c| x[c as usize]))
+            .collect();
         for r in 0..rows {
             let row = &words[(r * rw) as usize..((r + 1) * rw) as usize];
             let per = slice_words(rw, slices);
@@ -425,8 +470,8 @@ mod tests {
                         let we = word_elems(B, g);
                         let (lo, hi) = window(w, next, we.shift);
                         acc[lane as usize] =
-                            word_dot::<B>(acc[lane as usize], we, g < end, lo, hi, |c| {
-                                xs[c as usize]
+                            word_dot::<B>(acc[lane as usize], g, g < end, lo, hi, |s| {
+                                xs[s as usize]
                             });
                     }
                     g0 += 32;
@@ -437,6 +482,36 @@ mod tests {
                 t.wrapping_add((v[(r * cols + c) as usize] as u32).wrapping_mul(x[c as usize]))
             });
             assert_eq!(total, want, "bits {B} cols {cols} slices {slices} row {r}");
+        }
+    }
+
+    #[test]
+    fn permuted_vector_holds_each_column_once() {
+        for bits in 1..=32u32 {
+            for cols in [1u32, 5, 64, 1000, 4109] {
+                let rw = row_words(cols as u64, bits, NOGAPS) as u32;
+                let n = perm_slots(bits, rw);
+                assert_eq!(n % 32, 0);
+                let mut seen = vec![0u32; cols as usize];
+                for s in 0..n {
+                    let v = perm_value(bits, s, cols, rw, |c| c + 1);
+                    if v > 0 {
+                        seen[v as usize - 1] += 1;
+                    }
+                }
+                assert!(seen.iter().all(|&k| k == 1), "bits {bits} cols {cols}");
+                // The slot the kernel reads for element j of word g holds that element.
+                for g in 0..rw {
+                    let we = word_elems(bits, g);
+                    let e = elems_per_word(bits) - u32::from(!we.last);
+                    for j in 0..e {
+                        let s = perm_slot(bits, g, j);
+                        assert!(s < n);
+                        let want = if we.c0 + j < cols { we.c0 + j + 1 } else { 0 };
+                        assert_eq!(perm_value(bits, s, cols, rw, |c| c + 1), want);
+                    }
+                }
+            }
         }
     }
 

@@ -7,7 +7,8 @@
 //! * GEMM `C = A x B` on CUDA cores, the paper's kernels ([`GemmParams`], module `gemm`);
 //! * GEMM on integer tensor cores for operands of at most 8 bits ([`GemmParams`], module
 //!   `mma`);
-//! * GEMV for `B` of 1 to [`MAX_BATCH`] columns, streaming `nogaps` weights (module `gemv`).
+//! * GEMV for `B` of 1 to [`MAX_BATCH`] columns, streaming `nogaps` weights (module `gemv`),
+//!   on integer tensor cores for widths up to 8 (module `gemv_mma`).
 //!
 //! Every output is exact: the kernel accumulates in the narrowest [`layout::Acc`] that gives
 //! the exact result for the overflow behaviour, then wraps or clamps it to its width
@@ -22,6 +23,7 @@
 
 pub mod gemm;
 pub mod gemv;
+pub mod gemv_mma;
 pub mod layout;
 pub mod mma;
 

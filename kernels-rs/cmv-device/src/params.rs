@@ -73,6 +73,13 @@ macro_rules! dev_ptr_common {
                 Self([addr as u32, (addr >> 32) as u32], PhantomData)
             }
 
+            /// Address zero, for a field the launched kernel does not use (it must not
+            /// access memory through it).
+            #[inline(always)]
+            pub const fn null() -> Self {
+                Self([0, 0], PhantomData)
+            }
+
             /// The device address.
             #[inline(always)]
             pub const fn addr(self) -> u64 {

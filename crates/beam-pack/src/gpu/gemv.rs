@@ -1,22 +1,29 @@
 //! GEMV: `B` of 1 to 16 columns, streaming the packed weights (`kernels-rs/beam-kernels`,
 //! module `gemv`; design in `docs/BEAM.md`).
 //!
-//! [`BeamGemv::gemv`] picks the kernel: `cmv_beam_gemv_nogaps_b{bits}` for `nogaps` weights of
-//! at most 32 bits times one vector when the products are exact modulo 2^32 (`ovf` with an
-//! output of at most 32 bits, or a bound below 2^32) and the vector fits in shared memory;
-//! `cmv_beam_gemv_any` for everything else. The [`DeviceGemv`] of [`PackedMatrix`] (`u64`
+//! [`BeamGemv::gemv`] picks the kernel for `nogaps` weights times one vector when the products
+//! are exact modulo 2^32 (`ovf` with an output of at most 32 bits, or a bound below 2^32) and
+//! the vector fits in shared memory: `cmv_beam_gemv_mma_b{bits}` (integer tensor cores) for
+//! at most 8 bits, `cmv_beam_gemv_nogaps_b{bits}` for at most 32; both run after
+//! `cmv_beam_gemv_prep`, which writes the vector once into a workspace the `BeamGemv` keeps.
+//! `cmv_beam_gemv_any` takes everything else. [`GemvPath`] limits the choice (for
+//! comparisons). The [`DeviceGemv`] of [`PackedMatrix`] (`u64`
 //! inputs, `(W x) mod 2^64`) runs `cmv_beam_gemv_any`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use beam_kernels::gemv::{
     ACC_U64, ANY_BLOCK_THREADS, BLOCK_THREADS, FAST_MAX_BITS, FLAG_B_TRANSPOSED,
-    FLAG_OUT_TRANSPOSED, GemvParams, acc_code, nogaps_smem_bytes, nogaps_split,
+    FLAG_OUT_TRANSPOSED, GemvParams, PREP_MMA, PREP_PERM, acc_code, nogaps_smem_bytes,
+    nogaps_split, perm_slots,
 };
+use beam_kernels::gemv_mma::{MMA_MAX_BITS, frag_words, mma_smem_bytes, mma_split, segments};
 use beam_kernels::layout::{self, Acc, acc_for};
 use beam_kernels::{MAX_BATCH, PackedOut, PackedRef};
 use cmv_format::{Check, DeviceGemv, batch_len, check_batch, check_len_at_least};
-use cmv_runtime::{CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, dev_ptr, dev_ptr_mut};
+use cmv_runtime::{
+    CudaSlice, CudaStream, DevPtrMut, Gpu, Kernel, LaunchConfig, dev_ptr, dev_ptr_mut,
+};
 
 use super::{DeviceBeamMatrix, DeviceBeamOut, PTX, check_product};
 use crate::{BeamError, GEMV_MAX_COLS, Layout, Overflow, PackedMatrix};
@@ -57,19 +64,71 @@ const NOGAPS_NAMES: [&str; FAST_MAX_BITS as usize] = [
     "cmv_beam_gemv_nogaps_b32",
 ];
 
-/// The name of the kernel that `BeamGemv::gemv` runs for `A` of `a_bits` in `a_layout` times
-/// `n` vectors of `b_bits`, `k = a_cols`, `out_bits` wide under `overflow`, when the device
-/// gives `max_smem` bytes of shared memory to a block.
+/// The tensor-core kernel names, `cmv_beam_gemv_mma_b{bits}` at index `bits - 1`.
+const MMA_NAMES: [&str; MMA_MAX_BITS as usize] = [
+    "cmv_beam_gemv_mma_b1",
+    "cmv_beam_gemv_mma_b2",
+    "cmv_beam_gemv_mma_b3",
+    "cmv_beam_gemv_mma_b4",
+    "cmv_beam_gemv_mma_b5",
+    "cmv_beam_gemv_mma_b6",
+    "cmv_beam_gemv_mma_b7",
+    "cmv_beam_gemv_mma_b8",
+];
+
+/// Which GEMV kernels [`BeamGemv`] may pick: the fastest one that takes the operands among
+/// those allowed. Every path gives the same (exact) result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GemvPath {
+    /// Any kernel (the default): tensor cores, then the `nogaps` CUDA-core kernels, then
+    /// `cmv_beam_gemv_any`.
+    #[default]
+    Auto,
+    /// Not the tensor-core kernels.
+    CudaCores,
+    /// Only `cmv_beam_gemv_any`.
+    Any,
+}
+
+impl GemvPath {
+    /// Every path, in the order of [`GemvPath::name`].
+    pub const ALL: [GemvPath; 3] = [GemvPath::Auto, GemvPath::CudaCores, GemvPath::Any];
+
+    /// `auto`, `cuda-cores` or `any`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GemvPath::Auto => "auto",
+            GemvPath::CudaCores => "cuda-cores",
+            GemvPath::Any => "any",
+        }
+    }
+
+    /// The path called `name`.
+    pub fn parse(name: &str) -> Option<GemvPath> {
+        GemvPath::ALL.into_iter().find(|p| p.name() == name.trim())
+    }
+}
+
+/// The name of the kernel that `BeamGemv::gemv` runs on `path` for `A` of `a_bits` in
+/// `a_layout` (`a_row_words` words per row) times `n` vectors of `b_bits`, `k = a_cols`,
+/// `out_bits` wide under `overflow`, when the device gives `max_smem` bytes of shared memory
+/// to a block.
 pub fn gemv_kernel_name(
-    (a_bits, a_layout, a_cols): (u32, Layout, usize),
+    (a_bits, a_layout, a_cols, a_row_words): (u32, Layout, usize, usize),
     (b_bits, n): (u32, usize),
     out_bits: u32,
     overflow: Overflow,
-    max_smem: u32,
+    (max_smem, path): (u32, GemvPath),
 ) -> &'static str {
     let acc = acc_for(a_bits, b_bits, a_cols as u64, out_bits, overflow.code());
-    let fits = u32::try_from(a_cols).is_ok_and(|c| nogaps_smem_bytes(c) <= u64::from(max_smem));
-    if a_layout == Layout::Nogaps && a_bits <= FAST_MAX_BITS && n == 1 && acc == Acc::U32 && fits {
+    let fast = a_layout == Layout::Nogaps && n == 1 && acc == Acc::U32 && path != GemvPath::Any;
+    let (Ok(cols), Ok(rw)) = (u32::try_from(a_cols), u32::try_from(a_row_words)) else {
+        return "cmv_beam_gemv_any";
+    };
+    let fits = |bytes: u64| bytes <= u64::from(max_smem);
+    if fast && path == GemvPath::Auto && a_bits <= MMA_MAX_BITS && fits(mma_smem_bytes(cols)) {
+        MMA_NAMES[a_bits as usize - 1]
+    } else if fast && a_bits <= FAST_MAX_BITS && fits(nogaps_smem_bytes(a_bits, rw)) {
         NOGAPS_NAMES[a_bits as usize - 1]
     } else {
         "cmv_beam_gemv_any"
@@ -82,6 +141,12 @@ pub struct BeamGemv {
     stream: Arc<CudaStream>,
     any: Kernel,
     nogaps: Vec<Kernel>,
+    mma: Vec<Kernel>,
+    prep: Kernel,
+    /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
+    /// launch that uses it goes to `stream`, so one buffer serves them in order.
+    work: Mutex<Option<CudaSlice<u32>>>,
+    path: GemvPath,
     sm_count: u32,
     max_smem: u32,
 }
@@ -96,13 +161,33 @@ impl BeamGemv {
             .iter()
             .map(|&name| gpu.kernel(&PTX, name))
             .collect::<Result<Vec<_>, _>>()?;
+        let mma = MMA_NAMES
+            .iter()
+            .map(|&name| gpu.kernel(&PTX, name))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             stream: gpu.stream().clone(),
             any: gpu.kernel(&PTX, "cmv_beam_gemv_any")?,
             nogaps,
+            mma,
+            prep: gpu.kernel(&PTX, "cmv_beam_gemv_prep")?,
+            work: Mutex::new(None),
+            path: GemvPath::Auto,
             sm_count: gpu.info().sm_count,
             max_smem: gpu.info().max_smem_per_block_optin,
         })
+    }
+
+    /// The same kernels, limited to `path`.
+    #[must_use]
+    pub fn with_path(mut self, path: GemvPath) -> Self {
+        self.path = path;
+        self
+    }
+
+    /// The kernels this `BeamGemv` may pick.
+    pub fn path(&self) -> GemvPath {
+        self.path
     }
 
     /// The name of the kernel [`BeamGemv::gemv`] runs for these operands and output.
@@ -114,11 +199,16 @@ impl BeamGemv {
         overflow: Overflow,
     ) -> &'static str {
         gemv_kernel_name(
-            (a.bits(), a.layout(), a.cols()),
+            (
+                a.bits(),
+                a.layout(),
+                a.cols(),
+                a.packed_ref().row_words as usize,
+            ),
             (b.bits(), b.cols()),
             out_bits,
             overflow,
-            self.max_smem,
+            (self.max_smem, self.path),
         )
     }
 
@@ -162,6 +252,9 @@ impl BeamGemv {
             acc: acc_code(acc),
             slices: 1,
             flags: 0,
+            xp: DevPtrMut::null(),
+            xp_len: 0,
+            prep: 0,
         };
         if name == "cmv_beam_gemv_any" {
             // SAFETY: a, b and out hold the words their geometries imply (DeviceBeamMatrix
@@ -169,12 +262,16 @@ impl BeamGemv {
             // own); A's columns equal B's rows, B has at most 16 columns, out is A.rows x
             // B.cols and was zeroed unless naive; acc is acc_for of these operands.
             unsafe { self.launch_any(&params) }
+        } else if name.starts_with("cmv_beam_gemv_mma_") {
+            // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
+            // <= 8 bits, B has one column, the accumulator is U32 and the fragments fit in
+            // the shared memory a block may have.
+            unsafe { self.launch_fast(gpu, true, params) }
         } else {
-            let kernel = &self.nogaps[a.bits() as usize - 1];
             // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
             // <= 32 bits, B has one column, the accumulator is U32 and the vector fits in
             // the shared memory a block may have.
-            unsafe { self.launch_nogaps(kernel, params) }
+            unsafe { self.launch_fast(gpu, false, params) }
         }
     }
 
@@ -199,13 +296,28 @@ impl BeamGemv {
         Ok(())
     }
 
-    /// Launches a `cmv_beam_gemv_nogaps_b{bits}` kernel with its split and grid.
+    /// Launches `cmv_beam_gemv_prep`, then the tensor-core (`mma`) or `nogaps` kernel of the
+    /// weights' width with its split and grid, on `gpu`'s stream (the kernels' own).
     ///
     /// # Safety
-    /// As [`BeamGemv::launch_any`], and `kernel` is the one for `p.a.bits`, `A` is `nogaps`,
-    /// `B` has one column, `p.acc` is `ACC_U32`.
-    unsafe fn launch_nogaps(&self, kernel: &Kernel, mut p: GemvParams) -> Result<(), BeamError> {
-        let smem = u32::try_from(nogaps_smem_bytes(p.a.cols)).unwrap_or(u32::MAX);
+    /// As [`BeamGemv::launch_any`], and `A` is `nogaps` of `bits = p.a.bits` (at most 8 for
+    /// `mma`, 32 otherwise), `B` has one column, `p.acc` is `ACC_U32`.
+    unsafe fn launch_fast(&self, gpu: &Gpu, mma: bool, mut p: GemvParams) -> Result<(), BeamError> {
+        let bits = p.a.bits;
+        let (kernel, words, smem) = if mma {
+            (
+                &self.mma[bits as usize - 1],
+                frag_words(p.a.cols),
+                mma_smem_bytes(p.a.cols),
+            )
+        } else {
+            (
+                &self.nogaps[bits as usize - 1],
+                perm_slots(bits, p.a.row_words),
+                nogaps_smem_bytes(bits, p.a.row_words),
+            )
+        };
+        let smem = u32::try_from(smem).unwrap_or(u32::MAX);
         let mut cfg = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (BLOCK_THREADS, 1, 1),
@@ -214,11 +326,35 @@ impl BeamGemv {
         // Raises the kernel's shared-memory limit above 48 KiB before the occupancy query.
         kernel.check_config(&cfg)?;
         let per_sm = kernel.max_active_blocks_per_sm(BLOCK_THREADS, smem)?.max(1);
-        let (slices, grid) = nogaps_split(p.a.rows, p.a.row_words, per_sm * self.sm_count);
+        let resident = per_sm * self.sm_count;
+        let (slices, grid) = if mma {
+            mma_split(p.a.rows, segments(p.a.cols), resident)
+        } else {
+            nogaps_split(p.a.rows, p.a.row_words, resident)
+        };
         p.slices = slices;
         cfg.grid_dim.0 = grid.max(1);
-        // SAFETY: forwarded from the caller; WARPS_PER_BLOCK warps per block, slices a power
-        // of two dividing it (nogaps_split), nogaps_smem_bytes(cols) of shared memory.
+        p.xp_len = words;
+        p.prep = if mma { PREP_MMA } else { PREP_PERM };
+        let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner());
+        if work.as_ref().is_none_or(|w| w.len() < words as usize) {
+            *work = Some(gpu.alloc_zeros::<u32>(words as usize)?);
+        }
+        let Some(buf) = work.as_mut() else {
+            unreachable!("the workspace was allocated above")
+        };
+        p.xp = dev_ptr_mut(buf);
+        let prep_cfg = LaunchConfig {
+            grid_dim: (words.div_ceil(256).clamp(1, self.sm_count.max(1) * 8), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: forwarded from the caller (B has one column of A.cols elements); the
+        // workspace holds at least `words` u32, which is what `p.prep` asks for.
+        unsafe { self.prep.launch(&self.stream, prep_cfg, &p)? };
+        // SAFETY: forwarded from the caller; the prep launch above wrote the workspace on the
+        // same stream; WARPS_PER_BLOCK warps per block, slices a power of two dividing it
+        // (the split functions), the kernel's shared memory.
         unsafe { kernel.launch(&self.stream, cfg, &p)? };
         Ok(())
     }
@@ -294,6 +430,9 @@ impl DeviceGemv for PackedMatrix {
             acc: ACC_U64,
             slices: 1,
             flags: FLAG_B_TRANSPOSED | FLAG_OUT_TRANSPOSED,
+            xp: DevPtrMut::null(),
+            xp_len: 0,
+            prep: 0,
         };
         // SAFETY: A holds a canonical matrix's words; x holds batch * cols u64 (the naive
         // batch x cols B^T) and out batch * rows u64 (the naive batch x rows C^T, written

@@ -113,6 +113,10 @@ struct Args {
     /// BEAM GEMV: vectors (columns of B), each 1 to 16.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     beam_gemv_batches: Vec<usize>,
+    /// BEAM GEMV: kernel choices to time, `auto` (what a user gets: tensor cores for widths up
+    /// to 8), `cuda-cores` (the `nogaps` CUDA-core kernels), `any` (the general kernel).
+    #[arg(long, default_value = "auto")]
+    beam_gemv_paths: String,
 }
 
 fn shapes_list(shapes: &[(usize, usize)]) -> String {
@@ -186,6 +190,7 @@ fn beam_configs(args: &Args) -> Result<(bench::beam::GemmConfig, bench::beam::Ge
         &args.beam_gemv_bits,
         args.beam_gemv_batches.clone(),
         &args.beam_gemv_outputs,
+        &args.beam_gemv_paths,
     )
     .map_err(|e| format!("BEAM GEMV: {e}"))?;
     Ok((gemm, gemv))

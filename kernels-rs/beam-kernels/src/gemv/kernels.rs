@@ -1,47 +1,92 @@
 //! GEMV entry points (NVPTX only). The arithmetic is in the parent module.
 
 use cmv_device::{
-    block_dim_x, block_idx_x, dyn_smem, grid_dim_x, lane_id, ld_stream_u64, shfl_down, shfl_xor,
+    U32x4, block_dim_x, block_idx_x, dyn_smem, dyn_smem_addr, global_thread_x, grid_dim_x, lane_id,
+    ld_nc_u64, ld_nc_v4, ld_stream_u64, lds_v4, mma_m16n8k32_u8, shfl_down, shfl_xor, sts_v4,
     sync_threads, thread_idx_x, warp_id, warp_sum_i32,
 };
 
 use super::{
-    ACC_SAT_U64, FLAG_B_TRANSPOSED, FLAG_OUT_TRANSPOSED, GemvParams, ROWS_PER_WARP, UNROLL,
-    WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word, mac_u64, slice_words, window, word_elems,
-    x_slots,
+    ACC_SAT_U64, FLAG_B_TRANSPOSED, FLAG_OUT_TRANSPOSED, GemvParams, PREP_PERM, ROWS_PER_WARP,
+    UNROLL, WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word, mac_u64, perm_value, slice_words,
+    window, word_elems,
 };
 use crate::access::{load, store};
+use crate::gemv_mma::{
+    MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, interleaved, lane_word, plane_shares, segments,
+    unpack,
+};
 use crate::layout::finish;
 
 const R: usize = ROWS_PER_WARP as usize;
 const U: usize = UNROLL as usize;
+
+/// `cmv_beam_gemv_prep`: writes `p.xp_len` words of the vector's workspace, the permuted
+/// vector ([`PREP_PERM`]) or the tensor-core kernels' `B` fragments.
+///
+/// # Safety
+/// The launcher checked: `B` has one column and `A.cols` rows, `xp` holds `xp_len` `u32`,
+/// which is `perm_slots(A.bits, A.row_words)` or `frag_words(A.cols)` for the `prep` given.
+#[inline(always)]
+unsafe fn gemv_prep(p: &GemvParams) {
+    let (a, bm) = (p.a, p.b);
+    let xp = p.xp.as_mut_ptr();
+    // SAFETY: c < A.cols is an element of B (k x 1), as the callees promise.
+    let x = |c: u32| unsafe { load(&bm, c, 0) } as u32;
+    let step = u64::from(grid_dim_x()) * u64::from(block_dim_x());
+    let mut i = global_thread_x();
+    while i < u64::from(p.xp_len) {
+        let slot = i as u32;
+        let v = if p.prep == PREP_PERM {
+            perm_value(a.bits, slot, a.cols, a.row_words, x)
+        } else {
+            frag_word(a.bits, slot, a.cols, x)
+        };
+        // SAFETY: slot < xp_len, the workspace's length.
+        unsafe { *xp.add(slot as usize) = v };
+        i += step;
+    }
+}
+
+/// Copies the first `words` (a multiple of 4) `u32` of the workspace into the dynamic shared
+/// memory, then waits for the whole block.
+///
+/// # Safety
+/// The workspace holds `words` `u32` written before this launch (16-byte aligned), the shared
+/// memory at least as many; every thread of the block calls it.
+#[inline(always)]
+unsafe fn copy_workspace(p: &GemvParams, words: u32) {
+    let src = p.xp.as_mut_ptr() as *const U32x4;
+    let base = dyn_smem_addr();
+    let n = words / 4;
+    let mut i = thread_idx_x();
+    while i < n {
+        // SAFETY: i < words / 4: inside both the workspace and the shared memory.
+        unsafe { sts_v4(base + 16 * i, ld_nc_v4(src.add(i as usize))) };
+        i += block_dim_x();
+    }
+    // SAFETY: every thread reaches it (forwarded).
+    unsafe { sync_threads() };
+}
 
 /// `cmv_beam_gemv_nogaps_b{B}`: see the parent module.
 ///
 /// # Safety
 /// The launcher checked: `A` is `nogaps` with `B`-bit elements, `B` has one column and
 /// `A.cols` rows, `C` is `A.rows x 1`, zeroed unless `naive`; the accumulator is `U32`;
-/// [`WARPS_PER_BLOCK`] warps per block, `slices` a power of two dividing it; the dynamic shared
-/// memory holds `nogaps_smem_bytes(A.cols)` bytes.
+/// [`WARPS_PER_BLOCK`] warps per block, `slices` a power of two dividing it; `cmv_beam_gemv_prep`
+/// with [`PREP_PERM`] wrote the workspace (`xp_len = perm_slots(B, A.row_words)`) before this
+/// launch; the dynamic shared memory holds `nogaps_smem_bytes(B, A.row_words)` bytes.
 #[inline(always)]
 unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
-    let (a, bm, out) = (p.a, p.b, p.c);
-    let (rows, cols, rw) = (a.rows, a.cols, a.row_words);
+    let (a, out) = (p.a, p.c);
+    let (rows, rw) = (a.rows, a.row_words);
     let xs = dyn_smem() as *mut u32;
-    let slots = x_slots(cols);
+    let slots = p.xp_len;
     // SAFETY: the shared memory holds `slots` u32 for x, then WARPS_PER_BLOCK * 32 for the sums.
     let red = unsafe { xs.add(slots as usize) };
-    let mut c = thread_idx_x();
-    while c < slots {
-        // SAFETY: c < cols is an element of B (k x 1); c < slots is inside shared memory.
-        unsafe {
-            let v = if c < cols { load(&bm, c, 0) as u32 } else { 0 };
-            *xs.add(c as usize) = v;
-        }
-        c += block_dim_x();
-    }
-    // SAFETY: every thread reaches it (no return above).
-    unsafe { sync_threads() };
+    // SAFETY: forwarded from the launcher (workspace written, smem large enough).
+    unsafe { copy_workspace(p, slots) };
 
     let slices = p.slices;
     let (w, lane) = (warp_id(), lane_id());
@@ -101,8 +146,8 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
                         window(wu[r], next, we.shift)
                     });
                     for k in 0..chunks_per_word(B) {
-                        // SAFETY: c0 + j < cols + X_PAD <= slots for a word inside the row.
-                        let xv = chunk_x::<B>(we, g < end, k, |c| unsafe { *xs.add(c as usize) });
+                        // SAFETY: perm_slot(B, g, j) < perm_slots for a word inside the row.
+                        let xv = chunk_x::<B>(g, g < end, k, |c| unsafe { *xs.add(c as usize) });
                         for (r, &(lo, hi)) in win.iter().enumerate() {
                             acc[r] = chunk_dot::<B>(acc[r], lo, hi, k, &xv);
                         }
@@ -148,6 +193,179 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
                     let v = finish(u64::from(s), out.bits, p.overflow);
                     // SAFETY: row < rows, column 0 < 1; each output written once.
                     unsafe { store(&out, row, 0, v) };
+                }
+            }
+        }
+        tile += grid_dim_x();
+    }
+}
+
+/// `cmv_beam_gemv_mma_b{B}`: see [`crate::gemv_mma`].
+///
+/// # Safety
+/// The launcher checked: `A` is `nogaps` with `B <= 8`-bit elements, `B` has one column and
+/// `A.cols` rows, `C` is `A.rows x 1`, zeroed unless `naive`; the accumulator is `U32`;
+/// [`WARPS_PER_BLOCK`] warps per block, `slices` a power of two dividing it;
+/// `cmv_beam_gemv_prep` with `PREP_MMA` wrote the workspace (`xp_len = frag_words(A.cols)`)
+/// before this launch; the dynamic shared memory holds `mma_smem_bytes(A.cols)` bytes.
+#[inline(always)]
+unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
+    const U: usize = MMA_UNROLL as usize;
+    let (a, out) = (p.a, p.c);
+    let (rows, rw) = (a.rows, a.row_words);
+    let segs = segments(a.cols);
+    let words = p.xp_len;
+    // SAFETY: forwarded from the launcher (workspace written, smem large enough).
+    unsafe { copy_workspace(p, words) };
+    let xs = dyn_smem_addr();
+    // SAFETY: the shared memory holds `words` u32 of fragments, then WARPS_PER_BLOCK * 32.
+    let red = unsafe { (dyn_smem() as *mut u32).add(words as usize) };
+
+    let slices = p.slices;
+    let (w, lane) = (warp_id(), lane_id());
+    let (g, t) = (lane / 4, lane % 4);
+    let (slice, group) = (w % slices, w / slices);
+    let groups = WARPS_PER_BLOCK / slices;
+    let per = segs.div_ceil(slices);
+    let begin = (slice * per).min(segs);
+    let end = (begin + per).min(segs);
+    let tiles = rows.div_ceil(groups * MMA_ROWS);
+    let seg_w = 4 * B;
+    let mut tile = block_idx_x();
+    while tile < tiles {
+        let row0 = (tile * groups + group) * MMA_ROWS;
+        let mut c = [0u32; 4];
+        // Warp-uniform: the MMAs below run with the whole warp.
+        if row0 < rows {
+            let base = a.words.as_ptr();
+            let ra = (row0 + g).min(rows - 1);
+            let rb = (row0 + g + 8).min(rows - 1);
+            // SAFETY: ra, rb < rows: the rows' words lie in A.
+            let (pa, pb) = unsafe {
+                (
+                    base.add(ra as usize * rw as usize),
+                    base.add(rb as usize * rw as usize),
+                )
+            };
+            let mut s0 = begin;
+            while s0 < end {
+                let mut wv = [[[0u32; 16]; 2]; U];
+                for (u, wu) in wv.iter_mut().enumerate() {
+                    let seg = s0 + u as u32;
+                    // A closure called with constants, as `step` below: a loop over `j`
+                    // is not always unrolled (it was not at B = 7), and then `wv` goes to
+                    // local memory.
+                    let mut load_word = |j: u32| {
+                        let word = seg * seg_w + lane_word(B, t, j);
+                        if j < B && word < rw {
+                            // SAFETY: word < row_words: inside rows ra and rb.
+                            let (va, vb) = unsafe {
+                                if interleaved(B) {
+                                    (
+                                        ld_stream_u64(pa.add(word as usize)),
+                                        ld_stream_u64(pb.add(word as usize)),
+                                    )
+                                } else {
+                                    (
+                                        ld_nc_u64(pa.add(word as usize)),
+                                        ld_nc_u64(pb.add(word as usize)),
+                                    )
+                                }
+                            };
+                            let j = 2 * j as usize;
+                            wu[0][j] = va as u32;
+                            wu[0][j + 1] = (va >> 32) as u32;
+                            wu[1][j] = vb as u32;
+                            wu[1][j + 1] = (vb >> 32) as u32;
+                        }
+                    };
+                    if seg < end {
+                        load_word(0);
+                        load_word(1);
+                        load_word(2);
+                        load_word(3);
+                        load_word(4);
+                        load_word(5);
+                        load_word(6);
+                        load_word(7);
+                    }
+                }
+                // A closure called with constants too (at B = 7 the loop over `u` was not
+                // unrolled either).
+                let mut multiply = |u: usize| {
+                    let (seg, wu) = (s0 + u as u32, &wv[u]);
+                    if seg >= end {
+                        return;
+                    }
+                    let mut bf = [U32x4([0; 4]); 4];
+                    if lane < 16 {
+                        for (q, f) in bf.iter_mut().enumerate() {
+                            let off = (seg * SEG_WORDS + q as u32 * 64 + lane * 4) * 4;
+                            // SAFETY: inside the fragments: seg < segs, 16-byte aligned.
+                            *f = unsafe { lds_v4(xs + off) };
+                        }
+                    }
+                    // Called with constant steps, so every index and shift is an immediate
+                    // (a loop over `s` is not always unrolled, and then `wu` goes to local
+                    // memory).
+                    let mut step = |s: u32| {
+                        let (a0, a2) = unpack::<B>(&wu[0], s);
+                        let (a1, a3) = unpack::<B>(&wu[1], s);
+                        let f = bf[(s / 2) as usize].0;
+                        let h = 2 * (s % 2) as usize;
+                        // SAFETY: the whole warp runs this (row0 and seg are warp-uniform).
+                        c = unsafe { mma_m16n8k32_u8([a0, a1, a2, a3], [f[h], f[h + 1]], c) };
+                    };
+                    step(0);
+                    step(1);
+                    step(2);
+                    step(3);
+                    step(4);
+                    step(5);
+                    step(6);
+                    step(7);
+                };
+                const _: () = assert!(MMA_UNROLL == 2);
+                multiply(0);
+                multiply(1);
+                s0 += MMA_UNROLL;
+            }
+        }
+        let (mut lo, mut hi) = plane_shares(c, t);
+        // SAFETY: the whole warp runs this (no lane-dependent branch above).
+        unsafe {
+            lo = lo.wrapping_add(shfl_xor(lo, 1));
+            lo = lo.wrapping_add(shfl_xor(lo, 2));
+            hi = hi.wrapping_add(shfl_xor(hi, 1));
+            hi = hi.wrapping_add(shfl_xor(hi, 2));
+        }
+        if slices > 1 {
+            // No lane-dependent branch between the barriers (see `gemv_nogaps`): every lane
+            // writes its slot; lane 4g holds row g's sum, lane 4g + 1 row g + 8's.
+            let mine = if t == 0 { lo } else { hi };
+            // SAFETY: w * 32 + lane < WARPS_PER_BLOCK * 32 slots.
+            unsafe { *red.add(w as usize * 32 + lane as usize) = mine };
+            // SAFETY: every thread of the block runs the same tiles.
+            unsafe { sync_threads() };
+            if slice == 0 {
+                for s in 1..slices as usize {
+                    let o = (w as usize + s) * 32 + 4 * g as usize;
+                    // SAFETY: warp w + s is in this group, inside the block.
+                    unsafe {
+                        lo = lo.wrapping_add(*red.add(o));
+                        hi = hi.wrapping_add(*red.add(o + 1));
+                    }
+                }
+            }
+            // SAFETY: as above; the slots are rewritten only after every thread read them.
+            unsafe { sync_threads() };
+        }
+        if slice == 0 && t == 0 {
+            for (r, v) in [(row0 + g, lo), (row0 + g + 8, hi)] {
+                if r < rows {
+                    let v = finish(u64::from(v), out.bits, p.overflow);
+                    // SAFETY: r < rows, column 0 < 1; each output written once.
+                    unsafe { store(&out, r, 0, v) };
                 }
             }
         }
@@ -243,6 +461,43 @@ unsafe fn gemv_any(p: &GemvParams) {
 pub unsafe extern "ptx-kernel" fn cmv_beam_gemv_any(p: GemvParams) {
     // SAFETY: forwarded from the launcher's checks.
     unsafe { gemv_any(&p) }
+}
+
+/// Writes the fast kernels' workspace; see the parent module and [`crate::gemv_mma`].
+///
+/// # Safety
+/// Launched by `beam-pack`'s `BeamGemv`, which validates the shapes and the workspace.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn cmv_beam_gemv_prep(p: GemvParams) {
+    // SAFETY: forwarded from the launcher's checks.
+    unsafe { gemv_prep(&p) }
+}
+
+macro_rules! mma_entries {
+    ($($name:ident = $b:literal;)*) => {$(
+        /// GEMV of `nogaps` weights of this width by one vector on integer tensor cores,
+        /// exact modulo 2^32; see [`crate::gemv_mma`].
+        ///
+        /// # Safety
+        /// Launched by `beam-pack`'s `BeamGemv`, which validates shapes, widths, the
+        /// accumulator, the workspace, the grid and the shared memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe { gemv_mma::<$b>(&p) }
+        }
+    )*};
+}
+
+mma_entries! {
+    cmv_beam_gemv_mma_b1 = 1;
+    cmv_beam_gemv_mma_b2 = 2;
+    cmv_beam_gemv_mma_b3 = 3;
+    cmv_beam_gemv_mma_b4 = 4;
+    cmv_beam_gemv_mma_b5 = 5;
+    cmv_beam_gemv_mma_b6 = 6;
+    cmv_beam_gemv_mma_b7 = 7;
+    cmv_beam_gemv_mma_b8 = 8;
 }
 
 macro_rules! nogaps_entries {
