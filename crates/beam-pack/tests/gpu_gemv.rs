@@ -7,7 +7,7 @@
 use beam_pack::beam_kernels::layout;
 use beam_pack::cmv_format::{DeviceGemv, FormatError, HeaderCode};
 use beam_pack::cmv_runtime::{Gpu, gpu_for_tests, time_launches};
-use beam_pack::gpu::{BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut, GemvPath};
+use beam_pack::gpu::{BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut, GemvPath, GemvPrep};
 use beam_pack::{BeamError, Layout, OutputWidth, Overflow, PackedMatrix, gemv_reference};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -104,20 +104,26 @@ fn fast_kernels_every_width_up_to_32() {
     // Many rows (tiles looped by the persistent grid), few long rows (slices), whole and
     // partial 256-column segments of the tensor-core kernels.
     shapes.extend([(2000, 256), (5, 20000), (16, 512), (33, 513)]);
-    for (path, bits) in [GemvPath::Auto, GemvPath::CudaCores]
+    // Both kernel families, each with the vector built in the kernel (the default) and by
+    // the separate prep kernel.
+    let combos = [GemvPath::Auto, GemvPath::CudaCores]
         .into_iter()
-        .flat_map(|p| (1..=32u32).map(move |b| (p, b)))
-    {
+        .flat_map(|p| [GemvPrep::Auto, GemvPrep::Kernel].map(|q| (p, q)));
+    for ((path, prep), bits) in combos.flat_map(|c| (1..=32u32).map(move |b| (c, b))) {
         if path == GemvPath::Auto && bits > 8 {
             continue;
         }
-        let bg = BeamGemv::new(&gpu).unwrap().with_path(path);
+        let bg = BeamGemv::new(&gpu).unwrap().with_path(path).with_prep(prep);
         let fast = if path == GemvPath::Auto {
             format!("cmv_beam_gemv_mma_b{bits}")
         } else {
             format!("cmv_beam_gemv_nogaps_b{bits}")
         };
-        eprintln!("fast kernels ({}): {bits} bits", path.name());
+        eprintln!(
+            "fast kernels ({}, prep {}): {bits} bits",
+            path.name(),
+            prep.name()
+        );
         for (i, &shape) in shapes.iter().enumerate() {
             let max = i == 2;
             let a = random(&mut rng, shape, bits, Layout::Nogaps, max);

@@ -49,7 +49,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use beam_pack::cmv_format::{FormatError, HeaderCode};
-use beam_pack::gpu::{BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut, GemmKernel, GemvPath};
+use beam_pack::gpu::{
+    BeamGemm, BeamGemv, DeviceBeamMatrix, DeviceBeamOut, GemmKernel, GemvPath, GemvPrep,
+};
 use beam_pack::{BeamError, Layout, OperandStats, OutputWidth, Overflow, PackedMatrix};
 use cmv_runtime::{Gpu, RuntimeError, rotation_copies, time_launches};
 use rand::rngs::SmallRng;
@@ -1643,6 +1645,8 @@ pub struct GemvConfig {
     pub outputs: Vec<String>,
     /// The kernel choices timed (`GemvPath` names): `auto` is what a user gets.
     pub paths: Vec<String>,
+    /// How the fast kernels' vector is prepared (`GemvPrep` names): `auto` is what a user gets.
+    pub preps: Vec<String>,
 }
 
 impl GemvConfig {
@@ -1655,7 +1659,7 @@ impl GemvConfig {
         bits: &str,
         batches: Vec<usize>,
         outputs: &str,
-        paths: &str,
+        (paths, preps): (&str, &str),
     ) -> Result<GemvConfig, String> {
         let max = beam_pack::GEMV_MAX_COLS;
         if let Some(b) = batches.iter().find(|&&b| !(1..=max).contains(&b)) {
@@ -1672,6 +1676,10 @@ impl GemvConfig {
                 .map(OutputMode::name)
                 .collect(),
             paths: parse_paths(paths)?
+                .into_iter()
+                .map(|p| p.name().to_string())
+                .collect(),
+            preps: parse_preps(preps)?
                 .into_iter()
                 .map(|p| p.name().to_string())
                 .collect(),
@@ -1700,6 +1708,29 @@ pub fn parse_paths(s: &str) -> Result<Vec<GemvPath>, String> {
     }
     if out.is_empty() {
         return Err("no GEMV kernel choice given: use auto, cuda-cores or any".into());
+    }
+    Ok(out)
+}
+
+/// The GEMV vector preparations `auto`, `kernel`, `fused` (comma-separated, at least one).
+///
+/// # Errors
+/// A message naming an unknown choice and listing the known ones.
+pub fn parse_preps(s: &str) -> Result<Vec<GemvPrep>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let p = GemvPrep::parse(part).ok_or_else(|| {
+            format!(
+                "GEMV vector preparation '{}': use auto, kernel or fused",
+                part.trim()
+            )
+        })?;
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    if out.is_empty() {
+        return Err("no GEMV vector preparation given: use auto, kernel or fused".into());
     }
     Ok(out)
 }
@@ -1848,9 +1879,11 @@ pub fn run_gemv(
     let bcfg = bench.cfg();
     let outputs = parse_outputs(&cfg.outputs.join(",")).map_err(BenchError::Usage)?;
     let paths = parse_paths(&cfg.paths.join(",")).map_err(BenchError::Usage)?;
+    let preps = parse_preps(&cfg.preps.join(",")).map_err(BenchError::Usage)?;
     let gvs = paths
         .iter()
-        .map(|&p| BeamGemv::new(gpu).map(|g| g.with_path(p)))
+        .flat_map(|&p| preps.iter().map(move |&q| (p, q)))
+        .map(|(p, q)| BeamGemv::new(gpu).map(|g| g.with_path(p).with_prep(q)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(beam_err)?;
     let mut report = GemvReport {
@@ -1887,12 +1920,13 @@ pub fn run_gemv(
                 let db = DeviceBeamMatrix::upload(gpu, &pb).map_err(beam_err)?;
                 let exact = exact_product(&a_vals, &x_vals, (rows, cols, batch));
                 for (&mode, gv) in outputs.iter().flat_map(|m| gvs.iter().map(move |g| (m, g))) {
-                    let path = gv.path();
-                    let variant = if path == GemvPath::Auto {
-                        format!("b{bits} {}", mode.name())
-                    } else {
-                        format!("b{bits} {} {}", mode.name(), path.name())
-                    };
+                    let mut variant = format!("b{bits} {}", mode.name());
+                    if gv.path() != GemvPath::Auto {
+                        variant = format!("{variant} {}", gv.path().name());
+                    }
+                    if gv.prep() != GemvPrep::Auto {
+                        variant = format!("{variant} prep-{}", gv.prep().name());
+                    }
                     let what = format!("beam-gemv {rows}x{cols} batch {batch} {variant}");
                     let mut out =
                         BeamGemm::alloc_out(gpu, a.get(0), &db, mode.width, GEMV_OUT_LAYOUT)
@@ -2031,19 +2065,28 @@ mod tests {
         assert_eq!((c.warmup, c.samples), (1, 1));
         assert_eq!((c.iters_for(2896), c.iters_for(11585)), (10, 3));
         assert!(GemmConfig::parse("64MiB", "1", "all", "all", 1, Some(0), 1).is_err());
-        assert!(GemvConfig::parse(gemv_shapes(), "1", vec![17], "sai/ovf", "auto").is_err());
+        assert!(
+            GemvConfig::parse(gemv_shapes(), "1", vec![17], "sai/ovf", ("auto", "auto")).is_err()
+        );
         let g = GemvConfig::parse(
             gemv_shapes(),
             "4",
             vec![1],
             "sai/ovf",
-            "auto,cuda-cores,auto",
+            ("auto,cuda-cores,auto", "fused,kernel"),
         )
         .unwrap();
         assert_eq!(g.paths, vec!["auto", "cuda-cores"]);
-        let e = GemvConfig::parse(gemv_shapes(), "4", vec![1], "sai/ovf", "mma").unwrap_err();
+        assert_eq!(g.preps, vec!["fused", "kernel"]);
+        assert!(
+            GemvConfig::parse(gemv_shapes(), "4", vec![1], "sai/ovf", ("auto", "gpu")).is_err()
+        );
+        let e =
+            GemvConfig::parse(gemv_shapes(), "4", vec![1], "sai/ovf", ("mma", "auto")).unwrap_err();
         assert!(e.contains("mma") && e.contains("cuda-cores"), "{e}");
-        assert!(GemvConfig::parse(gemv_shapes(), "4", vec![1], "sai/ovf", " , ").is_err());
+        assert!(
+            GemvConfig::parse(gemv_shapes(), "4", vec![1], "sai/ovf", (" , ", "auto")).is_err()
+        );
         assert_eq!(gemv_shapes().len(), 7);
     }
 

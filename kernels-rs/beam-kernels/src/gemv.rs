@@ -52,6 +52,9 @@ pub const ANY_BLOCK_THREADS: u32 = 256;
 pub const FLAG_B_TRANSPOSED: u32 = 1;
 /// The output is written transposed: element `(r, j)` goes to `(j, r)` of [`GemvParams::c`].
 pub const FLAG_OUT_TRANSPOSED: u32 = 2;
+/// The fast kernels build their vector themselves (each block, from `B`) instead of copying
+/// what `cmv_beam_gemv_prep` wrote: one launch instead of two.
+pub const FLAG_FUSED_PREP: u32 = 4;
 
 /// [`GemvParams::acc`] for [`Acc::U32`].
 pub const ACC_U32: u32 = 0;

@@ -10,9 +10,11 @@
 //! * A warp owns a tile of [`MMA_ROWS`] rows and walks a range of *segments* of
 //!   [`SEG_ELEMS`] columns. In a segment, lane `l = 4 g + t` holds 64 elements of row `g` and
 //!   64 of row `g + 8`: `B` bits each, `B` 64-bit words per row. For widths that divide 64 the
-//!   four lanes `t` of a row read interleaved words (`4 j + t`, so each warp load is 8 rows of
-//!   32 contiguous bytes); for the others a lane's words are contiguous (`B t + j`, elements do
-//!   not straddle lanes). [`lane_word`].
+//!   four lanes `t` of a row read interleaved 16-byte pieces (piece `4 j + t`; 8 bytes at
+//!   `B = 1`), so each warp load is 8 rows of 64 contiguous bytes; for the others a lane's
+//!   words are contiguous (`B t + j`, elements do not straddle lanes). [`lane_word`]. Even
+//!   widths load 16 bytes at a time where rows start on 16 bytes (an even number of words
+//!   per row), otherwise 8.
 //! * [`unpack`] turns a lane's words into the `A` registers of the segment's 8 MMA steps with
 //!   masks and shifts (`B` = 4: `w & 0x0f0f0f0f` and `(w >> 4) & 0x0f0f0f0f`; `B` = 8: nothing).
 //!   The order of the columns inside an MMA does not change the sum, so each width takes the
@@ -65,11 +67,21 @@ pub const fn interleaved(bits: u32) -> bool {
     64 % bits == 0
 }
 
-/// The in-segment word (0..`4 bits`) of lane `t`'s word `j` (0..`bits`).
+/// Bytes of the pieces the four lanes of a row interleave ([`interleaved`] widths): 16, or 8
+/// at one bit (a lane's whole share of a segment).
+pub const fn piece_bytes(bits: u32) -> u32 {
+    if bits == 1 { 8 } else { 16 }
+}
+
+/// The in-segment word (0..`4 bits`) of lane `t`'s word `j` (0..`bits`): word `j % w` of
+/// piece `4 (j / w) + t` (`w` words per piece) for [`interleaved`] widths, word `bits t + j`
+/// otherwise. For even widths, `j` even gives an even word (16-byte loads of words `j`,
+/// `j + 1`).
 #[inline(always)]
 pub const fn lane_word(bits: u32, t: u32, j: u32) -> u32 {
     if interleaved(bits) {
-        4 * j + t
+        let w = piece_bytes(bits) / 8;
+        (4 * (j / w) + t) * w + j % w
     } else {
         bits * t + j
     }

@@ -13,7 +13,7 @@
 use std::sync::{Arc, Mutex};
 
 use beam_kernels::gemv::{
-    ACC_U64, ANY_BLOCK_THREADS, BLOCK_THREADS, FAST_MAX_BITS, FLAG_B_TRANSPOSED,
+    ACC_U64, ANY_BLOCK_THREADS, BLOCK_THREADS, FAST_MAX_BITS, FLAG_B_TRANSPOSED, FLAG_FUSED_PREP,
     FLAG_OUT_TRANSPOSED, GemvParams, PREP_MMA, PREP_PERM, acc_code, nogaps_smem_bytes,
     nogaps_split, perm_slots,
 };
@@ -109,6 +109,38 @@ impl GemvPath {
     }
 }
 
+/// Where the fast kernels' vector is prepared. Every choice gives the same (exact) result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GemvPrep {
+    /// The launcher's rule (the default): [`GemvPrep::Fused`].
+    #[default]
+    Auto,
+    /// `cmv_beam_gemv_prep` writes it once into a workspace, each block copies it: two
+    /// launches.
+    Kernel,
+    /// Each block builds it from `B` itself: one launch.
+    Fused,
+}
+
+impl GemvPrep {
+    /// Every choice, in the order of [`GemvPrep::name`].
+    pub const ALL: [GemvPrep; 3] = [GemvPrep::Auto, GemvPrep::Kernel, GemvPrep::Fused];
+
+    /// `auto`, `kernel` or `fused`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GemvPrep::Auto => "auto",
+            GemvPrep::Kernel => "kernel",
+            GemvPrep::Fused => "fused",
+        }
+    }
+
+    /// The choice called `name`.
+    pub fn parse(name: &str) -> Option<GemvPrep> {
+        GemvPrep::ALL.into_iter().find(|p| p.name() == name.trim())
+    }
+}
+
 /// The name of the kernel that `BeamGemv::gemv` runs on `path` for `A` of `a_bits` in
 /// `a_layout` (`a_row_words` words per row) times `n` vectors of `b_bits`, `k = a_cols`,
 /// `out_bits` wide under `overflow`, when the device gives `max_smem` bytes of shared memory
@@ -147,6 +179,7 @@ pub struct BeamGemv {
     /// launch that uses it goes to `stream`, so one buffer serves them in order.
     work: Mutex<Option<CudaSlice<u32>>>,
     path: GemvPath,
+    prep_mode: GemvPrep,
     sm_count: u32,
     max_smem: u32,
 }
@@ -173,6 +206,7 @@ impl BeamGemv {
             prep: gpu.kernel(&PTX, "cmv_beam_gemv_prep")?,
             work: Mutex::new(None),
             path: GemvPath::Auto,
+            prep_mode: GemvPrep::Auto,
             sm_count: gpu.info().sm_count,
             max_smem: gpu.info().max_smem_per_block_optin,
         })
@@ -188,6 +222,18 @@ impl BeamGemv {
     /// The kernels this `BeamGemv` may pick.
     pub fn path(&self) -> GemvPath {
         self.path
+    }
+
+    /// The same kernels, preparing the vector as `prep` says.
+    #[must_use]
+    pub fn with_prep(mut self, prep: GemvPrep) -> Self {
+        self.prep_mode = prep;
+        self
+    }
+
+    /// How this `BeamGemv` prepares the fast kernels' vector.
+    pub fn prep(&self) -> GemvPrep {
+        self.prep_mode
     }
 
     /// The name of the kernel [`BeamGemv::gemv`] runs for these operands and output.
@@ -336,6 +382,14 @@ impl BeamGemv {
         cfg.grid_dim.0 = grid.max(1);
         p.xp_len = words;
         p.prep = if mma { PREP_MMA } else { PREP_PERM };
+        if self.prep_mode != GemvPrep::Kernel {
+            p.flags |= FLAG_FUSED_PREP;
+            // SAFETY: forwarded from the caller; with FLAG_FUSED_PREP the kernel builds the
+            // vector from B itself (xp is not read); WARPS_PER_BLOCK warps per block, slices
+            // a power of two dividing it, the kernel's shared memory.
+            unsafe { kernel.launch(&self.stream, cfg, &p)? };
+            return Ok(());
+        }
         let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner());
         if work.as_ref().is_none_or(|w| w.len() < words as usize) {
             *work = Some(gpu.alloc_zeros::<u32>(words as usize)?);

@@ -10,7 +10,7 @@ mod gemv;
 mod mma;
 
 pub use gemm::CudaCoreGemm;
-pub use gemv::{BeamGemv, GemvPath, gemv_kernel_name};
+pub use gemv::{BeamGemv, GemvPath, GemvPrep, gemv_kernel_name};
 pub use mma::MmaGemm;
 
 use beam_kernels::{PackedOut, PackedRef, layout};

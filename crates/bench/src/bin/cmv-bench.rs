@@ -117,6 +117,10 @@ struct Args {
     /// to 8), `cuda-cores` (the `nogaps` CUDA-core kernels), `any` (the general kernel).
     #[arg(long, default_value = "auto")]
     beam_gemv_paths: String,
+    /// BEAM GEMV: how the fast kernels' vector is prepared, `auto`, `kernel` (a separate
+    /// launch writes it once) or `fused` (each block builds it).
+    #[arg(long, default_value = "auto")]
+    beam_gemv_preps: String,
 }
 
 fn shapes_list(shapes: &[(usize, usize)]) -> String {
@@ -190,7 +194,7 @@ fn beam_configs(args: &Args) -> Result<(bench::beam::GemmConfig, bench::beam::Ge
         &args.beam_gemv_bits,
         args.beam_gemv_batches.clone(),
         &args.beam_gemv_outputs,
-        &args.beam_gemv_paths,
+        (&args.beam_gemv_paths, &args.beam_gemv_preps),
     )
     .map_err(|e| format!("BEAM GEMV: {e}"))?;
     Ok((gemm, gemv))

@@ -2,14 +2,14 @@
 
 use cmv_device::{
     U32x4, block_dim_x, block_idx_x, dyn_smem, dyn_smem_addr, global_thread_x, grid_dim_x, lane_id,
-    ld_nc_u64, ld_nc_v4, ld_stream_u64, lds_v4, mma_m16n8k32_u8, shfl_down, shfl_xor, sts_v4,
-    sync_threads, thread_idx_x, warp_id, warp_sum_i32,
+    ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_stream_u64, lds_v4, mma_m16n8k32_u8, shfl_down, shfl_xor,
+    sts_v4, sync_threads, thread_idx_x, warp_id, warp_sum_i32,
 };
 
 use super::{
-    ACC_SAT_U64, FLAG_B_TRANSPOSED, FLAG_OUT_TRANSPOSED, GemvParams, PREP_PERM, ROWS_PER_WARP,
-    UNROLL, WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word, mac_u64, perm_value, slice_words,
-    window, word_elems,
+    ACC_SAT_U64, FLAG_B_TRANSPOSED, FLAG_FUSED_PREP, FLAG_OUT_TRANSPOSED, GemvParams, PREP_PERM,
+    ROWS_PER_WARP, UNROLL, WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word, mac_u64,
+    perm_value, slice_words, window, word_elems,
 };
 use crate::access::{load, store};
 use crate::gemv_mma::{
@@ -48,22 +48,49 @@ unsafe fn gemv_prep(p: &GemvParams) {
     }
 }
 
-/// Copies the first `words` (a multiple of 4) `u32` of the workspace into the dynamic shared
-/// memory, then waits for the whole block.
+/// Slots one thread computes per round of [`fill_vector`] (their loads in flight together).
+const FILL_BATCH: usize = 8;
+
+/// Puts the vector's first `words` (a multiple of 4) `u32` into the dynamic shared memory,
+/// then waits for the whole block: with [`FLAG_FUSED_PREP`] computed here (`value(slot)`,
+/// [`FILL_BATCH`] slots per thread at a time), otherwise copied from the workspace.
 ///
 /// # Safety
-/// The workspace holds `words` `u32` written before this launch (16-byte aligned), the shared
-/// memory at least as many; every thread of the block calls it.
+/// Without the flag the workspace holds `words` `u32` written before this launch (16-byte
+/// aligned); `value` may be called for every slot below `words`; the shared memory holds at
+/// least `words` `u32`; every thread of the block calls it.
 #[inline(always)]
-unsafe fn copy_workspace(p: &GemvParams, words: u32) {
-    let src = p.xp.as_mut_ptr() as *const U32x4;
+unsafe fn fill_vector(p: &GemvParams, words: u32, value: impl Fn(u32) -> u32) {
     let base = dyn_smem_addr();
-    let n = words / 4;
-    let mut i = thread_idx_x();
-    while i < n {
-        // SAFETY: i < words / 4: inside both the workspace and the shared memory.
-        unsafe { sts_v4(base + 16 * i, ld_nc_v4(src.add(i as usize))) };
-        i += block_dim_x();
+    let xs = dyn_smem() as *mut u32;
+    let nt = block_dim_x();
+    if p.flags & FLAG_FUSED_PREP != 0 {
+        let mut i = thread_idx_x();
+        while i < words {
+            let f = |u: u32| {
+                let s = i + u * nt;
+                if s < words { value(s) } else { 0 }
+            };
+            // Written out: `array::from_fn` over this closure kept the array in local memory.
+            let v: [u32; FILL_BATCH] = [f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7)];
+            for (u, &v) in v.iter().enumerate() {
+                let s = i + u as u32 * nt;
+                if s < words {
+                    // SAFETY: s < words: inside the shared memory.
+                    unsafe { *xs.add(s as usize) = v };
+                }
+            }
+            i += FILL_BATCH as u32 * nt;
+        }
+    } else {
+        let src = p.xp.as_mut_ptr() as *const U32x4;
+        let n = words / 4;
+        let mut i = thread_idx_x();
+        while i < n {
+            // SAFETY: i < words / 4: inside both the workspace and the shared memory.
+            unsafe { sts_v4(base + 16 * i, ld_nc_v4(src.add(i as usize))) };
+            i += nt;
+        }
     }
     // SAFETY: every thread reaches it (forwarded).
     unsafe { sync_threads() };
@@ -79,14 +106,19 @@ unsafe fn copy_workspace(p: &GemvParams, words: u32) {
 /// launch; the dynamic shared memory holds `nogaps_smem_bytes(B, A.row_words)` bytes.
 #[inline(always)]
 unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
-    let (a, out) = (p.a, p.c);
+    let (a, bm, out) = (p.a, p.b, p.c);
     let (rows, rw) = (a.rows, a.row_words);
     let xs = dyn_smem() as *mut u32;
     let slots = p.xp_len;
     // SAFETY: the shared memory holds `slots` u32 for x, then WARPS_PER_BLOCK * 32 for the sums.
     let red = unsafe { xs.add(slots as usize) };
-    // SAFETY: forwarded from the launcher (workspace written, smem large enough).
-    unsafe { copy_workspace(p, slots) };
+    // SAFETY: forwarded from the launcher (workspace written or fused, smem large enough); c <
+    // A.cols is an element of B (k x 1).
+    unsafe {
+        fill_vector(p, slots, |s| {
+            perm_value(B, s, a.cols, rw, |c| load(&bm, c, 0) as u32)
+        })
+    };
 
     let slices = p.slices;
     let (w, lane) = (warp_id(), lane_id());
@@ -211,12 +243,17 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
 #[inline(always)]
 unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
     const U: usize = MMA_UNROLL as usize;
-    let (a, out) = (p.a, p.c);
+    let (a, bm, out) = (p.a, p.b, p.c);
     let (rows, rw) = (a.rows, a.row_words);
     let segs = segments(a.cols);
     let words = p.xp_len;
-    // SAFETY: forwarded from the launcher (workspace written, smem large enough).
-    unsafe { copy_workspace(p, words) };
+    // SAFETY: forwarded from the launcher (workspace written or fused, smem large enough); c <
+    // A.cols is an element of B (k x 1).
+    unsafe {
+        fill_vector(p, words, |s| {
+            frag_word(B, s, a.cols, |c| load(&bm, c, 0) as u32)
+        })
+    };
     let xs = dyn_smem_addr();
     // SAFETY: the shared memory holds `words` u32 of fragments, then WARPS_PER_BLOCK * 32.
     let red = unsafe { (dyn_smem() as *mut u32).add(words as usize) };
@@ -255,9 +292,40 @@ unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
                     // A closure called with constants, as `step` below: a loop over `j`
                     // is not always unrolled (it was not at B = 7), and then `wv` goes to
                     // local memory.
+                    let mut put = |j: u32, va: u64, vb: u64| {
+                        let j = 2 * j as usize;
+                        wu[0][j] = va as u32;
+                        wu[0][j + 1] = (va >> 32) as u32;
+                        wu[1][j] = vb as u32;
+                        wu[1][j + 1] = (vb >> 32) as u32;
+                    };
                     let mut load_word = |j: u32| {
                         let word = seg * seg_w + lane_word(B, t, j);
-                        if j < B && word < rw {
+                        if j >= B || word >= rw {
+                            return;
+                        }
+                        if B % 2 == 0 && rw % 2 == 0 && j % 2 == 0 && word + 1 < rw {
+                            // Words j and j + 1 as one 16-byte load: `word` is even (lane_word
+                            // of an even j at an even width), rows start on 16 bytes (even
+                            // row_words).
+                            // SAFETY: word + 1 < row_words: inside rows ra and rb; aligned.
+                            let (va, vb) = unsafe {
+                                let (qa, qb) = (
+                                    pa.add(word as usize) as *const U32x4,
+                                    pb.add(word as usize) as *const U32x4,
+                                );
+                                if interleaved(B) {
+                                    (ld_nc_na_v4(qa).0, ld_nc_na_v4(qb).0)
+                                } else {
+                                    (ld_nc_v4(qa).0, ld_nc_v4(qb).0)
+                                }
+                            };
+                            let w64 = |v: [u32; 4], h: usize| {
+                                u64::from(v[2 * h]) | u64::from(v[2 * h + 1]) << 32
+                            };
+                            put(j, w64(va, 0), w64(vb, 0));
+                            put(j + 1, w64(va, 1), w64(vb, 1));
+                        } else if !(B % 2 == 0 && rw % 2 == 0 && j % 2 == 1) {
                             // SAFETY: word < row_words: inside rows ra and rb.
                             let (va, vb) = unsafe {
                                 if interleaved(B) {
@@ -272,11 +340,7 @@ unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
                                     )
                                 }
                             };
-                            let j = 2 * j as usize;
-                            wu[0][j] = va as u32;
-                            wu[0][j + 1] = (va >> 32) as u32;
-                            wu[1][j] = vb as u32;
-                            wu[1][j + 1] = (vb >> 32) as u32;
+                            put(j, va, vb);
                         }
                     };
                     if seg < end {
