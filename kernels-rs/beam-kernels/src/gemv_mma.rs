@@ -37,8 +37,18 @@ pub const MMA_ROWS: u32 = 16;
 pub const SEG_ELEMS: u32 = 256;
 /// `u32` of `B` fragments per segment: 4 byte planes x [`SEG_ELEMS`] bytes / 4.
 pub const SEG_WORDS: u32 = 256;
-/// Segments whose weights a warp loads before it multiplies any.
-pub const MMA_UNROLL: u32 = 2;
+/// Most segments whose weights a warp loads before it multiplies any ([`mma_unroll`]).
+pub const MMA_UNROLL: u32 = 4;
+
+/// Segments whose weights a warp loads before it multiplies any, for `bits`-bit weights: 4 up
+/// to 4 bits, 2 above (`4 bits` registers per row and segment).
+pub const fn mma_unroll(bits: u32) -> u32 {
+    if bits <= 4 { 4 } else { 2 }
+}
+
+/// What a tile costs beyond its segments in [`mma_cost`], in segments: filling the load
+/// pipeline and adding the slices.
+pub const TILE_OVERHEAD_SEGS: u32 = 2;
 
 /// Segments of a row of `cols` columns.
 pub const fn segments(cols: u32) -> u32 {
@@ -196,32 +206,32 @@ pub const fn plane_shares(c: [u32; 4], t: u32) -> (u32, u32) {
     }
 }
 
-/// The time of a launch with `slices` in units of one tile's whole row: the waves of
-/// block tiles over `resident` blocks, each taking `1 / slices` of a row.
-pub fn mma_waves(rows: u32, slices: u32, resident: u32) -> f64 {
+/// The time of a launch with `slices`, in segments of one warp: the waves of block tiles
+/// over `resident` blocks, each taking a slice of `segs` segments plus
+/// [`TILE_OVERHEAD_SEGS`].
+pub fn mma_cost(rows: u32, segs: u32, slices: u32, resident: u32) -> u64 {
     let tiles = rows.div_ceil(mma_tile_rows(slices));
-    tiles.div_ceil(resident.max(1)) as f64 / slices as f64
+    u64::from(tiles.div_ceil(resident.max(1)))
+        * u64::from(segs.div_ceil(slices) + TILE_OVERHEAD_SEGS)
 }
 
 /// The slice count and the grid of a tensor-core GEMV launch on `resident` blocks at once:
-/// the fewest slices (1, 2, ..., [`WARPS_PER_BLOCK`]) within 3% of the shortest
-/// [`mma_waves`], each slice keeping at least one segment; the grid is at most `resident`.
+/// the slice count (1, 2, ..., [`WARPS_PER_BLOCK`]) of the least [`mma_cost`] (the fewest
+/// slices on a tie), each slice keeping at least one segment; the grid is at most `resident`.
 pub fn mma_split(rows: u32, segs: u32, resident: u32) -> (u32, u32) {
     let resident = resident.max(1);
-    let ok = |s: u32| s == 1 || segs.div_ceil(s) * (s - 1) < segs;
-    let mut best = f64::MAX;
+    let mut best = (u64::MAX, 1);
     let mut s = 1;
     while s <= WARPS_PER_BLOCK {
-        if ok(s) {
-            best = best.min(mma_waves(rows, s, resident));
+        if s == 1 || segs.div_ceil(s) * (s - 1) < segs {
+            let c = mma_cost(rows, segs, s, resident);
+            if c < best.0 {
+                best = (c, s);
+            }
         }
         s *= 2;
     }
-    let mut pick = 1;
-    while pick < WARPS_PER_BLOCK && !(ok(pick) && mma_waves(rows, pick, resident) <= best * 1.03) {
-        pick *= 2;
-    }
-    (pick, rows.div_ceil(mma_tile_rows(pick)).min(resident))
+    (best.1, rows.div_ceil(mma_tile_rows(best.1)).min(resident))
 }
 
 #[cfg(test)]
@@ -436,13 +446,12 @@ mod tests {
 
     #[test]
     fn split_fills_the_resident_blocks() {
-        // 28672 rows on 132 blocks: one slice gives 112 block tiles (85% of a wave).
-        let (s, grid) = mma_split(28672, 32, 132);
-        assert!(s.is_power_of_two() && s <= WARPS_PER_BLOCK);
-        assert!(grid <= 132);
-        // Within 5% of a perfect spread of the 1792 row tiles over 132 x 16 warps.
-        let ideal = 1792.0 / (132.0 * 16.0);
-        assert!(mma_waves(28672, s, 132) < ideal * 1.05, "{s}");
+        // 28672 x 8192 on 132 blocks: one slice, 112 blocks each streaming whole rows, costs
+        // 34 segments; two slices 2 waves of 18.
+        assert_eq!(mma_split(28672, 32, 132), (1, 112));
+        // 8192 x 28672: 4 slices, 128 blocks of 28 segments each.
+        assert_eq!(mma_split(8192, 112, 132), (4, 128));
+        assert_eq!(mma_cost(8192, 112, 4, 132), 30);
         // A single short row: one slice, one block.
         assert_eq!(mma_split(1, 1, 132), (1, 1));
         // Few long rows: split.

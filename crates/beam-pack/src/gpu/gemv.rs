@@ -112,7 +112,8 @@ impl GemvPath {
 /// Where the fast kernels' vector is prepared. Every choice gives the same (exact) result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GemvPrep {
-    /// The launcher's rule (the default): [`GemvPrep::Fused`].
+    /// The launcher's rule (the default): [`GemvPrep::Kernel`] (measured faster at every LLM
+    /// shape, docs/BEAM.md).
     #[default]
     Auto,
     /// `cmv_beam_gemv_prep` writes it once into a workspace, each block copies it: two
@@ -382,7 +383,7 @@ impl BeamGemv {
         cfg.grid_dim.0 = grid.max(1);
         p.xp_len = words;
         p.prep = if mma { PREP_MMA } else { PREP_PERM };
-        if self.prep_mode != GemvPrep::Kernel {
+        if self.prep_mode == GemvPrep::Fused {
             p.flags |= FLAG_FUSED_PREP;
             // SAFETY: forwarded from the caller; with FLAG_FUSED_PREP the kernel builds the
             // vector from B itself (xp is not read); WARPS_PER_BLOCK warps per block, slices

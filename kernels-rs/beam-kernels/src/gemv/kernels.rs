@@ -13,8 +13,8 @@ use super::{
 };
 use crate::access::{load, store};
 use crate::gemv_mma::{
-    MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, interleaved, lane_word, plane_shares, segments,
-    unpack,
+    MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, interleaved, lane_word, mma_unroll, plane_shares,
+    segments, unpack,
 };
 use crate::layout::finish;
 
@@ -243,6 +243,7 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
 #[inline(always)]
 unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
     const U: usize = MMA_UNROLL as usize;
+    let un = mma_unroll(B);
     let (a, bm, out) = (p.a, p.b, p.c);
     let (rows, rw) = (a.rows, a.row_words);
     let segs = segments(a.cols);
@@ -289,6 +290,9 @@ unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
                 let mut wv = [[[0u32; 16]; 2]; U];
                 for (u, wu) in wv.iter_mut().enumerate() {
                     let seg = s0 + u as u32;
+                    if u as u32 >= un {
+                        break;
+                    }
                     // A closure called with constants, as `step` below: a loop over `j`
                     // is not always unrolled (it was not at B = 7), and then `wv` goes to
                     // local memory.
@@ -358,7 +362,7 @@ unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
                 // unrolled either).
                 let mut multiply = |u: usize| {
                     let (seg, wu) = (s0 + u as u32, &wv[u]);
-                    if seg >= end {
+                    if u as u32 >= un || seg >= end {
                         return;
                     }
                     let mut bf = [U32x4([0; 4]); 4];
@@ -389,10 +393,12 @@ unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
                     step(6);
                     step(7);
                 };
-                const _: () = assert!(MMA_UNROLL == 2);
+                const _: () = assert!(MMA_UNROLL == 4);
                 multiply(0);
                 multiply(1);
-                s0 += MMA_UNROLL;
+                multiply(2);
+                multiply(3);
+                s0 += un;
             }
         }
         let (mut lo, mut hi) = plane_shares(c, t);
