@@ -106,15 +106,15 @@ fn fast_kernels_every_width_up_to_32() {
     shapes.extend([(2000, 256), (5, 20000), (16, 512), (33, 513)]);
     // Both kernel families, each with the vector built in the kernel (the default) and by
     // the separate prep kernel.
-    let combos = [GemvPath::Auto, GemvPath::CudaCores]
+    let combos = [GemvPath::TensorCores, GemvPath::CudaCores]
         .into_iter()
         .flat_map(|p| [GemvPrep::Auto, GemvPrep::Kernel].map(|q| (p, q)));
     for ((path, prep), bits) in combos.flat_map(|c| (1..=32u32).map(move |b| (c, b))) {
-        if path == GemvPath::Auto && bits > 8 {
+        if path == GemvPath::TensorCores && bits > 8 {
             continue;
         }
         let bg = BeamGemv::new(&gpu).unwrap().with_path(path).with_prep(prep);
-        let fast = if path == GemvPath::Auto {
+        let fast = if path == GemvPath::TensorCores {
             format!("cmv_beam_gemv_mma_b{bits}")
         } else {
             format!("cmv_beam_gemv_nogaps_b{bits}")
@@ -165,7 +165,9 @@ fn tensor_core_sums_past_2_pow_31() {
     let Some(gpu) = gpu_for_tests("tensor_core_sums_past_2_pow_31") else {
         return;
     };
-    let bg = BeamGemv::new(&gpu).unwrap();
+    let bg = BeamGemv::new(&gpu)
+        .unwrap()
+        .with_path(GemvPath::TensorCores);
     let mut rng = StdRng::seed_from_u64(0xBEA4_0031);
     // All-max 8-bit operands over 50000 columns: every byte-plane sum is 255 * 255 * 50000,
     // past 2^31, so the MMA's 32-bit accumulators wrap as signed values.
@@ -358,7 +360,7 @@ fn timing() {
             }
             let mut out =
                 BeamGemm::alloc_out(&gpu, &das[0], &db, OutputWidth::Sai, Layout::Naive).unwrap();
-            for path in [GemvPath::Auto, GemvPath::CudaCores] {
+            for path in [GemvPath::TensorCores, GemvPath::CudaCores] {
                 let bg = BeamGemv::new(&gpu).unwrap().with_path(path);
                 let name = bg.kernel_name(&das[0], &db, out.bits(), Overflow::Ovf);
                 let t = time_launches(&gpu, 10, 200, |i| {

@@ -1687,7 +1687,8 @@ impl GemvConfig {
     }
 }
 
-/// The GEMV kernel choices `auto`, `cuda-cores`, `any` (comma-separated, at least one).
+/// The GEMV kernel choices `auto`, `tensor-cores`, `cuda-cores`, `any` (comma-separated, at
+/// least one).
 ///
 /// # Errors
 /// A message naming an unknown choice and listing the known ones.
@@ -1707,7 +1708,9 @@ pub fn parse_paths(s: &str) -> Result<Vec<GemvPath>, String> {
         }
     }
     if out.is_empty() {
-        return Err("no GEMV kernel choice given: use auto, cuda-cores or any".into());
+        return Err(
+            "no GEMV kernel choice given: use auto, tensor-cores, cuda-cores or any".into(),
+        );
     }
     Ok(out)
 }

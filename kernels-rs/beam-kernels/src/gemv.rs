@@ -41,8 +41,16 @@ pub const BLOCK_THREADS: u32 = 512;
 pub const WARPS_PER_BLOCK: u32 = BLOCK_THREADS / 32;
 /// Rows each warp of `cmv_beam_gemv_nogaps_b{B}` computes at once.
 pub const ROWS_PER_WARP: u32 = 4;
-/// Words of each row a lane loads before using any (steps of 32 words).
-pub const UNROLL: u32 = 1;
+/// Most words of each row a lane loads before using any (steps of 32 words): [`unroll`].
+pub const UNROLL: u32 = 2;
+
+/// Words of each row a lane of `cmv_beam_gemv_nogaps_b{bits}` loads before using any: 2 for
+/// 4, 8, 16 and 32 bits, 1 for the others (straddling elements need more registers: at 2
+/// they took 94 and ran slower at 3 of the 4 largest LLM shapes on an H200; 1 and 2 bits
+/// went to local memory).
+pub const fn unroll(bits: u32) -> u32 {
+    if 64 % bits == 0 && bits >= 4 { 2 } else { 1 }
+}
 /// Widest `A` element the fast kernels take.
 pub const FAST_MAX_BITS: u32 = 32;
 /// Threads per block of `cmv_beam_gemv_any`.

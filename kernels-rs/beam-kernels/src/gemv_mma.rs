@@ -31,6 +31,10 @@ use crate::layout::mask;
 
 /// Widest weight element the tensor-core GEMV takes.
 pub const MMA_MAX_BITS: u32 = 8;
+/// Widest weight element for which the launcher picks the tensor-core GEMV by default: at 8
+/// bits the `nogaps` CUDA-core kernel was faster at all 7 LLM shapes on an H200 (docs/BEAM.md),
+/// at 1 to 7 bits the tensor-core one (at 4 bits by a little, or level).
+pub const MMA_AUTO_MAX_BITS: u32 = 7;
 /// Rows of one warp's tile (the MMA's `m`).
 pub const MMA_ROWS: u32 = 16;
 /// Columns of a row in one segment (8 MMA steps of 32).

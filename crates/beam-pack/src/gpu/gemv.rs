@@ -17,7 +17,9 @@ use beam_kernels::gemv::{
     FLAG_OUT_TRANSPOSED, GemvParams, PREP_MMA, PREP_PERM, acc_code, nogaps_smem_bytes,
     nogaps_split, perm_slots,
 };
-use beam_kernels::gemv_mma::{MMA_MAX_BITS, frag_words, mma_smem_bytes, mma_split, segments};
+use beam_kernels::gemv_mma::{
+    MMA_AUTO_MAX_BITS, MMA_MAX_BITS, frag_words, mma_smem_bytes, mma_split, segments,
+};
 use beam_kernels::layout::{self, Acc, acc_for};
 use beam_kernels::{MAX_BATCH, PackedOut, PackedRef};
 use cmv_format::{Check, DeviceGemv, batch_len, check_batch, check_len_at_least};
@@ -80,10 +82,13 @@ const MMA_NAMES: [&str; MMA_MAX_BITS as usize] = [
 /// those allowed. Every path gives the same (exact) result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GemvPath {
-    /// Any kernel (the default): tensor cores, then the `nogaps` CUDA-core kernels, then
-    /// `cmv_beam_gemv_any`.
+    /// Any kernel (the default): tensor cores up to
+    /// [`MMA_AUTO_MAX_BITS`](beam_kernels::gemv_mma::MMA_AUTO_MAX_BITS) bits, then the
+    /// `nogaps` CUDA-core kernels, then `cmv_beam_gemv_any`.
     #[default]
     Auto,
+    /// As `Auto`, with tensor cores up to 8 bits.
+    TensorCores,
     /// Not the tensor-core kernels.
     CudaCores,
     /// Only `cmv_beam_gemv_any`.
@@ -92,12 +97,18 @@ pub enum GemvPath {
 
 impl GemvPath {
     /// Every path, in the order of [`GemvPath::name`].
-    pub const ALL: [GemvPath; 3] = [GemvPath::Auto, GemvPath::CudaCores, GemvPath::Any];
+    pub const ALL: [GemvPath; 4] = [
+        GemvPath::Auto,
+        GemvPath::TensorCores,
+        GemvPath::CudaCores,
+        GemvPath::Any,
+    ];
 
-    /// `auto`, `cuda-cores` or `any`.
+    /// `auto`, `tensor-cores`, `cuda-cores` or `any`.
     pub fn name(self) -> &'static str {
         match self {
             GemvPath::Auto => "auto",
+            GemvPath::TensorCores => "tensor-cores",
             GemvPath::CudaCores => "cuda-cores",
             GemvPath::Any => "any",
         }
@@ -159,7 +170,12 @@ pub fn gemv_kernel_name(
         return "cmv_beam_gemv_any";
     };
     let fits = |bytes: u64| bytes <= u64::from(max_smem);
-    if fast && path == GemvPath::Auto && a_bits <= MMA_MAX_BITS && fits(mma_smem_bytes(cols)) {
+    let mma_max = match path {
+        GemvPath::Auto => MMA_AUTO_MAX_BITS,
+        GemvPath::TensorCores => MMA_MAX_BITS,
+        GemvPath::CudaCores | GemvPath::Any => 0,
+    };
+    if fast && a_bits <= mma_max && fits(mma_smem_bytes(cols)) {
         MMA_NAMES[a_bits as usize - 1]
     } else if fast && a_bits <= FAST_MAX_BITS && fits(nogaps_smem_bytes(a_bits, rw)) {
         NOGAPS_NAMES[a_bits as usize - 1]
@@ -501,5 +517,65 @@ impl DeviceGemv for PackedMatrix {
         Ok(Check::exact(
             got.len() >= want.len() && got[..want.len()] == *want,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(bits: u32, cols: usize, n: usize, path: GemvPath) -> &'static str {
+        let rw = layout::row_words(cols as u64, bits, layout::NOGAPS) as usize;
+        gemv_kernel_name(
+            (bits, Layout::Nogaps, cols, rw),
+            (bits, n),
+            bits,
+            Overflow::Ovf,
+            (227 * 1024, path),
+        )
+    }
+
+    #[test]
+    fn the_kernel_follows_width_path_and_size() {
+        for bits in 1..=7 {
+            assert_eq!(
+                name(bits, 4096, 1, GemvPath::Auto),
+                MMA_NAMES[bits as usize - 1]
+            );
+        }
+        assert_eq!(name(8, 4096, 1, GemvPath::Auto), "cmv_beam_gemv_nogaps_b8");
+        assert_eq!(
+            name(8, 4096, 1, GemvPath::TensorCores),
+            "cmv_beam_gemv_mma_b8"
+        );
+        assert_eq!(
+            name(4, 4096, 1, GemvPath::CudaCores),
+            "cmv_beam_gemv_nogaps_b4"
+        );
+        assert_eq!(name(4, 4096, 1, GemvPath::Any), "cmv_beam_gemv_any");
+        assert_eq!(
+            name(16, 4096, 1, GemvPath::Auto),
+            "cmv_beam_gemv_nogaps_b16"
+        );
+        assert_eq!(name(33, 4096, 1, GemvPath::Auto), "cmv_beam_gemv_any");
+        // Two vectors, or a vector too long for shared memory: the general kernel.
+        assert_eq!(name(4, 4096, 2, GemvPath::Auto), "cmv_beam_gemv_any");
+        assert_eq!(name(4, 70_000, 1, GemvPath::Auto), "cmv_beam_gemv_any");
+        // 50000 columns: the fragments (196 KiB) and the permuted vector (198 KiB) fit.
+        assert_eq!(
+            name(8, 50_000, 1, GemvPath::TensorCores),
+            "cmv_beam_gemv_mma_b8"
+        );
+        assert_eq!(
+            name(8, 50_000, 1, GemvPath::Auto),
+            "cmv_beam_gemv_nogaps_b8"
+        );
+        for p in GemvPath::ALL {
+            assert_eq!(GemvPath::parse(p.name()), Some(p));
+        }
+        for p in GemvPrep::ALL {
+            assert_eq!(GemvPrep::parse(p.name()), Some(p));
+        }
+        assert_eq!(GemvPath::parse("gpu"), None);
     }
 }

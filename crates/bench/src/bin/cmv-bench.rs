@@ -114,7 +114,8 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1")]
     beam_gemv_batches: Vec<usize>,
     /// BEAM GEMV: kernel choices to time, `auto` (what a user gets: tensor cores for widths up
-    /// to 8), `cuda-cores` (the `nogaps` CUDA-core kernels), `any` (the general kernel).
+    /// to 7), `tensor-cores` (up to 8), `cuda-cores` (the `nogaps` CUDA-core kernels), `any`
+    /// (the general kernel).
     #[arg(long, default_value = "auto")]
     beam_gemv_paths: String,
     /// BEAM GEMV: how the fast kernels' vector is prepared, `auto`, `kernel` (a separate

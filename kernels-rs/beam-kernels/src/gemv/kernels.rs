@@ -9,7 +9,7 @@ use cmv_device::{
 use super::{
     ACC_SAT_U64, FLAG_B_TRANSPOSED, FLAG_FUSED_PREP, FLAG_OUT_TRANSPOSED, GemvParams, PREP_PERM,
     ROWS_PER_WARP, UNROLL, WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word, mac_u64,
-    perm_value, slice_words, window, word_elems,
+    perm_value, slice_words, unroll, window, word_elems,
 };
 use crate::access::{load, store};
 use crate::gemv_mma::{
@@ -145,7 +145,7 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
                 let mut wv = [[0u64; R]; U];
                 for (u, wu) in wv.iter_mut().enumerate() {
                     let g = g0 + 32 * u as u32 + lane;
-                    if g < end {
+                    if (u as u32) < unroll(B) && g < end {
                         for (r, wr) in wu.iter_mut().enumerate() {
                             // SAFETY: g < row_words: inside row r.
                             *wr = unsafe { ld_stream_u64(rowp[r].add(g as usize)) };
@@ -153,6 +153,9 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
                     }
                 }
                 for (u, wu) in wv.iter().enumerate() {
+                    if u as u32 >= unroll(B) {
+                        break;
+                    }
                     let g = g0 + 32 * u as u32 + lane;
                     let we = word_elems(B, g);
                     let win: [(u64, u32); R] = core::array::from_fn(|r| {
@@ -185,7 +188,7 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
                         }
                     }
                 }
-                g0 += 32 * UNROLL;
+                g0 += 32 * unroll(B);
             }
             for a in acc.iter_mut() {
                 // SAFETY: the whole warp runs this (row0 < rows is warp-uniform).
