@@ -50,10 +50,9 @@ pub const fn mma_unroll(bits: u32) -> u32 {
     if bits <= 4 { 4 } else { 2 }
 }
 
-/// What a tile costs beyond its segments in [`mma_cost`], in segments (filling the load
-/// pipeline and adding the slices). 0: with 2, whole-row tiles won at 28672 x 8192 (one wave
-/// of 112 blocks on 132 SMs) and ran 3-29% slower than 8 slices on an H200 and an H100.
-pub const TILE_OVERHEAD_SEGS: u32 = 0;
+/// What a tile costs beyond its segments in [`mma_cost`], in segments: filling the load
+/// pipeline and adding the slices.
+pub const TILE_OVERHEAD_SEGS: u32 = 2;
 
 /// Segments of a row of `cols` columns.
 pub const fn segments(cols: u32) -> u32 {
@@ -451,13 +450,12 @@ mod tests {
 
     #[test]
     fn split_fills_the_resident_blocks() {
-        // 28672 x 8192 on 132 blocks: one slice is one wave of 112 blocks (32 segments); 8
-        // slices are 7 waves of 4 segments (28), every block busy.
-        assert_eq!(mma_split(28672, 32, 132), (8, 132));
-        assert_eq!(mma_cost(28672, 32, 1, 132), 32);
+        // 28672 x 8192 on 132 blocks: one slice, 112 blocks each streaming whole rows, costs
+        // 34 segments; two slices 2 waves of 18.
+        assert_eq!(mma_split(28672, 32, 132), (1, 112));
         // 8192 x 28672: 4 slices, 128 blocks of 28 segments each.
         assert_eq!(mma_split(8192, 112, 132), (4, 128));
-        assert_eq!(mma_cost(8192, 112, 4, 132), 28);
+        assert_eq!(mma_cost(8192, 112, 4, 132), 30);
         // A single short row: one slice, one block.
         assert_eq!(mma_split(1, 1, 132), (1, 1));
         // Few long rows: split.
