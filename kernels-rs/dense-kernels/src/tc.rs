@@ -399,6 +399,8 @@ macro_rules! tc_table {
             "n8u4c8b", 8, 1, 4, false, false, false, 0, 8, true, false;
             "n16u4c8", 16, 1, 4, false, false, false, 0, 8, false, false;
             "n16u4c4b", 16, 1, 4, false, false, false, 0, 4, true, false;
+            "n8u4c8w", 8, 1, 4, false, false, false, 0, 8, false, true;
+            "n16u4c8w", 16, 1, 4, false, false, false, 0, 8, false, true;
             "x_n8m1u8", 8, 1, 8, false, false, false, 0, 1, false, false;
             "x_n16m1u8", 16, 1, 8, false, false, false, 0, 1, false, false;
             "x_n8m1u4p", 8, 1, 4, true, false, false, 0, 1, false, false;
@@ -413,8 +415,6 @@ macro_rules! tc_table {
             "x_n16m1u4c8b", 16, 1, 4, false, false, false, 0, 8, true, false;
             "x_n16m2u4c8b", 16, 2, 4, false, false, false, 0, 8, true, false;
             "x_n8m1u2r3c8", 8, 1, 2, false, false, false, 3, 8, false, false;
-            "x_n8m1u4c8w", 8, 1, 4, false, false, false, 0, 8, false, true;
-            "x_n16m1u4c8w", 16, 1, 4, false, false, false, 0, 8, false, true;
             "sk_n8u4", 8, 1, 4, false, false, true, 0, 1, false, false;
             "sk_n16u4", 16, 1, 4, false, false, true, 0, 1, false, false;
         )
@@ -438,7 +438,7 @@ macro_rules! tc_table {
     };
 }
 
-/// The fp16 tensor-core kernels. The first six are the defaults ([`TC_DEFAULTS`], chosen by
+/// The fp16 tensor-core kernels. The first eight are the defaults ([`TC_DEFAULTS`], chosen by
 /// [`tc_choice`]): up to 8 or up to 16 vectors, 128 rows per block for small matrices (split),
 /// 16 or 8 rows per block in 8 column slices (4 for the last) for the others; then the
 /// variants `cmv-bench
@@ -455,7 +455,7 @@ pub const TC_I8_KERNELS: [TcKernel; TC_KERNELS] = tc_table!("cmv_gemv_i8_tc_");
 pub const TC_KERNELS: usize = 24;
 
 /// How many of the table's first kernels the default path uses.
-pub const TC_DEFAULTS: usize = 6;
+pub const TC_DEFAULTS: usize = 8;
 
 /// Whether a matrix of `rows` rows of `chunks` 16-byte chunks takes the column-slice kernels
 /// (16 or 8 rows per block, unsplit) on `sm_count` SMs: when it has about two 16-row blocks
@@ -482,10 +482,13 @@ pub const fn tc_many_rows(rows: u32, sm_count: u32) -> bool {
 /// - large matrices and short rows ([`tc_sliced`]): 8 warps share each row tile, each summing every 8th
 ///   group of 4 k-blocks, so the blocks running at once read few rows, each over a 2 KiB
 ///   window (the 128-row blocks of the earlier kernels read ~6000 rows at once and stayed
-///   10% below the batch-1 kernel's bandwidth); unsplit. Up to 8 vectors: 16-row tiles, or
+///   10% below the batch-1 kernel's bandwidth); unsplit. Up to 4 vectors: 16-row tiles, or
 ///   8-row tiles with the weights as the `mma`'s B operand on tall matrices (`rows >= 2
-///   cols`, at least 31 rows per SM); up to 16: 16-row tiles, or 8-row tiles in 4 slices on
-///   square and wide ones.
+///   cols`, at least 31 rows per SM). 5 to 16 vectors on many rows ([`tc_many_rows`]): 16-row
+///   tiles in 8 *contiguous* slices (`n8u4c8w`, `n16u4c8w`: each warp sums one eighth of the
+///   row; 2-14% faster than the interleaved slices on an H200, -1% to +9% on an H100, docs/PERF.md);
+///   on short rows: 16-row tiles, or 8-row tiles in 4 slices on square and wide ones
+///   (16 vectors).
 /// - the others (few, long rows): 128-row blocks, the k-blocks split until the grid holds
 ///   about 2 blocks per SM (8 vectors) or 1 (16 vectors).
 pub const fn tc_choice(
@@ -502,11 +505,14 @@ pub const fn tc_choice(
         // Tall: at least twice as many rows as columns, and many rows (at 1536x384 the
         // 16-row tiles were faster).
         let tall = rows as u64 >= 2 * cols as u64 && tc_many_rows(rows, sms);
-        let i = match (wide, tall, cols >= rows) {
-            (false, true, _) => 3,
-            (false, false, _) => 2,
-            (true, _, true) => 5,
-            (true, _, false) => 4,
+        let contiguous = batch > 4 && tc_many_rows(rows, sms);
+        let i = match (wide, contiguous, tall, cols >= rows) {
+            (false, true, _, _) => 6,
+            (true, true, _, _) => 7,
+            (false, false, true, _) => 3,
+            (false, false, false, _) => 2,
+            (true, false, _, true) => 5,
+            (true, false, _, false) => 4,
         };
         (i, tc_plan(rows, chunks, TC_F16_KERNELS[i], 1, 1))
     } else {
@@ -822,13 +828,18 @@ mod tests {
         assert_eq!(name(16, 384, 384), ("cmv_gemv_f16_tc_n16u4c4b", 1));
         assert_eq!(name(8, 1536, 384), ("cmv_gemv_f16_tc_n8u4c8", 1));
         // Large ones: column slices, unsplit.
-        assert_eq!(name(8, 4096, 4096), ("cmv_gemv_f16_tc_n8u4c8", 1));
+        // Up to 4 vectors: interleaved slices (8-row B-operand tiles when tall).
+        assert_eq!(name(4, 4096, 4096), ("cmv_gemv_f16_tc_n8u4c8", 1));
         assert_eq!(name(2, 28672, 8192), ("cmv_gemv_f16_tc_n8u4c8b", 1));
-        assert_eq!(name(5, 11008, 4096), ("cmv_gemv_f16_tc_n8u4c8b", 1));
-        assert_eq!(name(8, 8192, 28672), ("cmv_gemv_f16_tc_n8u4c8", 1));
-        assert_eq!(name(16, 28672, 8192), ("cmv_gemv_f16_tc_n16u4c8", 1));
-        assert_eq!(name(16, 8192, 8192), ("cmv_gemv_f16_tc_n16u4c4b", 1));
-        assert_eq!(name(9, 4096, 14336), ("cmv_gemv_f16_tc_n16u4c4b", 1));
+        assert_eq!(name(4, 11008, 4096), ("cmv_gemv_f16_tc_n8u4c8b", 1));
+        // 5 to 16 vectors: contiguous slices.
+        assert_eq!(name(5, 11008, 4096), ("cmv_gemv_f16_tc_n8u4c8w", 1));
+        assert_eq!(name(8, 8192, 28672), ("cmv_gemv_f16_tc_n8u4c8w", 1));
+        assert_eq!(name(16, 28672, 8192), ("cmv_gemv_f16_tc_n16u4c8w", 1));
+        assert_eq!(name(16, 8192, 8192), ("cmv_gemv_f16_tc_n16u4c8w", 1));
+        assert_eq!(name(9, 4096, 14336), ("cmv_gemv_f16_tc_n16u4c8w", 1));
+        // Short rows keep the interleaved ones at any batch.
+        assert_eq!(name(16, 1536, 384), ("cmv_gemv_f16_tc_n16u4c8", 1));
         // Every choice is a plan of its kernel for any shape, and takes the batch.
         for rows in [1, 7, 200, 4096, 70_000] {
             for chunks in [1, 5, 512, 3584] {

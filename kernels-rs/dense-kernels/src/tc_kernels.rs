@@ -867,6 +867,8 @@ tc_entries! {
     cmv_gemv_f16_tc_n8u4c8b, cmv_gemv_i8_tc_n8u4c8b = 1, 1, 1, 4, false, false, 0, 8, true, false;
     cmv_gemv_f16_tc_n16u4c8, cmv_gemv_i8_tc_n16u4c8 = 2, 2, 1, 4, false, false, 0, 8, false, false;
     cmv_gemv_f16_tc_n16u4c4b, cmv_gemv_i8_tc_n16u4c4b = 2, 1, 1, 4, false, false, 0, 4, true, false;
+    cmv_gemv_f16_tc_n8u4c8w, cmv_gemv_i8_tc_n8u4c8w = 1, 1, 1, 4, false, false, 0, 8, false, true;
+    cmv_gemv_f16_tc_n16u4c8w, cmv_gemv_i8_tc_n16u4c8w = 2, 2, 1, 4, false, false, 0, 8, false, true;
     cmv_gemv_f16_tc_x_n8m1u8, cmv_gemv_i8_tc_x_n8m1u8 = 1, 1, 1, 8, false, false, 0, 1, false, false;
     cmv_gemv_f16_tc_x_n16m1u8, cmv_gemv_i8_tc_x_n16m1u8 = 2, 2, 1, 8, false, false, 0, 1, false, false;
     cmv_gemv_f16_tc_x_n8m1u4p, cmv_gemv_i8_tc_x_n8m1u4p = 1, 1, 1, 4, true, false, 0, 1, false, false;
@@ -881,8 +883,6 @@ tc_entries! {
     cmv_gemv_f16_tc_x_n16m1u4c8b, cmv_gemv_i8_tc_x_n16m1u4c8b = 2, 1, 1, 4, false, false, 0, 8, true, false;
     cmv_gemv_f16_tc_x_n16m2u4c8b, cmv_gemv_i8_tc_x_n16m2u4c8b = 2, 1, 2, 4, false, false, 0, 8, true, false;
     cmv_gemv_f16_tc_x_n8m1u2r3c8, cmv_gemv_i8_tc_x_n8m1u2r3c8 = 1, 1, 1, 2, false, false, 3, 8, false, false;
-    cmv_gemv_f16_tc_x_n8m1u4c8w, cmv_gemv_i8_tc_x_n8m1u4c8w = 1, 1, 1, 4, false, false, 0, 8, false, true;
-    cmv_gemv_f16_tc_x_n16m1u4c8w, cmv_gemv_i8_tc_x_n16m1u4c8w = 2, 2, 1, 4, false, false, 0, 8, false, true;
 }
 
 // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the
