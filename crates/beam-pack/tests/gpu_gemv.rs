@@ -104,11 +104,11 @@ fn fast_kernels_every_width_up_to_32() {
     // Many rows (tiles looped by the persistent grid), few long rows (slices), whole and
     // partial 256-column segments of the tensor-core kernels.
     shapes.extend([(2000, 256), (5, 20000), (16, 512), (33, 513)]);
-    // Both kernel families, each with the vector built in the kernel (the default) and by
-    // the separate prep kernel.
+    // Both kernel families, each with the vector written by the separate prep kernel (the
+    // default) and built in the kernel (`Fused`).
     let combos = [GemvPath::TensorCores, GemvPath::CudaCores]
         .into_iter()
-        .flat_map(|p| [GemvPrep::Auto, GemvPrep::Kernel].map(|q| (p, q)));
+        .flat_map(|p| [GemvPrep::Auto, GemvPrep::Fused].map(|q| (p, q)));
     for ((path, prep), bits) in combos.flat_map(|c| (1..=32u32).map(move |b| (c, b))) {
         if path == GemvPath::TensorCores && bits > 8 {
             continue;
