@@ -316,28 +316,37 @@ pub const fn mac_u64(acc: u64, a: u64, x: u64, saturate: bool) -> u64 {
     }
 }
 
-/// The slice count and the grid of a `nogaps` launch on `resident` blocks at once: the fewest
-/// slices (1, 2, 4, ..., [`WARPS_PER_BLOCK`]) whose tiles keep at least 90% of the resident
-/// blocks busy in every wave (a block loops over tiles), or else the one that keeps most; a
-/// slice keeps at least one warp step (32 words) of each row. The grid is at most `resident`.
-pub fn nogaps_split(rows: u32, row_words: u32, resident: u32) -> (u32, u32) {
+/// What a tile costs beyond its loop steps in [`nogaps_cost`], in steps (filling the load
+/// pipeline and adding the slices), as [`crate::gemv_mma::TILE_OVERHEAD_SEGS`].
+pub const NOGAPS_TILE_OVERHEAD_STEPS: u32 = 2;
+
+/// The time of a `nogaps` launch of `bits`-bit rows of `row_words` words with `slices`, in
+/// loop steps of one warp (32 [`unroll`] words): the waves of block tiles over `resident`
+/// blocks, each taking a slice plus [`NOGAPS_TILE_OVERHEAD_STEPS`].
+pub fn nogaps_cost(rows: u32, row_words: u32, bits: u32, slices: u32, resident: u32) -> u64 {
+    let tiles = rows.div_ceil(tile_rows(slices));
+    let steps = slice_words(row_words, slices).div_ceil(32 * unroll(bits));
+    u64::from(tiles.div_ceil(resident.max(1))) * u64::from(steps + NOGAPS_TILE_OVERHEAD_STEPS)
+}
+
+/// The slice count and the grid of a `nogaps` launch on `resident` blocks at once: the slice
+/// count (1, 2, 4, ..., [`WARPS_PER_BLOCK`]) of the least [`nogaps_cost`] (the fewest slices
+/// on a tie), a slice keeping at least one warp step (32 words) of each row. The grid is at
+/// most `resident`.
+pub fn nogaps_split(rows: u32, row_words: u32, bits: u32, resident: u32) -> (u32, u32) {
     let resident = resident.max(1);
-    let eff = |s: u32| {
-        let tiles = rows.div_ceil(tile_rows(s));
-        tiles as f64 / (tiles.div_ceil(resident) * resident) as f64
-    };
-    let mut best = 1u32;
-    let mut s = 2;
-    while s <= WARPS_PER_BLOCK && eff(best) < 0.9 {
-        if slice_words(row_words, s) * (s - 1) >= row_words {
-            break;
-        }
-        if eff(s) > eff(best) + 1e-9 {
-            best = s;
+    let mut best = (u64::MAX, 1);
+    let mut s = 1;
+    while s <= WARPS_PER_BLOCK {
+        if s == 1 || slice_words(row_words, s) * (s - 1) < row_words {
+            let c = nogaps_cost(rows, row_words, bits, s, resident);
+            if c < best.0 {
+                best = (c, s);
+            }
         }
         s *= 2;
     }
-    (best, rows.div_ceil(tile_rows(best)).min(resident))
+    (best.1, rows.div_ceil(tile_rows(best.1)).min(resident))
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -549,16 +558,16 @@ mod tests {
 
     #[test]
     fn split_keeps_waves_full() {
-        // 28672 rows over 264 resident blocks.
-        let (s, grid) = nogaps_split(28672, 512, 264);
-        assert!(s.is_power_of_two() && s <= WARPS_PER_BLOCK);
-        assert!(grid <= 264);
-        let tiles = 28672u32.div_ceil(tile_rows(s));
-        assert!(tiles >= grid);
+        // 28672 rows of 512 words over 264 resident blocks at 4 bits (steps of 64 words): one
+        // slice is 2 waves of 448 tiles x (8 + 2) steps = 20; more slices cost more.
+        assert_eq!(nogaps_split(28672, 512, 4, 264), (1, 264));
+        assert_eq!(nogaps_cost(28672, 512, 4, 1, 264), 20);
+        // 14336 x 4096 at 4 bits: one wave of 224 tiles.
+        assert_eq!(nogaps_split(14336, 256, 4, 264), (1, 224));
         // One row: one slice at least, a grid of one block.
-        assert_eq!(nogaps_split(1, 1, 264), (1, 1));
+        assert_eq!(nogaps_split(1, 1, 4, 264), (1, 1));
         // Few rows, long rows: split.
-        let (s, _) = nogaps_split(8, 4096, 264);
+        let (s, _) = nogaps_split(8, 4096, 4, 264);
         assert!(s > 1);
         assert_eq!(slice_words(100, 4), 32);
         assert_eq!(slice_words(512, 2), 256);

@@ -31,10 +31,13 @@ use crate::layout::mask;
 
 /// Widest weight element the tensor-core GEMV takes.
 pub const MMA_MAX_BITS: u32 = 8;
-/// Widest weight element for which the launcher picks the tensor-core GEMV by default: at 8
-/// bits the `nogaps` CUDA-core kernel was faster at all 7 LLM shapes on an H200 (docs/BEAM.md),
-/// at 1 to 7 bits the tensor-core one (at 4 bits by a little, or level).
-pub const MMA_AUTO_MAX_BITS: u32 = 7;
+/// Whether the launcher picks the tensor-core GEMV by default for `bits`-bit weights: at 1-3
+/// and 5-7 bits (where it was 1.5-2.3x the `nogaps` CUDA-core kernel at the largest LLM
+/// shapes), not at 4 and 8 bits, where the CUDA-core kernel was faster or level at the LLM
+/// shapes on an H100 and an H200 (docs/PERF.md, docs/BEAM.md).
+pub const fn mma_by_default(bits: u32) -> bool {
+    bits >= 1 && bits <= 7 && bits != 4
+}
 /// Rows of one warp's tile (the MMA's `m`).
 pub const MMA_ROWS: u32 = 16;
 /// Columns of a row in one segment (8 MMA steps of 32).

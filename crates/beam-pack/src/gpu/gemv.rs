@@ -18,7 +18,7 @@ use beam_kernels::gemv::{
     nogaps_split, perm_slots,
 };
 use beam_kernels::gemv_mma::{
-    MMA_AUTO_MAX_BITS, MMA_MAX_BITS, frag_words, mma_smem_bytes, mma_split, segments,
+    MMA_MAX_BITS, frag_words, mma_by_default, mma_smem_bytes, mma_split, segments,
 };
 use beam_kernels::layout::{self, Acc, acc_for};
 use beam_kernels::{MAX_BATCH, PackedOut, PackedRef};
@@ -82,12 +82,12 @@ const MMA_NAMES: [&str; MMA_MAX_BITS as usize] = [
 /// those allowed. Every path gives the same (exact) result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GemvPath {
-    /// Any kernel (the default): tensor cores up to
-    /// [`MMA_AUTO_MAX_BITS`](beam_kernels::gemv_mma::MMA_AUTO_MAX_BITS) bits, then the
+    /// Any kernel (the default): tensor cores where
+    /// [`mma_by_default`](beam_kernels::gemv_mma::mma_by_default) (1-3 and 5-7 bits), then the
     /// `nogaps` CUDA-core kernels, then `cmv_beam_gemv_any`.
     #[default]
     Auto,
-    /// As `Auto`, with tensor cores up to 8 bits.
+    /// As `Auto`, with tensor cores at every width up to 8 bits.
     TensorCores,
     /// Not the tensor-core kernels.
     CudaCores,
@@ -170,12 +170,12 @@ pub fn gemv_kernel_name(
         return "cmv_beam_gemv_any";
     };
     let fits = |bytes: u64| bytes <= u64::from(max_smem);
-    let mma_max = match path {
-        GemvPath::Auto => MMA_AUTO_MAX_BITS,
-        GemvPath::TensorCores => MMA_MAX_BITS,
-        GemvPath::CudaCores | GemvPath::Any => 0,
+    let mma = match path {
+        GemvPath::Auto => mma_by_default(a_bits),
+        GemvPath::TensorCores => a_bits <= MMA_MAX_BITS,
+        GemvPath::CudaCores | GemvPath::Any => false,
     };
-    if fast && a_bits <= mma_max && fits(mma_smem_bytes(cols)) {
+    if fast && mma && fits(mma_smem_bytes(cols)) {
         MMA_NAMES[a_bits as usize - 1]
     } else if fast && a_bits <= FAST_MAX_BITS && fits(nogaps_smem_bytes(a_bits, rw)) {
         NOGAPS_NAMES[a_bits as usize - 1]
@@ -393,7 +393,7 @@ impl BeamGemv {
         let (slices, grid) = if mma {
             mma_split(p.a.rows, segments(p.a.cols), resident)
         } else {
-            nogaps_split(p.a.rows, p.a.row_words, resident)
+            nogaps_split(p.a.rows, p.a.row_words, bits, resident)
         };
         p.slices = slices;
         cfg.grid_dim.0 = grid.max(1);
@@ -537,12 +537,17 @@ mod tests {
 
     #[test]
     fn the_kernel_follows_width_path_and_size() {
-        for bits in 1..=7 {
+        for bits in [1, 2, 3, 5, 6, 7] {
             assert_eq!(
                 name(bits, 4096, 1, GemvPath::Auto),
                 MMA_NAMES[bits as usize - 1]
             );
         }
+        assert_eq!(name(4, 4096, 1, GemvPath::Auto), "cmv_beam_gemv_nogaps_b4");
+        assert_eq!(
+            name(4, 4096, 1, GemvPath::TensorCores),
+            "cmv_beam_gemv_mma_b4"
+        );
         assert_eq!(name(8, 4096, 1, GemvPath::Auto), "cmv_beam_gemv_nogaps_b8");
         assert_eq!(
             name(8, 4096, 1, GemvPath::TensorCores),

@@ -113,8 +113,8 @@ struct Args {
     /// BEAM GEMV: vectors (columns of B), each 1 to 16.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     beam_gemv_batches: Vec<usize>,
-    /// BEAM GEMV: kernel choices to time, `auto` (what a user gets: tensor cores for widths up
-    /// to 7), `tensor-cores` (up to 8), `cuda-cores` (the `nogaps` CUDA-core kernels), `any`
+    /// BEAM GEMV: kernel choices to time, `auto` (what a user gets: tensor cores at 1-3 and 5-7
+    /// bits), `tensor-cores` (every width up to 8), `cuda-cores` (the `nogaps` CUDA-core kernels), `any`
     /// (the general kernel).
     #[arg(long, default_value = "auto")]
     beam_gemv_paths: String,
