@@ -1687,32 +1687,35 @@ impl GemvConfig {
     }
 }
 
+/// A comma-separated list of `what` (at least one, duplicates dropped), each read by `parse`;
+/// an unknown item is an error naming it and the `known` names.
+fn parse_choices<T: PartialEq>(
+    s: &str,
+    what: &str,
+    known: &[&str],
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let p = parse(part).ok_or_else(|| format!("{what} '{part}': use {}", known.join(", ")))?;
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("no {what} given: use {}", known.join(", ")));
+    }
+    Ok(out)
+}
+
 /// The GEMV kernel choices `auto`, `tensor-cores`, `cuda-cores`, `any` (comma-separated, at
 /// least one).
 ///
 /// # Errors
 /// A message naming an unknown choice and listing the known ones.
 pub fn parse_paths(s: &str) -> Result<Vec<GemvPath>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
-        let p = GemvPath::parse(part).ok_or_else(|| {
-            let known: Vec<_> = GemvPath::ALL.iter().map(|p| p.name()).collect();
-            format!(
-                "GEMV kernel choice '{}': use {}",
-                part.trim(),
-                known.join(", ")
-            )
-        })?;
-        if !out.contains(&p) {
-            out.push(p);
-        }
-    }
-    if out.is_empty() {
-        return Err(
-            "no GEMV kernel choice given: use auto, tensor-cores, cuda-cores or any".into(),
-        );
-    }
-    Ok(out)
+    let known: Vec<_> = GemvPath::ALL.iter().map(|p| p.name()).collect();
+    parse_choices(s, "GEMV kernel choice", &known, GemvPath::parse)
 }
 
 /// The GEMV vector preparations `auto`, `kernel`, `fused` (comma-separated, at least one).
@@ -1720,22 +1723,8 @@ pub fn parse_paths(s: &str) -> Result<Vec<GemvPath>, String> {
 /// # Errors
 /// A message naming an unknown choice and listing the known ones.
 pub fn parse_preps(s: &str) -> Result<Vec<GemvPrep>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
-        let p = GemvPrep::parse(part).ok_or_else(|| {
-            format!(
-                "GEMV vector preparation '{}': use auto, kernel or fused",
-                part.trim()
-            )
-        })?;
-        if !out.contains(&p) {
-            out.push(p);
-        }
-    }
-    if out.is_empty() {
-        return Err("no GEMV vector preparation given: use auto, kernel or fused".into());
-    }
-    Ok(out)
+    let known: Vec<_> = GemvPrep::ALL.iter().map(|p| p.name()).collect();
+    parse_choices(s, "GEMV vector preparation", &known, GemvPrep::parse)
 }
 
 /// One timed BEAM GEMV: the shared [`Row`] (format `beam-gemv`, variant `b<bits>

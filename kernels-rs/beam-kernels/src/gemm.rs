@@ -397,19 +397,7 @@ mod tests {
     use super::*;
     use crate::layout::{Geometry, OVF, SAT, finish, place, row_words};
 
-    /// A tiny xorshift generator (the kernel crate has no dependencies).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn bits(&mut self, b: u32) -> u64 {
-            self.next() & crate::layout::mask(b)
-        }
-    }
+    use crate::testing::Rng;
 
     #[test]
     fn cursor_matches_place() {

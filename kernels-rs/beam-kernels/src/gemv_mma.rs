@@ -244,39 +244,7 @@ pub fn mma_split(rows: u32, segs: u32, resident: u32) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::{NOGAPS, place, row_words};
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
-
-    fn pack(v: &[u64], rows: u32, cols: u32, bits: u32) -> (Vec<u64>, u32) {
-        let rw = row_words(cols as u64, bits, NOGAPS) as u32;
-        let g = crate::layout::Geometry {
-            cols,
-            bits,
-            layout: NOGAPS,
-            row_words: rw,
-        };
-        let mut w = vec![0u64; (rows * rw) as usize];
-        for r in 0..rows {
-            for c in 0..cols {
-                let p = place(g, r, c);
-                let x = v[(r * cols + c) as usize];
-                w[p.word as usize] |= x << p.shift;
-                if p.straddles {
-                    w[p.word as usize + 1] |= x >> (64 - p.shift);
-                }
-            }
-        }
-        (w, rw)
-    }
+    use crate::testing::{Rng, pack_nogaps as pack};
 
     #[test]
     fn each_lane_element_is_one_column_and_every_column_is_covered() {

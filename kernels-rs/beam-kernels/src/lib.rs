@@ -27,6 +27,9 @@ pub mod gemv_mma;
 pub mod layout;
 pub mod mma;
 
+#[cfg(test)]
+mod testing;
+
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
 #[cfg(target_arch = "nvptx64")]
