@@ -320,33 +320,50 @@ pub const fn mac_u64(acc: u64, a: u64, x: u64, saturate: bool) -> u64 {
 /// pipeline and adding the slices), as [`crate::gemv_mma::TILE_OVERHEAD_SEGS`].
 pub const NOGAPS_TILE_OVERHEAD_STEPS: u32 = 2;
 
-/// The time of a `nogaps` launch of `bits`-bit rows of `row_words` words with `slices`, in
-/// loop steps of one warp (32 [`unroll`] words): the waves of block tiles over `resident`
-/// blocks, each taking a slice plus [`NOGAPS_TILE_OVERHEAD_STEPS`].
-pub fn nogaps_cost(rows: u32, row_words: u32, bits: u32, slices: u32, resident: u32) -> u64 {
-    let tiles = rows.div_ceil(tile_rows(slices));
-    let steps = slice_words(row_words, slices).div_ceil(32 * unroll(bits));
-    u64::from(tiles.div_ceil(resident.max(1))) * u64::from(steps + NOGAPS_TILE_OVERHEAD_STEPS)
+/// The time of a launch of `tiles` block tiles over `resident` blocks, each taking `steps`
+/// loop steps of a warp plus `overhead` (filling the load pipeline, adding the slices): the
+/// waves times the steps per tile. The cost model of both fast GEMVs' splits.
+pub const fn tile_cost(tiles: u32, resident: u32, steps: u32, overhead: u32) -> u64 {
+    let resident = if resident == 0 { 1 } else { resident };
+    tiles.div_ceil(resident) as u64 * (steps + overhead) as u64
 }
 
-/// The slice count and the grid of a `nogaps` launch on `resident` blocks at once: the slice
-/// count (1, 2, 4, ..., [`WARPS_PER_BLOCK`]) of the least [`nogaps_cost`] (the fewest slices
-/// on a tie), a slice keeping at least one warp step (32 words) of each row. The grid is at
-/// most `resident`.
-pub fn nogaps_split(rows: u32, row_words: u32, bits: u32, resident: u32) -> (u32, u32) {
-    let resident = resident.max(1);
+/// The power-of-two slice count (1, 2, ..., [`WARPS_PER_BLOCK`]) of the least `cost` among
+/// those `ok` allows (1 always), the fewest slices on a tie.
+pub fn least_cost_slices(ok: impl Fn(u32) -> bool, cost: impl Fn(u32) -> u64) -> u32 {
     let mut best = (u64::MAX, 1);
     let mut s = 1;
     while s <= WARPS_PER_BLOCK {
-        if s == 1 || slice_words(row_words, s) * (s - 1) < row_words {
-            let c = nogaps_cost(rows, row_words, bits, s, resident);
+        if s == 1 || ok(s) {
+            let c = cost(s);
             if c < best.0 {
                 best = (c, s);
             }
         }
         s *= 2;
     }
-    (best.1, rows.div_ceil(tile_rows(best.1)).min(resident))
+    best.1
+}
+
+/// The time of a `nogaps` launch of `bits`-bit rows of `row_words` words with `slices`, in
+/// loop steps of one warp (32 [`unroll`] words): [`tile_cost`] with
+/// [`NOGAPS_TILE_OVERHEAD_STEPS`].
+pub fn nogaps_cost(rows: u32, row_words: u32, bits: u32, slices: u32, resident: u32) -> u64 {
+    let tiles = rows.div_ceil(tile_rows(slices));
+    let steps = slice_words(row_words, slices).div_ceil(32 * unroll(bits));
+    tile_cost(tiles, resident, steps, NOGAPS_TILE_OVERHEAD_STEPS)
+}
+
+/// The slice count and the grid of a `nogaps` launch on `resident` blocks at once: the slice
+/// count of the least [`nogaps_cost`] ([`least_cost_slices`]), a slice keeping at least one
+/// warp step (32 words) of each row. The grid is at most `resident`.
+pub fn nogaps_split(rows: u32, row_words: u32, bits: u32, resident: u32) -> (u32, u32) {
+    let resident = resident.max(1);
+    let s = least_cost_slices(
+        |s| slice_words(row_words, s) * (s - 1) < row_words,
+        |s| nogaps_cost(rows, row_words, bits, s, resident),
+    );
+    (s, rows.div_ceil(tile_rows(s)).min(resident))
 }
 
 #[cfg(target_arch = "nvptx64")]

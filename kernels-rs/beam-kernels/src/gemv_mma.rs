@@ -26,7 +26,7 @@
 //!   row add their plane sums with two shuffles and the slices are added in shared memory, in
 //!   slice order (wrapping `u32` sums, so any order gives the same result anyway).
 
-use crate::gemv::WARPS_PER_BLOCK;
+use crate::gemv::{WARPS_PER_BLOCK, least_cost_slices, tile_cost};
 use crate::layout::mask;
 
 /// Widest weight element the tensor-core GEMV takes.
@@ -213,32 +213,23 @@ pub const fn plane_shares(c: [u32; 4], t: u32) -> (u32, u32) {
     }
 }
 
-/// The time of a launch with `slices`, in segments of one warp: the waves of block tiles
-/// over `resident` blocks, each taking a slice of `segs` segments plus
-/// [`TILE_OVERHEAD_SEGS`].
+/// The time of a launch with `slices`, in segments of one warp: [`tile_cost`] of the block
+/// tiles, each taking a slice of `segs` segments plus [`TILE_OVERHEAD_SEGS`].
 pub fn mma_cost(rows: u32, segs: u32, slices: u32, resident: u32) -> u64 {
     let tiles = rows.div_ceil(mma_tile_rows(slices));
-    u64::from(tiles.div_ceil(resident.max(1)))
-        * u64::from(segs.div_ceil(slices) + TILE_OVERHEAD_SEGS)
+    tile_cost(tiles, resident, segs.div_ceil(slices), TILE_OVERHEAD_SEGS)
 }
 
 /// The slice count and the grid of a tensor-core GEMV launch on `resident` blocks at once:
-/// the slice count (1, 2, ..., [`WARPS_PER_BLOCK`]) of the least [`mma_cost`] (the fewest
-/// slices on a tie), each slice keeping at least one segment; the grid is at most `resident`.
+/// the slice count of the least [`mma_cost`] ([`least_cost_slices`]), each slice keeping at
+/// least one segment; the grid is at most `resident`.
 pub fn mma_split(rows: u32, segs: u32, resident: u32) -> (u32, u32) {
     let resident = resident.max(1);
-    let mut best = (u64::MAX, 1);
-    let mut s = 1;
-    while s <= WARPS_PER_BLOCK {
-        if s == 1 || segs.div_ceil(s) * (s - 1) < segs {
-            let c = mma_cost(rows, segs, s, resident);
-            if c < best.0 {
-                best = (c, s);
-            }
-        }
-        s *= 2;
-    }
-    (best.1, rows.div_ceil(mma_tile_rows(best.1)).min(resident))
+    let s = least_cost_slices(
+        |s| segs.div_ceil(s) * (s - 1) < segs,
+        |s| mma_cost(rows, segs, s, resident),
+    );
+    (s, rows.div_ceil(mma_tile_rows(s)).min(resident))
 }
 
 #[cfg(test)]
