@@ -1,5 +1,5 @@
-//! GPU tests: the quantization kernel and both GEMV ways against the CPU reference of the same
-//! arithmetic, for 2 to 8 bitvectors, batch 1 to 16, u8 and u16 indices, padded shapes.
+//! GPU tests: the quantization kernel and the three GEMV ways (binary and int8 tensor cores,
+//! CUDA cores) against the CPU reference of the same arithmetic, for 2 to 8 bitvectors, batch 1 to 16, u8 and u16 indices, padded shapes.
 //! Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1` makes that a failure.
 
 use half::f16;
@@ -33,8 +33,8 @@ fn matrix(rng: &mut StdRng, rows: usize, cols: usize, bits: u32, entries: usize)
 }
 
 #[test]
-fn both_ways_match_the_reference_for_every_bit_count_and_batch() {
-    let Some(gpu) = gpu_for_tests("both_ways_match_the_reference_for_every_bit_count_and_batch")
+fn every_way_matches_the_reference_for_every_bit_count_and_batch() {
+    let Some(gpu) = gpu_for_tests("every_way_matches_the_reference_for_every_bit_count_and_batch")
     else {
         return;
     };
@@ -60,7 +60,7 @@ fn both_ways_match_the_reference_for_every_bit_count_and_batch() {
                 .collect();
             let want = m.reference(&x, batch).unwrap();
             let dx = gpu.upload(&x).unwrap();
-            for way in [Way::Mma, Way::Popc] {
+            for way in Way::ALL {
                 let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
                 k.gemv_with(&dm, &dx, &mut dy, batch, way).unwrap();
                 let got = gpu.download(&dy).unwrap();
@@ -100,7 +100,7 @@ fn non_finite_inputs_make_their_vector_nan_and_bad_sizes_are_errors() {
     let want = m.reference(&x, 2).unwrap();
     assert!(want[rows..].iter().all(|v| v.is_nan()));
     let dx = gpu.upload(&x).unwrap();
-    for way in [Way::Mma, Way::Popc] {
+    for way in Way::ALL {
         let mut dy = gpu.alloc_zeros::<f16>(2 * rows).unwrap();
         k.gemv_with(&dm, &dx, &mut dy, 2, way).unwrap();
         let got = gpu.download(&dy).unwrap();
@@ -109,7 +109,7 @@ fn non_finite_inputs_make_their_vector_nan_and_bad_sizes_are_errors() {
     }
     // One vector (the fused kernel quantizes it itself when K <= 4096): NaN everywhere.
     let dx1 = gpu.upload(&x[cols..]).unwrap();
-    for way in [Way::Mma, Way::Popc] {
+    for way in Way::ALL {
         let mut dy = gpu.alloc_zeros::<f16>(rows).unwrap();
         k.gemv_with(&dm, &dx1, &mut dy, 1, way).unwrap();
         assert!(

@@ -591,6 +591,20 @@ pub unsafe fn cp_async_16_zfill(dst: u32, src: *const U32x4, src_bytes: u32) {
     }
 }
 
+/// [`cp_async_16_zfill`] through L1 (`cp.async.ca.shared.global`): for data that other warps
+/// of the SM read again soon.
+///
+/// # Safety
+/// As [`cp_async_16_zfill`].
+#[inline(always)]
+pub unsafe fn cp_async_16_ca_zfill(dst: u32, src: *const U32x4, src_bytes: u32) {
+    // SAFETY: the caller guarantees both ranges and the size.
+    unsafe {
+        asm!("cp.async.ca.shared.global [{d}], [{s}], 16, {n};", d = in(reg32) dst,
+             s = in(reg64) src, n = in(reg32) src_bytes, options(nostack));
+    }
+}
+
 /// Closes the calling thread's current group of [`cp_async_16`] copies (`cp.async.commit_group`).
 ///
 /// # Safety
@@ -750,6 +764,31 @@ pub unsafe fn mma_m16n8k32_s8(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4]
     unsafe {
         asm!(
             "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {{{d0}, {d1}, {d2}, {d3}}}, \
+             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
+            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+            options(nomem, nostack),
+        );
+    }
+    [d0, d1, d2, d3]
+}
+
+/// `mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32`: `D = A B + C` on one warp's fragments,
+/// unsigned 8-bit `A`, signed 8-bit `B`, exact 32-bit integer accumulation (wrapping).
+/// Fragments as [`mma_m16n8k32_u8`]; the accumulators are `i32` bit patterns.
+///
+/// # Safety
+/// Called by all 32 lanes of a warp together (sm_80 or newer).
+#[inline(always)]
+pub unsafe fn mma_m16n8k32_u8s8(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
+    let (d0, d1, d2, d3): (u32, u32, u32, u32);
+    // SAFETY: a register-only warp-collective instruction (sm_80+); the caller guarantees
+    // the whole warp executes it. Not `pure`, so it is never moved into divergent code.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {{{d0}, {d1}, {d2}, {d3}}}, \
              {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
             d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
             a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],

@@ -1,13 +1,17 @@
 //! The kernels (NVPTX only). The layouts and arithmetic are in [`crate::layout`].
 
 use cmv_device::{
-    U32x4, ballot, block_idx_x, dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, grid_dim_x,
-    lane_id, ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_v4, mma_m16n8k128_and_popc, popc,
+    U32x4, ballot, block_idx_x, cp_async_16_ca_zfill, cp_async_commit, cp_async_wait, dyn_smem,
+    dyn_smem_addr, f16_to_f32, f32_to_f16, fma_f32, grid_dim_x, lane_id, ld_nc_na_v4, ld_nc_u16,
+    ld_nc_u32, ld_nc_v4, lds_v4, mma_m16n8k32_u8s8, mma_m16n8k128_and_popc, popc,
     round_half_even_f32_to_i32, shfl_idx, shfl_xor, sts_v4, sync_threads, thread_idx_x, warp_id,
 };
 
-use crate::layout::{GROUP, PIVOTS, PLANES, QMAX, TILE_ROWS, lane_pivots};
-use crate::{GEMV_WARPS, GemvParams, QUANT_WARPS, QuantParams};
+use crate::layout::{
+    GROUP, MAGIC, MAGIC_F32, PIVOTS, PLANES, Q8_GROUP_BYTES, Q8_STEPS, QMAX, TILE_ROWS, expand,
+    lane_pivots, q8_offset,
+};
+use crate::{GEMV_WARPS, GemvParams, QUANT_BYTES, QUANT_WARPS, QuantParams};
 
 /// `cmv_sbvr_quantize`: one warp per (vector, padded group); lane `l` owns columns
 /// `l, l + 32, l + 64, l + 96` of the group, so the ballot of bit `a` of its `i`-th value is
@@ -52,6 +56,7 @@ pub unsafe extern "ptx-kernel" fn cmv_sbvr_quantize(p: QuantParams) {
     } else {
         absmax / QMAX
     };
+    let base = (v * p.padded_groups + g) as usize;
     let mut mine = 0u32;
     for (i, &xi) in x.iter().enumerate() {
         let q = if bad || absmax == 0.0 {
@@ -59,6 +64,16 @@ pub unsafe extern "ptx-kernel" fn cmv_sbvr_quantize(p: QuantParams) {
         } else {
             round_half_even_f32_to_i32(xi / scale).clamp(-127, 127)
         };
+        if p.output == QUANT_BYTES {
+            let k = 32 * i + lane as usize;
+            // SAFETY: base < batch * padded_groups: its 128 bytes are inside the buffer of
+            // plane_words(batch) words.
+            unsafe {
+                *(p.planes.as_mut_ptr() as *mut u8).add(base * Q8_GROUP_BYTES + q8_offset(k)) =
+                    q as u8;
+            }
+            continue;
+        }
         let byte = q as u32;
         for a in 0..PLANES as u32 {
             // SAFETY: as above.
@@ -68,10 +83,11 @@ pub unsafe extern "ptx-kernel" fn cmv_sbvr_quantize(p: QuantParams) {
             }
         }
     }
-    let base = (v * p.padded_groups + g) as usize;
     // SAFETY: base < batch * padded_groups: word base * 32 + lane and scale base are inside.
     unsafe {
-        *p.planes.as_mut_ptr().add(base * 32 + lane as usize) = mine;
+        if p.output != QUANT_BYTES {
+            *p.planes.as_mut_ptr().add(base * 32 + lane as usize) = mine;
+        }
         if lane == 0 {
             *p.scales.as_mut_ptr().add(base) = scale;
         }
@@ -189,6 +205,40 @@ unsafe fn load_stage<const N: usize, const X: usize>(
     n: usize,
 ) -> Stage<N, X> {
     let lane = lane_id();
+    // SAFETY: the caller's contract.
+    let (w, i0, i1) = unsafe { load_weights::<N>(p, tile, pair, n) };
+    let pg = 2 * p.pairs as usize;
+    let mut x = [[0u32; 2]; X];
+    let mut s = [[0f32; 2]; X];
+    unroll!(v < X, {
+        if (v as u32) < p.batch {
+            unroll!(h < 2, {
+                let g = 2 * pair as usize + h;
+                // SAFETY: v < batch, g < padded groups: inside the planes and scales.
+                unsafe {
+                    x[v][h] = ld_nc_u32(p.planes.as_ptr().add((v * pg + g) * 32 + lane as usize));
+                    s[v][h] =
+                        f32::from_bits(ld_nc_u32(p.scales.as_ptr().add(v * pg + g) as *const u32));
+                }
+            });
+        }
+    });
+    Stage { w, i0, i1, x, s }
+}
+
+/// Issues the weight loads of `pair`: lane `l`'s 16 bytes of each bitvector (`N` slots, `n`
+/// used) and the index words of rows `l / 4` and `l / 4 + 8` (both groups, `u16` each).
+///
+/// # Safety
+/// `pair < pairs`; the buffers are as the launcher checked.
+#[inline(always)]
+unsafe fn load_weights<const N: usize>(
+    p: &GemvParams,
+    tile: u32,
+    pair: u32,
+    n: usize,
+) -> ([U32x4; N], u32, u32) {
+    let lane = lane_id();
     let r0 = (lane / 4) as usize;
     let unit = (tile * p.pairs + pair) as usize;
     let mut w = [U32x4([0; 4]); N];
@@ -217,51 +267,394 @@ unsafe fn load_stage<const N: usize, const X: usize>(
             ((a & 0xff) | ((a >> 8) << 16), (b & 0xff) | ((b >> 8) << 16))
         }
     };
-    let pg = 2 * p.pairs as usize;
-    let mut x = [[0u32; 2]; X];
-    let mut s = [[0f32; 2]; X];
-    unroll!(v < X, {
-        if (v as u32) < p.batch {
-            unroll!(h < 2, {
-                let g = 2 * pair as usize + h;
-                // SAFETY: v < batch, g < padded groups: inside the planes and scales.
-                unsafe {
-                    x[v][h] = ld_nc_u32(p.planes.as_ptr().add((v * pg + g) * 32 + lane as usize));
-                    s[v][h] =
-                        f32::from_bits(ld_nc_u32(p.scales.as_ptr().add(v * pg + g) as *const u32));
+    (w, i0, i1)
+}
+
+/// One kernel family of the GEMV: what a warp loads and computes per pair of groups, and how
+/// it hands its sums of a tile to the block. [`gemv`] walks the work items.
+trait Way<const N: usize> {
+    /// Vectors the kernel takes (the block's sums hold this many).
+    const B: usize;
+    /// Bytes of shared memory each warp's ring of loads takes (behind the cache).
+    const RING: u32;
+    /// The loads of one pair, issued one pair ahead.
+    type Stage: Copy;
+    /// A warp's sums over its pairs of one tile.
+    type Acc: Copy;
+    /// The stage's index words (rows `l / 4`, `l / 4 + 8`; group 0 low half, group 1 high).
+    fn indices(s: &Self::Stage) -> (u32, u32);
+    /// Zero sums.
+    fn zero() -> Self::Acc;
+    /// Issues the loads of `pair` of `tile` when `valid` (else a stage of zeros); `k` counts the
+    /// warp's items (0, 1, ...), `ring` is the warp's ring in shared memory ([`Way::RING`]
+    /// bytes).
+    ///
+    /// # Safety
+    /// The whole warp calls it. When `valid`: `tile < tiles`, `pair < pairs`; the buffers as
+    /// the launcher checked.
+    unsafe fn load(
+        p: &GemvParams,
+        tile: u32,
+        pair: u32,
+        n: usize,
+        k: u32,
+        valid: bool,
+        ring: u32,
+    ) -> Self::Stage;
+    /// Adds the pair's products to `acc`; `e[h][r]` is the cache entry of group `h` of the
+    /// pair for row `l / 4` (`r` = 0) and `l / 4 + 8` (`r` = 1).
+    ///
+    /// # Safety
+    /// The whole warp calls it, with the stage of `pair` and the warp's `ring`, after issuing
+    /// the loads of exactly one more item (valid or not).
+    unsafe fn pair(
+        p: &GemvParams,
+        cur: &Self::Stage,
+        pair: u32,
+        n: usize,
+        e: &[[U32x4; 2]; 2],
+        ring: u32,
+        acc: &mut Self::Acc,
+    );
+    /// Writes the warp's sums: row `r` of the tile, vector `v` at `red[(warp * B + v) * 16 +
+    /// r]`.
+    ///
+    /// # Safety
+    /// The whole warp calls it; `red` points at `GEMV_WARPS * B * 16` writable floats of
+    /// shared memory.
+    unsafe fn store(acc: &mut Self::Acc, red: *mut f32, warp: u32);
+}
+
+/// The bit-plane ways (binary tensor cores or CUDA cores, [`Dot`]): `B` vectors, the first
+/// `X` of them loaded one pair ahead.
+struct Planes<D, const B: usize, const X: usize>(core::marker::PhantomData<D>);
+
+impl<D: Dot, const B: usize, const N: usize, const X: usize> Way<N> for Planes<D, B, X> {
+    const B: usize = B;
+    const RING: u32 = 0;
+    type Stage = Stage<N, X>;
+    type Acc = [[f32; 2]; B];
+
+    #[inline(always)]
+    fn indices(s: &Stage<N, X>) -> (u32, u32) {
+        (s.i0, s.i1)
+    }
+
+    #[inline(always)]
+    fn zero() -> [[f32; 2]; B] {
+        [[0.0; 2]; B]
+    }
+
+    #[inline(always)]
+    unsafe fn load(
+        p: &GemvParams,
+        tile: u32,
+        pair: u32,
+        n: usize,
+        _k: u32,
+        valid: bool,
+        _ring: u32,
+    ) -> Stage<N, X> {
+        if !valid {
+            return Stage {
+                w: [U32x4([0; 4]); N],
+                i0: 0,
+                i1: 0,
+                x: [[0; 2]; X],
+                s: [[0.0; 2]; X],
+            };
+        }
+        // SAFETY: the caller's contract.
+        unsafe { load_stage::<N, X>(p, tile, pair, n) }
+    }
+
+    #[inline(always)]
+    unsafe fn pair(
+        p: &GemvParams,
+        cur: &Stage<N, X>,
+        pair: u32,
+        n: usize,
+        e: &[[U32x4; 2]; 2],
+        _ring: u32,
+        acc: &mut [[f32; 2]; B],
+    ) {
+        let lane = lane_id();
+        let t = lane % 4;
+        let piv = lane_pivots(t);
+        let pg = 2 * p.pairs as usize;
+        unroll!(h < 2, {
+            let g = 2 * pair as usize + h;
+            unroll!(v < B, {
+                if (v as u32) < p.batch {
+                    let (xb, s) = if v < X {
+                        (cur.x[v][h], cur.s[v][h])
+                    } else {
+                        let wo = (v * pg + g) * 32;
+                        // SAFETY: v < batch, g < padded groups: inside the planes and
+                        // scales.
+                        unsafe {
+                            (
+                                ld_nc_u32(p.planes.as_ptr().add(wo + lane as usize)),
+                                f32::from_bits(ld_nc_u32(
+                                    p.scales.as_ptr().add(v * pg + g) as *const u32
+                                )),
+                            )
+                        }
+                    };
+                    // SAFETY: the whole warp runs this (pair is warp-uniform).
+                    let x = unsafe { D::load(xb, t) };
+                    let mut part = [0f32; 2];
+                    unroll!(j < N, {
+                        if j < n {
+                            let a = [cur.w[j].0[2 * h], cur.w[j].0[2 * h + 1]];
+                            // SAFETY: as above.
+                            let (p0, p1) = unsafe { D::dot(a, x, piv) };
+                            part[0] = fma_f32(coef(&e[h][0], j), p0 as f32, part[0]);
+                            part[1] = fma_f32(coef(&e[h][1], j), p1 as f32, part[1]);
+                        }
+                    });
+                    acc[v][0] = fma_f32(s, part[0], acc[v][0]);
+                    acc[v][1] = fma_f32(s, part[1], acc[v][1]);
                 }
             });
+        });
+    }
+
+    #[inline(always)]
+    unsafe fn store(acc: &mut [[f32; 2]; B], red: *mut f32, warp: u32) {
+        let lane = lane_id();
+        // The quad's four lanes hold parts of the same two rows.
+        for acc_v in acc.iter_mut() {
+            for a in acc_v.iter_mut() {
+                for m in [1, 2] {
+                    // SAFETY: the whole warp is here.
+                    *a += f32::from_bits(unsafe { shfl_xor(a.to_bits(), m) });
+                }
+            }
         }
-    });
-    Stage { w, i0, i1, x, s }
+        if lane % 4 == 0 {
+            for (v, acc_v) in acc.iter().enumerate() {
+                let o = (warp as usize * B + v) * TILE_ROWS + (lane / 4) as usize;
+                // SAFETY: warp < GEMV_WARPS, v < B: inside the caller's buffer.
+                unsafe {
+                    *red.add(o) = acc_v[0];
+                    *red.add(o + 8) = acc_v[1];
+                }
+            }
+        }
+    }
+}
+
+/// The int8 way's loads of one pair kept in registers: the weights as [`load_weights`], and
+/// the scales of vectors `8 hv + 2 (l % 4)` and `+ 1` (the lane's `D` columns) of each group
+/// `h` of the pair and half `hv` of the vectors, over 128. The inputs go to the warp's ring
+/// in shared memory ([`Int8::ring_unit`]), in `slot`.
+#[derive(Clone, Copy)]
+struct Stage8<const N: usize, const H: usize> {
+    w: [U32x4; N],
+    i0: u32,
+    i1: u32,
+    s: [[[f32; 2]; H]; 2],
+    slot: u32,
+}
+
+/// The int8 tensor-core way: `8 H` vectors. Per group, bitvector and half of the vectors, four
+/// `mma.m16n8k32` (u8 x s8) of the bitvector expanded to bytes ([`layout::expand`], 128 per
+/// set bit) by the quantized inputs (8 vectors, the 8 columns) sum `128 P_j` exactly; the
+/// accumulators start at [`MAGIC`] so that they read as floats with one subtraction. The
+/// inputs of the next pair travel by `cp.async` into a per-warp ring of
+/// [`crate::INT8_STAGES`] slots in shared memory (no registers held while they fly).
+struct Int8<const H: usize>;
+
+impl<const H: usize> Int8<H> {
+    /// The shared-memory address of the 16 bytes lane `lane` keeps of unit `u` (0, 1: its 32
+    /// bytes of a group) of group `h` of the pair and half `hv` of the vectors, in `slot` of
+    /// the ring at `ring`: lanes are adjacent, so the 16-byte accesses have no bank conflict.
+    #[inline(always)]
+    fn ring_unit(ring: u32, slot: u32, h: usize, hv: usize, u: usize, lane: u32) -> u32 {
+        let per_slot = (2 * H * 2 * 32 * 16) as u32;
+        ring + slot * per_slot + (((h * H + hv) * 2 + u) as u32 * 32 + lane) * 16
+    }
+}
+
+impl<const N: usize, const H: usize> Way<N> for Int8<H> {
+    const B: usize = 8 * H;
+    const RING: u32 = crate::int8_ring_bytes(8 * H as u32);
+    type Stage = Stage8<N, H>;
+    type Acc = [[f32; 4]; H];
+
+    #[inline(always)]
+    fn indices(s: &Stage8<N, H>) -> (u32, u32) {
+        (s.i0, s.i1)
+    }
+
+    #[inline(always)]
+    fn zero() -> [[f32; 4]; H] {
+        [[0.0; 4]; H]
+    }
+
+    #[inline(always)]
+    unsafe fn load(
+        p: &GemvParams,
+        tile: u32,
+        pair: u32,
+        n: usize,
+        k: u32,
+        valid: bool,
+        ring: u32,
+    ) -> Stage8<N, H> {
+        let lane = lane_id();
+        let (g8, t) = (lane / 4, lane % 4);
+        let slot = k % crate::INT8_STAGES;
+        let mut st = Stage8 {
+            w: [U32x4([0; 4]); N],
+            i0: 0,
+            i1: 0,
+            s: [[[0.0; 2]; H]; 2],
+            slot,
+        };
+        if valid {
+            // SAFETY: the caller's contract.
+            (st.w, st.i0, st.i1) = unsafe { load_weights::<N>(p, tile, pair, n) };
+            let pg = 2 * p.pairs;
+            let q = p.planes.as_ptr() as *const U32x4;
+            for h in 0..2 {
+                let g = 2 * pair + h as u32;
+                for hv in 0..H {
+                    let v = 8 * hv as u32 + g8;
+                    // 16-byte units: the group's 128 bytes are 8 of them, the lane's 32 bytes
+                    // start at unit 2 t. A vector past the batch reads nothing (zeros).
+                    let (src, bytes) = if v < p.batch {
+                        // SAFETY: v < batch, g < padded groups: inside the quantized inputs
+                        // (plane_words(batch) words, 16-byte aligned).
+                        (unsafe { q.add(((v * pg + g) * 8 + 2 * t) as usize) }, 16)
+                    } else {
+                        (q, 0)
+                    };
+                    for u in 0..2 {
+                        // SAFETY: the source as above (u < 2 units of the lane's 32 bytes);
+                        // the slot is this lane's own, last read by the pair two items ago,
+                        // whose reads completed before its MMAs.
+                        unsafe {
+                            cp_async_16_ca_zfill(
+                                Self::ring_unit(ring, slot, h, hv, u, lane),
+                                src.add(if bytes == 0 { 0 } else { u }),
+                                bytes,
+                            )
+                        };
+                    }
+                    for c in 0..2 {
+                        let v = 8 * hv as u32 + 2 * t + c as u32;
+                        if v < p.batch {
+                            // SAFETY: v < batch, g < padded groups: inside the scales.
+                            let sc = unsafe {
+                                f32::from_bits(ld_nc_u32(
+                                    p.scales.as_ptr().add((v * pg + g) as usize) as *const u32,
+                                ))
+                            };
+                            st.s[h][hv][c] = sc * (1.0 / 128.0);
+                        }
+                    }
+                }
+            }
+        }
+        // SAFETY: no operands; an empty group keeps the count of groups per item at one.
+        unsafe { cp_async_commit() };
+        st
+    }
+
+    #[inline(always)]
+    unsafe fn pair(
+        _p: &GemvParams,
+        cur: &Stage8<N, H>,
+        _pair: u32,
+        n: usize,
+        e: &[[U32x4; 2]; 2],
+        ring: u32,
+        acc: &mut [[f32; 4]; H],
+    ) {
+        let lane = lane_id();
+        // The next item's group is the newest: this item's bytes are in the ring after this.
+        // SAFETY: no operands.
+        unsafe { cp_async_wait::<1>() };
+        for h in 0..2 {
+            let mut x = [[U32x4([0; 4]); 2]; H];
+            for (hv, xh) in x.iter_mut().enumerate() {
+                for (u, xu) in xh.iter_mut().enumerate() {
+                    // SAFETY: the lane's own bytes of this slot, complete after the wait.
+                    *xu = unsafe { lds_v4(Self::ring_unit(ring, cur.slot, h, hv, u, lane)) };
+                }
+            }
+            let mut ga = [[0f32; 4]; H];
+            unroll!(j < N, {
+                if j < n {
+                    let (lo, hi) = (cur.w[j].0[2 * h], cur.w[j].0[2 * h + 1]);
+                    let mut d = [[MAGIC; 4]; H];
+                    for st in 0..Q8_STEPS {
+                        let r = 2 * st as u32;
+                        let a = [
+                            expand(lo, r),
+                            expand(hi, r),
+                            expand(lo, r + 1),
+                            expand(hi, r + 1),
+                        ];
+                        for hv in 0..H {
+                            let xw = &x[hv][st / 2].0;
+                            let b = [xw[2 * (st % 2)], xw[2 * (st % 2) + 1]];
+                            // SAFETY: the whole warp runs this (the pair is warp-uniform).
+                            d[hv] = unsafe { mma_m16n8k32_u8s8(a, b, d[hv]) };
+                        }
+                    }
+                    let c = [coef(&e[h][0], j), coef(&e[h][1], j)];
+                    for hv in 0..H {
+                        for q in 0..4 {
+                            let v = f32::from_bits(d[hv][q]) - MAGIC_F32;
+                            ga[hv][q] = fma_f32(c[q / 2], v, ga[hv][q]);
+                        }
+                    }
+                }
+            });
+            for hv in 0..H {
+                for q in 0..4 {
+                    acc[hv][q] = fma_f32(cur.s[h][hv][q % 2], ga[hv][q], acc[hv][q]);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store(acc: &mut [[f32; 4]; H], red: *mut f32, warp: u32) {
+        let lane = lane_id();
+        let (g8, t) = ((lane / 4) as usize, (lane % 4) as usize);
+        let b = 8 * H;
+        for hv in 0..H {
+            for q in 0..4 {
+                let v = 8 * hv + 2 * t + q % 2;
+                let r = g8 + 8 * (q / 2);
+                // SAFETY: warp < GEMV_WARPS, v < 8 H = B, r < 16: inside the caller's buffer.
+                unsafe { *red.add((warp as usize * b + v) * TILE_ROWS + r) = acc[hv][q] };
+            }
+        }
+    }
 }
 
 /// The GEMV: see the crate documentation. `N` bitvector slots (`N == nbits`, or 8 for any
-/// `nbits`), `B` vectors at most. Each warp keeps the loads of its next pair in flight while
-/// it computes the current one; the coefficient cache is copied to shared memory first when
-/// [`GemvParams::smem_cache`] says so.
+/// `nbits`), `W::B` vectors at most. Each warp keeps the loads of its next pair in flight
+/// while it computes the current one; the coefficient cache is copied to shared memory first
+/// when [`GemvParams::smem_cache`] says so.
 ///
 /// # Safety
 /// The launcher checked: the buffers hold the geometry's sizes for `rows`, `pairs`, `nbits`
-/// and `batch`, `1 <= batch <= B`, `nbits <= N`; every index is below `entries`;
-/// `GEMV_WARPS` warps per block, any number of blocks (each walks the tiles `block, block +
-/// grid, ...`), `gemv_smem_bytes(B, entries)` bytes of dynamic shared memory.
+/// and `batch` (the planes, or for [`Int8`] the bytes, of `cmv_sbvr_quantize`), `1 <= batch
+/// <= W::B`, `nbits <= N`; every index is below `entries`; `GEMV_WARPS` warps per block, any
+/// number of blocks (each walks the tiles `block, block + grid, ...`), `gemv_smem_bytes(W::B,
+/// entries)` bytes of dynamic shared memory (with the warps' rings).
 #[inline(always)]
-unsafe fn gemv<D: Dot, const B: usize, const N: usize, const X: usize>(p: &GemvParams) {
-    let (lane, warp) = (lane_id(), warp_id());
-    let t = lane % 4;
-    let r0 = lane / 4;
+unsafe fn gemv<W: Way<N>, const N: usize>(p: &GemvParams) {
+    let warp = warp_id();
+    let b = W::B;
     let pairs = p.pairs;
     let n = if N < 8 { N } else { p.nbits as usize };
-    let piv = lane_pivots(t);
-    let pg = 2 * pairs as usize;
-    let zero = Stage {
-        w: [U32x4([0; 4]); N],
-        i0: 0,
-        i1: 0,
-        x: [[0; 2]; X],
-        s: [[0.0; 2]; X],
-    };
     // Work items of this warp, in order: (tile, pair) for tile = block, block + grid, ... and
     // pair = warp, warp + GEMV_WARPS, ... (every warp of a block walks the same tiles).
     let first_pair = warp;
@@ -276,16 +669,15 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize, const X: usize>(p: &GemvP
     };
     let valid = |tile: u32, pair: u32| tile < p.tiles && pair < pairs;
     let mut pair = first_pair;
-    // SAFETY: a valid item.
-    let mut cur = if valid(tile, pair) {
-        unsafe { load_stage::<N, X>(p, tile, pair, n) }
-    } else {
-        zero
-    };
-    // The coefficient cache in shared memory, behind the block's sums (two buffers).
-    let cache_addr = dyn_smem_addr() + 2 * crate::gemv_red_bytes(B as u32);
-    let cp = p.coeffs.as_ptr();
+    // The coefficient cache in shared memory, behind the block's sums (two buffers), then the
+    // warps' rings.
+    let cache_addr = dyn_smem_addr() + 2 * crate::gemv_red_bytes(b as u32);
     let smem_cache = p.smem_cache != 0;
+    let ring = cache_addr + if smem_cache { 16 * p.entries } else { 0 } + warp * W::RING;
+    let mut k = 0u32;
+    // SAFETY: valid says whether the item is.
+    let mut cur = unsafe { W::load(p, tile, pair, n, k, valid(tile, pair), ring) };
+    let cp = p.coeffs.as_ptr();
     if smem_cache {
         let mut e = thread_idx_x();
         while e < p.entries {
@@ -309,55 +701,20 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize, const X: usize>(p: &GemvP
     let red = dyn_smem() as *mut f32;
     let mut parity = 0usize;
     while tile < p.tiles {
-        let mut acc = [[0f32; 2]; B];
+        let mut acc = W::zero();
         while pair < pairs {
             let (nt, np) = next_item(tile, pair);
-            // SAFETY: a valid item.
-            let nxt = if valid(nt, np) {
-                unsafe { load_stage::<N, X>(p, nt, np, n) }
-            } else {
-                zero
-            };
+            k += 1;
+            // SAFETY: valid says whether the item is; the whole warp is here.
+            let nxt = unsafe { W::load(p, nt, np, n, k, valid(nt, np), ring) };
+            let (i0, i1) = W::indices(&cur);
             let e = [
-                [entry(cur.i0 & 0xffff), entry(cur.i1 & 0xffff)],
-                [entry(cur.i0 >> 16), entry(cur.i1 >> 16)],
+                [entry(i0 & 0xffff), entry(i1 & 0xffff)],
+                [entry(i0 >> 16), entry(i1 >> 16)],
             ];
-            unroll!(h < 2, {
-                let g = 2 * pair as usize + h;
-                unroll!(v < B, {
-                    if (v as u32) < p.batch {
-                        let (xb, s) = if v < X {
-                            (cur.x[v][h], cur.s[v][h])
-                        } else {
-                            let wo = (v * pg + g) * 32;
-                            // SAFETY: v < batch, g < padded groups: inside the planes and
-                            // scales.
-                            unsafe {
-                                (
-                                    ld_nc_u32(p.planes.as_ptr().add(wo + lane as usize)),
-                                    f32::from_bits(ld_nc_u32(
-                                        p.scales.as_ptr().add(v * pg + g) as *const u32
-                                    )),
-                                )
-                            }
-                        };
-                        // SAFETY: the whole warp runs this loop (pair is warp-uniform).
-                        let x = unsafe { D::load(xb, t) };
-                        let mut part = [0f32; 2];
-                        unroll!(j < N, {
-                            if j < n {
-                                let a = [cur.w[j].0[2 * h], cur.w[j].0[2 * h + 1]];
-                                // SAFETY: as above.
-                                let (p0, p1) = unsafe { D::dot(a, x, piv) };
-                                part[0] += coef(&e[h][0], j) * p0 as f32;
-                                part[1] += coef(&e[h][1], j) * p1 as f32;
-                            }
-                        });
-                        acc[v][0] += s * part[0];
-                        acc[v][1] += s * part[1];
-                    }
-                });
-            });
+            // SAFETY: the whole warp runs this loop (pair is warp-uniform), after the next
+            // item's loads.
+            unsafe { W::pair(p, &cur, pair, n, &e, ring, &mut acc) };
             cur = nxt;
             pair = np;
             if nt != tile {
@@ -368,37 +725,21 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize, const X: usize>(p: &GemvP
         if pair >= pairs {
             pair = first_pair;
         }
-        // The quad's four lanes hold parts of the same two rows.
-        for acc_v in acc.iter_mut() {
-            for a in acc_v.iter_mut() {
-                for m in [1, 2] {
-                    // SAFETY: every lane reaches this point.
-                    *a += f32::from_bits(unsafe { shfl_xor(a.to_bits(), m) });
-                }
-            }
-        }
-        let base = parity * GEMV_WARPS as usize * B * TILE_ROWS;
-        if t == 0 {
-            for (v, acc_v) in acc.iter().enumerate() {
-                let o = base + ((warp as usize * B + v) * TILE_ROWS) + r0 as usize;
-                // SAFETY: warp < GEMV_WARPS, v < B: inside 2 * gemv_red_bytes(B).
-                unsafe {
-                    *red.add(o) = acc_v[0];
-                    *red.add(o + 8) = acc_v[1];
-                }
-            }
-        }
+        let base = parity * GEMV_WARPS as usize * b * TILE_ROWS;
+        // SAFETY: every lane is here; the buffer of this parity holds GEMV_WARPS * b * 16
+        // floats.
+        unsafe { W::store(&mut acc, red.add(base), warp) };
         // SAFETY: every thread of the block reaches it (all walk the same tiles). The sums of
         // the other parity, read after the previous barrier, are written again only after
         // the next one.
         unsafe { sync_threads() };
         let mut i = thread_idx_x() as usize;
-        while i < B * TILE_ROWS {
+        while i < b * TILE_ROWS {
             let (v, r) = (i / TILE_ROWS, i % TILE_ROWS);
             let mut s = 0f32;
             for wi in 0..GEMV_WARPS as usize {
                 // SAFETY: inside the sums written above.
-                s += unsafe { *red.add(base + (wi * B + v) * TILE_ROWS + r) };
+                s += unsafe { *red.add(base + (wi * b + v) * TILE_ROWS + r) };
             }
             let row = tile as usize * TILE_ROWS + r;
             if row < p.rows as usize && v < p.batch as usize {
@@ -413,43 +754,74 @@ unsafe fn gemv<D: Dot, const B: usize, const N: usize, const X: usize>(p: &GemvP
 }
 
 macro_rules! entries {
-    ($($name:ident = $d:ty, $b:literal, $n:literal, $x:literal;)*) => {$(
-        /// SBVR GEMV for up to `B` vectors and `N` bitvector slots (see the crate docs).
+    ($($name:ident = $w:ty, $n:literal;)*) => {$(
+        /// SBVR GEMV (see the crate docs).
         ///
         /// # Safety
         /// As `gemv`.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
             // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { gemv::<$d, $b, $n, $x>(&p) }
+            unsafe { gemv::<$w, $n>(&p) }
         }
     )*};
 }
 
+type Mma1<const B: usize, const X: usize> = Planes<Mma, B, X>;
+type Popc1<const B: usize, const X: usize> = Planes<Popc, B, X>;
+
 entries! {
-    cmv_sbvr_gemv_mma_n2_b1 = Mma, 1, 2, 1;
-    cmv_sbvr_gemv_mma_n2_b2 = Mma, 2, 2, 2;
-    cmv_sbvr_gemv_mma_n2_b4 = Mma, 4, 2, 0;
-    cmv_sbvr_gemv_mma_n2_b8 = Mma, 8, 2, 0;
-    cmv_sbvr_gemv_mma_n2_b16 = Mma, 16, 2, 0;
-    cmv_sbvr_gemv_mma_n3_b1 = Mma, 1, 3, 1;
-    cmv_sbvr_gemv_mma_n3_b2 = Mma, 2, 3, 2;
-    cmv_sbvr_gemv_mma_n3_b4 = Mma, 4, 3, 0;
-    cmv_sbvr_gemv_mma_n3_b8 = Mma, 8, 3, 0;
-    cmv_sbvr_gemv_mma_n3_b16 = Mma, 16, 3, 0;
-    cmv_sbvr_gemv_mma_n4_b1 = Mma, 1, 4, 1;
-    cmv_sbvr_gemv_mma_n4_b2 = Mma, 2, 4, 2;
-    cmv_sbvr_gemv_mma_n4_b4 = Mma, 4, 4, 0;
-    cmv_sbvr_gemv_mma_n4_b8 = Mma, 8, 4, 0;
-    cmv_sbvr_gemv_mma_n4_b16 = Mma, 16, 4, 0;
-    cmv_sbvr_gemv_mma_n8_b1 = Mma, 1, 8, 1;
-    cmv_sbvr_gemv_mma_n8_b2 = Mma, 2, 8, 2;
-    cmv_sbvr_gemv_mma_n8_b4 = Mma, 4, 8, 0;
-    cmv_sbvr_gemv_mma_n8_b8 = Mma, 8, 8, 0;
-    cmv_sbvr_gemv_mma_n8_b16 = Mma, 16, 8, 0;
-    cmv_sbvr_gemv_popc_n8_b1 = Popc, 1, 8, 1;
-    cmv_sbvr_gemv_popc_n8_b2 = Popc, 2, 8, 2;
-    cmv_sbvr_gemv_popc_n8_b4 = Popc, 4, 8, 0;
-    cmv_sbvr_gemv_popc_n8_b8 = Popc, 8, 8, 0;
-    cmv_sbvr_gemv_popc_n8_b16 = Popc, 16, 8, 0;
+    cmv_sbvr_gemv_mma_n2_b1 = Mma1<1, 1>, 2;
+    cmv_sbvr_gemv_mma_n2_b2 = Mma1<2, 2>, 2;
+    cmv_sbvr_gemv_mma_n2_b4 = Mma1<4, 0>, 2;
+    cmv_sbvr_gemv_mma_n2_b8 = Mma1<8, 0>, 2;
+    cmv_sbvr_gemv_mma_n2_b16 = Mma1<16, 0>, 2;
+    cmv_sbvr_gemv_mma_n3_b1 = Mma1<1, 1>, 3;
+    cmv_sbvr_gemv_mma_n3_b2 = Mma1<2, 2>, 3;
+    cmv_sbvr_gemv_mma_n3_b4 = Mma1<4, 0>, 3;
+    cmv_sbvr_gemv_mma_n3_b8 = Mma1<8, 0>, 3;
+    cmv_sbvr_gemv_mma_n3_b16 = Mma1<16, 0>, 3;
+    cmv_sbvr_gemv_mma_n4_b1 = Mma1<1, 1>, 4;
+    cmv_sbvr_gemv_mma_n4_b2 = Mma1<2, 2>, 4;
+    cmv_sbvr_gemv_mma_n4_b4 = Mma1<4, 0>, 4;
+    cmv_sbvr_gemv_mma_n4_b8 = Mma1<8, 0>, 4;
+    cmv_sbvr_gemv_mma_n4_b16 = Mma1<16, 0>, 4;
+    cmv_sbvr_gemv_mma_n8_b1 = Mma1<1, 1>, 8;
+    cmv_sbvr_gemv_mma_n8_b2 = Mma1<2, 2>, 8;
+    cmv_sbvr_gemv_mma_n8_b4 = Mma1<4, 0>, 8;
+    cmv_sbvr_gemv_mma_n8_b8 = Mma1<8, 0>, 8;
+    cmv_sbvr_gemv_mma_n8_b16 = Mma1<16, 0>, 8;
+    cmv_sbvr_gemv_popc_n8_b1 = Popc1<1, 1>, 8;
+    cmv_sbvr_gemv_popc_n8_b2 = Popc1<2, 2>, 8;
+    cmv_sbvr_gemv_popc_n8_b4 = Popc1<4, 0>, 8;
+    cmv_sbvr_gemv_popc_n8_b8 = Popc1<8, 0>, 8;
+    cmv_sbvr_gemv_popc_n8_b16 = Popc1<16, 0>, 8;
+    cmv_sbvr_gemv_i8_n2_b8 = Int8<1>, 2;
+    cmv_sbvr_gemv_i8_n2_b16 = Int8<2>, 2;
+    cmv_sbvr_gemv_i8_n3_b8 = Int8<1>, 3;
+    cmv_sbvr_gemv_i8_n3_b16 = Int8<2>, 3;
+    cmv_sbvr_gemv_i8_n4_b8 = Int8<1>, 4;
+    cmv_sbvr_gemv_i8_n4_b16 = Int8<2>, 4;
+    cmv_sbvr_gemv_i8_n8_b8 = Int8<1>, 8;
+    cmv_sbvr_gemv_i8_n8_b16 = Int8<2>, 8;
+}
+
+/// Launch bounds of every kernel here (`cargo xtask ptx` turns this into `.maxntid`): the
+/// launchers use blocks of `GEMV_WARPS` (= `QUANT_WARPS`) warps.
+#[unsafe(no_mangle)]
+pub static CMV_MAXNTID: u32 = GEMV_WARPS * 32;
+
+// The int8 kernels for 16 vectors in at most 128 registers (`.minnctapersm 2`), so that two
+// blocks (16 warps) share an SM.
+macro_rules! min_blocks {
+    ($($sym:ident = $n:expr;)*) => {$(
+        #[unsafe(no_mangle)]
+        #[allow(non_upper_case_globals)]
+        static $sym: u32 = $n;
+    )*};
+}
+min_blocks! {
+    CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n2_b16 = 2;
+    CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n3_b16 = 2;
+    CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n4_b16 = 2;
 }

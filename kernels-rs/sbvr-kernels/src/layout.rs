@@ -29,6 +29,14 @@
 //! `l` of a warp loads word `l`, which is exactly its `B` fragment (column `a = l / 4`, bits
 //! `32 (l % 4) ..`). One f32 scale per (vector, group) at `v * padded_groups + g`.
 //!
+//! # Activations for the int8 way
+//! The int8 GEMV ([`crate::gemv_i8_kernel`]) takes the quantized group as 128 bytes instead of
+//! planes (the same buffer size, [`Geometry::plane_words`]): vector `v`, group `g` at byte
+//! `(v * padded_groups + g) * 128`, column `k` of the group at [`q8_offset`]`(k)`. The order is
+//! the one in which the bitvectors, expanded to bytes by [`expand`], meet the `B` fragments
+//! of `mma.m16n8k32` (see [`q8_offset`]), so a lane loads its `B` fragments of a group's four
+//! `k32` steps with two 16-byte loads.
+//!
 //! # Arithmetic
 //! `y[v][r] = sum_g s_g(v) * sum_j c_j(r, g) * P_j(r, g, v)`, with the exact integer
 //! `P_j = sum_a PIVOTS[a] * popc(b_j AND plane_a) = sum_k b_j[k] q[k]` ([`plane_dot`]). The
@@ -120,6 +128,13 @@ impl Geometry {
         batch * self.padded_groups() * PLANES * GROUP_WORDS
     }
 
+    /// The byte of vector `v`, group `g`, column `k` of the group in the int8 way's quantized
+    /// inputs ([`q8_offset`]).
+    #[inline]
+    pub const fn q8_pos(&self, v: usize, g: usize, k: usize) -> usize {
+        (v * self.padded_groups() + g) * Q8_GROUP_BYTES + q8_offset(k)
+    }
+
     /// Scales of `batch` quantized vectors.
     pub const fn scales_len(&self, batch: usize) -> usize {
         batch * self.padded_groups()
@@ -152,6 +167,46 @@ impl Geometry {
         ((v * self.padded_groups() + g) * PLANES + a) * GROUP_WORDS + t
     }
 }
+
+/// Bytes of one quantized group in the int8 way's order.
+pub const Q8_GROUP_BYTES: usize = GROUP;
+
+/// The `mma.m16n8k32` steps of one group (`GROUP / 32`).
+pub const Q8_STEPS: usize = GROUP / 32;
+
+/// The int8 way's `A` register `r` (0..8) of one lane's 32-bit bitvector word `w`: byte `i`
+/// is 128 when bit `8 i + 7 - r` of `w` is set, else 0. Step `s` of a group takes registers
+/// `2 s` (its `a0`, `a1`: columns `4 t + i` of the `k32` step) and `2 s + 1` (`a2`, `a3`:
+/// columns `16 + 4 t + i`) of the words of rows `l / 4` and `l / 4 + 8`. Every byte is 128 times
+/// a bit, so the MMA sums 128 times the exact `sum_k b[k] q[k]` (at most `128 * 127 * 128 <
+/// 2^22` in magnitude per group, which [`MAGIC`] relies on).
+#[inline(always)]
+pub const fn expand(w: u32, r: u32) -> u32 {
+    (w << r) & 0x8080_8080
+}
+
+/// The byte offset of column `k` (0..128) of a group in the int8 way's order: lane `l`'s
+/// bitvector word holds columns `32 t + 0..32` (`t = l % 4`), and byte `i` of its register `r`
+/// ([`expand`]) is column `32 t + 8 i + 7 - r`. So its `B` fragment of step `s` must hold,
+/// in `b0` byte `i`, the input of column `32 t + 8 i + 7 - 2 s`, and in `b1` byte `i` that of
+/// column `32 t + 8 i + 6 - 2 s`: bytes `32 t + 8 s .. + 8` of the group are lane quad
+/// position `t`'s `b0`, `b1` of step `s`.
+#[inline(always)]
+pub const fn q8_offset(k: usize) -> usize {
+    let (t, i, c) = (k / 32, (k % 32) / 8, k % 8);
+    // c = 7 - r: r = 2 s (b0) or 2 s + 1 (b1).
+    let r = 7 - c;
+    32 * t + 8 * (r / 2) + 4 * (r % 2) + i
+}
+
+/// The bits of the f32 `1.5 * 2^23`: an int8-way MMA accumulator starts here, so that the
+/// exact integer sum `v` (|v| < 2^22) it ends with reads as the f32 `1.5 * 2^23 + v`, and
+/// `f32::from_bits(d) - MAGIC_F32` is `v` exactly, with no integer-to-float conversion
+/// (a quarter-rate instruction).
+pub const MAGIC: u32 = 0x4B40_0000;
+
+/// `f32::from_bits(MAGIC)`.
+pub const MAGIC_F32: f32 = 12_582_912.0;
 
 /// Quantizes one group of inputs (`x.len() <= 128`; missing values count as zeros) to int8,
 /// exactly as the GPU does: `absmax = max |x|`, `scale = absmax / 127` (f32, rounded to
@@ -244,6 +299,123 @@ mod tests {
         assert_eq!(b, 7);
         let (_, b) = g.bit_pos(16 + 13, 7, 0);
         assert_eq!(b, 32 + 7);
+    }
+
+    /// One lane's `A` fragment of step `s` (rows `l / 4`, `l / 4 + 8`) from its two words.
+    fn a_fragment(lo: u32, hi: u32, s: usize) -> [u32; 4] {
+        let r = 2 * s as u32;
+        [
+            expand(lo, r),
+            expand(hi, r),
+            expand(lo, r + 1),
+            expand(hi, r + 1),
+        ]
+    }
+
+    /// `mma.m16n8k32` (u8 x s8) as the PTX ISA lays out the fragments: `A` row `g` / `g + 8`
+    /// in registers 0, 2 / 1, 3, columns `4 t + i` (registers 0, 1) and `16 + 4 t + i`
+    /// (2, 3); `B` column `g`, rows `4 t + i` (`b0`) and `16 + 4 t + i` (`b1`); `D` row
+    /// `g` / `g + 8`, columns `2 t`, `2 t + 1`.
+    fn mma_model(a: &[[u32; 4]; 32], b: &[[u32; 2]; 32], d: &mut [[i32; 4]; 32]) {
+        let byte = |w: u32, i: usize| (w >> (8 * i)) & 0xff;
+        for (lane, dl) in d.iter_mut().enumerate() {
+            let (g, t) = (lane / 4, lane % 4);
+            for (q, dq) in dl.iter_mut().enumerate() {
+                let row_hi = q >= 2;
+                let col = 2 * t + q % 2;
+                let mut sum = 0i32;
+                for k in 0..32 {
+                    let (kt, ki, upper) = ((k % 16) / 4, k % 4, k >= 16);
+                    let al = g * 4 + kt;
+                    let ar = usize::from(row_hi) + 2 * usize::from(upper);
+                    let bl = col * 4 + kt;
+                    let av = byte(a[al][ar], ki) as i32;
+                    let bv = byte(b[bl][usize::from(upper)], ki) as u8 as i8 as i32;
+                    sum += av * bv;
+                }
+                *dq += sum;
+            }
+        }
+    }
+
+    #[test]
+    fn the_int8_order_meets_the_expanded_bitvectors_in_the_mma() {
+        // q8_offset is a bijection onto 0..128.
+        let mut seen = [false; GROUP];
+        for k in 0..GROUP {
+            assert!(!seen[q8_offset(k)], "{k}");
+            seen[q8_offset(k)] = true;
+        }
+        assert!(seen.iter().all(|&s| s));
+        assert_eq!(expand(0x8000_0001, 0), 0x8000_0000);
+        assert_eq!(expand(0x8000_0001, 7), 0x0000_0080);
+        // A tile of 16 rows x one group, 8 vectors: the lane fragments through the model MMA
+        // give 128 times the plain sums.
+        let mut state = 99u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as u32
+        };
+        let bits: Vec<[bool; GROUP]> = (0..16)
+            .map(|_| core::array::from_fn(|_| next() & 1 == 1))
+            .collect();
+        let q: Vec<[i32; GROUP]> = (0..8)
+            .map(|v| {
+                core::array::from_fn(|k| {
+                    if v == 0 {
+                        127 - (k as i32 % 3) * 127
+                    } else {
+                        (next() % 255) as i32 - 127
+                    }
+                })
+            })
+            .collect();
+        // Lane words as the weight layout stores them: row l / 4 (+ 8), columns 32 t ..
+        let word = |row: usize, t: usize| -> u32 {
+            (0..32).fold(0, |w, i| w | (u32::from(bits[row][32 * t + i]) << i))
+        };
+        // The quantized bytes in the int8 order.
+        let mut bytes = vec![[0u8; GROUP]; 8];
+        for v in 0..8 {
+            for k in 0..GROUP {
+                bytes[v][q8_offset(k)] = q[v][k] as i8 as u8;
+            }
+        }
+        let mut d = [[0i32; 4]; 32];
+        for s in 0..Q8_STEPS {
+            let a: [[u32; 4]; 32] =
+                core::array::from_fn(|l| a_fragment(word(l / 4, l % 4), word(l / 4 + 8, l % 4), s));
+            let b: [[u32; 2]; 32] = core::array::from_fn(|l| {
+                let (v, t) = (l / 4, l % 4);
+                let at = |o: usize| u32::from_le_bytes(bytes[v][o..o + 4].try_into().unwrap());
+                [at(32 * t + 8 * s), at(32 * t + 8 * s + 4)]
+            });
+            mma_model(&a, &b, &mut d);
+        }
+        for (lane, dl) in d.iter().enumerate() {
+            let (g, t) = (lane / 4, lane % 4);
+            for (qi, &got) in dl.iter().enumerate() {
+                let row = g + 8 * (qi / 2);
+                let v = 2 * t + qi % 2;
+                let want: i32 = (0..GROUP).filter(|&k| bits[row][k]).map(|k| q[v][k]).sum();
+                assert_eq!(got, 128 * want, "lane {lane} q {qi}");
+            }
+        }
+        // The magic start reads back exactly at the extremes.
+        for v in [-(128 * 127 * 128), -1, 0, 1, 128 * 127 * 128] {
+            let d = MAGIC.wrapping_add(v as u32);
+            assert_eq!(f32::from_bits(d) - MAGIC_F32, v as f32);
+        }
+        assert_eq!(f32::from_bits(MAGIC), MAGIC_F32);
+        let g = Geometry::new(20, 300, 2);
+        assert_eq!(g.q8_pos(1, 3, 0), (4 + 3) * 128 + q8_offset(0));
+        // The last group of the last vector ends where the planes of 3 vectors would.
+        assert_eq!(
+            g.q8_pos(2, 3, 0) - q8_offset(0) + Q8_GROUP_BYTES,
+            g.plane_words(3) * 4
+        );
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub const MAX_BATCH: u32 = 16;
 pub const GEMV_WARPS: u32 = 8;
 /// Warps per block of the quantization kernel.
 pub const QUANT_WARPS: u32 = 8;
+// One launch bound (`.maxntid`) covers every kernel of the module.
+const _: () = assert!(QUANT_WARPS == GEMV_WARPS);
 
 /// Most coefficient-cache entries a GEMV block copies to shared memory (16 KiB); larger
 /// caches are read from global memory (through L1).
@@ -43,15 +45,28 @@ pub const fn gemv_red_bytes(batch: u32) -> u32 {
     GEMV_WARPS * batch * layout::TILE_ROWS as u32 * 4
 }
 
-/// Bytes of dynamic shared memory a GEMV kernel for `batch` vectors takes: the sums (two
-/// buffers, alternate tiles), and the
-/// coefficient cache of `entries` when it is copied (`entries <= MAX_SMEM_ENTRIES`).
-pub const fn gemv_smem_bytes(batch: u32, entries: u32) -> u32 {
+/// Slots of the int8 kernels' per-warp ring of quantized inputs in shared memory.
+pub const INT8_STAGES: u32 = 2;
+
+/// Bytes of one warp's ring of an int8 kernel for `batch` (8 or 16) vectors: per slot, both
+/// groups of a pair and each half of the vectors, 32 lanes x 32 bytes.
+pub const fn int8_ring_bytes(batch: u32) -> u32 {
+    INT8_STAGES * 2 * batch.div_ceil(8) * 32 * 32
+}
+
+/// Bytes of dynamic shared memory the GEMV kernel of `way` for `batch` vectors takes: the sums
+/// (two buffers, alternate tiles), the coefficient cache of `entries` when it is copied
+/// (`entries <= MAX_SMEM_ENTRIES`), and for [`Way::Int8`] the warps' rings.
+pub const fn gemv_smem_bytes(way: Way, batch: u32, entries: u32) -> u32 {
     2 * gemv_red_bytes(batch)
         + if entries <= MAX_SMEM_ENTRIES {
             16 * entries
         } else {
             0
+        }
+        + match way {
+            Way::Int8 => GEMV_WARPS * int8_ring_bytes(batch),
+            Way::Mma | Way::Popc => 0,
         }
 }
 
@@ -71,9 +86,15 @@ pub struct QuantParams {
     pub padded_groups: u32,
     /// Vectors.
     pub batch: u32,
-    /// Zero.
-    pub pad: u32,
+    /// What is written to `planes`: [`QUANT_PLANES`] (bit-planes, the binary and CUDA-core
+    /// ways) or [`QUANT_BYTES`] (the int8 way's bytes, [`layout::q8_offset`]).
+    pub output: u32,
 }
+
+/// [`QuantParams::output`]: the 8 bit-planes.
+pub const QUANT_PLANES: u32 = 0;
+/// [`QuantParams::output`]: the quantized bytes in the int8 way's order.
+pub const QUANT_BYTES: u32 = 1;
 const _: () = assert!(core::mem::size_of::<QuantParams>() == 40);
 // SAFETY: #[repr(C)], plain data (device addresses and integers), layout asserted above.
 unsafe impl KernelParams for QuantParams {}
@@ -115,63 +136,121 @@ const _: () = assert!(core::mem::size_of::<GemvParams>() == 80);
 // SAFETY: #[repr(C)], plain data (device addresses and integers), layout asserted above.
 unsafe impl KernelParams for GemvParams {}
 
-/// The vector counts the GEMV kernels are compiled for: a product of `batch` vectors runs the
-/// kernel of the smallest of these that is at least `batch`.
+/// The vector counts the binary and CUDA-core GEMV kernels are compiled for: a product of
+/// `batch` vectors runs the kernel of the smallest of these that is at least `batch`.
 pub const KERNEL_BATCHES: [u32; 5] = [1, 2, 4, 8, 16];
 
-/// The GEMV kernel for `batch` vectors and `bits` bitvectors (`mma`: binary tensor cores,
-/// else the CUDA-core `popc` way): its entry name and the batch it is compiled for (its shared
-/// memory is [`gemv_smem_bytes`] of that). Tensor-core kernels are compiled for 2, 3 and 4
-/// bitvectors exactly and for any count up to 8 (`_n8`); the CUDA-core ones for any count.
+/// The vector counts the int8 GEMV kernels are compiled for (8 per `mma` half).
+pub const INT8_BATCHES: [u32; 2] = [8, 16];
+
+/// How a GEMV kernel computes the inner products of bitvectors and quantized inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Way {
+    /// Binary `mma.m16n8k128.and.popc` on tensor cores against the 8 bit-planes of a vector
+    /// (one MMA per vector, group and bitvector).
+    Mma,
+    /// Integer `mma.m16n8k32` (u8 x s8) on tensor cores: the bitvectors expanded to bytes
+    /// against the int8 inputs of 8 vectors at once.
+    Int8,
+    /// AND + `popc` on CUDA cores (the SBVR paper's kernel).
+    Popc,
+}
+
+impl Way {
+    /// Every way.
+    pub const ALL: [Way; 3] = [Way::Mma, Way::Int8, Way::Popc];
+
+    /// The way `SbvrGemv::gemv` takes for `batch` vectors: the faster one measured
+    /// (`docs/PERF.md`, "SBVR").
+    pub fn for_batch(batch: usize) -> Way {
+        let _ = batch;
+        Way::Mma
+    }
+
+    /// Its name in kernel names and on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Way::Mma => "mma",
+            Way::Int8 => "i8",
+            Way::Popc => "popc",
+        }
+    }
+
+    /// The way of a name ([`Way::name`]).
+    pub fn from_name(name: &str) -> Option<Way> {
+        Way::ALL.into_iter().find(|w| w.name() == name)
+    }
+
+    /// The quantized inputs this way's kernels read ([`QUANT_PLANES`] or [`QUANT_BYTES`]).
+    pub const fn quant_output(self) -> u32 {
+        match self {
+            Way::Int8 => QUANT_BYTES,
+            Way::Mma | Way::Popc => QUANT_PLANES,
+        }
+    }
+
+    /// The batches its kernels are compiled for.
+    pub const fn batches(self) -> &'static [u32] {
+        match self {
+            Way::Int8 => &INT8_BATCHES,
+            Way::Mma | Way::Popc => &KERNEL_BATCHES,
+        }
+    }
+
+    /// The bitvector slots its kernels are compiled for: exactly 2, 3 or 4, or any count up
+    /// to 8 (`_n8`); the CUDA-core kernels only `_n8`.
+    const fn slots(self) -> &'static [u32] {
+        match self {
+            Way::Mma | Way::Int8 => &[2, 3, 4, 8],
+            Way::Popc => &[8],
+        }
+    }
+}
+
+/// The name of the GEMV kernel of `way` with `slots` bitvector slots for up to `batch`
+/// vectors.
+fn kernel_name(way: Way, slots: u32, batch: u32) -> &'static str {
+    macro_rules! names {
+        ($($w:ident $n:literal $b:literal)*) => {
+            match (way, slots, batch) {
+                $((Way::$w, $n, $b) => concat!("cmv_sbvr_gemv_", names!(@ $w), "_n", $n, "_b", $b),)*
+                _ => "",
+            }
+        };
+        (@ Mma) => { "mma" };
+        (@ Int8) => { "i8" };
+        (@ Popc) => { "popc" };
+    }
+    names! {
+        Mma 2 1 Mma 2 2 Mma 2 4 Mma 2 8 Mma 2 16
+        Mma 3 1 Mma 3 2 Mma 3 4 Mma 3 8 Mma 3 16
+        Mma 4 1 Mma 4 2 Mma 4 4 Mma 4 8 Mma 4 16
+        Mma 8 1 Mma 8 2 Mma 8 4 Mma 8 8 Mma 8 16
+        Popc 8 1 Popc 8 2 Popc 8 4 Popc 8 8 Popc 8 16
+        Int8 2 8 Int8 2 16 Int8 3 8 Int8 3 16 Int8 4 8 Int8 4 16 Int8 8 8 Int8 8 16
+    }
+}
+
+/// The GEMV kernel of `way` for `batch` vectors and `bits` bitvectors: its entry name and the
+/// batch it is compiled for (its shared memory is [`gemv_smem_bytes`] of that): the smallest
+/// of [`Way::batches`] that is at least `batch`, with exactly `bits` slots or the `_n8` kernel.
 /// `None` outside `1..=MAX_BATCH` or `MIN_BITS..=MAX_BITS`.
-pub fn gemv_kernel(mma: bool, bits: u32, batch: u32) -> Option<(&'static str, u32)> {
-    const MMA: [[&str; 5]; 4] = [
-        [
-            "cmv_sbvr_gemv_mma_n2_b1",
-            "cmv_sbvr_gemv_mma_n2_b2",
-            "cmv_sbvr_gemv_mma_n2_b4",
-            "cmv_sbvr_gemv_mma_n2_b8",
-            "cmv_sbvr_gemv_mma_n2_b16",
-        ],
-        [
-            "cmv_sbvr_gemv_mma_n3_b1",
-            "cmv_sbvr_gemv_mma_n3_b2",
-            "cmv_sbvr_gemv_mma_n3_b4",
-            "cmv_sbvr_gemv_mma_n3_b8",
-            "cmv_sbvr_gemv_mma_n3_b16",
-        ],
-        [
-            "cmv_sbvr_gemv_mma_n4_b1",
-            "cmv_sbvr_gemv_mma_n4_b2",
-            "cmv_sbvr_gemv_mma_n4_b4",
-            "cmv_sbvr_gemv_mma_n4_b8",
-            "cmv_sbvr_gemv_mma_n4_b16",
-        ],
-        [
-            "cmv_sbvr_gemv_mma_n8_b1",
-            "cmv_sbvr_gemv_mma_n8_b2",
-            "cmv_sbvr_gemv_mma_n8_b4",
-            "cmv_sbvr_gemv_mma_n8_b8",
-            "cmv_sbvr_gemv_mma_n8_b16",
-        ],
-    ];
-    const POPC: [&str; 5] = [
-        "cmv_sbvr_gemv_popc_n8_b1",
-        "cmv_sbvr_gemv_popc_n8_b2",
-        "cmv_sbvr_gemv_popc_n8_b4",
-        "cmv_sbvr_gemv_popc_n8_b8",
-        "cmv_sbvr_gemv_popc_n8_b16",
-    ];
+pub fn gemv_kernel(way: Way, bits: u32, batch: u32) -> Option<(&'static str, u32)> {
     if batch == 0 || !(layout::MIN_BITS..=layout::MAX_BITS).contains(&bits) {
         return None;
     }
-    let i = KERNEL_BATCHES.iter().position(|&b| b >= batch)?;
-    let name = if mma {
-        MMA[(bits.min(5) - 2) as usize][i]
-    } else {
-        POPC[i]
-    };
-    Some((name, KERNEL_BATCHES[i]))
+    let kb = *way.batches().iter().find(|&&b| b >= batch)?;
+    let slots = *way.slots().iter().find(|&&n| n == bits || n == 8)?;
+    Some((kernel_name(way, slots, kb), kb))
+}
+
+/// Every GEMV kernel's entry name.
+pub fn gemv_kernel_names() -> impl Iterator<Item = &'static str> {
+    Way::ALL.into_iter().flat_map(|w| {
+        w.slots()
+            .iter()
+            .flat_map(move |&n| w.batches().iter().map(move |&b| kernel_name(w, n, b)))
+    })
 }
 
 #[cfg(test)]
@@ -181,43 +260,69 @@ mod tests {
     #[test]
     fn kernel_names_cover_every_batch() {
         assert_eq!(
-            gemv_kernel(true, 4, 1),
+            gemv_kernel(Way::Mma, 4, 1),
             Some(("cmv_sbvr_gemv_mma_n4_b1", 1))
         );
         assert_eq!(
-            gemv_kernel(true, 2, 3),
+            gemv_kernel(Way::Mma, 2, 3),
             Some(("cmv_sbvr_gemv_mma_n2_b4", 4))
         );
         assert_eq!(
-            gemv_kernel(true, 5, 3),
+            gemv_kernel(Way::Mma, 5, 3),
             Some(("cmv_sbvr_gemv_mma_n8_b4", 4))
         );
         assert_eq!(
-            gemv_kernel(true, 8, 16),
+            gemv_kernel(Way::Mma, 8, 16),
             Some(("cmv_sbvr_gemv_mma_n8_b16", 16))
         );
         assert_eq!(
-            gemv_kernel(false, 2, 16),
+            gemv_kernel(Way::Popc, 2, 16),
             Some(("cmv_sbvr_gemv_popc_n8_b16", 16))
         );
         assert_eq!(
-            gemv_kernel(false, 3, 9),
+            gemv_kernel(Way::Popc, 3, 9),
             Some(("cmv_sbvr_gemv_popc_n8_b16", 16))
         );
-        assert_eq!(gemv_kernel(true, 4, 0), None);
-        assert_eq!(gemv_kernel(true, 4, 17), None);
-        assert_eq!(gemv_kernel(true, 1, 1), None);
-        assert_eq!(gemv_kernel(true, 9, 1), None);
-        for n in layout::MIN_BITS..=layout::MAX_BITS {
-            for b in 1..=MAX_BATCH {
-                let (name, k) = gemv_kernel(true, n, b).unwrap();
-                assert!(k >= b && k < 2 * b && name.ends_with(&format!("_b{k}")));
-                let slots: u32 = name[19..20].parse().unwrap();
-                assert!(slots >= n && (slots == n || slots == 8), "{name}");
+        assert_eq!(
+            gemv_kernel(Way::Int8, 3, 1),
+            Some(("cmv_sbvr_gemv_i8_n3_b8", 8))
+        );
+        assert_eq!(
+            gemv_kernel(Way::Int8, 7, 9),
+            Some(("cmv_sbvr_gemv_i8_n8_b16", 16))
+        );
+        for way in Way::ALL {
+            assert_eq!(gemv_kernel(way, 4, 0), None);
+            assert_eq!(gemv_kernel(way, 4, 17), None);
+            assert_eq!(gemv_kernel(way, 1, 1), None);
+            assert_eq!(gemv_kernel(way, 9, 1), None);
+            assert_eq!(Way::from_name(way.name()), Some(way));
+            for n in layout::MIN_BITS..=layout::MAX_BITS {
+                for b in 1..=MAX_BATCH {
+                    let (name, k) = gemv_kernel(way, n, b).unwrap();
+                    assert!(k >= b && name.ends_with(&format!("_b{k}")), "{name}");
+                    assert!(way == Way::Int8 || k < 2 * b, "{name}");
+                    assert!(name.starts_with(&format!("cmv_sbvr_gemv_{}_n", way.name())));
+                    let slots: u32 = name.split("_n").nth(1).unwrap()[..1].parse().unwrap();
+                    assert!(slots >= n && (slots == n || slots == 8), "{name}");
+                }
             }
         }
+        let names: Vec<_> = gemv_kernel_names().collect();
+        assert_eq!(names.len(), 4 * 5 + 5 + 4 * 2);
+        assert!(names.iter().all(|n| !n.is_empty()));
+        assert_eq!(Way::from_name("int8"), None);
         assert_eq!(gemv_red_bytes(16), GEMV_WARPS * 16 * 16 * 4);
-        assert_eq!(gemv_smem_bytes(1, 1024), 2 * gemv_red_bytes(1) + 16384);
-        assert_eq!(gemv_smem_bytes(1, 1025), 2 * gemv_red_bytes(1));
+        assert_eq!(
+            gemv_smem_bytes(Way::Mma, 1, 1024),
+            2 * gemv_red_bytes(1) + 16384
+        );
+        assert_eq!(gemv_smem_bytes(Way::Popc, 1, 1025), 2 * gemv_red_bytes(1));
+        // Two 8 KiB slots per warp at 16 vectors: 2 blocks fit an SM's 228 KiB at 256 entries.
+        assert_eq!(int8_ring_bytes(16), 8192);
+        assert_eq!(int8_ring_bytes(8), 4096);
+        let b16 = gemv_smem_bytes(Way::Int8, 16, 256);
+        assert_eq!(b16, 2 * gemv_red_bytes(16) + 4096 + GEMV_WARPS * 8192);
+        assert!(2 * b16 <= 228 * 1024, "{b16}");
     }
 }

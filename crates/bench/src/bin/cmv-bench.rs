@@ -57,10 +57,10 @@ struct Args {
     /// for tuning; without `auto` only the fixed splits run.
     #[arg(long, value_delimiter = ',', default_value = "auto", value_parser = parse_splits)]
     spqr_splits: Vec<Option<u32>>,
-    /// SBVR suite: also run the CUDA-core (AND + popc) GEMV, rows named like `n4/popc`, beside
-    /// the default way.
-    #[arg(long)]
-    sbvr_popc: bool,
+    /// SBVR suite: also run these GEMV ways, comma-separated (`mma`: binary tensor cores, `i8`:
+    /// int8 tensor cores, `popc`: CUDA cores), rows named like `n4/i8`, beside the default way.
+    #[arg(long, value_delimiter = ',', value_parser = bench::sbvr::parse_way)]
+    sbvr_ways: Vec<sbvr_format::gpu::Way>,
     /// Only these variants of every format suite, comma-separated (e.g. `gptvq2,cq2`; a format
     /// with none of them named runs none). Default: every variant.
     #[arg(long, value_delimiter = ',')]
@@ -462,13 +462,19 @@ fn run(args: &Args) -> Result<(), BenchError> {
                     bench::spqr::run_splits(&mut bench, &cfg.shapes, &run, &fixed, &mut progress)?;
                 report.gpu.extend(rows);
             }
-            if want("sbvr") && args.sbvr_popc {
+            if want("sbvr") && !args.sbvr_ways.is_empty() {
                 let (run, _) = bench::formats::split_batches(
                     "sbvr",
                     &cfg.batches_for("sbvr"),
                     max_batch("sbvr"),
                 );
-                let rows = bench::sbvr::run_popc(&mut bench, &cfg.shapes, &run, &mut progress)?;
+                let rows = bench::sbvr::run_ways(
+                    &mut bench,
+                    &cfg.shapes,
+                    &run,
+                    &args.sbvr_ways,
+                    &mut progress,
+                )?;
                 report.gpu.extend(rows);
             }
             if want(BEAM_GEMV) {
