@@ -586,12 +586,14 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
                 }
             }
             let mut ga = [[0f32; 4]; H];
-            unroll!(j < N, {
-                if j < n {
-                    let (lo, hi) = (cur.w[j].0[2 * h], cur.w[j].0[2 * h + 1]);
-                    let mut d = [[MAGIC; 4]; H];
-                    for st in 0..Q8_STEPS {
-                        let r = 2 * st as u32;
+            // Up to 4 bitvectors, the steps go outside so that consecutive MMAs are
+            // independent (one accumulator per bitvector); more would take too many registers.
+            if N <= 4 {
+                let mut d = [[[MAGIC; 4]; H]; N];
+                for st in 0..Q8_STEPS {
+                    let r = 2 * st as u32;
+                    unroll!(j < N, {
+                        let (lo, hi) = (cur.w[j].0[2 * h], cur.w[j].0[2 * h + 1]);
                         let a = [
                             expand(lo, r),
                             expand(hi, r),
@@ -602,18 +604,49 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
                             let xw = &x[hv][st / 2].0;
                             let b = [xw[2 * (st % 2)], xw[2 * (st % 2) + 1]];
                             // SAFETY: the whole warp runs this (the pair is warp-uniform).
-                            d[hv] = unsafe { mma_m16n8k32_u8s8(a, b, d[hv]) };
+                            d[j][hv] = unsafe { mma_m16n8k32_u8s8(a, b, d[j][hv]) };
                         }
-                    }
+                    });
+                }
+                unroll!(j < N, {
                     let c = [coef(&e[h][0], j), coef(&e[h][1], j)];
                     for hv in 0..H {
                         for q in 0..4 {
-                            let v = f32::from_bits(d[hv][q]) - MAGIC_F32;
+                            let v = f32::from_bits(d[j][hv][q]) - MAGIC_F32;
                             ga[hv][q] = fma_f32(c[q / 2], v, ga[hv][q]);
                         }
                     }
-                }
-            });
+                });
+            } else {
+                unroll!(j < N, {
+                    if j < n {
+                        let (lo, hi) = (cur.w[j].0[2 * h], cur.w[j].0[2 * h + 1]);
+                        let mut d = [[MAGIC; 4]; H];
+                        for st in 0..Q8_STEPS {
+                            let r = 2 * st as u32;
+                            let a = [
+                                expand(lo, r),
+                                expand(hi, r),
+                                expand(lo, r + 1),
+                                expand(hi, r + 1),
+                            ];
+                            for hv in 0..H {
+                                let xw = &x[hv][st / 2].0;
+                                let b = [xw[2 * (st % 2)], xw[2 * (st % 2) + 1]];
+                                // SAFETY: the whole warp runs this (the pair is warp-uniform).
+                                d[hv] = unsafe { mma_m16n8k32_u8s8(a, b, d[hv]) };
+                            }
+                        }
+                        let c = [coef(&e[h][0], j), coef(&e[h][1], j)];
+                        for hv in 0..H {
+                            for q in 0..4 {
+                                let v = f32::from_bits(d[hv][q]) - MAGIC_F32;
+                                ga[hv][q] = fma_f32(c[q / 2], v, ga[hv][q]);
+                            }
+                        }
+                    }
+                });
+            }
             for hv in 0..H {
                 for q in 0..4 {
                     acc[hv][q] = fma_f32(cur.s[h][hv][q % 2], ga[hv][q], acc[hv][q]);

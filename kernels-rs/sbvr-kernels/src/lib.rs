@@ -161,10 +161,11 @@ impl Way {
     pub const ALL: [Way; 3] = [Way::Mma, Way::Int8, Way::Popc];
 
     /// The way `SbvrGemv::gemv` takes for `batch` vectors: the faster one measured
-    /// (`docs/PERF.md`, "SBVR").
+    /// (`docs/PERF.md`, "SBVR: int8 tensor cores for batch 3-16"): binary tensor cores for
+    /// one or two vectors (one MMA per vector uses all 8 columns on the bit-planes), int8
+    /// tensor cores from three on (8 vectors per MMA, the bit expansion shared by all).
     pub fn for_batch(batch: usize) -> Way {
-        let _ = batch;
-        Way::Mma
+        if batch <= 2 { Way::Mma } else { Way::Int8 }
     }
 
     /// Its name in kernel names and on the command line.
@@ -308,6 +309,10 @@ mod tests {
                 }
             }
         }
+        assert_eq!(Way::for_batch(1), Way::Mma);
+        assert_eq!(Way::for_batch(2), Way::Mma);
+        assert_eq!(Way::for_batch(3), Way::Int8);
+        assert_eq!(Way::for_batch(16), Way::Int8);
         let names: Vec<_> = gemv_kernel_names().collect();
         assert_eq!(names.len(), 4 * 5 + 5 + 4 * 2);
         assert!(names.iter().all(|n| !n.is_empty()));
