@@ -56,9 +56,10 @@ pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
     }
 }
 
-/// Byte permute (`prmt.b32 d, a, b, sel`): byte `i` of the result is byte `sel[4i..4i+3]`
-/// (0..=7) of the 8 bytes `b:a` (`a` is bytes 0..=3). Modes and sign replication (bit 3 of a
-/// selector nibble) are not used: nibbles must be 0..=7.
+/// Byte permute (`prmt.b32 d, a, b, sel`, the default mode): byte `i` of the result is byte
+/// `sel[4i..4i+2]` (0..=7) of the 8 bytes `b:a` (`a` is bytes 0..=3), or, when bit `4i + 3`
+/// of `sel` is set, that byte's top bit replicated (0x00 or 0xFF). Only the low 16 bits of
+/// `sel` count.
 #[inline(always)]
 pub fn prmt(a: u32, b: u32, sel: u32) -> u32 {
     #[cfg(target_arch = "nvptx64")]
@@ -80,7 +81,11 @@ pub fn prmt(a: u32, b: u32, sel: u32) -> u32 {
         let mut r = 0u32;
         for i in 0..4 {
             let n = (sel >> (4 * i)) & 7;
-            r |= u32::from(bytes[n as usize]) << (8 * i);
+            let mut byte = bytes[n as usize];
+            if (sel >> (4 * i + 3)) & 1 == 1 {
+                byte = if byte & 0x80 != 0 { 0xff } else { 0 };
+            }
+            r |= u32::from(byte) << (8 * i);
         }
         r
     }
@@ -513,6 +518,9 @@ mod tests {
         assert_eq!(prmt(a, b, 0x0000_4567), 0x5566_7788);
         // Selecting byte k of a into byte 0, zeros (bytes of b = 0) elsewhere.
         assert_eq!(prmt(a, 0, 0x4442), 0x33);
+        // Sign replication: bytes 0x88 and 0x44 of b:a become 0xff and 0x00; the upper 16
+        // selector bits do not count.
+        assert_eq!(prmt(a, b, 0xffff_fbff), 0xff00_ffff);
     }
 
     #[test]

@@ -30,7 +30,7 @@
 //! `32 (l % 4) ..`). One f32 scale per (vector, group) at `v * padded_groups + g`.
 //!
 //! # Activations for the int8 way
-//! The int8 GEMV ([`crate::gemv_i8_kernel`]) takes the quantized group as 128 bytes instead of
+//! The int8 GEMV ([`crate::Way::Int8`]) takes the quantized group as 128 bytes instead of
 //! planes (the same buffer size, [`Geometry::plane_words`]): vector `v`, group `g` at byte
 //! `(v * padded_groups + g) * 128`, column `k` of the group at [`q8_offset`]`(k)`. The order is
 //! the one in which the bitvectors, expanded to bytes by [`expand`], meet the `B` fragments
