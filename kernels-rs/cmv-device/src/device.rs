@@ -724,80 +724,55 @@ pub unsafe fn st_u64(p: *mut u64, v: u64) {
     };
 }
 
-/// `mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32`: `D = A B + C` on one warp's fragments,
-/// unsigned 8-bit operands, 32-bit accumulators (wrapping modulo 2^32; every product of two
-/// bytes is below 2^16, so `2^16` of them sum exactly). Fragment layouts as in the PTX ISA
-/// (`A`: 4 registers of 4 bytes, rows `g` and `g + 8`, `B`: 2 registers, column `g`).
-///
-/// # Safety
-/// Called by all 32 lanes of a warp together (sm_80 or newer).
-#[inline(always)]
-pub unsafe fn mma_m16n8k32_u8(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
-    let (d0, d1, d2, d3): (u32, u32, u32, u32);
-    // SAFETY: a register-only warp-collective instruction (sm_80+); the caller guarantees
-    // the whole warp executes it. Not `pure`, so it is never moved into divergent code.
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {{{d0}, {d1}, {d2}, {d3}}}, \
-             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-            options(nomem, nostack),
-        );
-    }
-    [d0, d1, d2, d3]
+/// One `mma.sync.aligned.m16n8k32.row.col.s32.{A}.{B}.s32` wrapper per pair of 8-bit operand
+/// types (the instruction differs only in them).
+macro_rules! mma_m16n8k32_int8 {
+    ($($(#[$doc:meta])* $name:ident = $types:literal;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Called by all 32 lanes of a warp together (sm_80 or newer).
+        #[inline(always)]
+        pub unsafe fn $name(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
+            let (d0, d1, d2, d3): (u32, u32, u32, u32);
+            // SAFETY: a register-only warp-collective instruction (sm_80+); the caller
+            // guarantees the whole warp executes it. Not `pure`, so it is never moved into
+            // divergent code.
+            unsafe {
+                asm!(
+                    concat!("mma.sync.aligned.m16n8k32.row.col.s32.", $types, ".s32 ",
+                        "{{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, ",
+                        "{{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};"),
+                    d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2,
+                    d3 = out(reg32) d3,
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2],
+                    a3 = in(reg32) a[3],
+                    b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+                    c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2],
+                    c3 = in(reg32) c[3],
+                    options(nomem, nostack),
+                );
+            }
+            [d0, d1, d2, d3]
+        }
+    )*};
 }
 
-/// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32`: `D = A B + C` on one warp's fragments,
-/// signed 8-bit operands, exact 32-bit integer accumulation (wrapping). Fragments as
-/// [`mma_m16n8k32_u8`]; the accumulators are `i32` bit patterns.
-///
-/// # Safety
-/// Called by all 32 lanes of a warp together (sm_80 or newer).
-#[inline(always)]
-pub unsafe fn mma_m16n8k32_s8(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
-    let (d0, d1, d2, d3): (u32, u32, u32, u32);
-    // SAFETY: a register-only warp-collective instruction (sm_80+); the caller guarantees
-    // the whole warp executes it. Not `pure`, so it is never moved into divergent code.
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {{{d0}, {d1}, {d2}, {d3}}}, \
-             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-            options(nomem, nostack),
-        );
-    }
-    [d0, d1, d2, d3]
-}
-
-/// `mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32`: `D = A B + C` on one warp's fragments,
-/// unsigned 8-bit `A`, signed 8-bit `B`, exact 32-bit integer accumulation (wrapping).
-/// Fragments as [`mma_m16n8k32_u8`]; the accumulators are `i32` bit patterns.
-///
-/// # Safety
-/// Called by all 32 lanes of a warp together (sm_80 or newer).
-#[inline(always)]
-pub unsafe fn mma_m16n8k32_u8s8(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
-    let (d0, d1, d2, d3): (u32, u32, u32, u32);
-    // SAFETY: a register-only warp-collective instruction (sm_80+); the caller guarantees
-    // the whole warp executes it. Not `pure`, so it is never moved into divergent code.
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {{{d0}, {d1}, {d2}, {d3}}}, \
-             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-            options(nomem, nostack),
-        );
-    }
-    [d0, d1, d2, d3]
+mma_m16n8k32_int8! {
+    /// `mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32`: `D = A B + C` on one warp's
+    /// fragments, unsigned 8-bit operands, 32-bit accumulators (wrapping modulo 2^32; every
+    /// product of two bytes is below 2^16, so `2^16` of them sum exactly). Fragment layouts as
+    /// in the PTX ISA (`A`: 4 registers of 4 bytes, rows `g` and `g + 8`, `B`: 2 registers,
+    /// column `g`).
+    mma_m16n8k32_u8 = "u8.u8";
+    /// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32`: `D = A B + C` on one warp's
+    /// fragments, signed 8-bit operands, exact 32-bit integer accumulation (wrapping).
+    /// Fragments as [`mma_m16n8k32_u8`]; the accumulators are `i32` bit patterns.
+    mma_m16n8k32_s8 = "s8.s8";
+    /// `mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32`: `D = A B + C` on one warp's
+    /// fragments, unsigned 8-bit `A`, signed 8-bit `B`, exact 32-bit integer accumulation
+    /// (wrapping). Fragments as [`mma_m16n8k32_u8`]; the accumulators are `i32` bit patterns.
+    mma_m16n8k32_u8s8 = "u8.s8";
 }
 
 /// `mma.sync.aligned.m16n8k128.row.col.s32.b1.b1.s32.and.popc`: `D = popc(A AND B) + C` on one
