@@ -627,6 +627,19 @@ pub unsafe fn cp_async_wait<const N: u32>() {
     unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
 }
 
+/// Declares per-kernel performance directives as `u32` statics that `cargo xtask ptx` turns
+/// into PTX launch bounds (Rust has no attribute for them): `CMV_MAXNTID_<entry> = N`
+/// becomes `.maxntid N, 1, 1` and `CMV_MINNCTAPERSM_<entry> = N` `.minnctapersm N` on that
+/// entry (xtask's `DIRECTIVES`).
+#[macro_export]
+macro_rules! launch_bounds {
+    ($($sym:ident = $n:expr;)*) => {$(
+        #[unsafe(no_mangle)]
+        #[allow(non_upper_case_globals)]
+        static $sym: u32 = $n;
+    )*};
+}
+
 /// Declares a block of static shared memory of `$bytes` bytes named `$name`, aligned to 16, and
 /// evaluates to a generic `*mut u8` to it.
 ///

@@ -888,14 +888,7 @@ tc_entries! {
 // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the
 // shared-input (`s`) variant keeps its weights in flight in at most 128 registers, so that 2
 // blocks fit on an SM (measured no faster than the others on an H100: docs/PERF.md).
-macro_rules! bounds {
-    ($($sym:ident = $n:expr;)*) => {$(
-        #[unsafe(no_mangle)]
-        #[allow(non_upper_case_globals)]
-        static $sym: u32 = $n;
-    )*};
-}
-bounds! {
+cmv_device::launch_bounds! {
     CMV_MAXNTID_cmv_gemv_f16_tc_x_n16m1u4ps = crate::tc::TC_THREADS;
     CMV_MINNCTAPERSM_cmv_gemv_f16_tc_x_n16m1u4ps = 2;
     CMV_MAXNTID_cmv_gemv_i8_tc_x_n16m1u4ps = crate::tc::TC_THREADS;

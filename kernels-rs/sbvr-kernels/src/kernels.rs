@@ -846,14 +846,7 @@ pub static CMV_MAXNTID: u32 = GEMV_WARPS * 32;
 
 // The int8 kernels for 16 vectors in at most 128 registers (`.minnctapersm 2`), so that two
 // blocks (16 warps) share an SM.
-macro_rules! min_blocks {
-    ($($sym:ident = $n:expr;)*) => {$(
-        #[unsafe(no_mangle)]
-        #[allow(non_upper_case_globals)]
-        static $sym: u32 = $n;
-    )*};
-}
-min_blocks! {
+cmv_device::launch_bounds! {
     CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n2_b16 = 2;
     CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n3_b16 = 2;
     CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n4_b16 = 2;
