@@ -22,6 +22,7 @@ pub mod sbvr_accuracy;
 pub mod spqr;
 pub mod spqr_accuracy;
 pub mod toy;
+pub mod vq;
 pub mod weights;
 
 use std::collections::BTreeMap;

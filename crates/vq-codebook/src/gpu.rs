@@ -1,15 +1,20 @@
 //! The GPU path: a validated VQ matrix on the device and the fused GEMV kernels of
 //! `kernels-rs/vq-kernels` (`docs/VQ.md`):
 //!
+//! * the **tensor-core kernel** (`vq_kernels::mma`) for `VQ<v, 8, 1>` with `v` in 2, 4, 8 and
+//!   tiles on its grid (every preset but AQLM-3): each code is looked up in a replicated
+//!   codebook in shared memory straight into the registers of an `mma.m16n8k16`, so 1 to 16
+//!   vectors take one launch and the codes are read once. The default where it applies;
 //! * the **table kernel** (`vq_kernels::lut`) for `VQ<v, 8, 1>` with `v` in 2, 4, 8 and tiles
 //!   on its grid (every preset but AQLM-3): per slab of 32 vector positions and tile, the dot
 //!   products of the 256 codebook entries with the inputs are built once in shared memory,
 //!   then every code is one table lookup. One vector per launch (a batch is that many
-//!   launches);
+//!   launches); kept for comparison ([`set_kernel_preference`]);
 //! * the **stream kernel** (one warp per row, codebooks read through L1) for every other
 //!   configuration, batch 1 to 16.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use cmv_format::{
     Check, DeviceGemv, DeviceShape, PaddedShape, batch_len, check_batch, check_len_at_least,
@@ -20,6 +25,9 @@ use cmv_runtime::{
 use half::f16;
 use vq_kernels::lut::{
     LUT_THREADS, LUT_VECS, LutGeometry, VqLutParams, lut_kernel, lut_smem_bytes,
+};
+use vq_kernels::mma::{
+    MMA_ROW_GROUPS, MMA_SMEM_BYTES, MMA_THREADS, MMA_VECS, MmaGeometry, VqMmaParams, mma_kernel,
 };
 use vq_kernels::{GEMV_WARPS, KERNEL_BATCHES, MAX_BATCH, VqGemvParams, gemv_kernel};
 
@@ -37,6 +45,13 @@ pub static PTX: PtxModule = PtxModule::new("vq-kernels", include_str!("../ptx/vq
 /// Which kernel a [`DeviceVqMatrix`] is laid out for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VqKernel {
+    /// The tensor-core kernel (`vq_kernels::mma`) with `row_groups` (2 or 4) groups of 16 rows
+    /// per warp: `VQ<v, 8, 1>`, `v` in 2, 4, 8, tiles on its grid
+    /// ([`VqMatrix::mma_geometry`]). Codes as bytes in fragment order.
+    Mma {
+        /// Row groups (16 rows) per warp.
+        row_groups: usize,
+    },
     /// The table kernel (`vq_kernels::lut`): `VQ<v, 8, 1>`, `v` in 2, 4, 8, tiles on its
     /// grid ([`LutGeometry::new`]). Codes as rotated bytes per slab.
     Table,
@@ -45,14 +60,77 @@ pub enum VqKernel {
 }
 
 impl VqKernel {
-    /// The kernel [`DeviceVqMatrix::upload`] picks for `m`: the table kernel where it takes the
-    /// matrix, else the stream kernel.
-    pub fn for_matrix(m: &VqMatrix) -> Self {
-        if m.table_geometry(512).is_some() {
+    /// The kernel [`DeviceVqMatrix::upload`] picks for `m` on a GPU of `sms` SMs: the
+    /// tensor-core kernel where it takes the matrix (row groups per warp from
+    /// [`VqMatrix::mma_row_groups`]), else the table kernel where it does, else the stream
+    /// kernel. A preference set by [`set_kernel_preference`] comes first where it takes `m`.
+    pub fn for_matrix(m: &VqMatrix, sms: usize) -> Self {
+        let takes = |k: VqKernel| match k {
+            Self::Mma { row_groups } => m.mma_geometry(row_groups).is_some(),
+            Self::Table => m.table_geometry(512).is_some(),
+            Self::Stream => true,
+        };
+        if let Some(k) = kernel_preference().filter(|&k| takes(k)) {
+            return k;
+        }
+        if let Some(row_groups) = m.mma_row_groups(sms) {
+            Self::Mma { row_groups }
+        } else if takes(Self::Table) {
             Self::Table
         } else {
             Self::Stream
         }
+    }
+
+    /// The kernel's name in the bench (`mma2`, `mma4`, `table`, `stream`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mma { row_groups: 2 } => "mma2",
+            Self::Mma { .. } => "mma4",
+            Self::Table => "table",
+            Self::Stream => "stream",
+        }
+    }
+
+    /// The kernel named `name` ([`VqKernel::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            Self::Mma { row_groups: 2 },
+            Self::Mma { row_groups: 4 },
+            Self::Table,
+            Self::Stream,
+        ]
+        .into_iter()
+        .find(|k| k.name() == name)
+    }
+}
+
+/// The process-wide kernel preference (0: none; else 1 + index of [`VqKernel::from_name`]'s
+/// list).
+static PREFERENCE: AtomicU8 = AtomicU8::new(0);
+
+/// Makes [`DeviceVqMatrix::upload`] (and so the format core's `DeviceGemv::upload`) lay
+/// matrices out for `kernel` where it takes them, from now on, in this process; `None`
+/// restores the default choice. For comparing the kernels (`cmv-bench --vq-kernels`).
+pub fn set_kernel_preference(kernel: Option<VqKernel>) {
+    let v = match kernel {
+        None => 0,
+        Some(VqKernel::Mma { row_groups: 2 }) => 1,
+        Some(VqKernel::Mma { .. }) => 2,
+        Some(VqKernel::Table) => 3,
+        Some(VqKernel::Stream) => 4,
+    };
+    PREFERENCE.store(v, Ordering::Relaxed);
+}
+
+/// The preference set by [`set_kernel_preference`].
+pub fn kernel_preference() -> Option<VqKernel> {
+    match PREFERENCE.load(Ordering::Relaxed) {
+        1 => Some(VqKernel::Mma { row_groups: 2 }),
+        2 => Some(VqKernel::Mma { row_groups: 4 }),
+        3 => Some(VqKernel::Table),
+        4 => Some(VqKernel::Stream),
+        _ => None,
     }
 }
 
@@ -62,6 +140,10 @@ enum Codes {
     Table {
         codes: CudaSlice<u32>,
         geom: LutGeometry,
+    },
+    Mma {
+        codes: CudaSlice<u32>,
+        geom: MmaGeometry,
     },
 }
 
@@ -81,14 +163,18 @@ impl DeviceVqMatrix {
     /// # Errors
     /// [`VqMatrix::validate`]'s errors; the shape's (sides past `u32`); runtime errors.
     pub fn upload(gpu: &Gpu, m: &VqMatrix) -> Result<Self, VqError> {
-        Self::upload_for(gpu, m, VqKernel::for_matrix(m))
+        Self::upload_for(
+            gpu,
+            m,
+            VqKernel::for_matrix(m, gpu.info().sm_count as usize),
+        )
     }
 
     /// Validates `m` and uploads it for `kernel` (the stream kernel takes every matrix).
     ///
     /// # Errors
     /// As [`DeviceVqMatrix::upload`]; [`VqError::Config`] when `kernel` is
-    /// [`VqKernel::Table`] and the table kernel does not take `m`.
+    /// [`VqKernel::Table`] or [`VqKernel::Mma`] and that kernel does not take `m`.
     pub fn upload_for(gpu: &Gpu, m: &VqMatrix, kernel: VqKernel) -> Result<Self, VqError> {
         m.validate()?;
         let g = m.geometry();
@@ -121,6 +207,19 @@ impl DeviceVqMatrix {
                     geom: layout.geom,
                 }
             }
+            VqKernel::Mma { row_groups } => {
+                let layout = m.mma_layout(row_groups).ok_or(VqError::Config {
+                    what: "kernel",
+                    value: row_groups as u64,
+                    rule: "the tensor-core kernel takes VQ<v, 8, 1> with v in 2, 4, 8, 2 or 4 \
+                           row groups per warp and tiles of a multiple of 128 x row groups rows \
+                           and 128 columns: upload for another kernel",
+                })?;
+                Codes::Mma {
+                    codes: gpu.upload(&layout.codes)?,
+                    geom: layout.geom,
+                }
+            }
         };
         Ok(Self {
             shape,
@@ -141,6 +240,10 @@ impl DeviceVqMatrix {
                 codes: cmv_format::clone_slice(codes)?,
                 geom: *geom,
             },
+            Codes::Mma { codes, geom } => Codes::Mma {
+                codes: cmv_format::clone_slice(codes)?,
+                geom: *geom,
+            },
         };
         Ok(Self {
             shape: self.shape,
@@ -157,6 +260,7 @@ impl DeviceVqMatrix {
         match self.codes {
             Codes::Stream(_) => VqKernel::Stream,
             Codes::Table { .. } => VqKernel::Table,
+            Codes::Mma { geom, .. } => VqKernel::Mma { row_groups: geom.r },
         }
     }
 
@@ -165,14 +269,15 @@ impl DeviceVqMatrix {
     pub fn bytes_read(&self) -> usize {
         let codes = match &self.codes {
             Codes::Stream(c) => 4 * c.len(),
-            Codes::Table { codes, .. } => 4 * codes.len(),
+            Codes::Table { codes, .. } | Codes::Mma { codes, .. } => 4 * codes.len(),
         };
         codes + 2 * self.codebooks.len()
     }
 }
 
-/// The output of a VQ product: `batch x rows` fp16 values, and the table kernel's fp32
-/// workspace (row sums and per-chunk counters, zero between launches).
+/// The output of a VQ product: `batch x rows` fp16 values, and the fp32 workspace of the
+/// table and tensor-core kernels (`batch x rows` sums and per-chunk or per-row-block
+/// counters, zero between launches).
 #[derive(Debug)]
 pub struct VqOut {
     y: CudaSlice<f16>,
@@ -188,7 +293,7 @@ impl VqOut {
     pub fn new(gpu: &Gpu, rows: usize, batch: usize) -> Result<Self, VqError> {
         Ok(Self {
             y: gpu.alloc_zeros::<f16>(batch_len(batch, rows)?)?,
-            acc: gpu.alloc_zeros::<f32>(rows.max(1))?,
+            acc: gpu.alloc_zeros::<f32>(batch_len(batch, rows)?.max(rows).max(1))?,
             counters: gpu.alloc_zeros::<u32>(rows.div_ceil(32).max(1))?,
         })
     }
@@ -206,6 +311,8 @@ pub struct VqGemv {
     kernels: Vec<(&'static str, Kernel)>,
     /// The table kernels by vector size, and the blocks of each that fit on the device.
     tables: Vec<(usize, Kernel, u32)>,
+    /// The tensor-core kernels by name, and the blocks of each that fit on an SM.
+    mmas: Vec<(&'static str, Kernel, u32)>,
     sms: u32,
 }
 
@@ -235,10 +342,29 @@ impl VqGemv {
                 tables.push((v, k, resident));
             }
         }
+        let mut mmas = Vec::new();
+        for v in MMA_VECS {
+            for r in MMA_ROW_GROUPS {
+                let Some(name) = mma_kernel(v, r) else {
+                    continue;
+                };
+                let k = gpu.kernel(&PTX, name)?;
+                k.check_config(&LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (MMA_THREADS, 1, 1),
+                    shared_mem_bytes: MMA_SMEM_BYTES,
+                })?;
+                let resident = k
+                    .max_active_blocks_per_sm(MMA_THREADS, MMA_SMEM_BYTES)?
+                    .max(1);
+                mmas.push((name, k, resident));
+            }
+        }
         Ok(Self {
             stream: gpu.stream().clone(),
             kernels,
             tables,
+            mmas,
             sms: gpu.info().sm_count,
         })
     }
@@ -262,6 +388,7 @@ impl VqGemv {
         let codes = match &m.codes {
             Codes::Stream(codes) => codes,
             Codes::Table { codes, geom } => return self.gemv_table(m, codes, geom, x, out, batch),
+            Codes::Mma { codes, geom } => return self.gemv_mma(m, codes, geom, x, out, batch),
         };
         let y = &mut out.y;
         let (name, _) = gemv_kernel(batch as u32).ok_or(RuntimeError::MissingKernel {
@@ -315,6 +442,71 @@ impl VqGemv {
         // from its Geometry, every code below 2^bits by construction); x holds batch * cols
         // halves and y batch * rows (checked above); 1 <= batch <= the kernel's batch
         // (gemv_kernel); ceil(rows / GEMV_WARPS) blocks of GEMV_WARPS warps, one row each.
+        unsafe { kernel.launch(&self.stream, cfg, &params)? };
+        Ok(())
+    }
+
+    /// The tensor-core kernel, one launch for the batch (sizes checked by [`VqGemv::gemv`]).
+    fn gemv_mma(
+        &self,
+        m: &DeviceVqMatrix,
+        codes: &CudaSlice<u32>,
+        geom: &MmaGeometry,
+        x: &CudaSlice<f16>,
+        out: &mut VqOut,
+        batch: usize,
+    ) -> Result<(), VqError> {
+        let missing = || RuntimeError::MissingKernel {
+            module: PTX.name,
+            kernel: "cmv_vq_mma",
+        };
+        let name = mma_kernel(geom.vec, geom.r).ok_or_else(missing)?;
+        let (_, kernel, resident) = self
+            .mmas
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .ok_or_else(missing)?;
+        let rows = m.rows();
+        check_len_at_least("workspace", out.acc.len(), batch_len(batch, rows)?)?;
+        check_len_at_least("counters", out.counters.len(), geom.row_blocks)?;
+        check_len_at_least("tensor-core codes", codes.len(), geom.code_bytes() / 4)?;
+        let u = |v: usize| m.shape.to_u32(v);
+        let units = geom.units();
+        let params = VqMmaParams {
+            codes: dev_ptr(codes),
+            codebooks: dev_ptr(&m.codebooks),
+            x: dev_ptr(x).cast(),
+            y: dev_ptr_mut(&mut out.y).cast(),
+            acc: dev_ptr_mut(&mut out.acc),
+            counters: dev_ptr_mut(&mut out.counters),
+            rows: m.shape.rows,
+            cols: m.shape.cols,
+            batch: batch as u32,
+            slabs: u(geom.slabs)?,
+            row_blocks: u(geom.row_blocks)?,
+            tile_blocks: u(geom.tile_blocks)?,
+            slabs_per_tile: u(geom.slabs_per_tile)?,
+            tiles_c: u(geom.tiles_c)?,
+            units: u(units)?,
+            pad: 0,
+        };
+        let cfg = LaunchConfig {
+            grid_dim: (
+                (self.sms as usize * *resident as usize).min(units) as u32,
+                1,
+                1,
+            ),
+            block_dim: (MMA_THREADS, 1, 1),
+            shared_mem_bytes: MMA_SMEM_BYTES,
+        };
+        // SAFETY: `codes` was laid out by mma_codes for `geom`, the MmaGeometry of this
+        // validated matrix with this kernel's vector size and row groups (code_bytes / 4
+        // words, checked above), the codebooks hold tiles * 256 * vec values (a validated
+        // VQ<vec, 8, 1> matrix); x holds batch * cols halves and y batch * rows (checked by
+        // the caller), acc batch * rows values and counters row_blocks (checked above), both
+        // zero: zeroed at allocation and left zero by every launch, which runs in stream
+        // order; all buffers are whole allocations (256-byte aligned); 1 <= batch <= 16;
+        // at most `units` blocks of MMA_THREADS threads with MMA_SMEM_BYTES bytes.
         unsafe { kernel.launch(&self.stream, cfg, &params)? };
         Ok(())
     }

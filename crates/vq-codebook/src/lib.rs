@@ -61,6 +61,7 @@ mod error;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 mod matrix;
+pub mod mma;
 pub mod rtn;
 pub mod table;
 
@@ -76,6 +77,9 @@ pub use config::{Geometry, MAX_SIDE, Scope, VqConfig};
 pub use encode::{EncodeOptions, SplitMix64};
 pub use error::{Result, VqError};
 pub use matrix::{NAME, VqMatrix};
+pub use mma::MmaLayout;
 pub use table::TableLayout;
 /// The table kernel's geometry ([`VqMatrix::table_geometry`]).
 pub use vq_kernels::lut::LutGeometry;
+/// The tensor-core kernel's geometry ([`VqMatrix::mma_geometry`]).
+pub use vq_kernels::mma::MmaGeometry;

@@ -47,15 +47,24 @@ fn the_kernel_matches_the_reference() {
         (tile(64, 256, 8), 200, 515),
         (tile(32, 64, 2), 97, 200),
         (tile(40, 128, 4), 40, 300),
+        (VqConfig::gptvq2_256(), 700, 1000),
+        (tile(512, 256, 8), 1100, 600),
+        (tile(512, 128, 2), 600, 300),
     ]);
-    let mut tables = 0;
+    let (mut tables, mut mmas) = (0, 0);
     for (i, (config, rows, cols)) in cases.enumerate() {
         let w = weights(rows * cols, i as u64 + 1);
         let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
         let mut kernels = vec![VqKernel::Stream];
-        if VqKernel::for_matrix(&m) == VqKernel::Table {
+        if m.table_geometry(512).is_some() {
             kernels.push(VqKernel::Table);
             tables += 1;
+        }
+        for row_groups in [2, 4] {
+            if m.mma_geometry(row_groups).is_some() {
+                kernels.push(VqKernel::Mma { row_groups });
+                mmas += 1;
+            }
         }
         for kernel in kernels {
             let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
@@ -68,7 +77,7 @@ fn the_kernel_matches_the_reference() {
                 let want = m.reference(&x, batch).unwrap();
                 let dx = gpu.upload(&x).unwrap();
                 let mut out = VqOut::new(&gpu, rows, batch).unwrap();
-                // Twice: the table kernel's workspace must be left zero for the next launch.
+                // Twice: the workspace must be left zero for the next launch.
                 for round in 0..2 {
                     k.gemv(&dm, &dx, &mut out, batch).unwrap();
                     let got = gpu.download(out.y()).unwrap();
@@ -82,6 +91,7 @@ fn the_kernel_matches_the_reference() {
         }
     }
     assert!(tables >= 8, "the table kernel ran on {tables} cases");
+    assert!(mmas >= 14, "the tensor-core kernel ran on {mmas} cases");
 }
 
 #[test]

@@ -8,10 +8,16 @@ use crate::{GEMV_WARPS, VqGemvParams, code_from_pair};
 
 /// `unroll!(i < N, { body })`: the body once for each `i` in `0..N` (`N <= 16`, a constant),
 /// as straight-line code with `i` a constant in each copy, so arrays indexed by `i` stay in
-/// registers.
+/// registers. `unroll!(i in [0 1 2], { body })`: once for each listed value (no dead copies).
 macro_rules! unroll {
     ($i:ident < $n:expr, $body:block) => {
         unroll!(@ $i, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    ($i:ident in [$($k:literal)*], $body:block) => {
+        $({
+            let $i: usize = $k;
+            $body
+        })*
     };
     (@ $i:ident, $n:expr, $body:block, $($k:literal)*) => {
         $({
@@ -405,3 +411,9 @@ lut_entries! {
     cmv_vq_lut_v4 = 4;
     cmv_vq_lut_v8 = 8;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The tensor-core GEMV (`crate::mma`)
+
+#[path = "mma_gpu.rs"]
+mod mma_gpu;

@@ -14,6 +14,7 @@
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 pub mod lut;
+pub mod mma;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 

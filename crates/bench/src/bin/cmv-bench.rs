@@ -61,6 +61,12 @@ struct Args {
     /// int8 tensor cores, `popc`: CUDA cores), rows named like `n4/i8`, beside the default way.
     #[arg(long, value_delimiter = ',', value_parser = bench::sbvr::parse_way)]
     sbvr_ways: Vec<sbvr_format::gpu::Way>,
+    /// VQ suite: also run these GEMV kernels, comma-separated (`mma2`, `mma4`: tensor cores with
+    /// 2 or 4 row groups per warp, `table`: the lookup-table kernel, `stream`), rows named like
+    /// `gptvq2/table`, beside the default choice; a kernel that does not take a matrix leaves
+    /// it to the default.
+    #[arg(long, value_delimiter = ',', value_parser = bench::vq::parse_kernel)]
+    vq_kernels: Vec<vq_codebook::gpu::VqKernel>,
     /// Only these variants of every format suite, comma-separated (e.g. `gptvq2,cq2`; a format
     /// with none of them named runs none). Default: every variant.
     #[arg(long, value_delimiter = ',')]
@@ -473,6 +479,18 @@ fn run(args: &Args) -> Result<(), BenchError> {
                     &cfg.shapes,
                     &run,
                     &args.sbvr_ways,
+                    &mut progress,
+                )?;
+                report.gpu.extend(rows);
+            }
+            if want("vq") && !args.vq_kernels.is_empty() {
+                let (run, _) =
+                    bench::formats::split_batches("vq", &cfg.batches_for("vq"), max_batch("vq"));
+                let rows = bench::vq::run_kernels(
+                    &mut bench,
+                    &cfg.shapes,
+                    &run,
+                    &args.vq_kernels,
                     &mut progress,
                 )?;
                 report.gpu.extend(rows);

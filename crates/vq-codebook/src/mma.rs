@@ -1,0 +1,70 @@
+//! The layout of the tensor-core kernel (`vq_kernels::mma`) on the host: which matrices it
+//! takes, its geometry and byte codes, and its arithmetic on the CPU (no GPU needed, so CI
+//! tests the fragments, the table addresses and the work split the kernel uses).
+
+use half::f16;
+use vq_kernels::mma::{MmaGeometry, mma_codes, mma_model, mma_model_params};
+
+use crate::matrix::VqMatrix;
+
+/// The tensor-core kernel's layout of a matrix: its geometry and byte codes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MmaLayout {
+    /// Row blocks, slabs and tiles as the kernel walks them.
+    pub geom: MmaGeometry,
+    /// `geom.code_bytes()` bytes of codes as u32 words ([`vq_kernels::mma`] has the order).
+    pub codes: Vec<u32>,
+}
+
+impl VqMatrix {
+    /// The tensor-core kernel's geometry with `r` row groups (16 rows) per warp; `None` where
+    /// it does not take the matrix: it takes `VQ<v, 8, 1>` with `v` in 2, 4, 8, tiles of a
+    /// multiple of `128 r` rows unless there is one tile row and of a multiple of 128 columns
+    /// unless there is one tile column, `r` in 2, 4.
+    pub fn mma_geometry(&self, r: usize) -> Option<MmaGeometry> {
+        let g = self.geometry();
+        let c = g.config;
+        if c.bits != 8 || c.residuals != 1 || g.rows > u32::MAX as usize / 2 {
+            return None;
+        }
+        if g.cols > u32::MAX as usize / 2 {
+            return None;
+        }
+        MmaGeometry::new(
+            g.rows,
+            g.cols,
+            c.vec,
+            (g.tile_rows, g.tile_vecs * c.vec, g.tiles_c),
+            r,
+        )
+    }
+
+    /// Row groups per warp for the tensor-core kernel on a GPU of `sms` SMs: 4 where the
+    /// tiles allow it and there are at least 8 units (row block x slab) per SM, else 2; `None`
+    /// where the kernel does not take the matrix.
+    pub fn mma_row_groups(&self, sms: usize) -> Option<usize> {
+        match self.mma_geometry(4) {
+            Some(g) if g.units() >= 8 * sms.max(1) => Some(4),
+            _ => self.mma_geometry(2).map(|_| 2),
+        }
+    }
+
+    /// The tensor-core kernel's layout with `r` row groups per warp, `None` where it does not
+    /// take the matrix ([`VqMatrix::mma_geometry`]).
+    pub fn mma_layout(&self, r: usize) -> Option<MmaLayout> {
+        let geom = self.mma_geometry(r)?;
+        let g = self.geometry();
+        let codes = mma_codes(g.rows, g.vecs, &geom, |row, i| self.code(0, row, i) as u8);
+        Some(MmaLayout { geom, codes })
+    }
+
+    /// The tensor-core kernel's product of `batch` vectors `x` (`batch * cols` values) on the
+    /// CPU with the units split over `grid` blocks (`vq_kernels::mma::mma_model`), fp32 sums
+    /// before the fp16 rounding, `batch x rows`. `batch` is 1..=16.
+    pub fn mma_model(&self, layout: &MmaLayout, x: &[f16], batch: usize, grid: u32) -> Vec<f32> {
+        let p = mma_model_params(self.rows(), self.cols(), batch, &layout.geom);
+        let cb: Vec<u16> = self.codebooks().iter().map(|h| h.to_bits()).collect();
+        let xs: Vec<u16> = x.iter().map(|h| h.to_bits()).collect();
+        mma_model(&p, &layout.geom, grid, &layout.codes, &cb, &xs)
+    }
+}

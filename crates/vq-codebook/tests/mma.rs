@@ -1,0 +1,84 @@
+//! The tensor-core kernel's layout and arithmetic on the CPU (`vq_codebook::mma`): which
+//! matrices it takes, and its product (the very replicated table, staged input fragments,
+//! byte codes, lane addresses and fragment placement the GPU uses) against the f64 reference,
+//! for every configuration it takes, odd shapes, batch 1 to 16, both row-group counts and
+//! several work splits.
+
+use half::f16;
+use vq_codebook::{EncodeOptions, VqConfig, VqMatrix};
+
+mod common;
+use common::{tile, weights};
+
+fn rel(got: &[f32], want: &[f64]) -> f64 {
+    vq_codebook::cmv_format::relative_error(got.iter().map(|&v| f64::from(v)), want)
+}
+
+#[test]
+fn the_mma_model_matches_the_reference() {
+    let cases = [
+        (VqConfig::gptvq2(), 600, 520),
+        (VqConfig::gptvq2(), 1, 4),
+        (VqConfig::gptvq2_256(), 300, 700),
+        (VqConfig::cq4(), 129, 257),
+        (VqConfig::cq2(), 70, 1001),
+        (tile(256, 256, 8), 300, 515),
+        (tile(512, 128, 2), 97, 200),
+        // One tile row of 40 rows (not a multiple of 256) is on the grid.
+        (tile(40, 128, 4), 40, 300),
+    ];
+    for (i, (config, rows, cols)) in cases.into_iter().enumerate() {
+        let w = weights(rows * cols, i as u64 + 1);
+        let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
+        for batch in [1, 3, 8, 9, 16] {
+            let x: Vec<f16> = weights(batch * cols, 77 + i as u64)
+                .iter()
+                .map(|v| f16::from_f32(v * 20.0))
+                .collect();
+            let want = m.reference(&x, batch).unwrap();
+            for r in [2, 4] {
+                let Some(layout) = m.mma_layout(r) else {
+                    // Only 256-row tiles with several tile rows are off the grid, at r = 4.
+                    assert!(r == 4 && m.geometry().tile_rows == 256 && m.geometry().tiles_r > 1);
+                    continue;
+                };
+                assert_eq!(layout.codes.len() * 4, layout.geom.code_bytes());
+                for grid in [1, 3, 1000] {
+                    let grid = grid.min(layout.geom.units() as u32);
+                    let got = m.mma_model(&layout, &x, batch, grid);
+                    let e = rel(&got, &want);
+                    assert!(
+                        e < 1e-5,
+                        "{config:?} {rows}x{cols} batch {batch} r {r} grid {grid}: {e:e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_kernel_takes_one_stage_of_8_bit_codes_on_its_grid() {
+    let w = weights(512 * 256, 5);
+    let enc = |c: VqConfig, rows: usize, cols: usize| {
+        VqMatrix::encode(&w[..rows * cols], rows, cols, &EncodeOptions::with(c)).unwrap()
+    };
+    assert!(enc(VqConfig::aqlm3(), 64, 64).mma_geometry(2).is_none());
+    assert!(enc(tile(64, 128, 4), 128, 128).mma_geometry(2).is_none());
+    assert!(enc(tile(256, 64, 4), 256, 256).mma_geometry(2).is_none());
+    assert!(enc(tile(256, 64, 4), 256, 64).mma_geometry(2).is_some());
+    let v3 = VqConfig {
+        vec: 3,
+        ..VqConfig::cq2()
+    };
+    assert!(enc(v3, 64, 63).mma_geometry(2).is_none());
+    // R = 4 needs 512-row tiles (or one tile row) and enough units; else R = 2.
+    let m = enc(VqConfig::gptvq2_256(), 512, 256);
+    assert_eq!(
+        (m.mma_geometry(4).is_none(), m.mma_row_groups(132)),
+        (true, Some(2))
+    );
+    let m = enc(VqConfig::cq2(), 512, 256);
+    assert_eq!(m.mma_geometry(4).map(|g| g.units()), Some(2));
+    assert_eq!(m.mma_row_groups(132), Some(2));
+}

@@ -1,0 +1,469 @@
+// The tensor-core GEMV (`crate::mma`), NVPTX only. Included from `kernels.rs`.
+
+use cmv_device::{
+    U32x4, atomic_add_u32, block_idx_x, dyn_smem_addr, f32_to_f16, fence_gpu, grid_dim_x,
+    ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, lds_u32, lds_v4,
+    mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v4, sync_threads, thread_idx_x,
+};
+
+use crate::mma::{
+    MMA_ENTRIES, MMA_TABLE_BYTES, MMA_THREADS, MMA_WARPS, SLAB_COLS, STEPS, VqMmaParams,
+    X_STAGE_BYTES, frag_col, lookup_offset,
+};
+
+/// One thread's part of a unit's shared data, loaded a unit ahead: `x` its input fragment
+/// (step `tid / 32`, lane `tid % 32`: the A registers), `cb` entry `tid` of the unit's
+/// codebook (`2 V` bytes; only when the unit's table must be built).
+#[derive(Clone, Copy)]
+struct Stage {
+    x: [u32; 4],
+    cb: [u32; 4],
+}
+
+/// Four inputs of vector `n` from column `col` (0 past the batch and the columns), as two
+/// words.
+///
+/// # Safety
+/// The launcher's contract (`VqMmaParams`).
+#[inline(always)]
+unsafe fn load_x4(p: &VqMmaParams, n: u32, col: usize) -> [u32; 2] {
+    let mut x = [0u32; 2];
+    let cols = p.cols as usize;
+    if n < p.batch {
+        let at = n as usize * cols + col;
+        if cols.is_multiple_of(4) && col + 4 <= cols {
+            // SAFETY: n < batch, col + 4 <= cols: inside x; 8-byte aligned (x is, and at is
+            // a multiple of 4 halves).
+            let w = unsafe { ld_nc_u64(p.x.as_ptr().add(at) as *const u64) };
+            x = [w as u32, (w >> 32) as u32];
+        } else {
+            for i in 0..4 {
+                if col + i < cols {
+                    // SAFETY: n < batch, col + i < cols: inside x.
+                    let h = u32::from(unsafe { ld_nc_u16(p.x.as_ptr().add(at + i)) });
+                    x[i / 2] |= h << (16 * (i % 2));
+                }
+            }
+        }
+    }
+    x
+}
+
+/// Loads thread `tid`'s [`Stage`] of slab `slab`, codebook `tile` when `build`.
+///
+/// # Safety
+/// The launcher's contract; `slab < slabs`, `tile` a tile of the matrix.
+#[inline(always)]
+unsafe fn load_stage<const V: usize>(
+    p: &VqMmaParams,
+    slab: u32,
+    tile: u32,
+    build: bool,
+    tid: u32,
+) -> Stage {
+    let lane = tid % 32;
+    let col = slab as usize * SLAB_COLS + frag_col(V, (tid / 32) as usize, (lane % 4) as usize);
+    // SAFETY: the launcher's contract.
+    let (lo, hi) = unsafe { (load_x4(p, lane / 4, col), load_x4(p, lane / 4 + 8, col)) };
+    let mut st = Stage {
+        x: [lo[0], hi[0], lo[1], hi[1]],
+        cb: [0; 4],
+    };
+    if build {
+        let at = (tile as usize * MMA_ENTRIES + tid as usize) * V;
+        // SAFETY: tile < tiles, tid < 256: entry tid of the codebook, 2 V bytes, aligned to
+        // 2 V (the codebooks are 16-byte aligned).
+        unsafe {
+            let e = p.codebooks.as_ptr().add(at);
+            match V {
+                2 => st.cb[0] = ld_nc_u32(e as *const u32),
+                4 => {
+                    let w = ld_nc_u64(e as *const u64);
+                    st.cb[0] = w as u32;
+                    st.cb[1] = (w >> 32) as u32;
+                }
+                _ => st.cb = ld_nc_v4(e as *const U32x4).0,
+            }
+        }
+    }
+    st
+}
+
+/// Writes a [`Stage`] into the buffers of parity `P`: the input fragment, and when `build`
+/// entry `tid` of the table (8 stores of 16 bytes, rotated by `tid % 8` so that the 8 threads
+/// of a wavefront hit 8 different bank groups).
+///
+/// # Safety
+/// `base` is the dynamic shared memory (`MMA_SMEM_BYTES` bytes); no thread reads these
+/// buffers until the next barrier.
+#[inline(always)]
+unsafe fn write_stage<const V: usize, const P: u32>(base: u32, st: &Stage, build: bool, tid: u32) {
+    let xb = base + 2 * MMA_TABLE_BYTES + P * X_STAGE_BYTES;
+    // SAFETY: fragment tid of this stage buffer.
+    unsafe { sts_v4(xb + tid * 16, U32x4(st.x)) };
+    if build {
+        let c = st.cb;
+        let val = match V {
+            2 => U32x4([c[0]; 4]),
+            4 => U32x4([c[0], c[1], c[0], c[1]]),
+            _ => U32x4(c),
+        };
+        let tb = base + P * MMA_TABLE_BYTES + tid * 128;
+        for k in 0..8 {
+            // SAFETY: inside entry tid of this table.
+            unsafe { sts_v4(tb + ((16 * (k as u32 + tid)) & 127), val) };
+        }
+    }
+}
+
+/// The codes of one warp's `R` row groups for a unit: `16 / V` words each.
+///
+/// # Safety
+/// The launcher's contract; `rb < row_blocks`, `slab < slabs`.
+#[inline(always)]
+unsafe fn load_codes<const V: usize, const R: usize>(
+    p: &VqMmaParams,
+    rb: u32,
+    slab: u32,
+    warp: u32,
+    lane: u32,
+) -> [[u32; 8]; R] {
+    let mut c = [[0u32; 8]; R];
+    let words = 16 / V;
+    for r in 0..R {
+        let rg = (rb as usize * MMA_WARPS as usize + warp as usize) * R + r;
+        let at = ((rg * p.slabs as usize + slab as usize) * 32 + lane as usize) * words;
+        // SAFETY: rg < row_groups, slab < slabs: inside the codes; 16-byte aligned for V <= 4
+        // (at is a multiple of 4 words), 8-byte for V = 8 (2 words).
+        unsafe {
+            let q = p.codes.as_ptr().add(at);
+            match V {
+                2 => {
+                    let (a, b) = (
+                        ld_nc_na_v4(q as *const U32x4),
+                        ld_nc_na_v4((q as *const U32x4).add(1)),
+                    );
+                    c[r] = [
+                        a.0[0], a.0[1], a.0[2], a.0[3], b.0[0], b.0[1], b.0[2], b.0[3],
+                    ];
+                }
+                4 => {
+                    let a = ld_nc_na_v4(q as *const U32x4).0;
+                    c[r] = [a[0], a[1], a[2], a[3], 0, 0, 0, 0];
+                }
+                _ => {
+                    let w = ld_nc_u64(q as *const u64);
+                    c[r] = [w as u32, (w >> 32) as u32, 0, 0, 0, 0, 0, 0];
+                }
+            }
+        }
+    }
+    c
+}
+
+/// Looks up code byte `k` of `w` in the table at `tb + off` for this lane (`lo`: its
+/// copy's offset): `N` words at `tb + off + (code << 7 | lo)`. One asm block, so that the mask
+/// and the lane offset stay one `lop3` and the table address folds into the load.
+///
+/// # Safety
+/// `tb + off` is a table in shared memory (`MMA_TABLE_BYTES` bytes); `lo < 128`.
+#[inline(always)]
+unsafe fn lookup<const N: usize>(w: u32, k: usize, lo: u32, tb: u32, off: u32) -> [u32; 4] {
+    // The entry offset `((w >> 8 k) & 0xff) << 7`: a left shift by 7 for byte 0, else a right
+    // shift by `8 k - 7`, then the mask.
+    let sh = if k == 0 { 7 } else { 8 * k as u32 - 7 };
+    macro_rules! go {
+        ($shift:literal, $ld:literal, $($o:ident)*) => {{
+            $(let $o: u32;)*
+            // SAFETY: the caller's table; the offset is below 256 * 128 plus 128.
+            unsafe {
+                core::arch::asm!(
+                    concat!("{{ .reg .b32 t; ", $shift, " t, {w}, {sh}; and.b32 t, t, 0x7f80; ",
+                            "or.b32 t, t, {lo}; add.u32 t, t, {tb}; add.u32 t, t, {off}; ",
+                            $ld, " }}"),
+                    w = in(reg32) w, sh = in(reg32) sh, lo = in(reg32) lo, tb = in(reg32) tb,
+                    off = in(reg32) off, $($o = out(reg32) $o,)*
+                    options(readonly, nostack)
+                );
+            }
+            [$($o,)*]
+        }};
+    }
+    match (N, k == 0) {
+        (1, true) => {
+            let [a] = go!("shl.b32", "ld.shared.u32 {a}, [t];", a);
+            [a, 0, 0, 0]
+        }
+        (1, false) => {
+            let [a] = go!("shr.b32", "ld.shared.u32 {a}, [t];", a);
+            [a, 0, 0, 0]
+        }
+        (2, true) => {
+            let [a, b] = go!("shl.b32", "ld.shared.v2.u32 {{{a}, {b}}}, [t];", a b);
+            [a, b, 0, 0]
+        }
+        (2, false) => {
+            let [a, b] = go!("shr.b32", "ld.shared.v2.u32 {{{a}, {b}}}, [t];", a b);
+            [a, b, 0, 0]
+        }
+        (_, true) => go!("shl.b32", "ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [t];", a b c d),
+        (_, false) => go!("shr.b32", "ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [t];", a b c d),
+    }
+}
+
+/// One unit's MMAs on the buffers of parity `P`: for each K step, the lane's A registers (the
+/// inputs of vectors `g` and `g + 8`), then for each row group and half (8 rows) the B
+/// registers from the table (one code per row and step for `V = 4`, two for `V = 2`, one per
+/// two steps for `V = 8`) and one MMA.
+///
+/// # Safety
+/// The buffers of parity `P` hold the unit's table and inputs (after the barrier); the whole
+/// warp runs it.
+#[inline(always)]
+unsafe fn compute<const V: usize, const R: usize, const P: u32>(
+    base: u32,
+    codes: &[[u32; 8]; R],
+    acc: &mut [[[f32; 4]; 2]; R],
+    lane: u32,
+) {
+    let off = P * MMA_TABLE_BYTES;
+    let lo = lookup_offset(V, lane);
+    let xl = base + 2 * MMA_TABLE_BYTES + P * X_STAGE_BYTES + lane * 16;
+    let mut e8 = [[[0u32; 4]; 2]; R];
+    const _: () = assert!(STEPS == 8);
+    unroll!(s in [0 1 2 3 4 5 6 7], {
+        // SAFETY: fragment (s, lane) of the stage buffer.
+        let a = unsafe { lds_v4(xl + (s * 512) as u32).0 };
+        for r in 0..R {
+            let w = &codes[r];
+            for h in 0..2 {
+                // SAFETY (every lookup): the table of parity P; lo < 128.
+                let b = match V {
+                    4 => {
+                        let e = unsafe { lookup::<2>(w[2 * h + s / 4], s % 4, lo, base, off) };
+                        [e[0], e[1]]
+                    }
+                    2 => {
+                        let (k, q) = ((2 * s) % 4, 4 * h + (2 * s) / 4);
+                        let e0 = unsafe { lookup::<1>(w[q], k, lo, base, off) };
+                        let e1 = unsafe { lookup::<1>(w[q], k + 1, lo, base, off) };
+                        [e0[0], e1[0]]
+                    }
+                    _ => {
+                        if s % 2 == 0 {
+                            e8[r][h] = unsafe { lookup::<4>(w[h], s / 2, lo, base, off) };
+                        }
+                        let (e, o) = (e8[r][h], 2 * (s % 2));
+                        [e[o], e[o + 1]]
+                    }
+                };
+                // SAFETY: the whole warp runs this (block-uniform control flow).
+                acc[r][h] = unsafe { mma_m16n8k16_f16_f32(a, b, acc[r][h]) };
+            }
+        }
+    });
+}
+
+/// Ends a segment (the units of one row block this block ran): adds the sums into the
+/// workspace, counts `seg` slabs into the row block's counter, and when that completes the
+/// row block converts it to fp16, zeroing its sums and counter.
+///
+/// # Safety
+/// The launcher's contract; every thread of the block calls it (barriers); `flag` is 4 bytes
+/// of shared memory no one else uses.
+#[inline(always)]
+unsafe fn flush<const R: usize>(
+    p: &VqMmaParams,
+    rb: u32,
+    seg: u32,
+    acc: &[[[f32; 4]; 2]; R],
+    flag: u32,
+    tid: u32,
+) {
+    let (lane, warp) = (tid % 32, tid / 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let rows = p.rows as usize;
+    for r in 0..R {
+        let rg = (rb * MMA_WARPS + warp) * R as u32 + r as u32;
+        for h in 0..2 {
+            for q in 0..4 {
+                // c[q]: vector g (+ 8 for q >= 2), row 2t + q % 2 of the 8-row half.
+                let n = g + 8 * (q as u32 / 2);
+                let row = rg * 16 + 8 * h as u32 + 2 * t + q as u32 % 2;
+                if n < p.batch && row < p.rows {
+                    // SAFETY: n < batch, row < rows: inside acc.
+                    unsafe {
+                        red_add_f32_global(
+                            p.acc.as_mut_ptr().add(n as usize * rows + row as usize),
+                            acc[r][h][q],
+                        )
+                    };
+                }
+            }
+        }
+    }
+    // SAFETY: every thread reaches both barriers; the fences publish this block's sums before
+    // the count (the CUDA threadfence-reduction pattern).
+    unsafe {
+        fence_gpu();
+        sync_threads();
+        if tid == 0 {
+            let old = atomic_add_u32(p.counters.as_mut_ptr().add(rb as usize), seg);
+            sts_u32(flag, u32::from(old + seg == p.slabs));
+        }
+        sync_threads();
+    }
+    // SAFETY: written above, before the barrier.
+    if unsafe { lds_u32(flag) } == 0 {
+        return;
+    }
+    // SAFETY: orders the reads below after the other blocks' sums (their fences, the count).
+    unsafe { fence_gpu() };
+    let block_rows = 128 * R as u32;
+    let mut i = tid;
+    while i < block_rows * p.batch {
+        let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
+        if row < p.rows {
+            // SAFETY: n < batch, row < rows: inside acc and y; every slab's sums have arrived,
+            // and no block touches this row block again in this launch.
+            unsafe {
+                let a = p.acc.as_mut_ptr().add(n as usize * rows + row as usize);
+                let v = f32::from_bits(ld_relaxed_u32(a as *const u32));
+                *p.y.as_mut_ptr().add(n as usize * rows + row as usize) = f32_to_f16(v);
+                *a = 0.0;
+            }
+        }
+        i += MMA_THREADS;
+    }
+    if tid == 0 {
+        // SAFETY: the row block's counter; all its slabs have counted in.
+        unsafe { *p.counters.as_mut_ptr().add(rb as usize) = 0 };
+    }
+}
+
+/// The state a block carries from unit to unit.
+struct State<const R: usize> {
+    u: u32,
+    end: u32,
+    st: Stage,
+    build: bool,
+    held: [u32; 2],
+    codes: [[u32; 8]; R],
+    acc: [[[f32; 4]; 2]; R],
+    seg: u32,
+}
+
+/// Runs unit `s.u` on the buffers of parity `P`; returns whether it was the block's last.
+///
+/// # Safety
+/// The launcher's contract; every thread of the block runs it with the same `s.u`.
+#[inline(always)]
+unsafe fn unit<const V: usize, const R: usize, const P: u32>(
+    p: &VqMmaParams,
+    s: &mut State<R>,
+    base: u32,
+    tid: u32,
+) -> bool {
+    let (rb, slab) = p.unit(s.u);
+    // SAFETY: the buffers of parity P were last read before the previous barrier.
+    unsafe { write_stage::<V, P>(base, &s.st, s.build, tid) };
+    if s.build {
+        s.held[P as usize] = p.tile(rb, slab);
+    }
+    // SAFETY: every thread of the block reaches it.
+    unsafe { sync_threads() };
+    let next = s.u + 1;
+    let more = next < s.end;
+    let mut codes = s.codes;
+    let mut same_rb = false;
+    if more {
+        let (nrb, nslab) = p.unit(next);
+        let tile = p.tile(nrb, nslab);
+        s.build = s.held[1 - P as usize] != tile;
+        // SAFETY: a unit of the launch.
+        unsafe {
+            s.st = load_stage::<V>(p, nslab, tile, s.build, tid);
+            codes = load_codes::<V, R>(p, nrb, nslab, tid / 32, tid % 32);
+        }
+        same_rb = nrb == rb;
+    }
+    // SAFETY: the table and inputs of parity P are written (barrier above).
+    unsafe { compute::<V, R, P>(base, &s.codes, &mut s.acc, tid % 32) };
+    s.seg += 1;
+    if !same_rb {
+        let flag = base + 2 * MMA_TABLE_BYTES + 2 * X_STAGE_BYTES;
+        // SAFETY: every thread gets here together (block-uniform); the flag word is ours.
+        unsafe { flush::<R>(p, rb, s.seg, &s.acc, flag, tid) };
+        s.acc = [[[0.0; 4]; 2]; R];
+        s.seg = 0;
+    }
+    s.codes = codes;
+    s.u = next;
+    !more
+}
+
+/// The tensor-core VQ GEMV (see `crate::mma`).
+///
+/// # Safety
+/// The launcher checked: `codes` holds `MmaGeometry::code_bytes` bytes laid out by
+/// `crate::mma::mma_codes` (16-byte aligned), `codebooks` `tiles * 256 * V` values (16-byte
+/// aligned), `x` `batch * cols` halves (8-byte aligned), `y` and `acc` `batch * rows` values,
+/// `counters` `row_blocks`, `acc` and `counters` zero; `1 <= batch <= 16`; the geometry
+/// fields come from an `MmaGeometry` of the matrix with this `V` and `R`; `MMA_THREADS`
+/// threads per block, `MMA_SMEM_BYTES` bytes of dynamic shared memory.
+#[inline(always)]
+unsafe fn mma_gemv<const V: usize, const R: usize>(p: &VqMmaParams) {
+    let tid = thread_idx_x();
+    let (start, end) = p.unit_range(block_idx_x(), grid_dim_x());
+    if start >= end {
+        return;
+    }
+    let base = dyn_smem_addr();
+    let (rb, slab) = p.unit(start);
+    let mut s = State::<R> {
+        u: start,
+        end,
+        // SAFETY: the block's first unit.
+        st: unsafe { load_stage::<V>(p, slab, p.tile(rb, slab), true, tid) },
+        build: true,
+        held: [u32::MAX; 2],
+        // SAFETY: as above.
+        codes: unsafe { load_codes::<V, R>(p, rb, slab, tid / 32, tid % 32) },
+        acc: [[[0.0; 4]; 2]; R],
+        seg: 0,
+    };
+    loop {
+        // SAFETY: the launcher's contract; block-uniform.
+        if unsafe { unit::<V, R, 0>(p, &mut s, base, tid) } {
+            break;
+        }
+        // SAFETY: as above.
+        if unsafe { unit::<V, R, 1>(p, &mut s, base, tid) } {
+            break;
+        }
+    }
+}
+
+macro_rules! mma_entries {
+    ($($name:ident = $v:literal, $r:literal;)*) => {$(
+        /// The tensor-core VQ GEMV for this vector size and row groups per warp; see
+        /// `crate::mma`.
+        ///
+        /// # Safety
+        /// As `mma_gemv`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: VqMmaParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { mma_gemv::<$v, $r>(&p) }
+        }
+    )*};
+}
+
+mma_entries! {
+    cmv_vq_mma_v2_r2 = 2, 2;
+    cmv_vq_mma_v4_r2 = 4, 2;
+    cmv_vq_mma_v8_r2 = 8, 2;
+    cmv_vq_mma_v2_r4 = 2, 4;
+    cmv_vq_mma_v4_r4 = 4, 4;
+    cmv_vq_mma_v8_r4 = 8, 4;
+}
