@@ -17,9 +17,12 @@
 //!   sits in shared memory as 256 entries of [`ENTRY_BYTES`] bytes, each entry's `2v` bytes
 //!   repeated `64 / v` times ([`copies`]); lane `l` reads copy `l % copies` ([`lookup_offset`]),
 //!   so the lanes of one shared-memory wavefront (32 lanes of 4 bytes, 16 of 8, 8 of 16) hit
-//!   distinct banks whatever their codes. The address is `code << 7` plus the lane's offset:
-//!   a shift, a `lop3` and the load. Two tables (double buffered, 64 KiB): the next slab's
-//!   table is written while slow warps still read the current one, one barrier per slab.
+//!   distinct banks whatever their codes. Two tables (double buffered): the next slab's table
+//!   is written while slow warps still read the current one, one barrier per slab. They are
+//!   interleaved in 64 KiB so that an address is one `prmt`: entry `c` of table `P` starts at
+//!   [`entry_offset`]`(c) + 128 P`, and the codes are stored rotated right by one bit
+//!   ([`stored_code`]), so `prmt` of the code byte into byte 1 over the lane's offset `lo + 128
+//!   P` into byte 0 is the address: a `prmt` and the load per code.
 //! * **Codes** (rebuilt from the container's bit streams at upload, [`mma_codes`]): one byte
 //!   per code, grouped per *row group* (16 rows) and slab: lane `(g, t)`'s
 //!   [`lane_code_bytes`] bytes at byte `((rg * slabs + slab) * 32 + lane) * lane_code_bytes`,
@@ -47,8 +50,28 @@ pub const STEPS: usize = SLAB_COLS / 16;
 pub const MMA_ENTRIES: usize = 256;
 /// Bytes of one table entry in shared memory (its value repeated [`copies`] times).
 pub const ENTRY_BYTES: u32 = 128;
-/// Bytes of one table: 256 entries x [`ENTRY_BYTES`].
-pub const MMA_TABLE_BYTES: u32 = MMA_ENTRIES as u32 * ENTRY_BYTES;
+/// Bytes of the two interleaved tables: 256 entries x [`ENTRY_BYTES`] x 2.
+pub const MMA_TABLES_BYTES: u32 = 2 * MMA_ENTRIES as u32 * ENTRY_BYTES;
+
+/// Where entry `code` of table 0 starts: `(code >> 1) << 8 | (code & 1) << 15` (table 1: 128
+/// bytes on). This is `stored_code(code) << 8`.
+#[inline(always)]
+pub const fn entry_offset(code: u32) -> u32 {
+    (code >> 1) << 8 | (code & 1) << 15
+}
+
+/// A code as stored in the kernel's layout: rotated right by one bit.
+#[inline(always)]
+pub const fn stored_code(code: u8) -> u8 {
+    code.rotate_right(1)
+}
+
+/// The `prmt` selector that puts byte `k` of the code word into byte 1 over byte 0 of the
+/// lane offset, zeros above.
+#[inline(always)]
+pub const fn lookup_selector(k: u32) -> u32 {
+    0x5504 | (k << 4)
+}
 /// Threads per block: 8 warps; one table entry per thread while building.
 pub const MMA_THREADS: u32 = 256;
 /// Warps per block.
@@ -102,7 +125,7 @@ pub const fn code_vec(vec: usize, t: usize, c: usize) -> usize {
 
 /// Dynamic shared memory of the kernel: two tables, two input stages and 16 bytes for the
 /// block's flag.
-pub const MMA_SMEM_BYTES: u32 = 2 * MMA_TABLE_BYTES + 2 * X_STAGE_BYTES + 16;
+pub const MMA_SMEM_BYTES: u32 = MMA_TABLES_BYTES + 2 * X_STAGE_BYTES + 16;
 
 /// The kernel for vector size `vec` and `r` row groups per warp.
 pub fn mma_kernel(vec: usize, r: usize) -> Option<&'static str> {
@@ -176,6 +199,71 @@ impl VqMmaParams {
     #[inline(always)]
     pub fn tile(&self, rb: u32, slab: u32) -> u32 {
         (rb / self.tile_blocks) * self.tiles_c + slab / self.slabs_per_tile
+    }
+}
+
+/// A walk over consecutive units without divisions: unit `u`, its row block, slab and tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    /// The unit.
+    pub u: u32,
+    /// Its row block.
+    pub rb: u32,
+    /// Its slab.
+    pub slab: u32,
+    /// Row block inside the tile row.
+    rbt: u32,
+    /// Tile row.
+    tr: u32,
+    /// Slab inside the tile column.
+    sit: u32,
+    /// Tile column.
+    tc: u32,
+}
+
+impl Cursor {
+    /// The cursor at unit `u` (below `units`).
+    #[inline(always)]
+    pub fn new(p: &VqMmaParams, u: u32) -> Self {
+        let (rb, slab) = p.unit(u);
+        Self {
+            u,
+            rb,
+            slab,
+            rbt: rb % p.tile_blocks,
+            tr: rb / p.tile_blocks,
+            sit: slab % p.slabs_per_tile,
+            tc: slab / p.slabs_per_tile,
+        }
+    }
+
+    /// The tile (codebook) of the unit.
+    #[inline(always)]
+    pub fn tile(&self, p: &VqMmaParams) -> u32 {
+        self.tr * p.tiles_c + self.tc
+    }
+
+    /// Moves to the next unit.
+    #[inline(always)]
+    pub fn advance(&mut self, p: &VqMmaParams) {
+        self.u += 1;
+        self.slab += 1;
+        self.sit += 1;
+        if self.sit == p.slabs_per_tile {
+            self.sit = 0;
+            self.tc += 1;
+        }
+        if self.slab == p.slabs {
+            self.slab = 0;
+            self.sit = 0;
+            self.tc = 0;
+            self.rb += 1;
+            self.rbt += 1;
+            if self.rbt == p.tile_blocks {
+                self.rbt = 0;
+                self.tr += 1;
+            }
+        }
     }
 }
 
@@ -283,7 +371,7 @@ pub fn mma_codes(
                     for c in 0..per_row {
                         let i = slab * (SLAB_COLS / v) + code_vec(v, lane % 4, c);
                         if i < vecs {
-                            bytes[base + h * per_row + c] = code(r, i);
+                            bytes[base + h * per_row + c] = stored_code(code(r, i));
                         }
                     }
                 }
@@ -351,7 +439,7 @@ pub fn mma_model(
     let (rows, cols, batch) = (p.rows as usize, p.cols as usize, p.batch as usize);
     let code_bytes: Vec<u8> = codes.iter().flat_map(|w| w.to_le_bytes()).collect();
     let mut acc = vec![0f32; batch * rows];
-    let mut table = vec![0u8; MMA_TABLE_BYTES as usize];
+    let mut table = vec![0u8; MMA_TABLES_BYTES as usize];
     let mut stage = vec![0u8; X_STAGE_BYTES as usize];
     let half = |b: &[u8], at: usize| f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]));
     // K slot of half i (0..4) of a lane's four columns: 2t, 2t+1, 2t+8, 2t+9.
@@ -360,6 +448,7 @@ pub fn mma_model(
         let (u0, u1) = p.unit_range(block, grid);
         for u in u0..u1 {
             let (rb, slab) = p.unit(u);
+            let par = (u - u0) % 2;
             // The table, as thread `e` writes it: 8 stores of 16 bytes, rotated by `e % 8`.
             let tile = p.tile(rb, slab) as usize;
             for e in 0..MMA_ENTRIES {
@@ -368,7 +457,7 @@ pub fn mma_model(
                     .flat_map(|h| h.to_le_bytes())
                     .collect();
                 for k in 0..8 {
-                    let at = e * ENTRY_BYTES as usize + ((k + e) % 8) * 16;
+                    let at = (entry_offset(e as u32) + 128 * par) as usize + ((k + e) % 8) * 16;
                     for (i, b) in table[at..at + 16].iter_mut().enumerate() {
                         *b = val[i % (2 * v)];
                     }
@@ -423,8 +512,12 @@ pub fn mma_model(
                                 let len = 8 / n;
                                 let mut reg = [0u8; 8];
                                 for j in 0..n {
-                                    let code = code_bytes[cbase + h * per + c + j] as u32;
-                                    let addr = (code << 7) + lookup_offset(v, lane as u32);
+                                    let at = cbase + h * per + c + j;
+                                    let (w, k) = (&code_bytes[at / 4 * 4..][..4], at % 4);
+                                    let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                                    let lo = lookup_offset(v, lane as u32) + 128 * par;
+                                    let sel = lookup_selector(k as u32);
+                                    let addr = cmv_device::prmt(w, lo, sel);
                                     let src = addr as usize + part;
                                     reg[j * len..][..len].copy_from_slice(&table[src..][..len]);
                                 }
@@ -437,10 +530,8 @@ pub fn mma_model(
                             for n in 0..8 {
                                 let row = rg * 16 + 8 * h + n;
                                 for (m, am) in a.iter().enumerate().take(batch) {
-                                    let d = am
-                                        .iter()
-                                        .zip(bh)
-                                        .fold(0f32, |d, (&av, bk)| d + av * bk[n]);
+                                    let d =
+                                        am.iter().zip(bh).fold(0f32, |d, (&av, bk)| d + av * bk[n]);
                                     if row < rows {
                                         acc[m * rows + row] += d;
                                     }
@@ -493,6 +584,28 @@ mod tests {
             }
             assert!(vecs[..SLAB_COLS / v].iter().all(|&n| n == 1));
         }
+    }
+
+    #[test]
+    fn the_prmt_address_is_the_entry_and_the_two_tables_interleave() {
+        let mut seen = vec![0u8; MMA_TABLES_BYTES as usize];
+        for c in 0..=255u8 {
+            for k in 0..4u32 {
+                // A word with the stored code in byte k and noise elsewhere.
+                let w = (0x5a5a_5a5a & !(0xff << (8 * k))) | u32::from(stored_code(c)) << (8 * k);
+                for lo in [0u32, 8, 127, 128, 255] {
+                    let a = cmv_device::prmt(w, lo, lookup_selector(k));
+                    assert_eq!(a, entry_offset(u32::from(c)) + lo);
+                }
+            }
+            for par in 0..2 {
+                let at = (entry_offset(u32::from(c)) + 128 * par) as usize;
+                for b in &mut seen[at..at + ENTRY_BYTES as usize] {
+                    *b += 1;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1));
     }
 
     #[test]
@@ -555,6 +668,25 @@ mod tests {
             }
             assert_eq!(next, p.units);
             assert!(most <= p.units.div_ceil(grid));
+        }
+        // The cursor walks the units as unit() and tile() name them.
+        for g in [
+            g,
+            MmaGeometry::new(3000, 1000, 4, (512, 256, 4), 2).unwrap(),
+            MmaGeometry::new(3000, 1000, 4, (3000, 1000, 1), 4).unwrap(),
+        ] {
+            let p = mma_model_params(3000, 1000, 1, &g);
+            for start in [0, 1, 7] {
+                let mut c = Cursor::new(&p, start);
+                for u in start..p.units {
+                    let (rb, slab) = p.unit(u);
+                    assert_eq!(
+                        (c.u, c.rb, c.slab, c.tile(&p)),
+                        (u, rb, slab, p.tile(rb, slab))
+                    );
+                    c.advance(&p);
+                }
+            }
         }
         // Units walk the slabs of a row block, then the next row block.
         assert_eq!(p.unit(113), (1, 1));

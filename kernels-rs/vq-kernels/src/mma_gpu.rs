@@ -7,8 +7,8 @@ use cmv_device::{
 };
 
 use crate::mma::{
-    MMA_ENTRIES, MMA_TABLE_BYTES, MMA_THREADS, MMA_WARPS, SLAB_COLS, STEPS, VqMmaParams,
-    X_STAGE_BYTES, frag_col, lookup_offset,
+    Cursor, MMA_ENTRIES, MMA_TABLES_BYTES, MMA_THREADS, MMA_WARPS, SLAB_COLS, STEPS, VqMmaParams,
+    X_STAGE_BYTES, entry_offset, frag_col, lookup_offset, lookup_selector,
 };
 
 /// One thread's part of a unit's shared data, loaded a unit ahead: `x` its input fragment
@@ -98,7 +98,7 @@ unsafe fn load_stage<const V: usize>(
 /// buffers until the next barrier.
 #[inline(always)]
 unsafe fn write_stage<const V: usize, const P: u32>(base: u32, st: &Stage, build: bool, tid: u32) {
-    let xb = base + 2 * MMA_TABLE_BYTES + P * X_STAGE_BYTES;
+    let xb = base + MMA_TABLES_BYTES + P * X_STAGE_BYTES;
     // SAFETY: fragment tid of this stage buffer.
     unsafe { sts_v4(xb + tid * 16, U32x4(st.x)) };
     if build {
@@ -108,7 +108,7 @@ unsafe fn write_stage<const V: usize, const P: u32>(base: u32, st: &Stage, build
             4 => U32x4([c[0], c[1], c[0], c[1]]),
             _ => U32x4(c),
         };
-        let tb = base + P * MMA_TABLE_BYTES + tid * 128;
+        let tb = base + entry_offset(tid) + 128 * P;
         for k in 0..8 {
             // SAFETY: inside entry tid of this table.
             unsafe { sts_v4(tb + ((16 * (k as u32 + tid)) & 127), val) };
@@ -161,53 +161,41 @@ unsafe fn load_codes<const V: usize, const R: usize>(
     c
 }
 
-/// Looks up code byte `k` of `w` in the table at `tb + off` for this lane (`lo`: its
-/// copy's offset): `N` words at `tb + off + (code << 7 | lo)`. One asm block, so that the mask
-/// and the lane offset stay one `lop3` and the table address folds into the load.
+/// Looks up code byte `k` of `w` for this lane: `N` words at `tb + prmt(w, lo, sel(k))`
+/// (`crate::mma::entry_offset` of the code plus `lo`, the lane's copy in table `P`). One asm
+/// block, so that the table address folds into the load.
 ///
 /// # Safety
-/// `tb + off` is a table in shared memory (`MMA_TABLE_BYTES` bytes); `lo < 128`.
+/// `tb` is the tables in shared memory (`MMA_TABLES_BYTES` bytes); `lo < 256`.
 #[inline(always)]
-unsafe fn lookup<const N: usize>(w: u32, k: usize, lo: u32, tb: u32, off: u32) -> [u32; 4] {
-    // The entry offset `((w >> 8 k) & 0xff) << 7`: a left shift by 7 for byte 0, else a right
-    // shift by `8 k - 7`, then the mask.
-    let sh = if k == 0 { 7 } else { 8 * k as u32 - 7 };
+unsafe fn lookup<const N: usize>(w: u32, k: usize, lo: u32, tb: u32) -> [u32; 4] {
+    let sel = lookup_selector(k as u32);
     macro_rules! go {
-        ($shift:literal, $ld:literal, $($o:ident)*) => {{
+        ($ld:literal, $($o:ident)*) => {{
             $(let $o: u32;)*
-            // SAFETY: the caller's table; the offset is below 256 * 128 plus 128.
+            // SAFETY: the caller's tables; the address is below 64 KiB.
             unsafe {
                 core::arch::asm!(
-                    concat!("{{ .reg .b32 t; ", $shift, " t, {w}, {sh}; and.b32 t, t, 0x7f80; ",
-                            "or.b32 t, t, {lo}; add.u32 t, t, {tb}; add.u32 t, t, {off}; ",
+                    concat!("{{ .reg .b32 t; prmt.b32 t, {w}, {lo}, {sel}; add.u32 t, t, {tb}; ",
                             $ld, " }}"),
-                    w = in(reg32) w, sh = in(reg32) sh, lo = in(reg32) lo, tb = in(reg32) tb,
-                    off = in(reg32) off, $($o = out(reg32) $o,)*
+                    w = in(reg32) w, lo = in(reg32) lo, sel = in(reg32) sel, tb = in(reg32) tb,
+                    $($o = out(reg32) $o,)*
                     options(readonly, nostack)
                 );
             }
             [$($o,)*]
         }};
     }
-    match (N, k == 0) {
-        (1, true) => {
-            let [a] = go!("shl.b32", "ld.shared.u32 {a}, [t];", a);
+    match N {
+        1 => {
+            let [a] = go!("ld.shared.u32 {a}, [t];", a);
             [a, 0, 0, 0]
         }
-        (1, false) => {
-            let [a] = go!("shr.b32", "ld.shared.u32 {a}, [t];", a);
-            [a, 0, 0, 0]
-        }
-        (2, true) => {
-            let [a, b] = go!("shl.b32", "ld.shared.v2.u32 {{{a}, {b}}}, [t];", a b);
+        2 => {
+            let [a, b] = go!("ld.shared.v2.u32 {{{a}, {b}}}, [t];", a b);
             [a, b, 0, 0]
         }
-        (2, false) => {
-            let [a, b] = go!("shr.b32", "ld.shared.v2.u32 {{{a}, {b}}}, [t];", a b);
-            [a, b, 0, 0]
-        }
-        (_, true) => go!("shl.b32", "ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [t];", a b c d),
-        (_, false) => go!("shr.b32", "ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [t];", a b c d),
+        _ => go!("ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [t];", a b c d),
     }
 }
 
@@ -226,9 +214,8 @@ unsafe fn compute<const V: usize, const R: usize, const P: u32>(
     acc: &mut [[[f32; 4]; 2]; R],
     lane: u32,
 ) {
-    let off = P * MMA_TABLE_BYTES;
-    let lo = lookup_offset(V, lane);
-    let xl = base + 2 * MMA_TABLE_BYTES + P * X_STAGE_BYTES + lane * 16;
+    let lo = lookup_offset(V, lane) + 128 * P;
+    let xl = base + MMA_TABLES_BYTES + P * X_STAGE_BYTES + lane * 16;
     let mut e8 = [[[0u32; 4]; 2]; R];
     const _: () = assert!(STEPS == 8);
     unroll!(s in [0 1 2 3 4 5 6 7], {
@@ -240,18 +227,18 @@ unsafe fn compute<const V: usize, const R: usize, const P: u32>(
                 // SAFETY (every lookup): the table of parity P; lo < 128.
                 let b = match V {
                     4 => {
-                        let e = unsafe { lookup::<2>(w[2 * h + s / 4], s % 4, lo, base, off) };
+                        let e = unsafe { lookup::<2>(w[2 * h + s / 4], s % 4, lo, base) };
                         [e[0], e[1]]
                     }
                     2 => {
                         let (k, q) = ((2 * s) % 4, 4 * h + (2 * s) / 4);
-                        let e0 = unsafe { lookup::<1>(w[q], k, lo, base, off) };
-                        let e1 = unsafe { lookup::<1>(w[q], k + 1, lo, base, off) };
+                        let e0 = unsafe { lookup::<1>(w[q], k, lo, base) };
+                        let e1 = unsafe { lookup::<1>(w[q], k + 1, lo, base) };
                         [e0[0], e1[0]]
                     }
                     _ => {
                         if s % 2 == 0 {
-                            e8[r][h] = unsafe { lookup::<4>(w[h], s / 2, lo, base, off) };
+                            e8[r][h] = unsafe { lookup::<4>(w[h], s / 2, lo, base) };
                         }
                         let (e, o) = (e8[r][h], 2 * (s % 2));
                         [e[o], e[o + 1]]
@@ -302,14 +289,21 @@ unsafe fn flush<const R: usize>(
             }
         }
     }
-    // SAFETY: every thread reaches both barriers; the fences publish this block's sums before
-    // the count (the CUDA threadfence-reduction pattern).
+    // The barrier orders every thread's sums before thread 0's fence, which publishes them
+    // (fences are cumulative) before the count; thread 0's second fence orders the count
+    // before the reads of the block that completes it (the barrier passes that on). One
+    // fence per block, not per thread: a thread's fence waits for all its loads in flight.
+    // SAFETY: every thread reaches both barriers.
     unsafe {
-        fence_gpu();
         sync_threads();
         if tid == 0 {
+            fence_gpu();
             let old = atomic_add_u32(p.counters.as_mut_ptr().add(rb as usize), seg);
-            sts_u32(flag, u32::from(old + seg == p.slabs));
+            let last = old + seg == p.slabs;
+            if last {
+                fence_gpu();
+            }
+            sts_u32(flag, u32::from(last));
         }
         sync_threads();
     }
@@ -317,23 +311,37 @@ unsafe fn flush<const R: usize>(
     if unsafe { lds_u32(flag) } == 0 {
         return;
     }
-    // SAFETY: orders the reads below after the other blocks' sums (their fences, the count).
-    unsafe { fence_gpu() };
+    // Eight sums per thread at a time, all loads before the stores: one L2 round trip per
+    // eight, not per sum.
     let block_rows = 128 * R as u32;
-    let mut i = tid;
-    while i < block_rows * p.batch {
-        let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
-        if row < p.rows {
-            // SAFETY: n < batch, row < rows: inside acc and y; every slab's sums have arrived,
-            // and no block touches this row block again in this launch.
-            unsafe {
-                let a = p.acc.as_mut_ptr().add(n as usize * rows + row as usize);
-                let v = f32::from_bits(ld_relaxed_u32(a as *const u32));
-                *p.y.as_mut_ptr().add(n as usize * rows + row as usize) = f32_to_f16(v);
-                *a = 0.0;
+    let total = block_rows * p.batch;
+    let mut first = 0;
+    while first < total {
+        let mut v = [0u32; 8];
+        for (k, v) in v.iter_mut().enumerate() {
+            let i = first + k as u32 * MMA_THREADS + tid;
+            let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
+            if i < total && row < p.rows {
+                // SAFETY: n < batch, row < rows: inside acc; every slab's sums have arrived.
+                *v = unsafe {
+                    ld_relaxed_u32(p.acc.as_mut_ptr().add(n as usize * rows + row as usize) as _)
+                };
             }
         }
-        i += MMA_THREADS;
+        for (k, v) in v.iter().enumerate() {
+            let i = first + k as u32 * MMA_THREADS + tid;
+            let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
+            if i < total && row < p.rows {
+                let at = n as usize * rows + row as usize;
+                // SAFETY: n < batch, row < rows: inside acc and y; no block touches this row
+                // block again in this launch.
+                unsafe {
+                    *p.y.as_mut_ptr().add(at) = f32_to_f16(f32::from_bits(*v));
+                    *p.acc.as_mut_ptr().add(at) = 0.0;
+                }
+            }
+        }
+        first += 8 * MMA_THREADS;
     }
     if tid == 0 {
         // SAFETY: the row block's counter; all its slabs have counted in.
@@ -341,19 +349,51 @@ unsafe fn flush<const R: usize>(
     }
 }
 
-/// The state a block carries from unit to unit.
+/// The state a block carries from unit to unit. Units `u` and `u + 1` are loaded (two
+/// units of loads in flight): slot `P` of `st`, `build`, `codes`, `rb` and `tile` belongs to
+/// the unit that runs on the buffers of parity `P`; `next` is unit `u + 2`.
 struct State<const R: usize> {
     u: u32,
     end: u32,
-    st: Stage,
-    build: bool,
+    next: Cursor,
+    st: [Stage; 2],
+    build: [bool; 2],
+    rb: [u32; 2],
+    tile: [u32; 2],
     held: [u32; 2],
-    codes: [[u32; 8]; R],
+    codes: [[[u32; 8]; R]; 2],
     acc: [[[f32; 4]; 2]; R],
     seg: u32,
 }
 
-/// Runs unit `s.u` on the buffers of parity `P`; returns whether it was the block's last.
+/// Loads the unit at `c` into slot `slot` of `s` (building its table when the buffers of that
+/// parity hold another codebook), and moves `c` on.
+///
+/// # Safety
+/// The launcher's contract; `c.u` is below `units`.
+#[inline(always)]
+unsafe fn load_unit<const V: usize, const R: usize>(
+    p: &VqMmaParams,
+    s: &mut State<R>,
+    slot: usize,
+    c: &mut Cursor,
+    tid: u32,
+) -> [[u32; 8]; R] {
+    let tile = c.tile(p);
+    s.build[slot] = s.held[slot] != tile;
+    s.rb[slot] = c.rb;
+    s.tile[slot] = tile;
+    // SAFETY: a unit of the launch.
+    let codes = unsafe {
+        s.st[slot] = load_stage::<V>(p, c.slab, tile, s.build[slot], tid);
+        load_codes::<V, R>(p, c.rb, c.slab, tid / 32, tid % 32)
+    };
+    c.advance(p);
+    codes
+}
+
+/// Runs unit `s.u` on the buffers of parity `P` and loads unit `s.u + 2` into slot `P`;
+/// returns whether it was the block's last.
 ///
 /// # Safety
 /// The launcher's contract; every thread of the block runs it with the same `s.u`.
@@ -364,41 +404,33 @@ unsafe fn unit<const V: usize, const R: usize, const P: u32>(
     base: u32,
     tid: u32,
 ) -> bool {
-    let (rb, slab) = p.unit(s.u);
+    let slot = P as usize;
+    let rb = s.rb[slot];
     // SAFETY: the buffers of parity P were last read before the previous barrier.
-    unsafe { write_stage::<V, P>(base, &s.st, s.build, tid) };
-    if s.build {
-        s.held[P as usize] = p.tile(rb, slab);
-    }
+    unsafe { write_stage::<V, P>(base, &s.st[slot], s.build[slot], tid) };
+    s.held[slot] = s.tile[slot];
     // SAFETY: every thread of the block reaches it.
     unsafe { sync_threads() };
-    let next = s.u + 1;
-    let more = next < s.end;
-    let mut codes = s.codes;
-    let mut same_rb = false;
-    if more {
-        let (nrb, nslab) = p.unit(next);
-        let tile = p.tile(nrb, nslab);
-        s.build = s.held[1 - P as usize] != tile;
-        // SAFETY: a unit of the launch.
-        unsafe {
-            s.st = load_stage::<V>(p, nslab, tile, s.build, tid);
-            codes = load_codes::<V, R>(p, nrb, nslab, tid / 32, tid % 32);
-        }
-        same_rb = nrb == rb;
+    let mut codes = s.codes[slot];
+    if s.next.u < s.end {
+        let mut c = s.next;
+        // SAFETY: a unit of the launch; unit u + 2 runs on these buffers too.
+        codes = unsafe { load_unit::<V, R>(p, s, slot, &mut c, tid) };
+        s.next = c;
     }
     // SAFETY: the table and inputs of parity P are written (barrier above).
-    unsafe { compute::<V, R, P>(base, &s.codes, &mut s.acc, tid % 32) };
+    unsafe { compute::<V, R, P>(base, &s.codes[slot], &mut s.acc, tid % 32) };
+    s.codes[slot] = codes;
     s.seg += 1;
-    if !same_rb {
-        let flag = base + 2 * MMA_TABLE_BYTES + 2 * X_STAGE_BYTES;
+    s.u += 1;
+    let more = s.u < s.end;
+    if !more || s.rb[1 - slot] != rb {
+        let flag = base + MMA_TABLES_BYTES + 2 * X_STAGE_BYTES;
         // SAFETY: every thread gets here together (block-uniform); the flag word is ours.
         unsafe { flush::<R>(p, rb, s.seg, &s.acc, flag, tid) };
         s.acc = [[[0.0; 4]; 2]; R];
         s.seg = 0;
     }
-    s.codes = codes;
-    s.u = next;
     !more
 }
 
@@ -419,19 +451,31 @@ unsafe fn mma_gemv<const V: usize, const R: usize>(p: &VqMmaParams) {
         return;
     }
     let base = dyn_smem_addr();
-    let (rb, slab) = p.unit(start);
     let mut s = State::<R> {
         u: start,
         end,
-        // SAFETY: the block's first unit.
-        st: unsafe { load_stage::<V>(p, slab, p.tile(rb, slab), true, tid) },
-        build: true,
+        next: Cursor::new(p, start),
+        st: [Stage {
+            x: [0; 4],
+            cb: [0; 4],
+        }; 2],
+        build: [true; 2],
+        rb: [u32::MAX; 2],
+        tile: [u32::MAX; 2],
         held: [u32::MAX; 2],
-        // SAFETY: as above.
-        codes: unsafe { load_codes::<V, R>(p, rb, slab, tid / 32, tid % 32) },
+        codes: [[[0; 8]; R]; 2],
         acc: [[[0.0; 4]; 2]; R],
         seg: 0,
     };
+    // The first two units' loads (both build their tables: the buffers hold none yet).
+    for slot in 0..2 {
+        if s.next.u < end {
+            let mut c = s.next;
+            // SAFETY: a unit of the launch.
+            s.codes[slot] = unsafe { load_unit::<V, R>(p, &mut s, slot, &mut c, tid) };
+            s.next = c;
+        }
+    }
     loop {
         // SAFETY: the launcher's contract; block-uniform.
         if unsafe { unit::<V, R, 0>(p, &mut s, base, tid) } {
@@ -466,4 +510,21 @@ mma_entries! {
     cmv_vq_mma_v2_r4 = 2, 4;
     cmv_vq_mma_v4_r4 = 4, 4;
     cmv_vq_mma_v8_r4 = 8, 4;
+}
+
+// 256 threads, at least two blocks per SM (at most 128 registers): one block per SM cannot
+// keep enough loads in flight.
+cmv_device::launch_bounds! {
+    CMV_MAXNTID_cmv_vq_mma_v2_r2 = MMA_THREADS;
+    CMV_MAXNTID_cmv_vq_mma_v4_r2 = MMA_THREADS;
+    CMV_MAXNTID_cmv_vq_mma_v8_r2 = MMA_THREADS;
+    CMV_MAXNTID_cmv_vq_mma_v2_r4 = MMA_THREADS;
+    CMV_MAXNTID_cmv_vq_mma_v4_r4 = MMA_THREADS;
+    CMV_MAXNTID_cmv_vq_mma_v8_r4 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v2_r2 = 2;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v4_r2 = 2;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v8_r2 = 2;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v2_r4 = 2;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v4_r4 = 2;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v8_r4 = 2;
 }
