@@ -344,8 +344,11 @@ impl VqGemv {
         }
         let mut mmas = Vec::new();
         for v in MMA_VECS {
-            for r in MMA_ROW_GROUPS {
-                let Some(name) = mma_kernel(v, r) else {
+            for (batch, r) in [8, 16]
+                .into_iter()
+                .flat_map(|b| MMA_ROW_GROUPS.map(|r| (b, r)))
+            {
+                let Some(name) = mma_kernel(v, batch, r) else {
                     continue;
                 };
                 let k = gpu.kernel(&PTX, name)?;
@@ -460,7 +463,7 @@ impl VqGemv {
             module: PTX.name,
             kernel: "cmv_vq_mma",
         };
-        let name = mma_kernel(geom.vec, geom.r).ok_or_else(missing)?;
+        let name = mma_kernel(geom.vec, batch, geom.r).ok_or_else(missing)?;
         let (_, kernel, resident) = self
             .mmas
             .iter()

@@ -1,4 +1,4 @@
-//! The tensor-core GEMV (`cmv_vq_mma_v{2,4,8}_r{2,4}`): layout, geometry and work split
+//! The tensor-core GEMV (`cmv_vq_mma_v{2,4,8}_b{8,16}_r{2,4}`): layout, geometry and work split
 //! shared by the host and the GPU, and a CPU model of the kernel's arithmetic.
 //!
 //! For `VQ<v, 8, 1>` (one stage of 256-entry codebooks) the kernel dequantizes each code
@@ -31,7 +31,8 @@
 //! * **Inputs**: per slab, staged in shared memory as fragments: fragment `(s, lane)` is the
 //!   A registers of step `s` (columns `128 slab + frag_col(v, s, t) ..`, vectors `g` and
 //!   `g + 8`, 0 past the batch and the columns), 16 bytes at `(s * 32 + lane) * 16`: each lane's
-//!   A registers are one conflict-free load.
+//!   A registers are one conflict-free load. The kernels for at most 8 vectors (`_b8`) store
+//!   only vector `g`'s 8 bytes (`a[0]`, `a[2]`) at `(s * 32 + lane) * 8`.
 //! * **Work.** A block (8 warps) owns *row blocks* of `8 R` row groups (`128 R` rows, warp `w`
 //!   takes groups `w R .. w R + R`, two MMAs of 8 rows per group and step). A *unit* is one slab of one row block; a block runs an
 //!   equal contiguous range of units ([`VqMmaParams::unit_range`], row-block-major), keeping
@@ -127,20 +128,28 @@ pub const fn code_vec(vec: usize, t: usize, c: usize) -> usize {
 /// block's flag.
 pub const MMA_SMEM_BYTES: u32 = MMA_TABLES_BYTES + 2 * X_STAGE_BYTES + 16;
 
-/// The kernel for vector size `vec` and `r` row groups per warp.
-pub fn mma_kernel(vec: usize, r: usize) -> Option<&'static str> {
-    Some(match (vec, r) {
-        (2, 2) => "cmv_vq_mma_v2_r2",
-        (4, 2) => "cmv_vq_mma_v4_r2",
-        (8, 2) => "cmv_vq_mma_v8_r2",
-        (2, 4) => "cmv_vq_mma_v2_r4",
-        (4, 4) => "cmv_vq_mma_v4_r4",
-        (8, 4) => "cmv_vq_mma_v8_r4",
+/// The kernel for vector size `vec`, `batch` vectors (1..=8 or 9..=16: a kernel for at most 8
+/// stages half the inputs) and `r` row groups per warp.
+pub fn mma_kernel(vec: usize, batch: usize, r: usize) -> Option<&'static str> {
+    Some(match (vec, batch > 8, r) {
+        _ if batch == 0 || batch > MMA_MAX_BATCH as usize => return None,
+        (2, false, 2) => "cmv_vq_mma_v2_b8_r2",
+        (4, false, 2) => "cmv_vq_mma_v4_b8_r2",
+        (8, false, 2) => "cmv_vq_mma_v8_b8_r2",
+        (2, false, 4) => "cmv_vq_mma_v2_b8_r4",
+        (4, false, 4) => "cmv_vq_mma_v4_b8_r4",
+        (8, false, 4) => "cmv_vq_mma_v8_b8_r4",
+        (2, true, 2) => "cmv_vq_mma_v2_b16_r2",
+        (4, true, 2) => "cmv_vq_mma_v4_b16_r2",
+        (8, true, 2) => "cmv_vq_mma_v8_b16_r2",
+        (2, true, 4) => "cmv_vq_mma_v2_b16_r4",
+        (4, true, 4) => "cmv_vq_mma_v4_b16_r4",
+        (8, true, 4) => "cmv_vq_mma_v8_b16_r4",
         _ => return None,
     })
 }
 
-/// Parameters of `cmv_vq_mma_v{V}_r{R}`: `y = W x` for `batch` fp16 vectors.
+/// Parameters of `cmv_vq_mma_v{V}_b{8,16}_r{R}`: `y = W x` for `batch` fp16 vectors.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VqMmaParams {

@@ -54,7 +54,7 @@ unsafe fn load_x4(p: &VqMmaParams, n: u32, col: usize) -> [u32; 2] {
 /// # Safety
 /// The launcher's contract; `slab < slabs`, `tile` a tile of the matrix.
 #[inline(always)]
-unsafe fn load_stage<const V: usize>(
+unsafe fn load_stage<const V: usize, const B16: bool>(
     p: &VqMmaParams,
     slab: u32,
     tile: u32,
@@ -64,9 +64,20 @@ unsafe fn load_stage<const V: usize>(
     let lane = tid % 32;
     let col = slab as usize * SLAB_COLS + frag_col(V, (tid / 32) as usize, (lane % 4) as usize);
     // SAFETY: the launcher's contract.
-    let (lo, hi) = unsafe { (load_x4(p, lane / 4, col), load_x4(p, lane / 4 + 8, col)) };
+    let lo = unsafe { load_x4(p, lane / 4, col) };
+    // Vectors 8..16 only for a kernel that takes more than 8 (else the stage holds `lo`).
+    // SAFETY: as above.
+    let hi = if B16 {
+        unsafe { load_x4(p, lane / 4 + 8, col) }
+    } else {
+        [0; 2]
+    };
     let mut st = Stage {
-        x: [lo[0], hi[0], lo[1], hi[1]],
+        x: if B16 {
+            [lo[0], hi[0], lo[1], hi[1]]
+        } else {
+            [lo[0], lo[1], 0, 0]
+        },
         cb: [0; 4],
     };
     if build {
@@ -97,10 +108,21 @@ unsafe fn load_stage<const V: usize>(
 /// `base` is the dynamic shared memory (`MMA_SMEM_BYTES` bytes); no thread reads these
 /// buffers until the next barrier.
 #[inline(always)]
-unsafe fn write_stage<const V: usize, const P: u32>(base: u32, st: &Stage, build: bool, tid: u32) {
+unsafe fn write_stage<const V: usize, const B16: bool, const P: u32>(
+    base: u32,
+    st: &Stage,
+    build: bool,
+    tid: u32,
+) {
     let xb = base + MMA_TABLES_BYTES + P * X_STAGE_BYTES;
-    // SAFETY: fragment tid of this stage buffer.
-    unsafe { sts_v4(xb + tid * 16, U32x4(st.x)) };
+    // SAFETY: fragment tid of this stage buffer (16 bytes, or 8 for at most 8 vectors).
+    unsafe {
+        if B16 {
+            sts_v4(xb + tid * 16, U32x4(st.x));
+        } else {
+            sts_v2(xb + tid * 8, st.x[0], st.x[1]);
+        }
+    }
     if build {
         let c = st.cb;
         let val = match V {
@@ -113,6 +135,34 @@ unsafe fn write_stage<const V: usize, const P: u32>(base: u32, st: &Stage, build
             // SAFETY: inside entry tid of this table.
             unsafe { sts_v4(tb + ((16 * (k as u32 + tid)) & 127), val) };
         }
+    }
+}
+
+/// 64-bit shared-memory load (`ld.shared.v2.u32`).
+///
+/// # Safety
+/// `a` is 8-byte aligned and 8 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+unsafe fn lds_v2(a: u32) -> [u32; 2] {
+    let (x, y): (u32, u32);
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        core::arch::asm!("ld.shared.v2.u32 {{{x}, {y}}}, [{a}];", a = in(reg32) a,
+             x = out(reg32) x, y = out(reg32) y, options(readonly, nostack));
+    }
+    [x, y]
+}
+
+/// 64-bit shared-memory store (`st.shared.v2.u32`).
+///
+/// # Safety
+/// `a` is 8-byte aligned and 8 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+unsafe fn sts_v2(a: u32, x: u32, y: u32) {
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        core::arch::asm!("st.shared.v2.u32 [{a}], {{{x}, {y}}};", a = in(reg32) a,
+             x = in(reg32) x, y = in(reg32) y, options(nostack));
     }
 }
 
@@ -208,19 +258,25 @@ unsafe fn lookup<const N: usize>(w: u32, k: usize, lo: u32, tb: u32) -> [u32; 4]
 /// The buffers of parity `P` hold the unit's table and inputs (after the barrier); the whole
 /// warp runs it.
 #[inline(always)]
-unsafe fn compute<const V: usize, const R: usize, const P: u32>(
+unsafe fn compute<const V: usize, const B16: bool, const R: usize, const P: u32>(
     base: u32,
     codes: &[[u32; 8]; R],
     acc: &mut [[[f32; 4]; 2]; R],
     lane: u32,
 ) {
     let lo = lookup_offset(V, lane) + 128 * P;
-    let xl = base + MMA_TABLES_BYTES + P * X_STAGE_BYTES + lane * 16;
+    let xl = base + MMA_TABLES_BYTES + P * X_STAGE_BYTES + lane * if B16 { 16 } else { 8 };
     let mut e8 = [[[0u32; 4]; 2]; R];
     const _: () = assert!(STEPS == 8);
     unroll!(s in [0 1 2 3 4 5 6 7], {
-        // SAFETY: fragment (s, lane) of the stage buffer.
-        let a = unsafe { lds_v4(xl + (s * 512) as u32).0 };
+        // SAFETY: fragment (s, lane) of the stage buffer. At most 8 vectors: rows 8..16 of
+        // the A tile are zero and not stored.
+        let a = if B16 {
+            unsafe { lds_v4(xl + (s * 512) as u32).0 }
+        } else {
+            let [x0, x1] = unsafe { lds_v2(xl + (s * 256) as u32) };
+            [x0, 0, x1, 0]
+        };
         for r in 0..R {
             let w = &codes[r];
             for h in 0..2 {
@@ -349,9 +405,9 @@ unsafe fn flush<const R: usize>(
     }
 }
 
-/// The state a block carries from unit to unit. Units `u` and `u + 1` are loaded (two
-/// units of loads in flight): slot `P` of `st`, `build`, `codes`, `rb` and `tile` belongs to
-/// the unit that runs on the buffers of parity `P`; `next` is unit `u + 2`.
+/// The state a block carries from unit to unit. Units `u .. u + depth(R)` are loaded: slot
+/// `P` of `st`, `build`, `codes`, `rb` and `tile` belongs to the unit that runs on the buffers
+/// of parity `P`; `next` is the next unit to load.
 struct State<const R: usize> {
     u: u32,
     end: u32,
@@ -372,7 +428,7 @@ struct State<const R: usize> {
 /// # Safety
 /// The launcher's contract; `c.u` is below `units`.
 #[inline(always)]
-unsafe fn load_unit<const V: usize, const R: usize>(
+unsafe fn load_unit<const V: usize, const B16: bool, const R: usize>(
     p: &VqMmaParams,
     s: &mut State<R>,
     slot: usize,
@@ -385,20 +441,27 @@ unsafe fn load_unit<const V: usize, const R: usize>(
     s.tile[slot] = tile;
     // SAFETY: a unit of the launch.
     let codes = unsafe {
-        s.st[slot] = load_stage::<V>(p, c.slab, tile, s.build[slot], tid);
+        s.st[slot] = load_stage::<V, B16>(p, c.slab, tile, s.build[slot], tid);
         load_codes::<V, R>(p, c.rb, c.slab, tid / 32, tid % 32)
     };
     c.advance(p);
     codes
 }
 
-/// Runs unit `s.u` on the buffers of parity `P` and loads unit `s.u + 2` into slot `P`;
-/// returns whether it was the block's last.
+/// Units of loads in flight for `R` row groups per warp: 2 for `R = 2`, 1 for `R = 4` (whose
+/// units are twice as large; two of them would not fit in 128 registers).
+#[inline(always)]
+const fn depth(r: usize) -> usize {
+    if r >= 4 { 1 } else { 2 }
+}
+
+/// Runs unit `s.u` on the buffers of parity `P` and loads the unit `depth(R)` on (into slot
+/// `P` for depth 2, the other slot for depth 1); returns whether it was the block's last.
 ///
 /// # Safety
 /// The launcher's contract; every thread of the block runs it with the same `s.u`.
 #[inline(always)]
-unsafe fn unit<const V: usize, const R: usize, const P: u32>(
+unsafe fn unit<const V: usize, const B16: bool, const R: usize, const P: u32>(
     p: &VqMmaParams,
     s: &mut State<R>,
     base: u32,
@@ -407,20 +470,28 @@ unsafe fn unit<const V: usize, const R: usize, const P: u32>(
     let slot = P as usize;
     let rb = s.rb[slot];
     // SAFETY: the buffers of parity P were last read before the previous barrier.
-    unsafe { write_stage::<V, P>(base, &s.st[slot], s.build[slot], tid) };
+    unsafe { write_stage::<V, B16, P>(base, &s.st[slot], s.build[slot], tid) };
     s.held[slot] = s.tile[slot];
     // SAFETY: every thread of the block reaches it.
     unsafe { sync_threads() };
     let mut codes = s.codes[slot];
     if s.next.u < s.end {
         let mut c = s.next;
-        // SAFETY: a unit of the launch; unit u + 2 runs on these buffers too.
-        codes = unsafe { load_unit::<V, R>(p, s, slot, &mut c, tid) };
+        if depth(R) == 2 {
+            // SAFETY: a unit of the launch; unit u + 2 runs on these buffers too.
+            codes = unsafe { load_unit::<V, B16, R>(p, s, slot, &mut c, tid) };
+        } else {
+            // SAFETY: a unit of the launch; unit u + 1 runs on the other buffers, whose last
+            // unit (u - 1) is done.
+            s.codes[1 - slot] = unsafe { load_unit::<V, B16, R>(p, s, 1 - slot, &mut c, tid) };
+        }
         s.next = c;
     }
     // SAFETY: the table and inputs of parity P are written (barrier above).
-    unsafe { compute::<V, R, P>(base, &s.codes[slot], &mut s.acc, tid % 32) };
-    s.codes[slot] = codes;
+    unsafe { compute::<V, B16, R, P>(base, &s.codes[slot], &mut s.acc, tid % 32) };
+    if depth(R) == 2 {
+        s.codes[slot] = codes;
+    }
     s.seg += 1;
     s.u += 1;
     let more = s.u < s.end;
@@ -444,7 +515,7 @@ unsafe fn unit<const V: usize, const R: usize, const P: u32>(
 /// fields come from an `MmaGeometry` of the matrix with this `V` and `R`; `MMA_THREADS`
 /// threads per block, `MMA_SMEM_BYTES` bytes of dynamic shared memory.
 #[inline(always)]
-unsafe fn mma_gemv<const V: usize, const R: usize>(p: &VqMmaParams) {
+unsafe fn mma_gemv<const V: usize, const B16: bool, const R: usize>(p: &VqMmaParams) {
     let tid = thread_idx_x();
     let (start, end) = p.unit_range(block_idx_x(), grid_dim_x());
     if start >= end {
@@ -467,30 +538,30 @@ unsafe fn mma_gemv<const V: usize, const R: usize>(p: &VqMmaParams) {
         acc: [[[0.0; 4]; 2]; R],
         seg: 0,
     };
-    // The first two units' loads (both build their tables: the buffers hold none yet).
-    for slot in 0..2 {
+    // The first units' loads (they build their tables: the buffers hold none yet).
+    for slot in 0..depth(R) {
         if s.next.u < end {
             let mut c = s.next;
             // SAFETY: a unit of the launch.
-            s.codes[slot] = unsafe { load_unit::<V, R>(p, &mut s, slot, &mut c, tid) };
+            s.codes[slot] = unsafe { load_unit::<V, B16, R>(p, &mut s, slot, &mut c, tid) };
             s.next = c;
         }
     }
     loop {
         // SAFETY: the launcher's contract; block-uniform.
-        if unsafe { unit::<V, R, 0>(p, &mut s, base, tid) } {
+        if unsafe { unit::<V, B16, R, 0>(p, &mut s, base, tid) } {
             break;
         }
         // SAFETY: as above.
-        if unsafe { unit::<V, R, 1>(p, &mut s, base, tid) } {
+        if unsafe { unit::<V, B16, R, 1>(p, &mut s, base, tid) } {
             break;
         }
     }
 }
 
 macro_rules! mma_entries {
-    ($($name:ident = $v:literal, $r:literal;)*) => {$(
-        /// The tensor-core VQ GEMV for this vector size and row groups per warp; see
+    ($($name:ident = $v:literal, $b16:literal, $r:literal;)*) => {$(
+        /// The tensor-core VQ GEMV for this vector size, batch and row groups per warp; see
         /// `crate::mma`.
         ///
         /// # Safety
@@ -498,33 +569,51 @@ macro_rules! mma_entries {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: VqMmaParams) {
             // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { mma_gemv::<$v, $r>(&p) }
+            unsafe { mma_gemv::<$v, $b16, $r>(&p) }
         }
     )*};
 }
 
 mma_entries! {
-    cmv_vq_mma_v2_r2 = 2, 2;
-    cmv_vq_mma_v4_r2 = 4, 2;
-    cmv_vq_mma_v8_r2 = 8, 2;
-    cmv_vq_mma_v2_r4 = 2, 4;
-    cmv_vq_mma_v4_r4 = 4, 4;
-    cmv_vq_mma_v8_r4 = 8, 4;
+    cmv_vq_mma_v2_b8_r2 = 2, false, 2;
+    cmv_vq_mma_v4_b8_r2 = 4, false, 2;
+    cmv_vq_mma_v8_b8_r2 = 8, false, 2;
+    cmv_vq_mma_v2_b8_r4 = 2, false, 4;
+    cmv_vq_mma_v4_b8_r4 = 4, false, 4;
+    cmv_vq_mma_v8_b8_r4 = 8, false, 4;
+    cmv_vq_mma_v2_b16_r2 = 2, true, 2;
+    cmv_vq_mma_v4_b16_r2 = 4, true, 2;
+    cmv_vq_mma_v8_b16_r2 = 8, true, 2;
+    cmv_vq_mma_v2_b16_r4 = 2, true, 4;
+    cmv_vq_mma_v4_b16_r4 = 4, true, 4;
+    cmv_vq_mma_v8_b16_r4 = 8, true, 4;
 }
 
 // 256 threads, at least two blocks per SM (at most 128 registers): one block per SM cannot
 // keep enough loads in flight.
 cmv_device::launch_bounds! {
-    CMV_MAXNTID_cmv_vq_mma_v2_r2 = MMA_THREADS;
-    CMV_MAXNTID_cmv_vq_mma_v4_r2 = MMA_THREADS;
-    CMV_MAXNTID_cmv_vq_mma_v8_r2 = MMA_THREADS;
-    CMV_MAXNTID_cmv_vq_mma_v2_r4 = MMA_THREADS;
-    CMV_MAXNTID_cmv_vq_mma_v4_r4 = MMA_THREADS;
-    CMV_MAXNTID_cmv_vq_mma_v8_r4 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v2_r2 = 2;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v4_r2 = 2;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v8_r2 = 2;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v2_r4 = 2;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v4_r4 = 2;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v8_r4 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v2_b8_r2 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v2_b8_r2 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v4_b8_r2 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v4_b8_r2 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v8_b8_r2 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v8_b8_r2 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v2_b8_r4 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v2_b8_r4 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v4_b8_r4 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v4_b8_r4 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v8_b8_r4 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v8_b8_r4 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v2_b16_r2 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v2_b16_r2 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v4_b16_r2 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v4_b16_r2 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v8_b16_r2 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v8_b16_r2 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v2_b16_r4 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v2_b16_r4 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v4_b16_r4 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v4_b16_r4 = 2;
+    CMV_MAXNTID_cmv_vq_mma_v8_b16_r4 = MMA_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_mma_v8_b16_r4 = 2;
 }
