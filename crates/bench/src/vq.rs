@@ -1,5 +1,6 @@
-//! VQ extras: the GEMV kernels other than the default (`--vq-kernels`: `mma2`, `mma4`,
-//! `table`, `stream`) beside the format suite's rows, on the same weights and inputs.
+//! VQ extras: the GEMV kernels other than the default (`--vq-kernels`: `mma` (the default
+//! choice), `mma2`, `mma4`, `table`, `stream`) beside the format suite's rows, on the same
+//! weights and inputs.
 
 use vq_codebook::VqMatrix;
 use vq_codebook::gpu::{VqKernel, set_kernel_preference};
@@ -45,13 +46,13 @@ pub fn run_kernels(
     Ok(out)
 }
 
-/// Parses a `--vq-kernels` item (`mma2`, `mma4`, `table`, `stream`).
+/// Parses a `--vq-kernels` item (`mma`, `mma2`, `mma4`, `table`, `stream`).
 ///
 /// # Errors
 /// A message naming the item and the choices.
 pub fn parse_kernel(s: &str) -> Result<VqKernel, String> {
     VqKernel::from_name(s)
-        .ok_or_else(|| format!("unknown VQ kernel {s:?}: one of mma2, mma4, table, stream"))
+        .ok_or_else(|| format!("unknown VQ kernel {s:?}: one of mma, mma2, mma4, table, stream"))
 }
 
 #[cfg(test)]
@@ -61,13 +62,18 @@ mod tests {
     #[test]
     fn kernels_parse_by_name() {
         assert_eq!(parse_kernel("table"), Ok(VqKernel::Table));
-        assert_eq!(parse_kernel("mma4"), Ok(VqKernel::Mma { row_groups: 4 }));
-        for k in ["mma2", "mma4", "table", "stream"] {
+        assert_eq!(
+            parse_kernel("mma4"),
+            Ok(VqKernel::Mma {
+                row_groups: Some(4)
+            })
+        );
+        for k in ["mma", "mma2", "mma4", "table", "stream"] {
             assert_eq!(parse_kernel(k).map(VqKernel::name), Ok(k));
         }
         let e = parse_kernel("lut").unwrap_err();
         assert!(
-            e.contains("lut") && e.contains("mma2, mma4, table, stream"),
+            e.contains("lut") && e.contains("mma, mma2, mma4, table, stream"),
             "{e}"
         );
     }

@@ -45,12 +45,12 @@ pub static PTX: PtxModule = PtxModule::new("vq-kernels", include_str!("../ptx/vq
 /// Which kernel a [`DeviceVqMatrix`] is laid out for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VqKernel {
-    /// The tensor-core kernel (`vq_kernels::mma`) with `row_groups` (2 or 4) groups of 16 rows
-    /// per warp: `VQ<v, 8, 1>`, `v` in 2, 4, 8, tiles on its grid
-    /// ([`VqMatrix::mma_geometry`]). Codes as bytes in fragment order.
+    /// The tensor-core kernel (`vq_kernels::mma`): `VQ<v, 8, 1>`, `v` in 2, 4, 8, tiles on its
+    /// grid ([`VqMatrix::mma_geometry`]). Codes as bytes in fragment order.
     Mma {
-        /// Row groups (16 rows) per warp.
-        row_groups: usize,
+        /// Row groups (16 rows) per warp, 2 or 4; `None`: chosen per launch
+        /// ([`crate::mma::choose_geometry`]) among those the matrix takes.
+        row_groups: Option<usize>,
     },
     /// The table kernel (`vq_kernels::lut`): `VQ<v, 8, 1>`, `v` in 2, 4, 8, tiles on its
     /// grid ([`LutGeometry::new`]). Codes as rotated bytes per slab.
@@ -66,15 +66,19 @@ impl VqKernel {
     /// kernel. A preference set by [`set_kernel_preference`] comes first where it takes `m`.
     pub fn for_matrix(m: &VqMatrix, sms: usize) -> Self {
         let takes = |k: VqKernel| match k {
-            Self::Mma { row_groups } => m.mma_geometry(row_groups).is_some(),
+            Self::Mma {
+                row_groups: Some(r),
+            } => m.mma_geometry(r).is_some(),
+            Self::Mma { row_groups: None } => !m.mma_geometries().is_empty(),
             Self::Table => m.table_geometry(512).is_some(),
             Self::Stream => true,
         };
         if let Some(k) = kernel_preference().filter(|&k| takes(k)) {
             return k;
         }
-        if let Some(row_groups) = m.mma_row_groups(sms) {
-            Self::Mma { row_groups }
+        let _ = sms;
+        if takes(Self::Mma { row_groups: None }) {
+            Self::Mma { row_groups: None }
         } else if takes(Self::Table) {
             Self::Table
         } else {
@@ -82,10 +86,13 @@ impl VqKernel {
         }
     }
 
-    /// The kernel's name in the bench (`mma2`, `mma4`, `table`, `stream`).
+    /// The kernel's name in the bench (`mma`, `mma2`, `mma4`, `table`, `stream`).
     pub fn name(self) -> &'static str {
         match self {
-            Self::Mma { row_groups: 2 } => "mma2",
+            Self::Mma { row_groups: None } => "mma",
+            Self::Mma {
+                row_groups: Some(2),
+            } => "mma2",
             Self::Mma { .. } => "mma4",
             Self::Table => "table",
             Self::Stream => "stream",
@@ -95,8 +102,13 @@ impl VqKernel {
     /// The kernel named `name` ([`VqKernel::name`]).
     pub fn from_name(name: &str) -> Option<Self> {
         [
-            Self::Mma { row_groups: 2 },
-            Self::Mma { row_groups: 4 },
+            Self::Mma { row_groups: None },
+            Self::Mma {
+                row_groups: Some(2),
+            },
+            Self::Mma {
+                row_groups: Some(4),
+            },
             Self::Table,
             Self::Stream,
         ]
@@ -105,8 +117,8 @@ impl VqKernel {
     }
 }
 
-/// The process-wide kernel preference (0: none; else 1 + index of [`VqKernel::from_name`]'s
-/// list).
+/// The process-wide kernel preference (0: none; else a [`VqKernel`] as numbered in
+/// [`set_kernel_preference`]).
 static PREFERENCE: AtomicU8 = AtomicU8::new(0);
 
 /// Makes [`DeviceVqMatrix::upload`] (and so the format core's `DeviceGemv::upload`) lay
@@ -115,10 +127,15 @@ static PREFERENCE: AtomicU8 = AtomicU8::new(0);
 pub fn set_kernel_preference(kernel: Option<VqKernel>) {
     let v = match kernel {
         None => 0,
-        Some(VqKernel::Mma { row_groups: 2 }) => 1,
-        Some(VqKernel::Mma { .. }) => 2,
+        Some(VqKernel::Mma {
+            row_groups: Some(2),
+        }) => 1,
+        Some(VqKernel::Mma {
+            row_groups: Some(_),
+        }) => 2,
         Some(VqKernel::Table) => 3,
         Some(VqKernel::Stream) => 4,
+        Some(VqKernel::Mma { row_groups: None }) => 5,
     };
     PREFERENCE.store(v, Ordering::Relaxed);
 }
@@ -126,10 +143,15 @@ pub fn set_kernel_preference(kernel: Option<VqKernel>) {
 /// The preference set by [`set_kernel_preference`].
 pub fn kernel_preference() -> Option<VqKernel> {
     match PREFERENCE.load(Ordering::Relaxed) {
-        1 => Some(VqKernel::Mma { row_groups: 2 }),
-        2 => Some(VqKernel::Mma { row_groups: 4 }),
+        1 => Some(VqKernel::Mma {
+            row_groups: Some(2),
+        }),
+        2 => Some(VqKernel::Mma {
+            row_groups: Some(4),
+        }),
         3 => Some(VqKernel::Table),
         4 => Some(VqKernel::Stream),
+        5 => Some(VqKernel::Mma { row_groups: None }),
         _ => None,
     }
 }
@@ -143,7 +165,8 @@ enum Codes {
     },
     Mma {
         codes: CudaSlice<u32>,
-        geom: MmaGeometry,
+        /// The geometries the codes serve (one, or 2 and 4 row groups), ascending.
+        geoms: Vec<MmaGeometry>,
     },
 }
 
@@ -208,16 +231,23 @@ impl DeviceVqMatrix {
                 }
             }
             VqKernel::Mma { row_groups } => {
-                let layout = m.mma_layout(row_groups).ok_or(VqError::Config {
-                    what: "kernel",
-                    value: row_groups as u64,
-                    rule: "the tensor-core kernel takes VQ<v, 8, 1> with v in 2, 4, 8, 2 or 4 \
-                           row groups per warp and tiles of a multiple of 128 x row groups rows \
-                           and 128 columns: upload for another kernel",
-                })?;
+                let geoms = match row_groups {
+                    Some(r) => m.mma_geometry(r).into_iter().collect(),
+                    None => m.mma_geometries(),
+                };
+                // The largest geometry's layout serves the smaller ones.
+                let layout = geoms.last().and_then(|g| m.mma_layout(g.r)).ok_or(
+                    VqError::Config {
+                        what: "kernel",
+                        value: row_groups.unwrap_or(0) as u64,
+                        rule: "the tensor-core kernel takes VQ<v, 8, 1> with v in 2, 4, 8, 2 or \
+                               4 row groups per warp and tiles of a multiple of 128 x row groups \
+                               rows and 128 columns: upload for another kernel",
+                    },
+                )?;
                 Codes::Mma {
                     codes: gpu.upload(&layout.codes)?,
-                    geom: layout.geom,
+                    geoms,
                 }
             }
         };
@@ -240,9 +270,9 @@ impl DeviceVqMatrix {
                 codes: cmv_format::clone_slice(codes)?,
                 geom: *geom,
             },
-            Codes::Mma { codes, geom } => Codes::Mma {
+            Codes::Mma { codes, geoms } => Codes::Mma {
                 codes: cmv_format::clone_slice(codes)?,
-                geom: *geom,
+                geoms: geoms.clone(),
             },
         };
         Ok(Self {
@@ -257,10 +287,15 @@ impl DeviceVqMatrix {
 
     /// The kernel this copy is laid out for.
     pub fn kernel(&self) -> VqKernel {
-        match self.codes {
+        match &self.codes {
             Codes::Stream(_) => VqKernel::Stream,
             Codes::Table { .. } => VqKernel::Table,
-            Codes::Mma { geom, .. } => VqKernel::Mma { row_groups: geom.r },
+            Codes::Mma { geoms, .. } => VqKernel::Mma {
+                row_groups: match geoms.as_slice() {
+                    [g] => Some(g.r),
+                    _ => None,
+                },
+            },
         }
     }
 
@@ -391,7 +426,15 @@ impl VqGemv {
         let codes = match &m.codes {
             Codes::Stream(codes) => codes,
             Codes::Table { codes, geom } => return self.gemv_table(m, codes, geom, x, out, batch),
-            Codes::Mma { codes, geom } => return self.gemv_mma(m, codes, geom, x, out, batch),
+            Codes::Mma { codes, geoms } => {
+                let geom = crate::mma::choose_geometry(geoms, batch, self.sms as usize).ok_or(
+                    RuntimeError::MissingKernel {
+                        module: PTX.name,
+                        kernel: "cmv_vq_mma",
+                    },
+                )?;
+                return self.gemv_mma(m, codes, geom, x, out, batch);
+            }
         };
         let y = &mut out.y;
         let (name, _) = gemv_kernel(batch as u32).ok_or(RuntimeError::MissingKernel {

@@ -3,7 +3,7 @@
 //! tests the fragments, the table addresses and the work split the kernel uses).
 
 use half::f16;
-use vq_kernels::mma::{MmaGeometry, mma_codes, mma_model, mma_model_params};
+use vq_kernels::mma::{MMA_ROW_GROUPS, MmaGeometry, mma_codes, mma_model, mma_model_params};
 
 use crate::matrix::VqMatrix;
 
@@ -39,14 +39,14 @@ impl VqMatrix {
         )
     }
 
-    /// Row groups per warp for the tensor-core kernel on a GPU of `sms` SMs: 4 where the
-    /// tiles allow it and there are at least 8 units (row block x slab) per SM, else 2; `None`
-    /// where the kernel does not take the matrix.
-    pub fn mma_row_groups(&self, sms: usize) -> Option<usize> {
-        match self.mma_geometry(4) {
-            Some(g) if g.units() >= 8 * sms.max(1) => Some(4),
-            _ => self.mma_geometry(2).map(|_| 2),
-        }
+    /// The tensor-core kernel's geometries for every row-group count it takes the matrix with
+    /// (ascending: 2, then 4). The codes laid out for the last serve them all: the layout is
+    /// the same, only padded to more rows.
+    pub fn mma_geometries(&self) -> Vec<MmaGeometry> {
+        MMA_ROW_GROUPS
+            .iter()
+            .filter_map(|&r| self.mma_geometry(r))
+            .collect()
     }
 
     /// The tensor-core kernel's layout with `r` row groups per warp, `None` where it does not
@@ -66,5 +66,20 @@ impl VqMatrix {
         let cb: Vec<u16> = self.codebooks().iter().map(|h| h.to_bits()).collect();
         let xs: Vec<u16> = x.iter().map(|h| h.to_bits()).collect();
         mma_model(&p, &layout.geom, grid, &layout.codes, &cb, &xs)
+    }
+}
+
+/// The row groups per warp a launch of `batch` vectors uses on a GPU of `sms` SMs, from the
+/// geometries a layout serves ([`VqMatrix::mma_geometries`]): 4 rows groups for at most 8
+/// vectors, or when there are at least 8 units (row block x slab) per SM; else 2 (more, smaller
+/// units keep the SMs busy on smaller matrices with 16 vectors). Measured on an H200 and an
+/// H100 (docs/VQ.md). `None` for no geometry.
+pub fn choose_geometry(geoms: &[MmaGeometry], batch: usize, sms: usize) -> Option<&MmaGeometry> {
+    let four = geoms.iter().find(|g| g.r == 4);
+    let two = geoms.iter().find(|g| g.r == 2);
+    match (four, two) {
+        (Some(g), _) if batch <= 8 || g.units() >= 8 * sms.max(1) => Some(g),
+        (_, Some(g)) => Some(g),
+        (g, None) => g,
     }
 }

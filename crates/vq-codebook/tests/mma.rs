@@ -5,7 +5,8 @@
 //! several work splits.
 
 use half::f16;
-use vq_codebook::{EncodeOptions, VqConfig, VqMatrix};
+use vq_codebook::mma::choose_geometry;
+use vq_codebook::{EncodeOptions, MmaGeometry, VqConfig, VqMatrix};
 
 mod common;
 use common::{tile, weights};
@@ -72,13 +73,32 @@ fn the_kernel_takes_one_stage_of_8_bit_codes_on_its_grid() {
         ..VqConfig::cq2()
     };
     assert!(enc(v3, 64, 63).mma_geometry(2).is_none());
-    // R = 4 needs 512-row tiles (or one tile row) and enough units; else R = 2.
+    // R = 4 needs 512-row tiles (or one tile row); 256-row tiles take R = 2 only.
     let m = enc(VqConfig::gptvq2_256(), 512, 256);
-    assert_eq!(
-        (m.mma_geometry(4).is_none(), m.mma_row_groups(132)),
-        (true, Some(2))
-    );
+    let rs: Vec<usize> = m.mma_geometries().iter().map(|g| g.r).collect();
+    assert_eq!(rs, [2]);
+    let pick = |geoms: &[MmaGeometry], batch| choose_geometry(geoms, batch, 132).map(|g| g.r);
+    assert_eq!(pick(&m.mma_geometries(), 1), Some(2));
+    // Both: 4 for at most 8 vectors, or with at least 8 units per SM; else 2.
     let m = enc(VqConfig::cq2(), 512, 256);
-    assert_eq!(m.mma_geometry(4).map(|g| g.units()), Some(2));
-    assert_eq!(m.mma_row_groups(132), Some(2));
+    let geoms = m.mma_geometries();
+    assert_eq!(
+        geoms.iter().map(|g| (g.r, g.units())).collect::<Vec<_>>(),
+        [(2, 4), (4, 2)]
+    );
+    assert_eq!(
+        (pick(&geoms, 8), pick(&geoms, 9), pick(&geoms, 16)),
+        (Some(4), Some(2), Some(2))
+    );
+    let big = MmaGeometry::new(28672, 8192, 4, (512, 128, 64), 4).unwrap();
+    assert_eq!(
+        choose_geometry(&[geoms[0], big], 16, 132).map(|g| g.r),
+        Some(4)
+    );
+    assert_eq!(pick(&[], 1), None);
+    // The largest geometry's layout serves the smaller: the same bytes, padded further.
+    let (l2, l4) = (m.mma_layout(2).unwrap(), m.mma_layout(4).unwrap());
+    assert!(l4.codes.len() >= l2.codes.len());
+    assert_eq!(l4.codes[..l2.codes.len()], l2.codes[..]);
+    assert!(l4.codes[l2.codes.len()..].iter().all(|&w| w == 0));
 }

@@ -61,8 +61,9 @@ struct Args {
     /// int8 tensor cores, `popc`: CUDA cores), rows named like `n4/i8`, beside the default way.
     #[arg(long, value_delimiter = ',', value_parser = bench::sbvr::parse_way)]
     sbvr_ways: Vec<sbvr_format::gpu::Way>,
-    /// VQ suite: also run these GEMV kernels, comma-separated (`mma2`, `mma4`: tensor cores with
-    /// 2 or 4 row groups per warp, `table`: the lookup-table kernel, `stream`), rows named like
+    /// VQ suite: also run these GEMV kernels, comma-separated (`mma`: tensor cores, row groups
+    /// per warp chosen per launch (the default); `mma2`, `mma4`: 2 or 4 row groups per warp;
+    /// `table`: the lookup-table kernel; `stream`), rows named like
     /// `gptvq2/table`, beside the default choice; a kernel that does not take a matrix leaves
     /// it to the default.
     #[arg(long, value_delimiter = ',', value_parser = bench::vq::parse_kernel)]
