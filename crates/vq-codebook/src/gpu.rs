@@ -167,6 +167,8 @@ enum Codes {
         codes: CudaSlice<u32>,
         /// The geometries the codes serve (one, or 2 and 4 row groups), ascending.
         geoms: Vec<MmaGeometry>,
+        /// Whether each launch chooses among them (else there is one, asked for).
+        auto: bool,
     },
 }
 
@@ -248,6 +250,7 @@ impl DeviceVqMatrix {
                 Codes::Mma {
                     codes: gpu.upload(&layout.codes)?,
                     geoms,
+                    auto: row_groups.is_none(),
                 }
             }
         };
@@ -270,9 +273,10 @@ impl DeviceVqMatrix {
                 codes: cmv_format::clone_slice(codes)?,
                 geom: *geom,
             },
-            Codes::Mma { codes, geoms } => Codes::Mma {
+            Codes::Mma { codes, geoms, auto } => Codes::Mma {
                 codes: cmv_format::clone_slice(codes)?,
                 geoms: geoms.clone(),
+                auto: *auto,
             },
         };
         Ok(Self {
@@ -290,10 +294,11 @@ impl DeviceVqMatrix {
         match &self.codes {
             Codes::Stream(_) => VqKernel::Stream,
             Codes::Table { .. } => VqKernel::Table,
-            Codes::Mma { geoms, .. } => VqKernel::Mma {
-                row_groups: match geoms.as_slice() {
-                    [g] => Some(g.r),
-                    _ => None,
+            Codes::Mma { geoms, auto, .. } => VqKernel::Mma {
+                row_groups: if *auto {
+                    None
+                } else {
+                    geoms.first().map(|g| g.r)
                 },
             },
         }
@@ -426,7 +431,7 @@ impl VqGemv {
         let codes = match &m.codes {
             Codes::Stream(codes) => codes,
             Codes::Table { codes, geom } => return self.gemv_table(m, codes, geom, x, out, batch),
-            Codes::Mma { codes, geoms } => {
+            Codes::Mma { codes, geoms, .. } => {
                 let geom = crate::mma::choose_geometry(geoms, batch, self.sms as usize).ok_or(
                     RuntimeError::MissingKernel {
                         module: PTX.name,

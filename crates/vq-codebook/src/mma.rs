@@ -70,15 +70,15 @@ impl VqMatrix {
 }
 
 /// The row groups per warp a launch of `batch` vectors uses on a GPU of `sms` SMs, from the
-/// geometries a layout serves ([`VqMatrix::mma_geometries`]): 4 rows groups for at most 8
-/// vectors, or when there are at least 8 units (row block x slab) per SM; else 2 (more, smaller
-/// units keep the SMs busy on smaller matrices with 16 vectors). Measured on an H200 and an
-/// H100 (docs/VQ.md). `None` for no geometry.
+/// geometries a layout serves ([`VqMatrix::mma_geometries`]): 4 row groups when there are at
+/// least 8 units (row block x slab) per SM, or for at most 8 vectors of 4 or 8 weights (`v = 2`
+/// spills at 4); else 2 (more, smaller units keep the SMs busy on smaller matrices). Measured on
+/// an H200 and an H100 (docs/VQ.md). `None` for no geometry.
 pub fn choose_geometry(geoms: &[MmaGeometry], batch: usize, sms: usize) -> Option<&MmaGeometry> {
     let four = geoms.iter().find(|g| g.r == 4);
     let two = geoms.iter().find(|g| g.r == 2);
     match (four, two) {
-        (Some(g), _) if batch <= 8 || g.units() >= 8 * sms.max(1) => Some(g),
+        (Some(g), _) if (batch <= 8 && g.vec >= 4) || g.units() >= 8 * sms.max(1) => Some(g),
         (_, Some(g)) => Some(g),
         (g, None) => g,
     }

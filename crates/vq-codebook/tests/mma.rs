@@ -79,7 +79,9 @@ fn the_kernel_takes_one_stage_of_8_bit_codes_on_its_grid() {
     assert_eq!(rs, [2]);
     let pick = |geoms: &[MmaGeometry], batch| choose_geometry(geoms, batch, 132).map(|g| g.r);
     assert_eq!(pick(&m.mma_geometries(), 1), Some(2));
-    // Both: 4 for at most 8 vectors, or with at least 8 units per SM; else 2.
+    // Both: 4 for at most 8 vectors (v >= 4), or with at least 8 units per SM; else 2.
+    let v2 = enc(VqConfig::cq4(), 512, 256).mma_geometries();
+    assert_eq!(choose_geometry(&v2, 1, 132).map(|g| g.r), Some(2));
     let m = enc(VqConfig::cq2(), 512, 256);
     let geoms = m.mma_geometries();
     assert_eq!(
