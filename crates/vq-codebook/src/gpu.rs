@@ -60,11 +60,11 @@ pub enum VqKernel {
 }
 
 impl VqKernel {
-    /// The kernel [`DeviceVqMatrix::upload`] picks for `m` on a GPU of `sms` SMs: the
-    /// tensor-core kernel where it takes the matrix (row groups per warp from
-    /// [`VqMatrix::mma_row_groups`]), else the table kernel where it does, else the stream
+    /// The kernel [`DeviceVqMatrix::upload`] picks for `m`: the tensor-core kernel where it
+    /// takes the matrix (row groups per warp chosen per launch among
+    /// [`VqMatrix::mma_geometries`]), else the table kernel where it does, else the stream
     /// kernel. A preference set by [`set_kernel_preference`] comes first where it takes `m`.
-    pub fn for_matrix(m: &VqMatrix, sms: usize) -> Self {
+    pub fn for_matrix(m: &VqMatrix) -> Self {
         let takes = |k: VqKernel| match k {
             Self::Mma {
                 row_groups: Some(r),
@@ -76,7 +76,6 @@ impl VqKernel {
         if let Some(k) = kernel_preference().filter(|&k| takes(k)) {
             return k;
         }
-        let _ = sms;
         if takes(Self::Mma { row_groups: None }) {
             Self::Mma { row_groups: None }
         } else if takes(Self::Table) {
@@ -188,11 +187,7 @@ impl DeviceVqMatrix {
     /// # Errors
     /// [`VqMatrix::validate`]'s errors; the shape's (sides past `u32`); runtime errors.
     pub fn upload(gpu: &Gpu, m: &VqMatrix) -> Result<Self, VqError> {
-        Self::upload_for(
-            gpu,
-            m,
-            VqKernel::for_matrix(m, gpu.info().sm_count as usize),
-        )
+        Self::upload_for(gpu, m, VqKernel::for_matrix(m))
     }
 
     /// Validates `m` and uploads it for `kernel` (the stream kernel takes every matrix).

@@ -11,11 +11,15 @@
 //!   the container ([`container`]); it implements [`cmv_format::CompressedMatrix`].
 //! * [`rtn`]: a round-to-nearest baseline for the accuracy comparison.
 //!
+//! * [`mma`]: the layout of the tensor-core kernel (byte codes in MMA fragment order per row
+//!   group and slab of 128 columns), its work split and its arithmetic on the CPU.
 //! * [`table`]: the layout of the table kernel (rotated byte codes per slab of 32 vector
 //!   positions) and its arithmetic on the CPU.
-//! * `gpu` (feature `gpu`, on by default): the fused GEMV kernels (`DeviceGemv`): the table
-//!   kernel (per tile and slab, the codebook entries' dot products with the inputs in shared
-//!   memory, one lookup per code) for `VQ<v, 8, 1>`, and a stream kernel for every other
+//! * `gpu` (feature `gpu`, on by default): the fused GEMV kernels (`DeviceGemv`): the
+//!   tensor-core kernel for `VQ<v, 8, 1>` (each code looked up in a replicated codebook in
+//!   shared memory straight into an `mma.m16n8k16`, batch 1-16 in one launch; the default), the
+//!   table kernel (per tile and slab, the codebook entries' dot products with the inputs in
+//!   shared memory, one lookup per code and vector), and a stream kernel for every other
 //!   configuration.
 //!
 //! # Example
