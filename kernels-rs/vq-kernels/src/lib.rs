@@ -18,6 +18,32 @@ pub mod mma;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
+/// The device pointers of a model launch's parameters (the table and tensor-core kernels'
+/// CPU models): all null, never dereferenced on the CPU; not for a launch. Codes, codebooks,
+/// inputs, outputs, fp32 workspace, counters.
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(clippy::type_complexity)]
+pub(crate) fn null_ptrs() -> (
+    DevPtr<u32>,
+    DevPtr<u16>,
+    DevPtr<u16>,
+    DevPtrMut<u16>,
+    DevPtrMut<f32>,
+    DevPtrMut<u32>,
+) {
+    // SAFETY: null addresses, never dereferenced on the CPU; not for a launch.
+    unsafe {
+        (
+            DevPtr::from_addr(0),
+            DevPtr::from_addr(0),
+            DevPtr::from_addr(0),
+            DevPtrMut::from_addr(0),
+            DevPtrMut::from_addr(0),
+            DevPtrMut::from_addr(0),
+        )
+    }
+}
+
 /// Most vectors a GEMV kernel takes.
 pub const MAX_BATCH: u32 = 16;
 /// Warps (rows) per block.

@@ -313,17 +313,7 @@ pub fn lut_model(
 /// geometry fields of a launch, for [`lut_model`] and tests.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn model_params(rows: usize, cols: usize, g: &LutGeometry) -> VqLutParams {
-    // SAFETY: null addresses, never dereferenced on the CPU; not for a launch.
-    let (c, cb, x, y, a, n) = unsafe {
-        (
-            DevPtr::from_addr(0),
-            DevPtr::from_addr(0),
-            DevPtr::from_addr(0),
-            DevPtrMut::from_addr(0),
-            DevPtrMut::from_addr(0),
-            DevPtrMut::from_addr(0),
-        )
-    };
+    let (c, cb, x, y, a, n) = crate::null_ptrs();
     VqLutParams {
         codes: c,
         codebooks: cb,

@@ -397,17 +397,7 @@ pub fn mma_codes(
 /// geometry fields of a launch, for [`mma_model`] and tests.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn mma_model_params(rows: usize, cols: usize, batch: usize, g: &MmaGeometry) -> VqMmaParams {
-    // SAFETY: null addresses, never dereferenced on the CPU; not for a launch.
-    let (c, cb, x, y, a, n) = unsafe {
-        (
-            DevPtr::from_addr(0),
-            DevPtr::from_addr(0),
-            DevPtr::from_addr(0),
-            DevPtrMut::from_addr(0),
-            DevPtrMut::from_addr(0),
-            DevPtrMut::from_addr(0),
-        )
-    };
+    let (c, cb, x, y, a, n) = crate::null_ptrs();
     VqMmaParams {
         codes: c,
         codebooks: cb,
