@@ -515,6 +515,21 @@ pub unsafe fn lds_v4(a: u32) -> U32x4 {
     U32x4([x, y, z, w])
 }
 
+/// 64-bit shared-memory load (`ld.shared.v2.u32`) at shared-window address `a`.
+///
+/// # Safety
+/// `a` is 8-byte aligned and 8 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+pub unsafe fn lds_v2(a: u32) -> [u32; 2] {
+    let (x, y): (u32, u32);
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("ld.shared.v2.u32 {{{x}, {y}}}, [{a}];", a = in(reg32) a,
+             x = out(reg32) x, y = out(reg32) y, options(readonly, nostack));
+    }
+    [x, y]
+}
+
 /// 32-bit shared-memory load (`ld.shared.u32`) at shared-window address `a`.
 ///
 /// # Safety
@@ -539,6 +554,19 @@ pub unsafe fn sts_u32(a: u32, v: u32) {
     // SAFETY: the caller guarantees an aligned address inside shared memory.
     unsafe {
         asm!("st.shared.u32 [{a}], {v};", a = in(reg32) a, v = in(reg32) v, options(nostack));
+    }
+}
+
+/// 64-bit shared-memory store (`st.shared.v2.u32`) at shared-window address `a`.
+///
+/// # Safety
+/// `a` is 8-byte aligned and 8 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+pub unsafe fn sts_v2(a: u32, x: u32, y: u32) {
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("st.shared.v2.u32 [{a}], {{{x}, {y}}};", a = in(reg32) a, x = in(reg32) x,
+             y = in(reg32) y, options(nostack));
     }
 }
 

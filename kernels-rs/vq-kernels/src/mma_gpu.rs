@@ -2,8 +2,9 @@
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, dyn_smem_addr, f32_to_f16, fence_gpu, grid_dim_x,
-    ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, lds_u32, lds_v4,
-    mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v4, sync_threads, thread_idx_x,
+    ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, lds_u32, lds_v2,
+    lds_v4, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v2, sts_v4, sync_threads,
+    thread_idx_x,
 };
 
 use crate::mma::{
@@ -135,34 +136,6 @@ unsafe fn write_stage<const V: usize, const B16: bool, const P: u32>(
             // SAFETY: inside entry tid of this table.
             unsafe { sts_v4(tb + ((16 * (k as u32 + tid)) & 127), val) };
         }
-    }
-}
-
-/// 64-bit shared-memory load (`ld.shared.v2.u32`).
-///
-/// # Safety
-/// `a` is 8-byte aligned and 8 bytes at `a` lie inside the block's shared memory.
-#[inline(always)]
-unsafe fn lds_v2(a: u32) -> [u32; 2] {
-    let (x, y): (u32, u32);
-    // SAFETY: the caller guarantees an aligned address inside shared memory.
-    unsafe {
-        core::arch::asm!("ld.shared.v2.u32 {{{x}, {y}}}, [{a}];", a = in(reg32) a,
-             x = out(reg32) x, y = out(reg32) y, options(readonly, nostack));
-    }
-    [x, y]
-}
-
-/// 64-bit shared-memory store (`st.shared.v2.u32`).
-///
-/// # Safety
-/// `a` is 8-byte aligned and 8 bytes at `a` lie inside the block's shared memory.
-#[inline(always)]
-unsafe fn sts_v2(a: u32, x: u32, y: u32) {
-    // SAFETY: the caller guarantees an aligned address inside shared memory.
-    unsafe {
-        core::arch::asm!("st.shared.v2.u32 [{a}], {{{x}, {y}}};", a = in(reg32) a,
-             x = in(reg32) x, y = in(reg32) y, options(nostack));
     }
 }
 
