@@ -9,7 +9,7 @@ use crate::quantize::{QuantizeOptions, quantize_weights};
 
 /// The relative error (`||y_gpu - y_ref|| / ||y_ref||`, the fp64 reference) a GPU product
 /// must stay below: the fp16 output rounding and the scaled-weights kernel's fp16 weights
-/// (3 to 8 vectors) stay well under it (`docs/SPQR.md`, "GPU kernel").
+/// (3 to 16 vectors) stay well under it (`docs/SPQR.md`, "GPU kernel").
 pub const GPU_TOLERANCE: f64 = 1e-3;
 
 /// SpQR in the format core: fp32 weights in, fp16 inputs, the fp64 reference product

@@ -33,7 +33,7 @@ pub struct DeviceSpqrMatrix {
     permuted: bool,
     /// Blocks per tile row, when not left to the launcher ([`choose_splits`]).
     splits: Option<u32>,
-    /// Scale factors of the scaled-weights kernel (3 to 8 vectors, `tc_scaled::prescale`): 1.0
+    /// Scale factors of the scaled-weights kernel (3 to 16 vectors, `tc_scaled::prescale`): 1.0
     /// unless the scales are too large for its fp16 arithmetic as they are.
     pre: f32,
     post: f32,
@@ -270,7 +270,7 @@ impl SpqrGemv {
         Ok((b, k))
     }
 
-    /// `y = W' x` for `batch` (1..=8) fp16 vectors `x` (`batch * cols`, in the matrix's input
+    /// `y = W' x` for `batch` (1..=16) fp16 vectors `x` (`batch * cols`, in the matrix's input
     /// order), writing `batch * rows` fp16 values; fp32 accumulation, outliers added with the
     /// matrix's chosen encoding. A non-finite input makes the outputs of its vector
     /// non-finite, as on the CPU ([`SpqrMatrix::gemv_reference`]).

@@ -1,4 +1,4 @@
-//! GPU tests: the SpQR kernel against the CPU reference, CSR and PTCSR, batch 1 to 8.
+//! GPU tests: the SpQR kernel against the CPU reference, CSR and PTCSR, batch 1 to 16.
 //! Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1` makes that a failure.
 
 use half::f16;
@@ -39,7 +39,7 @@ fn kernel_matches_the_cpu_reference() {
             };
             let m = quantize(&w, rows, cols, &opts).unwrap();
             let mut dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
-            for batch in [1, 2, 3, 4, 5, 8] {
+            for batch in [1, 2, 3, 4, 5, 8, 9, 16] {
                 let x: Vec<f16> = (0..batch * cols)
                     .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
                     .collect();
@@ -86,7 +86,7 @@ fn large_and_small_weights_keep_their_accuracy() {
             .collect();
         let m = quantize(&w, rows, cols, &QuantizeOptions::default()).unwrap();
         let dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
-        for batch in [1, 2, 8] {
+        for batch in [1, 2, 8, 16] {
             let x: Vec<f16> = (0..batch * cols)
                 .map(|_| f16::from_f32(xscale * rng.gen_range(-1.0..1.0)))
                 .collect();
@@ -105,7 +105,7 @@ fn large_and_small_weights_keep_their_accuracy() {
 
 #[test]
 fn split_tile_rows_add_up_and_reset_their_counters() {
-    // Every split of the tile rows gives the reference's result, batch 1 to 8, CSR and PTCSR
+    // Every split of the tile rows gives the reference's result, batch 1 to 16, CSR and PTCSR
     // (the outlier walks are shared out between the parts too); a second launch gives the
     // same bits (the parts meet in a fixed order, and the last part reset the counters).
     let Some(gpu) = gpu_for_tests("split_tile_rows_add_up_and_reset_their_counters") else {
@@ -135,7 +135,7 @@ fn split_tile_rows_add_up_and_reset_their_counters() {
             max: 16
         })
     ));
-    for batch in [1, 2, 4, 8] {
+    for batch in [1, 2, 4, 8, 12, 16] {
         let x: Vec<f16> = (0..batch * cols)
             .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
             .collect();
@@ -187,11 +187,11 @@ fn bad_arguments_are_errors() {
     );
     assert!(matches!(
         spqr.gemv(&dm, &x, &mut y, 0),
-        Err(SpqrError::Format(FormatError::Batch { batch: 0, max: 8 }))
+        Err(SpqrError::Format(FormatError::Batch { batch: 0, max: 16 }))
     ));
     assert!(matches!(
-        spqr.gemv(&dm, &x, &mut y, 9),
-        Err(SpqrError::Format(FormatError::Batch { batch: 9, max: 8 }))
+        spqr.gemv(&dm, &x, &mut y, 17),
+        Err(SpqrError::Format(FormatError::Batch { batch: 17, max: 16 }))
     ));
     assert!(spqr.gemv(&dm, &x, &mut y, usize::MAX).is_err());
     spqr.gemv(&dm, &x, &mut y, 1).unwrap();
@@ -282,7 +282,7 @@ fn non_finite_inputs_make_their_vectors_non_finite_as_on_the_cpu() {
     let m = quantize(&w, rows, cols, &QuantizeOptions::default()).unwrap();
     let mut dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
     for bad in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY] {
-        for batch in [1, 2, 4, 8] {
+        for batch in [1, 2, 4, 8, 16] {
             // The last vector has one non-finite input.
             let mut x: Vec<f16> = (0..batch * cols)
                 .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
@@ -318,7 +318,7 @@ fn spqr_is_a_device_gemv() {
     let Some(gpu) = gpu_for_tests("spqr_is_a_device_gemv") else {
         return;
     };
-    assert_eq!(<SpqrMatrix as DeviceGemv>::MAX_GPU_BATCH, 8);
+    assert_eq!(<SpqrMatrix as DeviceGemv>::MAX_GPU_BATCH, 16);
     let kernels = SpqrMatrix::load(&gpu).unwrap();
     let mut rng = StdRng::seed_from_u64(13);
     let normal = Normal::new(0.0f32, 1.0).unwrap();
@@ -342,11 +342,11 @@ fn spqr_is_a_device_gemv() {
             assert!(check.passed(), "{name} batch {batch}: {check}");
             assert_eq!(check.tolerance, GPU_TOLERANCE);
         }
-        let x = gpu.upload(&vec![f16::ONE; 9 * cols]).unwrap();
-        let mut out = SpqrMatrix::alloc_out(&gpu, rows, 9).unwrap();
+        let x = gpu.upload(&vec![f16::ONE; 17 * cols]).unwrap();
+        let mut out = SpqrMatrix::alloc_out(&gpu, rows, 17).unwrap();
         assert!(matches!(
-            SpqrMatrix::gemv(&kernels, &dm, &x, &mut out, 9),
-            Err(SpqrError::Format(FormatError::Batch { batch: 9, max: 8 }))
+            SpqrMatrix::gemv(&kernels, &dm, &x, &mut out, 17),
+            Err(SpqrError::Format(FormatError::Batch { batch: 17, max: 16 }))
         ));
     }
 }

@@ -35,12 +35,16 @@ use crate::tc::{
     result_scale, row_scale_zero, staged_pairs, tile_consts,
 };
 use crate::{
-    BLOCK_THREADS, MAX_BATCH, MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES,
-    SpqrGemvParams, WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, part_steps, ring_offset,
-    round_steps, sets, stage_offset,
+    BLOCK_THREADS, MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvParams,
+    WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, part_steps, ring_offset, round_steps, sets,
+    stage_offset,
 };
 
-const MB: usize = MAX_BATCH as usize;
+/// Values per row of the result and outlier areas of the kernel for `B` vectors
+/// ([`crate::area_batch`]).
+pub(crate) const fn area<const B: usize>() -> usize {
+    crate::area_batch(B as u32) as usize
+}
 
 /// Which part of which tile row a block computes: block `b` takes part `b % splits` of tile
 /// row `b / splits`, the steps `part_steps(nsteps, splits, part)` of it and every `splits`-th
@@ -76,7 +80,7 @@ impl Split {
 pub static CMV_MAXNTID: u32 = BLOCK_THREADS;
 
 /// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 3 blocks of the largest
-/// size (6 of the usual 4 warps), up to 85 registers, which keeps the loops of 2 to 8 vectors
+/// size (6 of the usual 4 warps), up to 85 registers, which keeps the loops of 2 to 8 vectors (16 vectors take 2 blocks, `kernels_scaled`)
 /// free of spills and of recomputed addresses (at 64, `ptxas` rebuilds them every step or
 /// spills).
 #[unsafe(no_mangle)]
@@ -162,15 +166,15 @@ pub(crate) struct WeightRing {
 
 impl WeightRing {
     /// The ring of warp `warp` (of `warps`) over a band of `nsteps >= 1` steps starting at
-    /// `band_words`, in the block's ring area (`ring_offset(warps)` in dynamic shared
-    /// memory), with the copies of its first [`RING_DEPTH`] steps started. Also returns how
+    /// `band_words`, in the block's ring area (`ring_offset(warps, B)` in dynamic shared
+    /// memory, for the kernel of `B` vectors), with the copies of its first [`RING_DEPTH`] steps started. Also returns how
     /// many steps the warp takes (`warp + i * warps` for `i < mine`).
     ///
     /// # Safety
     /// `band_words` holds the band's `nsteps` steps in device order; the block has the ring
     /// area of `warps` warps.
     #[inline(always)]
-    pub(crate) unsafe fn start(
+    pub(crate) unsafe fn start<const B: usize>(
         band_words: *const u64,
         lane: u32,
         warp: u32,
@@ -183,7 +187,10 @@ impl WeightRing {
             0
         };
         let ring = Self {
-            slot0: dyn_smem_addr() + ring_offset(warps) + warp * WARP_RING_BYTES + 16 * lane,
+            slot0: dyn_smem_addr()
+                + ring_offset(warps, B as u32)
+                + warp * WARP_RING_BYTES
+                + 16 * lane,
             lane_words: band_words.wrapping_add(2 * lane as usize),
             warp,
             warps,
@@ -241,9 +248,9 @@ impl WeightRing {
 /// (`out[slot][row][vector]`) of a block with `warps` warps (of weights) in dynamic shared
 /// memory (`smem_bytes(warps, B)` bytes).
 #[inline(always)]
-pub(crate) fn sum_areas(warps: u32) -> (*mut f32, *mut f32) {
+pub(crate) fn sum_areas<const B: usize>(warps: u32) -> (*mut f32, *mut f32) {
     let red = dyn_smem() as *mut f32;
-    (red, red.wrapping_add(warps as usize * TILE * MB))
+    (red, red.wrapping_add(warps as usize * TILE * area::<B>()))
 }
 
 /// After a block barrier, adds the warps' results and the outlier sums of each row and
@@ -278,11 +285,11 @@ pub(crate) unsafe fn write_rows<const B: usize>(
         let mut total = 0.0f32;
         for w in 0..warps as usize {
             // SAFETY: inside the reduction area.
-            total += unsafe { *red.add((w * TILE + rr) * MB + b) };
+            total += unsafe { *red.add((w * TILE + rr) * area::<B>() + b) };
         }
         for slot in 0..slots as usize {
             // SAFETY: inside the outlier area.
-            total += unsafe { *outl.add((slot * TILE + rr) * MB + b) };
+            total += unsafe { *outl.add((slot * TILE + rr) * area::<B>() + b) };
         }
         total
     };
@@ -403,7 +410,7 @@ unsafe fn step<const B: usize>(
 }
 /// Outlier entries whose loads a thread issues at once for 1-4 vectors (4 for 8 vectors, whose
 /// kernels would spill: 8 measured faster than 4 at batch 4 on the 4096-row shapes and
-/// slower at batch 8, docs/PERF.md).
+/// slower at batch 8, docs/PERF.md; 2 for 16 vectors, the same 32 input loads).
 const OUTLIER_LOADS: usize = 8;
 
 /// The outlier entries a thread adds up: `first, first + stride, ...` below `end`.
@@ -466,7 +473,14 @@ pub(crate) unsafe fn outlier_sums<const B: usize>(
     batch: u32,
 ) -> [f32; B] {
     let OutlierWalk { first, end, stride } = walk;
-    let n = if B >= 8 { 4 } else { OUTLIER_LOADS };
+    // Entries at a time: up to 32 input loads in flight (more spill at 8 and 16 vectors).
+    let n = if B >= 16 {
+        2
+    } else if B >= 8 {
+        4
+    } else {
+        OUTLIER_LOADS
+    };
     let mut o = [0.0f32; B];
     let mut e = first;
     while e < end {
@@ -523,7 +537,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let tid = thread_idx_x();
     // The last warp walks the outliers while the others multiply the weights.
     let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - 1);
-    let (red, outl) = sum_areas(warps);
+    let (red, outl) = sum_areas::<B>(warps);
     if warp == warps {
         // SAFETY: forwarded from the launcher's checks.
         unsafe { outlier_warp::<B, PT>(offsets, col_vals, x, outl, &split, cols, batch, lane) };
@@ -574,7 +588,9 @@ pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
     for (b, ob) in o.iter().enumerate() {
         // SAFETY: slot lane / 16 < 2 slots (the area holds 2 per weight warp), row
         // lane % 16 < 16, b < 8.
-        unsafe { *outl.add(((lane >> 4) as usize * TILE + (lane & 15) as usize) * MB + b) = *ob };
+        unsafe {
+            *outl.add(((lane >> 4) as usize * TILE + (lane & 15) as usize) * area::<B>() + b) = *ob
+        };
     }
 }
 
@@ -621,8 +637,8 @@ unsafe fn weights<const B: usize>(
     // copied into shared memory RING_DEPTH steps ahead.
     // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
     // launcher gave the ring area.
-    let (ring, mine) = unsafe { WeightRing::start(part_words, lane, warp, warps, s1 - s0) };
-    let area = dyn_smem_addr() + stage_offset(warps) + warp * WARP_STAGE_BYTES;
+    let (ring, mine) = unsafe { WeightRing::start::<B>(part_words, lane, warp, warps, s1 - s0) };
+    let area = dyn_smem_addr() + stage_offset(warps, B as u32) + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane < ZERO_BYTES / 16 {
         // SAFETY: inside this warp's zero area; made visible by the staging's warp barrier.
@@ -720,7 +736,9 @@ unsafe fn weights<const B: usize>(
             if t == 0 {
                 let (r, n) = (2 * g as usize + q / 2, 2 * j + q % 2);
                 // SAFETY: warp < warps, r < 16, n < 8.
-                unsafe { *red.add((warp as usize * TILE + r) * MB + n) = *v };
+                unsafe {
+                    *red.add((warp as usize * TILE + r) * crate::kernels::area::<B>() + n) = *v
+                };
             }
         }
     }

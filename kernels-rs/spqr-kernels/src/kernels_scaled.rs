@@ -1,28 +1,38 @@
-//! The kernel for 3 to 8 vectors (NVPTX only): the weights scaled in fp16 before the MMA,
-//! the vectors in the MMA's 8 columns; the arithmetic is [`crate::tc_scaled`].
+//! The kernel for 3 to 16 vectors (NVPTX only): the weights scaled in fp16 before the MMA,
+//! the vectors in the MMA's 8 columns (two groups of 8 for 9 to 16 vectors, sharing the
+//! scaled weights); the arithmetic is [`crate::tc_scaled`].
 //!
 //! A block computes one tile row (16 rows), or one part of it (`Split`); all its warps but the
 //! last (4 or 7) split the columns into steps of 4 tiles (warp `w` takes steps
 //! `w, w + warps, ...`), while the last walks the outliers. In a step, lane `(g, t)` holds rows
 //! `2g, 2g + 1` of tile `t` (16 bytes, through the warp's `WeightRing` like the routed kernel)
 //! and the tile's inputs of vector `g` (the MMA's column `g`; lanes past the batch repeat the
-//! last vector, loaded into registers one step ahead); it rebuilds
+//! last vector, loaded into registers one step ahead), and of vector `g + 8` for 16; it
+//! rebuilds
 //! the tile's second-order statistics with two xor-shuffles, turns its 32 codes into 16
 //! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (`-z s` in two
-//! fp16 parts). All 8 vectors cost the same instructions. The outlier warp and the final
+//! fp16 parts), per group of 8 vectors. All 8 vectors of a group cost the same instructions;
+//! the second group adds its input loads and 12 MMAs, not the weights' work. The outlier warp and the final
 //! sums are those of [`crate::kernels`] (the outlier warp measured faster for 4 and 8 vectors
 //! than all warps adding the outliers before the weights: docs/PERF.md).
 
 use cmv_device::{block_dim_x, cp_async_wait, half2_to_f32x2, mma_m16n8k16_f16_f32, thread_idx_x};
 
 use crate::kernels::{
-    Split, WeightRing, gather_stats, load_inputs, outlier_warp, sum_areas, write_rows,
+    Split, WeightRing, area, gather_stats, load_inputs, outlier_warp, sum_areas, write_rows,
 };
 use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
-use crate::{MAX_BATCH, RING_DEPTH, RING_SLOTS, SpqrGemvScaledParams, part_steps};
+use crate::{RING_DEPTH, RING_SLOTS, SpqrGemvScaledParams, part_steps};
 
-const MB: usize = MAX_BATCH as usize;
+/// Groups of 8 vectors (the MMA's N) of the kernel for `B` vectors.
+const fn groups<const B: usize>() -> usize {
+    B.div_ceil(8)
+}
+
+/// Most groups of a kernel.
+const MAX_GROUPS: usize = 2;
+const _: () = assert!(groups::<{ crate::MAX_BATCH as usize }>() <= MAX_GROUPS);
 
 /// The accumulators of a lane.
 struct Acc {
@@ -33,18 +43,19 @@ struct Acc {
     zero_lo: [f32; 4],
 }
 
-/// One step: the MMAs of two rows of one tile per lane.
+/// One step: the MMAs of two rows of one tile per lane, for each group of 8 vectors (`x[j]`,
+/// `acc[j]`, `j < groups::<B>()`).
 ///
 /// # Safety
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
 unsafe fn step<const B: usize>(
     w: [u32; 4],
-    x: [u32; 8],
+    x: &[[u32; 8]; MAX_GROUPS],
     g: u32,
     pre: f32,
     masks: [u32; 2],
-    acc: &mut Acc,
+    acc: &mut [Acc; MAX_GROUPS],
 ) {
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
@@ -61,20 +72,22 @@ unsafe fn step<const B: usize>(
     };
     let (c0, c1) = (row(w0), row(w1));
     let (p0, p1) = (scaled_pairs(w0, &c0, masks), scaled_pairs(w1, &c1, masks));
-    let xp = input_pairs(&x);
-    for m in 0..4 {
-        let b = [xp[2 * m], xp[2 * m + 1]];
-        // SAFETY: the caller guarantees a converged warp.
-        unsafe {
-            acc.codes = mma_m16n8k16_f16_f32(
-                [p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1]],
-                b,
-                acc.codes,
-            );
-            acc.zero_hi =
-                mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
-            acc.zero_lo =
-                mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
+    for (xj, acc) in x.iter().zip(acc.iter_mut()).take(groups::<B>()) {
+        let xp = input_pairs(xj);
+        for m in 0..4 {
+            let b = [xp[2 * m], xp[2 * m + 1]];
+            // SAFETY: the caller guarantees a converged warp.
+            unsafe {
+                acc.codes = mma_m16n8k16_f16_f32(
+                    [p0[2 * m], p1[2 * m], p0[2 * m + 1], p1[2 * m + 1]],
+                    b,
+                    acc.codes,
+                );
+                acc.zero_hi =
+                    mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
+                acc.zero_lo =
+                    mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
+            }
         }
     }
 }
@@ -99,7 +112,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let tid = thread_idx_x();
     // The last warp walks the outliers while the others multiply the weights.
     let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - 1);
-    let (red, outl) = sum_areas(warps);
+    let (red, outl) = sum_areas::<B>(warps);
     if warp == warps {
         // SAFETY: forwarded from the launcher's checks.
         unsafe { outlier_warp::<B, PT>(offsets, col_vals, x, outl, &split, cols, batch, lane) };
@@ -162,27 +175,39 @@ unsafe fn weights<const B: usize>(
                 + s0 as usize * STEP_WORDS,
         )
     };
-    // SAFETY: vector min(g, batch - 1) < batch is inside the input.
-    let xv = unsafe { x.add(g.min(batch - 1) as usize * cols as usize) };
-    // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 8):
+    // Vectors g and g + 8 (16 vectors).
+    let xv: [*const u16; MAX_GROUPS] = core::array::from_fn(|j| {
+        if j < groups::<B>() {
+            // SAFETY: vector min(v, batch - 1) < batch is inside the input.
+            unsafe { x.add((g + 8 * j as u32).min(batch - 1) as usize * cols as usize) }
+        } else {
+            x
+        }
+    });
+    // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 16):
     // see `tc::scaled_pairs`.
     let unknown_zero = batch >> 16;
     let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
-    let mut acc = Acc {
+    let mut acc: [Acc; MAX_GROUPS] = core::array::from_fn(|_| Acc {
         codes: [0.0; 4],
         zero_hi: [0.0; 4],
         zero_lo: [0.0; 4],
-    };
+    });
     // This warp's steps are s0 + warp + i * warps for i < mine; the weights are copied into
     // the warp's ring in shared memory RING_DEPTH steps ahead, the inputs of step i + 1 loaded
     // into registers while step i is computed.
     // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
     // launcher gave the ring area.
-    let (ring, mine) = unsafe { WeightRing::start(part_words, lane, warp, warps, s1 - s0) };
+    let (ring, mine) = unsafe { WeightRing::start::<B>(part_words, lane, warp, warps, s1 - s0) };
     let load_x = |i: u32| {
         let tile = 4 * (s0 + warp + i * warps) + t;
-        // SAFETY: `aligned` was checked by the launcher; reads are bounded by cols.
-        unsafe { load_inputs(xv, tile * TILE as u32, cols, aligned != 0) }
+        let mut r = [[0u32; 8]; MAX_GROUPS];
+        for (rj, &xj) in r.iter_mut().zip(xv.iter()).take(groups::<B>()) {
+            // SAFETY: xj is a vector of the input (above); `aligned` was checked by the
+            // launcher; reads are bounded by cols.
+            *rj = unsafe { load_inputs(xj, tile * TILE as u32, cols, aligned != 0) };
+        }
+        r
     };
     let mut next = load_x(0);
     let mut i = 0;
@@ -194,19 +219,21 @@ unsafe fn weights<const B: usize>(
         let w = unsafe { ring.read(i % RING_SLOTS) };
         unsafe { ring.copy(i + RING_DEPTH, (i + RING_DEPTH) % RING_SLOTS) };
         // SAFETY: converged warp (`mine` is warp-uniform).
-        unsafe { step::<B>(w, x, g, pre, masks, &mut acc) };
+        unsafe { step::<B>(w, &x, g, pre, masks, &mut acc) };
         i += 1;
     }
     // The copies past the last step finish before the block ends.
     // SAFETY: no operands.
     unsafe { cp_async_wait::<0>() };
-    for i in 0..4 {
-        let (r, n) = (2 * g as usize + i / 2, 2 * t as usize + i % 2);
-        // SAFETY: warp < warps, r < 16, n < 8.
-        unsafe {
-            *red.add((warp as usize * TILE + r) * MB + n) =
-                (acc.codes[i] + (acc.zero_hi[i] + acc.zero_lo[i])) * post
-        };
+    for (j, a) in acc.iter().enumerate().take(groups::<B>()) {
+        for i in 0..4 {
+            let (r, n) = (2 * g as usize + i / 2, 8 * j + 2 * t as usize + i % 2);
+            // SAFETY: warp < warps, r < 16, n < 8 * groups <= area::<B>().
+            unsafe {
+                *red.add((warp as usize * TILE + r) * area::<B>() + n) =
+                    (a.codes[i] + (a.zero_hi[i] + a.zero_lo[i])) * post
+            };
+        }
     }
 }
 
@@ -245,6 +272,19 @@ macro_rules! entries {
 entries! {
     cmv_spqr_csr_b4 = 4, false;
     cmv_spqr_csr_b8 = 8, false;
+    cmv_spqr_csr_b16 = 16, false;
     cmv_spqr_ptcsr_b4 = 4, true;
     cmv_spqr_ptcsr_b8 = 8, true;
+    cmv_spqr_ptcsr_b16 = 16, true;
 }
+
+/// Sixteen vectors: 2 blocks of the largest size per SM, up to 128 registers (at 80, the
+/// second group's inputs and accumulators spill).
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16: u32 = 2;
+
+/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b16`].
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16: u32 = 2;

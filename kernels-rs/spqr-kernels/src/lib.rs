@@ -4,7 +4,7 @@
 //!
 //! Every kernel takes its parameters as one struct, launched by `spqr-format` through
 //! `cmv-runtime`'s typed launch: the routed kernels (1 and 2 vectors) [`SpqrGemvParams`], the
-//! scaled-weights kernels (4 and 8 vectors) [`SpqrGemvScaledParams`] (the same fields with
+//! scaled-weights kernels (4, 8 and 16 vectors) [`SpqrGemvScaledParams`] (the same fields with
 //! `pre` and `post`). As a parameter struct the scaled-weights kernels got 2 more registers
 //! from `ptxas` on sm_80 (76 to 78) and 1 more on sm_90 (78 to 79), within the same
 //! allocation of 80, and a slightly different loop schedule (LLVM no longer knows the
@@ -27,8 +27,8 @@ mod kernels_scaled;
 
 /// Most threads per block of the kernel (one block per tile row); see [`block_threads`].
 pub const BLOCK_THREADS: u32 = 256;
-/// Largest batch a kernel runs (kernels exist for 1, 2, 4 and 8).
-pub const MAX_BATCH: u32 = 8;
+/// Largest batch a kernel runs (kernels exist for 1, 2, 4, 8 and 16).
+pub const MAX_BATCH: u32 = 16;
 /// The kernel batch (outlier accumulators per row) that runs `batch` vectors.
 pub const fn kernel_batch(batch: u32) -> Option<u32> {
     match batch {
@@ -36,8 +36,16 @@ pub const fn kernel_batch(batch: u32) -> Option<u32> {
         2 => Some(2),
         3..=4 => Some(4),
         5..=8 => Some(8),
+        9..=16 => Some(16),
         _ => None,
     }
+}
+
+/// Values per row of a block's result and outlier areas in shared memory for the kernel of
+/// `kernel_batch` vectors: 8 up to 8 vectors (the layout of the kernels before batch 16), 16
+/// for 16.
+pub const fn area_batch(kernel_batch: u32) -> u32 {
+    if kernel_batch > 8 { 16 } else { 8 }
 }
 
 /// Threads per block of weight warps for a matrix of `padded_rows x padded_cols`, before
@@ -152,33 +160,35 @@ const _: () =
     assert!(round_steps(1).is_multiple_of(RING_SLOTS) && round_steps(2).is_multiple_of(RING_SLOTS));
 
 /// Bytes of dynamic shared memory for a block of `warps` warps of the kernel for
-/// `kernel_batch` vectors: each warp's 16 x 8 results, each 16-thread slot's 16 x 8 outlier
-/// sums (fp32), each warp's weight ring, then (routed kernel only) each warp's input staging
-/// area. (The scaled-weights kernel reads its inputs through L1, so it leaves L1 the staging
-/// area's share: with it, 8 vectors measured slower, docs/PERF.md.)
+/// `kernel_batch` vectors: each warp's 16 x [`area_batch`] results, each 16-thread slot's
+/// 16 x [`area_batch`] outlier sums (fp32), each warp's weight ring, then (routed kernel only)
+/// each warp's input staging area. (The scaled-weights kernel reads its inputs through L1, so
+/// it leaves L1 the staging area's share: with it, 8 vectors measured slower, docs/PERF.md.)
 pub const fn smem_bytes(warps: u32, kernel_batch: u32) -> u32 {
     if is_scaled_kernel(kernel_batch) {
-        stage_offset(warps)
+        stage_offset(warps, kernel_batch)
     } else {
-        stage_offset(warps) + warps * WARP_STAGE_BYTES
+        stage_offset(warps, kernel_batch) + warps * WARP_STAGE_BYTES
     }
 }
 
 /// Where the warps' weight rings start in the dynamic shared memory of a block of `warps`
-/// warps (after the results and the outlier sums, see [`smem_bytes`]).
-pub const fn ring_offset(warps: u32) -> u32 {
-    4 * (warps * 16 * MAX_BATCH + 2 * warps * 16 * MAX_BATCH)
+/// warps of the kernel for `kernel_batch` vectors (after the results and the outlier sums,
+/// see [`smem_bytes`]).
+pub const fn ring_offset(warps: u32, kernel_batch: u32) -> u32 {
+    4 * 3 * warps * 16 * area_batch(kernel_batch)
 }
 
 /// Where the warps' staging areas start (after the weight rings).
-pub const fn stage_offset(warps: u32) -> u32 {
-    ring_offset(warps) + warps * WARP_RING_BYTES
+pub const fn stage_offset(warps: u32, kernel_batch: u32) -> u32 {
+    ring_offset(warps, kernel_batch) + warps * WARP_RING_BYTES
 }
 
 // The largest block stays within the 48 KB a launch gets without opting in.
 const _: () = assert!(smem_bytes(BLOCK_THREADS / 32, 1) <= 48 * 1024);
 const _: () =
     assert!(smem_bytes(BLOCK_THREADS / 32, MAX_BATCH) <= smem_bytes(BLOCK_THREADS / 32, 1));
+const _: () = assert!(smem_bytes(BLOCK_THREADS / 32, 8) <= smem_bytes(BLOCK_THREADS / 32, 1));
 
 /// Parameters of the routed kernels (`cmv_spqr_csr_b1`, `_b2`, `cmv_spqr_ptcsr_b1`, `_b2`),
 /// in the order of their former arguments (the scaled-weights kernels take
@@ -258,8 +268,8 @@ impl SpqrGemvParams {
     }
 }
 
-/// Parameters of the scaled-weights kernels (`cmv_spqr_csr_b4`, `_b8`, `cmv_spqr_ptcsr_b4`,
-/// `_b8`), in the order of their former arguments: the fields of [`SpqrGemvParams`] with the
+/// Parameters of the scaled-weights kernels (`cmv_spqr_csr_b4`, `_b8`, `_b16`,
+/// `cmv_spqr_ptcsr_b4`, `_b8`, `_b16`), in the order of their former arguments: the fields of [`SpqrGemvParams`] with the
 /// prescale factors `pre` and `post` before `aligned`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -390,9 +400,11 @@ pub fn kernel_name(batch: u32, ptcsr: bool) -> Option<&'static str> {
         (2, false) => "cmv_spqr_csr_b2",
         (4, false) => "cmv_spqr_csr_b4",
         (8, false) => "cmv_spqr_csr_b8",
+        (16, false) => "cmv_spqr_csr_b16",
         (1, true) => "cmv_spqr_ptcsr_b1",
         (2, true) => "cmv_spqr_ptcsr_b2",
         (4, true) => "cmv_spqr_ptcsr_b4",
-        _ => "cmv_spqr_ptcsr_b8",
+        (8, true) => "cmv_spqr_ptcsr_b8",
+        _ => "cmv_spqr_ptcsr_b16",
     })
 }

@@ -1,4 +1,4 @@
-//! How the scaled-weights kernel (3 to 8 vectors, `kernels_scaled`) feeds SpQR tiles to the
+//! How the scaled-weights kernel (3 to 16 vectors, `kernels_scaled`) feeds SpQR tiles to the
 //! tensor cores (`mma.m16n8k16`, fp16 in, fp32 accumulation): plain functions, shared by the
 //! kernel and the host tests.
 //!
