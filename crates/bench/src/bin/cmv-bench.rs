@@ -49,8 +49,8 @@ struct Args {
     explore_tc: bool,
     #[arg(long, value_delimiter = ',', help = suites_help())]
     suites: Vec<String>,
-    /// SpQR suite: batches, each 1 to 8 (the GPU SpQR kernels' range; default 1,4,8).
-    #[arg(long, value_delimiter = ',', default_value = "1,4,8")]
+    /// SpQR suite: batches, each 1 to 16 (the GPU SpQR kernels' range; default 1,4,8,16).
+    #[arg(long, value_delimiter = ',', default_value = "1,4,8,16")]
     spqr_batches: Vec<usize>,
     /// SpQR suite: blocks per tile row, comma-separated: `auto` (the launcher's choice, the
     /// format suite's rows) and fixed splits to compare with it (rows named like `csr/s4`),
@@ -736,8 +736,9 @@ mod tests {
         let e = validate(&args(&["--batches", "0"])).unwrap_err();
         assert!(e.contains("--batches 0") && e.contains("1 to 16"), "{e}");
         assert!(validate(&args(&["--batches", "17"])).is_err());
-        let e = validate(&args(&["--spqr-batches", "9"])).unwrap_err();
-        assert!(e.contains("SpQR") && e.contains("1 to 8"), "{e}");
+        validate(&args(&["--spqr-batches", "9,16"])).unwrap();
+        let e = validate(&args(&["--spqr-batches", "17"])).unwrap_err();
+        assert!(e.contains("SpQR") && e.contains("1 to 16"), "{e}");
         assert!(validate(&args(&["--spqr-batches", "0"])).is_err());
         let e = validate(&args(&["--suites", "dense,nope"])).unwrap_err();
         assert!(e.contains("nope") && e.contains("dense"), "{e}");
