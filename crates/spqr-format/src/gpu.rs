@@ -209,7 +209,8 @@ impl SpqrGemv {
     /// Runtime errors (a driver that rejects the PTX, a missing entry point).
     pub fn new(gpu: &Gpu) -> Result<Self, SpqrError> {
         let mut kernels = Vec::new();
-        for b in [1, 2, 4, 8] {
+        // One kernel per kernel batch (1, 2, 4, 8, 16) and outlier encoding.
+        for b in (1..=MAX_BATCH).filter(|&b| kernel_batch(b) == Some(b)) {
             for pt in [false, true] {
                 let name = kernel_name(b, pt).unwrap_or("cmv_spqr_csr_b1");
                 kernels.push(Loaded {
