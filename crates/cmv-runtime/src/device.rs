@@ -149,17 +149,22 @@ impl Gpu {
     }
 
     /// Loads `module` on first use (the driver JIT-compiles its PTX) and returns `kernel`.
+    /// Where the environment variable `CMV_PTX_DIR` names a folder holding
+    /// `<module name>.ptx` (e.g. `spqr-kernels.ptx`), that file is loaded instead of the
+    /// embedded PTX: a tuning aid that times a kernel variant without rebuilding the host
+    /// binary (the variant must keep the entry points and their parameters).
     ///
     /// # Errors
     /// [`RuntimeError::ModuleLoad`] when the driver rejects the PTX,
-    /// [`RuntimeError::MissingKernel`] when the entry point is not in it.
+    /// [`RuntimeError::MissingKernel`] when the entry point is not in it,
+    /// [`RuntimeError::PtxOverride`] when an override file exists but cannot be read.
     pub fn kernel(&self, module: &'static PtxModule, kernel: &'static str) -> Result<Kernel> {
         let m = {
             let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
             match modules.get(module.name) {
                 Some(m) => m.clone(),
                 None => {
-                    let ptx = cudarc::nvrtc::Ptx::from_src(module.ptx);
+                    let ptx = cudarc::nvrtc::Ptx::from_src(module_source(module)?);
                     let m =
                         self.ctx
                             .load_module(ptx)
@@ -438,4 +443,19 @@ pub fn gpu_for_tests(test: &str) -> Option<Gpu> {
         }
         Err(e) => panic!("{test}: a GPU is required here but could not be opened: {e}"),
     }
+}
+
+/// The PTX of `module`: the file `<CMV_PTX_DIR>/<module name>.ptx` where the variable is set
+/// and the file exists, else the embedded source.
+fn module_source(module: &PtxModule) -> Result<String> {
+    if let Some(dir) = std::env::var_os("CMV_PTX_DIR") {
+        let path = std::path::Path::new(&dir).join(format!("{}.ptx", module.name));
+        if path.exists() {
+            return std::fs::read_to_string(&path).map_err(|source| RuntimeError::PtxOverride {
+                path: path.display().to_string(),
+                source,
+            });
+        }
+    }
+    Ok(module.ptx.to_owned())
 }

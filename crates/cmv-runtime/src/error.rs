@@ -54,6 +54,18 @@ pub enum RuntimeError {
         #[source]
         source: DriverError,
     },
+    /// `CMV_PTX_DIR` names a folder whose PTX file for a module could not be read.
+    #[error(
+        "PTX override {path} (from CMV_PTX_DIR) could not be read: {source}; fix the file or \
+         unset CMV_PTX_DIR to use the embedded PTX"
+    )]
+    PtxOverride {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A kernel is missing from its module.
     #[error(
         "kernel {kernel} not found in PTX module {module}; the committed PTX is stale: run \
