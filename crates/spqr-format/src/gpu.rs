@@ -292,8 +292,8 @@ impl SpqrGemv {
         let pt = m.format == OutlierFormat::Ptcsr;
         let k = &loaded.kernel;
         let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
-        // The weight warps and one that walks the outliers (`launch_warps`).
-        let (threads, weight_warps) = launch_warps(m.shape.padded_rows, m.shape.padded_cols);
+        // The weight warps and those that walk the outliers (`launch_warps`).
+        let (threads, weight_warps) = launch_warps(m.shape.padded_rows, m.shape.padded_cols, kb);
         let bands = m.shape.padded_rows / 16;
         let splits = self.splits_for(m);
         debug_assert!(splits <= m.max_splits());

@@ -540,7 +540,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let (red, outl) = sum_areas::<B>(warps);
     if warp == warps {
         // SAFETY: forwarded from the launcher's checks.
-        unsafe { outlier_warp::<B, PT>(offsets, col_vals, x, outl, &split, cols, batch, lane) };
+        unsafe { outlier_warp::<B, PT>(offsets, col_vals, x, outl, &split, cols, batch, lane, 32) };
     } else {
         // SAFETY: forwarded.
         unsafe {
@@ -563,11 +563,13 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps, 2) };
 }
 
-/// The outlier warp's work: lane `l` adds every 32nd entry of the tile row's outlier walk
-/// (row `l % 16`) and stores its sums in slot `l / 16` of the outlier area `outl`.
+/// The outlier warps' work: thread `otid` of the `othreads` threads of the outlier warps adds
+/// every `othreads`-th entry of the tile row's outlier walk (row `otid % 16`) and stores its
+/// sums in slot `otid / 16` of the outlier area `outl`.
 ///
 /// # Safety
-/// As [`outlier_sums`]; `outl` from [`sum_areas`] of a block with at least one weight warp.
+/// As [`outlier_sums`]; `outl` from [`sum_areas`] of a block with at least one weight warp,
+/// holding `othreads / 16` slots (`crate::outlier_slots`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
@@ -578,18 +580,19 @@ pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
     split: &Split,
     cols: u32,
     batch: u32,
-    lane: u32,
+    otid: u32,
+    othreads: u32,
 ) {
     // SAFETY: forwarded from the caller.
     let o = unsafe {
-        let walk = outlier_walk::<PT>(offsets, split, lane, 32);
+        let walk = outlier_walk::<PT>(offsets, split, otid, othreads);
         outlier_sums::<B>(walk, col_vals, x, cols, batch)
     };
     for (b, ob) in o.iter().enumerate() {
-        // SAFETY: slot lane / 16 < 2 slots (the area holds 2 per weight warp), row
-        // lane % 16 < 16, b < 8.
+        // SAFETY: slot otid / 16 < othreads / 16 slots (the caller's guarantee), row
+        // otid % 16 < 16, b < B <= area::<B>().
         unsafe {
-            *outl.add(((lane >> 4) as usize * TILE + (lane & 15) as usize) * area::<B>() + b) = *ob
+            *outl.add(((otid >> 4) as usize * TILE + (otid & 15) as usize) * area::<B>() + b) = *ob
         };
     }
 }

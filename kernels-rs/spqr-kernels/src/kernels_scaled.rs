@@ -83,10 +83,31 @@ unsafe fn step<const B: usize>(
                     b,
                     acc.codes,
                 );
-                acc.zero_hi =
-                    mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
-                acc.zero_lo =
-                    mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
+                // Sixteen vectors: one accumulator per group (the zero terms into the codes'),
+                // which frees 8 registers per group.
+                if B > 8 {
+                    acc.codes = mma_m16n8k16_f16_f32(
+                        [c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi],
+                        b,
+                        acc.codes,
+                    );
+                    acc.codes = mma_m16n8k16_f16_f32(
+                        [c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo],
+                        b,
+                        acc.codes,
+                    );
+                } else {
+                    acc.zero_hi = mma_m16n8k16_f16_f32(
+                        [c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi],
+                        b,
+                        acc.zero_hi,
+                    );
+                    acc.zero_lo = mma_m16n8k16_f16_f32(
+                        [c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo],
+                        b,
+                        acc.zero_lo,
+                    );
+                }
             }
         }
     }
@@ -110,12 +131,27 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     aligned: u32,
 ) {
     let tid = thread_idx_x();
-    // The last warp walks the outliers while the others multiply the weights.
-    let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - 1);
+    // The last warps (`outlier_warps`) walk the outliers while the others multiply the
+    // weights.
+    let ow = crate::outlier_warps(B as u32);
+    let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - ow);
     let (red, outl) = sum_areas::<B>(warps);
-    if warp == warps {
-        // SAFETY: forwarded from the launcher's checks.
-        unsafe { outlier_warp::<B, PT>(offsets, col_vals, x, outl, &split, cols, batch, lane) };
+    if warp >= warps {
+        // SAFETY: forwarded from the launcher's checks; the area has outlier_slots(warps, B)
+        // >= 2 ow slots.
+        unsafe {
+            outlier_warp::<B, PT>(
+                offsets,
+                col_vals,
+                x,
+                outl,
+                &split,
+                cols,
+                batch,
+                tid - 32 * warps,
+                32 * ow,
+            )
+        };
     } else {
         // SAFETY: forwarded.
         unsafe {
@@ -137,7 +173,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         };
     }
     // SAFETY: every thread gets here; every warp wrote its part of `red`, the last `outl`.
-    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps, 2) };
+    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps, 2 * ow) };
 }
 
 /// The weights' part of the tile row (or of its part) for weight warp `warp` of `warps`,
@@ -282,9 +318,9 @@ entries! {
 /// second group's inputs and accumulators spill).
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16: u32 = 2;
+pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16: u32 = 3;
 
 /// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b16`].
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16: u32 = 2;
+pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16: u32 = 3;

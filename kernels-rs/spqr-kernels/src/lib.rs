@@ -60,16 +60,36 @@ pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
     32 * if warps == 0 { 1 } else { warps }
 }
 
-/// Threads per block of the kernels and how many of their warps multiply weights, for a
-/// matrix of `padded_rows x padded_cols`: the weight warps of [`block_threads`] (at most 7)
-/// and one more that walks the outliers at the same time. This measured faster at batch 1
-/// and at batch 4 and 8 than all warps adding the outliers after (1-2 vectors) or before
-/// (4-8 vectors) the weights (docs/PERF.md has the measurements).
-pub const fn launch_warps(padded_rows: u32, padded_cols: u32) -> (u32, u32) {
+/// Warps of a block of the kernel for `kernel_batch` vectors that walk the outliers: one, or
+/// two for 16 vectors. A walk is a chain of dependent loads (an entry, then its inputs), and
+/// 16 vectors' inputs leave room for 2 entries in flight per lane instead of 4 at 8 vectors:
+/// with one warp the walk took longer than the weights (8192x28672 at batch 16 ran 2.5-3x
+/// batch 8's time, docs/PERF.md).
+pub const fn outlier_warps(kernel_batch: u32) -> u32 {
+    if kernel_batch > 8 { 2 } else { 1 }
+}
+
+/// Threads per block of the kernel for `kernel_batch` vectors and how many of their warps
+/// multiply weights, for a matrix of `padded_rows x padded_cols`: the weight warps of
+/// [`block_threads`] (at most 8 less the outlier warps) and the [`outlier_warps`] that walk
+/// the outliers at the same time. This measured faster at batch 1 and at batch 4 and 8 than
+/// all warps adding the outliers after (1-2 vectors) or before (4-8 vectors) the weights
+/// (docs/PERF.md has the measurements).
+pub const fn launch_warps(padded_rows: u32, padded_cols: u32, kernel_batch: u32) -> (u32, u32) {
     let t = block_threads(padded_rows, padded_cols);
-    let most = BLOCK_THREADS / 32 - 1;
+    let ow = outlier_warps(kernel_batch);
+    let most = BLOCK_THREADS / 32 - ow;
     let w = if t / 32 < most { t / 32 } else { most };
-    (32 * (w + 1), w)
+    (32 * (w + ow), w)
+}
+
+/// Slots of the outlier area of a block of `warps` weight warps of the kernel for
+/// `kernel_batch` vectors: two per weight warp (the area's size), of which the outlier warps
+/// fill two each.
+pub const fn outlier_slots(warps: u32, kernel_batch: u32) -> u32 {
+    let ow = outlier_warps(kernel_batch);
+    // (Written so that one outlier warp folds to `2 * warps`: a block has a weight warp.)
+    2 * if ow > 1 && warps < ow { ow } else { warps }
 }
 
 /// Most blocks one tile row is split across.
@@ -176,7 +196,7 @@ pub const fn smem_bytes(warps: u32, kernel_batch: u32) -> u32 {
 /// warps of the kernel for `kernel_batch` vectors (after the results and the outlier sums,
 /// see [`smem_bytes`]).
 pub const fn ring_offset(warps: u32, kernel_batch: u32) -> u32 {
-    4 * 3 * warps * 16 * area_batch(kernel_batch)
+    4 * (warps + outlier_slots(warps, kernel_batch)) * 16 * area_batch(kernel_batch)
 }
 
 /// Where the warps' staging areas start (after the weight rings).
@@ -344,14 +364,25 @@ mod split_tests {
             (16, 65536),
         ] {
             let base = block_threads(rows, cols);
-            let (threads, weight) = launch_warps(rows, cols);
-            assert_eq!(threads, 32 * (weight + 1), "{rows}x{cols}");
-            assert!(threads <= BLOCK_THREADS && weight >= 1);
-            assert_eq!(weight, (base / 32).min(BLOCK_THREADS / 32 - 1));
+            for kb in [1, 2, 4, 8, 16] {
+                let ow = outlier_warps(kb);
+                let (threads, weight) = launch_warps(rows, cols, kb);
+                assert_eq!(threads, 32 * (weight + ow), "{rows}x{cols}");
+                assert!(threads <= BLOCK_THREADS && weight >= 1);
+                assert_eq!(weight, (base / 32).min(BLOCK_THREADS / 32 - ow));
+                // The outlier warps' slots fit the area.
+                assert!(2 * ow <= outlier_slots(weight, kb));
+                assert_eq!(outlier_slots(weight, kb), 2 * weight.max(ow));
+            }
         }
         // 256 tile rows: 8 warps, of which 7 multiply; 512: 4 weight warps and the outlier warp.
-        assert_eq!(launch_warps(4096, 14336), (256, 7));
-        assert_eq!(launch_warps(8192, 8192), (160, 4));
+        assert_eq!(launch_warps(4096, 14336, 8), (256, 7));
+        assert_eq!(launch_warps(8192, 8192, 1), (160, 4));
+        // 16 vectors: two outlier warps.
+        assert_eq!(launch_warps(4096, 14336, 16), (256, 6));
+        assert_eq!(launch_warps(8192, 8192, 16), (192, 4));
+        assert_eq!(launch_warps(16, 64, 16), (96, 1));
+        assert_eq!(outlier_slots(1, 16), 4);
     }
 
     #[test]
