@@ -83,31 +83,10 @@ unsafe fn step<const B: usize>(
                     b,
                     acc.codes,
                 );
-                // Sixteen vectors: one accumulator per group (the zero terms into the codes'),
-                // which frees 8 registers per group.
-                if B > 8 {
-                    acc.codes = mma_m16n8k16_f16_f32(
-                        [c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi],
-                        b,
-                        acc.codes,
-                    );
-                    acc.codes = mma_m16n8k16_f16_f32(
-                        [c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo],
-                        b,
-                        acc.codes,
-                    );
-                } else {
-                    acc.zero_hi = mma_m16n8k16_f16_f32(
-                        [c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi],
-                        b,
-                        acc.zero_hi,
-                    );
-                    acc.zero_lo = mma_m16n8k16_f16_f32(
-                        [c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo],
-                        b,
-                        acc.zero_lo,
-                    );
-                }
+                acc.zero_hi =
+                    mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
+                acc.zero_lo =
+                    mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
             }
         }
     }
@@ -327,13 +306,15 @@ entries! {
     cmv_spqr_ptcsr_b16 = 16, true;
 }
 
-/// Sixteen vectors: 2 blocks of the largest size per SM, up to 128 registers (at 80, the
-/// second group's inputs and accumulators spill).
+/// Sixteen vectors: 2 blocks of the largest size per SM, up to 128 registers (112 on sm_90).
+/// At 80 registers (3 blocks) the second group's inputs and accumulators spill, and with
+/// one accumulator per group instead of three (80 registers, 8 bytes spilled) the kernel
+/// measured 3-38% slower on an H200 (docs/PERF.md).
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16: u32 = 3;
+pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16: u32 = 2;
 
 /// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b16`].
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16: u32 = 3;
+pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16: u32 = 2;
