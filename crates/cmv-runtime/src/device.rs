@@ -448,8 +448,13 @@ pub fn gpu_for_tests(test: &str) -> Option<Gpu> {
 /// The PTX of `module`: the file `<CMV_PTX_DIR>/<module name>.ptx` where the variable is set
 /// and the file exists, else the embedded source.
 fn module_source(module: &PtxModule) -> Result<String> {
-    if let Some(dir) = std::env::var_os("CMV_PTX_DIR") {
-        let path = std::path::Path::new(&dir).join(format!("{}.ptx", module.name));
+    module_source_in(module, std::env::var_os("CMV_PTX_DIR").as_deref())
+}
+
+/// [`module_source`] with the folder given (`None`: the variable is not set).
+fn module_source_in(module: &PtxModule, dir: Option<&std::ffi::OsStr>) -> Result<String> {
+    if let Some(dir) = dir {
+        let path = std::path::Path::new(dir).join(format!("{}.ptx", module.name));
         if path.exists() {
             return std::fs::read_to_string(&path).map_err(|source| RuntimeError::PtxOverride {
                 path: path.display().to_string(),
@@ -458,4 +463,38 @@ fn module_source(module: &PtxModule) -> Result<String> {
         }
     }
     Ok(module.ptx.to_owned())
+}
+
+#[cfg(test)]
+mod ptx_override_tests {
+    use super::*;
+
+    #[test]
+    fn a_ptx_file_in_the_folder_replaces_the_embedded_source() {
+        static M: PtxModule = PtxModule::new("override-test", "// embedded");
+        let dir = std::env::temp_dir().join(format!("cmv-ptx-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // No folder, or a folder without the module's file: the embedded source.
+        assert_eq!(module_source_in(&M, None).unwrap(), "// embedded");
+        assert_eq!(
+            module_source_in(&M, Some(dir.as_os_str())).unwrap(),
+            "// embedded"
+        );
+        // The module's file: its contents.
+        std::fs::write(dir.join("override-test.ptx"), "// variant").unwrap();
+        assert_eq!(
+            module_source_in(&M, Some(dir.as_os_str())).unwrap(),
+            "// variant"
+        );
+        // A file that cannot be read (a folder of that name): a typed error naming it.
+        std::fs::remove_file(dir.join("override-test.ptx")).unwrap();
+        std::fs::create_dir(dir.join("override-test.ptx")).unwrap();
+        match module_source_in(&M, Some(dir.as_os_str())) {
+            Err(RuntimeError::PtxOverride { path, .. }) => {
+                assert!(path.ends_with("override-test.ptx"), "{path}")
+            }
+            other => panic!("expected PtxOverride, got {other:?}"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
