@@ -127,6 +127,130 @@ pub fn input_bytes(xq: &[i32; TILE], t: usize) -> (u32, u32) {
     (h, l)
 }
 
+/// # The byte layout of a row word for the integer MMA (planned; CPU model only)
+///
+/// The container's row word (`layout::pack_row`) keeps each 3-bit code at bit `6 + 3k`, where
+/// no shift puts four codes into the low bits of four bytes. The integer kernel would read a
+/// second device word layout, the same 64 bits rearranged at upload ([`byte_layout_word`]),
+/// in which the low half `lo` and the high half `hi` hold, in byte `j` (`j < 4`):
+///
+/// | bits of byte `j` | `lo` | `hi` |
+/// | --- | --- | --- |
+/// | 0-2 | code of column `j` | code of column `8 + j` |
+/// | 3-5 | code of column `4 + j` | code of column `12 + j` |
+/// | 6-7 | bits `2j`, `2j + 1` of the statistics byte | bits `2j`, `2j + 1` of [`spare_hi`]: `qs` (0-2), `qz` (3-5), zero |
+///
+/// So `lo & 0x0707_0707`, `(lo >> 3) & 0x0707_0707`, `hi & 0x0707_0707` and
+/// `(hi >> 3) & 0x0707_0707` are the u8 A registers of a row for columns `0-3`, `4-7`, `8-11`
+/// and `12-15` ([`code_regs`]: six instructions for 16 codes, against 11 for the fp16 pairs
+/// today), and one `mul.hi` gathers the eight spare bits of a half back into a byte
+/// ([`gather_spare`]). Routed as the fp16 kernel routes tiles (column `n` of B carries tile
+/// `n / 2`'s inputs, half `n % 2`: `h` or `l`), two `mma.m16n8k32` per step of 4 tiles take
+/// both halves of every code of a lane's two rows ([`routed_a_fragment`]), and lane `(g, t)`
+/// receives `D_h`, `D_l` of its own rows and tile: `D = 128 D_h + D_l`. The fp16 kernels would
+/// need their windows changed to read this layout (one device copy serves every batch), which
+/// is why it is not the upload's layout yet.
+pub const CODE_MASK: u32 = 0x0707_0707;
+/// The spare bits of every byte of a half word (bits 6-7).
+pub const SPARE_MASK: u32 = 0xc0c0_c0c0;
+/// `mul.hi(half & SPARE_MASK, SPARE_GATHER)` has byte `j`'s bits 6-7 at bits `2j`, `2j + 1`:
+/// field `j` (at bit `8j + 6`) times `2^(26 - 6j)` lands at bit `32 + 2j`; every other partial
+/// product lands at a distinct even position below 32 or at 40 and above, so nothing carries
+/// into bits 32-39 ([`gather_spare`]).
+pub const SPARE_GATHER: u32 = (1 << 26) | (1 << 20) | (1 << 14) | (1 << 8);
+
+/// The byte of `hi`'s spare bits: `qs` in bits 0-2, `qz` in bits 3-5, bits 6-7 zero.
+#[inline(always)]
+pub const fn spare_hi(qs: u32, qz: u32) -> u32 {
+    (qs & 7) | ((qz & 7) << 3)
+}
+
+/// Spreads `byte`'s bit pairs over bits 6-7 of the four bytes of a half word.
+const fn scatter_spare(byte: u32) -> u32 {
+    let mut v = 0;
+    let mut j = 0;
+    while j < 4 {
+        v |= ((byte >> (2 * j)) & 3) << (8 * j + 6);
+        j += 1;
+    }
+    v
+}
+
+/// The eight spare bits of a half word of [`byte_layout_word`] as a byte (bits 0-7 of the
+/// result; bits 8 and up are not defined), with one `mul.hi`.
+#[inline(always)]
+pub const fn gather_spare(half: u32) -> u32 {
+    (((half & SPARE_MASK) as u64 * SPARE_GATHER as u64) >> 32) as u32
+}
+
+/// A container row word (as `layout::device_tile_rows` leaves it, the statistics byte the
+/// device's) in the byte layout above.
+pub const fn byte_layout_word(w: u64) -> u64 {
+    let (mut lo, mut hi) = (0u32, 0u32);
+    let mut j = 0;
+    while j < 4 {
+        lo |= (row_code(w, j) | (row_code(w, 4 + j) << 3)) << (8 * j);
+        hi |= (row_code(w, 8 + j) | (row_code(w, 12 + j) << 3)) << (8 * j);
+        j += 1;
+    }
+    lo |= scatter_spare(crate::layout::row_stat_byte(w) as u32);
+    hi |= scatter_spare(spare_hi(crate::layout::row_qs(w), crate::layout::row_qz(w)));
+    lo as u64 | ((hi as u64) << 32)
+}
+
+/// The inverse of [`byte_layout_word`] for valid rows (padding bits zero).
+pub const fn row_word_of(b: u64) -> u64 {
+    let (lo, hi) = (b as u32, (b >> 32) as u32);
+    let mut codes = [0u8; TILE];
+    let mut j = 0;
+    while j < 4 {
+        codes[j] = ((lo >> (8 * j)) & 7) as u8;
+        codes[4 + j] = ((lo >> (8 * j + 3)) & 7) as u8;
+        codes[8 + j] = ((hi >> (8 * j)) & 7) as u8;
+        codes[12 + j] = ((hi >> (8 * j + 3)) & 7) as u8;
+        j += 1;
+    }
+    let (stat, qsz) = (gather_spare(lo) & 0xff, gather_spare(hi) & 0xff);
+    crate::layout::pack_row(qsz & 7, (qsz >> 3) & 7, &codes, stat as u8)
+}
+
+/// The four u8 A registers of a row in [`byte_layout_word`] form: columns `0-3`, `4-7`,
+/// `8-11`, `12-15`, one code per byte.
+#[inline(always)]
+pub const fn code_regs(b: u64) -> [u32; 4] {
+    let (lo, hi) = (b as u32, (b >> 32) as u32);
+    [
+        lo & CODE_MASK,
+        (lo >> 3) & CODE_MASK,
+        hi & CODE_MASK,
+        (hi >> 3) & CODE_MASK,
+    ]
+}
+
+/// The A fragment of `mma.m16n8k32` number `m` (0 or 1) of a step for lane `(g, t)` holding
+/// rows `2g` (`b0`) and `2g + 1` (`b1`) of tile `t` in [`byte_layout_word`] form: `a0`/`a1`
+/// (k-slots `4t..4t + 4`, MMA rows `g`, `g + 8`) are columns `8m..8m + 4`, `a2`/`a3` (k-slots
+/// `16 + 4t..`) columns `8m + 4..8m + 8`.
+#[inline(always)]
+pub const fn routed_a_fragment(b0: u64, b1: u64, m: usize) -> [u32; 4] {
+    let (r0, r1) = (code_regs(b0), code_regs(b1));
+    [r0[2 * m], r1[2 * m], r0[2 * m + 1], r1[2 * m + 1]]
+}
+
+/// The B fragment of MMA `m` for lane `(g, t)` of the routed product of one vector: the
+/// halves of tile `t`'s quantized inputs when `g / 2 == t` (`h` for even `g`, `l` for odd),
+/// zeros otherwise (`b0` columns `8m..8m + 4`, `b1` columns `8m + 4..8m + 8`).
+pub fn routed_b_fragment(xq: &[i32; TILE], g: usize, t: usize, m: usize) -> [u32; 2] {
+    if g / 2 != t {
+        return [0, 0];
+    }
+    let pick = |reg: usize| {
+        let (h, l) = input_bytes(xq, reg);
+        if g % 2 == 0 { h } else { l }
+    };
+    [pick(2 * m), pick(2 * m + 1)]
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
@@ -244,5 +368,126 @@ mod tests {
         let w7 = crate::layout::pack_row(0, 0, &[7; TILE], 0);
         assert_eq!(tile_dot(w7, &[INPUT_MAX; TILE]).0, 16 * 7 * INPUT_MAX);
         assert_eq!(tile_dot(w7, &[-INPUT_MAX; TILE]).0, -16 * 7 * INPUT_MAX);
+    }
+
+    /// `mma.m16n8k32` on integers from the 32 lanes' fragments as the PTX ISA lays them out
+    /// (A u8: `a0` row `g` k `4t..`, `a1` row `g + 8` k `4t..`, `a2` row `g` k `16 + 4t..`,
+    /// `a3` row `g + 8` k `16 + 4t..`; B s8: `b0` k `4t..`, `b1` k `16 + 4t..`, column `g`):
+    /// `D[row][col]`.
+    fn mma_m16n8k32(a: &[[u32; 4]; 32], b: &[[u32; 2]; 32]) -> [[i32; 8]; 16] {
+        let (mut am, mut bm) = ([[0i32; 32]; 16], [[0i32; 8]; 32]);
+        for lane in 0..32 {
+            let (g, t) = (lane / 4, lane % 4);
+            for i in 0..4 {
+                let byte = |v: u32| (v >> (8 * i)) & 0xff;
+                am[g][4 * t + i] = byte(a[lane][0]) as i32;
+                am[g + 8][4 * t + i] = byte(a[lane][1]) as i32;
+                am[g][16 + 4 * t + i] = byte(a[lane][2]) as i32;
+                am[g + 8][16 + 4 * t + i] = byte(a[lane][3]) as i32;
+                bm[4 * t + i][g] = byte(b[lane][0]) as u8 as i8 as i32;
+                bm[16 + 4 * t + i][g] = byte(b[lane][1]) as u8 as i8 as i32;
+            }
+        }
+        core::array::from_fn(|r| {
+            core::array::from_fn(|c| (0..32).map(|k| am[r][k] * bm[k][c]).sum())
+        })
+    }
+
+    #[test]
+    fn the_byte_layout_round_trips_and_gathers_its_spare_bits() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..5000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let codes: [u8; TILE] = core::array::from_fn(|k| ((state >> (3 * k)) & 7) as u8);
+            let (qs, qz, stat) = (
+                (state >> 48) as u32 & 7,
+                (state >> 51) as u32 & 7,
+                (state >> 54) as u8,
+            );
+            let w = crate::layout::pack_row(qs, qz, &codes, stat);
+            let b = byte_layout_word(w);
+            assert_eq!(row_word_of(b), w);
+            let (lo, hi) = (b as u32, (b >> 32) as u32);
+            assert_eq!(gather_spare(lo) & 0xff, u32::from(stat));
+            let sp = gather_spare(hi);
+            assert_eq!((sp & 7, (sp >> 3) & 7, (sp >> 6) & 3), (qs, qz, 0));
+            // The kernel's float conversions: (sp & 7) | 2^23 and (sp & 0x38) | 2^23.
+            let f = |v: u32| f32::from_bits(v | 0x4b00_0000) - 8_388_608.0;
+            assert_eq!(f(sp & 7), qs as f32);
+            assert_eq!(f(sp & 0x38), 8.0 * qz as f32);
+            let regs = code_regs(b);
+            for (r, reg) in regs.iter().enumerate() {
+                for i in 0..4 {
+                    assert_eq!((reg >> (8 * i)) & 0xff, u32::from(codes[4 * r + i]));
+                }
+            }
+        }
+        // The gather, bit by bit: each spare pair lands in its place and nothing else does.
+        for j in 0..4 {
+            for v in 1..4u32 {
+                let half = v << (8 * j + 6) | 0x3f3f_3f3f;
+                assert_eq!(gather_spare(half) & 0xff, v << (2 * j));
+            }
+        }
+        assert_eq!(gather_spare(u32::MAX) & 0xff, 0xff);
+    }
+
+    #[test]
+    fn two_routed_integer_mmas_give_every_tile_row_sum() {
+        // A step of 4 tiles of 16 rows with every code value, one vector of extreme inputs:
+        // lane (g, t) holds rows 2g, 2g + 1 of tile t (the device order); MMA row g is row
+        // 2g, row g + 8 row 2g + 1.
+        let tiles: [[u64; TILE]; 4] = core::array::from_fn(|t| {
+            core::array::from_fn(|r| {
+                let codes: [u8; TILE] =
+                    core::array::from_fn(|k| ((r * 5 + k * 3 + t * 7) % 8) as u8);
+                crate::layout::pack_row(r as u32 % 8, 7 - r as u32 % 8, &codes, (r * 37) as u8)
+            })
+        });
+        let xs: [[i32; TILE]; 4] = core::array::from_fn(|t| {
+            core::array::from_fn(|k| match (k + t) % 6 {
+                0 => INPUT_MAX,
+                1 => -INPUT_MAX,
+                2 => 0,
+                3 => k as i32 * 997 - 7000,
+                4 => -1,
+                _ => 129,
+            })
+        });
+        let mut d = [[0i32; 8]; 16];
+        for m in 0..2 {
+            let a: [[u32; 4]; 32] = core::array::from_fn(|lane| {
+                let (g, t) = (lane / 4, lane % 4);
+                let (b0, b1) = (
+                    byte_layout_word(tiles[t][2 * g]),
+                    byte_layout_word(tiles[t][2 * g + 1]),
+                );
+                routed_a_fragment(b0, b1, m)
+            });
+            let b: [[u32; 2]; 32] = core::array::from_fn(|lane| {
+                let (g, t) = (lane / 4, lane % 4);
+                routed_b_fragment(&xs[g / 2], g, t, m)
+            });
+            let dm = mma_m16n8k32(&a, &b);
+            for (dr, dmr) in d.iter_mut().zip(dm.iter()) {
+                for (v, add) in dr.iter_mut().zip(dmr.iter()) {
+                    *v += add;
+                }
+            }
+        }
+        // Lane (g, t)'s accumulators D(g, 2t), D(g, 2t + 1), D(g + 8, ..): its rows, its tile.
+        for lane in 0..32 {
+            let (g, t) = (lane / 4, lane % 4);
+            for (half, row) in [(0, 2 * g), (8, 2 * g + 1)] {
+                let got = 128 * d[g + half][2 * t] + d[g + half][2 * t + 1];
+                assert_eq!(
+                    got,
+                    tile_dot(tiles[t][row], &xs[t]).0,
+                    "lane {lane} row {row}"
+                );
+            }
+        }
     }
 }
