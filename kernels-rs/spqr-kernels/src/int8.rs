@@ -246,7 +246,7 @@ pub fn routed_b_fragment(xq: &[i32; TILE], g: usize, t: usize, m: usize) -> [u32
     }
     let pick = |reg: usize| {
         let (h, l) = input_bytes(xq, reg);
-        if g % 2 == 0 { h } else { l }
+        if g.is_multiple_of(2) { h } else { l }
     };
     [pick(2 * m), pick(2 * m + 1)]
 }
