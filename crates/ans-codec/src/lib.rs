@@ -47,6 +47,7 @@ mod error;
 pub mod format;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod lanes;
 mod layout;
 mod legacy;
 mod load;

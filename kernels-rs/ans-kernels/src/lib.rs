@@ -10,6 +10,7 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
 pub mod coder;
+pub mod coder32;
 pub mod layout;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
