@@ -3,8 +3,9 @@
 //! scaled weights); the arithmetic is [`crate::tc_scaled`].
 //!
 //! A block computes one tile row (16 rows), or one part of it (`Split`); all its warps but the
-//! last (4 or 7) split the columns into steps of 4 tiles (warp `w` takes steps
-//! `w, w + warps, ...`), while the last walks the outliers. In a step, lane `(g, t)` holds rows
+//! last one (two for 16 vectors, `crate::outlier_warps`) split the columns into steps of 4
+//! tiles (warp `w` takes steps `w, w + warps, ...`), while the last walk the outliers. In a
+//! step, lane `(g, t)` holds rows
 //! `2g, 2g + 1` of tile `t` (16 bytes, through the warp's `WeightRing` like the routed kernel)
 //! and the tile's inputs of vector `g` (the MMA's column `g`; lanes past the batch repeat the
 //! last vector, loaded into registers one step ahead), and of vector `g + 8` for 16; it
@@ -12,8 +13,8 @@
 //! the tile's second-order statistics with two xor-shuffles, turns its 32 codes into 16
 //! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (`-z s` in two
 //! fp16 parts), per group of 8 vectors. All 8 vectors of a group cost the same instructions;
-//! the second group adds its input loads and 12 MMAs, not the weights' work. The outlier warp and the final
-//! sums are those of [`crate::kernels`] (the outlier warp measured faster for 4 and 8 vectors
+//! the second group adds its input loads and 12 MMAs, not the weights' work. The outlier
+//! warps and the final sums are those of [`crate::kernels`] (the outlier warp measured faster for 4 and 8 vectors
 //! than all warps adding the outliers before the weights: docs/PERF.md).
 
 use cmv_device::{block_dim_x, cp_async_wait, half2_to_f32x2, mma_m16n8k16_f16_f32, thread_idx_x};
