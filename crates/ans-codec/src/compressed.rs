@@ -21,21 +21,25 @@ impl CompressedMatrix for AnsMatrix {
         encode_weights(weights, options)
     }
 
-    /// One warp per row, one thread per row, and the encoder's choice
-    /// ([`EncodeOptions::auto`] with the format's 0.1-bit budget: never larger than the int8
-    /// matrix).
+    /// One warp per row, one thread per row, one thread per row and segment (`ans-lanes`,
+    /// the default segment), and the encoder's choice ([`EncodeOptions::auto`] with the
+    /// format's 0.1-bit budget: never larger than the int8 matrix).
     fn variants() -> Vec<(&'static str, EncodeOptions)> {
-        [("rows", Layout::WarpRows), ("stripes", Layout::WarpStripes)]
-            .into_iter()
-            .map(|(name, layout)| {
-                let options = EncodeOptions {
-                    layout,
-                    ..EncodeOptions::default()
-                };
-                (name, options)
-            })
-            .chain([("auto", EncodeOptions::auto(0.1))])
-            .collect()
+        [
+            ("rows", Layout::WarpRows),
+            ("stripes", Layout::WarpStripes),
+            ("lanes", Layout::WarpLanes),
+        ]
+        .into_iter()
+        .map(|(name, layout)| {
+            let options = EncodeOptions {
+                layout,
+                ..EncodeOptions::default()
+            };
+            (name, options)
+        })
+        .chain([("auto", EncodeOptions::auto(0.1))])
+        .collect()
     }
 
     fn from_container(blob: &[u8], limits: &Limits) -> Result<Self, AnsError> {

@@ -1,9 +1,10 @@
-//! The CPU decoder: the kernels' exact procedure, one row (or stripe) per task.
+//! The CPU decoder: the kernels' exact procedure, one row (or stripe, or lane unit) per task.
 //!
 //! Each unit's 32 coders take their initial states from the first 64 logical words of the
 //! unit's stream, then decode in the decoding order of `docs/ANS.md`, refilling in increasing
-//! lane order from the stream read through `layout::interleave`. A read past the end of the
-//! unit's stream, or a coder that does not end in `2^32`, is [`AnsError::Corrupted`].
+//! lane order from the stream read through `layout::interleave` (`ans-lanes`: 16-bit words,
+//! [`crate::lanes`]). A read past the end of the unit's stream, or a coder that does not end in
+//! its initial state (`2^32`, `2^16` for `ans-lanes`), is [`AnsError::Corrupted`].
 
 use ans_kernels::coder::{Slot, decode_group, needs_refill, refill};
 use ans_kernels::layout::{BLOCK_WORDS, CHUNK, LANES, QUAD, STATE_LOWER, STRIPE_ROWS, interleave};
@@ -12,6 +13,7 @@ use rayon::prelude::*;
 use cmv_format::{FormatError, check_len};
 
 use crate::error::{AnsError, Result, shape_error};
+use crate::lanes::{self, LANE_ROWS};
 use crate::layout::Layout;
 use crate::matrix::{AnsMatrix, STATE_WORDS, Stats};
 use crate::model::{VALUES, index};
@@ -41,8 +43,8 @@ impl AnsMatrix {
     /// Decodes the matrix: `rows * cols` values, row-major, the padding stripped.
     ///
     /// # Errors
-    /// [`AnsError::Corrupted`] for the first row (or stripe) whose stream does not decode,
-    /// [`AnsError::Alloc`] when the result cannot be allocated.
+    /// [`AnsError::Corrupted`] for the first row (or stripe, or lane unit) whose stream does
+    /// not decode, [`AnsError::Alloc`] when the result cannot be allocated.
     pub fn decode(&self) -> Result<Vec<i8>> {
         let (rows, cols) = (self.shape.rows(), self.shape.cols());
         let n = rows
@@ -82,6 +84,27 @@ impl AnsMatrix {
                     })
                 })
                 .collect(),
+            Layout::WarpLanes => {
+                // One task per row group, its segments in order.
+                let segments = self.segments();
+                out.par_chunks_mut(LANE_ROWS * cols)
+                    .enumerate()
+                    .map(|(g, block)| {
+                        for u in g * segments..(g + 1) * segments {
+                            self.decode_unit(&table, u, |l, c, vals| {
+                                for (k, &v) in vals.iter().enumerate() {
+                                    if c + k < cols
+                                        && let Some(slot) = block.get_mut(l * cols + c + k)
+                                    {
+                                        *slot = v;
+                                    }
+                                }
+                            })?;
+                        }
+                        Ok(0)
+                    })
+                    .collect()
+            }
         };
         first_error(results)?;
         Ok(out)
@@ -90,7 +113,7 @@ impl AnsMatrix {
     /// The product of the decoded matrix and `x` (`cols` values) as the kernels compute it:
     /// int32 accumulators, wrapping on overflow as `dp4a` does, and their requantization to
     /// int8 (`cmv_device::requantize`, round half to even). The matrix is decoded a row (or a
-    /// stripe) at a time, never materialized.
+    /// stripe, or a lane unit) at a time, never materialized.
     ///
     /// # Errors
     /// [`FormatError::Length`] when `x` does not hold `cols` values, [`AnsError::Scale`] for a
@@ -137,6 +160,30 @@ impl AnsMatrix {
                     })
                 })
                 .collect(),
+            Layout::WarpLanes => {
+                // One task per unit: its 32 rows' partial sums over its segment, added to the
+                // rows' accumulators afterwards (wrapping sums: any order gives the same).
+                let segments = self.segments();
+                let partials: Vec<Result<[i32; LANE_ROWS]>> = (0..self.units())
+                    .into_par_iter()
+                    .map(|u| {
+                        let mut part = [0i32; LANE_ROWS];
+                        self.decode_unit(&table, u, |l, c, vals| dot(&mut part[l], c, vals))?;
+                        Ok(part)
+                    })
+                    .collect();
+                let mut results = Vec::with_capacity(partials.len());
+                for (u, part) in partials.into_iter().enumerate() {
+                    results.push(part.map(|part| {
+                        let first = LANE_ROWS * (u / segments);
+                        for (a, p) in acc.iter_mut().skip(first).zip(part) {
+                            *a = a.wrapping_add(p);
+                        }
+                        0
+                    }));
+                }
+                results
+            }
         };
         first_error(results)?;
         Ok(acc)
@@ -156,8 +203,9 @@ impl AnsMatrix {
     ///
     /// With `canonical`, a unit that decodes must also be the encoder's: its padding elements
     /// decode to the padding value ([`AnsError::Padding`]), the words after its data up to the
-    /// next multiple of 128 are zero ([`FormatError::NonZero`]) and its stream ends there
-    /// ([`FormatError::Offset`]). The work is one decode of the padded matrix.
+    /// next multiple of 128 (`ans-lanes`: 16-bit words up to the next multiple of 8) are zero
+    /// ([`FormatError::NonZero`]) and its stream ends there ([`FormatError::Offset`]). The work
+    /// is one decode of the padded matrix.
     pub(crate) fn scan(&self, canonical: bool) -> Result<Stats> {
         let units = self.units();
         let table = self.table();
@@ -185,7 +233,7 @@ impl AnsMatrix {
     }
 
     /// [`AnsMatrix::scan`] of one unit: adds its real values to `counts`, returns its data
-    /// words.
+    /// words (16-bit words for `ans-lanes`).
     fn scan_unit(
         &self,
         table: &[u32],
@@ -196,8 +244,9 @@ impl AnsMatrix {
         let (rows, cols) = (self.shape.rows(), self.shape.cols());
         let padding = self.padding_value();
         let mut bad_padding = None;
+        let segments = self.segments();
         let result = self.decode_unit(table, u, |l, c, vals| {
-            let row = self.layout.row_of(u, l);
+            let row = self.layout.row_of(u, l, segments);
             for (k, &v) in vals.iter().enumerate() {
                 if row < rows && c + k < cols {
                     counts[index(v)] += 1;
@@ -207,12 +256,25 @@ impl AnsMatrix {
             }
         });
         let (lo, hi) = (self.offsets[u] as usize, self.offsets[u + 1] as usize);
+        // The unit's length in its logical words (16-bit ones for ans-lanes).
+        let per_word = 4 / self.layout.word_bytes();
         let read = match result {
             Ok(read) => read,
             // Kept as it is: decode, gemv_reference and the kernels report it.
-            Err(_) => return Ok((hi - lo).saturating_sub(STATE_WORDS) as u32),
+            Err(_) => return Ok((per_word * (hi - lo)).saturating_sub(STATE_WORDS) as u32),
         };
-        if canonical {
+        if canonical && self.layout == Layout::WarpLanes {
+            if let Some((row, col, found)) = bad_padding {
+                return Err(AnsError::Padding {
+                    row,
+                    col,
+                    found,
+                    expected: padding,
+                });
+            }
+            self.check_lane_end(u, read)?;
+        }
+        if canonical && self.layout != Layout::WarpLanes {
             if let Some((row, col, found)) = bad_padding {
                 return Err(AnsError::Padding {
                     row,
@@ -249,6 +311,38 @@ impl AnsMatrix {
         Ok(read.saturating_sub(STATE_WORDS) as u32)
     }
 
+    /// The canonical end of lane unit `u` whose data ends after `read` 16-bit words: zero
+    /// words up to the next multiple of 8, and the unit's stream ends there.
+    fn check_lane_end(&self, u: usize, read: usize) -> Result<()> {
+        let (lo, hi) = (self.offsets[u] as usize, self.offsets[u + 1] as usize);
+        let end = read.next_multiple_of(lanes::BLOCK_HALFWORDS);
+        if 2 * (hi - lo) != end {
+            return Err(FormatError::Offset {
+                table: "stream",
+                index: u + 1,
+                value: hi as u64,
+                previous: lo as u64,
+                words: self.stream.len() as u64,
+                rule: "an ans-lanes unit's stream must end at the first multiple of 8 16-bit \
+                       words (4 stream words) after its data",
+            }
+            .into());
+        }
+        let words = &self.stream[lo..hi];
+        for k in read..end {
+            let half = lanes::halfword(words, k).unwrap_or(0);
+            if half != 0 {
+                return Err(FormatError::NonZero {
+                    what: "ans-lanes stream padding half-word (offset in stream words)",
+                    offset: (lo + k / 2) as u64,
+                    found: half.into(),
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
     /// Decodes unit `unit` with `table` (the model's), calling `sink(lane, col, values)` for
     /// every group in decoding order (`col` is the group's first column in the padded matrix,
     /// `lane` the coder). Returns the words read.
@@ -258,21 +352,8 @@ impl AnsMatrix {
         unit: usize,
         sink: impl FnMut(usize, usize, &[i8]),
     ) -> Result<usize> {
-        match self.group() {
-            4 => self.decode_unit_g::<4>(table, unit, sink),
-            _ => self.decode_unit_g::<2>(table, unit, sink),
-        }
-    }
-
-    fn decode_unit_g<const G: usize>(
-        &self,
-        table: &[u32],
-        unit: usize,
-        mut sink: impl FnMut(usize, usize, &[i8]),
-    ) -> Result<usize> {
-        let kind = self.layout.unit();
         let corrupted = |reason: String| AnsError::Corrupted {
-            unit: kind,
+            unit: self.layout.unit(),
             index: unit,
             reason,
         };
@@ -281,6 +362,28 @@ impl AnsMatrix {
             _ => None,
         }
         .ok_or_else(|| corrupted("its offsets are outside the stream".into()))?;
+        match (self.lane_geometry(), self.group()) {
+            (Some(geometry), _) => {
+                // 8-bit models only (checked when the matrix was made): every slot is in the
+                // table.
+                let lookup = |s: u32| Slot::from_packed(table[s as usize]);
+                let (_, cols) = geometry.unit(unit);
+                lanes::decode_unit(words, lookup, cols, sink, corrupted)
+            }
+            (None, 4) => self.decode_unit_g::<4>(table, words, sink, corrupted),
+            (None, _) => self.decode_unit_g::<2>(table, words, sink, corrupted),
+        }
+    }
+
+    /// [`AnsMatrix::decode_unit`] of `ans-warp-rows` and `ans-warp-stripes`: the unit's stored
+    /// stream is `words`.
+    fn decode_unit_g<const G: usize>(
+        &self,
+        table: &[u32],
+        words: &[u32],
+        mut sink: impl FnMut(usize, usize, &[i8]),
+        corrupted: impl Fn(String) -> AnsError,
+    ) -> Result<usize> {
         let mut reader = Reader { words, pos: 0 };
         let mut x = [0u64; LANES];
         for (l, s) in x.iter_mut().enumerate() {
@@ -299,7 +402,8 @@ impl AnsMatrix {
         let steps = QUAD / G;
         let (chunks, chunk_cols, lane_cols) = match self.layout {
             Layout::WarpRows => (self.shape.padded_cols() / CHUNK, CHUNK, QUAD),
-            Layout::WarpStripes => (self.shape.padded_cols() / QUAD, QUAD, 0),
+            // Not reached: decode_unit decodes lane units.
+            Layout::WarpStripes | Layout::WarpLanes => (self.shape.padded_cols() / QUAD, QUAD, 0),
         };
         for j in 0..chunks {
             for g in 0..steps {
@@ -353,13 +457,19 @@ mod tests {
     }
 
     #[test]
-    fn both_layouts_round_trip_and_multiply() {
+    fn every_layout_round_trips_and_multiplies() {
         let (rows, cols) = (37, 301);
         let w = sample(rows, cols);
         let x: Vec<i8> = (0..cols).map(|i| (i % 255) as u8 as i8).collect();
-        for layout in [Layout::WarpRows, Layout::WarpStripes] {
+        for (layout, lane_segment) in [
+            (Layout::WarpRows, None),
+            (Layout::WarpStripes, None),
+            (Layout::WarpLanes, None),
+            (Layout::WarpLanes, Some(64)),
+        ] {
             let opts = EncodeOptions {
                 layout,
+                lane_segment,
                 ..Default::default()
             };
             let m = encode(&w, rows, cols, &opts).unwrap();
@@ -409,6 +519,39 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_damaged_lane_unit_is_reported_with_its_index() {
+        let (rows, cols) = (40, 100);
+        let w = sample(rows, cols);
+        let opts = EncodeOptions {
+            layout: Layout::WarpLanes,
+            lane_segment: Some(32),
+            ..Default::default()
+        };
+        let mut m = encode(&w, rows, cols, &opts).unwrap();
+        // 2 row groups x 4 segments (the last 16 columns wide); unit 5 is group 1, segment 1.
+        assert_eq!((m.segments(), m.units()), (4, 8));
+        let start = m.offsets[5] as usize;
+        // Lane 0's initial high half.
+        m.stream[start] ^= 0x10;
+        for result in [m.decode().map(drop), m.accumulate(&w[..cols]).map(drop)] {
+            match result {
+                Err(AnsError::Corrupted {
+                    unit: "lane unit",
+                    index: 5,
+                    reason,
+                }) => assert!(reason.contains("lane"), "{reason}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // Offsets outside the stream (only a hand-made matrix has them).
+        m.offsets[8] += 4;
+        assert!(matches!(
+            m.decode(),
+            Err(AnsError::Corrupted { index: 5 | 7, .. })
+        ));
     }
 
     #[test]

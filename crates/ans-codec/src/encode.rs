@@ -1,5 +1,5 @@
-//! The encoder: fits the model, codes every row (or stripe) in parallel, and lays the streams
-//! out as `docs/ANS.md` specifies.
+//! The encoder: fits the model, codes every row (or stripe, or lane unit) in parallel, and
+//! lays the streams out as `docs/ANS.md` specifies.
 
 use std::sync::OnceLock;
 
@@ -10,7 +10,8 @@ use rayon::prelude::*;
 use cmv_format::{PaddedShape, Weights};
 
 use crate::error::{AnsError, Result};
-use crate::layout::Layout;
+use crate::lanes::{self, LANE_PRECISION, LANE_ROWS, LaneGeometry, SEGMENT_MULTIPLE};
+use crate::layout::{Layout, default_lane_segment};
 use crate::matrix::{AnsMatrix, STATE_WORDS, Stats};
 use crate::model::{self, Model, VALUES, index};
 use crate::options::{EncodeOptions, INT8_ALLOWANCE_BYTES};
@@ -19,13 +20,17 @@ use crate::options::{EncodeOptions, INT8_ALLOWANCE_BYTES};
 /// `rows * cols` values ([`Weights::new`], the one rule of every format).
 ///
 /// The model is fitted to the elements and the padding together (the padding is coded with
-/// the most frequent value); each row or stripe is coded independently, in parallel.
+/// the most frequent value); each row, stripe or lane unit is coded independently, in
+/// parallel.
 ///
 /// # Errors
 /// [`FormatError::Shape`](cmv_format::FormatError::Shape) for an empty shape or a padded side
 /// past `u32::MAX`, [`FormatError::Length`](cmv_format::FormatError::Length) for a buffer of
 /// any other length than `rows * cols`, the model's errors ([`Model::fit`]) for bad options,
-/// [`AnsError::StreamTooLong`] when the stream would not fit 32-bit word offsets.
+/// [`AnsError::LanePrecision`] and [`AnsError::LaneSegment`] for options `ans-lanes` cannot
+/// code with, [`AnsError::StreamTooLong`] when the stream would not fit 32-bit word offsets,
+/// [`AnsError::LayoutBudget`] and [`AnsError::Incompressible`] for the layout choice
+/// ([`EncodeOptions::auto`]).
 pub fn encode(matrix: &[i8], rows: usize, cols: usize, opts: &EncodeOptions) -> Result<AnsMatrix> {
     opts.layout.padded_shape(rows, cols)?;
     encode_weights(Weights::new(matrix, rows, cols)?, opts)
@@ -46,8 +51,23 @@ pub fn encode_weights(weights: Weights<'_, i8>, opts: &EncodeOptions) -> Result<
     let entropy = model::entropy_bits(&model::counts(weights.data())) / n as f64;
     let limit = n as u64 + INT8_ALLOWANCE_BYTES as u64;
     let bytes = |m: &AnsMatrix| m.size_breakdown().container_bytes;
+    let within = |m: &AnsMatrix| bytes(m) <= limit && m.bits_per_element() <= entropy + budget;
+    // ans-lanes first (the fast kernel), unless a forced precision rules it out.
+    if opts.precision.is_none_or(|p| p == LANE_PRECISION) {
+        if let Some(segment) = opts.lane_segment {
+            // A bad segment is the caller's mistake, not a reason to pick another layout.
+            check_lane_segment(segment)?;
+        }
+        // An error (a matrix this layout cannot code) or a container past the budget or the
+        // limit: the other layouts.
+        if let Ok(lanes) = encode_layout(weights, opts, Layout::WarpLanes)
+            && within(&lanes)
+        {
+            return Ok(lanes);
+        }
+    }
     let rows = encode_layout(weights, opts, Layout::WarpRows)?;
-    if bytes(&rows) <= limit && rows.bits_per_element() <= entropy + budget {
+    if within(&rows) {
         return Ok(rows);
     }
     let stripes = encode_layout(weights, opts, Layout::WarpStripes)?;
@@ -75,6 +95,19 @@ fn encode_layout(
 ) -> Result<AnsMatrix> {
     let (real, rows, cols) = (weights.data(), weights.rows(), weights.cols());
     let (padded_rows, padded_cols) = layout.padded_shape(rows, cols)?;
+    let lanes = match layout {
+        Layout::WarpLanes => {
+            if let Some(precision) = opts.precision.filter(|&p| p != LANE_PRECISION) {
+                return Err(AnsError::LanePrecision { precision });
+            }
+            let segment = match opts.lane_segment {
+                None => default_lane_segment(rows, cols),
+                Some(s) => check_lane_segment(s)?.min(padded_cols),
+            };
+            Some(LaneGeometry::new(padded_cols, segment))
+        }
+        Layout::WarpRows | Layout::WarpStripes => None,
+    };
     let n = real.len();
     let counts = model::counts(real);
     // The padding is coded with the model's most frequent value, which is the most frequent
@@ -82,10 +115,20 @@ fn encode_layout(
     let mut with_padding = counts;
     let top = (0..VALUES).fold(0, |best, i| if counts[i] > counts[best] { i } else { best });
     with_padding[top] += padded_rows as u64 * padded_cols as u64 - n as u64;
-    let model = Model::fit_counts(&with_padding, opts)?;
+    let model = match lanes {
+        // The lane coder's 8 bits, whatever the overhead.
+        Some(_) => Model::fit_counts(
+            &with_padding,
+            &EncodeOptions {
+                precision: Some(LANE_PRECISION),
+                ..*opts
+            },
+        )?,
+        None => Model::fit_counts(&with_padding, opts)?,
+    };
 
-    let coder = UnitCoder::new(&model, real, rows, cols, padded_cols, layout);
-    let units = layout.units(padded_rows);
+    let coder = UnitCoder::new(&model, real, rows, cols, padded_cols, layout, lanes);
+    let units = layout.units(padded_rows, lanes.map_or(1, |g| g.segments));
     let coded: Vec<(Vec<u32>, u64)> = match model.group() {
         4 => (0..units)
             .into_par_iter()
@@ -111,12 +154,25 @@ fn encode_layout(
         layout,
         model,
         shape: PaddedShape::new(rows, cols, padded_rows, padded_cols),
+        segment: lanes.map(|g| g.segment),
         offsets,
         stream,
         stats: OnceLock::from(Stats { data_words, counts }),
     };
     debug_assert!(m.validate().is_ok());
     Ok(m)
+}
+
+/// Checks an `ans-lanes` segment asked for: a positive multiple of 16.
+///
+/// # Errors
+/// [`AnsError::LaneSegment`] otherwise.
+fn check_lane_segment(segment: usize) -> Result<usize> {
+    if segment > 0 && segment.is_multiple_of(SEGMENT_MULTIPLE) {
+        Ok(segment)
+    } else {
+        Err(AnsError::LaneSegment { segment })
+    }
 }
 
 /// The offsets of streams of `lengths` words laid end to end (`lengths.len() + 1` entries).
@@ -147,6 +203,8 @@ struct UnitCoder<'a> {
     cols: usize,
     padded_cols: usize,
     layout: Layout,
+    /// The units of `ans-lanes`; `None` for the other layouts.
+    lanes: Option<LaneGeometry>,
 }
 
 impl<'a> UnitCoder<'a> {
@@ -157,6 +215,7 @@ impl<'a> UnitCoder<'a> {
         cols: usize,
         padded_cols: usize,
         layout: Layout,
+        lanes: Option<LaneGeometry>,
     ) -> Self {
         Self {
             cdf: model.cdfs(),
@@ -168,6 +227,7 @@ impl<'a> UnitCoder<'a> {
             cols,
             padded_cols,
             layout,
+            lanes,
         }
     }
 
@@ -181,8 +241,9 @@ impl<'a> UnitCoder<'a> {
         }
     }
 
-    /// Codes unit `unit` (a row or a stripe): returns its stored (interleaved, padded) stream
-    /// and the number of data words in it.
+    /// Codes unit `unit` (a row, a stripe or a lane unit): returns its stored (interleaved,
+    /// padded; for `ans-lanes`, 16-bit words packed two to a `u32` and padded) stream and the
+    /// number of data words in it (16-bit words for `ans-lanes`).
     fn encode_unit<const G: usize>(&self, unit: usize) -> (Vec<u32>, u64) {
         let steps = QUAD / G;
         let mut x = [STATE_LOWER; LANES];
@@ -214,6 +275,7 @@ impl<'a> UnitCoder<'a> {
                     }
                 }
             }
+            Layout::WarpLanes => return self.encode_lane_unit(unit),
         }
         let data_words = emitted.len() as u64;
         // Flush lanes 31 down to 0, low half then high half; reversed, the stream starts with
@@ -230,6 +292,15 @@ impl<'a> UnitCoder<'a> {
             stored[p - p % BLOCK_WORDS + interleave(p % BLOCK_WORDS)] = w;
         }
         (stored, data_words)
+    }
+
+    /// [`UnitCoder::encode_unit`] for `ans-lanes` (independent of the group size: pairs at 8
+    /// bits).
+    fn encode_lane_unit(&self, unit: usize) -> (Vec<u32>, u64) {
+        let geometry = self.lanes.expect("ans-lanes has a lane geometry");
+        let (group, cols) = geometry.unit(unit);
+        let model = |v: i8| (self.cdf[index(v)], self.freq[index(v)]);
+        lanes::encode_unit(|r, c| self.at(r, c), model, LANE_ROWS * group, cols)
     }
 }
 
@@ -299,6 +370,51 @@ mod tests {
             encode(&all, 16, 16, &forced),
             Err(AnsError::TooManyValues { distinct: 256, .. })
         ));
+    }
+
+    #[test]
+    fn lane_segments_are_checked_and_clamped() {
+        for bad in [0, 1, 15, 17, 24] {
+            assert!(matches!(
+                check_lane_segment(bad),
+                Err(AnsError::LaneSegment { segment }) if segment == bad
+            ));
+        }
+        assert_eq!(check_lane_segment(16).unwrap(), 16);
+        let w = vec![1i8; 3 * 40];
+        let opts = |lane_segment| EncodeOptions {
+            layout: Layout::WarpLanes,
+            lane_segment,
+            ..EncodeOptions::default()
+        };
+        // Padded columns: 48; the default is clamped to them, a larger segment too.
+        for (segment, want, units) in [(None, 48, 1), (Some(4096), 48, 1), (Some(32), 32, 2)] {
+            let m = encode(&w, 3, 40, &opts(segment)).unwrap();
+            assert_eq!((m.segment(), m.units()), (Some(want), units));
+            assert_eq!(m.decode().unwrap(), w);
+        }
+    }
+
+    #[test]
+    fn a_constant_lane_matrix_costs_only_its_states() {
+        let opts = EncodeOptions {
+            layout: Layout::WarpLanes,
+            lane_segment: Some(64),
+            ..EncodeOptions::default()
+        };
+        let m = encode(&[-5; 40 * 100], 40, 100, &opts).unwrap();
+        // 2 row groups x 2 segments (64 and 48 columns), 32 words of states each.
+        assert_eq!(m.units(), 4);
+        assert_eq!(m.offsets(), &[0, 32, 64, 96, 128]);
+        // Every state is still 2^16: hi = 1 (the low half), lo = 0.
+        assert!(m.stream().iter().all(|&w| w == 1));
+        let s = m.entropy_report();
+        assert_eq!(
+            (s.payload_bytes, s.flushed_state_bytes, s.padding_bytes),
+            (0, 512, 0)
+        );
+        assert_eq!(s.coded_bits, 0.0);
+        assert_eq!(m.decode().unwrap(), vec![-5; 4000]);
     }
 
     #[test]

@@ -66,10 +66,42 @@ pub enum AnsError {
         /// The target given.
         target: f64,
     },
+    /// A precision other than 8 bits asked for (or found) with the `ans-lanes` layout, whose
+    /// coder works at 8 bits only.
+    #[error(
+        "layout ans-lanes codes at 8 bits of precision but precision {precision} was asked for: \
+         leave the precision to the encoder (None) or choose another layout"
+    )]
+    LanePrecision {
+        /// The precision asked for.
+        precision: u32,
+    },
+    /// An `ans-lanes` segment (columns per unit) asked of the encoder that is not a positive
+    /// multiple of 16.
+    #[error(
+        "lane_segment {segment} must be a positive multiple of 16 columns (a segment past the \
+         padded columns is clamped to them), or None for the default rule"
+    )]
+    LaneSegment {
+        /// The segment given.
+        segment: usize,
+    },
+    /// The `segment` header field of an `ans-lanes` container that is not a multiple of 16
+    /// between 16 and the padded columns.
+    #[error(
+        "header field segment is {segment} but ans-lanes needs a multiple of 16 from 16 to the \
+         padded columns ({padded_cols}): the header is damaged"
+    )]
+    Segment {
+        /// The field's value.
+        segment: u32,
+        /// The padded columns of the container.
+        padded_cols: usize,
+    },
     /// A layout budget that is negative, NaN or infinite.
     #[error(
         "layout_budget_bits {value} must be finite and at least 0 (EncodeOptions::auto(0.1) \
-         keeps ans-warp-rows only within 0.1 bits per element of the entropy)"
+         keeps ans-lanes or ans-warp-rows only within 0.1 bits per element of the entropy)"
     )]
     LayoutBudget {
         /// The value given.
@@ -115,13 +147,14 @@ pub enum AnsError {
         /// Bytes asked for.
         bytes: u128,
     },
-    /// A stream that does not decode: it ran out, or a coder did not end in `2^32`.
+    /// A stream that does not decode: it ran out, or a coder did not end in its initial state
+    /// (`2^32`, or `2^16` for `ans-lanes`).
     #[error(
         "{unit} {index} is corrupted: {reason}; the compressed matrix was damaged, re-encode it or \
          reload it from an intact copy"
     )]
     Corrupted {
-        /// `"row"`, `"stripe"` or `"matrix"`.
+        /// `"row"`, `"stripe"`, `"lane unit"` or `"matrix"`.
         unit: &'static str,
         /// Its index.
         index: usize,

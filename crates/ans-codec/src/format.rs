@@ -9,7 +9,7 @@
 use std::mem::size_of;
 
 use cmv_format::container::{self, ContainerSpec, PartSpec, Reader, Writer};
-use cmv_format::{FormatError, Limits, SizeBreakdown};
+use cmv_format::{Limits, SizeBreakdown};
 
 use crate::error::Result;
 use crate::legacy;
@@ -61,7 +61,8 @@ impl AnsMatrix {
             cols,
             padded_rows,
             padded_cols,
-            reserved: 0,
+            // Checked to fit u32 (at most the padded columns) when the matrix was made.
+            segment: self.segment.map_or(0, |s| s as u32),
         }
     }
 
@@ -104,21 +105,24 @@ impl AnsMatrix {
     ///
     /// Checks, in order, before trusting any of it: the container (magic, version, lengths of
     /// every part against the blob's, zero padding and reserved words, CRC-32), the fields
-    /// (layout, precision and group, shape and padded shape), the padded element count against
-    /// `limits.max_elements` (before any heavy work), the parts' counts, the frequencies (sum
-    /// `2^P`) and the offsets (start at 0, multiples of 128 words, at least 128 words per unit,
-    /// the last equal to the stream length); then it decodes every unit (work bounded by
-    /// `limits.max_elements`) to check that the container is the canonical one of its matrix:
-    /// padding coded with the padding value, zero words after each unit's data, each unit's
-    /// stream ending at the first multiple of 128 words after them. A unit whose stream does
-    /// not decode is loaded as it is and reported as corrupted where it is decoded (CPU or
+    /// (layout, precision and group, shape and padded shape, segment), the padded element count
+    /// against `limits.max_elements` (before any heavy work), the parts' counts, the
+    /// frequencies (sum `2^P`) and the offsets (start at 0, multiples of 128 words, at least 128
+    /// words per unit (`ans-lanes`: multiples of 4, at least 32), the last equal to the stream
+    /// length); then it decodes every unit (work bounded by `limits.max_elements`) to check
+    /// that the container is the canonical one of its matrix: padding coded with the padding
+    /// value, zero words after each unit's data, each unit's stream ending at the first
+    /// multiple of 128 words after them (`ans-lanes`: of 8 16-bit words). A unit whose stream
+    /// does not decode is loaded as it is and reported as corrupted where it is decoded (CPU or
     /// GPU).
     ///
     /// # Errors
-    /// One error per failed check, naming the offending values: the [`FormatError`]s of the
+    /// One error per failed check, naming the offending values: the
+    /// [`FormatError`](cmv_format::FormatError)s of the
     /// container (`Truncated`, `TrailingBytes`, `Magic`, `Version`, `Header`, `NonZero`,
     /// `Checksum`), `Code` (layout), `Shape`, `Limit`, `Offset`;
     /// [`AnsError::Precision`](crate::AnsError::Precision),
+    /// [`AnsError::Segment`](crate::AnsError::Segment),
     /// [`AnsError::FrequencySum`](crate::AnsError::FrequencySum),
     /// [`AnsError::Padding`](crate::AnsError::Padding).
     pub fn from_bytes_with(blob: &[u8], limits: &Limits) -> Result<AnsMatrix> {
@@ -127,15 +131,7 @@ impl AnsMatrix {
         }
         let mut r = Reader::open(blob, &SPEC)?;
         let f: AnsFields = r.fields();
-        if f.reserved != 0 {
-            return Err(FormatError::NonZero {
-                what: "reserved header field",
-                offset: (FIELDS_OFFSET + std::mem::offset_of!(AnsFields, reserved)) as u64,
-                found: f.reserved.into(),
-            }
-            .into());
-        }
-        let (_, units) = f.check(limits)?;
+        let (_, _, units) = f.check(limits)?;
         let freqs: Vec<u16> = r.part(VALUES as u64)?;
         let offsets: Vec<u32> = r.part(units as u64 + 1)?;
         let stream: Vec<u32> = r.next_part();
@@ -145,6 +141,8 @@ impl AnsMatrix {
 
 #[cfg(test)]
 mod tests {
+    use cmv_format::FormatError;
+
     use super::*;
     use crate::{EncodeOptions, Layout, encode};
 
@@ -169,9 +167,32 @@ mod tests {
     }
 
     #[test]
+    fn lane_fields_carry_the_segment() {
+        let w: Vec<i8> = (0..33 * 70).map(|i| (i % 5) as i8).collect();
+        let opts = EncodeOptions {
+            layout: Layout::WarpLanes,
+            lane_segment: Some(32),
+            ..EncodeOptions::default()
+        };
+        let m = encode(&w, 33, 70, &opts).unwrap();
+        let b = m.to_bytes();
+        let f = &b[FIELDS_OFFSET..FIELDS_OFFSET + 32];
+        let words: Vec<u32> = f
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, [2, 8, 2, 33, 70, 64, 80, 32]);
+        // 2 row groups x 3 segments: 7 offsets at 624, the stream after them (at 656).
+        assert_eq!(m.units(), 6);
+        assert_eq!(b.len(), 656 + 4 * m.stream().len());
+        assert_eq!(&b[624..628], &0u32.to_le_bytes());
+        assert_eq!(AnsMatrix::from_bytes(&b).unwrap(), m);
+    }
+
+    #[test]
     fn blobs_round_trip_with_their_sizes() {
         let w: Vec<i8> = (0..40 * 70).map(|i| ((i * 37) % 11) as i8 - 5).collect();
-        for layout in [Layout::WarpRows, Layout::WarpStripes] {
+        for layout in [Layout::WarpRows, Layout::WarpStripes, Layout::WarpLanes] {
             let opts = EncodeOptions {
                 layout,
                 ..Default::default()
@@ -203,6 +224,7 @@ mod tests {
             layout: Layout::WarpRows,
             model: crate::Model::new(7, freqs).unwrap(),
             shape: cmv_format::PaddedShape::new(1, cols, 1, cols),
+            segment: None,
             offsets: vec![0, 128],
             stream,
             stats: std::sync::OnceLock::new(),
@@ -257,8 +279,51 @@ mod tests {
                 ..
             }))
         ));
-        let mut bad = m;
+        let mut bad = m.clone();
         bad.layout = Layout::WarpStripes;
         assert!(bad.validate().is_err());
+        // A segment outside ans-lanes, none in ans-lanes, a bad one.
+        let mut bad = m;
+        bad.segment = Some(128);
+        assert!(matches!(
+            bad.validate(),
+            Err(crate::AnsError::Format(FormatError::NonZero {
+                found: 128,
+                ..
+            }))
+        ));
+        let opts = EncodeOptions {
+            layout: Layout::WarpLanes,
+            ..EncodeOptions::default()
+        };
+        let lanes = encode(&w, 3, 200, &opts).unwrap();
+        lanes.validate().unwrap();
+        for segment in [None, Some(0), Some(24), Some(224)] {
+            let mut bad = lanes.clone();
+            bad.segment = segment;
+            assert!(
+                matches!(bad.validate(), Err(crate::AnsError::Segment { .. })),
+                "{segment:?}"
+            );
+        }
+        let mut bad = lanes.clone();
+        bad.offsets[1] -= 4;
+        assert!(matches!(
+            bad.validate(),
+            Err(crate::AnsError::Format(FormatError::Offset {
+                index: 1,
+                ..
+            }))
+        ));
+        let mut bad = lanes;
+        bad.model = crate::Model::quantize(&crate::model::counts(&w), 9).unwrap();
+        assert!(matches!(
+            bad.validate(),
+            Err(crate::AnsError::Format(FormatError::Header {
+                field: "precision",
+                found: 9,
+                expected: 8
+            }))
+        ));
     }
 }

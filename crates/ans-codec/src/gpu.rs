@@ -30,8 +30,13 @@ pub struct DeviceAnsMatrix {
     units: u32,
     stream: CudaSlice<u32>,
     offsets: CudaSlice<u32>,
-    /// The 3 x 32 register-table words for precision 7, else the `2^P` packed entries.
+    /// The 3 x 32 register-table words for precision 7, the 256 two-word kernel entries for
+    /// `ans-lanes` ([`ans_kernels::lanes::lane_entry`]), else the `2^P` packed entries.
     table: CudaSlice<u32>,
+    /// Columns per segment (`ans-lanes`; 0 for the other layouts).
+    segment: u32,
+    /// Segments per row group (`ans-lanes`; 1 for the other layouts).
+    segments: u32,
 }
 
 impl DeviceAnsMatrix {
@@ -43,9 +48,10 @@ impl DeviceAnsMatrix {
         m.validate()?;
         let shape = DeviceShape::new("ans", m.shape)?;
         let units = m.offsets().len() - 1;
-        let table: Vec<u32> = match m.register_tables() {
-            Some(t) => t.iter().flatten().copied().collect(),
-            None => m.table(),
+        let table: Vec<u32> = match (m.layout(), m.register_tables()) {
+            (Layout::WarpLanes, _) => lane_table(&m.table()),
+            (_, Some(t)) => t.iter().flatten().copied().collect(),
+            (_, None) => m.table(),
         };
         Ok(Self {
             layout: m.layout(),
@@ -56,6 +62,8 @@ impl DeviceAnsMatrix {
             offsets: gpu.upload(m.offsets())?,
             table: gpu.upload(&table)?,
             packed: gpu.upload(&m.table())?,
+            segment: shape.to_u32(m.segment().unwrap_or(0))?,
+            segments: shape.to_u32(m.segments())?,
         })
     }
 
@@ -75,6 +83,25 @@ impl DeviceAnsMatrix {
     }
 }
 
+/// The `ans-lanes` kernel's table: the two-word entry of each of the 256 slots of the 8-bit
+/// model's packed table.
+fn lane_table(packed: &[u32]) -> Vec<u32> {
+    packed
+        .iter()
+        .enumerate()
+        .flat_map(|(slot, &e)| ans_kernels::lanes::lane_entry(slot as u32, e))
+        .collect()
+}
+
+/// Warps of an `ans-lanes` block for `segments` segments per row group: one per segment up to
+/// [`MAX_WARPS`](ans_kernels::lanes::MAX_WARPS), else as few rounds as possible, spread
+/// evenly.
+pub fn lane_warps(segments: u32) -> u32 {
+    let max = ans_kernels::lanes::MAX_WARPS;
+    let rounds = segments.div_ceil(max).max(1);
+    segments.div_ceil(rounds).clamp(1, max)
+}
+
 /// The ANS kernels, loaded once for a [`Gpu`], with the error word they report corruption in.
 /// Launches go to the `Gpu`'s stream, one after another.
 #[derive(Debug)]
@@ -84,6 +111,7 @@ pub struct AnsGemv {
     rows_smem: Kernel,
     stripes_p7: Kernel,
     stripes_smem: Kernel,
+    lanes: Kernel,
     sm_count: u32,
     /// The kernels OR their flags into it; [`AnsGemv::check`] reads and clears it in place
     /// (its address stays the same, so captured graphs keep working).
@@ -104,6 +132,7 @@ impl AnsGemv {
             rows_smem: load("cmv_ans_rows_smem")?,
             stripes_p7: load("cmv_ans_stripes_p7")?,
             stripes_smem: load("cmv_ans_stripes_smem")?,
+            lanes: load("cmv_ans_lanes")?,
             sm_count: gpu.info().sm_count,
             err: Mutex::new(gpu.alloc_zeros::<u32>(1)?),
             shared_tables: true,
@@ -146,6 +175,7 @@ impl AnsGemv {
             (Layout::WarpRows, false) => &self.rows_smem,
             (Layout::WarpStripes, true) => &self.stripes_p7,
             (Layout::WarpStripes, false) => &self.stripes_smem,
+            (Layout::WarpLanes, _) => return self.gemv_lanes(m, x, y32, y8, scale),
         };
         let table_bytes = if register { 0 } else { 4u32 << m.precision };
         let smem = m.shape.padded_cols + table_bytes;
@@ -188,6 +218,52 @@ impl AnsGemv {
         // meanwhile (`check` holds the lock and goes through this same stream, after the
         // launches queued before it).
         unsafe { k.launch(&self.stream, cfg, &params)? };
+        Ok(())
+    }
+
+    /// [`AnsGemv::gemv`] for `ans-lanes` (arguments checked there): one block per group of
+    /// 32 rows, [`lane_warps`] warps sharing its segments.
+    fn gemv_lanes(
+        &self,
+        m: &DeviceAnsMatrix,
+        x: &CudaSlice<i8>,
+        y32: &mut CudaSlice<i32>,
+        y8: &mut CudaSlice<i8>,
+        scale: f32,
+    ) -> Result<()> {
+        let groups = m.shape.padded_rows / ans_kernels::layout::LANES as u32;
+        let warps = lane_warps(m.segments);
+        let cfg = LaunchConfig {
+            grid_dim: (groups, 1, 1),
+            block_dim: (32 * warps, 1, 1),
+            shared_mem_bytes: ans_kernels::lanes::shared_bytes(warps),
+        };
+        // Above 48 KiB of shared memory this sets the kernel's opt-in limit.
+        self.lanes.check_config(&cfg)?;
+        let mut err = self.err.lock().unwrap_or_else(PoisonError::into_inner);
+        let params = ans_kernels::lanes::LanesParams {
+            stream: dev_ptr(&m.stream).cast(),
+            offsets: dev_ptr(&m.offsets),
+            table: dev_ptr(&m.table),
+            x: dev_ptr(x).cast(),
+            y32: dev_ptr_mut(y32),
+            y8: dev_ptr_mut(y8),
+            err: dev_ptr_mut(&mut *err),
+            scale,
+            rows: m.shape.rows,
+            cols: m.shape.cols,
+            padded_cols: m.shape.padded_cols,
+            segment: m.segment,
+            nseg: m.segments,
+        };
+        // SAFETY: `m` comes from a validated `AnsMatrix` in `ans-lanes` (offsets start at 0,
+        // increase by multiples of 4 words of at least 32, end at the stream's length; there
+        // are padded_rows / 32 * segments units; padded columns and the segment are multiples
+        // of 16; the table holds 256 two-word entries); x (a whole allocation: 16-byte
+        // aligned), y32 and y8 were checked against cols and rows; one block per row group of
+        // whole warps, at most MAX_WARPS, with shared_bytes(warps) of shared memory. The error
+        // word is taken under the lock, as in `gemv`.
+        unsafe { self.lanes.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
 

@@ -1,190 +1,183 @@
-//! A model of a planned layout for a fast decoder, `ans-lanes` (issue 16; `docs/ANS.md`,
-//! "Planned: a lane layout"): it codes a matrix exactly as that layout would and decodes it
-//! back, to measure its size before a kernel exists. It is not a container layout, no GPU
-//! kernel reads it, and [`crate::encode`] never writes it.
+//! The coding of the `ans-lanes` layout (layout code 2; `docs/ANS.md`, "Layout `ans-lanes`"):
+//! the constants of the layout and the encoding and decoding of one unit, which
+//! [`crate::encode`], [`AnsMatrix::decode`](crate::AnsMatrix::decode), the reference product
+//! and the load checks share.
 //!
 //! A *unit* is 32 rows (one per lane of a warp; rows padded to 32) by a *segment* of columns
-//! (columns padded to an even count; the last segment may be shorter). Lane `l` codes row
-//! `32 u + l` of its unit's segment with one 32-bit coder ([`ans_kernels::coder32`]), one
-//! pair of columns per step. Decoding order: for each pair in increasing column order, every
-//! lane decodes its pair, then the lanes whose state fell below `2^16` refill, in increasing
-//! lane order, from the unit's stream of 16-bit words. The stream starts with the 32 initial
-//! states (high then low half each). A unit costs its data words and 32 states.
+//! (columns padded to a multiple of 16; a segment is a multiple of 16 columns and the last one
+//! of a row group may be shorter). Lane `l` codes row `32 g + l` of its row group `g` with one
+//! 32-bit coder ([`ans_kernels::coder32`], 8-bit model), one pair of columns per step.
+//! Decoding order: for each pair in increasing column order, every lane decodes its pair, then
+//! the lanes whose state fell below `2^16` refill, in increasing lane order, from the unit's
+//! stream of 16-bit words. The stream starts with the 32 initial states (high then low half
+//! each), then the data words, then zero words up to a multiple of 8 (16 bytes); 16-bit word
+//! `k` is the low half of the unit's `u32` word `k / 2` for even `k`, the high half for odd
+//! `k`.
 
+use std::ops::Range;
+
+use ans_kernels::coder::Slot;
 use ans_kernels::coder32::{STATE32_LOWER, decode_pair32, encode_pair32, needs_refill32, refill32};
 use ans_kernels::layout::LANES;
-use rayon::prelude::*;
 
 use crate::error::{AnsError, Result};
-use crate::model::{Model, index};
 
-/// A matrix coded in the planned lane layout: one stream of 16-bit words per unit.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LaneStreams {
-    rows: usize,
-    cols: usize,
-    segment: usize,
-    padding: i8,
-    units: Vec<Vec<u16>>,
+/// Rows of a unit: one per lane.
+pub const LANE_ROWS: usize = LANES;
+/// Columns are padded to a multiple of this, and a segment is a multiple of it.
+pub const SEGMENT_MULTIPLE: usize = 16;
+/// The model's precision in this layout: always 8 bits ([`ans_kernels::coder32::PAIR_PRECISION`]).
+pub const LANE_PRECISION: u32 = ans_kernels::coder32::PAIR_PRECISION;
+/// Elements per step in this layout (a pair): the container's `group` field.
+pub const LANE_GROUP: usize = 2;
+/// A unit's stream is padded with zero 16-bit words to a multiple of this many (16 bytes).
+pub const BLOCK_HALFWORDS: usize = 8;
+/// The same, in the `u32` words of the container's stream part (the offsets' multiple).
+pub const BLOCK_WORDS: usize = BLOCK_HALFWORDS / 2;
+/// 16-bit words of the 32 initial states at the start of a unit's stream.
+pub const STATE_HALFWORDS: usize = 2 * LANES;
+/// The same, in `u32` words: the least a unit's stream takes (the offsets' minimum gap).
+pub const STATE_WORDS: usize = STATE_HALFWORDS / 2;
+/// [`default_lane_segment`](crate::default_lane_segment)'s starting segment, in columns.
+pub const DEFAULT_SEGMENT: usize = 1024;
+/// The shortest segment [`default_lane_segment`](crate::default_lane_segment) halves down to.
+pub const MIN_DEFAULT_SEGMENT: usize = 256;
+/// The units [`default_lane_segment`](crate::default_lane_segment) halves its segment to reach.
+pub const TARGET_UNITS: usize = 4096;
+
+/// Where the units of an `ans-lanes` matrix lie: its padded columns cut in segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LaneGeometry {
+    /// Columns per segment (the last one may be shorter).
+    pub segment: usize,
+    /// Padded columns.
+    pub padded_cols: usize,
+    /// Segments per row group.
+    pub segments: usize,
 }
 
-/// The padded columns and segments of a matrix of `cols` columns cut in `segment`-column
-/// segments.
-fn segments(cols: usize, segment: usize) -> (usize, usize) {
-    let padded = cols.next_multiple_of(2);
-    (padded, padded.div_ceil(segment))
+impl LaneGeometry {
+    /// The geometry of `padded_cols` columns (a multiple of 16) cut every `segment` (a
+    /// positive multiple of 16).
+    pub fn new(padded_cols: usize, segment: usize) -> Self {
+        debug_assert!(segment > 0);
+        Self {
+            segment,
+            padded_cols,
+            segments: padded_cols.div_ceil(segment),
+        }
+    }
+
+    /// The row group and the padded columns of unit `unit`.
+    pub fn unit(&self, unit: usize) -> (usize, Range<usize>) {
+        let (group, seg) = (unit / self.segments, unit % self.segments);
+        let c0 = seg * self.segment;
+        (group, c0..(c0 + self.segment).min(self.padded_cols))
+    }
 }
 
-/// Codes the row-major `rows x cols` matrix in the lane layout with `segment` columns per
-/// unit (even, at least 2) and `model` (8-bit precision: [`Model::quantize`] at 8), padding
-/// with the model's padding value.
+/// 16-bit word `k` of a unit's stream stored in `words`: the low half of `words[k / 2]` for
+/// even `k`, the high half for odd `k`; `None` past the end.
+#[inline(always)]
+pub(crate) fn halfword(words: &[u32], k: usize) -> Option<u16> {
+    words.get(k / 2).map(|&w| (w >> (16 * (k % 2))) as u16)
+}
+
+/// The initial state of lane `lane` stored in a unit's stream `words`, if the stream holds it.
+pub(crate) fn initial_state(words: &[u32], lane: usize) -> Option<u32> {
+    let hi = halfword(words, 2 * lane)?;
+    let lo = halfword(words, 2 * lane + 1)?;
+    Some(u32::from(hi) << 16 | u32::from(lo))
+}
+
+/// Codes one unit: lane `l` codes row `first_row + l` over the padded columns `cols` (an even
+/// count), element `(row, col)` being `at(row, col)` and `model(v)` giving `(cdf, freq)` at 8
+/// bits. Returns the unit's stored stream (`u32` words, 16-bit words packed low half first,
+/// padded to a multiple of [`BLOCK_WORDS`]) and its number of 16-bit data words.
+pub(crate) fn encode_unit(
+    at: impl Fn(usize, usize) -> i8,
+    model: impl Fn(i8) -> (u32, u32) + Copy,
+    first_row: usize,
+    cols: Range<usize>,
+) -> (Vec<u32>, u64) {
+    let mut x = [STATE32_LOWER; LANES];
+    let mut emitted: Vec<u16> = Vec::new();
+    // The exact reverse of the decoding order: the last pair first, lanes 31 down to 0.
+    for c in cols.step_by(2).rev() {
+        for l in (0..LANES).rev() {
+            let r = first_row + l;
+            let (nx, w) = encode_pair32(x[l], model, [at(r, c), at(r, c + 1)]);
+            emitted.extend(w);
+            x[l] = nx;
+        }
+    }
+    let data = emitted.len() as u64;
+    // Flushed lanes 31 down to 0, low half then high half: reversed, the stream starts with
+    // hi(x_0), lo(x_0), ..., hi(x_31), lo(x_31).
+    for &s in x.iter().rev() {
+        emitted.push(s as u16);
+        emitted.push((s >> 16) as u16);
+    }
+    emitted.reverse();
+    let len = emitted.len().next_multiple_of(BLOCK_HALFWORDS);
+    let mut stored = vec![0u32; len / 2];
+    for (k, &w) in emitted.iter().enumerate() {
+        stored[k / 2] |= u32::from(w) << (16 * (k % 2));
+    }
+    (stored, data)
+}
+
+/// Decodes one unit from its stored stream `words` with `lookup` (the 8-bit table's slots),
+/// over the padded columns `cols`, calling `sink(lane, col, values)` for every pair in
+/// decoding order (`col` the pair's first padded column). Returns the 16-bit words read
+/// (states included).
 ///
 /// # Errors
-/// [`AnsError::Precision`] for a model of another precision, a shape or length error
-/// ([`cmv_format::FormatError`]) for bad dimensions or an odd or zero segment.
-pub fn encode_lanes(
-    matrix: &[i8],
-    rows: usize,
-    cols: usize,
-    segment: usize,
-    model: &Model,
-) -> Result<LaneStreams> {
-    if model.precision() != ans_kernels::coder32::PAIR_PRECISION {
-        return Err(AnsError::Precision {
-            precision: model.precision(),
-        });
+/// `corrupted(reason)` when the stream is too short for the states, runs dry, or a coder does
+/// not end in `2^16`.
+pub(crate) fn decode_unit(
+    words: &[u32],
+    lookup: impl Fn(u32) -> Slot + Copy,
+    cols: Range<usize>,
+    mut sink: impl FnMut(usize, usize, &[i8]),
+    corrupted: impl Fn(String) -> AnsError,
+) -> Result<usize> {
+    let mut x = [0u32; LANES];
+    for (l, s) in x.iter_mut().enumerate() {
+        *s = initial_state(words, l).ok_or_else(|| {
+            corrupted(format!(
+                "its stream of {} 16-bit words is too short for lane {l}'s initial state",
+                2 * words.len()
+            ))
+        })?;
     }
-    cmv_format::Weights::new(matrix, rows, cols)?;
-    if segment < 2 || !segment.is_multiple_of(2) || rows == 0 || cols == 0 {
-        return Err(cmv_format::FormatError::Shape {
-            format: "MatVANS lane model",
-            rows,
-            cols,
-            rule: "rows and cols must be positive and the segment even (at least 2)",
+    let mut next = STATE_HALFWORDS;
+    for c in cols.step_by(2) {
+        for (l, s) in x.iter_mut().enumerate() {
+            let (vals, nx) = decode_pair32(*s, lookup);
+            sink(l, c, &vals);
+            *s = nx;
         }
-        .into());
-    }
-    let (padded_cols, nseg) = segments(cols, segment);
-    let groups = rows.div_ceil(LANES);
-    let (cdf, freq) = (model.cdfs(), model.freqs().map(u32::from));
-    let padding = model.padding_value();
-    let at = |r: usize, c: usize| {
-        if r < rows && c < cols {
-            matrix[r * cols + c]
-        } else {
-            padding
-        }
-    };
-    let cf = |v: i8| (cdf[index(v)], freq[index(v)]);
-    let units = (0..groups * nseg)
-        .into_par_iter()
-        .map(|u| {
-            let (group, seg) = (u / nseg, u % nseg);
-            let (c0, c1) = (seg * segment, ((seg + 1) * segment).min(padded_cols));
-            let mut x = [STATE32_LOWER; LANES];
-            let mut emitted: Vec<u16> = Vec::new();
-            for c in (c0..c1).step_by(2).rev() {
-                for l in (0..LANES).rev() {
-                    let r = group * LANES + l;
-                    let (nx, w) = encode_pair32(x[l], cf, [at(r, c), at(r, c + 1)]);
-                    emitted.extend(w);
-                    x[l] = nx;
-                }
-            }
-            // Flushed lanes 31 down to 0, low half then high half: reversed, the stream starts
-            // with hi(x_0), lo(x_0), ..., hi(x_31), lo(x_31).
-            for &s in x.iter().rev() {
-                emitted.push(s as u16);
-                emitted.push((s >> 16) as u16);
-            }
-            emitted.reverse();
-            emitted
-        })
-        .collect();
-    Ok(LaneStreams {
-        rows,
-        cols,
-        segment,
-        padding,
-        units,
-    })
-}
-
-impl LaneStreams {
-    /// Bits of the units' streams (states and data words), without the frequency table and
-    /// the units' offsets.
-    pub fn stream_bits(&self) -> u64 {
-        16 * self.units.iter().map(|u| u.len() as u64).sum::<u64>()
-    }
-
-    /// [`LaneStreams::stream_bits`] plus a 32-bit offset per unit and the 512-byte frequency
-    /// table of the container, per element of the unpadded matrix.
-    pub fn bits_per_element(&self) -> f64 {
-        let extra = 32 * self.units.len() as u64 + 8 * crate::model::FREQ_BYTES as u64;
-        (self.stream_bits() + extra) as f64 / (self.rows * self.cols) as f64
-    }
-
-    /// Units of the layout.
-    pub fn units(&self) -> usize {
-        self.units.len()
-    }
-
-    /// Decodes the matrix (row-major, unpadded) with `model`, the one it was coded with.
-    ///
-    /// # Errors
-    /// [`AnsError::Corrupted`] when a unit's stream runs dry, has words left over or does not
-    /// end in the coders' initial states.
-    pub fn decode(&self, model: &Model) -> Result<Vec<i8>> {
-        let table: Vec<u32> = model.table();
-        let lookup = |s: u32| ans_kernels::coder::Slot::from_packed(table[s as usize]);
-        let (padded_cols, nseg) = segments(self.cols, self.segment);
-        let mut out = vec![self.padding; self.rows * self.cols];
-        for (u, stream) in self.units.iter().enumerate() {
-            let corrupt = |reason: &str| AnsError::Corrupted {
-                unit: "lane unit",
-                index: u,
-                reason: reason.into(),
-            };
-            let (group, seg) = (u / nseg, u % nseg);
-            let (c0, c1) = (
-                seg * self.segment,
-                ((seg + 1) * self.segment).min(padded_cols),
-            );
-            if stream.len() < 2 * LANES {
-                return Err(corrupt("shorter than its 32 states"));
-            }
-            let mut x: [u32; LANES] = core::array::from_fn(|l| {
-                (u32::from(stream[2 * l]) << 16) | u32::from(stream[2 * l + 1])
-            });
-            let mut next = 2 * LANES;
-            for c in (c0..c1).step_by(2) {
-                for (l, xl) in x.iter_mut().enumerate() {
-                    let ([v0, v1], nx) = decode_pair32(*xl, lookup);
-                    *xl = nx;
-                    let r = group * LANES + l;
-                    for (col, v) in [(c, v0), (c + 1, v1)] {
-                        if r < self.rows && col < self.cols {
-                            out[r * self.cols + col] = v;
-                        }
-                    }
-                }
-                for xl in x.iter_mut() {
-                    if needs_refill32(*xl) {
-                        let w = *stream.get(next).ok_or_else(|| corrupt("stream ran dry"))?;
-                        *xl = refill32(*xl, w);
-                        next += 1;
-                    }
-                }
-            }
-            if next != stream.len() {
-                return Err(corrupt("words left over"));
-            }
-            if x.iter().any(|&s| s != STATE32_LOWER) {
-                return Err(corrupt("a coder did not end in its initial state"));
+        for (l, s) in x.iter_mut().enumerate() {
+            if needs_refill32(*s) {
+                let Some(w) = halfword(words, next) else {
+                    return Err(corrupted(format!(
+                        "its stream ran out after {next} 16-bit words, at column {c} for lane {l}"
+                    )));
+                };
+                *s = refill32(*s, w);
+                next += 1;
             }
         }
-        Ok(out)
     }
+    if let Some((l, s)) = x.iter().enumerate().find(|&(_, &s)| s != STATE32_LOWER) {
+        return Err(corrupted(format!(
+            "lane {l} ended in state {s:#x} instead of 2^16 after reading {next} of {} 16-bit \
+             words",
+            2 * words.len()
+        )));
+    }
+    Ok(next)
 }
 
 #[cfg(test)]
@@ -192,7 +185,8 @@ mod tests {
     use rand::{Rng, SeedableRng, rngs::StdRng};
 
     use super::*;
-    use crate::model::{counts, entropy_bits};
+    use crate::model::{Model, counts, entropy_bits, index};
+    use crate::{EncodeOptions, Layout, encode};
 
     fn gaussian_int8(n: usize, sigma: f64, seed: u64) -> Vec<i8> {
         let mut rng = StdRng::seed_from_u64(seed);
@@ -206,59 +200,121 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn lane_units_round_trip_on_odd_shapes() {
-        for (rows, cols, segment) in [(1, 1, 2), (33, 7, 4), (64, 300, 64), (5, 1000, 256)] {
-            let w = gaussian_int8(rows * cols, 3.0, (rows * cols) as u64);
-            let model = Model::quantize(&counts(&w), 8).unwrap();
-            let l = encode_lanes(&w, rows, cols, segment, &model).unwrap();
-            assert_eq!(
-                l.units(),
-                rows.div_ceil(32) * cols.next_multiple_of(2).div_ceil(segment)
-            );
-            assert_eq!(
-                l.decode(&model).unwrap(),
-                w,
-                "{rows}x{cols} segment {segment}"
-            );
-        }
+    /// One unit of 32 rows x `cols` coded and decoded back through the unit functions.
+    fn unit_round_trip(w: &[i8], cols: usize) -> (Vec<u32>, u64) {
+        let model = Model::quantize(&counts(w), 8).unwrap();
+        let (cdf, freq) = (model.cdfs(), model.freqs().map(u32::from));
+        let cf = move |v: i8| (cdf[index(v)], freq[index(v)]);
+        let (stored, data) = encode_unit(|r, c| w[r * cols + c], cf, 0, 0..cols);
+        assert_eq!(
+            stored.len(),
+            (STATE_HALFWORDS + data as usize).next_multiple_of(BLOCK_HALFWORDS) / 2
+        );
+        let table = model.table();
+        let mut out = vec![0i8; w.len()];
+        let read = decode_unit(
+            &stored,
+            |s| Slot::from_packed(table[s as usize]),
+            0..cols,
+            |l, c, v| out[l * cols + c..l * cols + c + 2].copy_from_slice(v),
+            |reason| AnsError::Corrupted {
+                unit: "lane unit",
+                index: 0,
+                reason,
+            },
+        )
+        .unwrap();
+        assert_eq!(read, STATE_HALFWORDS + data as usize);
+        assert_eq!(out, w);
+        (stored, data)
     }
 
     #[test]
-    fn a_damaged_stream_is_reported_not_decoded_wrongly() {
-        let (rows, cols) = (32, 512);
-        let w = gaussian_int8(rows * cols, 4.0, 7);
+    fn a_unit_round_trips_and_packs_its_halfwords_low_first() {
+        let cols = 48;
+        let w = gaussian_int8(32 * cols, 3.0, 5);
+        let (stored, _) = unit_round_trip(&w, cols);
+        // Lane 0's state: its high half is 16-bit word 0 (the low half of u32 word 0), its low
+        // half word 1.
+        let x0 = initial_state(&stored, 0).unwrap();
+        assert_eq!(x0 >> 16, stored[0] & 0xffff);
+        assert_eq!(x0 & 0xffff, stored[0] >> 16);
+        assert!(x0 >= STATE32_LOWER);
+        assert_eq!(halfword(&stored, 2 * stored.len()), None);
+        // A constant unit costs only its states, all 2^16: hi = 1, lo = 0.
+        let (stored, data) = unit_round_trip(&[7i8; 32 * 16], 16);
+        assert_eq!(data, 0);
+        assert_eq!(stored, vec![1u32; STATE_WORDS]);
+    }
+
+    #[test]
+    fn damaged_units_are_reported_not_decoded_wrongly() {
+        let cols = 512;
+        let w = gaussian_int8(32 * cols, 4.0, 7);
+        let (good, data) = unit_round_trip(&w, cols);
         let model = Model::quantize(&counts(&w), 8).unwrap();
-        let good = encode_lanes(&w, rows, cols, 512, &model).unwrap();
+        let table = model.table();
+        let decode = |words: &[u32]| {
+            let mut out = vec![0i8; w.len()];
+            decode_unit(
+                words,
+                |s| Slot::from_packed(table[s as usize]),
+                0..cols,
+                |l, c, v| out[l * cols + c..l * cols + c + 2].copy_from_slice(v),
+                |reason| AnsError::Corrupted {
+                    unit: "lane unit",
+                    index: 0,
+                    reason,
+                },
+            )
+            .map(|read| (read, out))
+        };
+        let end = STATE_HALFWORDS + data as usize;
+        // Truncated: the last data word gone.
         let mut short = good.clone();
-        short.units[0].pop();
-        assert!(matches!(
-            short.decode(&model),
-            Err(AnsError::Corrupted { .. })
-        ));
-        let mut flipped = good.clone();
-        flipped.units[0][100] ^= 0x0100;
-        assert!(flipped.decode(&model).is_err());
-        let mut long = good;
-        long.units[0].push(0);
-        assert!(matches!(
-            long.decode(&model),
-            Err(AnsError::Corrupted { .. })
-        ));
+        short.truncate((end - 1) / 2);
+        assert!(matches!(decode(&short), Err(AnsError::Corrupted { .. })));
+        // Flipped bits in a state and in a data word.
+        for k in [0usize, 3, 100, end - 1] {
+            let mut flipped = good.clone();
+            flipped[k / 2] ^= 0x0100 << (16 * (k % 2));
+            assert!(
+                decode(&flipped).is_err(),
+                "a flip in 16-bit word {k} decoded"
+            );
+        }
+        // Extended: the read count tells (the load checks the unit ends there).
+        let mut long = good.clone();
+        long.extend([0x1234_5678; BLOCK_WORDS]);
+        let (read, out) = decode(&long).unwrap();
+        assert_eq!((read, out), (end, w));
     }
 
     #[test]
     fn sizes_at_sigma_4_stay_within_the_issue_budget() {
         // Issue 16's size goal: within 0.15 bits per element of the entropy at sigma = 4 for
-        // d >= 8192; a 2048 x 8192 matrix with 1024-column segments (512 units).
+        // d >= 8192; a 2048 x 8192 matrix with 1024-column segments (512 units), the whole
+        // container counted (header, frequency table, offsets, stream).
         let (rows, cols) = (2048, 8192);
         let w = gaussian_int8(rows * cols, 4.0, 42);
         let c = counts(&w);
         let entropy = entropy_bits(&c) / w.len() as f64;
         let model = Model::quantize(&c, 8).unwrap();
         let model_overhead = (model.cross_entropy_bits(&c) - entropy_bits(&c)) / w.len() as f64;
-        let l = encode_lanes(&w, rows, cols, 1024, &model).unwrap();
-        let bits = l.bits_per_element();
+        let opts = EncodeOptions {
+            layout: Layout::WarpLanes,
+            lane_segment: Some(1024),
+            ..EncodeOptions::default()
+        };
+        let m = encode(&w, rows, cols, &opts).unwrap();
+        assert_eq!((m.segment(), m.units()), (Some(1024), 512));
+        assert_eq!(m.model(), &model);
+        let bits = m.bits_per_element();
+        println!(
+            "sigma=4 {rows}x{cols} ans-lanes segment 1024: {bits:.4} bits per element, entropy \
+             {entropy:.4}, model {model_overhead:.4}\n  {}",
+            m.entropy_report()
+        );
         // The states' share: 32 x 32 bits per 32 x 1024 elements.
         let states = 32.0 / 1024.0;
         assert!(
@@ -269,6 +325,6 @@ mod tests {
             bits - entropy < 0.15,
             "{bits} bits against entropy {entropy}"
         );
-        assert_eq!(l.decode(&model).unwrap(), w);
+        assert_eq!(m.decode().unwrap(), w);
     }
 }

@@ -3,10 +3,14 @@
 use ans_kernels::layout::{CHUNK, QUAD, STRIPE_ROWS};
 
 use crate::error::{Result, shape_error};
+use crate::lanes::{
+    DEFAULT_SEGMENT, LANE_ROWS, MIN_DEFAULT_SEGMENT, SEGMENT_MULTIPLE, TARGET_UNITS,
+};
 
 cmv_format::header_code! {
     /// How a matrix is split among coders (`docs/ANS.md`); stored in the container header as
-    /// code 0 (`ans-warp-rows`) or 1 (`ans-warp-stripes`), named by its name in the docs.
+    /// code 0 (`ans-warp-rows`), 1 (`ans-warp-stripes`) or 2 (`ans-lanes`), named by its name
+    /// in the docs.
     pub enum Layout("layout") {
         /// `ans-warp-rows` (the default): one warp per row, 32 coders per row, columns padded to
         /// 128.
@@ -14,15 +18,30 @@ cmv_format::header_code! {
         /// `ans-warp-stripes`: one warp per 32 rows, one coder per row, rows padded to 32 and
         /// columns to 4.
         WarpStripes = 1 => "ans-warp-stripes",
+        /// `ans-lanes`: units of 32 rows (one 32-bit coder per row and lane) by a segment of
+        /// columns ([`AnsMatrix::segment`](crate::AnsMatrix::segment)), one pair of elements
+        /// per step at 8 bits of precision, 16-bit stream words; rows padded to 32 and columns
+        /// to 16.
+        WarpLanes = 2 => "ans-lanes",
     }
 }
 
 impl Layout {
-    /// What one stream of the layout codes: `"row"` or `"stripe"`.
+    /// What one stream of the layout codes: `"row"`, `"stripe"` or `"lane unit"`.
     pub const fn unit(self) -> &'static str {
         match self {
             Layout::WarpRows => "row",
             Layout::WarpStripes => "stripe",
+            Layout::WarpLanes => "lane unit",
+        }
+    }
+
+    /// Bytes of one word of the layout's logical streams: 4 (`u32`), or 2 (`u16`) for
+    /// `ans-lanes`, whose 16-bit words are stored two to a `u32` of the stream part.
+    pub const fn word_bytes(self) -> usize {
+        match self {
+            Layout::WarpRows | Layout::WarpStripes => 4,
+            Layout::WarpLanes => 2,
         }
     }
 
@@ -35,6 +54,7 @@ impl Layout {
         let (row_mult, col_mult) = match self {
             Layout::WarpRows => (1, CHUNK),
             Layout::WarpStripes => (STRIPE_ROWS, QUAD),
+            Layout::WarpLanes => (LANE_ROWS, SEGMENT_MULTIPLE),
         };
         let pad = |n: usize, m: usize| n.div_ceil(m).checked_mul(m);
         match (pad(rows, row_mult), pad(cols, col_mult)) {
@@ -50,21 +70,62 @@ impl Layout {
         }
     }
 
-    /// Streams of a matrix with `padded_rows` rows: one per row, or one per 32 rows.
-    pub const fn units(self, padded_rows: usize) -> usize {
+    /// Column segments of `padded_cols` padded columns cut every `segment` columns:
+    /// `padded_cols.div_ceil(segment)` for `ans-lanes` (`segment` positive), 1 for the other
+    /// layouts (which ignore `segment`).
+    pub const fn segments(self, padded_cols: usize, segment: usize) -> usize {
         match self {
-            Layout::WarpRows => padded_rows,
-            Layout::WarpStripes => padded_rows / STRIPE_ROWS,
+            Layout::WarpRows | Layout::WarpStripes => 1,
+            Layout::WarpLanes => padded_cols.div_ceil(segment),
         }
     }
 
-    /// The padded row that lane `lane` of unit `unit` codes.
-    pub(crate) const fn row_of(self, unit: usize, lane: usize) -> usize {
+    /// Streams of a matrix with `padded_rows` rows and `segments` column segments
+    /// ([`Layout::segments`]): one per row (`ans-warp-rows`), one per 32 rows
+    /// (`ans-warp-stripes`), or one per 32 rows and segment (`ans-lanes`, unit `u` being row
+    /// group `u / segments` and segment `u % segments`).
+    pub const fn units(self, padded_rows: usize, segments: usize) -> usize {
+        match self {
+            Layout::WarpRows => padded_rows,
+            Layout::WarpStripes => padded_rows / STRIPE_ROWS,
+            Layout::WarpLanes => padded_rows / LANE_ROWS * segments,
+        }
+    }
+
+    /// The padded row that lane `lane` of unit `unit` codes, with `segments` column segments
+    /// ([`Layout::segments`]).
+    pub(crate) const fn row_of(self, unit: usize, lane: usize, segments: usize) -> usize {
         match self {
             Layout::WarpRows => unit,
             Layout::WarpStripes => STRIPE_ROWS * unit + lane,
+            Layout::WarpLanes => LANE_ROWS * (unit / segments) + lane,
         }
     }
+}
+
+/// The default segment of `ans-lanes` (columns per unit) for a `rows x cols` matrix, used when
+/// [`EncodeOptions::lane_segment`](crate::EncodeOptions::lane_segment) is `None`.
+///
+/// It starts at [`DEFAULT_SEGMENT`](crate::lanes::DEFAULT_SEGMENT) (1024) columns and halves,
+/// down to [`MIN_DEFAULT_SEGMENT`](crate::lanes::MIN_DEFAULT_SEGMENT) (256), while the matrix
+/// would have fewer than [`TARGET_UNITS`](crate::lanes::TARGET_UNITS) (4096) units (`rows / 32`
+/// row groups, rounded up, times the segments): matrices of few row groups get shorter
+/// segments, hence more units to spread over the GPU. The result is then clamped to the padded
+/// columns (`cols` rounded up to a multiple of 16; 16 for `cols == 0`). Always a positive
+/// multiple of 16.
+pub fn default_lane_segment(rows: usize, cols: usize) -> usize {
+    let groups = rows.div_ceil(LANE_ROWS);
+    let padded_cols = cols
+        .div_ceil(SEGMENT_MULTIPLE)
+        .max(1)
+        .saturating_mul(SEGMENT_MULTIPLE);
+    let mut segment = DEFAULT_SEGMENT;
+    while segment > MIN_DEFAULT_SEGMENT
+        && groups.saturating_mul(padded_cols.div_ceil(segment)) < TARGET_UNITS
+    {
+        segment /= 2;
+    }
+    segment.min(padded_cols)
 }
 
 #[cfg(test)]
@@ -77,12 +138,53 @@ mod tests {
     use crate::AnsError;
 
     #[test]
+    fn default_lane_segments_follow_the_rule() {
+        // 64 row groups: 8 segments of 1024 are 512 units, halved down to 256 columns.
+        assert_eq!(default_lane_segment(2048, 8192), 256);
+        // 512 groups x 8 segments = 4096 units: 1024 is kept.
+        assert_eq!(default_lane_segment(16384, 8192), 1024);
+        // 4096 groups: 1024 is kept, clamped to the padded columns.
+        assert_eq!(default_lane_segment(4096 * 32, 4096), 1024);
+        assert_eq!(default_lane_segment(4096 * 32, 300), 304);
+        // 256 groups x 16 segments of 512 = 4096 units: one halving.
+        assert_eq!(default_lane_segment(256 * 32, 8192), 512);
+        for (rows, cols, want) in [(1, 1, 16), (1, 17, 32), (33, 7, 16), (64, 300, 256)] {
+            assert_eq!(default_lane_segment(rows, cols), want, "{rows}x{cols}");
+        }
+        assert_eq!(default_lane_segment(0, 0), 16);
+        assert_eq!(default_lane_segment(usize::MAX, usize::MAX), 1024);
+        for rows in [1, 31, 32, 1000, 100_000] {
+            for cols in [1, 15, 16, 100, 1000, 5000, 100_000] {
+                let s = default_lane_segment(rows, cols);
+                assert!(s.is_multiple_of(16) && s >= 16, "{rows}x{cols}: {s}");
+                let (_, pc) = Layout::WarpLanes.padded_shape(rows, cols).unwrap();
+                assert!(s <= pc, "{rows}x{cols}: {s}");
+            }
+        }
+    }
+
+    #[test]
+    fn lane_units_are_group_major() {
+        let l = Layout::WarpLanes;
+        assert_eq!(l.segments(1000, 256), 4);
+        assert_eq!(l.segments(1024, 256), 4);
+        assert_eq!(l.units(96, 4), 12);
+        assert_eq!(l.row_of(5, 3, 4), 32 + 3);
+        assert_eq!(Layout::WarpRows.segments(1000, 0), 1);
+        assert_eq!(Layout::WarpStripes.units(64, 1), 2);
+        assert_eq!(l.word_bytes(), 2);
+        assert_eq!(l.unit(), "lane unit");
+    }
+
+    #[test]
     fn padded_shapes() {
+        assert_eq!(Layout::WarpLanes.padded_shape(33, 17).unwrap(), (64, 32));
+        assert_eq!(Layout::WarpLanes.padded_shape(1, 1).unwrap(), (32, 16));
         assert_eq!(Layout::WarpRows.padded_shape(3, 1).unwrap(), (3, 128));
         assert_eq!(Layout::WarpRows.padded_shape(3, 129).unwrap(), (3, 256));
         assert_eq!(Layout::WarpStripes.padded_shape(33, 5).unwrap(), (64, 8));
         assert_eq!(Layout::WarpStripes.padded_shape(32, 4).unwrap(), (32, 4));
-        for l in [Layout::WarpRows, Layout::WarpStripes] {
+        for l in [Layout::WarpRows, Layout::WarpStripes, Layout::WarpLanes] {
             assert!(matches!(
                 l.padded_shape(0, 5),
                 Err(AnsError::Format(FormatError::Shape {
@@ -109,11 +211,13 @@ mod tests {
                 .padded_shape(u32::MAX as usize, 1)
                 .is_err()
         );
+        assert_eq!(Layout::from_code(2).unwrap(), Layout::WarpLanes);
+        assert_eq!(Layout::from_name("ans-lanes"), Some(Layout::WarpLanes));
         assert!(matches!(
-            Layout::from_code(2),
+            Layout::from_code(3),
             Err(FormatError::Code {
                 field: "layout",
-                found: 2,
+                found: 3,
                 ..
             })
         ));

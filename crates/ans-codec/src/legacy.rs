@@ -8,6 +8,7 @@ use cmv_format::container::{self, le_vec, legacy_parts};
 use cmv_format::{FormatError, Limits, check_field};
 
 use crate::error::Result;
+use crate::layout::Layout;
 use crate::load::AnsFields;
 use crate::matrix::AnsMatrix;
 use crate::model::{FREQ_BYTES, VALUES};
@@ -41,10 +42,25 @@ pub(crate) fn read(blob: &[u8], limits: &Limits) -> Result<AnsMatrix> {
         cols: word(7),
         padded_rows: word(8),
         padded_cols: word(9),
-        reserved: 0,
+        segment: 0,
     };
     let (offset_count, stream_words) = (word(10), word(11));
-    let (_, units) = fields.check(limits)?;
+    // Version 1 predates ans-lanes: only the first two layouts.
+    if fields.layout == Layout::WarpLanes.code() {
+        return Err(FormatError::Code {
+            field: "layout",
+            found: fields.layout,
+            known: format!(
+                "{} = {}, {} = {} (version 1)",
+                Layout::WarpRows.code(),
+                Layout::WarpRows.name(),
+                Layout::WarpStripes.code(),
+                Layout::WarpStripes.name()
+            ),
+        }
+        .into());
+    }
+    let (_, _, units) = fields.check(limits)?;
     check_field("offset_count", offset_count.into(), units as u64 + 1)?;
     let parts = legacy_parts(
         blob,

@@ -1,5 +1,6 @@
 //! MatVANS for cmv: int8 matrices entropy-coded with ANS and multiplied on the GPU while they
-//! are decoded, one warp per row (`ans-warp-rows`) or one thread per row (`ans-warp-stripes`).
+//! are decoded, one warp per row (`ans-warp-rows`), one thread per row (`ans-warp-stripes`) or
+//! one thread per row and column segment with 32-bit coders (`ans-lanes`).
 //!
 //! The format is specified in `docs/ANS.md`. [`encode`] compresses a matrix, [`AnsMatrix`]
 //! holds it (and decodes it on the CPU), [`format`](mod@format) reads and writes the versioned
@@ -59,7 +60,7 @@ mod report;
 
 pub use encode::{encode, encode_weights};
 pub use error::{AnsError, Result};
-pub use layout::Layout;
+pub use layout::{Layout, default_lane_segment};
 pub use matrix::AnsMatrix;
 pub use model::Model;
 pub use options::{EncodeOptions, INT8_ALLOWANCE_BYTES};

@@ -3,6 +3,8 @@
 
 use ans_kernels::layout::{BLOCK_WORDS, LANES, interleave};
 
+use crate::lanes;
+use crate::layout::Layout;
 use crate::matrix::{AnsMatrix, STATE_WORDS};
 use crate::model::{FREQ_BYTES, entropy_bits};
 
@@ -18,8 +20,10 @@ impl AnsMatrix {
         let stats = self.stats();
         let data: usize = stats.data_words.iter().map(|&w| w as usize).sum();
         let stream = self.stream.len() * 4;
-        let payload_bytes = data * 4;
-        let flushed_state_bytes = self.units() * STATE_WORDS * 4;
+        // Data and state words are 16-bit for ans-lanes, 32-bit otherwise.
+        let word = self.layout.word_bytes();
+        let payload_bytes = data * word;
+        let flushed_state_bytes = self.units() * STATE_WORDS * word;
         let table_bytes = FREQ_BYTES;
         let offset_bytes = self.offsets.len() * 4;
         let total = self.size_breakdown().container_bytes as usize;
@@ -42,9 +46,23 @@ impl AnsMatrix {
     }
 
     /// Bits of information in the flushed states: `log2(state / 2^32)` summed over every
-    /// coder (a state below `2^32`, only possible in a damaged stream, counts 0).
+    /// coder (`log2(state / 2^16)` for `ans-lanes`; a state below that, only possible in a
+    /// damaged stream, counts 0).
     fn state_information_bits(&self) -> f64 {
         let mut bits = 0.0;
+        if self.layout == Layout::WarpLanes {
+            for w in self.offsets.windows(2) {
+                let Some(unit) = self.stream.get(w[0] as usize..w[1] as usize) else {
+                    continue;
+                };
+                for l in 0..LANES {
+                    if let Some(x) = lanes::initial_state(unit, l) {
+                        bits += f64::from(x).log2().max(16.0) - 16.0;
+                    }
+                }
+            }
+            return bits;
+        }
         for &start in &self.offsets[..self.offsets.len() - 1] {
             let Some(unit) = self
                 .stream
@@ -86,9 +104,11 @@ pub struct EntropyReport {
     pub precision: u32,
     /// Data words the coders emitted (the cost of the real elements and the padding).
     pub payload_bytes: usize,
-    /// The coders' flushed final states: 64 words per row or stripe.
+    /// The coders' flushed final states: 64 words per row, stripe or lane unit (256 bytes, or
+    /// 128 for `ans-lanes`' 16-bit words).
     pub flushed_state_bytes: usize,
-    /// Zero words padding each stream to a multiple of 128 words.
+    /// Zero words padding each stream to a multiple of 128 words (`ans-lanes`: of 8 16-bit
+    /// words).
     pub padding_bytes: usize,
     /// The frequency table as stored (256 `u16`).
     pub table_bytes: usize,
@@ -97,7 +117,8 @@ pub struct EntropyReport {
     /// The container's header, part table and alignment padding.
     pub header_bytes: usize,
     /// Information the stream carries, bits per real element: the payload plus what the
-    /// flushed states hold beyond their starting value (`log2(state / 2^32)` per coder). It
+    /// flushed states hold beyond their starting value (`log2(state / 2^32)` per coder,
+    /// `log2(state / 2^16)` for `ans-lanes`). It
     /// equals the model's cross-entropy of the coded elements, padding included, up to the
     /// coder's renormalization loss; the payload alone is lower by the states' share.
     pub coded_bits: f64,

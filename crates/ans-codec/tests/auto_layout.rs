@@ -1,7 +1,8 @@
-//! The encoder's layout choice (`EncodeOptions::auto`): the fast layout where it is within the
-//! budget, the smaller one where it is not, and never a container larger than the plain int8
-//! matrix plus `INT8_ALLOWANCE_BYTES` (issue 16, item 4: a 49152 x 576 matrix of real weights
-//! took 14.3 bits per element in `ans-warp-rows`).
+//! The encoder's layout choice (`EncodeOptions::auto`): `ans-lanes`, then `ans-warp-rows`,
+//! where they are within the budget, the smaller of the warp layouts where they are not, and
+//! never a container larger than the plain int8 matrix plus `INT8_ALLOWANCE_BYTES` (issue 16,
+//! item 4: a 49152 x 576 matrix of real weights took 14.3 bits per element in
+//! `ans-warp-rows`).
 
 use ans_codec::{
     AnsError, AnsMatrix, EncodeOptions, INT8_ALLOWANCE_BYTES, Layout, encode, model::Model,
@@ -64,19 +65,48 @@ fn narrow_rows_go_to_stripes_and_never_past_int8() {
 
 #[test]
 fn the_budget_decides_between_fast_and_small() {
-    // Wide rows of low entropy: ans-warp-rows is a fraction of a bit over the entropy.
+    // Wide rows of low entropy: every layout is a fraction of a bit over the entropy.
     let (rows, cols) = (64, 16384);
     let w = values(rows * cols, 2, 16, true);
     let entropy = ans_codec::model::entropy_bits(&ans_codec::model::counts(&w)) / w.len() as f64;
+    let over = |m: &AnsMatrix| m.bits_per_element() - entropy;
+    // ans-lanes with 16-column segments: 32 bits of state per 16 elements, far past the rows'
+    // overhead, so the choice goes on to ans-warp-rows.
+    let narrow = |o: EncodeOptions| EncodeOptions {
+        lane_segment: Some(16),
+        ..o
+    };
+    let l16 = encode(&w, rows, cols, &narrow(fixed(Layout::WarpLanes))).unwrap();
     let r = encode(&w, rows, cols, &fixed(Layout::WarpRows)).unwrap();
-    let over = r.bits_per_element() - entropy;
-    assert!(over > 0.01 && over < 1.0, "rows overhead {over}");
-    let loose = encode(&w, rows, cols, &EncodeOptions::auto(over + 0.01)).unwrap();
+    let s = encode(&w, rows, cols, &fixed(Layout::WarpStripes)).unwrap();
+    let rows_over = over(&r);
+    println!(
+        "overheads: lanes/16 {:.4} rows {rows_over:.4} stripes {:.4}",
+        over(&l16),
+        over(&s)
+    );
+    assert!(
+        rows_over > 0.01 && rows_over < 1.0,
+        "rows overhead {rows_over}"
+    );
+    assert!(over(&l16) > rows_over + 0.5);
+    let loose = encode(
+        &w,
+        rows,
+        cols,
+        &narrow(EncodeOptions::auto(rows_over + 0.01)),
+    )
+    .unwrap();
     assert_eq!(loose.layout(), Layout::WarpRows);
     assert_eq!(loose.to_bytes(), r.to_bytes());
-    let tight = encode(&w, rows, cols, &EncodeOptions::auto(over - 0.01)).unwrap();
-    let s = encode(&w, rows, cols, &fixed(Layout::WarpStripes)).unwrap();
-    // Past the budget: the smaller of the two.
+    let tight = encode(
+        &w,
+        rows,
+        cols,
+        &narrow(EncodeOptions::auto(rows_over - 0.01)),
+    )
+    .unwrap();
+    // Past the budget: the smaller of ans-warp-rows and ans-warp-stripes.
     let want = if bytes(&s) < bytes(&r) {
         Layout::WarpStripes
     } else {
@@ -84,6 +114,64 @@ fn the_budget_decides_between_fast_and_small() {
     };
     assert_eq!(tight.layout(), want);
     assert_eq!(tight.decode().unwrap(), w);
+    // ans-lanes comes first: within its overhead it is kept, even where the rows would fit too.
+    let lanes = encode(&w, rows, cols, &fixed(Layout::WarpLanes)).unwrap();
+    let lanes_over = over(&lanes);
+    println!("overhead: lanes/{:?} {lanes_over:.4}", lanes.segment());
+    let budget = lanes_over.max(rows_over) + 0.01;
+    let first = encode(&w, rows, cols, &EncodeOptions::auto(budget)).unwrap();
+    assert_eq!(first.layout(), Layout::WarpLanes);
+    assert_eq!(first.to_bytes(), lanes.to_bytes());
+    assert_eq!(first.decode().unwrap(), w);
+    let back = AnsMatrix::from_bytes(&first.to_bytes()).unwrap();
+    assert_eq!(back.layout(), Layout::WarpLanes);
+    // Just under its overhead: not ans-lanes.
+    let under = encode(&w, rows, cols, &EncodeOptions::auto(lanes_over - 0.001)).unwrap();
+    assert_ne!(under.layout(), Layout::WarpLanes);
+    // The option's segment is the one tried.
+    let long = EncodeOptions {
+        lane_segment: Some(16384),
+        ..EncodeOptions::auto(budget)
+    };
+    let m = encode(&w, rows, cols, &long).unwrap();
+    assert_eq!((m.layout(), m.segment()), (Layout::WarpLanes, Some(16384)));
+}
+
+#[test]
+fn lanes_are_skipped_where_they_cannot_code() {
+    let (rows, cols) = (64, 4096);
+    let w = values(rows * cols, 5, 16, true);
+    let all_in = EncodeOptions::auto(10.0);
+    assert_eq!(
+        encode(&w, rows, cols, &all_in).unwrap().layout(),
+        Layout::WarpLanes
+    );
+    // A forced precision other than 8 bits: ans-lanes cannot honour it, the others can.
+    for precision in [7, 10] {
+        let forced = EncodeOptions {
+            precision: Some(precision),
+            ..all_in
+        };
+        let m = encode(&w, rows, cols, &forced).unwrap();
+        assert_eq!((m.layout(), m.precision()), (Layout::WarpRows, precision));
+    }
+    let eight = EncodeOptions {
+        precision: Some(8),
+        ..all_in
+    };
+    assert_eq!(
+        encode(&w, rows, cols, &eight).unwrap().layout(),
+        Layout::WarpLanes
+    );
+    // A bad segment is an error, not a reason to pick another layout.
+    let bad = EncodeOptions {
+        lane_segment: Some(24),
+        ..all_in
+    };
+    assert!(matches!(
+        encode(&w, rows, cols, &bad),
+        Err(AnsError::LaneSegment { segment: 24 })
+    ));
 }
 
 #[test]

@@ -90,9 +90,15 @@ fn blobs_round_trip() {
     let cases = [(1, 1), (3, 50), (40, 300), (70, 129)];
     for &(rows, cols) in &cases {
         for layout in LAYOUTS {
-            for precision in [None, Some(7), Some(12)] {
+            // ans-lanes: 8 bits only, and a few segments instead.
+            let settings: &[(Option<u32>, Option<usize>)] = match layout {
+                Layout::WarpLanes => &[(None, None), (Some(8), Some(16)), (None, Some(48))],
+                _ => &[(None, None), (Some(7), None), (Some(12), None)],
+            };
+            for &(precision, lane_segment) in settings {
                 let o = EncodeOptions {
                     precision,
+                    lane_segment,
                     ..opts(layout)
                 };
                 let (w, m) = matrix(rows, cols, Dist::Laplace(2.0), o);
@@ -231,28 +237,87 @@ fn hostile_headers_are_errors() {
                 AnsError::Format(FormatError::Header { field: "group", .. })
             )
         });
-        // A precision whose group differs from the stored one.
+        // A precision whose group differs from the stored one (ans-lanes: any other than 8).
         let other_p = if f.precision <= 8 { 10 } else { 7 };
-        check(
-            with_fields(&m, |f| f.precision = other_p),
-            "precision vs group",
-            |e| {
+        if layout == Layout::WarpLanes {
+            for p in [7, 9, 10, 12] {
+                check(
+                    with_fields(&m, |f| f.precision = p),
+                    "lane precision",
+                    |e| {
+                        matches!(
+                            e,
+                            AnsError::Format(FormatError::Header {
+                                field: "precision",
+                                expected: 8,
+                                ..
+                            })
+                        )
+                    },
+                );
+            }
+            // The group of an 8-bit model in the other layouts.
+            check(with_fields(&m, |f| f.group = 4), "lane group", |e| {
                 matches!(
                     e,
-                    AnsError::Format(FormatError::Header { field: "group", .. })
+                    AnsError::Format(FormatError::Header {
+                        field: "group",
+                        found: 4,
+                        expected: 2
+                    })
                 )
-            },
-        );
-        check(with_fields(&m, |f| f.reserved = 1), "reserved", |e| {
-            matches!(
-                e,
-                AnsError::Format(FormatError::NonZero {
-                    offset: 60,
-                    found: 1,
-                    ..
-                })
-            )
-        });
+            });
+            // Bad segments: zero, not a multiple of 16, past the padded columns (80).
+            assert_eq!((f.segment, f.padded_cols), (80, 80));
+            for segment in [0u32, 1, 8, 20, 72 + 1, 96, 1 << 20, u32::MAX] {
+                let b = with_fields(&m, |f| f.segment = segment);
+                match AnsMatrix::from_bytes(&b) {
+                    Err(e @ AnsError::Segment { .. }) => {
+                        assert!(
+                            matches!(e, AnsError::Segment { segment: s, padded_cols: 80 } if s == segment)
+                        );
+                        assert!(e.to_string().contains(&segment.to_string()), "{e}");
+                    }
+                    other => panic!("segment {segment}: {other:?}"),
+                }
+            }
+            // A valid segment other than the encoder's: the offset count no longer matches.
+            check(with_fields(&m, |f| f.segment = 16), "other segment", |e| {
+                matches!(
+                    e,
+                    AnsError::Format(FormatError::Header {
+                        field: "offsets",
+                        ..
+                    })
+                )
+            });
+        } else {
+            check(
+                with_fields(&m, |f| f.precision = other_p),
+                "precision vs group",
+                |e| {
+                    matches!(
+                        e,
+                        AnsError::Format(FormatError::Header { field: "group", .. })
+                    )
+                },
+            );
+            // The segment field is zero outside ans-lanes.
+            for segment in [1u32, 16, 64, u32::MAX] {
+                let b = with_fields(&m, |f| f.segment = segment);
+                assert!(
+                    matches!(
+                        AnsMatrix::from_bytes(&b),
+                        Err(AnsError::Format(FormatError::NonZero {
+                            offset: 60,
+                            found,
+                            ..
+                        })) if found == u64::from(segment)
+                    ),
+                    "segment {segment}"
+                );
+            }
+        }
         for (rows, cols) in [(0, 70), (40, 0), (0, 0)] {
             check(
                 with_fields(&m, |f| (f.rows, f.cols) = (rows, cols)),
@@ -367,11 +432,17 @@ fn hostile_headers_are_errors() {
                 fe(e, |e| matches!(e, FormatError::Truncated { .. }))
             });
         }
-        // Stream and last offset shrunk together: a unit shorter than 128 words.
+        // Stream and last offset shrunk together: a unit shorter than 128 words (ans-lanes:
+        // shorter than its 32 words of states).
+        let n = m.offsets().len();
+        let cut = match layout {
+            Layout::WarpLanes => (m.offsets()[n - 1] - m.offsets()[n - 2]) as usize - 28,
+            _ => 64,
+        };
         check(
             with_parts(&m, |p| {
-                p.stream.truncate(p.stream.len() - 64);
-                *p.offsets.last_mut().unwrap() -= 64;
+                p.stream.truncate(p.stream.len() - cut);
+                *p.offsets.last_mut().unwrap() -= cut as u32;
             }),
             "short stream",
             |e| fe(e, |e| matches!(e, FormatError::Offset { .. })),
@@ -396,7 +467,31 @@ fn hostile_offsets_and_frequencies_are_errors() {
             }
         };
         assert!(offset_err(0, |_| 128, "first").contains("first"));
-        assert!(offset_err(1, |o| o + 4, "multiple").contains("multiples"));
+        if layout == Layout::WarpLanes {
+            // Multiples of 4 words, at least 32 (the states) per unit.
+            for off in [1, 2, 3, 6] {
+                let b = with_parts(&m, |p| p.offsets[1] += off);
+                assert!(
+                    matches!(
+                        format_err(AnsMatrix::from_bytes(&b)),
+                        FormatError::Offset { index: 1, rule, .. } if rule.contains("multiples")
+                    ),
+                    "+{off}"
+                );
+            }
+            for gap in [0, 4, 28] {
+                let b = with_parts(&m, |p| p.offsets[1] = gap);
+                assert!(
+                    matches!(
+                        format_err(AnsMatrix::from_bytes(&b)),
+                        FormatError::Offset { index: 1, rule, .. } if rule.contains("at least")
+                    ),
+                    "gap {gap}"
+                );
+            }
+        } else {
+            assert!(offset_err(1, |o| o + 4, "multiple").contains("multiples"));
+        }
         assert!(offset_err(1, |_| 0, "empty unit").contains("at least"));
         assert!(offset_err(1, |_| u32::MAX - 127, "past the end").contains("end"));
         assert!(offset_err(units, |o| o + 128, "last").contains("end"));
@@ -442,7 +537,7 @@ fn constant_row(cols: u32) -> Parts {
             cols,
             padded_rows: 1,
             padded_cols: cols,
-            reserved: 0,
+            segment: 0,
         },
         freqs,
         offsets: vec![0, 128],
@@ -595,6 +690,185 @@ fn non_canonical_streams_are_refused() {
     ));
 }
 
+/// A lane matrix whose unit `u` is replaced by `f(words)` (the offsets after it moved).
+fn with_lane_unit(m: &AnsMatrix, u: usize, f: impl FnOnce(&mut Vec<u32>)) -> Vec<u8> {
+    with_parts(m, |p| {
+        let (lo, hi) = (p.offsets[u] as usize, p.offsets[u + 1] as usize);
+        let mut unit = p.stream[lo..hi].to_vec();
+        f(&mut unit);
+        let delta = unit.len() as i64 - (hi - lo) as i64;
+        p.stream.splice(lo..hi, unit);
+        for o in &mut p.offsets[u + 1..] {
+            *o = (i64::from(*o) + delta) as u32;
+        }
+    })
+}
+
+/// A damaged lane container (its CRC made valid again) is refused at load, or loads and its
+/// unit `u` is reported as corrupted by every decode (`true`), or is the valid container of
+/// another matrix (`false`: ANS has no redundancy to spare, e.g. a flip between two values
+/// of frequency 1 in adjacent slots); it never decodes to the original values `w`, never
+/// panics.
+fn lane_damage_is_detected(b: &[u8], w: &[i8], u: usize, what: &str) -> bool {
+    let m = match AnsMatrix::from_bytes(b) {
+        Err(AnsError::Format(FormatError::NonZero { .. } | FormatError::Offset { .. })) => {
+            return true;
+        }
+        Err(AnsError::Padding { .. }) => return true,
+        Err(e) => panic!("{what}: unexpected load error {e}"),
+        Ok(m) => m,
+    };
+    // Sizes and reports come back whatever the stream holds.
+    let _ = (m.size_breakdown(), m.entropy_report());
+    let x = sample(Dist::Uniform, m.cols(), 1);
+    match m.decode() {
+        Err(AnsError::Corrupted {
+            unit: "lane unit",
+            index,
+            ..
+        }) => {
+            assert_eq!(index, u, "{what}");
+            assert!(
+                matches!(
+                    m.gemv_reference(&x, 1.0),
+                    Err(AnsError::Corrupted { index, .. }) if index == u
+                ),
+                "{what}"
+            );
+            true
+        }
+        Ok(v) => {
+            assert!(v != w, "{what}: decoded to the original values");
+            let (acc, _) = m.gemv_reference(&x, 1.0).unwrap();
+            assert_eq!(
+                acc,
+                common::dense_gemv(&v, m.rows(), m.cols(), &x),
+                "{what}"
+            );
+            assert_eq!(AnsMatrix::from_bytes(&m.to_bytes()).unwrap(), m, "{what}");
+            false
+        }
+        Err(e) => panic!("{what}: unexpected decode error {e}"),
+    }
+}
+
+#[test]
+fn damaged_lane_units_are_detected() {
+    let o = EncodeOptions {
+        lane_segment: Some(48),
+        ..opts(Layout::WarpLanes)
+    };
+    // 2 row groups x 3 segments (the last one 16 columns).
+    let (w, m) = matrix(50, 100, Dist::Laplace(3.0), o);
+    assert_eq!((m.segments(), m.units()), (3, 6));
+    assert_eq!(
+        AnsMatrix::from_bytes(&m.to_bytes())
+            .unwrap()
+            .decode()
+            .unwrap(),
+        w
+    );
+    let (mut flips, mut detected) = (0, 0);
+    for u in 0..m.units() {
+        let len = (m.offsets()[u + 1] - m.offsets()[u]) as usize;
+        assert!(len > 32, "unit {u} has data");
+        // Truncated by a block of 4 words (8 16-bit words): the stream runs dry.
+        let b = with_lane_unit(&m, u, |s| s.truncate(len - 4));
+        assert!(
+            lane_damage_is_detected(&b, &w, u, &format!("unit {u} truncated")),
+            "unit {u} truncated"
+        );
+        // Extended by a block of zero words, or of other words: not where the data ends.
+        for fill in [0u32, 0x0001_0001, u32::MAX] {
+            let b = with_lane_unit(&m, u, |s| s.extend([fill; 4]));
+            assert!(
+                matches!(
+                    format_err(AnsMatrix::from_bytes(&b)),
+                    FormatError::Offset { index, .. } if index == u + 1
+                ),
+                "unit {u} extended with {fill:#x}"
+            );
+        }
+        // Flipped bits: in the states (16-bit words 0, 1 and 63), in the first data word, and
+        // in every word of the last block (data or padding).
+        let mut positions = vec![0usize, 1, 63, 64];
+        positions.extend(2 * len - 8..2 * len);
+        for k in positions {
+            for bit in [0, 7, 15] {
+                let b = with_lane_unit(&m, u, |s| s[k / 2] ^= 1 << (16 * (k % 2) + bit));
+                let what = format!("unit {u} 16-bit word {k} bit {bit}");
+                flips += 1;
+                if lane_damage_is_detected(&b, &w, u, &what) {
+                    detected += 1;
+                }
+            }
+        }
+    }
+    println!("{detected} of {flips} bit flips detected without the CRC");
+    assert!(detected * 20 >= flips * 19, "{detected} of {flips}");
+}
+
+#[test]
+fn non_canonical_lane_streams_are_refused() {
+    // A one-unit matrix whose stream ends in zero 16-bit padding words.
+    let (rows, cols) = (32, 16);
+    let (m, data) = (0..)
+        .find_map(|seed| {
+            let w = sample(Dist::Normal(3.0), rows * cols, seed);
+            let m = encode(&w, rows, cols, &opts(Layout::WarpLanes)).unwrap();
+            let data = m.entropy_report().payload_bytes / 2;
+            (!data.is_multiple_of(8)).then_some((m, data))
+        })
+        .unwrap();
+    let end = 64 + data;
+    assert_eq!(m.stream().len(), end.next_multiple_of(8) / 2);
+    for k in end..end.next_multiple_of(8) {
+        let b = with_parts(&m, |p| p.stream[k / 2] ^= 0x40 << (16 * (k % 2)));
+        assert!(
+            matches!(
+                format_err(AnsMatrix::from_bytes(&b)),
+                FormatError::NonZero { offset, found: 0x40, .. } if offset == (k / 2) as u64
+            ),
+            "padding word {k}"
+        );
+    }
+    // An extra block of zero words after the unit's stream.
+    let b = with_parts(&m, |p| {
+        p.stream.extend([0; 4]);
+        p.offsets[1] += 4;
+    });
+    assert!(matches!(
+        format_err(AnsMatrix::from_bytes(&b)),
+        FormatError::Offset { index: 1, .. }
+    ));
+    // A padding element coded with another value than the padding value: a 32 x 16 matrix whose
+    // last column holds a 5, declared 32 x 15.
+    let mut w = vec![0i8; rows * cols];
+    w[15] = 5;
+    let m = encode(&w, rows, cols, &opts(Layout::WarpLanes)).unwrap();
+    let b = with_fields(&m, |f| f.cols = 15);
+    assert!(matches!(
+        AnsMatrix::from_bytes(&b),
+        Err(AnsError::Padding {
+            row: 0,
+            col: 15,
+            found: 5,
+            expected: 0
+        })
+    ));
+    // Version 1 never holds ans-lanes: the legacy reader refuses layout 2.
+    let mut p = constant_row(128);
+    p.fields.layout = 2;
+    assert!(matches!(
+        format_err(AnsMatrix::from_bytes(&build_v1(&p))),
+        FormatError::Code {
+            field: "layout",
+            found: 2,
+            ..
+        }
+    ));
+}
+
 #[test]
 fn version_1_files_still_load() {
     let data = |name: &str| {
@@ -664,9 +938,14 @@ fn decode_cleanly(b: &[u8], w: &[i8]) -> bool {
 fn damaged_streams_decode_safely() {
     let mut rng = SmallRng::seed_from_u64(0xbad);
     for layout in LAYOUTS {
-        for precision in [Some(7), Some(8), Some(12)] {
+        let precisions: &[Option<u32>] = match layout {
+            Layout::WarpLanes => &[None, Some(8)],
+            _ => &[Some(7), Some(8), Some(12)],
+        };
+        for &precision in precisions {
             let o = EncodeOptions {
                 precision,
+                lane_segment: Some(64),
                 ..opts(layout)
             };
             let (w, m) = matrix(45, 260, Dist::Laplace(3.0), o);

@@ -1,4 +1,4 @@
-//! GPU tests: both kernels of both layouts against the CPU reference, bit for bit, and the
+//! GPU tests: every kernel of every layout against the CPU reference, bit for bit, and the
 //! corruption flag. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1` turns a
 //! missing GPU into a failure.
 
@@ -104,6 +104,44 @@ fn every_kernel_matches_the_cpu_reference() {
 }
 
 #[test]
+fn the_lane_kernel_matches_the_cpu_reference() {
+    let Some(gpu) = gpu_for_tests("the_lane_kernel_matches_the_cpu_reference") else {
+        return;
+    };
+    let ans = AnsGemv::new(&gpu).unwrap();
+    // Shapes with partial row groups and columns not a multiple of 16; segments from one
+    // loop iteration to more than the columns (clamped), with a short last segment, and
+    // more segments per row group than warps per block (9 and 40).
+    let cases: [(usize, usize, &[Option<usize>]); 7] = [
+        (1, 1, &[None]),
+        (1, 130, &[None, Some(16), Some(48)]),
+        (37, 300, &[None, Some(32), Some(4096)]),
+        (64, 4096, &[None, Some(256), Some(448)]),
+        (300, 1000, &[None, Some(112)]),
+        (33, 8192, &[None, Some(208)]),
+        (1000, 4096, &[None, Some(1024)]),
+    ];
+    let mut seed = 100;
+    for (rows, cols, segments) in cases {
+        for sigma in [0.3, 4.0, 20.0] {
+            seed += 1;
+            let w = gaussian(rows * cols, sigma, seed);
+            for &segment in segments {
+                let opts = EncodeOptions {
+                    layout: Layout::WarpLanes,
+                    lane_segment: segment,
+                    ..EncodeOptions::default()
+                };
+                let m = encode(&w, rows, cols, &opts).unwrap();
+                check_against_cpu(&gpu, &ans, &m, seed).unwrap_or_else(|e| {
+                    panic!("{rows}x{cols} sigma {sigma} segment {segment:?}: {e}")
+                });
+            }
+        }
+    }
+}
+
+#[test]
 fn corrupted_streams_are_flagged_not_read_past() {
     let Some(gpu) = gpu_for_tests("corrupted_streams_are_flagged_not_read_past") else {
         return;
@@ -111,8 +149,13 @@ fn corrupted_streams_are_flagged_not_read_past() {
     let ans = AnsGemv::new(&gpu).unwrap();
     let w = gaussian(96 * 1000, 4.0, 77);
     let mut flagged = 0;
-    for layout in [Layout::WarpRows, Layout::WarpStripes] {
-        for precision in [Some(7), None, Some(11)] {
+    for layout in [Layout::WarpRows, Layout::WarpStripes, Layout::WarpLanes] {
+        let precisions: &[Option<u32>] = if layout == Layout::WarpLanes {
+            &[None]
+        } else {
+            &[Some(7), None, Some(11)]
+        };
+        for &precision in precisions {
             let m = encode(
                 &w,
                 96,
@@ -120,6 +163,7 @@ fn corrupted_streams_are_flagged_not_read_past() {
                 &EncodeOptions {
                     layout,
                     precision,
+                    lane_segment: Some(256),
                     ..Default::default()
                 },
             )

@@ -1,5 +1,5 @@
 //! The format-agnostic harness of `cmv_format::testing` over MatVANS: small matrices of odd
-//! shapes in both layouts (automatic and forced model precisions, a constant matrix, the
+//! shapes in every layout (automatic and forced model precisions, lane segments, a constant matrix, the
 //! extreme values) round-trip canonically, and seeded mutations of their containers (with the
 //! CRC as it was and re-fixed) are refused or load as other valid matrices, never panic. The
 //! version-1 fixtures, read by the legacy reader, are mutated the same way (CRC at byte 48).
@@ -27,8 +27,19 @@ fn matrices() -> Vec<(String, AnsMatrix)> {
                 out.push((format!("{rows}x{cols} {layout:?} {precision:?}"), m));
             }
         }
+        // ans-lanes (8 bits only): the default segment, and short ones (several units per row
+        // group, the last one shorter).
+        for lane_segment in [None, Some(16), Some(48)] {
+            let opts = EncodeOptions {
+                layout: Layout::WarpLanes,
+                lane_segment,
+                ..EncodeOptions::default()
+            };
+            let m = AnsMatrix::encode_slice(&w, rows, cols, &opts).unwrap();
+            out.push((format!("{rows}x{cols} WarpLanes {lane_segment:?}"), m));
+        }
     }
-    for layout in [Layout::WarpRows, Layout::WarpStripes] {
+    for layout in [Layout::WarpRows, Layout::WarpStripes, Layout::WarpLanes] {
         let opts = EncodeOptions {
             layout,
             ..EncodeOptions::default()

@@ -31,7 +31,23 @@ fn dist() -> impl Strategy<Value = Dist> {
 }
 
 fn layout() -> impl Strategy<Value = Layout> {
-    prop_oneof![Just(Layout::WarpRows), Just(Layout::WarpStripes)]
+    prop_oneof![
+        Just(Layout::WarpRows),
+        Just(Layout::WarpStripes),
+        Just(Layout::WarpLanes)
+    ]
+}
+
+/// The units of a `rows x cols` matrix in `m`'s layout.
+fn units_of(m: &AnsMatrix, rows: usize, cols: usize) -> usize {
+    match m.layout() {
+        Layout::WarpRows => rows,
+        Layout::WarpStripes => rows.div_ceil(32),
+        Layout::WarpLanes => {
+            let segment = m.segment().unwrap();
+            rows.div_ceil(32) * cols.next_multiple_of(16).div_ceil(segment)
+        }
+    }
 }
 
 /// Encodes, checks the decode, the product and the size report, and returns the matrix.
@@ -50,14 +66,34 @@ fn check_round_trip(w: &[i8], rows: usize, cols: usize, opts: &EncodeOptions) ->
         .collect();
     assert_eq!(y, want);
     // Structure the GPU side relies on.
-    let units = match opts.layout {
-        Layout::WarpRows => rows,
-        Layout::WarpStripes => rows.div_ceil(32),
-    };
+    let units = units_of(&m, rows, cols);
     assert_eq!(m.offsets().len(), units + 1);
     assert_eq!(*m.offsets().last().unwrap() as usize, m.stream().len());
     assert_eq!(m.table().len(), 1 << m.precision());
-    assert_eq!(m.group(), if m.precision() <= 8 { 4 } else { 2 });
+    if m.layout() == Layout::WarpLanes {
+        let segment = m.segment().unwrap();
+        let padded_cols = cols.next_multiple_of(16);
+        assert_eq!(
+            (m.padded_rows(), m.padded_cols()),
+            (rows.next_multiple_of(32), padded_cols)
+        );
+        let want = match opts.lane_segment {
+            None => ans_codec::default_lane_segment(rows, cols),
+            Some(s) => s.min(padded_cols),
+        };
+        assert_eq!(segment, want);
+        assert!(segment.is_multiple_of(16) && segment <= padded_cols);
+        assert_eq!(m.segments(), padded_cols.div_ceil(segment));
+        assert_eq!((m.precision(), m.group()), (8, 2));
+        assert_eq!(m.fields().segment as usize, segment);
+        for w in m.offsets().windows(2) {
+            assert!(w[0] % 4 == 0 && w[1] - w[0] >= 32, "{w:?}");
+        }
+    } else {
+        assert_eq!(m.segment(), None);
+        assert_eq!(m.segments(), 1);
+        assert_eq!(m.group(), if m.precision() <= 8 { 4 } else { 2 });
+    }
     assert_eq!(m.register_tables().is_some(), m.precision() == 7);
     assert!(m.model().freq(m.padding_value()) > 0);
     let s = m.entropy_report();
@@ -66,7 +102,17 @@ fn check_round_trip(w: &[i8], rows: usize, cols: usize, opts: &EncodeOptions) ->
         m.size_breakdown().container_bytes,
         m.to_bytes().len() as u64
     );
-    assert_eq!(s.flushed_state_bytes, units * 256);
+    let state_bytes = if m.layout() == Layout::WarpLanes {
+        128
+    } else {
+        256
+    };
+    assert_eq!(s.flushed_state_bytes, units * state_bytes);
+    assert_eq!(
+        s.stream_bytes(),
+        4 * m.stream().len(),
+        "payload, states and padding make the stream"
+    );
     m
 }
 
@@ -87,6 +133,27 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(config(96, 0x5eed_0003))]
+
+    #[test]
+    fn lanes_round_trip_with_any_segment(
+        rows in 1usize..=100,
+        cols in 1usize..=700,
+        sixteens in 1usize..=50,
+        dist in dist(),
+        seed in any::<u64>(),
+    ) {
+        let w = sample(dist, rows * cols, seed);
+        let opts = EncodeOptions {
+            layout: Layout::WarpLanes,
+            lane_segment: Some(16 * sixteens),
+            ..Default::default()
+        };
+        check_round_trip(&w, rows, cols, &opts);
+    }
+}
+
+proptest! {
     #![proptest_config(config(64, 0x5eed_0002))]
 
     #[test]
@@ -101,7 +168,13 @@ proptest! {
         let w = sample(dist, rows * cols, seed);
         let opts = EncodeOptions { layout, precision: Some(precision), ..Default::default() };
         let distinct = model::counts(&w).iter().filter(|&&c| c > 0).count();
-        if distinct > 1 << precision {
+        if layout == Layout::WarpLanes && precision != 8 {
+            let refused = matches!(
+                encode(&w, rows, cols, &opts),
+                Err(AnsError::LanePrecision { precision: p }) if p == precision
+            );
+            prop_assert!(refused);
+        } else if distinct > 1 << precision {
             let refused = matches!(
                 encode(&w, rows, cols, &opts),
                 Err(AnsError::TooManyValues { .. })
@@ -157,7 +230,8 @@ fn edge_shapes_round_trip() {
                     ..Default::default()
                 },
             );
-            assert_eq!((m.precision(), m.padding_value()), (7, v));
+            let precision = if layout == Layout::WarpLanes { 8 } else { 7 };
+            assert_eq!((m.precision(), m.padding_value()), (precision, v));
             assert_eq!(
                 m.entropy_report().payload_bytes,
                 0,
@@ -195,7 +269,11 @@ fn every_precision_round_trips_on_a_wide_distribution() {
     let distinct = model::counts(&w).iter().filter(|&&c| c > 0).count();
     assert!(distinct <= 128, "{distinct}");
     for p in 7..=12 {
-        for layout in LAYOUTS {
+        // ans-lanes codes at 8 bits only (the other precisions: forced_precisions_round_trip_or_refuse).
+        for layout in LAYOUTS
+            .into_iter()
+            .filter(|&l| l != Layout::WarpLanes || p == 8)
+        {
             let opts = EncodeOptions {
                 layout,
                 precision: Some(p),
@@ -204,6 +282,121 @@ fn every_precision_round_trips_on_a_wide_distribution() {
             assert_eq!(check_round_trip(&w, 40, 333, &opts).precision(), p);
         }
     }
+}
+
+#[test]
+fn lanes_cover_odd_shapes_segments_and_extreme_values() {
+    // (rows, cols, segment): single rows and columns, sides off 16 and 32, several segments
+    // with a short last one, a segment past the padded columns (clamped).
+    let cases = [
+        (1, 1, None),
+        (1, 1, Some(16)),
+        (1, 1000, None),
+        (1, 1000, Some(48)),
+        (1000, 1, None),
+        (33, 7, None),
+        (64, 300, None),
+        (64, 300, Some(64)),
+        (31, 17, Some(16)),
+        (65, 129, Some(32)),
+        (40, 250, Some(96)),
+        (7, 33, Some(4096)),
+    ];
+    for (i, &(rows, cols, segment)) in cases.iter().enumerate() {
+        for dist in [
+            Dist::Normal(3.0),
+            Dist::Uniform,
+            Dist::Zeros,
+            Dist::Single(-128),
+            Dist::Single(127),
+            Dist::Skew(-128, 127),
+        ] {
+            let w = sample(dist, rows * cols, 50 + i as u64);
+            let opts = EncodeOptions {
+                layout: Layout::WarpLanes,
+                lane_segment: segment,
+                ..Default::default()
+            };
+            let m = check_round_trip(&w, rows, cols, &opts);
+            let padded_cols = cols.next_multiple_of(16);
+            if let Some(s) = segment {
+                assert_eq!(m.segment(), Some(s.min(padded_cols)));
+            }
+            if matches!(dist, Dist::Zeros | Dist::Single(_)) {
+                // A constant matrix costs only its states: 64 16-bit words per unit.
+                assert_eq!(m.entropy_report().payload_bytes, 0);
+                assert_eq!(m.stream().len(), 32 * m.units());
+            }
+        }
+    }
+    // Values at both ends, every other element.
+    let w: Vec<i8> = (0..45 * 77)
+        .map(|i| if i % 2 == 0 { -128 } else { 127 })
+        .collect();
+    let opts = EncodeOptions {
+        layout: Layout::WarpLanes,
+        lane_segment: Some(32),
+        ..Default::default()
+    };
+    let m = check_round_trip(&w, 45, 77, &opts);
+    assert_eq!((m.segment(), m.segments(), m.units()), (Some(32), 3, 6));
+}
+
+#[test]
+fn lane_options_are_checked() {
+    let w = sample(Dist::Normal(2.0), 40 * 70, 1);
+    for segment in [0, 8, 20, 1000, usize::MAX] {
+        let opts = EncodeOptions {
+            layout: Layout::WarpLanes,
+            lane_segment: Some(segment),
+            ..Default::default()
+        };
+        let e = encode(&w, 40, 70, &opts).unwrap_err();
+        assert!(
+            matches!(e, AnsError::LaneSegment { segment: s } if s == segment),
+            "{segment}: {e}"
+        );
+        assert!(e.to_string().contains(&segment.to_string()), "{e}");
+        // The other layouts ignore it.
+        let rows = EncodeOptions {
+            layout: Layout::WarpRows,
+            ..opts
+        };
+        assert!(encode(&w, 40, 70, &rows).is_ok());
+    }
+    for precision in [7, 9, 12] {
+        let opts = EncodeOptions {
+            layout: Layout::WarpLanes,
+            precision: Some(precision),
+            ..Default::default()
+        };
+        let e = encode(&w, 40, 70, &opts).unwrap_err();
+        assert!(
+            matches!(e, AnsError::LanePrecision { precision: p } if p == precision),
+            "{e}"
+        );
+        assert!(e.to_string().contains("ans-lanes"), "{e}");
+    }
+    let opts = EncodeOptions {
+        layout: Layout::WarpLanes,
+        precision: Some(8),
+        lane_segment: Some(1 << 20),
+        ..Default::default()
+    };
+    let m = encode(&w, 40, 70, &opts).unwrap();
+    assert_eq!((m.precision(), m.segment(), m.units()), (8, Some(80), 2));
+    // Every value present: the 8-bit model still holds them (frequency at least 1 each).
+    let all: Vec<i8> = (0..32 * 64).map(|i| (i % 256) as u8 as i8).collect();
+    let m = check_round_trip(
+        &all,
+        32,
+        64,
+        &EncodeOptions {
+            layout: Layout::WarpLanes,
+            ..Default::default()
+        },
+    );
+    assert_eq!(m.model().distinct(), 256);
 }
 
 #[test]
@@ -280,6 +473,12 @@ fn sigma_4_payload_is_within_a_tenth_of_a_bit_of_the_entropy() {
             Layout::WarpRows => {
                 let share = s.coded_bits - payload;
                 assert!((0.05..=0.2).contains(&share), "{s}");
+            }
+            // 32 coders per unit of 32 rows x 256 columns (the default segment here): about 16
+            // bits per coder, 0.06 bits per element.
+            Layout::WarpLanes => {
+                let share = s.coded_bits - payload;
+                assert!((0.02..=0.1).contains(&share), "{s}");
             }
         }
     }

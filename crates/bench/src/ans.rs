@@ -20,15 +20,48 @@ use crate::BenchError;
 /// Matrices in a chain.
 pub const CHAIN: usize = 10;
 
-/// What is measured: both layouts with the default model (within 0.1 bits of the entropy),
-/// and `ans-warp-rows` forced onto the 7-bit model, decoded from shared memory (the default)
-/// and from the seed's register tables (`-regs`).
-const VARIANTS: [(Layout, Option<u32>, &str); 4] = [
+/// What is measured: the three layouts with the default model (within 0.1 bits of the
+/// entropy; `ans-lanes` always at 8 bits, with the default segment), and `ans-warp-rows`
+/// forced onto the 7-bit model, decoded from shared memory (the default) and from the seed's
+/// register tables (`-regs`).
+const VARIANTS: [(Layout, Option<u32>, &str); 5] = [
+    (Layout::WarpLanes, None, "ans-lanes"),
     (Layout::WarpRows, None, "ans-warp-rows"),
     (Layout::WarpRows, Some(7), "ans-warp-rows-p7"),
     (Layout::WarpRows, Some(7), "ans-warp-rows-p7-regs"),
     (Layout::WarpStripes, None, "ans-warp-stripes"),
 ];
+
+/// One measured variant: its name and encoder options.
+struct Variant {
+    name: String,
+    opts: EncodeOptions,
+}
+
+/// The variants of `cfg`: [`VARIANTS`] and `ans-lanes-s{S}` for each of
+/// `cfg.lane_segments`, keeping those named in `cfg.variants` (all when it is empty).
+fn variants(cfg: &ChainConfig) -> Vec<Variant> {
+    let fixed = VARIANTS.iter().map(|&(layout, precision, name)| Variant {
+        name: name.into(),
+        opts: EncodeOptions {
+            layout,
+            precision,
+            ..EncodeOptions::default()
+        },
+    });
+    let segments = cfg.lane_segments.iter().map(|&s| Variant {
+        name: format!("ans-lanes-s{s}"),
+        opts: EncodeOptions {
+            layout: Layout::WarpLanes,
+            lane_segment: Some(s),
+            ..EncodeOptions::default()
+        },
+    });
+    fixed
+        .chain(segments)
+        .filter(|v| cfg.variants.is_empty() || cfg.variants.contains(&v.name))
+        .collect()
+}
 
 /// How to run the chain benchmark.
 #[derive(Clone, Debug, Serialize)]
@@ -43,6 +76,10 @@ pub struct ChainConfig {
     pub warmup: usize,
     /// Chain copies are rotated through until they hold at least this many bytes and 4 x L2.
     pub min_rotation_bytes: usize,
+    /// Also measure `ans-lanes` with these segments (variants `ans-lanes-s{S}`).
+    pub lane_segments: Vec<usize>,
+    /// Only these variants (by name; all when empty).
+    pub variants: Vec<String>,
 }
 
 impl Default for ChainConfig {
@@ -53,6 +90,8 @@ impl Default for ChainConfig {
             iters: 100,
             warmup: 10,
             min_rotation_bytes: 1 << 30,
+            lane_segments: Vec::new(),
+            variants: Vec::new(),
         }
     }
 }
@@ -313,12 +352,8 @@ pub fn run_gpu(
             copies: dcopies,
         });
         progress(&format!("d={d} dense-int8 chain: {dense_us:.1} us"));
-        for (layout, precision, name) in VARIANTS {
-            let opts = EncodeOptions {
-                layout,
-                precision,
-                ..EncodeOptions::default()
-            };
+        for Variant { name, opts } in variants(cfg) {
+            let name = name.as_str();
             let t0 = Instant::now();
             let enc: Vec<AnsMatrix> = chain
                 .mats
@@ -398,19 +433,9 @@ pub fn run_cpu(cfg: &ChainConfig) -> Result<Vec<SizeRow>, BenchError> {
     let mut out = Vec::new();
     for &d in &cfg.dims {
         let w = gaussian_int8(d * d, cfg.sigma, 7 * d as u64);
-        for (layout, precision, name) in VARIANTS {
-            let m = ans_codec::encode(
-                &w,
-                d,
-                d,
-                &EncodeOptions {
-                    layout,
-                    precision,
-                    ..EncodeOptions::default()
-                },
-            )
-            .map_err(runtime)?;
-            out.push(size_row(d, name, &m));
+        for v in variants(cfg) {
+            let m = ans_codec::encode(&w, d, d, &v.opts).map_err(runtime)?;
+            out.push(size_row(d, &v.name, &m));
         }
     }
     Ok(out)

@@ -485,6 +485,8 @@ pub struct StepRow {
     pub rows_layout: usize,
     /// Tensors coded in `ans-warp-stripes`.
     pub stripes_layout: usize,
+    /// Tensors coded in `ans-lanes`.
+    pub lanes_layout: usize,
     /// Tensors the encoder refused as incompressible (kept as int8: 8 bits counted).
     pub incompressible: usize,
     /// Values clipped at `±127 step`.
@@ -500,7 +502,8 @@ pub fn step_rows(tensors: &[&Tensor2d]) -> Result<Vec<StepRow>, BenchError> {
     let mut out = Vec::new();
     for &target in &STEP_TARGETS {
         let (mut err_sq, mut norm_sq, mut ent, mut bits) = (0f64, 0f64, 0f64, 0f64);
-        let (mut elements, mut rows_l, mut stripes_l, mut inc, mut clipped) = (0, 0, 0, 0, 0);
+        let (mut elements, mut rows_l, mut stripes_l, mut lanes_l) = (0, 0, 0, 0);
+        let (mut inc, mut clipped) = (0, 0);
         for t in tensors {
             let q = ans_codec::quantize_rows_to_error(&t.data, t.rows, t.cols, target)?;
             let n = t.data.len();
@@ -523,6 +526,7 @@ pub fn step_rows(tensors: &[&Tensor2d]) -> Result<Vec<StepRow>, BenchError> {
                     match m.layout() {
                         Layout::WarpRows => rows_l += 1,
                         Layout::WarpStripes => stripes_l += 1,
+                        Layout::WarpLanes => lanes_l += 1,
                     }
                 }
                 Err(AnsError::Incompressible { .. }) => {
@@ -542,6 +546,7 @@ pub fn step_rows(tensors: &[&Tensor2d]) -> Result<Vec<StepRow>, BenchError> {
             bits_per_element: per(bits),
             rows_layout: rows_l,
             stripes_layout: stripes_l,
+            lanes_layout: lanes_l,
             incompressible: inc,
             clipped,
         });
@@ -553,7 +558,8 @@ pub fn step_rows(tensors: &[&Tensor2d]) -> Result<Vec<StepRow>, BenchError> {
 pub fn step_line(r: &StepRow) -> String {
     format!(
         "steps for error <= {:.3} ({} tensors, {} elements): rel. error {:.4}, entropy {:.3}, \
-         stored {:.3} bits/element with the row steps (rows {}, stripes {}, incompressible {}), \
+         stored {:.3} bits/element with the row steps (lanes {}, rows {}, stripes {}, incompressible \
+         {}), \
          clipped {}",
         r.target,
         r.tensors,
@@ -561,6 +567,7 @@ pub fn step_line(r: &StepRow) -> String {
         r.rel_error,
         r.entropy_bits,
         r.bits_per_element,
+        r.lanes_layout,
         r.rows_layout,
         r.stripes_layout,
         r.incompressible,

@@ -1,6 +1,6 @@
-//! A 32-bit-state coder for pairs of elements at 8 bits, for a planned lane layout (issue 16:
-//! a decode of a handful of instructions per element). CPU model only: no kernel and no
-//! container layout uses it yet (`ans_codec::lanes` measures its sizes).
+//! A 32-bit-state coder for pairs of elements at 8 bits: the coder of the `ans-lanes` layout
+//! (`ans_codec`'s encoder and CPU decoder, and `cmv_ans_lanes`, whose step with its table
+//! entries is [`crate::lanes::pair_state`]).
 //!
 //! The state `x` lives in `[2^16, 2^32)` between steps. A step codes a pair `(v0, v1)` as one
 //! symbol of the product model at `2 * 8` bits, as [`crate::coder`] codes groups: the low 16

@@ -33,7 +33,7 @@ use crate::{AnsParams, ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
 /// # Safety
 /// `err` points to a writable, 4-byte-aligned word of global memory.
 #[inline(always)]
-unsafe fn raise(err: *mut u32, flags: u32) {
+pub(crate) unsafe fn raise(err: *mut u32, flags: u32) {
     let addr = err as u64;
     // SAFETY: the caller guarantees a valid, aligned global address.
     unsafe {

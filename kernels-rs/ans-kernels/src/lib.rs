@@ -11,12 +11,15 @@
 
 pub mod coder;
 pub mod coder32;
+pub mod lanes;
 pub mod layout;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
 #[cfg(target_arch = "nvptx64")]
 pub mod kernels;
+#[cfg(target_arch = "nvptx64")]
+pub mod lanes_kernel;
 
 /// The most input vectors one launch multiplies: the kernels take one.
 pub const MAX_BATCH: usize = 1;

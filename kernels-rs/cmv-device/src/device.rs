@@ -545,6 +545,21 @@ pub unsafe fn lds_u32(a: u32) -> u32 {
     r
 }
 
+/// 16-bit shared-memory load (`ld.shared.u16`, zero-extended) at shared-window address `a`.
+///
+/// # Safety
+/// `a` is 2-byte aligned and 2 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+pub unsafe fn lds_u16(a: u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("{{ .reg .b16 h; ld.shared.u16 h, [{a}]; cvt.u32.u16 {r}, h; }}", a = in(reg32) a,
+             r = out(reg32) r, options(readonly, nostack));
+    }
+    r
+}
+
 /// 32-bit shared-memory store (`st.shared.u32`) at shared-window address `a`.
 ///
 /// # Safety

@@ -6,8 +6,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Cauchy, Distribution, Normal};
 
-/// Both layouts.
-pub const LAYOUTS: [Layout; 2] = [Layout::WarpRows, Layout::WarpStripes];
+/// Every layout.
+pub const LAYOUTS: [Layout; 3] = [Layout::WarpRows, Layout::WarpStripes, Layout::WarpLanes];
 
 /// How the elements of a test matrix are drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -81,6 +81,14 @@ struct Args {
     /// MatVANS chain: standard deviation of the entries.
     #[arg(long, default_value_t = 4.0)]
     ans_sigma: f64,
+    /// MatVANS chain: also measure `ans-lanes` with these segments (columns per unit, each a
+    /// multiple of 16), rows named `ans-lanes-s{S}`.
+    #[arg(long, value_delimiter = ',')]
+    ans_lane_segments: Vec<usize>,
+    /// MatVANS chain: only these variants, comma-separated (e.g. `ans-lanes,ans-warp-rows`;
+    /// default: all).
+    #[arg(long, value_delimiter = ',')]
+    ans_variants: Vec<String>,
     /// BEAM GEMM (suite beam-gemm): sizes, comma-separated: the bytes of one operand in the
     /// naive layout (`64MiB`, `1GiB`: square, the largest side whose u64 square fits) or a
     /// side (`1024`).
@@ -384,6 +392,8 @@ fn run(args: &Args) -> Result<(), BenchError> {
     };
     let mut ans_cfg = bench::ans::ChainConfig {
         sigma: args.ans_sigma,
+        lane_segments: args.ans_lane_segments.clone(),
+        variants: args.ans_variants.clone(),
         ..Default::default()
     };
     if !args.ans_dims.is_empty() {

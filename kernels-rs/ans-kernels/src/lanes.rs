@@ -1,0 +1,160 @@
+//! The `ans-lanes` kernel's constants, parameters, table entries and decode step, shared by
+//! the host (which builds the table and launches) and the kernel (`docs/ANS.md`, "ans-lanes").
+//!
+//! A block decodes one group of 32 rows (lane `l` of every warp owns row `32 group + l`);
+//! its warps share the group's column segments (warp `w` takes segments `w, w + warps, ..`),
+//! and the block adds their partial sums in shared memory before it requantizes. A unit's
+//! stream is copied into a per-warp ring of [`RING_BYTES`] in shared memory, [`CHUNK_BYTES`] at
+//! a time with `cp.async` (one 16-byte copy per lane), ahead of the decode; the refills read
+//! their 16-bit words from the ring. The 256-entry table lives in shared memory as
+//! [`TABLE_COPIES`] copies of 8-byte entries so that the lanes of a half-warp read distinct
+//! banks whatever their slots.
+
+use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
+
+use crate::coder::Slot;
+
+/// Columns a loop iteration decodes (4 quads of 2 pairs); padded columns and segments are
+/// multiples of it.
+pub const LANE_COLS: usize = 16;
+/// Bytes of a warp's stream ring in shared memory (a power of two).
+pub const RING_BYTES: u32 = 2048;
+/// Bytes one ring refill copies (16 per lane).
+pub const CHUNK_BYTES: u32 = 512;
+/// Copies of the table in shared memory: lane `l` reads copy `l % 16`.
+pub const TABLE_COPIES: u32 = 16;
+/// Slots of the 8-bit model.
+pub const SLOTS: u32 = 256;
+/// Shared-memory bytes of the replicated table (8 bytes per entry and copy).
+pub const TABLE_BYTES: u32 = SLOTS * TABLE_COPIES * 8;
+/// Most warps of a block.
+pub const MAX_WARPS: u32 = 32;
+/// Bytes of a unit's stream before its data: 32 states of two 16-bit words.
+pub const STATE_BYTES: u32 = 128;
+
+/// Dynamic shared memory of a block of `warps` warps: the table and one ring per warp (the
+/// block's partial sums reuse the table's bytes at the end).
+pub const fn shared_bytes(warps: u32) -> u32 {
+    TABLE_BYTES + warps * RING_BYTES
+}
+
+/// The kernel's table entry of `slot` for the packed entry `packed` of that slot
+/// ([`crate::layout::pack_entry`]): word 0 the frequency, word 1 the rank `slot - cdf` in
+/// byte 0 and the value in byte 1.
+pub const fn lane_entry(slot: u32, packed: u32) -> [u32; 2] {
+    let s = Slot::from_packed(packed);
+    [
+        s.freq,
+        (slot.wrapping_sub(s.cdf) & 0xff) | ((s.value as u8 as u32) << 8),
+    ]
+}
+
+/// One pair decoded from state `x` with the kernel's entries `e0` (slot `x & 0xff`) and `e1`
+/// (slot `(x >> 8) & 0xff`): `f0 ((x >> 16) f1 + r1) + r0`, the state before refilling
+/// ([`crate::coder32::decode_pair32`]'s state, in two multiply-adds).
+#[inline(always)]
+pub fn pair_state(x: u32, e0: [u32; 2], e1: [u32; 2]) -> u32 {
+    let inner = (x >> 16).wrapping_mul(e1[0]).wrapping_add(e1[1] & 0xff);
+    inner.wrapping_mul(e0[0]).wrapping_add(e0[1] & 0xff)
+}
+
+/// Parameters of `cmv_ans_lanes`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LanesParams {
+    /// The units' streams, back to back (16-byte aligned; every unit starts at a multiple of
+    /// 4 words).
+    pub stream: DevPtr<U32x4>,
+    /// `units + 1` word offsets (validated on the host).
+    pub offsets: DevPtr<u32>,
+    /// The 256 kernel entries ([`lane_entry`]), two words each.
+    pub table: DevPtr<u32>,
+    /// The input vector, `cols` int8 values (16-byte aligned).
+    pub x: DevPtr<u8>,
+    /// The int32 accumulators, `rows`.
+    pub y32: DevPtrMut<i32>,
+    /// Their int8 requantization, `rows`.
+    pub y8: DevPtrMut<i8>,
+    /// The error word ([`crate::ERR_STREAM_OVERRUN`], [`crate::ERR_FINAL_STATE`]).
+    pub err: DevPtrMut<u32>,
+    /// Requantization scale (finite).
+    pub scale: f32,
+    /// Rows of the matrix.
+    pub rows: u32,
+    /// Columns of the matrix.
+    pub cols: u32,
+    /// Padded columns (a multiple of [`LANE_COLS`]).
+    pub padded_cols: u32,
+    /// Columns per segment (a multiple of [`LANE_COLS`]).
+    pub segment: u32,
+    /// Segments per row group.
+    pub nseg: u32,
+}
+const _: () = assert!(core::mem::size_of::<LanesParams>() == 80);
+const _: () = assert!(core::mem::align_of::<LanesParams>() == 4);
+// SAFETY: repr(C), no padding (seven 8-byte pointers at alignment 4 and six 32-bit fields,
+// size asserted), plain data and device pointers only; the one parameter of `cmv_ans_lanes`.
+unsafe impl KernelParams for LanesParams {}
+
+// The table is 32 KiB; a block of the most warps fits the SM's shared memory; the partial
+// sums fit the table's bytes; a refill chunk is one 16-byte copy per lane; the ring holds at
+// least four chunks (the kernel keeps up to three ahead).
+const _: () = assert!(TABLE_BYTES == 32 * 1024);
+const _: () = assert!(shared_bytes(MAX_WARPS) <= 227 * 1024);
+const _: () = assert!(4 * 32 * MAX_WARPS <= TABLE_BYTES);
+const _: () = assert!(CHUNK_BYTES == 32 * 16);
+const _: () = assert!(RING_BYTES.is_power_of_two() && RING_BYTES >= 4 * CHUNK_BYTES);
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+    use crate::coder32::{STATE32_LOWER, decode_pair32, encode_pair32};
+    use crate::layout::pack_entry;
+
+    /// An uneven 8-bit model over -3..=3 (and a certain-symbol model): the kernel's step with
+    /// its entries gives `decode_pair32`'s state and values at every state tried.
+    #[test]
+    fn the_kernel_step_matches_the_coder() {
+        for weights in [vec![1u32, 3, 10, 40, 12, 5, 1], vec![0, 0, 0, 1, 0, 0, 0]] {
+            let wsum: u32 = weights.iter().sum();
+            let mut freqs: Vec<u32> = weights
+                .iter()
+                .map(|&w| if w == 0 { 0 } else { (w * 256 / wsum).max(1) })
+                .collect();
+            let diff = 256 - freqs.iter().sum::<u32>() as i64;
+            freqs[3] = (freqs[3] as i64 + diff) as u32;
+            let cdfs: Vec<u32> = (0..7).map(|i| freqs[..i].iter().sum()).collect();
+            let mut packed = vec![0u32; 256];
+            for i in 0..7 {
+                for s in cdfs[i]..cdfs[i] + freqs[i] {
+                    packed[s as usize] = pack_entry(i as i8 - 3, cdfs[i], freqs[i]);
+                }
+            }
+            let entries: Vec<[u32; 2]> = (0..256u32)
+                .map(|s| lane_entry(s, packed[s as usize]))
+                .collect();
+            let model = |v: i8| (cdfs[(v + 3) as usize], freqs[(v + 3) as usize]);
+            let mut seed = 0x2545_f491_4f6c_dd1du64;
+            for _ in 0..20_000 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let x = STATE32_LOWER + (seed as u32 % (u32::MAX - STATE32_LOWER));
+                let (vals, want) = decode_pair32(x, |s| Slot::from_packed(packed[s as usize]));
+                let (e0, e1) = (
+                    entries[(x & 0xff) as usize],
+                    entries[((x >> 8) & 0xff) as usize],
+                );
+                assert_eq!(pair_state(x, e0, e1), want, "state {x:#x}");
+                assert_eq!([(e0[1] >> 8) as u8 as i8, (e1[1] >> 8) as u8 as i8], vals);
+                // And the encoder's states decode back through the kernel's step.
+                let (nx, _) = encode_pair32(STATE32_LOWER + (seed >> 40) as u32, model, vals);
+                let (f0, f1) = (
+                    entries[(nx & 0xff) as usize],
+                    entries[((nx >> 8) & 0xff) as usize],
+                );
+                assert_eq!([(f0[1] >> 8) as u8 as i8, (f1[1] >> 8) as u8 as i8], vals);
+            }
+        }
+    }
+}
