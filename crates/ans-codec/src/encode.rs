@@ -58,12 +58,27 @@ pub fn encode_weights(weights: Weights<'_, i8>, opts: &EncodeOptions) -> Result<
             // A bad segment is the caller's mistake, not a reason to pick another layout.
             check_lane_segment(segment)?;
         }
-        // An error (a matrix this layout cannot code) or a container past the budget or the
-        // limit: the other layouts.
-        if let Ok(lanes) = encode_layout(weights, opts, Layout::WarpLanes)
-            && within(&lanes)
-        {
-            return Ok(lanes);
+        // The default (fastest) segment first, then twice as long while the container is
+        // past the budget (fewer flushed states), up to one segment per row; an error (a
+        // matrix this layout cannot code) or no segment within the budget and the limit: the
+        // other layouts.
+        let (_, padded_cols) = Layout::WarpLanes.padded_shape(weights.rows(), weights.cols())?;
+        let mut segment = opts
+            .lane_segment
+            .unwrap_or_else(|| crate::default_lane_segment(weights.rows(), weights.cols()))
+            .min(padded_cols);
+        loop {
+            let o = EncodeOptions {
+                lane_segment: Some(segment),
+                ..*opts
+            };
+            match encode_layout(weights, &o, Layout::WarpLanes) {
+                Ok(lanes) if within(&lanes) => return Ok(lanes),
+                Ok(_) if opts.lane_segment.is_none() && segment < padded_cols => {
+                    segment = (2 * segment).min(padded_cols);
+                }
+                _ => break,
+            }
         }
     }
     let rows = encode_layout(weights, opts, Layout::WarpRows)?;

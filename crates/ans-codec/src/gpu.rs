@@ -30,7 +30,7 @@ pub struct DeviceAnsMatrix {
     units: u32,
     stream: CudaSlice<u32>,
     offsets: CudaSlice<u32>,
-    /// The 3 x 32 register-table words for precision 7, the 256 two-word kernel entries for
+    /// The 3 x 32 register-table words for precision 7, the 256 two-word entries for
     /// `ans-lanes` ([`ans_kernels::lanes::lane_entry`]), else the `2^P` packed entries.
     table: CudaSlice<u32>,
     /// Columns per segment (`ans-lanes`; 0 for the other layouts).

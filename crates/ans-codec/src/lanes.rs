@@ -42,8 +42,11 @@ pub const STATE_WORDS: usize = STATE_HALFWORDS / 2;
 pub const DEFAULT_SEGMENT: usize = 1024;
 /// The shortest segment [`default_lane_segment`](crate::default_lane_segment) halves down to.
 pub const MIN_DEFAULT_SEGMENT: usize = 256;
-/// The units [`default_lane_segment`](crate::default_lane_segment) halves its segment to reach.
-pub const TARGET_UNITS: usize = 4096;
+/// The units [`default_lane_segment`](crate::default_lane_segment) halves its segment to reach:
+/// the kernel is bound by the latency of each lane's chain of pairs, so it wants many units
+/// (docs/PERF.md: on an H100, 8192 x 8192 ran 10% faster with 256 columns than with 512, and
+/// 16384 x 16384 10% faster with 512 than with 1024).
+pub const TARGET_UNITS: usize = 16384;
 
 /// Where the units of an `ans-lanes` matrix lie: its padded columns cut in segments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -108,7 +108,7 @@ impl Layout {
 ///
 /// It starts at [`DEFAULT_SEGMENT`](crate::lanes::DEFAULT_SEGMENT) (1024) columns and halves,
 /// down to [`MIN_DEFAULT_SEGMENT`](crate::lanes::MIN_DEFAULT_SEGMENT) (256), while the matrix
-/// would have fewer than [`TARGET_UNITS`](crate::lanes::TARGET_UNITS) (4096) units (`rows / 32`
+/// would have fewer than [`TARGET_UNITS`](crate::lanes::TARGET_UNITS) (16384) units (`rows / 32`
 /// row groups, rounded up, times the segments): matrices of few row groups get shorter
 /// segments, hence more units to spread over the GPU. The result is then clamped to the padded
 /// columns (`cols` rounded up to a multiple of 16; 16 for `cols == 0`). Always a positive
@@ -141,13 +141,17 @@ mod tests {
     fn default_lane_segments_follow_the_rule() {
         // 64 row groups: 8 segments of 1024 are 512 units, halved down to 256 columns.
         assert_eq!(default_lane_segment(2048, 8192), 256);
-        // 512 groups x 8 segments = 4096 units: 1024 is kept.
-        assert_eq!(default_lane_segment(16384, 8192), 1024);
-        // 4096 groups: 1024 is kept, clamped to the padded columns.
+        // 512 groups x 32 segments of 512 = 16384 units: two halvings.
+        assert_eq!(default_lane_segment(16384, 16384), 512);
+        // 512 groups x 8 segments: halved down to the minimum.
+        assert_eq!(default_lane_segment(16384, 8192), 256);
+        // 4096 groups x 4 segments = 16384 units: 1024 is kept.
         assert_eq!(default_lane_segment(4096 * 32, 4096), 1024);
-        assert_eq!(default_lane_segment(4096 * 32, 300), 304);
-        // 256 groups x 16 segments of 512 = 4096 units: one halving.
-        assert_eq!(default_lane_segment(256 * 32, 8192), 512);
+        // One segment whatever its length: halved to the minimum, within the padded columns.
+        assert_eq!(default_lane_segment(4096 * 32, 300), 256);
+        assert_eq!(default_lane_segment(4096 * 32, 200), 208);
+        // 256 groups x 32 segments of 256 = 8192 units: the minimum.
+        assert_eq!(default_lane_segment(256 * 32, 8192), 256);
         for (rows, cols, want) in [(1, 1, 16), (1, 17, 32), (33, 7, 16), (64, 300, 256)] {
             assert_eq!(default_lane_segment(rows, cols), want, "{rows}x{cols}");
         }

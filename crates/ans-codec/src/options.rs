@@ -16,7 +16,8 @@ pub struct EncodeOptions {
     /// when the precision is chosen automatically (default 0.1, the goal the format is held to).
     pub max_overhead_bits: f64,
     /// `None` (the default): code in `layout` as given. `Some(budget)`: let the encoder choose
-    /// the layout ([`EncodeOptions::auto`]): `ans-lanes`, then `ans-warp-rows`, the first whose
+    /// the layout ([`EncodeOptions::auto`]): `ans-lanes` (default segment, then longer ones
+    /// unless `lane_segment` is given), then `ans-warp-rows`, the first whose
     /// container stays within `budget` bits per element of the values' entropy and within the
     /// int8 limit, else the smaller of `ans-warp-rows` and `ans-warp-stripes`; and never a
     /// container larger than the plain int8 matrix plus [`INT8_ALLOWANCE_BYTES`]
@@ -36,9 +37,11 @@ pub struct EncodeOptions {
 pub const INT8_ALLOWANCE_BYTES: usize = 4096;
 
 impl EncodeOptions {
-    /// The encoder chooses the layout, in this order: `ans-lanes` (to become the fastest
-    /// kernel), then `ans-warp-rows`, the first whose container is within `budget_bits` bits per
-    /// element of the entropy and no larger than the int8 matrix plus [`INT8_ALLOWANCE_BYTES`];
+    /// The encoder chooses the layout, in this order: `ans-lanes` (the fastest kernel from
+    /// 4096 x 4096 on, docs/PERF.md) with its default segment, then with segments twice as
+    /// long (fewer flushed states, a slower kernel) up to the row's length, then
+    /// `ans-warp-rows`: the first whose container is within `budget_bits` bits per element of
+    /// the entropy and no larger than the int8 matrix plus [`INT8_ALLOWANCE_BYTES`];
     /// else the smaller of `ans-warp-rows` and `ans-warp-stripes`, never larger than that
     /// limit. `ans-lanes` is skipped when it cannot code the matrix (a forced precision other
     /// than 8 bits). The layout chosen is recorded in the container

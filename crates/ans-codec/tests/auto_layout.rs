@@ -125,9 +125,24 @@ fn the_budget_decides_between_fast_and_small() {
     assert_eq!(first.decode().unwrap(), w);
     let back = AnsMatrix::from_bytes(&first.to_bytes()).unwrap();
     assert_eq!(back.layout(), Layout::WarpLanes);
-    // Just under its overhead: not ans-lanes.
+    // Just under its overhead: ans-lanes with a longer segment (fewer flushed states) if one
+    // fits, else another layout.
     let under = encode(&w, rows, cols, &EncodeOptions::auto(lanes_over - 0.001)).unwrap();
-    assert_ne!(under.layout(), Layout::WarpLanes);
+    if under.layout() == Layout::WarpLanes {
+        assert!(under.segment() > lanes.segment());
+        assert!(over(&under) <= lanes_over - 0.001);
+    }
+    assert_eq!(under.decode().unwrap(), w);
+    // Under the overhead of every segment (the longest, one per row, is the smallest): not
+    // ans-lanes.
+    let whole = EncodeOptions {
+        lane_segment: Some(cols.next_multiple_of(16)),
+        ..fixed(Layout::WarpLanes)
+    };
+    let longest = encode(&w, rows, cols, &whole).unwrap();
+    let least = over(&longest).min(lanes_over);
+    let none = encode(&w, rows, cols, &EncodeOptions::auto(least - 0.001)).unwrap();
+    assert_ne!(none.layout(), Layout::WarpLanes);
     // The option's segment is the one tried.
     let long = EncodeOptions {
         lane_segment: Some(16384),

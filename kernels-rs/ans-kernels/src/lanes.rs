@@ -7,8 +7,10 @@
 //! stream is copied into a per-warp ring of [`RING_BYTES`] in shared memory, [`CHUNK_BYTES`] at
 //! a time with `cp.async` (one 16-byte copy per lane), ahead of the decode; the refills read
 //! their 16-bit words from the ring. The 256-entry table lives in shared memory as
-//! [`TABLE_COPIES`] copies of 8-byte entries so that the lanes of a half-warp read distinct
-//! banks whatever their slots.
+//! [`TABLE_COPIES`] copies of 4-byte entries ([`narrow_entry`]; 8-byte ones with
+//! [`WIDE_ENTRIES`]), one per lane, so that the lanes read distinct banks whatever their
+//! slots; a slot's copies start every [`SLOT_STRIDE`] bytes, so that one byte permute builds
+//! a lane's address from a state byte.
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
@@ -18,29 +20,39 @@ use crate::coder::Slot;
 /// multiples of it.
 pub const LANE_COLS: usize = 16;
 /// Bytes of a warp's stream ring in shared memory (a power of two).
-pub const RING_BYTES: u32 = 2048;
-/// Bytes one ring refill copies (16 per lane).
-pub const CHUNK_BYTES: u32 = 512;
-/// Copies of the table in shared memory: lane `l` reads copy `l % 16`.
-pub const TABLE_COPIES: u32 = 16;
+pub const RING_BYTES: u32 = 1024;
+/// Bytes one ring refill copies (8 per lane).
+pub const CHUNK_BYTES: u32 = 256;
+/// Most stream bytes a warp consumes between two checks of its ring (2 quads: 4 pairs of at
+/// most one 16-bit word per lane).
+pub const CHECK_BYTES: u32 = 4 * 32 * 2;
+/// Copies of the table in shared memory: lane `l` reads copy `l`.
+pub const TABLE_COPIES: u32 = 32;
+/// Whether the kernel keeps two-word entries in shared memory (8 bytes a copy: no field to
+/// shift out, twice the shared-memory traffic) or narrow ones ([`narrow_entry`], 4 bytes).
+pub const WIDE_ENTRIES: bool = true;
 /// Slots of the 8-bit model.
 pub const SLOTS: u32 = 256;
-/// Shared-memory bytes of the replicated table (8 bytes per entry and copy).
-pub const TABLE_BYTES: u32 = SLOTS * TABLE_COPIES * 8;
+/// Bytes between the copies of one slot and the next (the slot in byte 1 of the address,
+/// the copy's offset `4 l` in byte 0).
+pub const SLOT_STRIDE: u32 = 256;
+/// Shared-memory bytes of the replicated table.
+pub const TABLE_BYTES: u32 = SLOTS * SLOT_STRIDE;
 /// Most warps of a block.
 pub const MAX_WARPS: u32 = 32;
 /// Bytes of a unit's stream before its data: 32 states of two 16-bit words.
 pub const STATE_BYTES: u32 = 128;
 
-/// Dynamic shared memory of a block of `warps` warps: the table and one ring per warp (the
-/// block's partial sums reuse the table's bytes at the end).
+/// Dynamic shared memory of a block of `warps` warps: the table and one ring per warp, the
+/// rings aligned to [`RING_BYTES`] (one ring's worth of slack; the block's partial sums reuse
+/// the table's bytes at the end).
 pub const fn shared_bytes(warps: u32) -> u32 {
-    TABLE_BYTES + warps * RING_BYTES
+    TABLE_BYTES + (warps + 1) * RING_BYTES
 }
 
-/// The kernel's table entry of `slot` for the packed entry `packed` of that slot
-/// ([`crate::layout::pack_entry`]): word 0 the frequency, word 1 the rank `slot - cdf` in
-/// byte 0 and the value in byte 1.
+/// The table entry of `slot` for the packed entry `packed` of that slot
+/// ([`crate::layout::pack_entry`]), as the host uploads it: word 0 the frequency (1 to 256),
+/// word 1 the rank `slot - cdf` in byte 0 and the value in byte 1.
 pub const fn lane_entry(slot: u32, packed: u32) -> [u32; 2] {
     let s = Slot::from_packed(packed);
     [
@@ -49,11 +61,31 @@ pub const fn lane_entry(slot: u32, packed: u32) -> [u32; 2] {
     ]
 }
 
-/// One pair decoded from state `x` with the kernel's entries `e0` (slot `x & 0xff`) and `e1`
+/// The entry in one word, as the kernel keeps it in shared memory: rank, value, and the
+/// frequency in the high half.
+#[inline(always)]
+pub const fn narrow_entry(e: [u32; 2]) -> u32 {
+    e[1] | (e[0] << 16)
+}
+
+/// The value of an entry's word 1 (or of a narrow entry).
+#[inline(always)]
+pub const fn entry_value(w: u32) -> i8 {
+    (w >> 8) as u8 as i8
+}
+
+/// One pair decoded from state `x` with the narrow entries `e0` (slot `x & 0xff`) and `e1`
 /// (slot `(x >> 8) & 0xff`): `f0 ((x >> 16) f1 + r1) + r0`, the state before refilling
 /// ([`crate::coder32::decode_pair32`]'s state, in two multiply-adds).
 #[inline(always)]
-pub fn pair_state(x: u32, e0: [u32; 2], e1: [u32; 2]) -> u32 {
+pub fn pair_state(x: u32, e0: u32, e1: u32) -> u32 {
+    let inner = (x >> 16).wrapping_mul(e1 >> 16).wrapping_add(e1 & 0xff);
+    inner.wrapping_mul(e0 >> 16).wrapping_add(e0 & 0xff)
+}
+
+/// [`pair_state`] with two-word entries ([`lane_entry`]): no field to shift out.
+#[inline(always)]
+pub fn pair_state_wide(x: u32, e0: [u32; 2], e1: [u32; 2]) -> u32 {
     let inner = (x >> 16).wrapping_mul(e1[0]).wrapping_add(e1[1] & 0xff);
     inner.wrapping_mul(e0[0]).wrapping_add(e0[1] & 0xff)
 }
@@ -67,7 +99,7 @@ pub struct LanesParams {
     pub stream: DevPtr<U32x4>,
     /// `units + 1` word offsets (validated on the host).
     pub offsets: DevPtr<u32>,
-    /// The 256 kernel entries ([`lane_entry`]), two words each.
+    /// The 256 entries ([`lane_entry`]), two words each.
     pub table: DevPtr<u32>,
     /// The input vector, `cols` int8 values (16-byte aligned).
     pub x: DevPtr<u8>,
@@ -96,14 +128,21 @@ const _: () = assert!(core::mem::align_of::<LanesParams>() == 4);
 // size asserted), plain data and device pointers only; the one parameter of `cmv_ans_lanes`.
 unsafe impl KernelParams for LanesParams {}
 
-// The table is 32 KiB; a block of the most warps fits the SM's shared memory; the partial
-// sums fit the table's bytes; a refill chunk is one 16-byte copy per lane; the ring holds at
-// least four chunks (the kernel keeps up to three ahead).
-const _: () = assert!(TABLE_BYTES == 32 * 1024);
+// The table is 64 KiB (a slot's copies fill its stride); a block of the most warps fits the
+// SM's shared memory; the partial sums fit the table's bytes; a refill chunk is one 16-byte
+// copy per lane; the ring holds at least four chunks (the kernel keeps up to three ahead).
+const _: () = assert!(TABLE_BYTES == 64 * 1024 && TABLE_COPIES * 8 <= SLOT_STRIDE);
 const _: () = assert!(shared_bytes(MAX_WARPS) <= 227 * 1024);
 const _: () = assert!(4 * 32 * MAX_WARPS <= TABLE_BYTES);
-const _: () = assert!(CHUNK_BYTES == 32 * 16);
+const _: () = assert!(CHUNK_BYTES == 32 * 8);
+// The ring schedule (the kernel's loop): a chunk is copied when at most
+// `RING_BYTES - CHUNK_BYTES` bytes lie ahead of the decoder, so no unread byte is
+// overwritten; with more than `CHECK_BYTES + CHUNK_BYTES` ahead before a copy and every
+// chunk but the newest landed, at least `CHECK_BYTES` have landed.
 const _: () = assert!(RING_BYTES.is_power_of_two() && RING_BYTES >= 4 * CHUNK_BYTES);
+const _: () =
+    assert!(CHUNK_BYTES >= CHECK_BYTES && RING_BYTES - CHUNK_BYTES >= CHECK_BYTES + CHUNK_BYTES);
+const _: () = assert!(3 * CHUNK_BYTES - STATE_BYTES >= CHECK_BYTES + CHUNK_BYTES);
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
@@ -145,15 +184,18 @@ mod tests {
                     entries[(x & 0xff) as usize],
                     entries[((x >> 8) & 0xff) as usize],
                 );
-                assert_eq!(pair_state(x, e0, e1), want, "state {x:#x}");
-                assert_eq!([(e0[1] >> 8) as u8 as i8, (e1[1] >> 8) as u8 as i8], vals);
+                assert_eq!(pair_state_wide(x, e0, e1), want, "state {x:#x}");
+                let (n0, n1) = (narrow_entry(e0), narrow_entry(e1));
+                assert_eq!(pair_state(x, n0, n1), want, "state {x:#x}");
+                assert_eq!([entry_value(e0[1]), entry_value(e1[1])], vals);
+                assert_eq!([entry_value(n0), entry_value(n1)], vals);
                 // And the encoder's states decode back through the kernel's step.
                 let (nx, _) = encode_pair32(STATE32_LOWER + (seed >> 40) as u32, model, vals);
                 let (f0, f1) = (
                     entries[(nx & 0xff) as usize],
                     entries[((nx >> 8) & 0xff) as usize],
                 );
-                assert_eq!([(f0[1] >> 8) as u8 as i8, (f1[1] >> 8) as u8 as i8], vals);
+                assert_eq!([entry_value(f0[1]), entry_value(f1[1])], vals);
             }
         }
     }

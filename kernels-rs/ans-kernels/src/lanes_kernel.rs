@@ -1,14 +1,15 @@
 //! `cmv_ans_lanes`, the `ans-lanes` kernel (NVPTX only); the design is in [`crate::lanes`].
 
 use cmv_device::{
-    U32x4, ballot, block_dim_x, block_idx_x, cp_async_16_zfill, cp_async_commit, cp_async_wait,
-    dp4a, dyn_smem_addr, lane_id, ld_nc_u8, ld_nc_u32, ld_nc_v4, lds_u32, lds_v2, lop3, prmt,
-    requantize, sts_u32, sts_v2, sync_threads, sync_warp, thread_idx_x, warp_id,
+    U32x4, ballot, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_commit, cp_async_wait,
+    dp4a, dyn_smem_addr, lane_id, ld_nc_u8, ld_nc_u32, ld_nc_v4, lds_u32, lds_v2, prmt, requantize,
+    sts_u32, sts_v2, sync_threads, sync_warp, thread_idx_x, warp_id,
 };
 
 use crate::kernels::raise;
 use crate::lanes::{
-    CHUNK_BYTES, LANE_COLS, LanesParams, RING_BYTES, SLOTS, STATE_BYTES, TABLE_BYTES, TABLE_COPIES,
+    CHUNK_BYTES, LANE_COLS, LanesParams, RING_BYTES, SLOT_STRIDE, SLOTS, STATE_BYTES, TABLE_BYTES,
+    TABLE_COPIES, WIDE_ENTRIES, narrow_entry,
 };
 use crate::{ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
 
@@ -35,45 +36,53 @@ impl Ring {
     /// `fill - RING_BYTES .. fill - RING_BYTES + CHUNK_BYTES`) from now on.
     #[inline(always)]
     unsafe fn issue(&mut self, lane: u32) {
-        let i = self.fill / 16 + lane;
-        let (src, n) = if i < self.words16 {
-            // SAFETY: i < words16: inside the unit.
-            (unsafe { self.base.add(i as usize) }, 16)
+        let i = self.fill / 8 + lane;
+        let base = self.base.cast::<u64>();
+        let (src, n) = if i < 2 * self.words16 {
+            // SAFETY: i < 2 words16: inside the unit.
+            (unsafe { base.add(i as usize) }, 8)
         } else {
-            (self.base, 0)
+            (base, 0)
         };
-        let dst = self.ring + ((self.fill + 16 * lane) & (RING_BYTES - 1));
-        // SAFETY: dst is 16 bytes of this warp's ring; src holds n readable bytes.
+        let dst = self.ring + ((self.fill + 8 * lane) & (RING_BYTES - 1));
+        // SAFETY: dst is 8 bytes of this warp's ring; src holds n readable bytes.
         unsafe {
-            cp_async_16_zfill(dst, src, n);
+            cp_async_8_zfill(dst, src, n);
             cp_async_commit();
         }
         self.fill += CHUNK_BYTES;
     }
 }
 
-/// Decodes one pair from lane state `x` (lane `l` reads table copy `l % 16`: `tl = 8 * (l %
-/// 16)`), refills the lanes that need it in lane order from the warp's ring (`rw`: its offset
-/// in the shared block) at stream byte `pos`, and returns the two values in bytes 0 and 1.
-///
-/// The table addresses are offsets in the kernel's static shared block ORed from disjoint bit
-/// fields (slot bits 7..15, copy bits 3..7), so each costs a shift and a `LOP3`; the block's
-/// address is added in the load's operand.
+/// Decodes one pair from lane state `x`: lane `l`'s entry of slot `s` is at shared offset
+/// `256 s + tl` (`tl = 4 l`, or `8 l` with [`WIDE_ENTRIES`]), so one byte permute makes each
+/// address. Then refills the lanes
+/// that need it in lane order from the warp's ring (shared address `ring`, aligned to its
+/// size) at stream byte `pos`, and returns the two values in bytes 0 and 1.
 ///
 /// # Safety
 /// All lanes call it together; the ring holds stream bytes `pos .. pos + 64`.
 #[inline(always)]
-unsafe fn pair(x: &mut u32, pos: &mut u32, base: u32, tl: u32, rw: u32, lt: u32) -> u32 {
-    // (a & b) | c: the slot's bits and the copy's are disjoint.
-    let a0 = lop3::<0xEA>(*x << 7, 0x7f80, tl);
-    let a1 = lop3::<0xEA>(*x >> 1, 0x7f80, tl);
-    // SAFETY: slots below 256: inside the table copy.
-    let (e0, e1) = unsafe { (lds_v2(base + a0), lds_v2(base + a1)) };
-    let mut nx = crate::lanes::pair_state(*x, e0, e1);
+unsafe fn pair(x: &mut u32, pos: &mut u32, table: u32, tl: u32, ring: u32, lt: u32) -> u32 {
+    // Bytes: tl, the slot, 0, 0 (bytes 1..4 of tl are zero).
+    let a0 = prmt(*x, tl, 0x5504);
+    let a1 = prmt(*x, tl, 0x5514);
+    let (w0, w1, mut nx);
+    if WIDE_ENTRIES {
+        // SAFETY: offsets below 64 KiB: inside the table.
+        let (e0, e1) = unsafe { (lds_v2(table + a0), lds_v2(table + a1)) };
+        (w0, w1) = (e0[1], e1[1]);
+        nx = crate::lanes::pair_state_wide(*x, e0, e1);
+    } else {
+        // SAFETY: offsets below 64 KiB: inside the table.
+        let (e0, e1) = unsafe { (lds_u32(table + a0), lds_u32(table + a1)) };
+        (w0, w1) = (e0, e1);
+        nx = crate::lanes::pair_state(*x, e0, e1);
+    }
     // SAFETY: converged warp; the ring address is inside the warp's ring.
-    unsafe { refill(&mut nx, pos, base + rw, lt) };
+    unsafe { refill(&mut nx, pos, ring, lt) };
     *x = nx;
-    prmt(e0[1], e1[1], 0x0051)
+    prmt(w0, w1, 0x0051)
 }
 
 /// The refill after a pair, in one PTX block so that one predicate serves the ballot and the
@@ -82,11 +91,12 @@ unsafe fn pair(x: &mut u32, pos: &mut u32, base: u32, tl: u32, rw: u32, lt: u32)
 /// loads; the others drop the word), and `pos` moves past them.
 ///
 /// # Safety
-/// All lanes call it together; `ring` is the shared address of a ring of [`RING_BYTES`] bytes
+/// All lanes call it together; `ring` is the shared address of a ring of [`RING_BYTES`] bytes,
+/// aligned to its size,
 /// holding stream bytes `pos .. pos + 64`.
 #[inline(always)]
 unsafe fn refill(nx: &mut u32, pos: &mut u32, ring: u32, lt: u32) {
-    // SAFETY: the address is ring + (byte & 0x7fe): inside the ring.
+    // SAFETY: the address is ring | (byte & 0x3fe): inside the ring (aligned to its size).
     unsafe {
         core::arch::asm!(
             "{{",
@@ -97,8 +107,8 @@ unsafe fn refill(nx: &mut u32, pos: &mut u32, ring: u32, lt: u32) {
             "and.b32 t, b, {lt};",
             "popc.b32 t, t;",
             "mad.lo.u32 t, t, 2, {pos};",
-            "and.b32 t, t, 2046;",
-            "add.u32 t, t, {ring};",
+            "and.b32 t, t, 1022;",
+            "or.b32 t, t, {ring};",
             "ld.shared.u16 w, [t];",
             "@p prmt.b32 {nx}, w, {nx}, 0x5410;",
             "popc.b32 b, b;",
@@ -126,27 +136,32 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
     let smem = dyn_smem_addr();
     let (tid, threads) = (thread_idx_x(), block_dim_x());
     let (lane, warp, warps) = (lane_id(), warp_id(), block_dim_x() / 32);
-    // The table, TABLE_COPIES copies of each entry side by side.
+    // The table: copy c of slot s at 256 s + 4 c (narrow) or 256 s + 8 c (wide).
     let table = p.table.as_ptr();
     let mut i = tid;
     while i < SLOTS * TABLE_COPIES {
-        let e = i / TABLE_COPIES;
-        // SAFETY: e < 256 entries of two words; the store is inside the table's bytes.
+        let (e, c) = (i / TABLE_COPIES, i % TABLE_COPIES);
+        // SAFETY: e < 256 entries of two words; the stores are inside the table's bytes.
         unsafe {
-            let (w0, w1) = (
+            let w = [
                 ld_nc_u32(table.add(2 * e as usize)),
                 ld_nc_u32(table.add(2 * e as usize + 1)),
-            );
-            sts_v2(smem + 8 * i, w0, w1);
+            ];
+            if WIDE_ENTRIES {
+                sts_v2(smem + SLOT_STRIDE * e + 8 * c, w[0], w[1]);
+            } else {
+                sts_u32(smem + SLOT_STRIDE * e + 4 * c, narrow_entry(w));
+            }
         }
         i += threads;
     }
     // SAFETY: every thread reaches it.
     unsafe { sync_threads() };
 
-    let tl = 8 * (lane % TABLE_COPIES);
-    let rw = TABLE_BYTES + warp * RING_BYTES;
-    let ring_addr = smem + rw;
+    let tl = if WIDE_ENTRIES { 8 * lane } else { 4 * lane };
+    // The rings start at the first multiple of their size after the table.
+    let rings = (smem + TABLE_BYTES + RING_BYTES - 1) & !(RING_BYTES - 1);
+    let ring_addr = rings + warp * RING_BYTES;
     // The partial sums reuse the table's bytes once every warp is done with it.
     let sums = smem;
     let lt = (1u32 << lane) - 1;
@@ -184,16 +199,6 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
         let c1 = (c0 + p.segment).min(p.padded_cols);
         let mut c = c0;
         while c < c1 {
-            if r.fill.wrapping_sub(pos) <= RING_BYTES - CHUNK_BYTES {
-                // SAFETY: converged warp; stream bytes below `pos` are read (synchronised
-                // by the warp barrier), and `fill - RING_BYTES + CHUNK_BYTES <= pos`.
-                unsafe {
-                    sync_warp();
-                    r.issue(lane);
-                    cp_async_wait::<1>();
-                    sync_warp();
-                }
-            }
             let xin = if c as usize + LANE_COLS <= p.cols as usize {
                 // SAFETY: 16 bytes of x at a 16-byte-aligned column.
                 unsafe { ld_nc_v4(x8.add(c as usize).cast::<U32x4>()) }
@@ -211,11 +216,22 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
                 U32x4(v)
             };
             for q in 0..4 {
-                // SAFETY: converged warp; the ring holds at least 512 bytes from `pos`
-                // (one refill of at most 64 bytes per pair, 8 pairs per iteration).
+                if q % 2 == 0 && r.fill.wrapping_sub(pos) <= RING_BYTES - CHUNK_BYTES {
+                    // SAFETY: converged warp; stream bytes below `pos` are read (synchronised
+                    // by the warp barrier), and `fill - RING_BYTES + CHUNK_BYTES <= pos`
+                    // (the schedule is checked in `crate::lanes`).
+                    unsafe {
+                        sync_warp();
+                        r.issue(lane);
+                        cp_async_wait::<1>();
+                        sync_warp();
+                    }
+                }
+                // SAFETY: converged warp; the ring holds at least CHECK_BYTES from `pos`
+                // at the check (one refill of at most 64 bytes per pair, 4 pairs a check).
                 let (pa, pb) = unsafe {
-                    let pa = pair(&mut x, &mut pos, smem, tl, rw, lt);
-                    let pb = pair(&mut x, &mut pos, smem, tl, rw, lt);
+                    let pa = pair(&mut x, &mut pos, smem, tl, ring_addr, lt);
+                    let pb = pair(&mut x, &mut pos, smem, tl, ring_addr, lt);
                     (pa, pb)
                 };
                 acc = dp4a(prmt(pa, pb, 0x5410), xin.0[q], acc);

@@ -648,6 +648,23 @@ pub unsafe fn cp_async_16_ca_zfill(dst: u32, src: *const U32x4, src_bytes: u32) 
     }
 }
 
+/// An asynchronous 8-byte copy from global memory at `src` to the shared-window address `dst`
+/// (`cp.async.ca.shared.global`, through L1) that copies only the first `src_bytes` (0 or 8)
+/// bytes and fills the rest with zeros; as [`cp_async_16_zfill`] otherwise.
+///
+/// # Safety
+/// `src` is an 8-byte-aligned global address with `src_bytes` readable bytes; `dst` is 8-byte
+/// aligned with 8 bytes inside the block's shared memory that nothing else reads or writes
+/// until the copy's group has been waited for; `src_bytes <= 8`.
+#[inline(always)]
+pub unsafe fn cp_async_8_zfill(dst: u32, src: *const u64, src_bytes: u32) {
+    // SAFETY: the caller guarantees both ranges and the size.
+    unsafe {
+        asm!("cp.async.ca.shared.global [{d}], [{s}], 8, {n};", d = in(reg32) dst,
+             s = in(reg64) src, n = in(reg32) src_bytes, options(nostack));
+    }
+}
+
 /// Closes the calling thread's current group of [`cp_async_16`] copies (`cp.async.commit_group`).
 ///
 /// # Safety
