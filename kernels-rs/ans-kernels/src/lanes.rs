@@ -86,8 +86,23 @@ pub fn pair_state(x: u32, e0: u32, e1: u32) -> u32 {
 /// [`pair_state`] with two-word entries ([`lane_entry`]): no field to shift out.
 #[inline(always)]
 pub fn pair_state_wide(x: u32, e0: [u32; 2], e1: [u32; 2]) -> u32 {
-    let inner = (x >> 16).wrapping_mul(e1[0]).wrapping_add(e1[1] & 0xff);
+    pair_state_from_high(x >> 16, e0, e1)
+}
+
+/// [`pair_state_wide`] from the state's high half `hi = x >> 16` (the kernel computes it with
+/// a multiply, to spare its logic pipe).
+#[inline(always)]
+pub fn pair_state_from_high(hi: u32, e0: [u32; 2], e1: [u32; 2]) -> u32 {
+    let inner = hi.wrapping_mul(e1[0]).wrapping_add(e1[1] & 0xff);
     inner.wrapping_mul(e0[0]).wrapping_add(e0[1] & 0xff)
+}
+
+/// The multiplier that moves a ballot's bits below lane `lane` to its top: `b * m` keeps
+/// `b & ((1 << lane) - 1)` shifted left by `32 - lane` (mod 2^32), so its population count is
+/// the lane's rank among the lanes below it (0 for lane 0, whose multiplier is 0).
+#[inline(always)]
+pub const fn rank_multiplier(lane: u32) -> u32 {
+    if lane == 0 { 0 } else { 1u32 << (32 - lane) }
 }
 
 /// Parameters of `cmv_ans_lanes`.
@@ -152,6 +167,23 @@ mod tests {
 
     /// An uneven 8-bit model over -3..=3 (and a certain-symbol model): the kernel's step with
     /// its entries gives `decode_pair32`'s state and values at every state tried.
+    #[test]
+    fn rank_multipliers_count_the_lanes_below() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..1000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let b = (seed >> 32) as u32;
+            for lane in 0..32 {
+                let below = b & ((1u64 << lane) - 1) as u32;
+                assert_eq!(
+                    b.wrapping_mul(rank_multiplier(lane)).count_ones(),
+                    below.count_ones(),
+                    "ballot {b:#x} lane {lane}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_kernel_step_matches_the_coder() {
         for weights in [vec![1u32, 3, 10, 40, 12, 5, 1], vec![0, 0, 0, 1, 0, 0, 0]] {

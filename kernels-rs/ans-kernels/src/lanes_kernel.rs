@@ -72,7 +72,7 @@ unsafe fn pair(x: &mut u32, pos: &mut u32, table: u32, tl: u32, ring: u32, lt: u
         // SAFETY: offsets below 64 KiB: inside the table.
         let (e0, e1) = unsafe { (lds_v2(table + a0), lds_v2(table + a1)) };
         (w0, w1) = (e0[1], e1[1]);
-        nx = crate::lanes::pair_state_wide(*x, e0, e1);
+        nx = crate::lanes::pair_state_from_high(high_half(*x), e0, e1);
     } else {
         // SAFETY: offsets below 64 KiB: inside the table.
         let (e0, e1) = unsafe { (lds_u32(table + a0), lds_u32(table + a1)) };
@@ -83,6 +83,19 @@ unsafe fn pair(x: &mut u32, pos: &mut u32, table: u32, tl: u32, ring: u32, lt: u
     unsafe { refill(&mut nx, pos, ring, lt) };
     *x = nx;
     prmt(w0, w1, 0x0051)
+}
+
+/// `x >> 16` as a multiply-high (`mul.hi.u32 x, 65536`): on the multiply pipe, not the logic
+/// pipe a shift would take.
+#[inline(always)]
+fn high_half(x: u32) -> u32 {
+    let r: u32;
+    // SAFETY: a pure register instruction.
+    unsafe {
+        core::arch::asm!("mul.hi.u32 {r}, {x}, 65536;", r = out(reg32) r, x = in(reg32) x,
+                         options(pure, nomem, nostack));
+    }
+    r
 }
 
 /// The refill after a pair, in one PTX block so that one predicate serves the ballot and the
@@ -96,6 +109,8 @@ unsafe fn pair(x: &mut u32, pos: &mut u32, table: u32, tl: u32, ring: u32, lt: u
 /// holding stream bytes `pos .. pos + 64`.
 #[inline(always)]
 unsafe fn refill(nx: &mut u32, pos: &mut u32, ring: u32, lt: u32) {
+    // The rank and the new state by multiplies (`lt` is `lanes::rank_multiplier(lane)`): the
+    // kernel's logic pipe is its busiest (ncu), the multiply pipe has room.
     // SAFETY: the address is ring | (byte & 0x3fe): inside the ring (aligned to its size).
     unsafe {
         core::arch::asm!(
@@ -104,13 +119,13 @@ unsafe fn refill(nx: &mut u32, pos: &mut u32, ring: u32, lt: u32) {
             ".reg .b32 b, t, w;",
             "setp.lt.u32 p, {nx}, 65536;",
             "vote.sync.ballot.b32 b, p, -1;",
-            "and.b32 t, b, {lt};",
+            "mul.lo.u32 t, b, {lt};",
             "popc.b32 t, t;",
             "mad.lo.u32 t, t, 2, {pos};",
             "and.b32 t, t, 1022;",
             "or.b32 t, t, {ring};",
             "ld.shared.u16 w, [t];",
-            "@p prmt.b32 {nx}, w, {nx}, 0x5410;",
+            "@p mad.lo.u32 {nx}, {nx}, 65536, w;",
             "popc.b32 b, b;",
             "mad.lo.u32 {pos}, b, 2, {pos};",
             "}}",
@@ -164,7 +179,7 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
     let ring_addr = rings + warp * RING_BYTES;
     // The partial sums reuse the table's bytes once every warp is done with it.
     let sums = smem;
-    let lt = (1u32 << lane) - 1;
+    let lt = crate::lanes::rank_multiplier(lane);
     let group = block_idx_x();
     let (stream, offsets) = (p.stream.as_ptr(), p.offsets.as_ptr());
     let x8 = p.x.as_ptr();
