@@ -21,14 +21,15 @@ pub const DEFAULT_MODEL: &str = "target/models/all-MiniLM-L6-v2/model.safetensor
 /// The command that fetches [`DEFAULT_MODEL`].
 pub const FETCH_COMMAND: &str = "cargo xtask fetch-model";
 
-/// What is measured per tensor: both layouts with the default model (within 0.1 bits of the
-/// entropy), `ans-warp-rows` forced onto the 7-bit register-table path, and the encoder's own
-/// choice (`EncodeOptions::auto(0.1)`: the layout it picks is the one reported; never larger
-/// than the int8 matrix). Fields: layout (the preferred one for `auto`), forced precision,
-/// layout budget, name.
-pub const VARIANTS: [(Layout, Option<u32>, Option<f64>, &str); 4] = [
+/// What is measured per tensor: the three layouts with the default model (within 0.1 bits of
+/// the entropy; `ans-lanes` at 8 bits and its default segment), `ans-warp-rows` forced onto
+/// the 7-bit register-table path, and the encoder's own choice (`EncodeOptions::auto(0.1)`:
+/// the layout it picks is the one reported; never larger than the int8 matrix). Fields:
+/// layout (the preferred one for `auto`), forced precision, layout budget, name.
+pub const VARIANTS: [(Layout, Option<u32>, Option<f64>, &str); 5] = [
     (Layout::WarpRows, None, None, "rows"),
     (Layout::WarpStripes, None, None, "stripes"),
+    (Layout::WarpLanes, None, None, "lanes"),
     (Layout::WarpRows, Some(7), None, "rows-p7"),
     (Layout::WarpRows, None, Some(0.1), "auto"),
 ];
