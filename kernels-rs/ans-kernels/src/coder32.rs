@@ -61,10 +61,31 @@ pub fn encode_pair32(
     ((hi << 16) | q, emitted)
 }
 
+/// An 8-bit test model over the values `-3..=3` with the given weights (zero weights stay
+/// absent): its frequencies, cumulative frequencies and 256 packed entries.
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+pub(crate) fn test_model(weights: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    use crate::layout::pack_entry;
+    let wsum: u32 = weights.iter().sum();
+    let mut freqs: Vec<u32> = weights
+        .iter()
+        .map(|&w| if w == 0 { 0 } else { (w * 256 / wsum).max(1) })
+        .collect();
+    let diff = 256 - freqs.iter().sum::<u32>() as i64;
+    freqs[3] = (freqs[3] as i64 + diff) as u32;
+    let cdfs: Vec<u32> = (0..7).map(|i| freqs[..i].iter().sum()).collect();
+    let mut table = vec![0u32; 256];
+    for i in 0..7 {
+        for s in cdfs[i]..cdfs[i] + freqs[i] {
+            table[s as usize] = pack_entry(i as i8 - 3, cdfs[i], freqs[i]);
+        }
+    }
+    (freqs, cdfs, table)
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
-    use crate::layout::pack_entry;
 
     #[test]
     fn pairs_round_trip_with_uneven_and_extreme_models() {
@@ -75,20 +96,7 @@ mod tests {
             vec![0, 0, 0, 1, 0, 0, 0],
             vec![0, 0, 1, 1000, 0, 0, 0],
         ] {
-            let wsum: u32 = weights.iter().sum();
-            let mut freqs: Vec<u32> = weights
-                .iter()
-                .map(|&w| if w == 0 { 0 } else { (w * 256 / wsum).max(1) })
-                .collect();
-            let diff = 256 - freqs.iter().sum::<u32>() as i64;
-            freqs[3] = (freqs[3] as i64 + diff) as u32;
-            let cdfs: Vec<u32> = (0..7).map(|i| freqs[..i].iter().sum()).collect();
-            let mut table = vec![0u32; 256];
-            for i in 0..7 {
-                for s in cdfs[i]..cdfs[i] + freqs[i] {
-                    table[s as usize] = pack_entry(i as i8 - 3, cdfs[i], freqs[i]);
-                }
-            }
+            let (freqs, cdfs, table) = test_model(&weights);
             let model = |v: i8| (cdfs[(v + 3) as usize], freqs[(v + 3) as usize]);
             let present: Vec<i8> = (0..7)
                 .filter(|&i| freqs[i] > 0)

@@ -163,7 +163,6 @@ const _: () = assert!(3 * CHUNK_BYTES - STATE_BYTES >= CHECK_BYTES + CHUNK_BYTES
 mod tests {
     use super::*;
     use crate::coder32::{STATE32_LOWER, decode_pair32, encode_pair32};
-    use crate::layout::pack_entry;
 
     /// An uneven 8-bit model over -3..=3 (and a certain-symbol model): the kernel's step with
     /// its entries gives `decode_pair32`'s state and values at every state tried.
@@ -187,20 +186,7 @@ mod tests {
     #[test]
     fn the_kernel_step_matches_the_coder() {
         for weights in [vec![1u32, 3, 10, 40, 12, 5, 1], vec![0, 0, 0, 1, 0, 0, 0]] {
-            let wsum: u32 = weights.iter().sum();
-            let mut freqs: Vec<u32> = weights
-                .iter()
-                .map(|&w| if w == 0 { 0 } else { (w * 256 / wsum).max(1) })
-                .collect();
-            let diff = 256 - freqs.iter().sum::<u32>() as i64;
-            freqs[3] = (freqs[3] as i64 + diff) as u32;
-            let cdfs: Vec<u32> = (0..7).map(|i| freqs[..i].iter().sum()).collect();
-            let mut packed = vec![0u32; 256];
-            for i in 0..7 {
-                for s in cdfs[i]..cdfs[i] + freqs[i] {
-                    packed[s as usize] = pack_entry(i as i8 - 3, cdfs[i], freqs[i]);
-                }
-            }
+            let (freqs, cdfs, packed) = crate::coder32::test_model(&weights);
             let entries: Vec<[u32; 2]> = (0..256u32)
                 .map(|s| lane_entry(s, packed[s as usize]))
                 .collect();
