@@ -292,8 +292,10 @@ mod tests {
                 ..
             }))
         ));
+        // One segment (one unit): its end offset is the stream's length.
         let opts = EncodeOptions {
             layout: Layout::WarpLanes,
+            lane_segment: Some(208),
             ..EncodeOptions::default()
         };
         let lanes = encode(&w, 3, 200, &opts).unwrap();

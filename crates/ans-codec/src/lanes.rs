@@ -38,15 +38,15 @@ pub const BLOCK_WORDS: usize = BLOCK_HALFWORDS / 2;
 pub const STATE_HALFWORDS: usize = 2 * LANES;
 /// The same, in `u32` words: the least a unit's stream takes (the offsets' minimum gap).
 pub const STATE_WORDS: usize = STATE_HALFWORDS / 2;
-/// [`default_lane_segment`](crate::default_lane_segment)'s starting segment, in columns.
-pub const DEFAULT_SEGMENT: usize = 1024;
-/// The shortest segment [`default_lane_segment`](crate::default_lane_segment) halves down to.
-pub const MIN_DEFAULT_SEGMENT: usize = 256;
-/// The units [`default_lane_segment`](crate::default_lane_segment) halves its segment to reach:
-/// the kernel is bound by the latency of each lane's chain of pairs, so it wants many units
-/// (docs/PERF.md: on an H100, 8192 x 8192 ran 10% faster with 256 columns than with 512, and
-/// 16384 x 16384 10% faster with 512 than with 1024).
-pub const TARGET_UNITS: usize = 16384;
+/// Segments per row group [`default_lane_segment`](crate::default_lane_segment) aims for: one
+/// per warp of a full block (`ans_kernels::lanes::MAX_WARPS`). The kernel's 64 KiB table lets
+/// two blocks share an SM whatever their size, so a full block is what fills the SM with warps,
+/// and the kernel is bound by the latency of each lane's chain of pairs (docs/PERF.md: on an
+/// H100 the best segment measured was `cols / 32` at every d from 2048 to 16384).
+pub const SEGMENTS_PER_GROUP: usize = 32;
+/// The shortest default segment: each unit's 32 flushed states cost `32 / segment` bits per
+/// element (0.5 at 64 columns).
+pub const MIN_DEFAULT_SEGMENT: usize = 64;
 
 /// Where the units of an `ans-lanes` matrix lie: its padded columns cut in segments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,9 +3,7 @@
 use ans_kernels::layout::{CHUNK, QUAD, STRIPE_ROWS};
 
 use crate::error::{Result, shape_error};
-use crate::lanes::{
-    DEFAULT_SEGMENT, LANE_ROWS, MIN_DEFAULT_SEGMENT, SEGMENT_MULTIPLE, TARGET_UNITS,
-};
+use crate::lanes::{LANE_ROWS, MIN_DEFAULT_SEGMENT, SEGMENT_MULTIPLE, SEGMENTS_PER_GROUP};
 
 cmv_format::header_code! {
     /// How a matrix is split among coders (`docs/ANS.md`); stored in the container header as
@@ -106,26 +104,22 @@ impl Layout {
 /// The default segment of `ans-lanes` (columns per unit) for a `rows x cols` matrix, used when
 /// [`EncodeOptions::lane_segment`](crate::EncodeOptions::lane_segment) is `None`.
 ///
-/// It starts at [`DEFAULT_SEGMENT`](crate::lanes::DEFAULT_SEGMENT) (1024) columns and halves,
-/// down to [`MIN_DEFAULT_SEGMENT`](crate::lanes::MIN_DEFAULT_SEGMENT) (256), while the matrix
-/// would have fewer than [`TARGET_UNITS`](crate::lanes::TARGET_UNITS) (16384) units (`rows / 32`
-/// row groups, rounded up, times the segments): matrices of few row groups get shorter
-/// segments, hence more units to spread over the GPU. The result is then clamped to the padded
-/// columns (`cols` rounded up to a multiple of 16; 16 for `cols == 0`). Always a positive
-/// multiple of 16.
+/// [`SEGMENTS_PER_GROUP`](crate::lanes::SEGMENTS_PER_GROUP) (32) segments per row group: the
+/// padded columns (`cols` rounded up to a multiple of 16; 16 for `cols == 0`) over 32, rounded
+/// up to a multiple of 16, at least [`MIN_DEFAULT_SEGMENT`](crate::lanes::MIN_DEFAULT_SEGMENT)
+/// (64) and at most the padded columns. The rows do not change it (one block per row group).
+/// Always a positive multiple of 16.
 pub fn default_lane_segment(rows: usize, cols: usize) -> usize {
-    let groups = rows.div_ceil(LANE_ROWS);
+    let _ = rows;
     let padded_cols = cols
         .div_ceil(SEGMENT_MULTIPLE)
         .max(1)
         .saturating_mul(SEGMENT_MULTIPLE);
-    let mut segment = DEFAULT_SEGMENT;
-    while segment > MIN_DEFAULT_SEGMENT
-        && groups.saturating_mul(padded_cols.div_ceil(segment)) < TARGET_UNITS
-    {
-        segment /= 2;
-    }
-    segment.min(padded_cols)
+    let per_group = padded_cols
+        .div_ceil(SEGMENTS_PER_GROUP)
+        .div_ceil(SEGMENT_MULTIPLE)
+        .saturating_mul(SEGMENT_MULTIPLE);
+    per_group.max(MIN_DEFAULT_SEGMENT).min(padded_cols)
 }
 
 #[cfg(test)]
@@ -139,24 +133,27 @@ mod tests {
 
     #[test]
     fn default_lane_segments_follow_the_rule() {
-        // 64 row groups: 8 segments of 1024 are 512 units, halved down to 256 columns.
-        assert_eq!(default_lane_segment(2048, 8192), 256);
-        // 512 groups x 32 segments of 512 = 16384 units: two halvings.
-        assert_eq!(default_lane_segment(16384, 16384), 512);
-        // 512 groups x 8 segments: halved down to the minimum.
-        assert_eq!(default_lane_segment(16384, 8192), 256);
-        // 4096 groups x 4 segments = 16384 units: 1024 is kept.
-        assert_eq!(default_lane_segment(4096 * 32, 4096), 1024);
-        // One segment whatever its length: halved to the minimum, within the padded columns.
-        assert_eq!(default_lane_segment(4096 * 32, 300), 256);
-        assert_eq!(default_lane_segment(4096 * 32, 200), 208);
-        // 256 groups x 32 segments of 256 = 8192 units: the minimum.
-        assert_eq!(default_lane_segment(256 * 32, 8192), 256);
-        for (rows, cols, want) in [(1, 1, 16), (1, 17, 32), (33, 7, 16), (64, 300, 256)] {
+        // 32 segments per row group: cols / 32, a multiple of 16.
+        for (cols, want) in [
+            (16384, 512),
+            (8192, 256),
+            (4096, 128),
+            (2048, 64),
+            (28672, 896),
+        ] {
+            for rows in [1, 2048, 100_000] {
+                assert_eq!(default_lane_segment(rows, cols), want, "{rows}x{cols}");
+            }
+        }
+        // 11008 / 32 = 344: a multiple of 8, rounded up to 352.
+        assert_eq!(default_lane_segment(4096, 11008), 352);
+        // At least 64 columns, at most the padded columns.
+        assert_eq!(default_lane_segment(4096, 1024), 64);
+        assert_eq!(default_lane_segment(4096, 300), 64);
+        for (rows, cols, want) in [(1, 1, 16), (1, 17, 32), (33, 7, 16), (64, 48, 48)] {
             assert_eq!(default_lane_segment(rows, cols), want, "{rows}x{cols}");
         }
         assert_eq!(default_lane_segment(0, 0), 16);
-        assert_eq!(default_lane_segment(usize::MAX, usize::MAX), 1024);
         for rows in [1, 31, 32, 1000, 100_000] {
             for cols in [1, 15, 16, 100, 1000, 5000, 100_000] {
                 let s = default_lane_segment(rows, cols);
