@@ -263,26 +263,18 @@ impl AnsMatrix {
             // Kept as it is: decode, gemv_reference and the kernels report it.
             Err(_) => return Ok((per_word * (hi - lo)).saturating_sub(STATE_WORDS) as u32),
         };
+        if canonical && let Some((row, col, found)) = bad_padding {
+            return Err(AnsError::Padding {
+                row,
+                col,
+                found,
+                expected: padding,
+            });
+        }
         if canonical && self.layout == Layout::WarpLanes {
-            if let Some((row, col, found)) = bad_padding {
-                return Err(AnsError::Padding {
-                    row,
-                    col,
-                    found,
-                    expected: padding,
-                });
-            }
             self.check_lane_end(u, read)?;
         }
         if canonical && self.layout != Layout::WarpLanes {
-            if let Some((row, col, found)) = bad_padding {
-                return Err(AnsError::Padding {
-                    row,
-                    col,
-                    found,
-                    expected: padding,
-                });
-            }
             let end = read.next_multiple_of(BLOCK_WORDS);
             if hi - lo != end {
                 return Err(FormatError::Offset {
