@@ -277,16 +277,10 @@ impl AnsMatrix {
         if canonical && self.layout != Layout::WarpLanes {
             let end = read.next_multiple_of(BLOCK_WORDS);
             if hi - lo != end {
-                return Err(FormatError::Offset {
-                    table: "stream",
-                    index: u + 1,
-                    value: hi as u64,
-                    previous: lo as u64,
-                    words: self.stream.len() as u64,
-                    rule: "a unit's stream must end at the first multiple of 128 words after its \
-                           data",
-                }
-                .into());
+                return Err(self.unit_end_error(
+                    u,
+                    "a unit's stream must end at the first multiple of 128 words after its data",
+                ));
             }
             for p in read..end {
                 let at = lo + p - p % BLOCK_WORDS + interleave(p % BLOCK_WORDS);
@@ -303,22 +297,30 @@ impl AnsMatrix {
         Ok(read.saturating_sub(STATE_WORDS) as u32)
     }
 
+    /// The error of unit `u` whose stream does not end where `rule` says (its end offset).
+    fn unit_end_error(&self, u: usize, rule: &'static str) -> AnsError {
+        FormatError::Offset {
+            table: "stream",
+            index: u + 1,
+            value: self.offsets[u + 1].into(),
+            previous: self.offsets[u].into(),
+            words: self.stream.len() as u64,
+            rule,
+        }
+        .into()
+    }
+
     /// The canonical end of lane unit `u` whose data ends after `read` 16-bit words: zero
     /// words up to the next multiple of 8, and the unit's stream ends there.
     fn check_lane_end(&self, u: usize, read: usize) -> Result<()> {
         let (lo, hi) = (self.offsets[u] as usize, self.offsets[u + 1] as usize);
         let end = read.next_multiple_of(lanes::BLOCK_HALFWORDS);
         if 2 * (hi - lo) != end {
-            return Err(FormatError::Offset {
-                table: "stream",
-                index: u + 1,
-                value: hi as u64,
-                previous: lo as u64,
-                words: self.stream.len() as u64,
-                rule: "an ans-lanes unit's stream must end at the first multiple of 8 16-bit \
-                       words (4 stream words) after its data",
-            }
-            .into());
+            return Err(self.unit_end_error(
+                u,
+                "an ans-lanes unit's stream must end at the first multiple of 8 16-bit words (4 \
+                 stream words) after its data",
+            ));
         }
         let words = &self.stream[lo..hi];
         for k in read..end {

@@ -203,6 +203,25 @@ mod tests {
             .collect()
     }
 
+    /// Decodes one unit of 32 rows x `cols` from `words` with `model`: the 16-bit words read
+    /// and the unit's values, or the corruption found.
+    fn decode_words(words: &[u32], model: &Model, cols: usize) -> Result<(usize, Vec<i8>)> {
+        let table = model.table();
+        let mut out = vec![0i8; 32 * cols];
+        decode_unit(
+            words,
+            |s| Slot::from_packed(table[s as usize]),
+            0..cols,
+            |l, c, v| out[l * cols + c..l * cols + c + 2].copy_from_slice(v),
+            |reason| AnsError::Corrupted {
+                unit: "lane unit",
+                index: 0,
+                reason,
+            },
+        )
+        .map(|read| (read, out))
+    }
+
     /// One unit of 32 rows x `cols` coded and decoded back through the unit functions.
     fn unit_round_trip(w: &[i8], cols: usize) -> (Vec<u32>, u64) {
         let model = Model::quantize(&counts(w), 8).unwrap();
@@ -213,20 +232,7 @@ mod tests {
             stored.len(),
             (STATE_HALFWORDS + data as usize).next_multiple_of(BLOCK_HALFWORDS) / 2
         );
-        let table = model.table();
-        let mut out = vec![0i8; w.len()];
-        let read = decode_unit(
-            &stored,
-            |s| Slot::from_packed(table[s as usize]),
-            0..cols,
-            |l, c, v| out[l * cols + c..l * cols + c + 2].copy_from_slice(v),
-            |reason| AnsError::Corrupted {
-                unit: "lane unit",
-                index: 0,
-                reason,
-            },
-        )
-        .unwrap();
+        let (read, out) = decode_words(&stored, &model, cols).unwrap();
         assert_eq!(read, STATE_HALFWORDS + data as usize);
         assert_eq!(out, w);
         (stored, data)
@@ -256,22 +262,7 @@ mod tests {
         let w = gaussian_int8(32 * cols, 4.0, 7);
         let (good, data) = unit_round_trip(&w, cols);
         let model = Model::quantize(&counts(&w), 8).unwrap();
-        let table = model.table();
-        let decode = |words: &[u32]| {
-            let mut out = vec![0i8; w.len()];
-            decode_unit(
-                words,
-                |s| Slot::from_packed(table[s as usize]),
-                0..cols,
-                |l, c, v| out[l * cols + c..l * cols + c + 2].copy_from_slice(v),
-                |reason| AnsError::Corrupted {
-                    unit: "lane unit",
-                    index: 0,
-                    reason,
-                },
-            )
-            .map(|read| (read, out))
-        };
+        let decode = |words: &[u32]| decode_words(words, &model, cols);
         let end = STATE_HALFWORDS + data as usize;
         // Truncated: the last data word gone.
         let mut short = good.clone();
