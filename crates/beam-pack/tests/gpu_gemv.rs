@@ -103,18 +103,22 @@ fn fast_kernels_every_width_up_to_32() {
     let mut shapes = SHAPES.to_vec();
     // Many rows (tiles looped by the persistent grid), few long rows (slices), whole and
     // partial 256-column segments of the tensor-core kernels.
-    shapes.extend([(2000, 256), (5, 20000), (16, 512), (33, 513)]);
-    // Both kernel families, each with the vector written by the separate prep kernel (the
-    // default) and built in the kernel (`Fused`).
-    let combos = [GemvPath::TensorCores, GemvPath::CudaCores]
+    // The streaming kernel's tiles split over several warps (and several tiles per warp).
+    shapes.extend([(2000, 256), (5, 20000), (16, 512), (33, 513), (700, 3000)]);
+    // The kernel families, each with the vector written by the separate prep kernel (the
+    // default) and built in the kernel (`Fused`; the streaming kernel always uses the prep
+    // kernel).
+    let combos = [GemvPath::Stream, GemvPath::TensorCores, GemvPath::CudaCores]
         .into_iter()
         .flat_map(|p| [GemvPrep::Auto, GemvPrep::Fused].map(|q| (p, q)));
     for ((path, prep), bits) in combos.flat_map(|c| (1..=32u32).map(move |b| (c, b))) {
-        if path == GemvPath::TensorCores && bits > 8 {
+        if path != GemvPath::CudaCores && bits > 8 {
             continue;
         }
         let bg = BeamGemv::new(&gpu).unwrap().with_path(path).with_prep(prep);
-        let fast = if path == GemvPath::TensorCores {
+        let fast = if path == GemvPath::Stream {
+            format!("cmv_beam_gemv_stream_b{bits}")
+        } else if path == GemvPath::TensorCores {
             format!("cmv_beam_gemv_mma_b{bits}")
         } else {
             format!("cmv_beam_gemv_nogaps_b{bits}")
@@ -165,13 +169,18 @@ fn tensor_core_sums_past_2_pow_31() {
     let Some(gpu) = gpu_for_tests("tensor_core_sums_past_2_pow_31") else {
         return;
     };
-    let bg = BeamGemv::new(&gpu)
-        .unwrap()
-        .with_path(GemvPath::TensorCores);
     let mut rng = StdRng::seed_from_u64(0xBEA4_0031);
     // All-max 8-bit operands over 50000 columns: every byte-plane sum is 255 * 255 * 50000,
     // past 2^31, so the MMA's 32-bit accumulators wrap as signed values.
-    for (shape, max) in [((40, 50000), true), ((17, 50000 - 77), false)] {
+    let cases = [((40, 50000), true), ((17, 50000 - 77), false)];
+    for ((shape, max), (path, kernel)) in cases.into_iter().flat_map(|c| {
+        [
+            (GemvPath::TensorCores, "cmv_beam_gemv_mma_b8"),
+            (GemvPath::Stream, "cmv_beam_gemv_stream_b8"),
+        ]
+        .map(move |p| (c, p))
+    }) {
+        let bg = BeamGemv::new(&gpu).unwrap().with_path(path);
         let a = random(&mut rng, shape, 8, Layout::Nogaps, max);
         // A 32-bit vector: the output (sai) is 32 bits, exact modulo 2^32.
         let b = random(&mut rng, (shape.1, 1), 32, Layout::Tight, max);
@@ -184,7 +193,7 @@ fn tensor_core_sums_past_2_pow_31() {
             Overflow::Ovf,
             Layout::Naive,
         );
-        assert_eq!(name, "cmv_beam_gemv_mma_b8");
+        assert_eq!(name, kernel);
     }
 }
 
@@ -360,7 +369,10 @@ fn timing() {
             }
             let mut out =
                 BeamGemm::alloc_out(&gpu, &das[0], &db, OutputWidth::Sai, Layout::Naive).unwrap();
-            for path in [GemvPath::TensorCores, GemvPath::CudaCores] {
+            for path in [GemvPath::Stream, GemvPath::TensorCores, GemvPath::CudaCores] {
+                if path != GemvPath::CudaCores && bits > 8 {
+                    continue;
+                }
                 let bg = BeamGemv::new(&gpu).unwrap().with_path(path);
                 let name = bg.kernel_name(&das[0], &db, out.bits(), Overflow::Ovf);
                 let t = time_launches(&gpu, 10, 200, |i| {

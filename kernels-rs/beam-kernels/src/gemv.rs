@@ -117,6 +117,9 @@ pub const PREP_PERM: u32 = 0;
 /// [`GemvParams::prep`]: the `B` fragments of `cmv_beam_gemv_mma_b{B}`
 /// ([`crate::gemv_mma::frag_word`]).
 pub const PREP_MMA: u32 = 1;
+/// [`GemvParams::prep`]: the `B` fragments of `cmv_beam_gemv_stream_b{B}` (as [`PREP_MMA`]),
+/// then [`crate::gemv_stream::stream_extra_words`] zeros (its sums and tile counters).
+pub const PREP_STREAM: u32 = 2;
 // SAFETY: repr(C), no padding (size asserted), plain data and device pointers only; the one
 // parameter of every GEMV kernel.
 unsafe impl KernelParams for GemvParams {}

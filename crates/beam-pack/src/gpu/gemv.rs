@@ -3,9 +3,11 @@
 //!
 //! [`BeamGemv::gemv`] picks the kernel for `nogaps` weights times one vector when the products
 //! are exact modulo 2^32 (`ovf` with an output of at most 32 bits, or a bound below 2^32) and
-//! the vector fits in shared memory: `cmv_beam_gemv_mma_b{bits}` (integer tensor cores) for
-//! at most 8 bits, `cmv_beam_gemv_nogaps_b{bits}` for at most 32; both run after
-//! `cmv_beam_gemv_prep`, which writes the vector once into a workspace the `BeamGemv` keeps.
+//! the vector fits in shared memory: `cmv_beam_gemv_stream_b{bits}` (integer tensor cores,
+//! weights streamed through shared memory) for at most 8 bits, `cmv_beam_gemv_nogaps_b{bits}`
+//! for at most 32 (`cmv_beam_gemv_mma_b{bits}`, the first tensor-core kernel, on request);
+//! they run after `cmv_beam_gemv_prep`, which writes the vector once into a workspace the
+//! `BeamGemv` keeps.
 //! `cmv_beam_gemv_any` takes everything else. [`GemvPath`] limits the choice (for
 //! comparisons). The [`DeviceGemv`] of [`PackedMatrix`] (`u64`
 //! inputs, `(W x) mod 2^64`) runs `cmv_beam_gemv_any`.
@@ -14,11 +16,14 @@ use std::sync::{Arc, Mutex};
 
 use beam_kernels::gemv::{
     ACC_U64, ANY_BLOCK_THREADS, BLOCK_THREADS, FAST_MAX_BITS, FLAG_B_TRANSPOSED, FLAG_FUSED_PREP,
-    FLAG_OUT_TRANSPOSED, GemvParams, PREP_MMA, PREP_PERM, acc_code, nogaps_smem_bytes,
+    FLAG_OUT_TRANSPOSED, GemvParams, PREP_MMA, PREP_PERM, PREP_STREAM, acc_code, nogaps_smem_bytes,
     nogaps_split, perm_slots,
 };
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, mma_by_default, mma_smem_bytes, mma_split, segments,
+};
+use beam_kernels::gemv_stream::{
+    STREAM_THREADS, stream_by_default, stream_extra_words, stream_smem_bytes,
 };
 use beam_kernels::layout::{self, Acc, acc_for};
 use beam_kernels::{MAX_BATCH, PackedOut, PackedRef};
@@ -78,16 +83,33 @@ const MMA_NAMES: [&str; MMA_MAX_BITS as usize] = [
     "cmv_beam_gemv_mma_b8",
 ];
 
+/// The streaming tensor-core kernel names, `cmv_beam_gemv_stream_b{bits}` at index `bits - 1`.
+const STREAM_NAMES: [&str; MMA_MAX_BITS as usize] = [
+    "cmv_beam_gemv_stream_b1",
+    "cmv_beam_gemv_stream_b2",
+    "cmv_beam_gemv_stream_b3",
+    "cmv_beam_gemv_stream_b4",
+    "cmv_beam_gemv_stream_b5",
+    "cmv_beam_gemv_stream_b6",
+    "cmv_beam_gemv_stream_b7",
+    "cmv_beam_gemv_stream_b8",
+];
+
 /// Which GEMV kernels [`BeamGemv`] may pick: the fastest one that takes the operands among
 /// those allowed. Every path gives the same (exact) result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GemvPath {
-    /// Any kernel (the default): tensor cores where
-    /// [`mma_by_default`](beam_kernels::gemv_mma::mma_by_default) (1-3 and 5-7 bits), then the
-    /// `nogaps` CUDA-core kernels, then `cmv_beam_gemv_any`.
+    /// Any kernel (the default): the streaming tensor-core kernel where
+    /// [`stream_by_default`](beam_kernels::gemv_stream::stream_by_default), the first
+    /// tensor-core kernel where [`mma_by_default`](beam_kernels::gemv_mma::mma_by_default),
+    /// then the `nogaps` CUDA-core kernels, then `cmv_beam_gemv_any`.
     #[default]
     Auto,
-    /// As `Auto`, with tensor cores at every width up to 8 bits.
+    /// The streaming tensor-core kernel (`cmv_beam_gemv_stream_b{bits}`) at every width up to
+    /// 8 bits, else as `Auto`.
+    Stream,
+    /// The first tensor-core kernel (`cmv_beam_gemv_mma_b{bits}`, weights in flight in
+    /// registers) at every width up to 8 bits, else as `Auto` without the streaming kernel.
     TensorCores,
     /// Not the tensor-core kernels.
     CudaCores,
@@ -97,17 +119,19 @@ pub enum GemvPath {
 
 impl GemvPath {
     /// Every path, in the order of [`GemvPath::name`].
-    pub const ALL: [GemvPath; 4] = [
+    pub const ALL: [GemvPath; 5] = [
         GemvPath::Auto,
+        GemvPath::Stream,
         GemvPath::TensorCores,
         GemvPath::CudaCores,
         GemvPath::Any,
     ];
 
-    /// `auto`, `tensor-cores`, `cuda-cores` or `any`.
+    /// `auto`, `tc-stream`, `tensor-cores`, `cuda-cores` or `any`.
     pub fn name(self) -> &'static str {
         match self {
             GemvPath::Auto => "auto",
+            GemvPath::Stream => "tc-stream",
             GemvPath::TensorCores => "tensor-cores",
             GemvPath::CudaCores => "cuda-cores",
             GemvPath::Any => "any",
@@ -170,12 +194,19 @@ pub fn gemv_kernel_name(
         return "cmv_beam_gemv_any";
     };
     let fits = |bytes: u64| bytes <= u64::from(max_smem);
+    let stream = match path {
+        GemvPath::Auto => stream_by_default(a_bits),
+        GemvPath::Stream => a_bits <= MMA_MAX_BITS,
+        GemvPath::TensorCores | GemvPath::CudaCores | GemvPath::Any => false,
+    };
     let mma = match path {
-        GemvPath::Auto => mma_by_default(a_bits),
+        GemvPath::Auto | GemvPath::Stream => mma_by_default(a_bits),
         GemvPath::TensorCores => a_bits <= MMA_MAX_BITS,
         GemvPath::CudaCores | GemvPath::Any => false,
     };
-    if fast && mma && fits(mma_smem_bytes(cols)) {
+    if fast && stream && fits(stream_smem_bytes(a_bits, frag_words(cols))) {
+        STREAM_NAMES[a_bits as usize - 1]
+    } else if fast && mma && fits(mma_smem_bytes(cols)) {
         MMA_NAMES[a_bits as usize - 1]
     } else if fast && a_bits <= FAST_MAX_BITS && fits(nogaps_smem_bytes(a_bits, rw)) {
         NOGAPS_NAMES[a_bits as usize - 1]
@@ -191,6 +222,7 @@ pub struct BeamGemv {
     any: Kernel,
     nogaps: Vec<Kernel>,
     mma: Vec<Kernel>,
+    stream_k: Vec<Kernel>,
     prep: Kernel,
     /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
     /// launch that uses it goes to `stream`, so one buffer serves them in order.
@@ -215,11 +247,16 @@ impl BeamGemv {
             .iter()
             .map(|&name| gpu.kernel(&PTX, name))
             .collect::<Result<Vec<_>, _>>()?;
+        let stream_k = STREAM_NAMES
+            .iter()
+            .map(|&name| gpu.kernel(&PTX, name))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             stream: gpu.stream().clone(),
             any: gpu.kernel(&PTX, "cmv_beam_gemv_any")?,
             nogaps,
             mma,
+            stream_k,
             prep: gpu.kernel(&PTX, "cmv_beam_gemv_prep")?,
             work: Mutex::new(None),
             path: GemvPath::Auto,
@@ -325,16 +362,21 @@ impl BeamGemv {
             // own); A's columns equal B's rows, B has at most 16 columns, out is A.rows x
             // B.cols and was zeroed unless naive; acc is acc_for of these operands.
             unsafe { self.launch_any(&params) }
+        } else if name.starts_with("cmv_beam_gemv_stream_") {
+            // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
+            // <= 8 bits, B has one column, the accumulator is U32 and the rings and the
+            // fragments fit in the shared memory a block may have.
+            unsafe { self.launch_fast(gpu, FastKernel::Stream, params) }
         } else if name.starts_with("cmv_beam_gemv_mma_") {
             // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
             // <= 8 bits, B has one column, the accumulator is U32 and the fragments fit in
             // the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, true, params) }
+            unsafe { self.launch_fast(gpu, FastKernel::Mma, params) }
         } else {
             // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
             // <= 32 bits, B has one column, the accumulator is U32 and the vector fits in
             // the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, false, params) }
+            unsafe { self.launch_fast(gpu, FastKernel::Nogaps, params) }
         }
     }
 
@@ -359,47 +401,69 @@ impl BeamGemv {
         Ok(())
     }
 
-    /// Launches `cmv_beam_gemv_prep`, then the tensor-core (`mma`) or `nogaps` kernel of the
-    /// weights' width with its split and grid, on `gpu`'s stream (the kernels' own).
+    /// Launches `cmv_beam_gemv_prep`, then the fast kernel `which` of the weights' width with
+    /// its split and grid, on `gpu`'s stream (the kernels' own).
     ///
     /// # Safety
     /// As [`BeamGemv::launch_any`], and `A` is `nogaps` of `bits = p.a.bits` (at most 8 for
-    /// `mma`, 32 otherwise), `B` has one column, `p.acc` is `ACC_U32`.
-    unsafe fn launch_fast(&self, gpu: &Gpu, mma: bool, mut p: GemvParams) -> Result<(), BeamError> {
+    /// the tensor-core kernels, 32 otherwise), `B` has one column, `p.acc` is `ACC_U32`.
+    unsafe fn launch_fast(
+        &self,
+        gpu: &Gpu,
+        which: FastKernel,
+        mut p: GemvParams,
+    ) -> Result<(), BeamError> {
         let bits = p.a.bits;
-        let (kernel, words, smem) = if mma {
-            (
-                &self.mma[bits as usize - 1],
+        let b = bits as usize - 1;
+        let (kernel, words, extra, smem, threads) = match which {
+            FastKernel::Stream => (
+                &self.stream_k[b],
                 frag_words(p.a.cols),
+                stream_extra_words(p.a.rows),
+                stream_smem_bytes(bits, frag_words(p.a.cols)),
+                STREAM_THREADS,
+            ),
+            FastKernel::Mma => (
+                &self.mma[b],
+                frag_words(p.a.cols),
+                0,
                 mma_smem_bytes(p.a.cols),
-            )
-        } else {
-            (
-                &self.nogaps[bits as usize - 1],
+                BLOCK_THREADS,
+            ),
+            FastKernel::Nogaps => (
+                &self.nogaps[b],
                 perm_slots(bits, p.a.row_words),
+                0,
                 nogaps_smem_bytes(bits, p.a.row_words),
-            )
+                BLOCK_THREADS,
+            ),
         };
         let smem = u32::try_from(smem).unwrap_or(u32::MAX);
         let mut cfg = LaunchConfig {
             grid_dim: (1, 1, 1),
-            block_dim: (BLOCK_THREADS, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: smem,
         };
         // Raises the kernel's shared-memory limit above 48 KiB before the occupancy query.
         kernel.check_config(&cfg)?;
-        let per_sm = kernel.max_active_blocks_per_sm(BLOCK_THREADS, smem)?.max(1);
+        let per_sm = kernel.max_active_blocks_per_sm(threads, smem)?.max(1);
         let resident = per_sm * self.sm_count;
-        let (slices, grid) = if mma {
-            mma_split(p.a.rows, segments(p.a.cols), resident)
-        } else {
-            nogaps_split(p.a.rows, p.a.row_words, bits, resident)
+        let (slices, grid) = match which {
+            // Every resident block, each warp an equal run of units.
+            FastKernel::Stream => (1, resident),
+            FastKernel::Mma => mma_split(p.a.rows, segments(p.a.cols), resident),
+            FastKernel::Nogaps => nogaps_split(p.a.rows, p.a.row_words, bits, resident),
         };
         p.slices = slices;
         cfg.grid_dim.0 = grid.max(1);
         p.xp_len = words;
-        p.prep = if mma { PREP_MMA } else { PREP_PERM };
-        if self.prep_mode == GemvPrep::Fused {
+        p.prep = match which {
+            FastKernel::Stream => PREP_STREAM,
+            FastKernel::Mma => PREP_MMA,
+            FastKernel::Nogaps => PREP_PERM,
+        };
+        // The streaming kernel's sums and counters come zeroed from the prep kernel only.
+        if self.prep_mode == GemvPrep::Fused && which != FastKernel::Stream {
             p.flags |= FLAG_FUSED_PREP;
             // SAFETY: forwarded from the caller; with FLAG_FUSED_PREP the kernel builds the
             // vector from B itself (xp is not read); WARPS_PER_BLOCK warps per block, slices
@@ -407,21 +471,28 @@ impl BeamGemv {
             unsafe { kernel.launch(&self.stream, cfg, &p)? };
             return Ok(());
         }
+        let total = words as usize + extra as usize;
         let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner());
-        if work.as_ref().is_none_or(|w| w.len() < words as usize) {
-            *work = Some(gpu.alloc_zeros::<u32>(words as usize)?);
+        if work.as_ref().is_none_or(|w| w.len() < total) {
+            *work = Some(gpu.alloc_zeros::<u32>(total)?);
         }
         let Some(buf) = work.as_mut() else {
             unreachable!("the workspace was allocated above")
         };
         p.xp = dev_ptr_mut(buf);
         let prep_cfg = LaunchConfig {
-            grid_dim: (words.div_ceil(256).clamp(1, self.sm_count.max(1) * 8), 1, 1),
+            grid_dim: (
+                (words + extra)
+                    .div_ceil(256)
+                    .clamp(1, self.sm_count.max(1) * 8),
+                1,
+                1,
+            ),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: forwarded from the caller (B has one column of A.cols elements); the
-        // workspace holds at least `words` u32, which is what `p.prep` asks for.
+        // workspace holds at least `words + extra` u32, which is what `p.prep` asks for.
         unsafe { self.prep.launch(&self.stream, prep_cfg, &p)? };
         // SAFETY: forwarded from the caller; the prep launch above wrote the workspace on the
         // same stream; WARPS_PER_BLOCK warps per block, slices a power of two dividing it
@@ -429,6 +500,17 @@ impl BeamGemv {
         unsafe { kernel.launch(&self.stream, cfg, &p)? };
         Ok(())
     }
+}
+
+/// The fast kernels [`BeamGemv::launch_fast`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FastKernel {
+    /// `cmv_beam_gemv_stream_b{bits}`.
+    Stream,
+    /// `cmv_beam_gemv_mma_b{bits}`.
+    Mma,
+    /// `cmv_beam_gemv_nogaps_b{bits}`.
+    Nogaps,
 }
 
 /// `x` (`batch` vectors of `len` values, `x[b * len + i]`) as a naive `batch x len` matrix of
@@ -537,18 +619,37 @@ mod tests {
 
     #[test]
     fn the_kernel_follows_width_path_and_size() {
-        for bits in [1, 2, 3, 5, 6, 7] {
+        for bits in 1..=8 {
             assert_eq!(
                 name(bits, 4096, 1, GemvPath::Auto),
+                STREAM_NAMES[bits as usize - 1]
+            );
+            assert_eq!(
+                name(bits, 4096, 1, GemvPath::Stream),
+                STREAM_NAMES[bits as usize - 1]
+            );
+        }
+        for bits in [1, 2, 3, 5, 6, 7] {
+            assert_eq!(
+                name(bits, 4096, 1, GemvPath::TensorCores),
                 MMA_NAMES[bits as usize - 1]
             );
         }
-        assert_eq!(name(4, 4096, 1, GemvPath::Auto), "cmv_beam_gemv_nogaps_b4");
+        assert_eq!(
+            name(4, 4096, 1, GemvPath::CudaCores),
+            "cmv_beam_gemv_nogaps_b4"
+        );
+        // Past the streaming kernel's shared memory (rings + fragments), the first tensor-core
+        // kernel where it is the default, else the CUDA-core kernel.
+        assert_eq!(name(3, 40_000, 1, GemvPath::Auto), "cmv_beam_gemv_mma_b3");
+        assert_eq!(
+            name(8, 40_000, 1, GemvPath::Auto),
+            "cmv_beam_gemv_nogaps_b8"
+        );
         assert_eq!(
             name(4, 4096, 1, GemvPath::TensorCores),
             "cmv_beam_gemv_mma_b4"
         );
-        assert_eq!(name(8, 4096, 1, GemvPath::Auto), "cmv_beam_gemv_nogaps_b8");
         assert_eq!(
             name(8, 4096, 1, GemvPath::TensorCores),
             "cmv_beam_gemv_mma_b8"

@@ -1,20 +1,26 @@
 //! GEMV entry points (NVPTX only). The arithmetic is in the parent module.
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, dyn_smem, dyn_smem_addr, global_thread_x, grid_dim_x, lane_id,
-    ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_stream_u64, lds_v4, mma_m16n8k32_u8, shfl_down, shfl_xor,
-    sts_v4, sync_threads, thread_idx_x, warp_id, warp_sum_i32,
+    U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_16_zfill,
+    cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr, fence_gpu, global_thread_x,
+    grid_dim_x, lane_id, ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, ld_stream_u64, lds_v4,
+    mma_m16n8k32_u8, red_add_u32_global, shfl_down, shfl_idx, shfl_xor, sts_v4, sync_threads,
+    sync_warp, thread_idx_x, warp_id, warp_sum_i32,
 };
 
 use super::{
     ACC_SAT_U64, FLAG_B_TRANSPOSED, FLAG_FUSED_PREP, FLAG_OUT_TRANSPOSED, GemvParams, PREP_PERM,
-    ROWS_PER_WARP, UNROLL, WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word, mac_u64,
-    perm_value, slice_words, unroll, window, word_elems,
+    PREP_STREAM, ROWS_PER_WARP, UNROLL, WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word,
+    mac_u64, perm_value, slice_words, unroll, window, word_elems,
 };
 use crate::access::{load, store};
 use crate::gemv_mma::{
     MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, interleaved, lane_word, mma_unroll, plane_shares,
     segments, unpack,
+};
+use crate::gemv_stream::{
+    STREAM_WARPS, copies, copy_plan, lane_chunks, stage_bytes, stages, stream_extra_words,
+    warp_units, wide_copies,
 };
 use crate::layout::finish;
 
@@ -35,9 +41,17 @@ unsafe fn gemv_prep(p: &GemvParams) {
     let x = |c: u32| unsafe { load(&bm, c, 0) } as u32;
     let step = u64::from(grid_dim_x()) * u64::from(block_dim_x());
     let mut i = global_thread_x();
-    while i < u64::from(p.xp_len) {
+    // The streaming kernel's sums and tile counters follow the fragments, zeroed.
+    let extra = if p.prep == PREP_STREAM {
+        stream_extra_words(a.rows)
+    } else {
+        0
+    };
+    while i < u64::from(p.xp_len) + u64::from(extra) {
         let slot = i as u32;
-        let v = if p.prep == PREP_PERM {
+        let v = if slot >= p.xp_len {
+            0
+        } else if p.prep == PREP_PERM {
             perm_value(a.bits, slot, a.cols, a.row_words, x)
         } else {
             frag_word(a.bits, slot, a.cols, x)
@@ -446,6 +460,234 @@ unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
     }
 }
 
+/// `cmv_beam_gemv_stream_b{B}`: see [`crate::gemv_stream`].
+///
+/// # Safety
+/// The launcher checked: `A` is `nogaps` with `B <= 8`-bit elements, `B` has one column and
+/// `A.cols` rows, `C` is `A.rows x 1`, zeroed unless `naive`; the accumulator is `U32`;
+/// [`STREAM_WARPS`] warps per block; `cmv_beam_gemv_prep` with [`PREP_STREAM`] wrote the
+/// workspace (`xp_len = frag_words(A.cols)` fragments, then `stream_extra_words(A.rows)` zeros)
+/// before this launch; the dynamic shared memory holds `stream_smem_bytes(B, xp_len)` bytes.
+#[inline(always)]
+unsafe fn gemv_stream<const B: u32>(p: &GemvParams) {
+    let ns = stages(B);
+    let sb = stage_bytes(B);
+    let (a, out) = (p.a, p.c);
+    let (rows, rw) = (a.rows, a.row_words);
+    let segs = segments(a.cols);
+    let tiles = rows.div_ceil(MMA_ROWS);
+    let fw = p.xp_len;
+    let smem = dyn_smem_addr();
+    let (w, lane) = (warp_id(), lane_id());
+    let (g, t) = (lane / 4, lane % 4);
+    let ring = smem + w * ns * sb;
+    let xs = smem + STREAM_WARPS * ns * sb;
+    let wide = wide_copies(B, rw);
+    let base = a.words.as_ptr();
+    // SAFETY: the workspace holds fw fragments, then a sum per row, then a counter per tile.
+    let (sums, counts) = unsafe {
+        let s = p.xp.as_mut_ptr().add(fw as usize);
+        (s, s.add(rows as usize))
+    };
+
+    let units = u64::from(tiles) * u64::from(segs);
+    let warps = u64::from(grid_dim_x()) * u64::from(STREAM_WARPS);
+    let (u0, u1) = warp_units(units, warps, u64::from(block_idx_x() * STREAM_WARPS + w));
+    // The copies of unit (tile, seg) into ring slot `slot`, one commit group.
+    let issue = |tile: u32, seg: u32, slot: u32| {
+        let dst0 = ring + slot * sb;
+        let row0 = tile * MMA_ROWS;
+        let w0 = seg * 4 * B;
+        for i in 0..copies(B, wide) {
+            let (r, wr, off) = copy_plan(B, wide, lane, i);
+            let (row, word) = (row0 + r, w0 + wr);
+            let ok = row < rows && word < rw;
+            // SAFETY: with `ok` the word (and its pair: wide copies start on even words of
+            // rows of even length) lies in A; otherwise nothing is read (size 0, zero-filled)
+            // from A's aligned first word. The destination is this warp's slot, which no lane
+            // reads until the group is waited for.
+            unsafe {
+                let src = if ok {
+                    base.add(row as usize * rw as usize + word as usize)
+                } else {
+                    base
+                };
+                if wide {
+                    cp_async_16_zfill(dst0 + off, src as *const U32x4, if ok { 16 } else { 0 });
+                } else {
+                    cp_async_8_zfill(dst0 + off, src, if ok { 8 } else { 0 });
+                }
+            }
+        }
+    };
+    let (mut pf_tile, mut pf_seg) = ((u0 / u64::from(segs)) as u32, (u0 % u64::from(segs)) as u32);
+    let mut pf_left = u1 - u0;
+    let mut prefetch = |slot: u32| {
+        if pf_left > 0 {
+            issue(pf_tile, pf_seg, slot);
+            pf_left -= 1;
+            pf_seg += 1;
+            if pf_seg == segs {
+                pf_seg = 0;
+                pf_tile += 1;
+            }
+        }
+        // SAFETY: no operands; an empty group when nothing is left keeps the count.
+        unsafe { cp_async_commit() };
+    };
+    for slot in 0..ns - 1 {
+        prefetch(slot);
+    }
+    // The fragments, while the first units are on their way.
+    {
+        let src = p.xp.as_mut_ptr() as *const U32x4;
+        let mut i = thread_idx_x();
+        while i < fw / 4 {
+            // SAFETY: i < fw / 4: inside the workspace's fragments and the shared memory.
+            unsafe { sts_v4(xs + 16 * i, ld_nc_v4(src.add(i as usize))) };
+            i += STREAM_WARPS * 32;
+        }
+        // SAFETY: every thread of the block reaches it.
+        unsafe { sync_threads() };
+    }
+
+    let (mut tile, mut seg) = ((u0 / u64::from(segs)) as u32, (u0 % u64::from(segs)) as u32);
+    let mut first = seg;
+    let mut left = u1 - u0;
+    let mut slot = 0;
+    let (mut c0, mut c1) = ([0u32; 4], [0u32; 4]);
+    while left > 0 {
+        // SAFETY: no operands. ns - 1 groups were committed before the first unit and one per
+        // unit since: waiting until ns - 2 are pending completes this unit's group.
+        unsafe {
+            match ns {
+                3 => cp_async_wait::<1>(),
+                4 => cp_async_wait::<2>(),
+                6 => cp_async_wait::<4>(),
+                _ => cp_async_wait::<6>(),
+            }
+            // Every lane's copies of this unit are visible to the warp; every lane has read
+            // the slot of the previous unit, which the prefetch below overwrites.
+            sync_warp();
+        }
+        prefetch(if slot == 0 { ns - 1 } else { slot - 1 });
+        let st = ring + slot * sb;
+        let mut wv = [[0u32; 16]; 2];
+        for jj in 0..lane_chunks(B) / 2 {
+            for (h, wh) in wv.iter_mut().enumerate() {
+                // SAFETY: inside this warp's slot (stage_offset < sb), 16-byte aligned.
+                let v = unsafe { lds_v4(st + ((jj * 2 + h as u32) * 32 + lane) * 16) }.0;
+                let j = 4 * jj as usize;
+                wh[j..j + 4].copy_from_slice(&v);
+            }
+        }
+        if B % 2 == 1 {
+            // The last chunk's high word is not copied at odd widths.
+            for wh in wv.iter_mut() {
+                wh[2 * B as usize] = 0;
+                wh[2 * B as usize + 1] = 0;
+            }
+        }
+        let mut bf = [U32x4([0; 4]); 4];
+        if lane < 16 {
+            for (q, f) in bf.iter_mut().enumerate() {
+                let off = (seg * SEG_WORDS + q as u32 * 64 + lane * 4) * 4;
+                // SAFETY: inside the fragments: seg < segs, 16-byte aligned.
+                *f = unsafe { lds_v4(xs + off) };
+            }
+        }
+        // Called with constant steps so every index and shift is an immediate.
+        let mut step = |s: u32| {
+            let (a0, a2) = unpack::<B>(&wv[0], s);
+            let (a1, a3) = unpack::<B>(&wv[1], s);
+            let f = bf[(s / 2) as usize].0;
+            let h = 2 * (s % 2) as usize;
+            // SAFETY: the whole warp runs this (the unit loop is warp-uniform).
+            unsafe {
+                if s % 2 == 0 {
+                    c0 = mma_m16n8k32_u8([a0, a1, a2, a3], [f[h], f[h + 1]], c0);
+                } else {
+                    c1 = mma_m16n8k32_u8([a0, a1, a2, a3], [f[h], f[h + 1]], c1);
+                }
+            }
+        };
+        step(0);
+        step(1);
+        step(2);
+        step(3);
+        step(4);
+        step(5);
+        step(6);
+        step(7);
+        slot = if slot + 1 == ns { 0 } else { slot + 1 };
+        left -= 1;
+        seg += 1;
+        if seg == segs || left == 0 {
+            // This warp's part of the tile is done: rows g (lane 4g) and g + 8 (lane 4g + 1).
+            let c = [
+                c0[0].wrapping_add(c1[0]),
+                c0[1].wrapping_add(c1[1]),
+                c0[2].wrapping_add(c1[2]),
+                c0[3].wrapping_add(c1[3]),
+            ];
+            let (mut lo, mut hi) = plane_shares(c, t);
+            // SAFETY: the whole warp runs this.
+            unsafe {
+                lo = lo.wrapping_add(shfl_xor(lo, 1));
+                lo = lo.wrapping_add(shfl_xor(lo, 2));
+                hi = hi.wrapping_add(shfl_xor(hi, 1));
+                hi = hi.wrapping_add(shfl_xor(hi, 2));
+            }
+            let mine = if t == 0 { lo } else { hi };
+            let row = tile * MMA_ROWS + g + 8 * (t & 1);
+            let writes = t < 2 && row < rows;
+            let put = |v: u32| {
+                let v = finish(u64::from(v), out.bits, p.overflow);
+                // SAFETY: row < rows, column 0 < 1; each output written once (by the one warp
+                // that covers or completes the tile).
+                unsafe { store(&out, row, 0, v) };
+            };
+            if first == 0 && seg == segs {
+                if writes {
+                    put(mine);
+                }
+            } else {
+                let done = seg - first;
+                // SAFETY: row < rows: a sum slot; tile < tiles: a counter; the workspace is
+                // accessed only atomically (and by the one completing warp after the count).
+                // The whole warp runs this.
+                unsafe {
+                    if writes {
+                        red_add_u32_global(sums.add(row as usize), mine);
+                    }
+                    fence_gpu();
+                    sync_warp();
+                    let mut last = 0;
+                    if lane == 0 {
+                        let old = atomic_add_u32(counts.add(tile as usize), done);
+                        last = u32::from(old + done == segs);
+                    }
+                    if shfl_idx(last, 0) != 0 {
+                        fence_gpu();
+                        if writes {
+                            put(ld_relaxed_u32(sums.add(row as usize)));
+                        }
+                    }
+                }
+            }
+            c0 = [0; 4];
+            c1 = [0; 4];
+            if seg == segs {
+                seg = 0;
+                tile += 1;
+            }
+            first = seg;
+        }
+    }
+    // SAFETY: no operands; the remaining groups are empty.
+    unsafe { cp_async_wait::<0>() };
+}
+
 /// `u64` sum over the warp (wrapping or saturating); every lane gets it.
 ///
 /// # Safety
@@ -544,6 +786,45 @@ pub unsafe extern "ptx-kernel" fn cmv_beam_gemv_any(p: GemvParams) {
 pub unsafe extern "ptx-kernel" fn cmv_beam_gemv_prep(p: GemvParams) {
     // SAFETY: forwarded from the launcher's checks.
     unsafe { gemv_prep(&p) }
+}
+
+macro_rules! stream_entries {
+    ($($name:ident = $b:literal;)*) => {$(
+        /// GEMV of `nogaps` weights of this width by one vector on integer tensor cores,
+        /// streaming the weights through shared memory, exact modulo 2^32; see
+        /// [`crate::gemv_stream`].
+        ///
+        /// # Safety
+        /// Launched by `beam-pack`'s `BeamGemv`, which validates shapes, widths, the
+        /// accumulator, the workspace, the grid and the shared memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe { gemv_stream::<$b>(&p) }
+        }
+    )*};
+}
+
+stream_entries! {
+    cmv_beam_gemv_stream_b1 = 1;
+    cmv_beam_gemv_stream_b2 = 2;
+    cmv_beam_gemv_stream_b3 = 3;
+    cmv_beam_gemv_stream_b4 = 4;
+    cmv_beam_gemv_stream_b5 = 5;
+    cmv_beam_gemv_stream_b6 = 6;
+    cmv_beam_gemv_stream_b7 = 7;
+    cmv_beam_gemv_stream_b8 = 8;
+}
+
+cmv_device::launch_bounds! {
+    CMV_MAXNTID_cmv_beam_gemv_stream_b1 = STREAM_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b2 = STREAM_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b3 = STREAM_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b4 = STREAM_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b5 = STREAM_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b6 = STREAM_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b7 = STREAM_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b8 = STREAM_WARPS * 32;
 }
 
 macro_rules! mma_entries {

@@ -1,0 +1,301 @@
+//! The streaming tensor-core GEMV, `cmv_beam_gemv_stream_b{B}` (`B` = 1..=8): the arithmetic
+//! of [`crate::gemv_mma`] (weights unpacked to bytes as the `A` operand of
+//! `mma.m16n8k32.u8.u8.s32`, the vector's four bytes as four columns of `B`, exact modulo
+//! 2^32), with the two things that kernel lacks to stream at the memory bandwidth:
+//!
+//! * **Bytes in flight without registers.** Each warp copies its weights with `cp.async` into
+//!   a ring of [`stages`] shared-memory stages; a stage is one *unit* (a tile of
+//!   [`MMA_ROWS`] rows by one segment of [`SEG_ELEMS`] columns, `512 B` bytes). While the warp
+//!   multiplies one unit, the next `stages - 1` are on their way. The register kernel held the
+//!   loads in flight in registers (118 of them, one block of 16 warps per SM) and waited for
+//!   each batch of loads before multiplying.
+//! * **Every SM gets the same work.** The units are numbered tile-major (`tile * segs + seg`)
+//!   and every warp of the grid takes an equal run of them ([`warp_units`]): a stream-K split.
+//!   A warp that covers a whole tile writes its rows; otherwise each warp adds its part of the
+//!   tile's sums to a `u32` per row with a wrapping atomic add (exact modulo 2^32 in any order)
+//!   and adds its segment count to the tile's counter; the warp that completes the count reads
+//!   the sums back, applies `finish` and writes the rows. The register kernel split by whole
+//!   row tiles: 112 blocks for 132 SMs at 28672 x 8192.
+//!
+//! **The stage layout.** The copies place each 8-byte word where the lane that multiplies it
+//! reads it: the lane `L = 4 g + t` holding rows `g` and `g + 8` of the tile reads its words
+//! `j` (0..`B`, [`crate::gemv_mma::lane_word`]) of row half `h` as 16-byte chunks
+//! `((j / 2) 2 + h) 32 + L` ([`stage_offset`]), so the 32 lanes of every shared load read 512
+//! consecutive bytes (no bank conflict) and get the same registers the register kernel loaded
+//! from global memory. The copies themselves are coalesced: copy `i` of lane `l` is 16-byte
+//! chunk (or 8-byte word) `32 i + l` of the unit in row-major order ([`copy_plan`]). 16-byte
+//! copies need even widths (a lane's words pair up) and rows that start on 16 bytes (an even
+//! number of words per row, [`wide_copies`]); otherwise every word is its own 8-byte copy.
+//! Words past the row and rows past the matrix are zero-filled by the copy (`src-size` 0),
+//! never read.
+
+#[cfg(test)]
+use crate::gemv_mma::lane_word;
+use crate::gemv_mma::{MMA_ROWS, SEG_ELEMS, interleaved, piece_bytes};
+
+/// Whether the launcher picks the streaming kernel by default for `bits`-bit weights (when its
+/// shared memory fits): at every width up to 8 bits.
+pub const fn stream_by_default(bits: u32) -> bool {
+    bits >= 1 && bits <= crate::gemv_mma::MMA_MAX_BITS
+}
+
+/// Warps of a block of the streaming kernel.
+pub const STREAM_WARPS: u32 = 8;
+/// Threads of a block of the streaming kernel.
+pub const STREAM_THREADS: u32 = 32 * STREAM_WARPS;
+
+/// 16-byte chunks a lane reads from one stage: `ceil(B / 2)` per row half (words `2 jj` and
+/// `2 jj + 1`; at odd widths the last chunk holds one word).
+pub const fn lane_chunks(bits: u32) -> u32 {
+    2 * bits.div_ceil(2)
+}
+
+/// Bytes of one stage (one unit of the 32 lanes): [`lane_chunks`] x 32 x 16.
+pub const fn stage_bytes(bits: u32) -> u32 {
+    lane_chunks(bits) * 32 * 16
+}
+
+/// Stages of a warp's ring for `bits`-bit weights: 12 KiB or less per warp (96 KiB per block),
+/// so 2 to 7 units (8 to 10 KiB) are in flight per warp while it multiplies one.
+pub const fn stages(bits: u32) -> u32 {
+    match bits {
+        1 | 2 => 8,
+        3 | 4 => 6,
+        5 | 6 => 4,
+        _ => 3,
+    }
+}
+
+/// Bytes of one warp's ring.
+pub const fn ring_bytes(bits: u32) -> u32 {
+    stages(bits) * stage_bytes(bits)
+}
+
+/// Bytes of dynamic shared memory `cmv_beam_gemv_stream_b{bits}` needs for `frag_words`
+/// `u32` of `B` fragments ([`crate::gemv_mma::frag_words`]): the rings of the
+/// [`STREAM_WARPS`] warps, then the fragments.
+pub const fn stream_smem_bytes(bits: u32, frag_words: u32) -> u64 {
+    (STREAM_WARPS * ring_bytes(bits)) as u64 + 4 * frag_words as u64
+}
+
+/// `u32` of the workspace after the fragments: a sum per row, then a counter per tile (both
+/// zeroed by `cmv_beam_gemv_prep` before each launch).
+pub const fn stream_extra_words(rows: u32) -> u32 {
+    rows + rows.div_ceil(MMA_ROWS)
+}
+
+/// Whether the copies move 16 bytes (two words): even widths and rows that start on 16 bytes.
+pub const fn wide_copies(bits: u32, row_words: u32) -> bool {
+    bits % 2 == 0 && row_words % 2 == 0
+}
+
+/// Copies a lane issues per unit: `B` of 16 bytes, or `2 B` of 8 bytes.
+pub const fn copies(bits: u32, wide: bool) -> u32 {
+    if wide { bits } else { 2 * bits }
+}
+
+/// The lane `t` (0..4 of a row) and its word `j` (0..`bits`) that multiply in-segment word `wr`
+/// (0..`4 bits`) of a row: the inverse of [`lane_word`].
+pub const fn word_owner(bits: u32, wr: u32) -> (u32, u32) {
+    if interleaved(bits) {
+        let w = piece_bytes(bits) / 8;
+        let piece = wr / w;
+        (piece % 4, (piece / 4) * w + wr % w)
+    } else {
+        (wr / bits, wr % bits)
+    }
+}
+
+/// Byte offset in a stage of lane `lane`'s word `j` of row half `h` (row `g` or `g + 8`):
+/// 16-byte chunk `((j / 2) 2 + h) 32 + lane`, low or high half by `j % 2`.
+pub const fn stage_offset(lane: u32, h: u32, j: u32) -> u32 {
+    (((j / 2) * 2 + h) * 32 + lane) * 16 + (j % 2) * 8
+}
+
+/// Copy `i` (0..[`copies`]) of lane `lane` in a unit: the row in the tile (0..16), the
+/// in-segment word it starts at (0..`4 bits`; with `wide`, the even first of two), and the
+/// stage offset it goes to ([`stage_offset`] of the lane that multiplies it).
+pub const fn copy_plan(bits: u32, wide: bool, lane: u32, i: u32) -> (u32, u32, u32) {
+    let n = 32 * i + lane;
+    let (row, wr) = if wide {
+        (n / (2 * bits), 2 * (n % (2 * bits)))
+    } else {
+        (n / (4 * bits), n % (4 * bits))
+    };
+    let (t, j) = word_owner(bits, wr);
+    (row, wr, stage_offset(4 * (row % 8) + t, row / 8, j))
+}
+
+/// The units `[begin, end)` of warp `warp` of `warps`: `units` split into runs whose lengths
+/// differ by at most one (the first `units % warps` warps take one more).
+pub const fn warp_units(units: u64, warps: u64, warp: u64) -> (u64, u64) {
+    let (base, extra) = (units / warps, units % warps);
+    let begin = warp * base + if warp < extra { warp } else { extra };
+    (begin, begin + base + if warp < extra { 1 } else { 0 })
+}
+
+/// Units of a `rows x cols` matrix: tiles of [`MMA_ROWS`] rows times segments of
+/// [`SEG_ELEMS`] columns.
+pub const fn stream_units(rows: u32, cols: u32) -> u64 {
+    rows.div_ceil(MMA_ROWS) as u64 * cols.div_ceil(SEG_ELEMS) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemv_mma::MMA_MAX_BITS;
+    use crate::layout::mask;
+    use crate::testing::{Rng, pack_nogaps as pack};
+
+    #[test]
+    fn word_owner_inverts_lane_word() {
+        for bits in 1..=MMA_MAX_BITS {
+            let mut seen = vec![false; 4 * bits as usize];
+            for t in 0..4 {
+                for j in 0..bits {
+                    let wr = lane_word(bits, t, j);
+                    assert!(wr < 4 * bits);
+                    assert_eq!(word_owner(bits, wr), (t, j), "bits {bits}");
+                    assert!(!seen[wr as usize]);
+                    seen[wr as usize] = true;
+                }
+            }
+        }
+    }
+
+    /// One unit's stage as the copies of the 32 lanes fill it (`None`: never written, zero on
+    /// the GPU only if zero-filled), from the tile at `row0` and segment `seg`.
+    fn fill_stage(
+        words: &[u64],
+        (rows, rw): (u32, u32),
+        bits: u32,
+        wide: bool,
+        (row0, seg): (u32, u32),
+    ) -> Vec<Option<u64>> {
+        let mut st = vec![None; stage_bytes(bits) as usize / 8];
+        for lane in 0..32 {
+            for i in 0..copies(bits, wide) {
+                let (r, wr, off) = copy_plan(bits, wide, lane, i);
+                assert!(r < MMA_ROWS);
+                let n = if wide { 2 } else { 1 };
+                assert_eq!(off % (8 * n), 0, "copies land aligned");
+                for k in 0..n {
+                    let (row, word) = (row0 + r, seg * 4 * bits + wr + k);
+                    let v = if row < rows && word < rw {
+                        words[(row * rw + word) as usize]
+                    } else {
+                        0
+                    };
+                    let slot = &mut st[(off / 8 + k) as usize];
+                    assert!(
+                        slot.is_none(),
+                        "bits {bits} wide {wide}: a word written twice"
+                    );
+                    *slot = Some(v);
+                }
+            }
+        }
+        st
+    }
+
+    /// Every lane reads from the stage exactly the words the register kernel loads (zero past
+    /// the row and the matrix), for both copy widths, and every copy lands in the stage once.
+    #[test]
+    fn stages_hold_what_each_lane_multiplies() {
+        let mut rng = Rng(0xBEA5_0001);
+        for bits in 1..=MMA_MAX_BITS {
+            for &(rows, cols) in &[(16, 256), (21, 300), (5, 1000), (40, 700), (3, 64)] {
+                let v: Vec<u64> = (0..rows * cols).map(|_| rng.next() & mask(bits)).collect();
+                let (words, rw) = pack(&v, rows, cols, bits);
+                for wide in [false, true] {
+                    if wide && bits % 2 == 1 {
+                        continue;
+                    }
+                    for row0 in (0..rows).step_by(MMA_ROWS as usize) {
+                        for seg in 0..cols.div_ceil(SEG_ELEMS) {
+                            // The 16-byte path needs even row words; pad rows for it.
+                            let (words, rw) = if wide && rw % 2 == 1 {
+                                let mut p = vec![0u64; (rows * (rw + 1)) as usize];
+                                for r in 0..rows as usize {
+                                    let (a, b) = (r * (rw as usize + 1), r * rw as usize);
+                                    p[a..a + rw as usize]
+                                        .copy_from_slice(&words[b..b + rw as usize]);
+                                }
+                                (p, rw + 1)
+                            } else {
+                                (words.clone(), rw)
+                            };
+                            let st = fill_stage(&words, (rows, rw), bits, wide, (row0, seg));
+                            for lane in 0..32u32 {
+                                let (g, t) = (lane / 4, lane % 4);
+                                for h in 0..2 {
+                                    for j in 0..bits {
+                                        let got = st[(stage_offset(lane, h, j) / 8) as usize]
+                                            .expect("every word a lane reads was copied");
+                                        let row = row0 + g + 8 * h;
+                                        let word = seg * 4 * bits + lane_word(bits, t, j);
+                                        let want = if row < rows && word < rw {
+                                            words[(row * rw + word) as usize]
+                                        } else {
+                                            0
+                                        };
+                                        assert_eq!(got, want, "b{bits} wide {wide} lane {lane}");
+                                    }
+                                }
+                            }
+                            let written = st.iter().filter(|s| s.is_some()).count();
+                            assert_eq!(written as u32, 64 * bits, "b{bits} wide {wide}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_lane_reads_consecutive_chunks() {
+        // The 32 lanes' reads of one chunk index are 512 consecutive bytes: no bank conflict.
+        for lane in 0..32 {
+            for h in 0..2 {
+                for j in (0..8).step_by(2) {
+                    let base = stage_offset(0, h, j);
+                    assert_eq!(stage_offset(lane, h, j), base + 16 * lane);
+                    assert_eq!(stage_offset(lane, h, j + 1), base + 16 * lane + 8);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn warp_units_split_evenly_and_cover_everything() {
+        for &(units, warps) in &[
+            (0u64, 5u64),
+            (1, 1056),
+            (57344, 1056),
+            (28672 / 16 * 32, 1056),
+            (7, 3),
+        ] {
+            let mut next = 0;
+            for w in 0..warps {
+                let (b, e) = warp_units(units, warps, w);
+                assert_eq!(b, next);
+                assert!(e - b == units / warps || e - b == units / warps + 1);
+                next = e;
+            }
+            assert_eq!(next, units);
+        }
+        assert_eq!(stream_units(28672, 8192), 1792 * 32);
+        assert_eq!(stream_units(17, 257), 4);
+    }
+
+    #[test]
+    fn shared_memory_fits_the_largest_llm_rows() {
+        // 28672 columns: 112 KiB of fragments plus 96 KiB of rings, under the 227 KiB a block
+        // may have on sm_90.
+        for bits in 1..=MMA_MAX_BITS {
+            assert!(ring_bytes(bits) <= 12 * 1024);
+            let f = crate::gemv_mma::frag_words(28672);
+            assert!(stream_smem_bytes(bits, f) <= 227 * 1024, "bits {bits}");
+        }
+    }
+}
