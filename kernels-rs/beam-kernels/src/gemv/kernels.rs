@@ -470,6 +470,22 @@ unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
 /// before this launch; the dynamic shared memory holds `stream_smem_bytes(B, xp_len)` bytes.
 #[inline(always)]
 unsafe fn gemv_stream<const B: u32>(p: &GemvParams) {
+    // SAFETY: forwarded; the copy width only changes how the same bytes move.
+    unsafe {
+        if wide_copies(B, p.a.row_words) {
+            stream_body::<B, true>(p)
+        } else {
+            stream_body::<B, false>(p)
+        }
+    }
+}
+
+/// [`gemv_stream`] with 16-byte (`WIDE`) or 8-byte copies.
+///
+/// # Safety
+/// As [`gemv_stream`], and `WIDE` is `wide_copies(B, A.row_words)`.
+#[inline(always)]
+unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
     let ns = stages(B);
     let sb = stage_bytes(B);
     let (a, out) = (p.a, p.c);
@@ -482,7 +498,7 @@ unsafe fn gemv_stream<const B: u32>(p: &GemvParams) {
     let (g, t) = (lane / 4, lane % 4);
     let ring = smem + w * ns * sb;
     let xs = smem + STREAM_WARPS * ns * sb;
-    let wide = wide_copies(B, rw);
+    let nc = copies(B, WIDE) as usize;
     let base = a.words.as_ptr();
     // SAFETY: the workspace holds fw fragments, then a sum per row, then a counter per tile.
     let (sums, counts) = unsafe {
@@ -493,29 +509,60 @@ unsafe fn gemv_stream<const B: u32>(p: &GemvParams) {
     let units = u64::from(tiles) * u64::from(segs);
     let warps = u64::from(grid_dim_x()) * u64::from(STREAM_WARPS);
     let (u0, u1) = warp_units(units, warps, u64::from(block_idx_x() * STREAM_WARPS + w));
+    // This lane's copies, the same in every unit: the word offset from the unit's first word
+    // (row0, seg 4 B) and, packed, the stage offset, the row in the tile and the in-segment
+    // word (for the checks at the matrix's edges).
+    let mut src_off = [0u32; 16];
+    let mut plan = [0u32; 16];
+    for i in 0..nc {
+        let (r, wr, off) = copy_plan(B, WIDE, lane, i as u32);
+        src_off[i] = r * rw + wr;
+        plan[i] = off | r << 16 | wr << 24;
+    }
     // The copies of unit (tile, seg) into ring slot `slot`, one commit group.
     let issue = |tile: u32, seg: u32, slot: u32| {
         let dst0 = ring + slot * sb;
         let row0 = tile * MMA_ROWS;
         let w0 = seg * 4 * B;
-        for i in 0..copies(B, wide) {
-            let (r, wr, off) = copy_plan(B, wide, lane, i);
-            let (row, word) = (row0 + r, w0 + wr);
-            let ok = row < rows && word < rw;
-            // SAFETY: with `ok` the word (and its pair: wide copies start on even words of
-            // rows of even length) lies in A; otherwise nothing is read (size 0, zero-filled)
-            // from A's aligned first word. The destination is this warp's slot, which no lane
-            // reads until the group is waited for.
-            unsafe {
-                let src = if ok {
-                    base.add(row as usize * rw as usize + word as usize)
-                } else {
-                    base
-                };
-                if wide {
-                    cp_async_16_zfill(dst0 + off, src as *const U32x4, if ok { 16 } else { 0 });
-                } else {
-                    cp_async_8_zfill(dst0 + off, src, if ok { 8 } else { 0 });
+        // SAFETY: row0 < rows and w0 < rw (a unit of the matrix): its first word is in A.
+        let ubase = unsafe { base.add(row0 as usize * rw as usize + w0 as usize) };
+        if row0 + MMA_ROWS <= rows && w0 + 4 * B <= rw {
+            // A unit inside the matrix: no checks.
+            for i in 0..nc {
+                // SAFETY: row0 + r < rows and w0 + wr (+ 1 when wide) < rw: a word (pair) of
+                // A, aligned as the copy needs (wide: even words of rows of even length). The
+                // destination is this warp's slot, which no lane reads until the group is
+                // waited for.
+                unsafe {
+                    let src = ubase.add(src_off[i] as usize);
+                    let dst = dst0 + (plan[i] & 0xffff);
+                    if WIDE {
+                        cp_async_16_zfill(dst, src as *const U32x4, 16);
+                    } else {
+                        cp_async_8_zfill(dst, src, 8);
+                    }
+                }
+            }
+        } else {
+            let (lim_r, lim_w) = (rows - row0, rw - w0);
+            for i in 0..nc {
+                let (r, wr) = ((plan[i] >> 16) & 0xff, plan[i] >> 24);
+                let ok = r < lim_r && wr < lim_w;
+                // SAFETY: with `ok` the word (and its pair: wide copies start on even words of
+                // rows of even length) lies in A; otherwise nothing is read (size 0,
+                // zero-filled) from A's aligned first word. The destination as above.
+                unsafe {
+                    let src = if ok {
+                        ubase.add(src_off[i] as usize)
+                    } else {
+                        base
+                    };
+                    let dst = dst0 + (plan[i] & 0xffff);
+                    if WIDE {
+                        cp_async_16_zfill(dst, src as *const U32x4, if ok { 16 } else { 0 });
+                    } else {
+                        cp_async_8_zfill(dst, src, if ok { 8 } else { 0 });
+                    }
                 }
             }
         }
