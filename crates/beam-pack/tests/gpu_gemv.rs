@@ -165,6 +165,44 @@ fn fast_kernels_every_width_up_to_32() {
 }
 
 #[test]
+fn stream_kernel_every_vector_width() {
+    let Some(gpu) = gpu_for_tests("stream_kernel_every_vector_width") else {
+        return;
+    };
+    let bg = BeamGemv::new(&gpu).unwrap().with_path(GemvPath::Stream);
+    let mut rng = StdRng::seed_from_u64(0xBEA4_0051);
+    // Vectors of 1 to 4 byte planes (their fragments hold only those), 16 or 8 warps per
+    // block (28672 columns of a 32-bit vector leave room for 8 rings only), tiles split over
+    // warps.
+    for (bits, shape) in [
+        (3u32, (300, 4109)),
+        (4, (37, 28672)),
+        (8, (500, 1000)),
+        (6, (64, 8192)),
+    ] {
+        for b_bits in [1u32, 8, 9, 16, 17, 24, 25, 32] {
+            let max = b_bits % 2 == 0;
+            let a = random(&mut rng, shape, bits, Layout::Nogaps, max);
+            let b = random(&mut rng, (shape.1, 1), b_bits, Layout::Tight, max);
+            let name = check(
+                &gpu,
+                &bg,
+                &a,
+                &b,
+                OutputWidth::C2p2,
+                Overflow::Ovf,
+                Layout::Naive,
+            );
+            assert_eq!(
+                name,
+                format!("cmv_beam_gemv_stream_b{bits}"),
+                "vector of {b_bits} bits"
+            );
+        }
+    }
+}
+
+#[test]
 fn tensor_core_sums_past_2_pow_31() {
     let Some(gpu) = gpu_for_tests("tensor_core_sums_past_2_pow_31") else {
         return;

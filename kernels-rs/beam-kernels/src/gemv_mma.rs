@@ -135,8 +135,47 @@ pub const fn seg_elem(bits: u32, t: u32, e: u32) -> u32 {
 /// the columns.
 #[inline(always)]
 pub fn frag_word(bits: u32, idx: u32, cols: u32, x: impl Fn(u32) -> u32) -> u32 {
-    let (seg, rem) = (idx / SEG_WORDS, idx % SEG_WORDS);
-    let (q, lane, w) = (rem / 64, (rem % 64) / 4, rem % 4);
+    frag_word_planes(bits, 4, idx, cols, x)
+}
+
+/// `u32` of the `B` fragments of one segment with the vector's low `planes` (1..=4) bytes:
+/// `64 planes` ([`SEG_WORDS`] for all four).
+pub const fn seg_frag_words(planes: u32) -> u32 {
+    64 * planes
+}
+
+/// Byte planes of a `bits`-bit vector that a product modulo 2^32 needs: `ceil(bits / 8)`, at
+/// most 4 (the higher bytes only reach past 2^32).
+pub const fn vector_planes(bits: u32) -> u32 {
+    let p = bits.div_ceil(8);
+    if p > 4 {
+        4
+    } else if p == 0 {
+        1
+    } else {
+        p
+    }
+}
+
+/// `u32` of the `B` fragments with `planes` byte planes for `cols` columns.
+pub const fn frag_words_planes(cols: u32, planes: u32) -> u32 {
+    segments(cols) * seg_frag_words(planes)
+}
+
+/// [`frag_word`] with only the vector's low `planes` bytes (1..=4): the same layout with
+/// lanes `0..4 planes` (`g` = plane), [`seg_frag_words`] words per segment. The lanes
+/// `g >= planes` of an MMA's `B` hold zeros (the kernel does not load them).
+#[inline(always)]
+pub fn frag_word_planes(
+    bits: u32,
+    planes: u32,
+    idx: u32,
+    cols: u32,
+    x: impl Fn(u32) -> u32,
+) -> u32 {
+    let sw = seg_frag_words(planes);
+    let (seg, rem) = (idx / sw, idx % sw);
+    let (q, lane, w) = (rem / (16 * planes), (rem % (16 * planes)) / 4, rem % 4);
     let (p, t) = (lane / 4, lane % 4);
     let (s, h) = (2 * q + w / 2, w % 2);
     let mut v = 0u32;
@@ -345,17 +384,31 @@ mod tests {
     /// `lane_words`/`unpack`, the emulated MMA, `plane_shares` and the quad sum) against the
     /// plain sum mod 2^32.
     fn emulate(bits: u32, rows: u32, cols: u32, seed: u64) {
+        emulate_planes(bits, 4, rows, cols, seed);
+    }
+
+    /// [`emulate`] with fragments of the vector's low `planes` bytes ([`frag_word_planes`];
+    /// the vector below `2^(8 planes)`), as the streaming kernel loads them.
+    fn emulate_planes(bits: u32, planes: u32, rows: u32, cols: u32, seed: u64) {
         let mut rng = Rng(seed);
         let v: Vec<u64> = (0..rows * cols).map(|_| rng.next() & mask(bits)).collect();
-        let x: Vec<u32> = (0..cols).map(|_| rng.next() as u32).collect();
-        let (words, rw) = pack(&v, rows, cols, bits);
-        let frags: Vec<u32> = (0..frag_words(cols))
-            .map(|i| frag_word(bits, i, cols, |c| x[c as usize]))
+        let x: Vec<u32> = (0..cols)
+            .map(|_| (rng.next() & mask(8 * planes)) as u32)
             .collect();
+        let (words, rw) = pack(&v, rows, cols, bits);
+        let frags: Vec<u32> = (0..frag_words_planes(cols, planes))
+            .map(|i| frag_word_planes(bits, planes, i, cols, |c| x[c as usize]))
+            .collect();
+        if planes == 4 {
+            let all: Vec<u32> = (0..frag_words(cols))
+                .map(|i| frag_word(bits, i, cols, |c| x[c as usize]))
+                .collect();
+            assert_eq!(all, frags);
+        }
         for row0 in (0..rows).step_by(MMA_ROWS as usize) {
             let mut c = [[0u32; 4]; 32];
             for seg in 0..segments(cols) {
-                let base = (seg * SEG_WORDS) as usize;
+                let base = (seg * seg_frag_words(planes)) as usize;
                 for s in 0..8u32 {
                     let mut a = [[0u32; 4]; 32];
                     let mut b = [[0u32; 2]; 32];
@@ -368,9 +421,9 @@ mod tests {
                         let (a0, a2) = unpack_any(bits, &wa, s);
                         let (a1, a3) = unpack_any(bits, &wb, s);
                         a[lane as usize] = [a0, a1, a2, a3];
-                        if lane < 16 {
+                        if lane < 4 * planes {
                             let q = s / 2;
-                            let o = base + (q * 64 + lane * 4 + 2 * (s % 2)) as usize;
+                            let o = base + (q * 16 * planes + lane * 4 + 2 * (s % 2)) as usize;
                             b[lane as usize] = [frags[o], frags[o + 1]];
                         }
                     }
@@ -406,6 +459,10 @@ mod tests {
                 .enumerate()
             {
                 emulate(bits, rows, cols, 0x5EED_0000 + 97 * i as u64 + bits as u64);
+                for planes in 1..=3 {
+                    let seed = 0x5EED_1000 + 97 * i as u64 + 7 * bits as u64 + planes as u64;
+                    emulate_planes(bits, planes, rows, cols, seed);
+                }
             }
         }
     }
@@ -422,6 +479,18 @@ mod tests {
         assert_eq!(mma_split(1, 1, 132), (1, 1));
         // Few long rows: split.
         assert!(mma_split(16, 112, 132).0 > 1);
+    }
+
+    #[test]
+    fn vector_planes_cover_the_low_32_bits() {
+        assert_eq!(vector_planes(1), 1);
+        assert_eq!(vector_planes(8), 1);
+        assert_eq!(vector_planes(9), 2);
+        assert_eq!(vector_planes(24), 3);
+        assert_eq!(vector_planes(32), 4);
+        assert_eq!(vector_planes(64), 4);
+        assert_eq!(frag_words_planes(300, 1), 2 * 64);
+        assert_eq!(frag_words_planes(300, 4), frag_words(300));
     }
 
     #[test]

@@ -31,7 +31,7 @@
 
 #[cfg(test)]
 use crate::gemv_mma::lane_word;
-use crate::gemv_mma::{MMA_ROWS, SEG_ELEMS, interleaved, piece_bytes};
+use crate::gemv_mma::{MMA_ROWS, SEG_ELEMS, frag_words_planes, interleaved, piece_bytes};
 
 /// Whether the launcher picks the streaming kernel by default for `bits`-bit weights (when its
 /// shared memory fits): at every width up to 8 bits.
@@ -39,10 +39,11 @@ pub const fn stream_by_default(bits: u32) -> bool {
     bits >= 1 && bits <= crate::gemv_mma::MMA_MAX_BITS
 }
 
-/// Warps of a block of the streaming kernel.
-pub const STREAM_WARPS: u32 = 8;
-/// Threads of a block of the streaming kernel.
-pub const STREAM_THREADS: u32 = 32 * STREAM_WARPS;
+/// Most warps of a block of the streaming kernel: [`stream_warps`] picks 16 where the shared
+/// memory allows (latency hiding: a warp's unpacking and MMAs are one dependent chain), else 8.
+pub const STREAM_MAX_WARPS: u32 = 16;
+/// Fewest warps of a block of the streaming kernel.
+pub const STREAM_MIN_WARPS: u32 = 8;
 
 /// 16-byte chunks a lane reads from one stage: `ceil(B / 2)` per row half (words `2 jj` and
 /// `2 jj + 1`; at odd widths the last chunk holds one word).
@@ -55,14 +56,15 @@ pub const fn stage_bytes(bits: u32) -> u32 {
     lane_chunks(bits) * 32 * 16
 }
 
-/// Stages of a warp's ring for `bits`-bit weights: 12 KiB or less per warp (96 KiB per block),
-/// so 2 to 7 units (8 to 10 KiB) are in flight per warp while it multiplies one.
+/// Stages of a warp's ring for `bits`-bit weights: 9 KiB or less per warp (144 KiB for 16
+/// warps), so 1 to 7 units (4 to 7 KiB, 64 KiB or more per SM) are in flight per warp while it
+/// multiplies one.
 pub const fn stages(bits: u32) -> u32 {
     match bits {
         1 | 2 => 8,
-        3 | 4 => 6,
-        5 | 6 => 4,
-        _ => 3,
+        3 | 4 => 4,
+        5 | 6 => 3,
+        _ => 2,
     }
 }
 
@@ -71,11 +73,24 @@ pub const fn ring_bytes(bits: u32) -> u32 {
     stages(bits) * stage_bytes(bits)
 }
 
-/// Bytes of dynamic shared memory `cmv_beam_gemv_stream_b{bits}` needs for `frag_words`
-/// `u32` of `B` fragments ([`crate::gemv_mma::frag_words`]): the rings of the
-/// [`STREAM_WARPS`] warps, then the fragments.
-pub const fn stream_smem_bytes(bits: u32, frag_words: u32) -> u64 {
-    (STREAM_WARPS * ring_bytes(bits)) as u64 + 4 * frag_words as u64
+/// Bytes of dynamic shared memory `cmv_beam_gemv_stream_b{bits}` needs with `warps` warps for
+/// a vector of `cols` columns and `planes` byte planes: the warps' rings, then the `B`
+/// fragments ([`crate::gemv_mma::frag_words_planes`]).
+pub const fn stream_smem_bytes(bits: u32, warps: u32, cols: u32, planes: u32) -> u64 {
+    (warps * ring_bytes(bits)) as u64 + 4 * frag_words_planes(cols, planes) as u64
+}
+
+/// The warps of a block of `cmv_beam_gemv_stream_b{bits}` when a block may have `max_smem`
+/// bytes of shared memory: 16 if they fit, else 8, else `None` (the kernel does not take the
+/// vector).
+pub const fn stream_warps(bits: u32, cols: u32, planes: u32, max_smem: u32) -> Option<u32> {
+    if stream_smem_bytes(bits, STREAM_MAX_WARPS, cols, planes) <= max_smem as u64 {
+        Some(STREAM_MAX_WARPS)
+    } else if stream_smem_bytes(bits, STREAM_MIN_WARPS, cols, planes) <= max_smem as u64 {
+        Some(STREAM_MIN_WARPS)
+    } else {
+        None
+    }
 }
 
 /// `u32` of the workspace after the fragments: a sum per row, then a counter per tile (both
@@ -290,12 +305,16 @@ mod tests {
 
     #[test]
     fn shared_memory_fits_the_largest_llm_rows() {
-        // 28672 columns: 112 KiB of fragments plus 96 KiB of rings, under the 227 KiB a block
-        // may have on sm_90.
+        // 28672 columns of an 8-bit vector: 28 KiB of fragments plus 16 rings of at most 9 KiB,
+        // under the 227 KiB a block may have on sm_90; a 32-bit vector (112 KiB of
+        // fragments) with 8 warps.
+        let max = 227 * 1024;
         for bits in 1..=MMA_MAX_BITS {
-            assert!(ring_bytes(bits) <= 12 * 1024);
-            let f = crate::gemv_mma::frag_words(28672);
-            assert!(stream_smem_bytes(bits, f) <= 227 * 1024, "bits {bits}");
+            assert!(ring_bytes(bits) <= 9 * 1024);
+            assert_eq!(stream_warps(bits, 28672, 1, max), Some(16), "bits {bits}");
+            assert_eq!(stream_warps(bits, 28672, 4, max), Some(8), "bits {bits}");
+            assert_eq!(stream_warps(bits, 8192, 4, max), Some(16), "bits {bits}");
         }
+        assert_eq!(stream_warps(8, 60_000, 4, max), None);
     }
 }

@@ -20,10 +20,11 @@ use beam_kernels::gemv::{
     nogaps_split, perm_slots,
 };
 use beam_kernels::gemv_mma::{
-    MMA_MAX_BITS, frag_words, mma_by_default, mma_smem_bytes, mma_split, segments,
+    MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
+    segments, vector_planes,
 };
 use beam_kernels::gemv_stream::{
-    STREAM_THREADS, stream_by_default, stream_extra_words, stream_smem_bytes,
+    stream_by_default, stream_extra_words, stream_smem_bytes, stream_warps,
 };
 use beam_kernels::layout::{self, Acc, acc_for};
 use beam_kernels::{MAX_BATCH, PackedOut, PackedRef};
@@ -204,7 +205,8 @@ pub fn gemv_kernel_name(
         GemvPath::TensorCores => a_bits <= MMA_MAX_BITS,
         GemvPath::CudaCores | GemvPath::Any => false,
     };
-    if fast && stream && fits(stream_smem_bytes(a_bits, frag_words(cols))) {
+    let stream_fits = stream_warps(a_bits, cols, vector_planes(b_bits), max_smem).is_some();
+    if fast && stream && stream_fits {
         STREAM_NAMES[a_bits as usize - 1]
     } else if fast && mma && fits(mma_smem_bytes(cols)) {
         MMA_NAMES[a_bits as usize - 1]
@@ -415,14 +417,27 @@ impl BeamGemv {
     ) -> Result<(), BeamError> {
         let bits = p.a.bits;
         let b = bits as usize - 1;
+        let planes = vector_planes(p.b.bits);
         let (kernel, words, extra, smem, threads) = match which {
-            FastKernel::Stream => (
-                &self.stream_k[b],
-                frag_words(p.a.cols),
-                stream_extra_words(p.a.rows),
-                stream_smem_bytes(bits, frag_words(p.a.cols)),
-                STREAM_THREADS,
-            ),
+            FastKernel::Stream => {
+                let Some(warps) = stream_warps(bits, p.a.cols, planes, self.max_smem) else {
+                    return Err(BeamError::Kernel {
+                        kernel: STREAM_NAMES[b],
+                        reason: format!(
+                            "its rings and a vector of {} columns need more than the {} bytes \
+                             of shared memory a block may have; use GemvPath::CudaCores",
+                            p.a.cols, self.max_smem
+                        ),
+                    });
+                };
+                (
+                    &self.stream_k[b],
+                    frag_words_planes(p.a.cols, planes),
+                    stream_extra_words(p.a.rows),
+                    stream_smem_bytes(bits, warps, p.a.cols, planes),
+                    32 * warps,
+                )
+            }
             FastKernel::Mma => (
                 &self.mma[b],
                 frag_words(p.a.cols),
@@ -639,13 +654,13 @@ mod tests {
             name(4, 4096, 1, GemvPath::CudaCores),
             "cmv_beam_gemv_nogaps_b4"
         );
-        // Past the streaming kernel's shared memory (rings + fragments), the first tensor-core
-        // kernel where it is the default, else the CUDA-core kernel.
-        assert_eq!(name(3, 40_000, 1, GemvPath::Auto), "cmv_beam_gemv_mma_b3");
+        // An 8-bit vector needs one byte plane: 40000 columns fit the streaming kernel.
         assert_eq!(
-            name(8, 40_000, 1, GemvPath::Auto),
-            "cmv_beam_gemv_nogaps_b8"
+            name(3, 40_000, 1, GemvPath::Auto),
+            "cmv_beam_gemv_stream_b3"
         );
+        // Past its shared memory (rings + fragments) and every other fast kernel's.
+        assert_eq!(name(3, 200_000, 1, GemvPath::Auto), "cmv_beam_gemv_any");
         assert_eq!(
             name(4, 4096, 1, GemvPath::TensorCores),
             "cmv_beam_gemv_mma_b4"
@@ -666,14 +681,19 @@ mod tests {
         assert_eq!(name(33, 4096, 1, GemvPath::Auto), "cmv_beam_gemv_any");
         // Two vectors, or a vector too long for shared memory: the general kernel.
         assert_eq!(name(4, 4096, 2, GemvPath::Auto), "cmv_beam_gemv_any");
-        assert_eq!(name(4, 70_000, 1, GemvPath::Auto), "cmv_beam_gemv_any");
+        assert_eq!(name(4, 70_000, 1, GemvPath::CudaCores), "cmv_beam_gemv_any");
+        // A 4-bit vector of 70000 columns: one byte plane (69 KiB) and 8 rings (64 KiB).
+        assert_eq!(
+            name(4, 70_000, 1, GemvPath::Auto),
+            "cmv_beam_gemv_stream_b4"
+        );
         // 50000 columns: the fragments (196 KiB) and the permuted vector (198 KiB) fit.
         assert_eq!(
             name(8, 50_000, 1, GemvPath::TensorCores),
             "cmv_beam_gemv_mma_b8"
         );
         assert_eq!(
-            name(8, 50_000, 1, GemvPath::Auto),
+            name(8, 50_000, 1, GemvPath::CudaCores),
             "cmv_beam_gemv_nogaps_b8"
         );
         for p in GemvPath::ALL {

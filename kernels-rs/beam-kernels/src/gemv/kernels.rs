@@ -15,12 +15,12 @@ use super::{
 };
 use crate::access::{load, store};
 use crate::gemv_mma::{
-    MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, interleaved, lane_word, mma_unroll, plane_shares,
-    segments, unpack,
+    MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, frag_word_planes, interleaved, lane_word,
+    mma_unroll, plane_shares, seg_frag_words, segments, unpack, vector_planes,
 };
 use crate::gemv_stream::{
-    STREAM_WARPS, copies, copy_plan, lane_chunks, stage_bytes, stages, stream_extra_words,
-    warp_units, wide_copies,
+    copies, copy_plan, lane_chunks, stage_bytes, stages, stream_extra_words, warp_units,
+    wide_copies,
 };
 use crate::layout::finish;
 
@@ -53,6 +53,8 @@ unsafe fn gemv_prep(p: &GemvParams) {
             0
         } else if p.prep == PREP_PERM {
             perm_value(a.bits, slot, a.cols, a.row_words, x)
+        } else if p.prep == PREP_STREAM {
+            frag_word_planes(a.bits, vector_planes(bm.bits), slot, a.cols, x)
         } else {
             frag_word(a.bits, slot, a.cols, x)
         };
@@ -465,9 +467,10 @@ unsafe fn gemv_mma<const B: u32>(p: &GemvParams) {
 /// # Safety
 /// The launcher checked: `A` is `nogaps` with `B <= 8`-bit elements, `B` has one column and
 /// `A.cols` rows, `C` is `A.rows x 1`, zeroed unless `naive`; the accumulator is `U32`;
-/// [`STREAM_WARPS`] warps per block; `cmv_beam_gemv_prep` with [`PREP_STREAM`] wrote the
-/// workspace (`xp_len = frag_words(A.cols)` fragments, then `stream_extra_words(A.rows)` zeros)
-/// before this launch; the dynamic shared memory holds `stream_smem_bytes(B, xp_len)` bytes.
+/// `warps` (8 or 16) warps per block; `cmv_beam_gemv_prep` with [`PREP_STREAM`] wrote the
+/// workspace (`xp_len = frag_words_planes(A.cols, vector_planes(B.bits))` fragments, then
+/// `stream_extra_words(A.rows)` zeros) before this launch; the dynamic shared memory holds
+/// `stream_smem_bytes(B, warps, A.cols, vector_planes(B.bits))` bytes.
 #[inline(always)]
 unsafe fn gemv_stream<const B: u32>(p: &GemvParams) {
     // SAFETY: forwarded; the copy width only changes how the same bytes move.
@@ -496,8 +499,11 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
     let smem = dyn_smem_addr();
     let (w, lane) = (warp_id(), lane_id());
     let (g, t) = (lane / 4, lane % 4);
+    let nw = block_dim_x() / 32;
+    let planes = vector_planes(p.b.bits);
+    let sfw = seg_frag_words(planes);
     let ring = smem + w * ns * sb;
-    let xs = smem + STREAM_WARPS * ns * sb;
+    let xs = smem + nw * ns * sb;
     let nc = copies(B, WIDE) as usize;
     let base = a.words.as_ptr();
     // SAFETY: the workspace holds fw fragments, then a sum per row, then a counter per tile.
@@ -507,8 +513,8 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
     };
 
     let units = u64::from(tiles) * u64::from(segs);
-    let warps = u64::from(grid_dim_x()) * u64::from(STREAM_WARPS);
-    let (u0, u1) = warp_units(units, warps, u64::from(block_idx_x() * STREAM_WARPS + w));
+    let warps = u64::from(grid_dim_x()) * u64::from(nw);
+    let (u0, u1) = warp_units(units, warps, u64::from(block_idx_x() * nw + w));
     // This lane's copies, the same in every unit: the word offset from the unit's first word
     // (row0, seg 4 B) and, packed, the stage offset, the row in the tile and the in-segment
     // word (for the checks at the matrix's edges).
@@ -592,7 +598,7 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
         while i < fw / 4 {
             // SAFETY: i < fw / 4: inside the workspace's fragments and the shared memory.
             unsafe { sts_v4(xs + 16 * i, ld_nc_v4(src.add(i as usize))) };
-            i += STREAM_WARPS * 32;
+            i += nw * 32;
         }
         // SAFETY: every thread of the block reaches it.
         unsafe { sync_threads() };
@@ -636,10 +642,10 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
             }
         }
         let mut bf = [U32x4([0; 4]); 4];
-        if lane < 16 {
+        if lane < 4 * planes {
             for (q, f) in bf.iter_mut().enumerate() {
-                let off = (seg * SEG_WORDS + q as u32 * 64 + lane * 4) * 4;
-                // SAFETY: inside the fragments: seg < segs, 16-byte aligned.
+                let off = (seg * sfw + q as u32 * 16 * planes + lane * 4) * 4;
+                // SAFETY: inside the fragments: seg < segs, lane < 4 planes, 16-byte aligned.
                 *f = unsafe { lds_v4(xs + off) };
             }
         }
@@ -864,14 +870,14 @@ stream_entries! {
 }
 
 cmv_device::launch_bounds! {
-    CMV_MAXNTID_cmv_beam_gemv_stream_b1 = STREAM_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b2 = STREAM_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b3 = STREAM_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b4 = STREAM_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b5 = STREAM_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b6 = STREAM_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b7 = STREAM_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b8 = STREAM_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b1 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b2 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b3 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b4 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b5 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b6 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b7 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b8 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
 }
 
 macro_rules! mma_entries {
