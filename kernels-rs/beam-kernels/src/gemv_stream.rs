@@ -68,6 +68,15 @@ pub const fn stages(bits: u32) -> u32 {
     }
 }
 
+// The kernel waits with `cp.async.wait_group stages - 2`, an immediate it picks from 0..=6.
+const _: () = {
+    let mut b = 1;
+    while b <= crate::gemv_mma::MMA_MAX_BITS {
+        assert!(stages(b) >= 2 && stages(b) <= 8);
+        b += 1;
+    }
+};
+
 /// Bytes of one warp's ring.
 pub const fn ring_bytes(bits: u32) -> u32 {
     stages(bits) * stage_bytes(bits)

@@ -522,8 +522,21 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
     let mut plan = [0u32; 16];
     for i in 0..nc {
         let (r, wr, off) = copy_plan(B, WIDE, lane, i as u32);
-        src_off[i] = r * rw + wr;
+        if WIDE {
+            src_off[i] = r * rw + wr;
+        }
         plan[i] = off | r << 16 | wr << 24;
+    }
+    // The 8-byte path has twice the copies: their word offsets are recomputed (one IMAD)
+    // instead of held (at 7 bits, 14 more registers spilled).
+    macro_rules! word_off {
+        ($i:expr) => {
+            if WIDE {
+                src_off[$i]
+            } else {
+                ((plan[$i] >> 16) & 0xff) * rw + (plan[$i] >> 24)
+            }
+        };
     }
     // The copies of unit (tile, seg) into ring slot `slot`, one commit group.
     let issue = |tile: u32, seg: u32, slot: u32| {
@@ -540,7 +553,7 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                 // destination is this warp's slot, which no lane reads until the group is
                 // waited for.
                 unsafe {
-                    let src = ubase.add(src_off[i] as usize);
+                    let src = ubase.add(word_off!(i) as usize);
                     let dst = dst0 + (plan[i] & 0xffff);
                     if WIDE {
                         cp_async_16_zfill(dst, src as *const U32x4, 16);
@@ -559,7 +572,7 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                 // zero-filled) from A's aligned first word. The destination as above.
                 unsafe {
                     let src = if ok {
-                        ubase.add(src_off[i] as usize)
+                        ubase.add(word_off!(i) as usize)
                     } else {
                         base
                     };
@@ -613,10 +626,13 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
         // SAFETY: no operands. ns - 1 groups were committed before the first unit and one per
         // unit since: waiting until ns - 2 are pending completes this unit's group.
         unsafe {
-            match ns {
-                3 => cp_async_wait::<1>(),
-                4 => cp_async_wait::<2>(),
-                6 => cp_async_wait::<4>(),
+            match ns - 2 {
+                0 => cp_async_wait::<0>(),
+                1 => cp_async_wait::<1>(),
+                2 => cp_async_wait::<2>(),
+                3 => cp_async_wait::<3>(),
+                4 => cp_async_wait::<4>(),
+                5 => cp_async_wait::<5>(),
                 _ => cp_async_wait::<6>(),
             }
             // Every lane's copies of this unit are visible to the warp; every lane has read
