@@ -4,6 +4,7 @@
 //! launcher's refusals. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1`
 //! makes that a failure. `timing` (ignored) measures the fast kernels on the LLM shapes.
 
+use beam_pack::beam_kernels::gemv_stream::StreamShape;
 use beam_pack::beam_kernels::layout;
 use beam_pack::cmv_format::{DeviceGemv, FormatError, HeaderCode};
 use beam_pack::cmv_runtime::{Gpu, gpu_for_tests, time_launches};
@@ -200,6 +201,65 @@ fn stream_kernel_every_vector_width() {
             );
         }
     }
+}
+
+#[test]
+fn stream_kernel_every_shape() {
+    let Some(gpu) = gpu_for_tests("stream_kernel_every_shape") else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(0xBEA4_0052);
+    // Units of 1 to 16 segments (a row's last unit short or past the row), 2 to 8 stages,
+    // 4 or 8 warps: every shape gives the exact product.
+    for (i, (unit_segs, stages, warps)) in [(1, 2, 4), (3, 5, 8), (16, 2, 8), (2, 8, 8), (5, 3, 4)]
+        .into_iter()
+        .enumerate()
+    {
+        let shape = StreamShape { unit_segs, stages };
+        let bg = BeamGemv::new(&gpu)
+            .unwrap()
+            .with_path(GemvPath::Stream)
+            .with_stream_shape(shape, warps)
+            .unwrap();
+        for (bits, dims) in [(4u32, (300, 4109)), (7, (37, 2000)), (2, (1000, 300))] {
+            let a = random(&mut rng, dims, bits, Layout::Nogaps, i % 2 == 0);
+            let b = random(&mut rng, (dims.1, 1), bits, Layout::Tight, i % 2 == 1);
+            let name = check(
+                &gpu,
+                &bg,
+                &a,
+                &b,
+                OutputWidth::Sai,
+                Overflow::Ovf,
+                Layout::Naive,
+            );
+            assert_eq!(name, format!("cmv_beam_gemv_stream_b{bits}"), "{shape:?}");
+        }
+    }
+    assert!(
+        BeamGemv::new(&gpu)
+            .unwrap()
+            .with_stream_shape(
+                StreamShape {
+                    unit_segs: 0,
+                    stages: 2
+                },
+                8
+            )
+            .is_err()
+    );
+    assert!(
+        BeamGemv::new(&gpu)
+            .unwrap()
+            .with_stream_shape(
+                StreamShape {
+                    unit_segs: 1,
+                    stages: 2
+                },
+                6
+            )
+            .is_err()
+    );
 }
 
 #[test]

@@ -1647,6 +1647,9 @@ pub struct GemvConfig {
     pub paths: Vec<String>,
     /// How the fast kernels' vector is prepared (`GemvPrep` names): `auto` is what a user gets.
     pub preps: Vec<String>,
+    /// Extra runs of the streaming tensor-core kernel with these shapes: (segments per unit,
+    /// stages, warps per block). Empty: none (the paths' own shapes only).
+    pub stream_shapes: Vec<(u32, u32, u32)>,
 }
 
 impl GemvConfig {
@@ -1683,7 +1686,28 @@ impl GemvConfig {
                 .into_iter()
                 .map(|p| p.name().to_string())
                 .collect(),
+            stream_shapes: Vec::new(),
         })
+    }
+
+    /// The same suite with extra runs of the streaming kernel: `s` is a comma-separated list of
+    /// `UxSxW` (segments per unit, stages, warps per block), e.g. `4x2x8,2x3x16`.
+    ///
+    /// # Errors
+    /// A message for the first malformed item.
+    pub fn with_stream_shapes(mut self, s: &str) -> Result<GemvConfig, String> {
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let v: Vec<u32> = part
+                .split('x')
+                .map(|n| n.trim().parse::<u32>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("stream shape '{part}': use UxSxW, e.g. 4x2x8"))?;
+            let [u, st, w] = v[..] else {
+                return Err(format!("stream shape '{part}': use UxSxW, e.g. 4x2x8"));
+            };
+            self.stream_shapes.push((u, st, w));
+        }
+        Ok(self)
     }
 }
 
@@ -1872,12 +1896,21 @@ pub fn run_gemv(
     let outputs = parse_outputs(&cfg.outputs.join(",")).map_err(BenchError::Usage)?;
     let paths = parse_paths(&cfg.paths.join(",")).map_err(BenchError::Usage)?;
     let preps = parse_preps(&cfg.preps.join(",")).map_err(BenchError::Usage)?;
-    let gvs = paths
+    let mut gvs = paths
         .iter()
         .flat_map(|&p| preps.iter().map(move |&q| (p, q)))
-        .map(|(p, q)| BeamGemv::new(gpu).map(|g| g.with_path(p).with_prep(q)))
+        .map(|(p, q)| BeamGemv::new(gpu).map(|g| (g.with_path(p).with_prep(q), String::new())))
         .collect::<Result<Vec<_>, _>>()
         .map_err(beam_err)?;
+    for &(unit_segs, stages, warps) in &cfg.stream_shapes {
+        let shape = beam_pack::gpu::StreamShape { unit_segs, stages };
+        let g = BeamGemv::new(gpu)
+            .map_err(beam_err)?
+            .with_path(GemvPath::Stream)
+            .with_stream_shape(shape, warps)
+            .map_err(beam_err)?;
+        gvs.push((g, format!(" {unit_segs}x{stages}x{warps}")));
+    }
     let mut report = GemvReport {
         device: gpu.info().name.clone(),
         ceiling_gbps: bench.ceiling_gbps(),
@@ -1911,10 +1944,12 @@ pub fn run_gemv(
                     .map_err(beam_err)?;
                 let db = DeviceBeamMatrix::upload(gpu, &pb).map_err(beam_err)?;
                 let exact = exact_product(&a_vals, &x_vals, (rows, cols, batch));
-                for (&mode, gv) in outputs.iter().flat_map(|m| gvs.iter().map(move |g| (m, g))) {
+                for (&mode, (gv, tag)) in
+                    outputs.iter().flat_map(|m| gvs.iter().map(move |g| (m, g)))
+                {
                     let mut variant = format!("b{bits} {}", mode.name());
                     if gv.path() != GemvPath::Auto {
-                        variant = format!("{variant} {}", gv.path().name());
+                        variant = format!("{variant} {}{tag}", gv.path().name());
                     }
                     if gv.prep() != GemvPrep::Auto {
                         variant = format!("{variant} prep-{}", gv.prep().name());

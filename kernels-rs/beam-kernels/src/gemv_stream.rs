@@ -39,67 +39,148 @@ pub const fn stream_by_default(bits: u32) -> bool {
     bits >= 1 && bits <= crate::gemv_mma::MMA_MAX_BITS
 }
 
-/// Most warps of a block of the streaming kernel: [`stream_warps`] picks 16 where the shared
-/// memory allows (latency hiding: a warp's unpacking and MMAs are one dependent chain), else 8.
-pub const STREAM_MAX_WARPS: u32 = 16;
+/// Most warps of a block of the streaming kernel (its launch bound: up to 255 registers a
+/// thread; 16 warps, capped at 128 registers, spilled and measured no faster on an H100,
+/// docs/BEAM.md).
+pub const STREAM_MAX_WARPS: u32 = 8;
 /// Fewest warps of a block of the streaming kernel.
-pub const STREAM_MIN_WARPS: u32 = 8;
+pub const STREAM_MIN_WARPS: u32 = 4;
+/// The warps [`stream_warps`] prefers.
+pub const STREAM_WARPS: u32 = 8;
 
-/// 16-byte chunks a lane reads from one stage: `ceil(B / 2)` per row half (words `2 jj` and
-/// `2 jj + 1`; at odd widths the last chunk holds one word).
+/// 16-byte chunks a lane reads from one segment's part of a stage: `ceil(B / 2)` per row half
+/// (words `2 jj` and `2 jj + 1`; at odd widths the last chunk holds one word).
 pub const fn lane_chunks(bits: u32) -> u32 {
     2 * bits.div_ceil(2)
 }
 
-/// Bytes of one stage (one unit of the 32 lanes): [`lane_chunks`] x 32 x 16.
-pub const fn stage_bytes(bits: u32) -> u32 {
+/// Bytes of one segment's part of a stage (the 32 lanes' chunks): [`lane_chunks`] x 32 x 16.
+pub const fn seg_stage_bytes(bits: u32) -> u32 {
     lane_chunks(bits) * 32 * 16
 }
 
-/// Stages of a warp's ring for `bits`-bit weights: 9 KiB or less per warp (144 KiB for 16
-/// warps), so 1 to 7 units (4 to 7 KiB, 64 KiB or more per SM) are in flight per warp while it
-/// multiplies one.
-pub const fn stages(bits: u32) -> u32 {
-    match bits {
-        1 | 2 => 8,
-        3 | 4 => 4,
-        5 | 6 => 3,
-        _ => 2,
+/// The shape of a launch of the streaming kernel: segments per unit and stages per warp's
+/// ring (the kernel reads both from [`GemvParams::slices`](crate::gemv::GemvParams::slices),
+/// [`StreamShape::code`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamShape {
+    /// Consecutive segments of a unit (1..=16): each row of a tile is read in pieces of
+    /// `32 B unit_segs` bytes.
+    pub unit_segs: u32,
+    /// Stages of a warp's ring (2..=8): `stages - 1` units are in flight while the warp
+    /// multiplies one.
+    pub stages: u32,
+}
+
+impl StreamShape {
+    /// The default for `bits`-bit weights: units of 8 KiB or less (6 KiB at 5 and 6 bits),
+    /// whose rows are read in pieces of 256 to 512 bytes (one segment is 32 to 256 bytes of a
+    /// row: HBM serves short scattered pieces below its peak), two stages (three at 5 and 6
+    /// bits).
+    pub const fn for_bits(bits: u32) -> StreamShape {
+        match bits {
+            1 | 2 => StreamShape {
+                unit_segs: 8,
+                stages: 2,
+            },
+            3 | 4 => StreamShape {
+                unit_segs: 4,
+                stages: 2,
+            },
+            5 | 6 => StreamShape {
+                unit_segs: 2,
+                stages: 3,
+            },
+            _ => StreamShape {
+                unit_segs: 2,
+                stages: 2,
+            },
+        }
+    }
+
+    /// Whether the kernel takes this shape.
+    pub const fn valid(self) -> bool {
+        self.unit_segs >= 1 && self.unit_segs <= 16 && self.stages >= 2 && self.stages <= 8
+    }
+
+    /// `unit_segs | stages << 8`, as the kernel reads it.
+    pub const fn code(self) -> u32 {
+        self.unit_segs | self.stages << 8
+    }
+
+    /// The shape of [`StreamShape::code`] `code`.
+    pub const fn from_code(code: u32) -> StreamShape {
+        StreamShape {
+            unit_segs: code & 0xff,
+            stages: (code >> 8) & 0xff,
+        }
+    }
+
+    /// Bytes of one stage (one unit): `unit_segs` [`seg_stage_bytes`].
+    pub const fn stage_bytes(self, bits: u32) -> u32 {
+        self.unit_segs * seg_stage_bytes(bits)
+    }
+
+    /// Bytes of one warp's ring.
+    pub const fn ring_bytes(self, bits: u32) -> u32 {
+        self.stages * self.stage_bytes(bits)
+    }
+
+    /// Units of a `rows x cols` matrix: tiles of [`MMA_ROWS`] rows times runs of `unit_segs`
+    /// segments of [`SEG_ELEMS`] columns (the last of a row may be short).
+    pub const fn units(self, rows: u32, cols: u32) -> u64 {
+        rows.div_ceil(MMA_ROWS) as u64 * self.row_units(cols) as u64
+    }
+
+    /// Units of one row of `cols` columns.
+    pub const fn row_units(self, cols: u32) -> u32 {
+        cols.div_ceil(SEG_ELEMS).div_ceil(self.unit_segs)
     }
 }
 
-// The kernel waits with `cp.async.wait_group stages - 2`, an immediate it picks from 0..=6.
+// The defaults are shapes the kernel takes.
 const _: () = {
     let mut b = 1;
     while b <= crate::gemv_mma::MMA_MAX_BITS {
-        assert!(stages(b) >= 2 && stages(b) <= 8);
+        assert!(StreamShape::for_bits(b).valid());
         b += 1;
     }
 };
 
-/// Bytes of one warp's ring.
-pub const fn ring_bytes(bits: u32) -> u32 {
-    stages(bits) * stage_bytes(bits)
-}
-
 /// Bytes of dynamic shared memory `cmv_beam_gemv_stream_b{bits}` needs with `warps` warps for
 /// a vector of `cols` columns and `planes` byte planes: the warps' rings, then the `B`
 /// fragments ([`crate::gemv_mma::frag_words_planes`]).
-pub const fn stream_smem_bytes(bits: u32, warps: u32, cols: u32, planes: u32) -> u64 {
-    (warps * ring_bytes(bits)) as u64 + 4 * frag_words_planes(cols, planes) as u64
+pub const fn stream_smem_bytes(
+    bits: u32,
+    shape: StreamShape,
+    warps: u32,
+    cols: u32,
+    planes: u32,
+) -> u64 {
+    (warps * shape.ring_bytes(bits)) as u64 + 4 * frag_words_planes(cols, planes) as u64
 }
 
-/// The warps of a block of `cmv_beam_gemv_stream_b{bits}` when a block may have `max_smem`
-/// bytes of shared memory: 16 if they fit, else 8, else `None` (the kernel does not take the
-/// vector).
-pub const fn stream_warps(bits: u32, cols: u32, planes: u32, max_smem: u32) -> Option<u32> {
-    if stream_smem_bytes(bits, STREAM_MAX_WARPS, cols, planes) <= max_smem as u64 {
-        Some(STREAM_MAX_WARPS)
-    } else if stream_smem_bytes(bits, STREAM_MIN_WARPS, cols, planes) <= max_smem as u64 {
-        Some(STREAM_MIN_WARPS)
-    } else {
-        None
+/// The warps of a block of `cmv_beam_gemv_stream_b{bits}` with `shape` when a block may have
+/// `max_smem` bytes of shared memory: `want` (8 by default, [`STREAM_WARPS`]) if they fit,
+/// else the most of 8 and 4 that fit, else `None` (the kernel does not take the vector).
+pub const fn stream_warps(
+    bits: u32,
+    shape: StreamShape,
+    (cols, planes): (u32, u32),
+    want: u32,
+    max_smem: u32,
+) -> Option<u32> {
+    let mut w = want;
+    if w > STREAM_MAX_WARPS {
+        w = STREAM_MAX_WARPS;
     }
+    while w >= STREAM_MIN_WARPS {
+        if stream_smem_bytes(bits, shape, w, cols, planes) <= max_smem as u64 {
+            return Some(w);
+        }
+        w /= 2;
+    }
+    None
 }
 
 /// `u32` of the workspace after the fragments: a sum per row, then a counter per tile (both
@@ -158,12 +239,6 @@ pub const fn warp_units(units: u64, warps: u64, warp: u64) -> (u64, u64) {
     (begin, begin + base + if warp < extra { 1 } else { 0 })
 }
 
-/// Units of a `rows x cols` matrix: tiles of [`MMA_ROWS`] rows times segments of
-/// [`SEG_ELEMS`] columns.
-pub const fn stream_units(rows: u32, cols: u32) -> u64 {
-    rows.div_ceil(MMA_ROWS) as u64 * cols.div_ceil(SEG_ELEMS) as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +260,10 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn stage_bytes(bits: u32) -> u32 {
+        seg_stage_bytes(bits)
     }
 
     /// One unit's stage as the copies of the 32 lanes fill it (`None`: never written, zero on
@@ -308,22 +387,35 @@ mod tests {
             }
             assert_eq!(next, units);
         }
-        assert_eq!(stream_units(28672, 8192), 1792 * 32);
-        assert_eq!(stream_units(17, 257), 4);
+        let one = StreamShape {
+            unit_segs: 1,
+            stages: 2,
+        };
+        assert_eq!(one.units(28672, 8192), 1792 * 32);
+        assert_eq!(one.units(17, 257), 4);
+        let four = StreamShape {
+            unit_segs: 4,
+            stages: 2,
+        };
+        assert_eq!(four.units(28672, 8192), 1792 * 8);
+        assert_eq!(four.units(17, 257 + 4 * 256), 2 * 2);
+        assert_eq!(StreamShape::from_code(four.code()), four);
     }
 
     #[test]
     fn shared_memory_fits_the_largest_llm_rows() {
-        // 28672 columns of an 8-bit vector: 28 KiB of fragments plus 16 rings of at most 9 KiB,
-        // under the 227 KiB a block may have on sm_90; a 32-bit vector (112 KiB of
-        // fragments) with 8 warps.
+        // 28672 columns of an 8-bit vector: 28 KiB of fragments plus 8 rings of at most
+        // 18 KiB, under the 227 KiB a block may have on sm_90; a 32-bit vector (112 KiB of
+        // fragments) with 4 warps.
         let max = 227 * 1024;
         for bits in 1..=MMA_MAX_BITS {
-            assert!(ring_bytes(bits) <= 9 * 1024);
-            assert_eq!(stream_warps(bits, 28672, 1, max), Some(16), "bits {bits}");
-            assert_eq!(stream_warps(bits, 28672, 4, max), Some(8), "bits {bits}");
-            assert_eq!(stream_warps(bits, 8192, 4, max), Some(16), "bits {bits}");
+            let sh = StreamShape::for_bits(bits);
+            assert!(sh.ring_bytes(bits) <= 18 * 1024, "bits {bits}");
+            let w = |cols, planes| stream_warps(bits, sh, (cols, planes), STREAM_WARPS, max);
+            assert_eq!(w(28672, 1), Some(8), "bits {bits}");
+            assert_eq!(w(28672, 4), Some(4), "bits {bits}");
+            assert_eq!(w(8192, 4), Some(8), "bits {bits}");
+            assert_eq!(w(60_000, 4), None, "bits {bits}");
         }
-        assert_eq!(stream_warps(8, 60_000, 4, max), None);
     }
 }

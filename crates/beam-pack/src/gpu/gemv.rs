@@ -24,7 +24,8 @@ use beam_kernels::gemv_mma::{
     segments, vector_planes,
 };
 use beam_kernels::gemv_stream::{
-    stream_by_default, stream_extra_words, stream_smem_bytes, stream_warps,
+    STREAM_MAX_WARPS, STREAM_MIN_WARPS, STREAM_WARPS, StreamShape, stream_by_default,
+    stream_extra_words, stream_smem_bytes, stream_warps,
 };
 use beam_kernels::layout::{self, Acc, acc_for};
 use beam_kernels::{MAX_BATCH, PackedOut, PackedRef};
@@ -183,11 +184,29 @@ impl GemvPrep {
 /// `out_bits` wide under `overflow`, when the device gives `max_smem` bytes of shared memory
 /// to a block.
 pub fn gemv_kernel_name(
-    (a_bits, a_layout, a_cols, a_row_words): (u32, Layout, usize, usize),
-    (b_bits, n): (u32, usize),
+    a: (u32, Layout, usize, usize),
+    b: (u32, usize),
     out_bits: u32,
     overflow: Overflow,
     (max_smem, path): (u32, GemvPath),
+) -> &'static str {
+    let shape = a.0.clamp(1, MMA_MAX_BITS);
+    kernel_name_with(
+        a,
+        b,
+        (out_bits, overflow),
+        (max_smem, path),
+        (StreamShape::for_bits(shape), STREAM_WARPS),
+    )
+}
+
+/// [`gemv_kernel_name`] with the streaming kernel's shape and preferred warps.
+fn kernel_name_with(
+    (a_bits, a_layout, a_cols, a_row_words): (u32, Layout, usize, usize),
+    (b_bits, n): (u32, usize),
+    (out_bits, overflow): (u32, Overflow),
+    (max_smem, path): (u32, GemvPath),
+    (shape, want): (StreamShape, u32),
 ) -> &'static str {
     let acc = acc_for(a_bits, b_bits, a_cols as u64, out_bits, overflow.code());
     let fast = a_layout == Layout::Nogaps && n == 1 && acc == Acc::U32 && path != GemvPath::Any;
@@ -205,7 +224,8 @@ pub fn gemv_kernel_name(
         GemvPath::TensorCores => a_bits <= MMA_MAX_BITS,
         GemvPath::CudaCores | GemvPath::Any => false,
     };
-    let stream_fits = stream_warps(a_bits, cols, vector_planes(b_bits), max_smem).is_some();
+    let stream_fits = a_bits <= MMA_MAX_BITS
+        && stream_warps(a_bits, shape, (cols, vector_planes(b_bits)), want, max_smem).is_some();
     if fast && stream && stream_fits {
         STREAM_NAMES[a_bits as usize - 1]
     } else if fast && mma && fits(mma_smem_bytes(cols)) {
@@ -231,6 +251,9 @@ pub struct BeamGemv {
     work: Mutex<Option<CudaSlice<u32>>>,
     path: GemvPath,
     prep_mode: GemvPrep,
+    /// The streaming kernel's shape (`None`: [`StreamShape::for_bits`]) and preferred warps.
+    stream_shape: Option<StreamShape>,
+    stream_want: u32,
     sm_count: u32,
     max_smem: u32,
 }
@@ -263,6 +286,8 @@ impl BeamGemv {
             work: Mutex::new(None),
             path: GemvPath::Auto,
             prep_mode: GemvPrep::Auto,
+            stream_shape: None,
+            stream_want: STREAM_WARPS,
             sm_count: gpu.info().sm_count,
             max_smem: gpu.info().max_smem_per_block_optin,
         })
@@ -292,6 +317,39 @@ impl BeamGemv {
         self.prep_mode
     }
 
+    /// The same kernels, the streaming kernel run with units of `shape` and `warps` warps per
+    /// block where they fit (fewer otherwise): for tuning; every shape gives the same result.
+    ///
+    /// # Errors
+    /// [`BeamError::Kernel`] for a shape the kernel does not take (`unit_segs` 1..=16,
+    /// `stages` 2..=8) or warps other than 4 and 8.
+    pub fn with_stream_shape(mut self, shape: StreamShape, warps: u32) -> Result<Self, BeamError> {
+        let ok_warps =
+            (STREAM_MIN_WARPS..=STREAM_MAX_WARPS).contains(&warps) && warps.is_power_of_two();
+        if !shape.valid() || !ok_warps {
+            return Err(BeamError::Kernel {
+                kernel: "cmv_beam_gemv_stream",
+                reason: format!(
+                    "units of {} segments, {} stages, {warps} warps: use 1 to 16 segments, 2 to \
+                     8 stages and 4 or 8 warps",
+                    shape.unit_segs, shape.stages
+                ),
+            });
+        }
+        self.stream_shape = Some(shape);
+        self.stream_want = warps;
+        Ok(self)
+    }
+
+    /// The streaming kernel's shape for `bits`-bit weights and its preferred warps per block.
+    pub fn stream_shape(&self, bits: u32) -> (StreamShape, u32) {
+        let b = bits.clamp(1, MMA_MAX_BITS);
+        (
+            self.stream_shape.unwrap_or(StreamShape::for_bits(b)),
+            self.stream_want,
+        )
+    }
+
     /// The name of the kernel [`BeamGemv::gemv`] runs for these operands and output.
     pub fn kernel_name(
         &self,
@@ -300,7 +358,7 @@ impl BeamGemv {
         out_bits: u32,
         overflow: Overflow,
     ) -> &'static str {
-        gemv_kernel_name(
+        kernel_name_with(
             (
                 a.bits(),
                 a.layout(),
@@ -308,9 +366,9 @@ impl BeamGemv {
                 a.packed_ref().row_words as usize,
             ),
             (b.bits(), b.cols()),
-            out_bits,
-            overflow,
+            (out_bits, overflow),
             (self.max_smem, self.path),
+            self.stream_shape(a.bits()),
         )
     }
 
@@ -420,7 +478,10 @@ impl BeamGemv {
         let planes = vector_planes(p.b.bits);
         let (kernel, words, extra, smem, threads) = match which {
             FastKernel::Stream => {
-                let Some(warps) = stream_warps(bits, p.a.cols, planes, self.max_smem) else {
+                let (shape, want) = self.stream_shape(bits);
+                p.slices = shape.code();
+                let fit = stream_warps(bits, shape, (p.a.cols, planes), want, self.max_smem);
+                let Some(warps) = fit else {
                     return Err(BeamError::Kernel {
                         kernel: STREAM_NAMES[b],
                         reason: format!(
@@ -434,7 +495,7 @@ impl BeamGemv {
                     &self.stream_k[b],
                     frag_words_planes(p.a.cols, planes),
                     stream_extra_words(p.a.rows),
-                    stream_smem_bytes(bits, warps, p.a.cols, planes),
+                    stream_smem_bytes(bits, shape, warps, p.a.cols, planes),
                     32 * warps,
                 )
             }
@@ -464,8 +525,9 @@ impl BeamGemv {
         let per_sm = kernel.max_active_blocks_per_sm(threads, smem)?.max(1);
         let resident = per_sm * self.sm_count;
         let (slices, grid) = match which {
-            // Every resident block, each warp an equal run of units.
-            FastKernel::Stream => (1, resident),
+            // Every resident block, each warp an equal run of units; `slices` carries the
+            // shape.
+            FastKernel::Stream => (p.slices, resident),
             FastKernel::Mma => mma_split(p.a.rows, segments(p.a.cols), resident),
             FastKernel::Nogaps => nogaps_split(p.a.rows, p.a.row_words, bits, resident),
         };

@@ -9,6 +9,7 @@ mod gemm;
 mod gemv;
 mod mma;
 
+pub use beam_kernels::gemv_stream::StreamShape;
 pub use gemm::CudaCoreGemm;
 pub use gemv::{BeamGemv, GemvPath, GemvPrep, gemv_kernel_name};
 pub use mma::MmaGemm;

@@ -128,15 +128,21 @@ struct Args {
     /// BEAM GEMV: vectors (columns of B), each 1 to 16.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     beam_gemv_batches: Vec<usize>,
-    /// BEAM GEMV: kernel choices to time, `auto` (what a user gets: tensor cores at 1-3 and 5-7
-    /// bits), `tensor-cores` (every width up to 8), `cuda-cores` (the `nogaps` CUDA-core kernels), `any`
-    /// (the general kernel).
+    /// BEAM GEMV: kernel choices to time, `auto` (what a user gets: the streaming tensor-core
+    /// kernel up to 8 bits), `tc-stream` (that kernel), `tensor-cores` (the first tensor-core
+    /// kernel, every width up to 8), `cuda-cores` (the `nogaps` CUDA-core kernels), `any` (the
+    /// general kernel).
     #[arg(long, default_value = "auto")]
     beam_gemv_paths: String,
     /// BEAM GEMV: how the fast kernels' vector is prepared, `auto`, `kernel` (a separate
     /// launch writes it once) or `fused` (each block builds it).
     #[arg(long, default_value = "auto")]
     beam_gemv_preps: String,
+    /// BEAM GEMV: extra runs of the streaming tensor-core kernel with these shapes, `UxSxW`
+    /// (segments per unit, stages per warp's ring, warps per block), comma-separated: for
+    /// tuning.
+    #[arg(long, default_value = "")]
+    beam_gemv_stream: String,
 }
 
 fn shapes_list(shapes: &[(usize, usize)]) -> String {
@@ -212,6 +218,7 @@ fn beam_configs(args: &Args) -> Result<(bench::beam::GemmConfig, bench::beam::Ge
         &args.beam_gemv_outputs,
         (&args.beam_gemv_paths, &args.beam_gemv_preps),
     )
+    .and_then(|g| g.with_stream_shapes(&args.beam_gemv_stream))
     .map_err(|e| format!("BEAM GEMV: {e}"))?;
     Ok((gemm, gemv))
 }

@@ -19,7 +19,7 @@ use crate::gemv_mma::{
     mma_unroll, plane_shares, seg_frag_words, segments, unpack, vector_planes,
 };
 use crate::gemv_stream::{
-    copies, copy_plan, lane_chunks, stage_bytes, stages, stream_extra_words, warp_units,
+    StreamShape, copies, copy_plan, lane_chunks, seg_stage_bytes, stream_extra_words, warp_units,
     wide_copies,
 };
 use crate::layout::finish;
@@ -489,11 +489,14 @@ unsafe fn gemv_stream<const B: u32>(p: &GemvParams) {
 /// As [`gemv_stream`], and `WIDE` is `wide_copies(B, A.row_words)`.
 #[inline(always)]
 unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
-    let ns = stages(B);
-    let sb = stage_bytes(B);
+    let shape = StreamShape::from_code(p.slices);
+    let (ug, ns) = (shape.unit_segs, shape.stages);
+    let ssb = seg_stage_bytes(B);
+    let sb = ug * ssb;
     let (a, out) = (p.a, p.c);
     let (rows, rw) = (a.rows, a.row_words);
     let segs = segments(a.cols);
+    let rus = shape.row_units(a.cols);
     let tiles = rows.div_ceil(MMA_ROWS);
     let fw = p.xp_len;
     let smem = dyn_smem_addr();
@@ -512,12 +515,12 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
         (s, s.add(rows as usize))
     };
 
-    let units = u64::from(tiles) * u64::from(segs);
+    let units = u64::from(tiles) * u64::from(rus);
     let warps = u64::from(grid_dim_x()) * u64::from(nw);
     let (u0, u1) = warp_units(units, warps, u64::from(block_idx_x() * nw + w));
-    // This lane's copies, the same in every unit: the word offset from the unit's first word
-    // (row0, seg 4 B) and, packed, the stage offset, the row in the tile and the in-segment
-    // word (for the checks at the matrix's edges).
+    // This lane's copies of one segment, the same in every segment: the word offset from the
+    // segment's first word (row0, seg 4 B) and, packed, the stage offset, the row in the tile
+    // and the in-segment word (for the checks at the matrix's edges).
     let mut src_off = [0u32; 16];
     let mut plan = [0u32; 16];
     for i in 0..nc {
@@ -538,63 +541,73 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
             }
         };
     }
-    // The copies of unit (tile, seg) into ring slot `slot`, one commit group.
-    let issue = |tile: u32, seg: u32, slot: u32| {
-        let dst0 = ring + slot * sb;
+    // The copies of unit (tile, ru) into ring slot `slot`: its `ug` segments, one after the
+    // other (each warp load is 4 rows x 128 contiguous bytes; consecutive loads continue the
+    // same rows), one commit group.
+    let issue = |tile: u32, ru: u32, slot: u32| {
         let row0 = tile * MMA_ROWS;
-        let w0 = seg * 4 * B;
-        // SAFETY: row0 < rows and w0 < rw (a unit of the matrix): its first word is in A.
-        let ubase = unsafe { base.add(row0 as usize * rw as usize + w0 as usize) };
-        if row0 + MMA_ROWS <= rows && w0 + 4 * B <= rw {
-            // A unit inside the matrix: no checks.
-            for i in 0..nc {
-                // SAFETY: row0 + r < rows and w0 + wr (+ 1 when wide) < rw: a word (pair) of
-                // A, aligned as the copy needs (wide: even words of rows of even length). The
-                // destination is this warp's slot, which no lane reads until the group is
-                // waited for.
-                unsafe {
-                    let src = ubase.add(word_off!(i) as usize);
-                    let dst = dst0 + (plan[i] & 0xffff);
-                    if WIDE {
-                        cp_async_16_zfill(dst, src as *const U32x4, 16);
-                    } else {
-                        cp_async_8_zfill(dst, src, 8);
+        let inside_rows = row0 + MMA_ROWS <= rows;
+        for k in 0..ug {
+            let seg = ru * ug + k;
+            let dst0 = ring + slot * sb + k * ssb;
+            let w0 = seg * 4 * B;
+            if inside_rows && w0 + 4 * B <= rw {
+                // SAFETY: row0 < rows and w0 < rw: the segment's first word is in A.
+                let sbase = unsafe { base.add(row0 as usize * rw as usize + w0 as usize) };
+                // A segment inside the matrix: no checks.
+                for i in 0..nc {
+                    // SAFETY: row0 + r < rows and w0 + wr (+ 1 when wide) < rw: a word (pair)
+                    // of A, aligned as the copy needs (wide: even words of rows of even
+                    // length). The destination is this warp's slot, which no lane reads until
+                    // the group is waited for.
+                    unsafe {
+                        let src = sbase.add(word_off!(i) as usize);
+                        let dst = dst0 + (plan[i] & 0xffff);
+                        if WIDE {
+                            cp_async_16_zfill(dst, src as *const U32x4, 16);
+                        } else {
+                            cp_async_8_zfill(dst, src, 8);
+                        }
                     }
                 }
-            }
-        } else {
-            let (lim_r, lim_w) = (rows - row0, rw - w0);
-            for i in 0..nc {
-                let (r, wr) = ((plan[i] >> 16) & 0xff, plan[i] >> 24);
-                let ok = r < lim_r && wr < lim_w;
-                // SAFETY: with `ok` the word (and its pair: wide copies start on even words of
-                // rows of even length) lies in A; otherwise nothing is read (size 0,
-                // zero-filled) from A's aligned first word. The destination as above.
-                unsafe {
-                    let src = if ok {
-                        ubase.add(word_off!(i) as usize)
-                    } else {
-                        base
-                    };
-                    let dst = dst0 + (plan[i] & 0xffff);
-                    if WIDE {
-                        cp_async_16_zfill(dst, src as *const U32x4, if ok { 16 } else { 0 });
-                    } else {
-                        cp_async_8_zfill(dst, src, if ok { 8 } else { 0 });
+            } else {
+                // Rows past the matrix, words past the row (or a whole segment past it, in a
+                // row's last unit): zero-filled, never read.
+                let lim_r = rows - row0;
+                let lim_w = rw.saturating_sub(w0);
+                for i in 0..nc {
+                    let (r, wr) = ((plan[i] >> 16) & 0xff, plan[i] >> 24);
+                    let ok = r < lim_r && wr < lim_w;
+                    // SAFETY: with `ok` the word (and its pair: wide copies start on even
+                    // words of rows of even length) lies in A; otherwise nothing is read
+                    // (size 0, zero-filled) from A's aligned first word. The destination as
+                    // above.
+                    unsafe {
+                        let src = if ok {
+                            base.add((row0 + r) as usize * rw as usize + (w0 + wr) as usize)
+                        } else {
+                            base
+                        };
+                        let dst = dst0 + (plan[i] & 0xffff);
+                        if WIDE {
+                            cp_async_16_zfill(dst, src as *const U32x4, if ok { 16 } else { 0 });
+                        } else {
+                            cp_async_8_zfill(dst, src, if ok { 8 } else { 0 });
+                        }
                     }
                 }
             }
         }
     };
-    let (mut pf_tile, mut pf_seg) = ((u0 / u64::from(segs)) as u32, (u0 % u64::from(segs)) as u32);
+    let (mut pf_tile, mut pf_ru) = ((u0 / u64::from(rus)) as u32, (u0 % u64::from(rus)) as u32);
     let mut pf_left = u1 - u0;
     let mut prefetch = |slot: u32| {
         if pf_left > 0 {
-            issue(pf_tile, pf_seg, slot);
+            issue(pf_tile, pf_ru, slot);
             pf_left -= 1;
-            pf_seg += 1;
-            if pf_seg == segs {
-                pf_seg = 0;
+            pf_ru += 1;
+            if pf_ru == rus {
+                pf_ru = 0;
                 pf_tile += 1;
             }
         }
@@ -617,8 +630,8 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
         unsafe { sync_threads() };
     }
 
-    let (mut tile, mut seg) = ((u0 / u64::from(segs)) as u32, (u0 % u64::from(segs)) as u32);
-    let mut first = seg;
+    let (mut tile, mut ru) = ((u0 / u64::from(rus)) as u32, (u0 % u64::from(rus)) as u32);
+    let mut first = ru;
     let mut left = u1 - u0;
     let mut slot = 0;
     let (mut c0, mut c1) = ([0u32; 4], [0u32; 4]);
@@ -640,58 +653,65 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
             sync_warp();
         }
         prefetch(if slot == 0 { ns - 1 } else { slot - 1 });
-        let st = ring + slot * sb;
-        let mut wv = [[0u32; 16]; 2];
-        for jj in 0..lane_chunks(B) / 2 {
-            for (h, wh) in wv.iter_mut().enumerate() {
-                // SAFETY: inside this warp's slot (stage_offset < sb), 16-byte aligned.
-                let v = unsafe { lds_v4(st + ((jj * 2 + h as u32) * 32 + lane) * 16) }.0;
-                let j = 4 * jj as usize;
-                wh[j..j + 4].copy_from_slice(&v);
+        for k in 0..ug {
+            let seg = ru * ug + k;
+            // Warp-uniform: the row's last unit may end before its last segment.
+            if seg >= segs {
+                break;
             }
-        }
-        if B % 2 == 1 {
-            // The last chunk's high word is not copied at odd widths.
-            for wh in wv.iter_mut() {
-                wh[2 * B as usize] = 0;
-                wh[2 * B as usize + 1] = 0;
-            }
-        }
-        let mut bf = [U32x4([0; 4]); 4];
-        if lane < 4 * planes {
-            for (q, f) in bf.iter_mut().enumerate() {
-                let off = (seg * sfw + q as u32 * 16 * planes + lane * 4) * 4;
-                // SAFETY: inside the fragments: seg < segs, lane < 4 planes, 16-byte aligned.
-                *f = unsafe { lds_v4(xs + off) };
-            }
-        }
-        // Called with constant steps so every index and shift is an immediate.
-        let mut step = |s: u32| {
-            let (a0, a2) = unpack::<B>(&wv[0], s);
-            let (a1, a3) = unpack::<B>(&wv[1], s);
-            let f = bf[(s / 2) as usize].0;
-            let h = 2 * (s % 2) as usize;
-            // SAFETY: the whole warp runs this (the unit loop is warp-uniform).
-            unsafe {
-                if s % 2 == 0 {
-                    c0 = mma_m16n8k32_u8([a0, a1, a2, a3], [f[h], f[h + 1]], c0);
-                } else {
-                    c1 = mma_m16n8k32_u8([a0, a1, a2, a3], [f[h], f[h + 1]], c1);
+            let st = ring + slot * sb + k * ssb;
+            let mut wv = [[0u32; 16]; 2];
+            for jj in 0..lane_chunks(B) / 2 {
+                for (h, wh) in wv.iter_mut().enumerate() {
+                    // SAFETY: inside this warp's slot (stage_offset < ssb), 16-byte aligned.
+                    let v = unsafe { lds_v4(st + ((jj * 2 + h as u32) * 32 + lane) * 16) }.0;
+                    let j = 4 * jj as usize;
+                    wh[j..j + 4].copy_from_slice(&v);
                 }
             }
-        };
-        step(0);
-        step(1);
-        step(2);
-        step(3);
-        step(4);
-        step(5);
-        step(6);
-        step(7);
+            if B % 2 == 1 {
+                // The last chunk's high word is not copied at odd widths.
+                for wh in wv.iter_mut() {
+                    wh[2 * B as usize] = 0;
+                    wh[2 * B as usize + 1] = 0;
+                }
+            }
+            let mut bf = [U32x4([0; 4]); 4];
+            if lane < 4 * planes {
+                for (q, f) in bf.iter_mut().enumerate() {
+                    let off = (seg * sfw + q as u32 * 16 * planes + lane * 4) * 4;
+                    // SAFETY: inside the fragments: seg < segs, lane < 4 planes, aligned.
+                    *f = unsafe { lds_v4(xs + off) };
+                }
+            }
+            // Called with constant steps so every index and shift is an immediate.
+            let mut step = |s: u32| {
+                let (a0, a2) = unpack::<B>(&wv[0], s);
+                let (a1, a3) = unpack::<B>(&wv[1], s);
+                let f = bf[(s / 2) as usize].0;
+                let h = 2 * (s % 2) as usize;
+                // SAFETY: the whole warp runs this (the unit loop is warp-uniform).
+                unsafe {
+                    if s % 2 == 0 {
+                        c0 = mma_m16n8k32_u8([a0, a1, a2, a3], [f[h], f[h + 1]], c0);
+                    } else {
+                        c1 = mma_m16n8k32_u8([a0, a1, a2, a3], [f[h], f[h + 1]], c1);
+                    }
+                }
+            };
+            step(0);
+            step(1);
+            step(2);
+            step(3);
+            step(4);
+            step(5);
+            step(6);
+            step(7);
+        }
         slot = if slot + 1 == ns { 0 } else { slot + 1 };
         left -= 1;
-        seg += 1;
-        if seg == segs || left == 0 {
+        ru += 1;
+        if ru == rus || left == 0 {
             // This warp's part of the tile is done: rows g (lane 4g) and g + 8 (lane 4g + 1).
             let c = [
                 c0[0].wrapping_add(c1[0]),
@@ -716,12 +736,12 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                 // that covers or completes the tile).
                 unsafe { store(&out, row, 0, v) };
             };
-            if first == 0 && seg == segs {
+            if first == 0 && ru == rus {
                 if writes {
                     put(mine);
                 }
             } else {
-                let done = seg - first;
+                let done = ru - first;
                 // SAFETY: row < rows: a sum slot; tile < tiles: a counter; the workspace is
                 // accessed only atomically (and by the one completing warp after the count).
                 // The whole warp runs this.
@@ -734,7 +754,7 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                     let mut last = 0;
                     if lane == 0 {
                         let old = atomic_add_u32(counts.add(tile as usize), done);
-                        last = u32::from(old + done == segs);
+                        last = u32::from(old + done == rus);
                     }
                     if shfl_idx(last, 0) != 0 {
                         fence_gpu();
@@ -746,11 +766,11 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
             }
             c0 = [0; 4];
             c1 = [0; 4];
-            if seg == segs {
-                seg = 0;
+            if ru == rus {
+                ru = 0;
                 tile += 1;
             }
-            first = seg;
+            first = ru;
         }
     }
     // SAFETY: no operands; the remaining groups are empty.
