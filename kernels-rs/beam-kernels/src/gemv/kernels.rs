@@ -1,7 +1,7 @@
 //! GEMV entry points (NVPTX only). The arithmetic is in the parent module.
 
 use cmv_device::{
-    U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_16_zfill,
+    U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_16_ca_zfill,
     cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr, fence_gpu, global_thread_x,
     grid_dim_x, lane_id, ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, ld_stream_u64, lds_v4,
     mma_m16n8k32_u8, red_add_u32_global, shfl_down, shfl_idx, shfl_xor, sts_v4, sync_threads,
@@ -564,7 +564,7 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                         let src = sbase.add(word_off!(i) as usize);
                         let dst = dst0 + (plan[i] & 0xffff);
                         if WIDE {
-                            cp_async_16_zfill(dst, src as *const U32x4, 16);
+                            cp_async_16_ca_zfill(dst, src as *const U32x4, 16);
                         } else {
                             cp_async_8_zfill(dst, src, 8);
                         }
@@ -590,7 +590,7 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                         };
                         let dst = dst0 + (plan[i] & 0xffff);
                         if WIDE {
-                            cp_async_16_zfill(dst, src as *const U32x4, if ok { 16 } else { 0 });
+                            cp_async_16_ca_zfill(dst, src as *const U32x4, if ok { 16 } else { 0 });
                         } else {
                             cp_async_8_zfill(dst, src, if ok { 8 } else { 0 });
                         }
