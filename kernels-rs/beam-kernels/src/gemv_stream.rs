@@ -35,11 +35,24 @@
 use crate::gemv_mma::lane_word;
 use crate::gemv_mma::{MMA_ROWS, SEG_ELEMS, frag_words_planes, interleaved, piece_bytes};
 
-/// Whether the launcher picks the streaming kernel by default for `bits`-bit weights (when its
-/// shared memory fits): at every width up to 8 bits.
-pub const fn stream_by_default(bits: u32) -> bool {
-    bits >= 1 && bits <= crate::gemv_mma::MMA_MAX_BITS
+/// Whether the launcher picks the streaming kernel by default for a matrix of `weights`
+/// `bits`-bit weights (when its shared memory fits): at 3, 6 and 7 bits, and at 4 and 8 bits
+/// on matrices of at least [`STREAM_MIN_WEIGHTS`]. Measured on an H100 (docs/PERF.md, build
+/// `d8d2c1a`) against the first tensor-core kernel (`mma`) and the CUDA-core `nogaps` kernel:
+/// faster at 3, 6 and 7 bits at every LLM shape; at 4 bits 3-13% faster on the 70B shapes and
+/// 6-8% slower on the 7B/8B ones (the CUDA-core kernel); at 8 bits level or faster on the 70B
+/// shapes, slower on the others; slower at 1, 2 and 5 bits (the `mma` kernel).
+pub const fn stream_by_default(bits: u32, weights: u64) -> bool {
+    match bits {
+        3 | 6 | 7 => true,
+        4 | 8 => weights >= STREAM_MIN_WEIGHTS,
+        _ => false,
+    }
 }
+
+/// The size from which the streaming kernel is the default at 4 and 8 bits: 2^27 weights
+/// (the 70B shapes have 2^27.8).
+pub const STREAM_MIN_WEIGHTS: u64 = 1 << 27;
 
 /// Most warps of a block of the streaming kernel (its launch bound: up to 255 registers a
 /// thread; 16 warps, capped at 128 registers, spilled and measured no faster on an H100,
@@ -193,7 +206,7 @@ pub const fn stream_extra_words(rows: u32) -> u32 {
 
 /// Whether the copies move 16 bytes (two words): even widths and rows that start on 16 bytes.
 pub const fn wide_copies(bits: u32, row_words: u32) -> bool {
-    bits % 2 == 0 && row_words % 2 == 0
+    bits.is_multiple_of(2) && row_words.is_multiple_of(2)
 }
 
 /// Copies a lane issues per unit: `B` of 16 bytes, or `2 B` of 8 bytes.

@@ -179,12 +179,12 @@ impl GemvPrep {
     }
 }
 
-/// The name of the kernel that `BeamGemv::gemv` runs on `path` for `A` of `a_bits` in
-/// `a_layout` (`a_row_words` words per row) times `n` vectors of `b_bits`, `k = a_cols`,
+/// The name of the kernel that `BeamGemv::gemv` runs on `path` for `A` (`a_rows x a_cols`)
+/// of `a_bits` in `a_layout` (`a_row_words` words per row) times `n` vectors of `b_bits`,
 /// `out_bits` wide under `overflow`, when the device gives `max_smem` bytes of shared memory
 /// to a block.
 pub fn gemv_kernel_name(
-    a: (u32, Layout, usize, usize),
+    a: (u32, Layout, (usize, usize), usize),
     b: (u32, usize),
     out_bits: u32,
     overflow: Overflow,
@@ -202,7 +202,7 @@ pub fn gemv_kernel_name(
 
 /// [`gemv_kernel_name`] with the streaming kernel's shape and preferred warps.
 fn kernel_name_with(
-    (a_bits, a_layout, a_cols, a_row_words): (u32, Layout, usize, usize),
+    (a_bits, a_layout, (a_rows, a_cols), a_row_words): (u32, Layout, (usize, usize), usize),
     (b_bits, n): (u32, usize),
     (out_bits, overflow): (u32, Overflow),
     (max_smem, path): (u32, GemvPath),
@@ -215,7 +215,7 @@ fn kernel_name_with(
     };
     let fits = |bytes: u64| bytes <= u64::from(max_smem);
     let stream = match path {
-        GemvPath::Auto => stream_by_default(a_bits),
+        GemvPath::Auto => stream_by_default(a_bits, a_rows as u64 * a_cols as u64),
         GemvPath::Stream => a_bits <= MMA_MAX_BITS,
         GemvPath::TensorCores | GemvPath::CudaCores | GemvPath::Any => false,
     };
@@ -362,7 +362,7 @@ impl BeamGemv {
             (
                 a.bits(),
                 a.layout(),
-                a.cols(),
+                (a.rows(), a.cols()),
                 a.packed_ref().row_words as usize,
             ),
             (b.bits(), b.cols()),
@@ -684,9 +684,13 @@ mod tests {
     use super::*;
 
     fn name(bits: u32, cols: usize, n: usize, path: GemvPath) -> &'static str {
+        name_rc(bits, (4096, cols), n, path)
+    }
+
+    fn name_rc(bits: u32, (rows, cols): (usize, usize), n: usize, path: GemvPath) -> &'static str {
         let rw = layout::row_words(cols as u64, bits, layout::NOGAPS) as usize;
         gemv_kernel_name(
-            (bits, Layout::Nogaps, cols, rw),
+            (bits, Layout::Nogaps, (rows, cols), rw),
             (bits, n),
             bits,
             Overflow::Ovf,
@@ -696,11 +700,32 @@ mod tests {
 
     #[test]
     fn the_kernel_follows_width_path_and_size() {
-        for bits in 1..=8 {
+        // The default: the streaming kernel at 3, 6 and 7 bits, and at 4 and 8 bits on matrices
+        // of at least 2^27 weights; the first tensor-core kernel at 1, 2 and 5 bits; the
+        // CUDA-core kernel at 4 and 8 bits on smaller matrices.
+        for bits in [3, 6, 7] {
             assert_eq!(
                 name(bits, 4096, 1, GemvPath::Auto),
                 STREAM_NAMES[bits as usize - 1]
             );
+        }
+        for bits in [1, 2, 5] {
+            assert_eq!(
+                name_rc(bits, (28672, 8192), 1, GemvPath::Auto),
+                MMA_NAMES[bits as usize - 1]
+            );
+        }
+        for bits in [4, 8] {
+            assert_eq!(
+                name_rc(bits, (28672, 8192), 1, GemvPath::Auto),
+                STREAM_NAMES[bits as usize - 1]
+            );
+            assert_eq!(
+                name_rc(bits, (14336, 4096), 1, GemvPath::Auto),
+                NOGAPS_NAMES[bits as usize - 1]
+            );
+        }
+        for bits in 1..=8 {
             assert_eq!(
                 name(bits, 4096, 1, GemvPath::Stream),
                 STREAM_NAMES[bits as usize - 1]
@@ -744,9 +769,9 @@ mod tests {
         // Two vectors, or a vector too long for shared memory: the general kernel.
         assert_eq!(name(4, 4096, 2, GemvPath::Auto), "cmv_beam_gemv_any");
         assert_eq!(name(4, 70_000, 1, GemvPath::CudaCores), "cmv_beam_gemv_any");
-        // A 4-bit vector of 70000 columns: one byte plane (69 KiB) and 8 rings (64 KiB).
+        // A 4-bit vector of 70000 columns: one byte plane (69 KiB) and 8 rings (128 KiB).
         assert_eq!(
-            name(4, 70_000, 1, GemvPath::Auto),
+            name(4, 70_000, 1, GemvPath::Stream),
             "cmv_beam_gemv_stream_b4"
         );
         // 50000 columns: the fragments (196 KiB) and the permuted vector (198 KiB) fit.
