@@ -36,22 +36,24 @@ use crate::gemv_mma::lane_word;
 use crate::gemv_mma::{MMA_ROWS, SEG_ELEMS, frag_words_planes, interleaved, piece_bytes};
 
 /// Whether the launcher picks the streaming kernel by default for a matrix of `weights`
-/// `bits`-bit weights (when its shared memory fits): at 3, 6 and 7 bits, and at 4 and 8 bits
-/// on matrices of at least [`STREAM_MIN_WEIGHTS`]. Measured on an H100 (docs/PERF.md, build
-/// `d8d2c1a`) against the first tensor-core kernel (`mma`) and the CUDA-core `nogaps` kernel:
-/// faster at 3, 6 and 7 bits at every LLM shape; at 4 bits 3-13% faster on the 70B shapes and
-/// 6-8% slower on the 7B/8B ones (the CUDA-core kernel); at 8 bits level or faster on the 70B
-/// shapes, slower on the others; slower at 1, 2 and 5 bits (the `mma` kernel).
+/// `bits`-bit weights (when its shared memory fits): at 3, 6 and 7 bits from 2^25 weights,
+/// at 4 and 8 bits from [`STREAM_MIN_WEIGHTS`] (2^27). Measured on an H100 (docs/PERF.md
+/// "BEAM GEMV: the streaming tensor-core kernel", build `b7b3e5f`) against the first
+/// tensor-core kernel (`mma`) and the CUDA-core `nogaps` kernel at the 7 LLM shapes: at 3, 6
+/// and 7 bits 1-6% faster than `mma` on the 70B shapes, from 8% slower to 10% faster on the
+/// 7B/8B ones, 12-17% slower at 4096 x 4096; at 4 bits 6-18% faster than `nogaps` on the 70B
+/// shapes, 1-8% slower on the 7B/8B ones (24% at 4096 x 4096); at 8 bits 1-13% faster on the
+/// 70B shapes, 7-11% slower on the 7B/8B ones (23% at 4096 x 4096); slower at 1, 2 and 5 bits.
 pub const fn stream_by_default(bits: u32, weights: u64) -> bool {
     match bits {
-        3 | 6 | 7 => true,
+        3 | 6 | 7 => weights >= 1 << 25,
         4 | 8 => weights >= STREAM_MIN_WEIGHTS,
         _ => false,
     }
 }
 
 /// The size from which the streaming kernel is the default at 4 and 8 bits: 2^27 weights
-/// (the 70B shapes have 2^27.8).
+/// (the 70B shapes have 2^27.8, the 7B/8B ones at most 2^25.8).
 pub const STREAM_MIN_WEIGHTS: u64 = 1 << 27;
 
 /// Most warps of a block of the streaming kernel (its launch bound: up to 255 registers a

@@ -700,13 +700,17 @@ mod tests {
 
     #[test]
     fn the_kernel_follows_width_path_and_size() {
-        // The default: the streaming kernel at 3, 6 and 7 bits, and at 4 and 8 bits on matrices
-        // of at least 2^27 weights; the first tensor-core kernel at 1, 2 and 5 bits; the
-        // CUDA-core kernel at 4 and 8 bits on smaller matrices.
+        // The default: the streaming kernel at 3, 6 and 7 bits from 2^25 weights, and at 4 and
+        // 8 bits from 2^27; the first tensor-core kernel at 1, 2 and 5 bits and on smaller
+        // matrices at 3, 6 and 7; the CUDA-core kernel at 4 and 8 bits on smaller matrices.
         for bits in [3, 6, 7] {
             assert_eq!(
-                name(bits, 4096, 1, GemvPath::Auto),
+                name_rc(bits, (11008, 4096), 1, GemvPath::Auto),
                 STREAM_NAMES[bits as usize - 1]
+            );
+            assert_eq!(
+                name_rc(bits, (4096, 4096), 1, GemvPath::Auto),
+                MMA_NAMES[bits as usize - 1]
             );
         }
         for bits in [1, 2, 5] {
@@ -743,7 +747,7 @@ mod tests {
         );
         // An 8-bit vector needs one byte plane: 40000 columns fit the streaming kernel.
         assert_eq!(
-            name(3, 40_000, 1, GemvPath::Auto),
+            name(3, 40_000, 1, GemvPath::Stream),
             "cmv_beam_gemv_stream_b3"
         );
         // Past its shared memory (rings + fragments) and every other fast kernel's.
