@@ -4,18 +4,23 @@
 //! 2^32), with the two things that kernel lacks to stream at the memory bandwidth:
 //!
 //! * **Bytes in flight without registers.** Each warp copies its weights with `cp.async` into
-//!   a ring of [`stages`] shared-memory stages; a stage is one *unit* (a tile of
-//!   [`MMA_ROWS`] rows by one segment of [`SEG_ELEMS`] columns, `512 B` bytes). While the warp
-//!   multiplies one unit, the next `stages - 1` are on their way. The register kernel held the
-//!   loads in flight in registers (118 of them, one block of 16 warps per SM) and waited for
-//!   each batch of loads before multiplying.
-//! * **Every SM gets the same work.** The units are numbered tile-major (`tile * segs + seg`)
-//!   and every warp of the grid takes an equal run of them ([`warp_units`]): a stream-K split.
-//!   A warp that covers a whole tile writes its rows; otherwise each warp adds its part of the
-//!   tile's sums to a `u32` per row with a wrapping atomic add (exact modulo 2^32 in any order)
-//!   and adds its segment count to the tile's counter; the warp that completes the count reads
-//!   the sums back, applies `finish` and writes the rows. The register kernel split by whole
-//!   row tiles: 112 blocks for 132 SMs at 28672 x 8192.
+//!   a ring of [`StreamShape::stages`] shared-memory stages; a stage is one *unit*: a tile of
+//!   [`MMA_ROWS`] rows by [`StreamShape::unit_segs`] consecutive segments of [`SEG_ELEMS`]
+//!   columns (`512 B` bytes each). While the warp multiplies one unit, the next
+//!   `stages - 1` are on their way. The register kernel held the loads in flight in registers
+//!   (118 of them, one block of 16 warps per SM) and waited for each batch of loads before
+//!   multiplying.
+//! * **Every SM gets the same work.** The units are numbered tile-major
+//!   (`tile * row_units + unit`) and every warp of the grid (8 warps per block, one block per
+//!   SM) takes an equal run of them ([`warp_units`]): a stream-K split. A warp that covers a
+//!   whole tile writes its rows; otherwise each warp adds its part of the tile's sums to a
+//!   `u32` per row with a wrapping atomic add (exact modulo 2^32 in any order) and adds its unit
+//!   count to the tile's counter; the warp that completes the count reads the sums back,
+//!   applies `finish` and writes the rows. The register kernel split by whole row tiles: 112
+//!   blocks for 132 SMs at 28672 x 8192.
+//! * **Only the vector's byte planes that exist** ([`crate::gemv_mma::vector_planes`]): a
+//!   vector of at most 8 bits needs 1 KiB of fragments per 4 segments instead of 4 KiB, so the
+//!   fragments of 28672 columns (28 KiB) fit beside the rings.
 //!
 //! **The stage layout.** The copies place each 8-byte word where the lane that multiplies it
 //! reads it: the lane `L = 4 g + t` holding rows `g` and `g + 8` of the tile reads its words
@@ -217,7 +222,7 @@ pub const fn copies(bits: u32, wide: bool) -> u32 {
 }
 
 /// The lane `t` (0..4 of a row) and its word `j` (0..`bits`) that multiply in-segment word `wr`
-/// (0..`4 bits`) of a row: the inverse of [`lane_word`].
+/// (0..`4 bits`) of a row: the inverse of [`crate::gemv_mma::lane_word`].
 pub const fn word_owner(bits: u32, wr: u32) -> (u32, u32) {
     if interleaved(bits) {
         let w = piece_bytes(bits) / 8;
