@@ -95,23 +95,19 @@ pub struct StreamShape {
 }
 
 impl StreamShape {
-    /// The default for `bits`-bit weights: units of 8 KiB or less (6 KiB at 5 and 6 bits),
-    /// whose rows are read in pieces of 256 to 512 bytes (one segment is 32 to 256 bytes of a
-    /// row: HBM serves short scattered pieces below its peak), two stages (three at 5 and 6
-    /// bits).
+    /// The default for `bits`-bit weights: two stages of units of 2 segments (4 at 3 bits, 8
+    /// at 1 and 2 bits), 8 KiB or less per stage. Measured on an H100 (docs/PERF.md, build
+    /// `b7b3e5f`): at 4 and 6 bits 2-3% faster than units of 4 segments (4 bits) or 3 stages
+    /// (6 bits) at 28672 x 8192, 8192 x 28672 and 14336 x 4096; at 3 bits mixed (4 kept).
     pub const fn for_bits(bits: u32) -> StreamShape {
         match bits {
             1 | 2 => StreamShape {
                 unit_segs: 8,
                 stages: 2,
             },
-            3 | 4 => StreamShape {
+            3 => StreamShape {
                 unit_segs: 4,
                 stages: 2,
-            },
-            5 | 6 => StreamShape {
-                unit_segs: 2,
-                stages: 3,
             },
             _ => StreamShape {
                 unit_segs: 2,
@@ -427,17 +423,23 @@ mod tests {
     #[test]
     fn shared_memory_fits_the_largest_llm_rows() {
         // 28672 columns of an 8-bit vector: 28 KiB of fragments plus 8 rings of at most
-        // 18 KiB, under the 227 KiB a block may have on sm_90; a 32-bit vector (112 KiB of
-        // fragments) with 4 warps.
+        // 16 KiB, under the 227 KiB a block may have on sm_90; a 32-bit vector (112 KiB of
+        // fragments) with 8 warps where the rings take at most 14 KiB (4 bits: 8 KiB), else
+        // 4 (8 bits: 16 KiB).
         let max = 227 * 1024;
         for bits in 1..=MMA_MAX_BITS {
             let sh = StreamShape::for_bits(bits);
-            assert!(sh.ring_bytes(bits) <= 18 * 1024, "bits {bits}");
+            assert!(sh.ring_bytes(bits) <= 16 * 1024, "bits {bits}");
             let w = |cols, planes| stream_warps(bits, sh, (cols, planes), STREAM_WARPS, max);
             assert_eq!(w(28672, 1), Some(8), "bits {bits}");
-            assert_eq!(w(28672, 4), Some(4), "bits {bits}");
             assert_eq!(w(8192, 4), Some(8), "bits {bits}");
             assert_eq!(w(60_000, 4), None, "bits {bits}");
         }
+        let w4 = |bits| {
+            let sh = StreamShape::for_bits(bits);
+            stream_warps(bits, sh, (28672, 4), STREAM_WARPS, max)
+        };
+        assert_eq!(w4(4), Some(8));
+        assert_eq!(w4(8), Some(4));
     }
 }
