@@ -217,9 +217,17 @@ fn stream_kernel_every_shape() {
         .enumerate()
     {
         let shape = StreamShape { unit_segs, stages };
+        // Every other shape with the fused preparation (fragments built in the kernel, sums
+        // left zero by each launch for the next: three products in a row on one BeamGemv).
+        let prep = if i % 2 == 1 {
+            GemvPrep::Fused
+        } else {
+            GemvPrep::Auto
+        };
         let bg = BeamGemv::new(&gpu)
             .unwrap()
             .with_path(GemvPath::Stream)
+            .with_prep(prep)
             .with_stream_shape(shape, warps)
             .unwrap();
         for (bits, dims) in [(4u32, (300, 4109)), (7, (37, 2000)), (2, (1000, 300))] {

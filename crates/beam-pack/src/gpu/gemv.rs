@@ -249,6 +249,9 @@ pub struct BeamGemv {
     /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
     /// launch that uses it goes to `stream`, so one buffer serves them in order.
     work: Mutex<Option<CudaSlice<u32>>>,
+    /// The streaming kernel's sums and tile counters with the fused preparation: zero between
+    /// launches.
+    stream_work: Mutex<Option<CudaSlice<u32>>>,
     path: GemvPath,
     prep_mode: GemvPrep,
     /// The streaming kernel's shape (`None`: [`StreamShape::for_bits`]) and preferred warps.
@@ -284,6 +287,7 @@ impl BeamGemv {
             stream_k,
             prep: gpu.kernel(&PTX, "cmv_beam_gemv_prep")?,
             work: Mutex::new(None),
+            stream_work: Mutex::new(None),
             path: GemvPath::Auto,
             prep_mode: GemvPrep::Auto,
             stream_shape: None,
@@ -539,8 +543,27 @@ impl BeamGemv {
             FastKernel::Mma => PREP_MMA,
             FastKernel::Nogaps => PREP_PERM,
         };
-        // The streaming kernel's sums and counters come zeroed from the prep kernel only.
-        if self.prep_mode == GemvPrep::Fused && which != FastKernel::Stream {
+        if self.prep_mode == GemvPrep::Fused && which == FastKernel::Stream {
+            // The kernel builds the fragments from B and finds its sums and tile counters
+            // zero in a workspace of their own: allocated zeroed, and every launch leaves them
+            // zero again (the warp that completes a tile clears its sums and counter).
+            p.flags |= FLAG_FUSED_PREP;
+            let mut sw = self.stream_work.lock().unwrap_or_else(|e| e.into_inner());
+            if sw.as_ref().is_none_or(|w| w.len() < extra as usize) {
+                *sw = Some(gpu.alloc_zeros::<u32>(extra as usize)?);
+            }
+            let Some(buf) = sw.as_mut() else {
+                unreachable!("the workspace was allocated above")
+            };
+            p.xp = dev_ptr_mut(buf);
+            // SAFETY: forwarded from the caller; with FLAG_FUSED_PREP the streaming kernel
+            // reads xp as `extra` u32 of zeroed sums and counters (this buffer, zero after
+            // every launch that used it, all on this stream) and builds the fragments from
+            // B; its warps, grid and shared memory as computed above.
+            unsafe { kernel.launch(&self.stream, cfg, &p)? };
+            return Ok(());
+        }
+        if self.prep_mode == GemvPrep::Fused {
             p.flags |= FLAG_FUSED_PREP;
             // SAFETY: forwarded from the caller; with FLAG_FUSED_PREP the kernel builds the
             // vector from B itself (xp is not read); WARPS_PER_BLOCK warps per block, slices

@@ -4,8 +4,8 @@ use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_16_ca_zfill,
     cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr, fence_gpu, global_thread_x,
     grid_dim_x, lane_id, ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, ld_stream_u64, lds_v4,
-    mma_m16n8k32_u8, red_add_u32_global, shfl_down, shfl_idx, shfl_xor, sts_v4, sync_threads,
-    sync_warp, thread_idx_x, warp_id, warp_sum_i32,
+    mma_m16n8k32_u8, red_add_u32_global, shfl_down, shfl_idx, shfl_xor, sts_u32, sts_v4,
+    sync_threads, sync_warp, thread_idx_x, warp_id, warp_sum_i32,
 };
 
 use super::{
@@ -15,8 +15,8 @@ use super::{
 };
 use crate::access::{load, store};
 use crate::gemv_mma::{
-    MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, frag_word_planes, interleaved, lane_word,
-    mma_unroll, plane_shares, seg_frag_words, segments, unpack, vector_planes,
+    MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, frag_word_planes, frag_words_planes, interleaved,
+    lane_word, mma_unroll, plane_shares, seg_frag_words, segments, unpack, vector_planes,
 };
 use crate::gemv_stream::{
     StreamShape, copies, copy_plan, lane_chunks, seg_stage_bytes, stream_extra_words, warp_units,
@@ -498,20 +498,22 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
     let segs = segments(a.cols);
     let rus = shape.row_units(a.cols);
     let tiles = rows.div_ceil(MMA_ROWS);
-    let fw = p.xp_len;
+    let planes = vector_planes(p.b.bits);
+    let fw = frag_words_planes(a.cols, planes);
+    let fused = p.flags & FLAG_FUSED_PREP != 0;
     let smem = dyn_smem_addr();
     let (w, lane) = (warp_id(), lane_id());
     let (g, t) = (lane / 4, lane % 4);
     let nw = block_dim_x() / 32;
-    let planes = vector_planes(p.b.bits);
     let sfw = seg_frag_words(planes);
     let ring = smem + w * ns * sb;
     let xs = smem + nw * ns * sb;
     let nc = copies(B, WIDE) as usize;
     let base = a.words.as_ptr();
-    // SAFETY: the workspace holds fw fragments, then a sum per row, then a counter per tile.
+    // SAFETY: the workspace holds fw fragments (not with FLAG_FUSED_PREP), then a sum per row,
+    // then a counter per tile.
     let (sums, counts) = unsafe {
-        let s = p.xp.as_mut_ptr().add(fw as usize);
+        let s = p.xp.as_mut_ptr().add(if fused { 0 } else { fw as usize });
         (s, s.add(rows as usize))
     };
 
@@ -617,8 +619,19 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
     for slot in 0..ns - 1 {
         prefetch(slot);
     }
-    // The fragments, while the first units are on their way.
-    {
+    // The fragments, while the first units are on their way: built from B here (fused), or
+    // copied from the workspace the prep kernel wrote.
+    if fused {
+        let bm = p.b;
+        let mut i = thread_idx_x();
+        while i < fw {
+            // SAFETY: c < A.cols is an element of B (k x 1).
+            let v = frag_word_planes(B, planes, i, a.cols, |c| unsafe { load(&bm, c, 0) } as u32);
+            // SAFETY: i < fw: inside the shared memory's fragments.
+            unsafe { sts_u32(xs + 4 * i, v) };
+            i += nw * 32;
+        }
+    } else {
         let src = p.xp.as_mut_ptr() as *const U32x4;
         let mut i = thread_idx_x();
         while i < fw / 4 {
@@ -626,9 +639,9 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
             unsafe { sts_v4(xs + 16 * i, ld_nc_v4(src.add(i as usize))) };
             i += nw * 32;
         }
-        // SAFETY: every thread of the block reaches it.
-        unsafe { sync_threads() };
     }
+    // SAFETY: every thread of the block reaches it.
+    unsafe { sync_threads() };
 
     let (mut tile, mut ru) = ((u0 / u64::from(rus)) as u32, (u0 % u64::from(rus)) as u32);
     let mut first = ru;
@@ -760,6 +773,12 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                         fence_gpu();
                         if writes {
                             put(ld_relaxed_u32(sums.add(row as usize)));
+                            // The tile's last user: leave the sum zero for the next launch
+                            // (the fused preparation has no prep kernel to zero it).
+                            *sums.add(row as usize) = 0;
+                        }
+                        if lane == 0 {
+                            *counts.add(tile as usize) = 0;
                         }
                     }
                 }
