@@ -211,10 +211,17 @@ fn stream_kernel_every_shape() {
     let mut rng = StdRng::seed_from_u64(0xBEA4_0052);
     let mut ran = 0;
     // Units of 1 to 16 segments (a row's last unit short or past the row), 2 to 8 stages,
-    // 4 or 8 warps: every shape gives the exact product.
-    for (i, (unit_segs, stages, warps)) in [(1, 2, 4), (3, 3, 8), (16, 2, 8), (2, 8, 4), (5, 3, 4)]
-        .into_iter()
-        .enumerate()
+    // 4, 8 or 16 warps (16 run as 8 at 7 bits): every shape gives the exact product.
+    for (i, (unit_segs, stages, warps)) in [
+        (1, 2, 4),
+        (3, 3, 16),
+        (16, 2, 8),
+        (2, 8, 4),
+        (5, 3, 4),
+        (2, 2, 16),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let shape = StreamShape { unit_segs, stages };
         // Every other shape with the fused preparation (fragments built in the kernel, sums

@@ -61,10 +61,17 @@ pub const fn stream_by_default(bits: u32, weights: u64) -> bool {
 /// (the 70B shapes have 2^27.8, the 7B/8B ones at most 2^25.8).
 pub const STREAM_MIN_WEIGHTS: u64 = 1 << 27;
 
-/// Most warps of a block of the streaming kernel (its launch bound: up to 255 registers a
-/// thread; 16 warps, capped at 128 registers, spilled and measured no faster on an H100,
-/// docs/BEAM.md).
-pub const STREAM_MAX_WARPS: u32 = 8;
+/// Most warps of a block of the streaming kernel: 16 at widths whose kernel fits in 128
+/// registers a thread (1-4 and 8 bits, [`stream_max_warps`]), 8 at the others (up to 255).
+pub const STREAM_MAX_WARPS: u32 = 16;
+
+/// Most warps of a block of `cmv_beam_gemv_stream_b{bits}` (its launch bound).
+pub const fn stream_max_warps(bits: u32) -> u32 {
+    match bits {
+        5..=7 => 8,
+        _ => STREAM_MAX_WARPS,
+    }
+}
 /// Fewest warps of a block of the streaming kernel.
 pub const STREAM_MIN_WARPS: u32 = 4;
 /// The warps [`stream_warps`] prefers.
@@ -189,8 +196,8 @@ pub const fn stream_warps(
     max_smem: u32,
 ) -> Option<u32> {
     let mut w = want;
-    if w > STREAM_MAX_WARPS {
-        w = STREAM_MAX_WARPS;
+    if w > stream_max_warps(bits) {
+        w = stream_max_warps(bits);
     }
     while w >= STREAM_MIN_WARPS {
         if stream_smem_bytes(bits, shape, w, cols, planes) <= max_smem as u64 {

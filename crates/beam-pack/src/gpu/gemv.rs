@@ -326,16 +326,17 @@ impl BeamGemv {
     ///
     /// # Errors
     /// [`BeamError::Kernel`] for a shape the kernel does not take (`unit_segs` 1..=16,
-    /// `stages` 2..=8) or warps other than 4 and 8.
+    /// `stages` 2..=8) or warps other than 4, 8 and 16 (16 run as 8 at 5-7 bits).
     pub fn with_stream_shape(mut self, shape: StreamShape, warps: u32) -> Result<Self, BeamError> {
         let ok_warps =
             (STREAM_MIN_WARPS..=STREAM_MAX_WARPS).contains(&warps) && warps.is_power_of_two();
+        // More warps than a width's launch bound are capped by `stream_warps`.
         if !shape.valid() || !ok_warps {
             return Err(BeamError::Kernel {
                 kernel: "cmv_beam_gemv_stream",
                 reason: format!(
                     "units of {} segments, {} stages, {warps} warps: use 1 to 16 segments, 2 to \
-                     8 stages and 4 or 8 warps",
+                     8 stages and 4, 8 or 16 warps",
                     shape.unit_segs, shape.stages
                 ),
             });

@@ -925,14 +925,14 @@ stream_entries! {
 }
 
 cmv_device::launch_bounds! {
-    CMV_MAXNTID_cmv_beam_gemv_stream_b1 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b2 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b3 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b4 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b5 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b6 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b7 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
-    CMV_MAXNTID_cmv_beam_gemv_stream_b8 = crate::gemv_stream::STREAM_MAX_WARPS * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b1 = crate::gemv_stream::stream_max_warps(1) * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b2 = crate::gemv_stream::stream_max_warps(2) * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b3 = crate::gemv_stream::stream_max_warps(3) * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b4 = crate::gemv_stream::stream_max_warps(4) * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b5 = crate::gemv_stream::stream_max_warps(5) * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b6 = crate::gemv_stream::stream_max_warps(6) * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b7 = crate::gemv_stream::stream_max_warps(7) * 32;
+    CMV_MAXNTID_cmv_beam_gemv_stream_b8 = crate::gemv_stream::stream_max_warps(8) * 32;
 }
 
 macro_rules! mma_entries {
