@@ -896,11 +896,12 @@ pub unsafe extern "ptx-kernel" fn cmv_beam_gemv_prep(p: GemvParams) {
     unsafe { gemv_prep(&p) }
 }
 
-macro_rules! stream_entries {
-    ($($name:ident = $b:literal;)*) => {$(
-        /// GEMV of `nogaps` weights of this width by one vector on integer tensor cores,
-        /// streaming the weights through shared memory, exact modulo 2^32; see
-        /// [`crate::gemv_stream`].
+/// One `ptx-kernel` entry per width: `$name` runs `$body::<$b>`, launched by `beam-pack`'s
+/// `BeamGemv`, which validates shapes, widths, the accumulator, the workspace, the grid and the
+/// shared memory before it.
+macro_rules! width_entries {
+    ($body:ident, $doc:literal; $($name:ident = $b:literal;)*) => {$(
+        #[doc = $doc]
         ///
         /// # Safety
         /// Launched by `beam-pack`'s `BeamGemv`, which validates shapes, widths, the
@@ -908,12 +909,14 @@ macro_rules! stream_entries {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
             // SAFETY: forwarded from the launcher's checks.
-            unsafe { gemv_stream::<$b>(&p) }
+            unsafe { $body::<$b>(&p) }
         }
     )*};
 }
 
-stream_entries! {
+width_entries! {
+    gemv_stream,
+    "GEMV of `nogaps` weights of this width by one vector on integer tensor cores, streaming the weights through shared memory, exact modulo 2^32; see [`crate::gemv_stream`].";
     cmv_beam_gemv_stream_b1 = 1;
     cmv_beam_gemv_stream_b2 = 2;
     cmv_beam_gemv_stream_b3 = 3;
@@ -935,23 +938,9 @@ cmv_device::launch_bounds! {
     CMV_MAXNTID_cmv_beam_gemv_stream_b8 = crate::gemv_stream::stream_max_warps(8) * 32;
 }
 
-macro_rules! mma_entries {
-    ($($name:ident = $b:literal;)*) => {$(
-        /// GEMV of `nogaps` weights of this width by one vector on integer tensor cores,
-        /// exact modulo 2^32; see [`crate::gemv_mma`].
-        ///
-        /// # Safety
-        /// Launched by `beam-pack`'s `BeamGemv`, which validates shapes, widths, the
-        /// accumulator, the workspace, the grid and the shared memory.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
-            // SAFETY: forwarded from the launcher's checks.
-            unsafe { gemv_mma::<$b>(&p) }
-        }
-    )*};
-}
-
-mma_entries! {
+width_entries! {
+    gemv_mma,
+    "GEMV of `nogaps` weights of this width by one vector on integer tensor cores, exact modulo 2^32; see [`crate::gemv_mma`].";
     cmv_beam_gemv_mma_b1 = 1;
     cmv_beam_gemv_mma_b2 = 2;
     cmv_beam_gemv_mma_b3 = 3;
@@ -962,23 +951,9 @@ mma_entries! {
     cmv_beam_gemv_mma_b8 = 8;
 }
 
-macro_rules! nogaps_entries {
-    ($($name:ident = $b:literal;)*) => {$(
-        /// GEMV of `nogaps` weights of this width by one vector, exact modulo 2^32; see the
-        /// parent module.
-        ///
-        /// # Safety
-        /// Launched by `beam-pack`'s `BeamGemv`, which validates shapes, widths, the
-        /// accumulator, the grid and the shared memory.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
-            // SAFETY: forwarded from the launcher's checks.
-            unsafe { gemv_nogaps::<$b>(&p) }
-        }
-    )*};
-}
-
-nogaps_entries! {
+width_entries! {
+    gemv_nogaps,
+    "GEMV of `nogaps` weights of this width by one vector on CUDA cores, exact modulo 2^32; see the parent module.";
     cmv_beam_gemv_nogaps_b1 = 1;
     cmv_beam_gemv_nogaps_b2 = 2;
     cmv_beam_gemv_nogaps_b3 = 3;
