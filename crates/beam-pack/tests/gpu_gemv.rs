@@ -4,6 +4,7 @@
 //! launcher's refusals. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1`
 //! makes that a failure. `timing` (ignored) measures the fast kernels on the LLM shapes.
 
+use beam_pack::beam_kernels::gemv_ring::ring_smem_bytes;
 use beam_pack::beam_kernels::gemv_stream::{StreamShape, stream_warps};
 use beam_pack::beam_kernels::layout;
 use beam_pack::cmv_format::{DeviceGemv, FormatError, HeaderCode};
@@ -109,11 +110,17 @@ fn fast_kernels_every_width_up_to_32() {
     // The kernel families, each with the vector written by the separate prep kernel (the
     // default) and built in the kernel (`Fused`; the streaming kernel always uses the prep
     // kernel).
-    let combos = [GemvPath::Stream, GemvPath::TensorCores, GemvPath::CudaCores]
-        .into_iter()
-        .flat_map(|p| [GemvPrep::Auto, GemvPrep::Fused].map(|q| (p, q)));
+    let combos = [
+        GemvPath::Stream,
+        GemvPath::TensorCores,
+        GemvPath::CudaCores,
+        GemvPath::CudaRing,
+    ]
+    .into_iter()
+    .flat_map(|p| [GemvPrep::Auto, GemvPrep::Fused].map(|q| (p, q)));
     for ((path, prep), bits) in combos.flat_map(|c| (1..=32u32).map(move |b| (c, b))) {
-        if path != GemvPath::CudaCores && bits > 8 {
+        let cuda = matches!(path, GemvPath::CudaCores | GemvPath::CudaRing);
+        if !cuda && bits > 8 {
             continue;
         }
         let bg = BeamGemv::new(&gpu).unwrap().with_path(path).with_prep(prep);
@@ -121,6 +128,8 @@ fn fast_kernels_every_width_up_to_32() {
             format!("cmv_beam_gemv_stream_b{bits}")
         } else if path == GemvPath::TensorCores {
             format!("cmv_beam_gemv_mma_b{bits}")
+        } else if path == GemvPath::CudaRing {
+            format!("cmv_beam_gemv_ring_b{bits}")
         } else {
             format!("cmv_beam_gemv_nogaps_b{bits}")
         };
@@ -286,6 +295,78 @@ fn stream_kernel_every_shape() {
             )
             .is_err()
     );
+}
+
+#[test]
+fn ring_kernel_every_stage_count() {
+    let Some(gpu) = gpu_for_tests("ring_kernel_every_stage_count") else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(0xBEA4_0077);
+    let max_smem = gpu.info().max_smem_per_block_optin;
+    let mut ran = 0;
+    // 2 to 8 stages per warp (8 do not fit with 16 warps: the register kernel runs); rows of
+    // an odd number of words (8-byte copies) and even (16-byte), long rows (slices, the last
+    // step of a slice short), many rows (several tiles per block: the copies run ahead
+    // across tiles), the fused preparation every other count.
+    for (i, stages) in [2u32, 3, 5, 8].into_iter().enumerate() {
+        let prep = if i % 2 == 1 {
+            GemvPrep::Fused
+        } else {
+            GemvPrep::Auto
+        };
+        let bg = BeamGemv::new(&gpu)
+            .unwrap()
+            .with_path(GemvPath::CudaRing)
+            .with_prep(prep)
+            .with_ring_stages(stages)
+            .unwrap();
+        assert_eq!(bg.ring_stages(), stages);
+        for (bits, dims) in [
+            (12u32, (9, 28672 + 5)),
+            (24, (70, 5000)),
+            (3, (5000, 333)),
+            (32, (130, 2049)),
+            (5, (1, 64 * 13)),
+        ] {
+            let a = random(&mut rng, dims, bits, Layout::Nogaps, i % 2 == 0);
+            let b = random(&mut rng, (dims.1, 1), bits, Layout::Tight, i % 2 == 1);
+            let name = check(
+                &gpu,
+                &bg,
+                &a,
+                &b,
+                OutputWidth::Sai,
+                Overflow::Ovf,
+                Layout::Naive,
+            );
+            let rw = layout::row_words(dims.1 as u64, bits, layout::NOGAPS);
+            let fits = ring_smem_bytes(bits, rw as u32, stages) <= u64::from(max_smem);
+            if fits {
+                assert_eq!(
+                    name,
+                    format!("cmv_beam_gemv_ring_b{bits}"),
+                    "{stages} stages"
+                );
+            } else {
+                assert_eq!(
+                    name,
+                    format!("cmv_beam_gemv_nogaps_b{bits}"),
+                    "{stages} stages"
+                );
+            }
+            ran += u32::from(fits);
+        }
+    }
+    assert!(ran >= 12, "only {ran} runs fit the ring kernel");
+    for stages in [0, 1, 9] {
+        assert!(
+            BeamGemv::new(&gpu)
+                .unwrap()
+                .with_ring_stages(stages)
+                .is_err()
+        );
+    }
 }
 
 #[test]

@@ -1650,6 +1650,8 @@ pub struct GemvConfig {
     /// Extra runs of the streaming tensor-core kernel with these shapes: (segments per unit,
     /// stages, warps per block). Empty: none (the paths' own shapes only).
     pub stream_shapes: Vec<(u32, u32, u32)>,
+    /// Extra runs of the ring kernel (`cuda-ring`) with these stages per warp's ring.
+    pub ring_stages: Vec<u32>,
 }
 
 impl GemvConfig {
@@ -1687,6 +1689,7 @@ impl GemvConfig {
                 .map(|p| p.name().to_string())
                 .collect(),
             stream_shapes: Vec::new(),
+            ring_stages: Vec::new(),
         })
     }
 
@@ -1706,6 +1709,21 @@ impl GemvConfig {
                 return Err(format!("stream shape '{part}': use UxSxW, e.g. 4x2x8"));
             };
             self.stream_shapes.push((u, st, w));
+        }
+        Ok(self)
+    }
+
+    /// The same suite with extra runs of the ring kernel: `s` is a comma-separated list of
+    /// stage counts, e.g. `3,4`.
+    ///
+    /// # Errors
+    /// A message for the first malformed item.
+    pub fn with_ring_stages(mut self, s: &str) -> Result<GemvConfig, String> {
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let n = part
+                .parse::<u32>()
+                .map_err(|_| format!("ring stages '{part}': use a count, e.g. 3"))?;
+            self.ring_stages.push(n);
         }
         Ok(self)
     }
@@ -1910,6 +1928,14 @@ pub fn run_gemv(
             .with_stream_shape(shape, warps)
             .map_err(beam_err)?;
         gvs.push((g, format!(" {unit_segs}x{stages}x{warps}")));
+    }
+    for &stages in &cfg.ring_stages {
+        let g = BeamGemv::new(gpu)
+            .map_err(beam_err)?
+            .with_path(GemvPath::CudaRing)
+            .with_ring_stages(stages)
+            .map_err(beam_err)?;
+        gvs.push((g, format!(" ring{stages}")));
     }
     let mut report = GemvReport {
         device: gpu.info().name.clone(),

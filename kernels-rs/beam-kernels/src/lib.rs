@@ -24,6 +24,7 @@
 pub mod gemm;
 pub mod gemv;
 pub mod gemv_mma;
+pub mod gemv_ring;
 pub mod gemv_stream;
 pub mod layout;
 pub mod mma;

@@ -23,6 +23,10 @@ use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
     segments, vector_planes,
 };
+use beam_kernels::gemv_ring::{
+    RING_MAX_STAGES, RING_MIN_STAGES, RING_STAGES, ring_by_default, ring_code, ring_smem_bytes,
+    ring_split,
+};
 use beam_kernels::gemv_stream::{
     STREAM_MAX_WARPS, STREAM_MIN_WARPS, STREAM_WARPS, StreamShape, stream_by_default,
     stream_extra_words, stream_smem_bytes, stream_warps,
@@ -36,6 +40,42 @@ use cmv_runtime::{
 
 use super::{DeviceBeamMatrix, DeviceBeamOut, PTX, check_product};
 use crate::{BeamError, GEMV_MAX_COLS, Layout, Overflow, PackedMatrix};
+
+/// The kernel names, `cmv_beam_gemv_ring_b{bits}` at index `bits - 1`.
+const RING_NAMES: [&str; FAST_MAX_BITS as usize] = [
+    "cmv_beam_gemv_ring_b1",
+    "cmv_beam_gemv_ring_b2",
+    "cmv_beam_gemv_ring_b3",
+    "cmv_beam_gemv_ring_b4",
+    "cmv_beam_gemv_ring_b5",
+    "cmv_beam_gemv_ring_b6",
+    "cmv_beam_gemv_ring_b7",
+    "cmv_beam_gemv_ring_b8",
+    "cmv_beam_gemv_ring_b9",
+    "cmv_beam_gemv_ring_b10",
+    "cmv_beam_gemv_ring_b11",
+    "cmv_beam_gemv_ring_b12",
+    "cmv_beam_gemv_ring_b13",
+    "cmv_beam_gemv_ring_b14",
+    "cmv_beam_gemv_ring_b15",
+    "cmv_beam_gemv_ring_b16",
+    "cmv_beam_gemv_ring_b17",
+    "cmv_beam_gemv_ring_b18",
+    "cmv_beam_gemv_ring_b19",
+    "cmv_beam_gemv_ring_b20",
+    "cmv_beam_gemv_ring_b21",
+    "cmv_beam_gemv_ring_b22",
+    "cmv_beam_gemv_ring_b23",
+    "cmv_beam_gemv_ring_b24",
+    "cmv_beam_gemv_ring_b25",
+    "cmv_beam_gemv_ring_b26",
+    "cmv_beam_gemv_ring_b27",
+    "cmv_beam_gemv_ring_b28",
+    "cmv_beam_gemv_ring_b29",
+    "cmv_beam_gemv_ring_b30",
+    "cmv_beam_gemv_ring_b31",
+    "cmv_beam_gemv_ring_b32",
+];
 
 /// The kernel names, `cmv_beam_gemv_nogaps_b{bits}` at index `bits - 1`.
 const NOGAPS_NAMES: [&str; FAST_MAX_BITS as usize] = [
@@ -115,27 +155,32 @@ pub enum GemvPath {
     TensorCores,
     /// Not the tensor-core kernels.
     CudaCores,
+    /// The CUDA-core kernel with a copy ring (`cmv_beam_gemv_ring_b{bits}`, weights copied
+    /// through shared memory) at every width up to 32 bits where it fits, else as `CudaCores`.
+    CudaRing,
     /// Only `cmv_beam_gemv_any`.
     Any,
 }
 
 impl GemvPath {
     /// Every path, in the order of [`GemvPath::name`].
-    pub const ALL: [GemvPath; 5] = [
+    pub const ALL: [GemvPath; 6] = [
         GemvPath::Auto,
         GemvPath::Stream,
         GemvPath::TensorCores,
         GemvPath::CudaCores,
+        GemvPath::CudaRing,
         GemvPath::Any,
     ];
 
-    /// `auto`, `tc-stream`, `tensor-cores`, `cuda-cores` or `any`.
+    /// `auto`, `tc-stream`, `tensor-cores`, `cuda-cores`, `cuda-ring` or `any`.
     pub fn name(self) -> &'static str {
         match self {
             GemvPath::Auto => "auto",
             GemvPath::Stream => "tc-stream",
             GemvPath::TensorCores => "tensor-cores",
             GemvPath::CudaCores => "cuda-cores",
+            GemvPath::CudaRing => "cuda-ring",
             GemvPath::Any => "any",
         }
     }
@@ -197,6 +242,7 @@ pub fn gemv_kernel_name(
         (out_bits, overflow),
         (max_smem, path),
         (StreamShape::for_bits(shape), STREAM_WARPS),
+        RING_STAGES,
     )
 }
 
@@ -207,6 +253,7 @@ fn kernel_name_with(
     (out_bits, overflow): (u32, Overflow),
     (max_smem, path): (u32, GemvPath),
     (shape, want): (StreamShape, u32),
+    ring_stages: u32,
 ) -> &'static str {
     let acc = acc_for(a_bits, b_bits, a_cols as u64, out_bits, overflow.code());
     let fast = a_layout == Layout::Nogaps && n == 1 && acc == Acc::U32 && path != GemvPath::Any;
@@ -217,11 +264,18 @@ fn kernel_name_with(
     let stream = match path {
         GemvPath::Auto => stream_by_default(a_bits, a_rows as u64 * a_cols as u64),
         GemvPath::Stream => a_bits <= MMA_MAX_BITS,
-        GemvPath::TensorCores | GemvPath::CudaCores | GemvPath::Any => false,
+        GemvPath::TensorCores | GemvPath::CudaCores | GemvPath::CudaRing | GemvPath::Any => false,
     };
     let mma = match path {
         GemvPath::Auto | GemvPath::Stream => mma_by_default(a_bits),
         GemvPath::TensorCores => a_bits <= MMA_MAX_BITS,
+        GemvPath::CudaCores | GemvPath::CudaRing | GemvPath::Any => false,
+    };
+    let ring = match path {
+        GemvPath::Auto | GemvPath::Stream | GemvPath::TensorCores => {
+            ring_by_default(a_bits, a_rows as u64 * a_cols as u64)
+        }
+        GemvPath::CudaRing => true,
         GemvPath::CudaCores | GemvPath::Any => false,
     };
     let stream_fits = a_bits <= MMA_MAX_BITS
@@ -230,6 +284,12 @@ fn kernel_name_with(
         STREAM_NAMES[a_bits as usize - 1]
     } else if fast && mma && fits(mma_smem_bytes(cols)) {
         MMA_NAMES[a_bits as usize - 1]
+    } else if fast
+        && ring
+        && a_bits <= FAST_MAX_BITS
+        && fits(ring_smem_bytes(a_bits, rw, ring_stages))
+    {
+        RING_NAMES[a_bits as usize - 1]
     } else if fast && a_bits <= FAST_MAX_BITS && fits(nogaps_smem_bytes(a_bits, rw)) {
         NOGAPS_NAMES[a_bits as usize - 1]
     } else {
@@ -245,6 +305,7 @@ pub struct BeamGemv {
     nogaps: Vec<Kernel>,
     mma: Vec<Kernel>,
     stream_k: Vec<Kernel>,
+    ring: Vec<Kernel>,
     prep: Kernel,
     /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
     /// launch that uses it goes to `stream`, so one buffer serves them in order.
@@ -257,6 +318,8 @@ pub struct BeamGemv {
     /// The streaming kernel's shape (`None`: [`StreamShape::for_bits`]) and preferred warps.
     stream_shape: Option<StreamShape>,
     stream_want: u32,
+    /// Stages of each warp's ring in the ring kernel.
+    ring_stages: u32,
     sm_count: u32,
     max_smem: u32,
 }
@@ -279,12 +342,17 @@ impl BeamGemv {
             .iter()
             .map(|&name| gpu.kernel(&PTX, name))
             .collect::<Result<Vec<_>, _>>()?;
+        let ring = RING_NAMES
+            .iter()
+            .map(|&name| gpu.kernel(&PTX, name))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             stream: gpu.stream().clone(),
             any: gpu.kernel(&PTX, "cmv_beam_gemv_any")?,
             nogaps,
             mma,
             stream_k,
+            ring,
             prep: gpu.kernel(&PTX, "cmv_beam_gemv_prep")?,
             work: Mutex::new(None),
             stream_work: Mutex::new(None),
@@ -292,6 +360,7 @@ impl BeamGemv {
             prep_mode: GemvPrep::Auto,
             stream_shape: None,
             stream_want: STREAM_WARPS,
+            ring_stages: RING_STAGES,
             sm_count: gpu.info().sm_count,
             max_smem: gpu.info().max_smem_per_block_optin,
         })
@@ -346,6 +415,29 @@ impl BeamGemv {
         Ok(self)
     }
 
+    /// The same kernels, the ring kernel run with `stages` stages per warp: for tuning; every
+    /// count gives the same result.
+    ///
+    /// # Errors
+    /// [`BeamError::Kernel`] for a count outside 2..=8.
+    pub fn with_ring_stages(mut self, stages: u32) -> Result<Self, BeamError> {
+        if !(RING_MIN_STAGES..=RING_MAX_STAGES).contains(&stages) {
+            return Err(BeamError::Kernel {
+                kernel: "cmv_beam_gemv_ring",
+                reason: format!(
+                    "{stages} stages per ring: use {RING_MIN_STAGES} to {RING_MAX_STAGES}"
+                ),
+            });
+        }
+        self.ring_stages = stages;
+        Ok(self)
+    }
+
+    /// Stages of each warp's ring in the ring kernel.
+    pub fn ring_stages(&self) -> u32 {
+        self.ring_stages
+    }
+
     /// The streaming kernel's shape for `bits`-bit weights and its preferred warps per block.
     pub fn stream_shape(&self, bits: u32) -> (StreamShape, u32) {
         let b = bits.clamp(1, MMA_MAX_BITS);
@@ -374,6 +466,7 @@ impl BeamGemv {
             (out_bits, overflow),
             (self.max_smem, self.path),
             self.stream_shape(a.bits()),
+            self.ring_stages,
         )
     }
 
@@ -437,6 +530,11 @@ impl BeamGemv {
             // <= 8 bits, B has one column, the accumulator is U32 and the fragments fit in
             // the shared memory a block may have.
             unsafe { self.launch_fast(gpu, FastKernel::Mma, params) }
+        } else if name.starts_with("cmv_beam_gemv_ring_") {
+            // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
+            // <= 32 bits, B has one column, the accumulator is U32 and the vector and the
+            // rings fit in the shared memory a block may have.
+            unsafe { self.launch_fast(gpu, FastKernel::Ring, params) }
         } else {
             // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
             // <= 32 bits, B has one column, the accumulator is U32 and the vector fits in
@@ -518,6 +616,13 @@ impl BeamGemv {
                 nogaps_smem_bytes(bits, p.a.row_words),
                 BLOCK_THREADS,
             ),
+            FastKernel::Ring => (
+                &self.ring[b],
+                perm_slots(bits, p.a.row_words),
+                0,
+                ring_smem_bytes(bits, p.a.row_words, self.ring_stages),
+                BLOCK_THREADS,
+            ),
         };
         let smem = u32::try_from(smem).unwrap_or(u32::MAX);
         let mut cfg = LaunchConfig {
@@ -535,6 +640,10 @@ impl BeamGemv {
             FastKernel::Stream => (p.slices, resident),
             FastKernel::Mma => mma_split(p.a.rows, segments(p.a.cols), resident),
             FastKernel::Nogaps => nogaps_split(p.a.rows, p.a.row_words, bits, resident),
+            FastKernel::Ring => {
+                let (slices, grid) = ring_split(p.a.rows, p.a.row_words, resident);
+                (ring_code(slices, self.ring_stages), grid)
+            }
         };
         p.slices = slices;
         cfg.grid_dim.0 = grid.max(1);
@@ -542,7 +651,7 @@ impl BeamGemv {
         p.prep = match which {
             FastKernel::Stream => PREP_STREAM,
             FastKernel::Mma => PREP_MMA,
-            FastKernel::Nogaps => PREP_PERM,
+            FastKernel::Nogaps | FastKernel::Ring => PREP_PERM,
         };
         if self.prep_mode == GemvPrep::Fused && which == FastKernel::Stream {
             // The kernel builds the fragments from B and finds its sums and tile counters
@@ -612,6 +721,8 @@ enum FastKernel {
     Mma,
     /// `cmv_beam_gemv_nogaps_b{bits}`.
     Nogaps,
+    /// `cmv_beam_gemv_ring_b{bits}`.
+    Ring,
 }
 
 /// `x` (`batch` vectors of `len` values, `x[b * len + i]`) as a naive `batch x len` matrix of
@@ -789,6 +900,21 @@ mod tests {
             "cmv_beam_gemv_nogaps_b4"
         );
         assert_eq!(name(4, 4096, 1, GemvPath::Any), "cmv_beam_gemv_any");
+        // The ring kernel on request at every width up to 32 bits; where its vector and rings
+        // pass the shared memory, the register kernel (whose vector alone fits).
+        for bits in [1, 4, 12, 24, 32] {
+            assert_eq!(
+                name(bits, 4096, 1, GemvPath::CudaRing),
+                RING_NAMES[bits as usize - 1]
+            );
+        }
+        let rw = layout::row_words(40_000, 24, layout::NOGAPS) as u32;
+        assert!(ring_smem_bytes(24, rw, RING_STAGES) > 227 * 1024);
+        assert!(nogaps_smem_bytes(24, rw) <= 227 * 1024);
+        assert_eq!(
+            name(24, 40_000, 1, GemvPath::CudaRing),
+            "cmv_beam_gemv_nogaps_b24"
+        );
         assert_eq!(
             name(16, 4096, 1, GemvPath::Auto),
             "cmv_beam_gemv_nogaps_b16"

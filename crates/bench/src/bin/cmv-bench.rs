@@ -143,6 +143,10 @@ struct Args {
     /// tuning.
     #[arg(long, default_value = "")]
     beam_gemv_stream: String,
+    /// BEAM GEMV: extra runs of the CUDA-core ring kernel with these stages per warp's ring,
+    /// comma-separated (2 to 8): for tuning.
+    #[arg(long, default_value = "")]
+    beam_gemv_ring_stages: String,
 }
 
 fn shapes_list(shapes: &[(usize, usize)]) -> String {
@@ -219,6 +223,7 @@ fn beam_configs(args: &Args) -> Result<(bench::beam::GemmConfig, bench::beam::Ge
         (&args.beam_gemv_paths, &args.beam_gemv_preps),
     )
     .and_then(|g| g.with_stream_shapes(&args.beam_gemv_stream))
+    .and_then(|g| g.with_ring_stages(&args.beam_gemv_ring_stages))
     .map_err(|e| format!("BEAM GEMV: {e}"))?;
     Ok((gemm, gemv))
 }

@@ -3,8 +3,8 @@
 use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_16_ca_zfill,
     cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr, fence_gpu, global_thread_x,
-    grid_dim_x, lane_id, ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, ld_stream_u64, lds_v4,
-    mma_m16n8k32_u8, red_add_u32_global, shfl_down, shfl_idx, shfl_xor, sts_u32, sts_v4,
+    grid_dim_x, lane_id, ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, ld_stream_u64, lds_v2,
+    lds_v4, mma_m16n8k32_u8, red_add_u32_global, shfl_down, shfl_idx, shfl_xor, sts_u32, sts_v4,
     sync_threads, sync_warp, thread_idx_x, warp_id, warp_sum_i32,
 };
 
@@ -17,6 +17,10 @@ use crate::access::{load, store};
 use crate::gemv_mma::{
     MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, frag_word_planes, frag_words_planes, interleaved,
     lane_word, mma_unroll, plane_shares, seg_frag_words, segments, unpack, vector_planes,
+};
+use crate::gemv_ring::{
+    RING_STAGE_BYTES, RING_STEP_WORDS, ring_copies, ring_copy, ring_copy_bytes, ring_decode,
+    ring_lane_step, ring_limit, ring_offset, ring_wide, ring_word_offset,
 };
 use crate::gemv_stream::{
     StreamShape, copies, copy_plan, lane_chunks, seg_stage_bytes, stream_extra_words, warp_units,
@@ -249,6 +253,211 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
         }
         tile += grid_dim_x();
     }
+}
+
+/// `cmv_beam_gemv_ring_b{B}`: see [`crate::gemv_ring`].
+///
+/// # Safety
+/// As [`gemv_nogaps`], with `p.slices` a [`ring_code`] of slices (a power of two dividing
+/// [`WARPS_PER_BLOCK`]) and stages (2..=8), and the dynamic shared memory holding
+/// `ring_smem_bytes(B, A.row_words, stages)` bytes.
+#[inline(always)]
+unsafe fn gemv_ring<const B: u32>(p: &GemvParams) {
+    // SAFETY: forwarded; the copy width only changes how the same bytes move.
+    unsafe {
+        if ring_wide(p.a.row_words) {
+            ring_body::<B, true>(p)
+        } else {
+            ring_body::<B, false>(p)
+        }
+    }
+}
+
+/// [`gemv_ring`] with 16-byte (`WIDE`) or 8-byte copies.
+///
+/// # Safety
+/// As [`gemv_ring`], and `WIDE` is `ring_wide(A.row_words)`.
+#[inline(always)]
+unsafe fn ring_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
+    let (a, bm, out) = (p.a, p.b, p.c);
+    let (rows, rw) = (a.rows, a.row_words);
+    let xs = dyn_smem() as *mut u32;
+    let slots = p.xp_len;
+    let (slices, ns) = ring_decode(p.slices);
+    // SAFETY: the shared memory holds `slots` u32 for x, then WARPS_PER_BLOCK * 32 for the
+    // sums, then the rings.
+    let red = unsafe { xs.add(slots as usize) };
+    let (w, lane) = (warp_id(), lane_id());
+    let ring = dyn_smem_addr() + ring_offset(B, rw) as u32 + w * ns * RING_STAGE_BYTES;
+    let (slice, group) = (w % slices, w / slices);
+    let groups = WARPS_PER_BLOCK / slices;
+    let per = slice_words(rw, slices);
+    let begin = (slice * per).min(rw);
+    let end = (begin + per).min(rw);
+    let limit = ring_limit(end, rw);
+    let steps = (end - begin).div_ceil(RING_STEP_WORDS);
+    let tiles = rows.div_ceil(groups * ROWS_PER_WARP);
+    let base = a.words.as_ptr();
+    let row0_of = |tile: u32| (tile * groups + group) * ROWS_PER_WARP;
+
+    // The copies of step `step` of tile `tile` into ring slot `slot`, one commit group.
+    let issue = |tile: u32, step: u32, slot: u32| {
+        let row0 = row0_of(tile);
+        let g0 = begin + step * RING_STEP_WORDS;
+        let st = ring + slot * RING_STAGE_BYTES;
+        let row_off = |r: u32| (row0 + r).min(rows - 1) as usize * rw as usize;
+        let inside = g0 + RING_STEP_WORDS < limit;
+        for i in 0..ring_copies(WIDE) {
+            let (r, pos) = ring_copy(WIDE, lane, i);
+            let g = g0 + pos;
+            let n = if inside {
+                if WIDE { 16 } else { 8 }
+            } else {
+                ring_copy_bytes(if WIDE { 16 } else { 8 }, g, limit)
+            };
+            // SAFETY: with n > 0, word g (and g + 1 when n is 16) lies in the row (g < limit
+            // <= rw), row0 + r is clamped to a row of A; wide copies start on even words of
+            // rows of even length (16-byte aligned). With n = 0 nothing is read (A's first
+            // word is a valid aligned address). The destination is this warp's slot, which
+            // no lane reads until the group is waited for.
+            unsafe {
+                let src = if n > 0 {
+                    base.add(row_off(r) + g as usize)
+                } else {
+                    base
+                };
+                let dst = st + ring_word_offset(r, pos);
+                if WIDE {
+                    cp_async_16_ca_zfill(dst, src as *const U32x4, n);
+                } else {
+                    cp_async_8_zfill(dst, src, n);
+                }
+            }
+        }
+        if lane < ROWS_PER_WARP {
+            // The word after the step, row `lane`.
+            let g = g0 + RING_STEP_WORDS;
+            let n = ring_copy_bytes(8, g, limit);
+            // SAFETY: as above (8-byte copy of an 8-byte aligned word, or nothing).
+            unsafe {
+                let src = if n > 0 {
+                    base.add(row_off(lane) + g as usize)
+                } else {
+                    base
+                };
+                cp_async_8_zfill(st + ring_word_offset(lane, RING_STEP_WORDS), src, n);
+            }
+        }
+    };
+    // The warp's (tile, step) list: its tiles strided over the grid (rows inside the matrix),
+    // each slice's steps.
+    let (mut pf_tile, mut pf_step) = (block_idx_x(), 0u32);
+    let mut prefetch = |slot: u32| {
+        if steps > 0 && pf_tile < tiles && row0_of(pf_tile) < rows {
+            issue(pf_tile, pf_step, slot);
+            pf_step += 1;
+            if pf_step == steps {
+                pf_step = 0;
+                pf_tile += grid_dim_x();
+            }
+        }
+        // SAFETY: no operands; an empty group when nothing is left keeps the count.
+        unsafe { cp_async_commit() };
+    };
+    for slot in 0..ns - 1 {
+        prefetch(slot);
+    }
+    // SAFETY: forwarded from the launcher (workspace written or fused, smem large enough); c <
+    // A.cols is an element of B (k x 1). The first copies are on their way meanwhile.
+    unsafe {
+        fill_vector(p, slots, |s| {
+            perm_value(B, s, a.cols, rw, |c| load(&bm, c, 0) as u32)
+        })
+    };
+
+    let mut slot = 0;
+    let mut tile = block_idx_x();
+    while tile < tiles {
+        let row0 = row0_of(tile);
+        let mut acc = [0u32; R];
+        // Warp-uniform: the shuffles below run with the whole warp.
+        if row0 < rows {
+            for step in 0..steps {
+                // SAFETY: no operands. ns - 1 groups were committed before the first stage
+                // and one per stage since: waiting until ns - 2 are pending completes this
+                // stage's group.
+                unsafe {
+                    match ns - 2 {
+                        0 => cp_async_wait::<0>(),
+                        1 => cp_async_wait::<1>(),
+                        2 => cp_async_wait::<2>(),
+                        3 => cp_async_wait::<3>(),
+                        4 => cp_async_wait::<4>(),
+                        5 => cp_async_wait::<5>(),
+                        _ => cp_async_wait::<6>(),
+                    }
+                    // Every lane's copies of this stage are visible to the warp; every lane
+                    // has read the previous slot, which the prefetch below overwrites.
+                    sync_warp();
+                }
+                prefetch(if slot == 0 { ns - 1 } else { slot - 1 });
+                let st = ring + slot * RING_STAGE_BYTES;
+                ring_lane_step::<B>(
+                    &mut acc,
+                    (begin + step * RING_STEP_WORDS, end, lane),
+                    |r, pos| {
+                        // SAFETY: r < ROWS_PER_WARP, pos <= RING_STEP_WORDS: inside this warp's
+                        // slot, 8-byte aligned.
+                        let v = unsafe { lds_v2(st + ring_word_offset(r, pos)) };
+                        u64::from(v[0]) | u64::from(v[1]) << 32
+                    },
+                    // SAFETY: perm_slot(B, g, j) < perm_slots for a word inside the row.
+                    |c| unsafe { *xs.add(c as usize) },
+                );
+                slot = if slot + 1 == ns { 0 } else { slot + 1 };
+            }
+            for a in acc.iter_mut() {
+                // SAFETY: the whole warp runs this (row0 < rows is warp-uniform).
+                *a = unsafe { warp_sum_i32(*a as i32) } as u32;
+            }
+        }
+        if slices > 1 {
+            // As in gemv_nogaps: lane l writes its own slot, sum l % R.
+            let mine = acc.iter().enumerate().fold(
+                0,
+                |m, (r, &a)| {
+                    if lane as usize % R == r { a } else { m }
+                },
+            );
+            // SAFETY: w * 32 + lane < WARPS_PER_BLOCK * 32 slots.
+            unsafe { *red.add(w as usize * 32 + lane as usize) = mine };
+            // SAFETY: every thread of the block runs the same tiles.
+            unsafe { sync_threads() };
+            if slice == 0 {
+                for s in 1..slices as usize {
+                    for (r, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: warp w + s is in this group, inside the block.
+                        *a = a.wrapping_add(unsafe { *red.add((w as usize + s) * 32 + r) });
+                    }
+                }
+            }
+            // SAFETY: as above; the slots are rewritten only after every thread read them.
+            unsafe { sync_threads() };
+        }
+        if slice == 0 && lane == 0 {
+            for (r, &s) in acc.iter().enumerate() {
+                let row = row0 + r as u32;
+                if row < rows {
+                    let v = finish(u64::from(s), out.bits, p.overflow);
+                    // SAFETY: row < rows, column 0 < 1; each output written once.
+                    unsafe { store(&out, row, 0, v) };
+                }
+            }
+        }
+        tile += grid_dim_x();
+    }
+    // SAFETY: no operands; the remaining groups are empty.
+    unsafe { cp_async_wait::<0>() };
 }
 
 /// `cmv_beam_gemv_mma_b{B}`: see [`crate::gemv_mma`].
@@ -949,6 +1158,43 @@ width_entries! {
     cmv_beam_gemv_mma_b6 = 6;
     cmv_beam_gemv_mma_b7 = 7;
     cmv_beam_gemv_mma_b8 = 8;
+}
+
+width_entries! {
+    gemv_ring,
+    "GEMV of `nogaps` weights of this width by one vector on CUDA cores, the weights copied through a ring of shared-memory stages, exact modulo 2^32; see [`crate::gemv_ring`].";
+    cmv_beam_gemv_ring_b1 = 1;
+    cmv_beam_gemv_ring_b2 = 2;
+    cmv_beam_gemv_ring_b3 = 3;
+    cmv_beam_gemv_ring_b4 = 4;
+    cmv_beam_gemv_ring_b5 = 5;
+    cmv_beam_gemv_ring_b6 = 6;
+    cmv_beam_gemv_ring_b7 = 7;
+    cmv_beam_gemv_ring_b8 = 8;
+    cmv_beam_gemv_ring_b9 = 9;
+    cmv_beam_gemv_ring_b10 = 10;
+    cmv_beam_gemv_ring_b11 = 11;
+    cmv_beam_gemv_ring_b12 = 12;
+    cmv_beam_gemv_ring_b13 = 13;
+    cmv_beam_gemv_ring_b14 = 14;
+    cmv_beam_gemv_ring_b15 = 15;
+    cmv_beam_gemv_ring_b16 = 16;
+    cmv_beam_gemv_ring_b17 = 17;
+    cmv_beam_gemv_ring_b18 = 18;
+    cmv_beam_gemv_ring_b19 = 19;
+    cmv_beam_gemv_ring_b20 = 20;
+    cmv_beam_gemv_ring_b21 = 21;
+    cmv_beam_gemv_ring_b22 = 22;
+    cmv_beam_gemv_ring_b23 = 23;
+    cmv_beam_gemv_ring_b24 = 24;
+    cmv_beam_gemv_ring_b25 = 25;
+    cmv_beam_gemv_ring_b26 = 26;
+    cmv_beam_gemv_ring_b27 = 27;
+    cmv_beam_gemv_ring_b28 = 28;
+    cmv_beam_gemv_ring_b29 = 29;
+    cmv_beam_gemv_ring_b30 = 30;
+    cmv_beam_gemv_ring_b31 = 31;
+    cmv_beam_gemv_ring_b32 = 32;
 }
 
 width_entries! {
