@@ -321,7 +321,7 @@ fn ring_kernel_every_stage_count() {
             .with_prep(prep)
             .with_ring_stages(stages)
             .unwrap();
-        assert_eq!(bg.ring_stages(), stages);
+        assert_eq!(bg.ring_stages(12, 99), stages);
         for (bits, dims) in [
             (12u32, (9, 28672 + 5)),
             (24, (70, 5000)),

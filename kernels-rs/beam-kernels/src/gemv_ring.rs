@@ -44,8 +44,12 @@ pub const RING_STAGE_BYTES: u32 = ROWS_PER_WARP * RING_ROW_STRIDE * 8;
 pub const RING_MIN_STAGES: u32 = 2;
 /// Most stages of a warp's ring.
 pub const RING_MAX_STAGES: u32 = 8;
-/// The stages the launcher uses unless told otherwise.
-pub const RING_STAGES: u32 = 2;
+/// Most stages [`ring_stages`] picks.
+pub const RING_AUTO_MAX_STAGES: u32 = 4;
+/// The shared memory per block [`ring_stages`] keeps within when it can: 150 KiB, which
+/// leaves an H100 or H200 SM (256 KiB of L1 and shared memory together) about 100 KiB of L1
+/// for the copies (`cp.async.ca` goes through L1).
+pub const RING_SMEM_BUDGET: u64 = 150 * 1024;
 /// What a tile costs beyond its steps in [`ring_cost`] (the slices' barriers and sums; the
 /// copies run ahead across tiles), in steps.
 pub const RING_TILE_OVERHEAD_STEPS: u32 = 1;
@@ -56,12 +60,42 @@ const _: () = assert!(RING_STAGE_BYTES.is_multiple_of(16));
 // A lane's two words of a 16-byte copy, 32 lanes: the step is 64 words.
 const _: () = assert!(RING_STEP_WORDS == 64);
 
-/// Whether the launcher picks the ring kernel by default for a matrix of `weights`
-/// `bits`-bit weights (when its shared memory fits), before the register kernel
-/// `cmv_beam_gemv_nogaps_b{bits}`: not yet (to be measured).
-pub const fn ring_by_default(bits: u32, weights: u64) -> bool {
-    let _ = (bits, weights);
-    false
+/// The stages per warp the launcher gives the ring kernel for `bits`-bit rows of `row_words`
+/// words: the most (up to [`RING_AUTO_MAX_STAGES`]) that keep the block within
+/// [`RING_SMEM_BUDGET`], at least [`RING_MIN_STAGES`]. Measured on an H100 (docs/PERF.md,
+/// "BEAM GEMV: the CUDA-core ring kernel"): at 12 and 24 bits on the four largest LLM shapes
+/// this count was the fastest of 2, 3 and 4 or within 3% of it; a block that takes 200 KiB or
+/// more (a 28672-column vector with 3 stages, or 4 stages beside a 14336-column one) ran 4-16%
+/// slower than with one stage fewer, and two blocks of 106 KiB per SM 13% slower than one of
+/// 140 KiB.
+pub const fn ring_stages(bits: u32, row_words: u32) -> u32 {
+    let mut s = RING_AUTO_MAX_STAGES;
+    while s > RING_MIN_STAGES && ring_smem_bytes(bits, row_words, s) > RING_SMEM_BUDGET {
+        s -= 1;
+    }
+    s
+}
+
+/// Whether the launcher picks the ring kernel by default (when its shared memory fits) over
+/// the register kernel `cmv_beam_gemv_nogaps_b{bits}`, for `bits`-bit rows of `row_words`
+/// words and `weights` weights, on a device that gives a block `max_smem` bytes of shared
+/// memory:
+/// * at widths that do not divide 64 (the register kernel loads one word per row ahead) from
+///   2^25 weights;
+/// * at 1, 2, 4, 8, 16 and 32 bits where the register kernel's vector leaves room for one block
+///   per SM only (its loads in flight are then half as many).
+///
+/// Measured on an H100 (docs/PERF.md, "BEAM GEMV: the CUDA-core ring kernel"): 12 and 24 bits
+/// 1.03-1.43x faster at the four largest LLM shapes; 4, 8, 16 and 32 bits 2-9% faster at
+/// 8192 x 28672, 0-20% slower at 28672 x 8192, 14336 x 4096, 4096 x 14336 and 11008 x 4096.
+pub const fn ring_by_default(bits: u32, row_words: u32, weights: u64, max_smem: u32) -> bool {
+    if bits == 0 || bits > 32 {
+        false
+    } else if 64 % bits != 0 {
+        weights >= 1 << 25
+    } else {
+        2 * nogaps_smem_bytes(bits, row_words) > max_smem as u64
+    }
 }
 
 /// `slices | stages << 8`, the kernel's [`GemvParams::slices`](crate::gemv::GemvParams::slices).
@@ -347,6 +381,41 @@ mod tests {
             )*};
         }
         widths!(1, 3, 4, 5, 7, 8, 11, 12, 13, 16, 21, 24, 31, 32);
+    }
+
+    #[test]
+    fn stage_counts_and_default_of_the_llm_shapes() {
+        let rw = |cols: u64, bits: u32| row_words(cols, bits, NOGAPS) as u32;
+        // The counts measured fastest or within 1% of it (H100, docs/PERF.md).
+        assert_eq!(ring_stages(12, rw(8192, 12)), 3);
+        assert_eq!(ring_stages(24, rw(8192, 24)), 3);
+        assert_eq!(ring_stages(12, rw(4096, 12)), 3);
+        assert_eq!(ring_stages(12, rw(14336, 12)), 2);
+        assert_eq!(ring_stages(24, rw(28672, 24)), 2);
+        // Never below two, even where two pass the budget.
+        assert_eq!(ring_stages(32, rw(28672, 32)), RING_MIN_STAGES);
+        for bits in 1..=32 {
+            for cols in [1, 4096, 8192, 28672] {
+                let s = ring_stages(bits, rw(cols, bits));
+                assert!((RING_MIN_STAGES..=RING_AUTO_MAX_STAGES).contains(&s));
+                assert!(
+                    s == RING_MIN_STAGES
+                        || ring_smem_bytes(bits, rw(cols, bits), s) <= RING_SMEM_BUDGET
+                );
+            }
+        }
+        let max = 227 * 1024;
+        // Widths that do not divide 64: from 2^25 weights.
+        assert!(ring_by_default(12, rw(4096, 12), 14336 * 4096, max));
+        assert!(!ring_by_default(12, rw(4096, 12), 4096 * 4096, max));
+        assert!(ring_by_default(31, rw(8192, 31), 1 << 25, max));
+        // 1, 2, 4, 8, 16, 32 bits: where the register kernel's vector allows one block per SM.
+        for bits in [1, 2, 4, 8, 16, 32] {
+            assert!(ring_by_default(bits, rw(28672, bits), 8192 * 28672, max));
+            assert!(!ring_by_default(bits, rw(8192, bits), 28672 * 8192, max));
+        }
+        assert!(!ring_by_default(33, 1, 1 << 30, max));
+        assert!(!ring_by_default(0, 1, 1 << 30, max));
     }
 
     #[test]

@@ -24,8 +24,8 @@ use beam_kernels::gemv_mma::{
     segments, vector_planes,
 };
 use beam_kernels::gemv_ring::{
-    RING_MAX_STAGES, RING_MIN_STAGES, RING_STAGES, ring_by_default, ring_code, ring_smem_bytes,
-    ring_split,
+    RING_MAX_STAGES, RING_MIN_STAGES, ring_by_default, ring_code, ring_smem_bytes, ring_split,
+    ring_stages as ring_stages_auto,
 };
 use beam_kernels::gemv_stream::{
     STREAM_MAX_WARPS, STREAM_MIN_WARPS, STREAM_WARPS, StreamShape, stream_by_default,
@@ -242,7 +242,7 @@ pub fn gemv_kernel_name(
         (out_bits, overflow),
         (max_smem, path),
         (StreamShape::for_bits(shape), STREAM_WARPS),
-        RING_STAGES,
+        None,
     )
 }
 
@@ -253,7 +253,7 @@ fn kernel_name_with(
     (out_bits, overflow): (u32, Overflow),
     (max_smem, path): (u32, GemvPath),
     (shape, want): (StreamShape, u32),
-    ring_stages: u32,
+    ring_stages: Option<u32>,
 ) -> &'static str {
     let acc = acc_for(a_bits, b_bits, a_cols as u64, out_bits, overflow.code());
     let fast = a_layout == Layout::Nogaps && n == 1 && acc == Acc::U32 && path != GemvPath::Any;
@@ -273,7 +273,7 @@ fn kernel_name_with(
     };
     let ring = match path {
         GemvPath::Auto | GemvPath::Stream | GemvPath::TensorCores => {
-            ring_by_default(a_bits, a_rows as u64 * a_cols as u64)
+            ring_by_default(a_bits, rw, a_rows as u64 * a_cols as u64, max_smem)
         }
         GemvPath::CudaRing => true,
         GemvPath::CudaCores | GemvPath::Any => false,
@@ -287,7 +287,11 @@ fn kernel_name_with(
     } else if fast
         && ring
         && a_bits <= FAST_MAX_BITS
-        && fits(ring_smem_bytes(a_bits, rw, ring_stages))
+        && fits(ring_smem_bytes(
+            a_bits,
+            rw,
+            ring_stages.unwrap_or(ring_stages_auto(a_bits, rw)),
+        ))
     {
         RING_NAMES[a_bits as usize - 1]
     } else if fast && a_bits <= FAST_MAX_BITS && fits(nogaps_smem_bytes(a_bits, rw)) {
@@ -318,8 +322,8 @@ pub struct BeamGemv {
     /// The streaming kernel's shape (`None`: [`StreamShape::for_bits`]) and preferred warps.
     stream_shape: Option<StreamShape>,
     stream_want: u32,
-    /// Stages of each warp's ring in the ring kernel.
-    ring_stages: u32,
+    /// Stages of each warp's ring in the ring kernel (`None`: [`ring_stages_auto`]).
+    ring_stages: Option<u32>,
     sm_count: u32,
     max_smem: u32,
 }
@@ -360,7 +364,7 @@ impl BeamGemv {
             prep_mode: GemvPrep::Auto,
             stream_shape: None,
             stream_want: STREAM_WARPS,
-            ring_stages: RING_STAGES,
+            ring_stages: None,
             sm_count: gpu.info().sm_count,
             max_smem: gpu.info().max_smem_per_block_optin,
         })
@@ -415,8 +419,10 @@ impl BeamGemv {
         Ok(self)
     }
 
-    /// The same kernels, the ring kernel run with `stages` stages per warp: for tuning; every
-    /// count gives the same result.
+    /// The same kernels, the ring kernel run with `stages` stages per warp where they fit
+    /// (instead of the launcher's rule,
+    /// [`ring_stages`](beam_kernels::gemv_ring::ring_stages)): for tuning; every count gives
+    /// the same result.
     ///
     /// # Errors
     /// [`BeamError::Kernel`] for a count outside 2..=8.
@@ -429,13 +435,14 @@ impl BeamGemv {
                 ),
             });
         }
-        self.ring_stages = stages;
+        self.ring_stages = Some(stages);
         Ok(self)
     }
 
-    /// Stages of each warp's ring in the ring kernel.
-    pub fn ring_stages(&self) -> u32 {
+    /// Stages of each warp's ring in the ring kernel for `bits`-bit rows of `row_words` words.
+    pub fn ring_stages(&self, bits: u32, row_words: u32) -> u32 {
         self.ring_stages
+            .unwrap_or(ring_stages_auto(bits.clamp(1, FAST_MAX_BITS), row_words))
     }
 
     /// The streaming kernel's shape for `bits`-bit weights and its preferred warps per block.
@@ -620,7 +627,7 @@ impl BeamGemv {
                 &self.ring[b],
                 perm_slots(bits, p.a.row_words),
                 0,
-                ring_smem_bytes(bits, p.a.row_words, self.ring_stages),
+                ring_smem_bytes(bits, p.a.row_words, self.ring_stages(bits, p.a.row_words)),
                 BLOCK_THREADS,
             ),
         };
@@ -642,7 +649,10 @@ impl BeamGemv {
             FastKernel::Nogaps => nogaps_split(p.a.rows, p.a.row_words, bits, resident),
             FastKernel::Ring => {
                 let (slices, grid) = ring_split(p.a.rows, p.a.row_words, resident);
-                (ring_code(slices, self.ring_stages), grid)
+                (
+                    ring_code(slices, self.ring_stages(bits, p.a.row_words)),
+                    grid,
+                )
             }
         };
         p.slices = slices;
@@ -900,6 +910,36 @@ mod tests {
             "cmv_beam_gemv_nogaps_b4"
         );
         assert_eq!(name(4, 4096, 1, GemvPath::Any), "cmv_beam_gemv_any");
+        // The ring kernel by default at widths that do not divide 64 from 2^25 weights, and at
+        // those that do where the register kernel's vector leaves one block per SM.
+        assert_eq!(
+            name_rc(12, (28672, 8192), 1, GemvPath::Auto),
+            RING_NAMES[11]
+        );
+        assert_eq!(
+            name_rc(24, (14336, 4096), 1, GemvPath::Auto),
+            RING_NAMES[23]
+        );
+        assert_eq!(
+            name_rc(12, (4096, 4096), 1, GemvPath::Auto),
+            NOGAPS_NAMES[11]
+        );
+        assert_eq!(
+            name_rc(16, (8192, 28672), 1, GemvPath::Auto),
+            RING_NAMES[15]
+        );
+        assert_eq!(
+            name_rc(16, (28672, 8192), 1, GemvPath::Auto),
+            NOGAPS_NAMES[15]
+        );
+        assert_eq!(
+            name_rc(8, (8192, 28672), 1, GemvPath::Auto),
+            STREAM_NAMES[7]
+        );
+        assert_eq!(
+            name_rc(12, (28672, 8192), 1, GemvPath::CudaCores),
+            NOGAPS_NAMES[11]
+        );
         // The ring kernel on request at every width up to 32 bits; where its vector and rings
         // pass the shared memory, the register kernel (whose vector alone fits).
         for bits in [1, 4, 12, 24, 32] {
@@ -909,7 +949,7 @@ mod tests {
             );
         }
         let rw = layout::row_words(40_000, 24, layout::NOGAPS) as u32;
-        assert!(ring_smem_bytes(24, rw, RING_STAGES) > 227 * 1024);
+        assert!(ring_smem_bytes(24, rw, RING_MIN_STAGES) > 227 * 1024);
         assert!(nogaps_smem_bytes(24, rw) <= 227 * 1024);
         assert_eq!(
             name(24, 40_000, 1, GemvPath::CudaRing),
