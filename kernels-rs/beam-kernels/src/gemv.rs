@@ -97,8 +97,7 @@ pub struct GemvParams {
     /// The accumulator ([`ACC_U32`], [`ACC_U64`], [`ACC_SAT_U64`]): [`crate::layout::acc_for`].
     pub acc: u32,
     /// Warps of a block that split each row's words (`nogaps` kernels; a power of two that
-    /// divides [`WARPS_PER_BLOCK`]); the unit shape of the streaming kernel
-    /// ([`crate::gemv_stream::StreamShape::code`]); the stages of the ring kernel.
+    /// divides [`WARPS_PER_BLOCK`]).
     pub slices: u32,
     /// [`FLAG_B_TRANSPOSED`], [`FLAG_OUT_TRANSPOSED`].
     pub flags: u32,
@@ -118,9 +117,6 @@ pub const PREP_PERM: u32 = 0;
 /// [`GemvParams::prep`]: the `B` fragments of `cmv_beam_gemv_mma_b{B}`
 /// ([`crate::gemv_mma::frag_word`]).
 pub const PREP_MMA: u32 = 1;
-/// [`GemvParams::prep`]: the vector of `cmv_beam_gemv_ring_b{B}` (as [`PREP_PERM`]), then
-/// [`crate::gemv_ring::ring_extra_words`] zeros (its sums and row-group counters).
-pub const PREP_RING: u32 = 3;
 /// [`GemvParams::prep`]: the `B` fragments of `cmv_beam_gemv_stream_b{B}` (as [`PREP_MMA`]),
 /// then [`crate::gemv_stream::stream_extra_words`] zeros (its sums and tile counters).
 pub const PREP_STREAM: u32 = 2;

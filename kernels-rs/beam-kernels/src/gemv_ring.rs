@@ -18,24 +18,18 @@
 //! [`RING_ROW_STRIDE`] words. Lane `l` reads its words `l` and `l + 32` and the word after each
 //! from the stage: no shuffles, and the 32 lanes of each shared load read 256 consecutive bytes.
 //! The copies are coalesced: copy `i` of lane `l` is [`ring_copy`]`(wide, l, i)`, 16 bytes
-//! (`wide`, rows that start on 16 bytes) or 8. Words past the row are zero-filled, never read
-//! from `A`; rows past the matrix read its last row again (their sums are never written).
+//! (`wide`, rows that start on 16 bytes) or 8. Words at or past [`ring_limit`] (past the
+//! slice's end and the word after it, or past the row) are zero-filled, never read from `A`;
+//! rows past the matrix read its last row again (their sums are never written).
 //!
-//! **Every warp gets the same work** (a stream-K split, as in [`crate::gemv_stream`]): a *unit*
-//! is one stage of one row group ([`ROWS_PER_WARP`] rows), numbered group-major; every warp of
-//! a grid of resident blocks takes an equal run of units ([`warp_units`]) and its copies run
-//! ahead through the whole run, across groups. A warp that covers a whole group writes its
-//! rows; otherwise it adds its sums to a `u32` per row with a wrapping atomic add (exact modulo
-//! 2^32 in any order) and its unit count to the group's counter, and the warp that completes
-//! the count writes the rows and leaves sums and counter zero. The register kernel splits by
-//! block tiles of 64 rows, and the tiles of `14336 x 4096` (224 of them) fill 132 SMs in 1.7
-//! waves.
+//! **The order of work** is the register kernel's (tiles of rows strided over the grid, each
+//! warp one slice of each of its rows); a warp's copies run ahead through its whole list of
+//! (tile, step) pairs, across tiles.
 
 use crate::gemv::{
-    ROWS_PER_WARP, WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word, nogaps_smem_bytes,
-    perm_slots, window, word_elems,
+    ROWS_PER_WARP, WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word, least_cost_slices,
+    nogaps_smem_bytes, slice_words, tile_cost, tile_rows, window, word_elems,
 };
-pub use crate::gemv_stream::warp_units;
 
 const R: usize = ROWS_PER_WARP as usize;
 
@@ -52,10 +46,13 @@ pub const RING_MIN_STAGES: u32 = 2;
 pub const RING_MAX_STAGES: u32 = 8;
 /// Most stages [`ring_stages`] picks.
 pub const RING_AUTO_MAX_STAGES: u32 = 4;
-/// The shared memory per block [`ring_stages`] keeps within when it can: 144 KiB, which
-/// leaves an H100 or H200 SM (256 KiB of L1 and shared memory together) about 110 KiB of L1
+/// The shared memory per block [`ring_stages`] keeps within when it can: 150 KiB, which
+/// leaves an H100 or H200 SM (256 KiB of L1 and shared memory together) about 100 KiB of L1
 /// for the copies (`cp.async.ca` goes through L1).
-pub const RING_SMEM_BUDGET: u64 = 144 * 1024;
+pub const RING_SMEM_BUDGET: u64 = 150 * 1024;
+/// What a tile costs beyond its steps in [`ring_cost`] (the slices' barriers and sums; the
+/// copies run ahead across tiles), in steps.
+pub const RING_TILE_OVERHEAD_STEPS: u32 = 1;
 
 // A stage's rows start on 16 bytes, and so does every stage.
 const _: () = assert!((RING_ROW_STRIDE * 8).is_multiple_of(16));
@@ -101,20 +98,20 @@ pub const fn ring_by_default(bits: u32, row_words: u32, weights: u64, max_smem: 
     }
 }
 
-/// Units (stages) of one row: `ceil(row_words / RING_STEP_WORDS)`.
-pub const fn ring_steps(row_words: u32) -> u32 {
-    row_words.div_ceil(RING_STEP_WORDS)
+/// `slices | stages << 8`, the kernel's [`GemvParams::slices`](crate::gemv::GemvParams::slices).
+pub const fn ring_code(slices: u32, stages: u32) -> u32 {
+    slices | stages << 8
 }
 
-/// `u32` of the workspace after the vector: a sum per row, then a counter per row group.
-pub const fn ring_extra_words(rows: u32) -> u32 {
-    rows + rows.div_ceil(ROWS_PER_WARP)
+/// `(slices, stages)` of a [`ring_code`].
+pub const fn ring_decode(code: u32) -> (u32, u32) {
+    (code & 0xff, (code >> 8) & 0xff)
 }
 
 /// Byte offset of the rings in the kernel's dynamic shared memory: after the permuted vector
-/// ([`perm_slots`] `u32`, a multiple of 32: the offset is a multiple of 128).
+/// and the slices' sums of the register kernel ([`nogaps_smem_bytes`], a multiple of 16).
 pub const fn ring_offset(bits: u32, row_words: u32) -> u64 {
-    4 * perm_slots(bits, row_words) as u64
+    nogaps_smem_bytes(bits, row_words)
 }
 
 /// Bytes of dynamic shared memory `cmv_beam_gemv_ring_b{bits}` needs: [`ring_offset`], then
@@ -124,7 +121,7 @@ pub const fn ring_smem_bytes(bits: u32, row_words: u32, stages: u32) -> u64 {
 }
 
 /// Whether the copies are 16 bytes wide: rows of an even number of words (each row starts on
-/// 16 bytes, and so does every step: steps start on even words).
+/// 16 bytes, and so does every step: slices and steps start on even words).
 pub const fn ring_wide(row_words: u32) -> bool {
     row_words.is_multiple_of(2)
 }
@@ -156,8 +153,15 @@ pub const fn ring_word_offset(r: u32, pos: u32) -> u32 {
     (r * RING_ROW_STRIDE + pos) * 8
 }
 
+/// The first in-row word a warp's stage leaves zero: the slice's end plus the word after it
+/// (the last element that starts in the slice may end there), at most the row.
+pub const fn ring_limit(end: u32, row_words: u32) -> u32 {
+    let l = end + 1;
+    if l < row_words { l } else { row_words }
+}
+
 /// Bytes to copy from in-row word `g` for a copy of `width` bytes (8 or 16) when words from
-/// `limit` on (past the row) are zero-filled: the rest of the copy's bytes become zeros.
+/// `limit` on are zero-filled: the rest of the copy's bytes become zeros.
 pub const fn ring_copy_bytes(width: u32, g: u32, limit: u32) -> u32 {
     if g >= limit {
         0
@@ -171,8 +175,8 @@ pub const fn ring_copy_bytes(width: u32, g: u32, limit: u32) -> u32 {
 /// One lane's work on one stage: the elements that start in words `g0 + lane` and
 /// `g0 + 32 + lane` of each of the warp's rows (read from the stage: `word(r, pos)` is word
 /// `g0 + pos` of row `r`, `pos <= RING_STEP_WORDS`) times the permuted vector (`xp(slot)`),
-/// added to `acc` modulo 2^32. Words at or past `end` (the row's words) count zero (`xp` is
-/// not called for them); the warp skips 32 words wholly past `end` (uniformly).
+/// added to `acc` modulo 2^32. Words at or past `end` count zero (`xp` is not called for
+/// them); the warp stops at the first 32 words past `end` (uniformly).
 #[inline(always)]
 pub fn ring_lane_step<const B: u32>(
     acc: &mut [u32; R],
@@ -203,6 +207,26 @@ pub fn ring_lane_step<const B: u32>(
             }
         }
     }
+}
+
+/// The time of a ring launch with `slices`, in stages of one warp: [`tile_cost`] with
+/// [`RING_TILE_OVERHEAD_STEPS`].
+pub fn ring_cost(rows: u32, row_words: u32, slices: u32, resident: u32) -> u64 {
+    let tiles = rows.div_ceil(tile_rows(slices));
+    let steps = slice_words(row_words, slices).div_ceil(RING_STEP_WORDS);
+    tile_cost(tiles, resident, steps, RING_TILE_OVERHEAD_STEPS)
+}
+
+/// The slice count and the grid of a ring launch on `resident` blocks at once: the least
+/// [`ring_cost`] ([`least_cost_slices`]), a slice keeping at least one 32-word step of each
+/// row; the grid at most `resident`.
+pub fn ring_split(rows: u32, row_words: u32, resident: u32) -> (u32, u32) {
+    let resident = resident.max(1);
+    let s = least_cost_slices(
+        |s| slice_words(row_words, s) * (s - 1) < row_words,
+        |s| ring_cost(rows, row_words, s, resident),
+    );
+    (s, rows.div_ceil(tile_rows(s)).min(resident))
 }
 
 #[cfg(test)]
@@ -247,10 +271,10 @@ mod tests {
         assert_eq!(ring_copy_bytes(16, 12, 12), 0);
         assert_eq!(ring_copy_bytes(8, 11, 12), 8);
         assert_eq!(ring_copy_bytes(8, 12, 12), 0);
-        assert_eq!(ring_steps(1), 1);
-        assert_eq!(ring_steps(64), 1);
-        assert_eq!(ring_steps(65), 2);
-        assert_eq!(ring_extra_words(9), 9 + 3);
+        assert_eq!(ring_limit(64, 100), 65);
+        assert_eq!(ring_limit(100, 100), 100);
+        assert_eq!(ring_code(4, 3), 4 | 3 << 8);
+        assert_eq!(ring_decode(ring_code(16, 8)), (16, 8));
     }
 
     #[test]
@@ -270,11 +294,10 @@ mod tests {
         assert!(ring_smem_bytes(24, rw, 2) <= 227 * 1024);
     }
 
-    /// Emulates a launch of `warps` warps: each takes its run of units ([`warp_units`]), builds
-    /// each stage as the copies of both widths (and the word after the step) leave it, runs
-    /// [`ring_lane_step`] for every lane, and adds its sums per row group where the group
-    /// ends or its run does; the totals must equal a plain product modulo 2^32.
-    fn emulate<const B: u32>(rows: u32, cols: u32, warps: u64, rng: &mut Rng) {
+    /// Emulates one warp's stages over each slice of each row block (the copies with their
+    /// limits, both widths, then [`ring_lane_step`] for every lane) and checks the sums
+    /// against a plain product modulo 2^32.
+    fn emulate<const B: u32>(rows: u32, cols: u32, slices: u32, rng: &mut Rng) {
         let v: Vec<u64> = (0..rows * cols).map(|_| rng.bits(B)).collect();
         let (words, rw) = pack(&v, rows, cols, B);
         assert_eq!(rw as u64, row_words(cols as u64, B, NOGAPS));
@@ -283,79 +306,65 @@ mod tests {
             .map(|s| perm_value(B, s, cols, rw, |c| x[c as usize]))
             .collect();
         let word = |row: u32, g: u32| words[(row * rw + g) as usize];
-        let steps = ring_steps(rw);
-        let groups = rows.div_ceil(ROWS_PER_WARP);
-        let units = u64::from(groups) * u64::from(steps);
-        let mut sums = vec![0u32; rows as usize];
-        let mut counts = vec![0u32; groups as usize];
-        for warp in 0..warps {
-            let (u0, u1) = warp_units(units, warps, warp);
-            let mut acc = [0u32; R];
-            // The first step of the warp's part of the current group.
-            let mut first = (u0 % u64::from(steps)) as u32;
-            for u in u0..u1 {
-                let (group, step) = ((u / u64::from(steps)) as u32, (u % u64::from(steps)) as u32);
-                let (row0, g0) = (group * ROWS_PER_WARP, step * RING_STEP_WORDS);
-                // Unwritten words would show as all ones.
-                let stage = |wide: bool| {
-                    let w = if wide { 16 } else { 8 };
-                    let mut st = vec![[u64::MAX; (RING_STEP_WORDS + 1) as usize]; R];
-                    for lane in 0..32 {
-                        for i in 0..ring_copies(wide) {
-                            let (r, pos) = ring_copy(wide, lane, i);
-                            let row = (row0 + r).min(rows - 1);
-                            let n = ring_copy_bytes(w, g0 + pos, rw) / 8;
-                            for k in 0..w / 8 {
-                                st[r as usize][(pos + k) as usize] =
-                                    if k < n { word(row, g0 + pos + k) } else { 0 };
+        let per = slice_words(rw, slices);
+        for row0 in (0..rows).step_by(R) {
+            let mut total = [0u32; R];
+            for slice in 0..slices {
+                let begin = (slice * per).min(rw);
+                let end = (begin + per).min(rw);
+                let limit = ring_limit(end, rw);
+                let mut g0 = begin;
+                while g0 < end {
+                    // The stage as the copies of each width (and the word after the step)
+                    // leave it; unwritten words would show as all ones.
+                    let stage = |wide: bool| {
+                        let w = if wide { 16 } else { 8 };
+                        let mut st = vec![[u64::MAX; (RING_STEP_WORDS + 1) as usize]; R];
+                        for lane in 0..32 {
+                            for i in 0..ring_copies(wide) {
+                                let (r, pos) = ring_copy(wide, lane, i);
+                                let row = (row0 + r).min(rows - 1);
+                                let n = ring_copy_bytes(w, g0 + pos, limit) / 8;
+                                for k in 0..w / 8 {
+                                    st[r as usize][(pos + k) as usize] =
+                                        if k < n { word(row, g0 + pos + k) } else { 0 };
+                                }
                             }
                         }
-                    }
-                    for (r, sr) in st.iter_mut().enumerate() {
-                        let row = (row0 + r as u32).min(rows - 1);
-                        let g = g0 + RING_STEP_WORDS;
-                        sr[RING_STEP_WORDS as usize] = if ring_copy_bytes(8, g, rw) == 8 {
-                            word(row, g)
-                        } else {
-                            0
-                        };
-                    }
-                    st
-                };
-                let st = stage(true);
-                assert_eq!(st, stage(false));
-                for lane in 0..32 {
-                    ring_lane_step::<B>(
-                        &mut acc,
-                        (g0, rw, lane),
-                        |r, pos| st[r as usize][pos as usize],
-                        |s| xp[s as usize],
-                    );
-                }
-                if step + 1 == steps || u + 1 == u1 {
-                    for (r, a) in acc.iter().enumerate() {
-                        let row = row0 + r as u32;
-                        if row < rows {
-                            sums[row as usize] = sums[row as usize].wrapping_add(*a);
+                        for (r, sr) in st.iter_mut().enumerate() {
+                            let row = (row0 + r as u32).min(rows - 1);
+                            let g = g0 + RING_STEP_WORDS;
+                            sr[RING_STEP_WORDS as usize] = if ring_copy_bytes(8, g, limit) == 8 {
+                                word(row, g)
+                            } else {
+                                0
+                            };
                         }
+                        st
+                    };
+                    let st = stage(true);
+                    assert_eq!(st, stage(false));
+                    for lane in 0..32 {
+                        ring_lane_step::<B>(
+                            &mut total,
+                            (g0, end, lane),
+                            |r, pos| st[r as usize][pos as usize],
+                            |s| xp[s as usize],
+                        );
                     }
-                    counts[group as usize] += step + 1 - first;
-                    acc = [0; R];
-                    first = 0;
+                    g0 += RING_STEP_WORDS;
                 }
             }
-        }
-        // Every group's counter reaches its step count exactly once.
-        assert!(counts.iter().all(|&c| c == steps), "{counts:?}");
-        for row in 0..rows {
-            let want = (0..cols).fold(0u32, |s, c| {
-                let e = v[(row * cols + c) as usize] as u32;
-                s.wrapping_add(e.wrapping_mul(x[c as usize]))
-            });
-            assert_eq!(
-                sums[row as usize], want,
-                "B {B}, {rows}x{cols}, {warps} warps, row {row}"
-            );
+            for (r, &t) in total.iter().enumerate() {
+                let row = row0 + r as u32;
+                if row < rows {
+                    let want = (0..cols).fold(0u32, |s, c| {
+                        let e = v[(row * cols + c) as usize] as u32;
+                        s.wrapping_add(e.wrapping_mul(x[c as usize]))
+                    });
+                    assert_eq!(t, want, "B {B}, {rows}x{cols}, slices {slices}, row {row}");
+                }
+            }
         }
     }
 
@@ -364,10 +373,10 @@ mod tests {
         let mut rng = Rng(0x5eed_7a11);
         macro_rules! widths {
             ($($b:literal),*) => {$(
-                for (rows, cols, warps) in
-                    [(5, 1, 1), (4, 300, 3), (7, 1000, 2), (3, 4099, 7), (9, 2113, 16), (13, 5000, 64)]
+                for (rows, cols, slices) in
+                    [(5, 1, 1), (4, 300, 1), (7, 1000, 2), (3, 4099, 4), (9, 2113, 16)]
                 {
-                    emulate::<$b>(rows, cols, warps, &mut rng);
+                    emulate::<$b>(rows, cols, slices, &mut rng);
                 }
             )*};
         }
@@ -407,5 +416,17 @@ mod tests {
         }
         assert!(!ring_by_default(33, 1, 1 << 30, max));
         assert!(!ring_by_default(0, 1, 1 << 30, max));
+    }
+
+    #[test]
+    fn the_split_keeps_a_step_per_slice() {
+        // 8192 x 28672 at 12 bits: 128 tiles of 64 rows for 132 SMs.
+        let rw = row_words(28672, 12, NOGAPS) as u32;
+        let (s, grid) = ring_split(8192, rw, 132);
+        assert!(s.is_power_of_two() && s <= WARPS_PER_BLOCK);
+        assert!(slice_words(rw, s) * (s - 1) < rw);
+        assert!((1..=132).contains(&grid));
+        // A single short row: one slice.
+        assert_eq!(ring_split(1, 1, 132), (1, 1));
     }
 }

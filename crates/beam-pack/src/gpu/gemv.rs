@@ -16,15 +16,15 @@ use std::sync::{Arc, Mutex};
 
 use beam_kernels::gemv::{
     ACC_U64, ANY_BLOCK_THREADS, BLOCK_THREADS, FAST_MAX_BITS, FLAG_B_TRANSPOSED, FLAG_FUSED_PREP,
-    FLAG_OUT_TRANSPOSED, GemvParams, PREP_MMA, PREP_PERM, PREP_RING, PREP_STREAM, acc_code,
-    nogaps_smem_bytes, nogaps_split, perm_slots,
+    FLAG_OUT_TRANSPOSED, GemvParams, PREP_MMA, PREP_PERM, PREP_STREAM, acc_code, nogaps_smem_bytes,
+    nogaps_split, perm_slots,
 };
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
     segments, vector_planes,
 };
 use beam_kernels::gemv_ring::{
-    RING_MAX_STAGES, RING_MIN_STAGES, ring_by_default, ring_extra_words, ring_smem_bytes,
+    RING_MAX_STAGES, RING_MIN_STAGES, ring_by_default, ring_code, ring_smem_bytes, ring_split,
     ring_stages as ring_stages_auto,
 };
 use beam_kernels::gemv_stream::{
@@ -314,8 +314,8 @@ pub struct BeamGemv {
     /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
     /// launch that uses it goes to `stream`, so one buffer serves them in order.
     work: Mutex<Option<CudaSlice<u32>>>,
-    /// The streaming and ring kernels' sums and counters with the fused preparation: zero
-    /// between launches.
+    /// The streaming kernel's sums and tile counters with the fused preparation: zero between
+    /// launches.
     stream_work: Mutex<Option<CudaSlice<u32>>>,
     path: GemvPath,
     prep_mode: GemvPrep,
@@ -626,7 +626,7 @@ impl BeamGemv {
             FastKernel::Ring => (
                 &self.ring[b],
                 perm_slots(bits, p.a.row_words),
-                ring_extra_words(p.a.rows),
+                0,
                 ring_smem_bytes(bits, p.a.row_words, self.ring_stages(bits, p.a.row_words)),
                 BLOCK_THREADS,
             ),
@@ -647,9 +647,13 @@ impl BeamGemv {
             FastKernel::Stream => (p.slices, resident),
             FastKernel::Mma => mma_split(p.a.rows, segments(p.a.cols), resident),
             FastKernel::Nogaps => nogaps_split(p.a.rows, p.a.row_words, bits, resident),
-            // Every resident block, each warp an equal run of units; `slices` carries the
-            // stages.
-            FastKernel::Ring => (self.ring_stages(bits, p.a.row_words), resident),
+            FastKernel::Ring => {
+                let (slices, grid) = ring_split(p.a.rows, p.a.row_words, resident);
+                (
+                    ring_code(slices, self.ring_stages(bits, p.a.row_words)),
+                    grid,
+                )
+            }
         };
         p.slices = slices;
         cfg.grid_dim.0 = grid.max(1);
@@ -657,14 +661,12 @@ impl BeamGemv {
         p.prep = match which {
             FastKernel::Stream => PREP_STREAM,
             FastKernel::Mma => PREP_MMA,
-            FastKernel::Nogaps => PREP_PERM,
-            FastKernel::Ring => PREP_RING,
+            FastKernel::Nogaps | FastKernel::Ring => PREP_PERM,
         };
-        if self.prep_mode == GemvPrep::Fused && extra > 0 {
-            // The kernel (streaming or ring) builds its vector from B and finds its sums and
-            // counters zero in a workspace of their own: allocated zeroed, and every launch
-            // leaves them zero again (the warp that completes a tile or row group clears its
-            // sums and counter).
+        if self.prep_mode == GemvPrep::Fused && which == FastKernel::Stream {
+            // The kernel builds the fragments from B and finds its sums and tile counters
+            // zero in a workspace of their own: allocated zeroed, and every launch leaves them
+            // zero again (the warp that completes a tile clears its sums and counter).
             p.flags |= FLAG_FUSED_PREP;
             let mut sw = self.stream_work.lock().unwrap_or_else(|e| e.into_inner());
             if sw.as_ref().is_none_or(|w| w.len() < extra as usize) {
@@ -674,10 +676,10 @@ impl BeamGemv {
                 unreachable!("the workspace was allocated above")
             };
             p.xp = dev_ptr_mut(buf);
-            // SAFETY: forwarded from the caller; with FLAG_FUSED_PREP the streaming and ring
-            // kernels read xp as `extra` u32 of zeroed sums and counters (this buffer, zero
-            // after every launch that used it, all on this stream) and build their vector
-            // from B; warps, grid and shared memory as computed above.
+            // SAFETY: forwarded from the caller; with FLAG_FUSED_PREP the streaming kernel
+            // reads xp as `extra` u32 of zeroed sums and counters (this buffer, zero after
+            // every launch that used it, all on this stream) and builds the fragments from
+            // B; its warps, grid and shared memory as computed above.
             unsafe { kernel.launch(&self.stream, cfg, &p)? };
             return Ok(());
         }

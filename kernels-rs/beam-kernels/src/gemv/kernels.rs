@@ -10,8 +10,8 @@ use cmv_device::{
 
 use super::{
     ACC_SAT_U64, FLAG_B_TRANSPOSED, FLAG_FUSED_PREP, FLAG_OUT_TRANSPOSED, GemvParams, PREP_PERM,
-    PREP_RING, PREP_STREAM, ROWS_PER_WARP, UNROLL, WARPS_PER_BLOCK, chunk_dot, chunk_x,
-    chunks_per_word, mac_u64, perm_value, slice_words, unroll, window, word_elems,
+    PREP_STREAM, ROWS_PER_WARP, UNROLL, WARPS_PER_BLOCK, chunk_dot, chunk_x, chunks_per_word,
+    mac_u64, perm_value, slice_words, unroll, window, word_elems,
 };
 use crate::access::{load, store};
 use crate::gemv_mma::{
@@ -19,8 +19,8 @@ use crate::gemv_mma::{
     lane_word, mma_unroll, plane_shares, seg_frag_words, segments, unpack, vector_planes,
 };
 use crate::gemv_ring::{
-    RING_STAGE_BYTES, RING_STEP_WORDS, ring_copies, ring_copy, ring_copy_bytes, ring_extra_words,
-    ring_lane_step, ring_offset, ring_steps, ring_wide, ring_word_offset,
+    RING_STAGE_BYTES, RING_STEP_WORDS, ring_copies, ring_copy, ring_copy_bytes, ring_decode,
+    ring_lane_step, ring_limit, ring_offset, ring_wide, ring_word_offset,
 };
 use crate::gemv_stream::{
     StreamShape, copies, copy_plan, lane_chunks, seg_stage_bytes, stream_extra_words, warp_units,
@@ -48,8 +48,6 @@ unsafe fn gemv_prep(p: &GemvParams) {
     // The streaming kernel's sums and tile counters follow the fragments, zeroed.
     let extra = if p.prep == PREP_STREAM {
         stream_extra_words(a.rows)
-    } else if p.prep == PREP_RING {
-        ring_extra_words(a.rows)
     } else {
         0
     };
@@ -57,7 +55,7 @@ unsafe fn gemv_prep(p: &GemvParams) {
         let slot = i as u32;
         let v = if slot >= p.xp_len {
             0
-        } else if p.prep == PREP_PERM || p.prep == PREP_RING {
+        } else if p.prep == PREP_PERM {
             perm_value(a.bits, slot, a.cols, a.row_words, x)
         } else if p.prep == PREP_STREAM {
             frag_word_planes(a.bits, vector_planes(bm.bits), slot, a.cols, x)
@@ -260,13 +258,9 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
 /// `cmv_beam_gemv_ring_b{B}`: see [`crate::gemv_ring`].
 ///
 /// # Safety
-/// The launcher checked: `A` is `nogaps` with `B`-bit elements, `B` has one column and
-/// `A.cols` rows, `C` is `A.rows x 1`, zeroed unless `naive`; the accumulator is `U32`;
-/// [`WARPS_PER_BLOCK`] warps per block; `p.slices` is the stage count (2..=8); the dynamic
-/// shared memory holds `ring_smem_bytes(B, A.row_words, stages)` bytes. Without
-/// [`FLAG_FUSED_PREP`], `cmv_beam_gemv_prep` with [`PREP_RING`] wrote the workspace
-/// (`xp_len = perm_slots(B, A.row_words)` slots, then `ring_extra_words(A.rows)` zeros)
-/// before this launch; with it, the workspace holds `ring_extra_words(A.rows)` zeros.
+/// As [`gemv_nogaps`], with `p.slices` a [`ring_code`] of slices (a power of two dividing
+/// [`WARPS_PER_BLOCK`]) and stages (2..=8), and the dynamic shared memory holding
+/// `ring_smem_bytes(B, A.row_words, stages)` bytes.
 #[inline(always)]
 unsafe fn gemv_ring<const B: u32>(p: &GemvParams) {
     // SAFETY: forwarded; the copy width only changes how the same bytes move.
@@ -289,45 +283,43 @@ unsafe fn ring_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
     let (rows, rw) = (a.rows, a.row_words);
     let xs = dyn_smem() as *mut u32;
     let slots = p.xp_len;
-    let ns = p.slices;
-    let fused = p.flags & FLAG_FUSED_PREP != 0;
+    let (slices, ns) = ring_decode(p.slices);
+    // SAFETY: the shared memory holds `slots` u32 for x, then WARPS_PER_BLOCK * 32 for the
+    // sums, then the rings.
+    let red = unsafe { xs.add(slots as usize) };
     let (w, lane) = (warp_id(), lane_id());
     let ring = dyn_smem_addr() + ring_offset(B, rw) as u32 + w * ns * RING_STAGE_BYTES;
-    let steps = ring_steps(rw);
-    let groups = rows.div_ceil(ROWS_PER_WARP);
+    let (slice, group) = (w % slices, w / slices);
+    let groups = WARPS_PER_BLOCK / slices;
+    let per = slice_words(rw, slices);
+    let begin = (slice * per).min(rw);
+    let end = (begin + per).min(rw);
+    let limit = ring_limit(end, rw);
+    let steps = (end - begin).div_ceil(RING_STEP_WORDS);
+    let tiles = rows.div_ceil(groups * ROWS_PER_WARP);
     let base = a.words.as_ptr();
-    // SAFETY: the workspace holds the vector's slots (not with FLAG_FUSED_PREP), then a sum
-    // per row, then a counter per row group.
-    let (sums, counts) = unsafe {
-        let s =
-            p.xp.as_mut_ptr()
-                .add(if fused { 0 } else { slots as usize });
-        (s, s.add(rows as usize))
-    };
-    let units = u64::from(groups) * u64::from(steps);
-    let warps = u64::from(grid_dim_x()) * u64::from(WARPS_PER_BLOCK);
-    let (u0, u1) = warp_units(units, warps, u64::from(block_idx_x() * WARPS_PER_BLOCK + w));
+    let row0_of = |tile: u32| (tile * groups + group) * ROWS_PER_WARP;
 
-    // The copies of unit (group, step) into ring slot `slot`.
-    let issue = |group: u32, step: u32, slot: u32| {
-        let row0 = group * ROWS_PER_WARP;
-        let g0 = step * RING_STEP_WORDS;
+    // The copies of step `step` of tile `tile` into ring slot `slot`, one commit group.
+    let issue = |tile: u32, step: u32, slot: u32| {
+        let row0 = row0_of(tile);
+        let g0 = begin + step * RING_STEP_WORDS;
         let st = ring + slot * RING_STAGE_BYTES;
         let row_off = |r: u32| (row0 + r).min(rows - 1) as usize * rw as usize;
-        let inside = g0 + RING_STEP_WORDS < rw;
+        let inside = g0 + RING_STEP_WORDS < limit;
         for i in 0..ring_copies(WIDE) {
             let (r, pos) = ring_copy(WIDE, lane, i);
             let g = g0 + pos;
             let n = if inside {
                 if WIDE { 16 } else { 8 }
             } else {
-                ring_copy_bytes(if WIDE { 16 } else { 8 }, g, rw)
+                ring_copy_bytes(if WIDE { 16 } else { 8 }, g, limit)
             };
-            // SAFETY: with n > 0, word g (and g + 1 when n is 16) lies in the row (g < rw),
-            // row0 + r is clamped to a row of A; wide copies start on even words of rows of
-            // even length (16-byte aligned). With n = 0 nothing is read (A's first word is a
-            // valid aligned address). The destination is this warp's slot, which no lane
-            // reads until the group is waited for.
+            // SAFETY: with n > 0, word g (and g + 1 when n is 16) lies in the row (g < limit
+            // <= rw), row0 + r is clamped to a row of A; wide copies start on even words of
+            // rows of even length (16-byte aligned). With n = 0 nothing is read (A's first
+            // word is a valid aligned address). The destination is this warp's slot, which
+            // no lane reads until the group is waited for.
             unsafe {
                 let src = if n > 0 {
                     base.add(row_off(r) + g as usize)
@@ -345,7 +337,7 @@ unsafe fn ring_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
         if lane < ROWS_PER_WARP {
             // The word after the step, row `lane`.
             let g = g0 + RING_STEP_WORDS;
-            let n = ring_copy_bytes(8, g, rw);
+            let n = ring_copy_bytes(8, g, limit);
             // SAFETY: as above (8-byte copy of an 8-byte aligned word, or nothing).
             unsafe {
                 let src = if n > 0 {
@@ -357,19 +349,16 @@ unsafe fn ring_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
             }
         }
     };
-    let (mut pf_group, mut pf_step) = (
-        (u0 / u64::from(steps)) as u32,
-        (u0 % u64::from(steps)) as u32,
-    );
-    let mut pf_left = u1 - u0;
+    // The warp's (tile, step) list: its tiles strided over the grid (rows inside the matrix),
+    // each slice's steps.
+    let (mut pf_tile, mut pf_step) = (block_idx_x(), 0u32);
     let mut prefetch = |slot: u32| {
-        if pf_left > 0 {
-            issue(pf_group, pf_step, slot);
-            pf_left -= 1;
+        if steps > 0 && pf_tile < tiles && row0_of(pf_tile) < rows {
+            issue(pf_tile, pf_step, slot);
             pf_step += 1;
             if pf_step == steps {
                 pf_step = 0;
-                pf_group += 1;
+                pf_tile += grid_dim_x();
             }
         }
         // SAFETY: no operands; an empty group when nothing is left keeps the count.
@@ -386,107 +375,86 @@ unsafe fn ring_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
         })
     };
 
-    let (mut group, mut step) = (
-        (u0 / u64::from(steps)) as u32,
-        (u0 % u64::from(steps)) as u32,
-    );
-    let mut first = step;
-    let mut left = u1 - u0;
     let mut slot = 0;
-    let mut acc = [0u32; R];
-    while left > 0 {
-        // SAFETY: no operands. ns - 1 groups were committed before the first unit and one per
-        // unit since: waiting until ns - 2 are pending completes this unit's group.
-        unsafe {
-            match ns - 2 {
-                0 => cp_async_wait::<0>(),
-                1 => cp_async_wait::<1>(),
-                2 => cp_async_wait::<2>(),
-                3 => cp_async_wait::<3>(),
-                4 => cp_async_wait::<4>(),
-                5 => cp_async_wait::<5>(),
-                _ => cp_async_wait::<6>(),
-            }
-            // Every lane's copies of this unit are visible to the warp; every lane has read
-            // the previous slot, which the prefetch below overwrites.
-            sync_warp();
-        }
-        prefetch(if slot == 0 { ns - 1 } else { slot - 1 });
-        let st = ring + slot * RING_STAGE_BYTES;
-        ring_lane_step::<B>(
-            &mut acc,
-            (step * RING_STEP_WORDS, rw, lane),
-            |r, pos| {
-                // SAFETY: r < ROWS_PER_WARP, pos <= RING_STEP_WORDS: inside this warp's slot,
-                // 8-byte aligned.
-                let v = unsafe { lds_v2(st + ring_word_offset(r, pos)) };
-                u64::from(v[0]) | u64::from(v[1]) << 32
-            },
-            // SAFETY: perm_slot(B, g, j) < perm_slots for a word inside the row.
-            |c| unsafe { *xs.add(c as usize) },
-        );
-        slot = if slot + 1 == ns { 0 } else { slot + 1 };
-        left -= 1;
-        step += 1;
-        if step == steps || left == 0 {
-            // This warp's part of the row group is done: lane r < ROWS_PER_WARP holds row r.
-            let mut mine = 0;
-            for (r, a) in acc.iter().enumerate() {
-                // SAFETY: the whole warp runs this (the unit loop is warp-uniform).
-                let v = unsafe { warp_sum_i32(*a as i32) } as u32;
-                if lane as usize == r {
-                    mine = v;
-                }
-            }
-            let row = group * ROWS_PER_WARP + lane;
-            let writes = lane < ROWS_PER_WARP && row < rows;
-            let put = |v: u32| {
-                let v = finish(u64::from(v), out.bits, p.overflow);
-                // SAFETY: row < rows, column 0 < 1; each output written once (by the one warp
-                // that covers or completes the group).
-                unsafe { store(&out, row, 0, v) };
-            };
-            if first == 0 && step == steps {
-                if writes {
-                    put(mine);
-                }
-            } else {
-                let done = step - first;
-                // SAFETY: row < rows: a sum slot; group < groups: a counter; the workspace is
-                // accessed only atomically (and by the one completing warp after the count).
-                // The whole warp runs this.
+    let mut tile = block_idx_x();
+    while tile < tiles {
+        let row0 = row0_of(tile);
+        let mut acc = [0u32; R];
+        // Warp-uniform: the shuffles below run with the whole warp.
+        if row0 < rows {
+            for step in 0..steps {
+                // SAFETY: no operands. ns - 1 groups were committed before the first stage
+                // and one per stage since: waiting until ns - 2 are pending completes this
+                // stage's group.
                 unsafe {
-                    if writes {
-                        red_add_u32_global(sums.add(row as usize), mine);
+                    match ns - 2 {
+                        0 => cp_async_wait::<0>(),
+                        1 => cp_async_wait::<1>(),
+                        2 => cp_async_wait::<2>(),
+                        3 => cp_async_wait::<3>(),
+                        4 => cp_async_wait::<4>(),
+                        5 => cp_async_wait::<5>(),
+                        _ => cp_async_wait::<6>(),
                     }
-                    fence_gpu();
+                    // Every lane's copies of this stage are visible to the warp; every lane
+                    // has read the previous slot, which the prefetch below overwrites.
                     sync_warp();
-                    let mut last = 0;
-                    if lane == 0 {
-                        let old = atomic_add_u32(counts.add(group as usize), done);
-                        last = u32::from(old + done == steps);
-                    }
-                    if shfl_idx(last, 0) != 0 {
-                        fence_gpu();
-                        if writes {
-                            put(ld_relaxed_u32(sums.add(row as usize)));
-                            // The group's last user: leave the sum zero for the next launch
-                            // (the fused preparation has no prep kernel to zero it).
-                            *sums.add(row as usize) = 0;
-                        }
-                        if lane == 0 {
-                            *counts.add(group as usize) = 0;
-                        }
+                }
+                prefetch(if slot == 0 { ns - 1 } else { slot - 1 });
+                let st = ring + slot * RING_STAGE_BYTES;
+                ring_lane_step::<B>(
+                    &mut acc,
+                    (begin + step * RING_STEP_WORDS, end, lane),
+                    |r, pos| {
+                        // SAFETY: r < ROWS_PER_WARP, pos <= RING_STEP_WORDS: inside this warp's
+                        // slot, 8-byte aligned.
+                        let v = unsafe { lds_v2(st + ring_word_offset(r, pos)) };
+                        u64::from(v[0]) | u64::from(v[1]) << 32
+                    },
+                    // SAFETY: perm_slot(B, g, j) < perm_slots for a word inside the row.
+                    |c| unsafe { *xs.add(c as usize) },
+                );
+                slot = if slot + 1 == ns { 0 } else { slot + 1 };
+            }
+            for a in acc.iter_mut() {
+                // SAFETY: the whole warp runs this (row0 < rows is warp-uniform).
+                *a = unsafe { warp_sum_i32(*a as i32) } as u32;
+            }
+        }
+        if slices > 1 {
+            // As in gemv_nogaps: lane l writes its own slot, sum l % R.
+            let mine = acc.iter().enumerate().fold(
+                0,
+                |m, (r, &a)| {
+                    if lane as usize % R == r { a } else { m }
+                },
+            );
+            // SAFETY: w * 32 + lane < WARPS_PER_BLOCK * 32 slots.
+            unsafe { *red.add(w as usize * 32 + lane as usize) = mine };
+            // SAFETY: every thread of the block runs the same tiles.
+            unsafe { sync_threads() };
+            if slice == 0 {
+                for s in 1..slices as usize {
+                    for (r, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: warp w + s is in this group, inside the block.
+                        *a = a.wrapping_add(unsafe { *red.add((w as usize + s) * 32 + r) });
                     }
                 }
             }
-            acc = [0; R];
-            if step == steps {
-                step = 0;
-                group += 1;
-            }
-            first = step;
+            // SAFETY: as above; the slots are rewritten only after every thread read them.
+            unsafe { sync_threads() };
         }
+        if slice == 0 && lane == 0 {
+            for (r, &s) in acc.iter().enumerate() {
+                let row = row0 + r as u32;
+                if row < rows {
+                    let v = finish(u64::from(s), out.bits, p.overflow);
+                    // SAFETY: row < rows, column 0 < 1; each output written once.
+                    unsafe { store(&out, row, 0, v) };
+                }
+            }
+        }
+        tile += grid_dim_x();
     }
     // SAFETY: no operands; the remaining groups are empty.
     unsafe { cp_async_wait::<0>() };
