@@ -328,6 +328,8 @@ fn ring_kernel_every_stage_count() {
             (3, (5000, 333)),
             (32, (130, 2049)),
             (5, (1, 64 * 13)),
+            // Many short rows: one slice, many tiles per block.
+            (12, (3000, 70)),
         ] {
             let a = random(&mut rng, dims, bits, Layout::Nogaps, i % 2 == 0);
             let b = random(&mut rng, (dims.1, 1), bits, Layout::Tight, i % 2 == 1);
