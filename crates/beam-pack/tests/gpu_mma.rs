@@ -93,6 +93,36 @@ fn mma_matches_the_reference_for_every_width_and_layout() {
     }
 }
 
+/// Both operands `nogaps` of one width: the kernels compiled for that width
+/// (`cmv_beam_gemm_mma_nogaps_b{bits}`, and `_wide` for `sat` and `maxv` past 32 bits).
+#[test]
+fn mma_per_width_nogaps_kernels() {
+    let Some(gpu) = gpu_for_tests("mma_per_width_nogaps_kernels") else {
+        return;
+    };
+    let bg = BeamGemm::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(16);
+    let shapes = [(1, 1, 1), (5, 67, 3), (130, 300, 129), (257, 64, 200)];
+    for bits in 1..=8u32 {
+        let (narrow, _) = beam_pack::beam_kernels::mma::NOGAPS_WIDTH_NAMES[bits as usize - 1];
+        assert_eq!(
+            beam_pack::beam_kernels::mma::kernel_name(3, 3, bits, bits, false),
+            narrow
+        );
+        for (i, &(m, k, n)) in shapes.iter().enumerate() {
+            let max = i % 2 == 1;
+            let a = random(&mut rng, m, k, bits, Layout::Nogaps, max);
+            let b = random(&mut rng, k, n, bits, Layout::Nogaps, max);
+            let lc = Layout::ALL[(i + bits as usize) % 4];
+            for &width in OutputWidth::ALL {
+                for overflow in [Overflow::Ovf, Overflow::Sat] {
+                    check(&gpu, &bg, &a, &b, width, overflow, lc);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn mma_sums_past_2_pow_32_exactly() {
     let Some(gpu) = gpu_for_tests("mma_sums_past_2_pow_32_exactly") else {

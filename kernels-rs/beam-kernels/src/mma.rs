@@ -200,9 +200,51 @@ pub fn transpose4x8(r: [u64; 4]) -> [u32; 8] {
 /// "Any layout": the kernel reads the layout from the parameters.
 pub const ANY_LAYOUT: u32 = u32::MAX;
 
-/// The entry point for A in layout `la`, B in `lb` (codes), with 64-bit sums or not: one
-/// kernel per layout shared by A and B (compiled for that layout only), `mixed` otherwise.
-pub const fn kernel_name(la: u32, lb: u32, wide: bool) -> &'static str {
+/// The per-width `nogaps` entry points: `(narrow, wide)` at index `bits - 1`.
+pub const NOGAPS_WIDTH_NAMES: [(&str, &str); 8] = [
+    (
+        "cmv_beam_gemm_mma_nogaps_b1",
+        "cmv_beam_gemm_mma_nogaps_b1_wide",
+    ),
+    (
+        "cmv_beam_gemm_mma_nogaps_b2",
+        "cmv_beam_gemm_mma_nogaps_b2_wide",
+    ),
+    (
+        "cmv_beam_gemm_mma_nogaps_b3",
+        "cmv_beam_gemm_mma_nogaps_b3_wide",
+    ),
+    (
+        "cmv_beam_gemm_mma_nogaps_b4",
+        "cmv_beam_gemm_mma_nogaps_b4_wide",
+    ),
+    (
+        "cmv_beam_gemm_mma_nogaps_b5",
+        "cmv_beam_gemm_mma_nogaps_b5_wide",
+    ),
+    (
+        "cmv_beam_gemm_mma_nogaps_b6",
+        "cmv_beam_gemm_mma_nogaps_b6_wide",
+    ),
+    (
+        "cmv_beam_gemm_mma_nogaps_b7",
+        "cmv_beam_gemm_mma_nogaps_b7_wide",
+    ),
+    (
+        "cmv_beam_gemm_mma_nogaps_b8",
+        "cmv_beam_gemm_mma_nogaps_b8_wide",
+    ),
+];
+
+/// The entry point for A in layout `la` of `a_bits`, B in `lb` of `b_bits` (codes, widths
+/// 1..=8), with 64-bit sums or not: both `nogaps` of one width run a kernel compiled for that
+/// layout and width (every shift and mask a constant); one layout shared by A and B, a kernel
+/// compiled for that layout; `mixed` otherwise.
+pub const fn kernel_name(la: u32, lb: u32, a_bits: u32, b_bits: u32, wide: bool) -> &'static str {
+    if la == NOGAPS && lb == NOGAPS && a_bits == b_bits && a_bits >= 1 && a_bits <= 8 {
+        let (narrow, w) = NOGAPS_WIDTH_NAMES[a_bits as usize - 1];
+        return if wide { w } else { narrow };
+    }
     let l = if la == lb { la } else { ANY_LAYOUT };
     match (l, wide) {
         (NAIVE, false) => "cmv_beam_gemm_mma_naive",
@@ -266,12 +308,16 @@ mod kernel {
     }
 
     /// `m`'s geometry, its layout the constant `L` unless `L` is [`ANY_LAYOUT`] (so that a
-    /// kernel for one layout compiles only that layout's code).
+    /// kernel for one layout compiles only that layout's code), its width the constant `W`
+    /// unless `W` is 0.
     #[inline(always)]
-    fn geometry<const L: u32>(m: &PackedRef) -> Geometry {
+    fn geometry<const L: u32, const W: u32>(m: &PackedRef) -> Geometry {
         let mut g = m.geometry();
         if L != ANY_LAYOUT {
             g.layout = L;
+        }
+        if W != 0 {
+            g.bits = W;
         }
         g
     }
@@ -290,7 +336,7 @@ mod kernel {
     /// # Safety
     /// `a` and `b` describe live buffers of the words their geometries imply.
     #[inline(always)]
-    unsafe fn fetch_step<const LA: u32, const LB: u32>(
+    unsafe fn fetch_step<const LA: u32, const LB: u32, const W: u32>(
         a: PackedRef,
         b: PackedRef,
         tid: u32,
@@ -302,7 +348,7 @@ mod kernel {
         // SAFETY (both): fetch8 reads only words holding an element of the matrix.
         let load_a = move |i: u64| unsafe { ld_nc_u64(aw.add(i as usize)) };
         let load_b = move |i: u64| unsafe { ld_nc_u64(bw.add(i as usize)) };
-        let (ga, gb) = (geometry::<LA>(&a), geometry::<LB>(&b));
+        let (ga, gb) = (geometry::<LA, W>(&a), geometry::<LB, W>(&b));
         let fa = move |i: u32| {
             let (row, j) = a_at(tid, i);
             fetch8(load_a, ga, a.rows, m0 + row, k0 + 8 * j)
@@ -319,7 +365,7 @@ mod kernel {
     /// The block has [`SMEM_BYTES`] of shared memory at `a_smem` (A) and `b_smem` (B).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    unsafe fn store_step<const LA: u32, const LB: u32>(
+    unsafe fn store_step<const LA: u32, const LB: u32, const W: u32>(
         raw: [[u64; 2]; 8],
         a: PackedRef,
         b: PackedRef,
@@ -330,7 +376,7 @@ mod kernel {
         a_smem: u32,
         b_smem: u32,
     ) {
-        let ga = geometry::<LA>(&a);
+        let ga = geometry::<LA, W>(&a);
         let store_a = move |i: u32, w: [u64; 2]| {
             let (row, j) = a_at(tid, i);
             let v = unpack8(w, ga, a.rows, m0 + row, k0 + 8 * j);
@@ -342,7 +388,7 @@ mod kernel {
         store_a(1, raw[1]);
         store_a(2, raw[2]);
         store_a(3, raw[3]);
-        let gb = geometry::<LB>(&b);
+        let gb = geometry::<LB, W>(&b);
         let (kq, nj) = (tid % 16, tid / 16);
         let (k, n) = (k0 + 4 * kq, n0 + 8 * nj);
         let r = [
@@ -360,7 +406,7 @@ mod kernel {
     }
 
     /// The kernel body; `WIDE` adds the 32-bit accumulators into 64-bit sums every
-    /// [`FLUSH_K`].
+    /// [`FLUSH_K`]; `W` (when not 0) is the width of both operands.
     ///
     /// # Safety
     /// Launched with [`THREADS`] threads, [`SMEM_BYTES`] of dynamic shared memory, a grid of
@@ -368,7 +414,7 @@ mod kernel {
     /// most 8 bits whose words match their geometry, `A.cols == B.rows`, `C` of `A.rows x
     /// B.cols`, zeroed unless naive).
     #[inline(always)]
-    unsafe fn gemm<const WIDE: bool, const LA: u32, const LB: u32>(p: &GemmParams) {
+    unsafe fn gemm<const WIDE: bool, const LA: u32, const LB: u32, const W: u32>(p: &GemmParams) {
         let tid = thread_idx_x();
         let (lane, warp) = (lane_id(), warp_id());
         let (g, t) = (lane / 4, lane % 4);
@@ -382,14 +428,14 @@ mod kernel {
         let mut acc = [[[0u32; 4]; 4]; 4];
         let mut wide = [[[0u64; 4]; 4]; 4];
         // SAFETY: forwarded (the launcher's guarantees on A and B).
-        let mut raw = unsafe { fetch_step::<LA, LB>(a, b, tid, m0, n0, 0) };
+        let mut raw = unsafe { fetch_step::<LA, LB, W>(a, b, tid, m0, n0, 0) };
         // SAFETY: buffer 0 of the block's shared memory.
         unsafe {
-            store_step::<LA, LB>(raw, a, b, tid, m0, n0, 0, smem, smem + TILE_M * SMEM_STRIDE)
+            store_step::<LA, LB, W>(raw, a, b, tid, m0, n0, 0, smem, smem + TILE_M * SMEM_STRIDE)
         };
         if TILE_K < k_total {
             // SAFETY: as above.
-            raw = unsafe { fetch_step::<LA, LB>(a, b, tid, m0, n0, TILE_K) };
+            raw = unsafe { fetch_step::<LA, LB, W>(a, b, tid, m0, n0, TILE_K) };
         }
         // SAFETY: all threads reach it.
         unsafe { sync_threads() };
@@ -431,7 +477,7 @@ mod kernel {
                 let k1 = k0 + TILE_K;
                 // SAFETY: the other buffer of the block's shared memory.
                 unsafe {
-                    store_step::<LA, LB>(
+                    store_step::<LA, LB, W>(
                         raw,
                         a,
                         b,
@@ -445,7 +491,7 @@ mod kernel {
                 };
                 if k1 + TILE_K < k_total {
                     // SAFETY: as above.
-                    raw = unsafe { fetch_step::<LA, LB>(a, b, tid, m0, n0, k1 + TILE_K) };
+                    raw = unsafe { fetch_step::<LA, LB, W>(a, b, tid, m0, n0, k1 + TILE_K) };
                 }
             }
             // SAFETY: all threads reach it.
@@ -506,7 +552,7 @@ mod kernel {
     }
 
     macro_rules! entries {
-        ($($narrow:ident, $wide:ident: $la:expr, $lb:expr;)*) => {$(
+        ($($narrow:ident, $wide:ident: $la:expr, $lb:expr, $w:expr;)*) => {$(
             /// `C = A x B` for operands of at most 8 bits, sums modulo 2^32 (exact when
             /// [`needs_wide`] is false); see [`kernel_name`].
             ///
@@ -515,7 +561,7 @@ mod kernel {
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $narrow(p: GemmParams) {
                 // SAFETY: forwarded.
-                unsafe { gemm::<false, { $la }, { $lb }>(&p) }
+                unsafe { gemm::<false, { $la }, { $lb }, { $w }>(&p) }
             }
 
             /// As the kernel without `_wide`, with exact 64-bit sums.
@@ -525,23 +571,59 @@ mod kernel {
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $wide(p: GemmParams) {
                 // SAFETY: forwarded.
-                unsafe { gemm::<true, { $la }, { $lb }>(&p) }
+                unsafe { gemm::<true, { $la }, { $lb }, { $w }>(&p) }
             }
         )*};
     }
 
     entries! {
-        cmv_beam_gemm_mma_naive, cmv_beam_gemm_mma_naive_wide: NAIVE, NAIVE;
-        cmv_beam_gemm_mma_tight, cmv_beam_gemm_mma_tight_wide: TIGHT, TIGHT;
-        cmv_beam_gemm_mma_slabs, cmv_beam_gemm_mma_slabs_wide: SLABS, SLABS;
-        cmv_beam_gemm_mma_nogaps, cmv_beam_gemm_mma_nogaps_wide: NOGAPS, NOGAPS;
-        cmv_beam_gemm_mma_mixed, cmv_beam_gemm_mma_mixed_wide: ANY_LAYOUT, ANY_LAYOUT;
+        cmv_beam_gemm_mma_naive, cmv_beam_gemm_mma_naive_wide: NAIVE, NAIVE, 0;
+        cmv_beam_gemm_mma_tight, cmv_beam_gemm_mma_tight_wide: TIGHT, TIGHT, 0;
+        cmv_beam_gemm_mma_slabs, cmv_beam_gemm_mma_slabs_wide: SLABS, SLABS, 0;
+        cmv_beam_gemm_mma_nogaps, cmv_beam_gemm_mma_nogaps_wide: NOGAPS, NOGAPS, 0;
+        cmv_beam_gemm_mma_mixed, cmv_beam_gemm_mma_mixed_wide: ANY_LAYOUT, ANY_LAYOUT, 0;
+        cmv_beam_gemm_mma_nogaps_b1, cmv_beam_gemm_mma_nogaps_b1_wide: NOGAPS, NOGAPS, 1;
+        cmv_beam_gemm_mma_nogaps_b2, cmv_beam_gemm_mma_nogaps_b2_wide: NOGAPS, NOGAPS, 2;
+        cmv_beam_gemm_mma_nogaps_b3, cmv_beam_gemm_mma_nogaps_b3_wide: NOGAPS, NOGAPS, 3;
+        cmv_beam_gemm_mma_nogaps_b4, cmv_beam_gemm_mma_nogaps_b4_wide: NOGAPS, NOGAPS, 4;
+        cmv_beam_gemm_mma_nogaps_b5, cmv_beam_gemm_mma_nogaps_b5_wide: NOGAPS, NOGAPS, 5;
+        cmv_beam_gemm_mma_nogaps_b6, cmv_beam_gemm_mma_nogaps_b6_wide: NOGAPS, NOGAPS, 6;
+        cmv_beam_gemm_mma_nogaps_b7, cmv_beam_gemm_mma_nogaps_b7_wide: NOGAPS, NOGAPS, 7;
+        cmv_beam_gemm_mma_nogaps_b8, cmv_beam_gemm_mma_nogaps_b8_wide: NOGAPS, NOGAPS, 8;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_names_by_layout_and_width() {
+        // Both nogaps of one width: the kernel compiled for it.
+        for bits in 1..=8 {
+            let (n, w) = NOGAPS_WIDTH_NAMES[bits as usize - 1];
+            assert_eq!(kernel_name(NOGAPS, NOGAPS, bits, bits, false), n);
+            assert_eq!(kernel_name(NOGAPS, NOGAPS, bits, bits, true), w);
+            assert!(n.ends_with(&format!("_b{bits}")) && w == format!("{n}_wide"));
+        }
+        // Different widths, or another layout: the per-layout and mixed kernels.
+        assert_eq!(
+            kernel_name(NOGAPS, NOGAPS, 4, 8, false),
+            "cmv_beam_gemm_mma_nogaps"
+        );
+        assert_eq!(
+            kernel_name(TIGHT, TIGHT, 8, 8, true),
+            "cmv_beam_gemm_mma_tight_wide"
+        );
+        assert_eq!(
+            kernel_name(NOGAPS, SLABS, 8, 8, false),
+            "cmv_beam_gemm_mma_mixed"
+        );
+        assert_eq!(
+            kernel_name(NOGAPS, NOGAPS, 9, 9, false),
+            "cmv_beam_gemm_mma_nogaps"
+        );
+    }
 
     #[test]
     fn transpose_moves_every_byte() {

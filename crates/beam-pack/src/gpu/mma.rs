@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use super::{DeviceBeamMatrix, DeviceBeamOut, PTX};
 use crate::{BeamError, Overflow};
 
-/// The tensor-core GEMM kernels: one per layout shared by A and B and one for mixed
-/// layouts, each with 32-bit sums and with exact 64-bit sums.
+/// The tensor-core GEMM kernels: one per width for `nogaps` operands of one width, one per
+/// layout shared by A and B and one for mixed layouts, each with 32-bit sums and with exact
+/// 64-bit sums.
 #[derive(Debug)]
 pub struct MmaGemm {
     kernels: HashMap<&'static str, Kernel>,
@@ -25,10 +26,12 @@ impl MmaGemm {
         let mut kernels = HashMap::new();
         for la in 0..4 {
             for lb in 0..4 {
-                for wide in [false, true] {
-                    let name = kernel_name(la, lb, wide);
-                    if !kernels.contains_key(name) {
-                        kernels.insert(name, gpu.kernel(&PTX, name)?);
+                for bits in 1..=8 {
+                    for wide in [false, true] {
+                        let name = kernel_name(la, lb, bits, bits, wide);
+                        if !kernels.contains_key(name) {
+                            kernels.insert(name, gpu.kernel(&PTX, name)?);
+                        }
                     }
                 }
             }
@@ -66,7 +69,13 @@ impl MmaGemm {
             out.bits(),
             overflow.code(),
         );
-        let name = kernel_name(a.layout().code(), b.layout().code(), wide);
+        let name = kernel_name(
+            a.layout().code(),
+            b.layout().code(),
+            a.bits(),
+            b.bits(),
+            wide,
+        );
         let k = self.kernels.get(name).ok_or_else(|| BeamError::Kernel {
             kernel: "mma",
             reason: format!("entry point {name} was not loaded"),
