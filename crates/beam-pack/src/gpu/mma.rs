@@ -26,7 +26,8 @@ impl MmaGemm {
         let mut kernels = HashMap::new();
         for la in 0..4 {
             for lb in 0..4 {
-                for bits in 1..=8 {
+                // Width 0 names the per-layout kernels (operands of different widths).
+                for bits in 0..=8 {
                     for wide in [false, true] {
                         let name = kernel_name(la, lb, bits, bits, wide);
                         if !kernels.contains_key(name) {
