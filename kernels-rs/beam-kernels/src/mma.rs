@@ -115,6 +115,7 @@ pub fn fetch8(word: impl Fn(u64) -> u64, g: Geometry, rows: u32, row: u32, c0: u
         }
         _ => {
             let bit = c0_64 * b as u64;
+            let s = (bit % 64) as u32;
             let w = r * g.row_words as u64 + bit / 64;
             // At widths that do not divide 64 the next word is read whenever the matrix has
             // one, not only where an element reaches into it: every lane of a warp issues the
