@@ -27,7 +27,7 @@ fn gather8_reads_eight_elements_as_bytes() {
                     row_words: row_words(cols as u64, bits, layout.code()) as u32,
                 };
                 let read = |i: u64| {
-                    // Only words of the matrix may be read (indexing panics past them).
+                    // Only words holding an element may be read.
                     words[usize::try_from(i).unwrap()]
                 };
                 for r in 0..rows as u32 + 1 {

@@ -60,8 +60,7 @@ const fn funnel(lo: u64, hi: u64, s: u32) -> u64 {
 /// Elements `c0 .. c0 + 8` of row `row` of a matrix of `rows` rows with geometry `g` and
 /// `bits <= 8`, as the eight bytes of a `u64` (element `c0 + i` in byte `i`); elements outside
 /// the matrix are 0. `word(i)` reads word `i`; it is called only for words that hold one of
-/// those elements or, in `nogaps` at widths that do not divide 64, the word after the first
-/// of them (inside the matrix's `rows * row_words`). [`fetch8`] then [`unpack8`].
+/// those elements. [`fetch8`] then [`unpack8`].
 #[inline(always)]
 pub fn gather8(word: impl Fn(u64) -> u64, g: Geometry, rows: u32, row: u32, c0: u32) -> u64 {
     unpack8(fetch8(word, g, rows, row, c0), g, rows, row, c0)
@@ -117,17 +116,7 @@ pub fn fetch8(word: impl Fn(u64) -> u64, g: Geometry, rows: u32, row: u32, c0: u
             let bit = c0_64 * b as u64;
             let s = (bit % 64) as u32;
             let w = r * g.row_words as u64 + bit / 64;
-            // At widths that do not divide 64 the next word is read whenever the matrix has
-            // one, not only where an element reaches into it: every lane of a warp issues the
-            // same loads (whether a chunk straddles depends on the lane; a divergent load
-            // took two passes). Bits past the chunk's elements are dropped by `unpack8`.
-            let hi = if 64 % b == 0 {
-                0
-            } else if w + 1 < rows as u64 * g.row_words as u64 {
-                word(w + 1)
-            } else {
-                0
-            };
+            let hi = if s + n * b > 64 { word(w + 1) } else { 0 };
             [word(w), hi]
         }
     }
@@ -356,7 +345,7 @@ mod kernel {
         k0: u32,
     ) -> [[u64; 2]; 8] {
         let (aw, bw) = (a.words.as_ptr(), b.words.as_ptr());
-        // SAFETY (both): fetch8 reads only words of the matrix (below rows * row_words).
+        // SAFETY (both): fetch8 reads only words holding an element of the matrix.
         let load_a = move |i: u64| unsafe { ld_nc_u64(aw.add(i as usize)) };
         let load_b = move |i: u64| unsafe { ld_nc_u64(bw.add(i as usize)) };
         let (ga, gb) = (geometry::<LA, W>(&a), geometry::<LB, W>(&b));
