@@ -116,6 +116,62 @@ unsafe fn fill_vector(p: &GemvParams, words: u32, value: impl Fn(u32) -> u32) {
     unsafe { sync_threads() };
 }
 
+/// The end of a tile of the `nogaps` and ring kernels: the slices' sums added through the
+/// shared slots `red` (when `slices > 1`), then lane 0 of each slice-0 warp writes its rows
+/// `row0 ..`.
+///
+/// # Safety
+/// Every thread of the block calls it for the same tile (the barriers); `red` holds
+/// [`WARPS_PER_BLOCK`] `* 32` `u32` of shared memory; `acc` holds the warp's sums in every lane;
+/// the output is `A.rows x 1` and these rows are written by no other warp.
+#[inline(always)]
+unsafe fn tile_epilogue(
+    p: &GemvParams,
+    mut acc: [u32; R],
+    red: *mut u32,
+    (w, lane, slices): (u32, u32, u32),
+    row0: u32,
+) {
+    let slice = w % slices;
+    if slices > 1 {
+        // No lane-dependent branch between the barriers (`bar.sync` is `.aligned`: a
+        // compiler that duplicated one into two sides of a divergent branch would hang the
+        // block). Every lane holds the warp's sums; lane l writes its own slot, sum l % R.
+        let mine = acc.iter().enumerate().fold(
+            0,
+            |m, (r, &a)| {
+                if lane as usize % R == r { a } else { m }
+            },
+        );
+        // SAFETY: w * 32 + lane < WARPS_PER_BLOCK * 32 slots.
+        unsafe { *red.add(w as usize * 32 + lane as usize) = mine };
+        // SAFETY: every thread of the block runs the same tiles.
+        unsafe { sync_threads() };
+        // Warp-uniform: every lane of a slice-0 warp adds the other slices' sums.
+        if slice == 0 {
+            for s in 1..slices as usize {
+                for (r, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: warp w + s is in this group, inside the block.
+                    *a = a.wrapping_add(unsafe { *red.add((w as usize + s) * 32 + r) });
+                }
+            }
+        }
+        // SAFETY: as above; the slots are rewritten only after every thread read them.
+        unsafe { sync_threads() };
+    }
+    if slice == 0 && lane == 0 {
+        let out = p.c;
+        for (r, &s) in acc.iter().enumerate() {
+            let row = row0 + r as u32;
+            if row < p.a.rows {
+                let v = finish(u64::from(s), out.bits, p.overflow);
+                // SAFETY: row < rows, column 0 < 1; each output written once.
+                unsafe { store(&out, row, 0, v) };
+            }
+        }
+    }
+}
+
 /// `cmv_beam_gemv_nogaps_b{B}`: see the parent module.
 ///
 /// # Safety
@@ -215,42 +271,9 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
                 *a = unsafe { warp_sum_i32(*a as i32) } as u32;
             }
         }
-        if slices > 1 {
-            // No lane-dependent branch between the barriers (`bar.sync` is `.aligned`: a
-            // compiler that duplicated one into two sides of a divergent branch would hang the
-            // block). Every lane holds the warp's sums; lane l writes its own slot, sum l % R.
-            let mine = acc.iter().enumerate().fold(
-                0,
-                |m, (r, &a)| {
-                    if lane as usize % R == r { a } else { m }
-                },
-            );
-            // SAFETY: w * 32 + lane < WARPS_PER_BLOCK * 32 slots.
-            unsafe { *red.add(w as usize * 32 + lane as usize) = mine };
-            // SAFETY: every thread of the block runs the same tiles.
-            unsafe { sync_threads() };
-            // Warp-uniform: every lane of a slice-0 warp adds the other slices' sums.
-            if slice == 0 {
-                for s in 1..slices as usize {
-                    for (r, a) in acc.iter_mut().enumerate() {
-                        // SAFETY: warp w + s is in this group, inside the block.
-                        *a = a.wrapping_add(unsafe { *red.add((w as usize + s) * 32 + r) });
-                    }
-                }
-            }
-            // SAFETY: as above; the slots are rewritten only after every thread read them.
-            unsafe { sync_threads() };
-        }
-        if slice == 0 && lane == 0 {
-            for (r, &s) in acc.iter().enumerate() {
-                let row = row0 + r as u32;
-                if row < rows {
-                    let v = finish(u64::from(s), out.bits, p.overflow);
-                    // SAFETY: row < rows, column 0 < 1; each output written once.
-                    unsafe { store(&out, row, 0, v) };
-                }
-            }
-        }
+        // SAFETY: every thread of the block runs the same tiles; `red` holds
+        // WARPS_PER_BLOCK * 32 slots.
+        unsafe { tile_epilogue(p, acc, red, (w, lane, slices), row0) };
         tile += grid_dim_x();
     }
 }
@@ -421,39 +444,9 @@ unsafe fn ring_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                 *a = unsafe { warp_sum_i32(*a as i32) } as u32;
             }
         }
-        if slices > 1 {
-            // As in gemv_nogaps: lane l writes its own slot, sum l % R.
-            let mine = acc.iter().enumerate().fold(
-                0,
-                |m, (r, &a)| {
-                    if lane as usize % R == r { a } else { m }
-                },
-            );
-            // SAFETY: w * 32 + lane < WARPS_PER_BLOCK * 32 slots.
-            unsafe { *red.add(w as usize * 32 + lane as usize) = mine };
-            // SAFETY: every thread of the block runs the same tiles.
-            unsafe { sync_threads() };
-            if slice == 0 {
-                for s in 1..slices as usize {
-                    for (r, a) in acc.iter_mut().enumerate() {
-                        // SAFETY: warp w + s is in this group, inside the block.
-                        *a = a.wrapping_add(unsafe { *red.add((w as usize + s) * 32 + r) });
-                    }
-                }
-            }
-            // SAFETY: as above; the slots are rewritten only after every thread read them.
-            unsafe { sync_threads() };
-        }
-        if slice == 0 && lane == 0 {
-            for (r, &s) in acc.iter().enumerate() {
-                let row = row0 + r as u32;
-                if row < rows {
-                    let v = finish(u64::from(s), out.bits, p.overflow);
-                    // SAFETY: row < rows, column 0 < 1; each output written once.
-                    unsafe { store(&out, row, 0, v) };
-                }
-            }
-        }
+        // SAFETY: every thread of the block runs the same tiles; `red` holds
+        // WARPS_PER_BLOCK * 32 slots.
+        unsafe { tile_epilogue(p, acc, red, (w, lane, slices), row0) };
         tile += grid_dim_x();
     }
     // SAFETY: no operands; the remaining groups are empty.
