@@ -137,12 +137,10 @@ unsafe fn tile_epilogue(
         // No lane-dependent branch between the barriers (`bar.sync` is `.aligned`: a
         // compiler that duplicated one into two sides of a divergent branch would hang the
         // block). Every lane holds the warp's sums; lane l writes its own slot, sum l % R.
-        let mine = acc.iter().enumerate().fold(
-            0,
-            |m, (r, &a)| {
-                if lane as usize % R == r { a } else { m }
-            },
-        );
+        let mine =
+            acc.iter()
+                .enumerate()
+                .fold(0, |m, (r, &a)| if lane as usize % R == r { a } else { m });
         // SAFETY: w * 32 + lane < WARPS_PER_BLOCK * 32 slots.
         unsafe { *red.add(w as usize * 32 + lane as usize) = mine };
         // SAFETY: every thread of the block runs the same tiles.
@@ -168,6 +166,27 @@ unsafe fn tile_epilogue(
                 // SAFETY: row < rows, column 0 < 1; each output written once.
                 unsafe { store(&out, row, 0, v) };
             }
+        }
+    }
+}
+
+/// Waits until at most `n` (0..=6, more count as 6) of the thread's `cp.async` groups are
+/// pending (`cp.async.wait_group` takes an immediate: one arm per count).
+///
+/// # Safety
+/// As [`cp_async_wait`].
+#[inline(always)]
+unsafe fn wait_pending(n: u32) {
+    // SAFETY: forwarded.
+    unsafe {
+        match n {
+            0 => cp_async_wait::<0>(),
+            1 => cp_async_wait::<1>(),
+            2 => cp_async_wait::<2>(),
+            3 => cp_async_wait::<3>(),
+            4 => cp_async_wait::<4>(),
+            5 => cp_async_wait::<5>(),
+            _ => cp_async_wait::<6>(),
         }
     }
 }
@@ -410,15 +429,7 @@ unsafe fn ring_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                 // and one per stage since: waiting until ns - 2 are pending completes this
                 // stage's group.
                 unsafe {
-                    match ns - 2 {
-                        0 => cp_async_wait::<0>(),
-                        1 => cp_async_wait::<1>(),
-                        2 => cp_async_wait::<2>(),
-                        3 => cp_async_wait::<3>(),
-                        4 => cp_async_wait::<4>(),
-                        5 => cp_async_wait::<5>(),
-                        _ => cp_async_wait::<6>(),
-                    }
+                    wait_pending(ns - 2);
                     // Every lane's copies of this stage are visible to the warp; every lane
                     // has read the previous slot, which the prefetch below overwrites.
                     sync_warp();
@@ -854,15 +865,7 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
         // SAFETY: no operands. ns - 1 groups were committed before the first unit and one per
         // unit since: waiting until ns - 2 are pending completes this unit's group.
         unsafe {
-            match ns - 2 {
-                0 => cp_async_wait::<0>(),
-                1 => cp_async_wait::<1>(),
-                2 => cp_async_wait::<2>(),
-                3 => cp_async_wait::<3>(),
-                4 => cp_async_wait::<4>(),
-                5 => cp_async_wait::<5>(),
-                _ => cp_async_wait::<6>(),
-            }
+            wait_pending(ns - 2);
             // Every lane's copies of this unit are visible to the warp; every lane has read
             // the slot of the previous unit, which the prefetch below overwrites.
             sync_warp();
