@@ -137,10 +137,10 @@ unsafe fn tile_epilogue(
         // No lane-dependent branch between the barriers (`bar.sync` is `.aligned`: a
         // compiler that duplicated one into two sides of a divergent branch would hang the
         // block). Every lane holds the warp's sums; lane l writes its own slot, sum l % R.
-        let mine =
-            acc.iter()
-                .enumerate()
-                .fold(0, |m, (r, &a)| if lane as usize % R == r { a } else { m });
+        let mine = acc
+            .iter()
+            .enumerate()
+            .fold(0, |m, (r, &a)| if lane as usize % R == r { a } else { m });
         // SAFETY: w * 32 + lane < WARPS_PER_BLOCK * 32 slots.
         unsafe { *red.add(w as usize * 32 + lane as usize) = mine };
         // SAFETY: every thread of the block runs the same tiles.
