@@ -212,6 +212,30 @@ fn stream_kernel_every_vector_width() {
     }
 }
 
+/// `A` (`dims`, `nogaps`) times a `tight` vector, both of `bits`, all-max values in `A` when
+/// `a_max` (else in the vector), `sai/ovf` into a naive output, checked by [`check`]; returns
+/// the kernel that ran.
+fn check_nogaps_times_tight(
+    gpu: &Gpu,
+    bg: &BeamGemv,
+    rng: &mut StdRng,
+    bits: u32,
+    dims: (usize, usize),
+    a_max: bool,
+) -> &'static str {
+    let a = random(rng, dims, bits, Layout::Nogaps, a_max);
+    let b = random(rng, (dims.1, 1), bits, Layout::Tight, !a_max);
+    check(
+        gpu,
+        bg,
+        &a,
+        &b,
+        OutputWidth::Sai,
+        Overflow::Ovf,
+        Layout::Naive,
+    )
+}
+
 #[test]
 fn stream_kernel_every_shape() {
     let Some(gpu) = gpu_for_tests("stream_kernel_every_shape") else {
@@ -247,17 +271,7 @@ fn stream_kernel_every_shape() {
             .with_stream_shape(shape, warps)
             .unwrap();
         for (bits, dims) in [(4u32, (300, 4109)), (7, (37, 2000)), (2, (1000, 300))] {
-            let a = random(&mut rng, dims, bits, Layout::Nogaps, i % 2 == 0);
-            let b = random(&mut rng, (dims.1, 1), bits, Layout::Tight, i % 2 == 1);
-            let name = check(
-                &gpu,
-                &bg,
-                &a,
-                &b,
-                OutputWidth::Sai,
-                Overflow::Ovf,
-                Layout::Naive,
-            );
+            let name = check_nogaps_times_tight(&gpu, &bg, &mut rng, bits, dims, i % 2 == 0);
             // Where the rings and the fragments do not fit even with 4 warps, another
             // kernel ran (and was checked).
             let max_smem = gpu.info().max_smem_per_block_optin;
@@ -331,17 +345,7 @@ fn ring_kernel_every_stage_count() {
             // Many short rows: one slice, many tiles per block.
             (12, (3000, 70)),
         ] {
-            let a = random(&mut rng, dims, bits, Layout::Nogaps, i % 2 == 0);
-            let b = random(&mut rng, (dims.1, 1), bits, Layout::Tight, i % 2 == 1);
-            let name = check(
-                &gpu,
-                &bg,
-                &a,
-                &b,
-                OutputWidth::Sai,
-                Overflow::Ovf,
-                Layout::Naive,
-            );
+            let name = check_nogaps_times_tight(&gpu, &bg, &mut rng, bits, dims, i % 2 == 0);
             let rw = layout::row_words(dims.1 as u64, bits, layout::NOGAPS);
             let fits = ring_smem_bytes(bits, rw as u32, stages) <= u64::from(max_smem);
             if fits {
