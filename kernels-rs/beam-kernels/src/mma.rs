@@ -37,6 +37,50 @@ pub const FLUSH_K: u32 = 32768;
 const _: () = assert!((FLUSH_K as u64) * 255 * 255 < 1 << 32);
 const _: () = assert!(FLUSH_K.is_multiple_of(TILE_K));
 
+/// Stages of the raw-word ring of the per-width `nogaps` kernels ([`NOGAPS_WIDTH_NAMES`]): the
+/// packed words of a step are copied to shared memory (`cp.async`) this many steps ahead,
+/// then unpacked from there, so no register holds a word in flight.
+pub const RAW_STAGES: u32 = 3;
+// The copies of step `i + RAW_STAGES` are issued after waiting for step `i + 1` with
+// `cp.async.wait_group RAW_STAGES - 2`.
+const _: () = assert!(RAW_STAGES >= 2);
+// A step of a `nogaps` row of `w` bits (padded to whole words) is exactly `w` aligned words of A
+// (`TILE_K` = 64 columns) and `2w` of B (`TILE_N` = 128 columns).
+const _: () = assert!(TILE_K == 64 && TILE_N == 2 * TILE_K);
+
+/// Words of one raw stage at width `w`: `w` per row of the A tile ([`raw_b_word`] places
+/// B's), then the B tile's step in 16 groups of 4 rows of `2w` words, each group followed by
+/// one spare word (a chunk's unpacking reads the word after its first, which for the last
+/// chunk is the spare).
+pub const fn raw_stage_words(w: u32) -> u32 {
+    TILE_M * w + (TILE_K / 4) * (8 * w + 1)
+}
+// Stages stay 16-byte aligned.
+const _: () = assert!(raw_stage_words(1) % 2 == 0 && raw_stage_words(7) % 2 == 0);
+
+/// Where word `word` of row `k` of the B tile's step lies in a raw stage at width `w`.
+/// The lanes of a warp unpack rows `4kq + i` for 16 values of `kq`; with rows `4kq` at
+/// `kq * (8w + 1)` (an odd stride) those 16 words fall in 16 different bank pairs (a stride
+/// of `8w` words, a multiple of 8, would put them in at most 2).
+pub const fn raw_b_word(w: u32, k: u32, word: u32) -> u32 {
+    TILE_M * w + (k / 4) * (8 * w + 1) + (k % 4) * 2 * w + word
+}
+
+/// Dynamic shared memory of the kernel [`kernel_name`] picks for these operands: the two
+/// unpacked buffers, and for the per-width `nogaps` kernels the raw ring behind them.
+pub const fn smem_bytes(la: u32, lb: u32, a_bits: u32, b_bits: u32) -> u32 {
+    if per_width(la, lb, a_bits, b_bits) {
+        SMEM_BYTES + RAW_STAGES * 8 * raw_stage_words(a_bits)
+    } else {
+        SMEM_BYTES
+    }
+}
+
+/// Whether the per-width `nogaps` kernel runs these operands.
+const fn per_width(la: u32, lb: u32, a_bits: u32, b_bits: u32) -> bool {
+    la == NOGAPS && lb == NOGAPS && a_bits == b_bits && a_bits >= 1 && a_bits <= 8
+}
+
 /// The low `n` bytes set (`n` in 0..=8).
 #[inline(always)]
 pub const fn byte_mask(n: u32) -> u64 {
@@ -152,20 +196,55 @@ pub fn unpack8([lo, hi]: [u64; 2], g: Geometry, rows: u32, row: u32, c0: u32) ->
         }
         _ => {
             let win = funnel(lo, hi, ((c0 as u64 * b as u64) % 64) as u32);
-            if b == 8 {
-                win
-            } else {
-                let mut v = 0u64;
-                let mut i = 0;
-                while i < 8 {
-                    v |= ((win >> (i * b)) & m) << (8 * i);
-                    i += 1;
-                }
-                v
-            }
+            if b == 8 { win } else { spread8(win, b) }
         }
     };
     v & byte_mask(n)
+}
+
+/// Eight elements of `b < 8` bits, element `i` at bits `i * b ..` of `win`, to the eight bytes
+/// of a `u64` (element `i` in byte `i`). Two halves of four elements in 32-bit arithmetic: a
+/// constant `b` makes each half three shifts and four masks, where a loop over the `u64` costs
+/// each element 64-bit shifts (two instructions each).
+#[inline(always)]
+pub const fn spread8(win: u64, b: u32) -> u64 {
+    spread4(win as u32, b) as u64 | (spread4((win >> (4 * b)) as u32, b) as u64) << 32
+}
+
+/// Four elements of `b < 8` bits at bits `i * b ..` of `x` (bits above `4 * b` ignored) to the
+/// four bytes of a `u32`.
+#[inline(always)]
+const fn spread4(x: u32, b: u32) -> u32 {
+    let m = mask(b) as u32;
+    (x & m)
+        | ((x << (8 - b)) & (m << 8))
+        | ((x << (16 - 2 * b)) & (m << 16))
+        | ((x << (24 - 3 * b)) & (m << 24))
+}
+
+/// The 32-bit words a chunk of 8 elements of `w` bits spans when it starts at byte
+/// `j * w` (`j` in 0..8) of a word-aligned row segment: its bytes `o .. o + w` from the first
+/// aligned word, `o = j * w % 4` (the `nogaps` chunk of the per-width kernels).
+pub const fn chunk_words(w: u32) -> u32 {
+    let mut end = 0;
+    let mut j = 0;
+    while j < 8 {
+        let e = (j * w) % 4 + w;
+        if e > end {
+            end = e;
+        }
+        j += 1;
+    }
+    end.div_ceil(4)
+}
+
+/// The eight bytes starting at byte `o` (0..4) of the little-endian words `x` (the chunk's
+/// packed bits in the low `8w`, the [`spread8`] input): two `prmt`s with a selector of `o`.
+#[inline(always)]
+pub fn chunk_window(x: [u32; 3], o: u32) -> u64 {
+    use cmv_device::prmt;
+    let sel = 0x3210 + 0x1111 * o;
+    prmt(x[0], x[1], sel) as u64 | (prmt(x[1], x[2], sel) as u64) << 32
 }
 
 /// Four rows of eight bytes (`r[i]` byte `j` = element `(i, j)`) to eight columns of four
@@ -241,7 +320,7 @@ pub const NOGAPS_WIDTH_NAMES: [(&str, &str); 8] = [
 /// layout and width (every shift and mask a constant); one layout shared by A and B, a kernel
 /// compiled for that layout; `mixed` otherwise.
 pub const fn kernel_name(la: u32, lb: u32, a_bits: u32, b_bits: u32, wide: bool) -> &'static str {
-    if la == NOGAPS && lb == NOGAPS && a_bits == b_bits && a_bits >= 1 && a_bits <= 8 {
+    if per_width(la, lb, a_bits, b_bits) {
         let (narrow, w) = NOGAPS_WIDTH_NAMES[a_bits as usize - 1];
         return if wide { w } else { narrow };
     }
@@ -275,8 +354,8 @@ mod kernel {
     use crate::access::store;
     use crate::{GemmParams, PackedOut, PackedRef};
     use cmv_device::{
-        block_idx_x, block_idx_y, dyn_smem_addr, lane_id, ld_nc_u64, mma_m16n8k32_u8, sync_threads,
-        thread_idx_x, warp_id,
+        block_idx_x, block_idx_y, cp_async_8_zfill, cp_async_commit, cp_async_wait, dyn_smem_addr,
+        lane_id, ld_nc_u64, mma_m16n8k32_u8, sync_threads, thread_idx_x, warp_id,
     };
     use core::arch::asm;
 
@@ -286,6 +365,17 @@ mod kernel {
         // SAFETY: the caller guarantees an aligned address inside shared memory.
         unsafe {
             asm!("ld.shared.u32 {r}, [{a}];", a = in(reg32) a, r = out(reg32) r,
+                 options(readonly, nostack));
+        }
+        r
+    }
+
+    #[inline(always)]
+    unsafe fn lds_u64(a: u32) -> u64 {
+        let r: u64;
+        // SAFETY: the caller guarantees an aligned address inside shared memory.
+        unsafe {
+            asm!("ld.shared.u64 {r}, [{a}];", a = in(reg32) a, r = out(reg64) r,
                  options(readonly, nostack));
         }
         r
@@ -417,16 +507,14 @@ mod kernel {
     unsafe fn gemm<const WIDE: bool, const LA: u32, const LB: u32, const W: u32>(p: &GemmParams) {
         let tid = thread_idx_x();
         let (lane, warp) = (lane_id(), warp_id());
-        let (g, t) = (lane / 4, lane % 4);
-        let (wm, wn) = (warp / 4, warp % 4);
         let m0 = block_idx_y() * TILE_M;
         let n0 = block_idx_x() * TILE_N;
         let k_total = p.a.cols;
         let smem = dyn_smem_addr();
         let (a, b) = (p.a, p.b);
 
-        let mut acc = [[[0u32; 4]; 4]; 4];
-        let mut wide = [[[0u64; 4]; 4]; 4];
+        let mut acc: Acc32 = [[[0u32; 4]; 4]; 4];
+        let mut wide: Acc64 = [[[0u64; 4]; 4]; 4];
         // SAFETY: forwarded (the launcher's guarantees on A and B).
         let mut raw = unsafe { fetch_step::<LA, LB, W>(a, b, tid, m0, n0, 0) };
         // SAFETY: buffer 0 of the block's shared memory.
@@ -444,32 +532,8 @@ mod kernel {
         while k0 < k_total {
             let a_smem = smem + cur * BUFFER_BYTES;
             let b_smem = a_smem + TILE_M * SMEM_STRIDE;
-            for s in 0..TILE_K / 32 {
-                let kb = 32 * s + 4 * t;
-                let mut af = [[0u32; 4]; 4];
-                for (mi, f) in af.iter_mut().enumerate() {
-                    let r0 = (64 * wm + 16 * mi as u32 + g) * SMEM_STRIDE;
-                    let r1 = r0 + 8 * SMEM_STRIDE;
-                    // SAFETY: inside the A tile, 4-byte aligned.
-                    unsafe {
-                        *f = [
-                            lds_u32(a_smem + r0 + kb),
-                            lds_u32(a_smem + r1 + kb),
-                            lds_u32(a_smem + r0 + kb + 16),
-                            lds_u32(a_smem + r1 + kb + 16),
-                        ];
-                    }
-                }
-                for ni in 0..4 {
-                    let c = (32 * wn + 8 * ni as u32 + g) * SMEM_STRIDE;
-                    // SAFETY: inside the B tile, 4-byte aligned.
-                    let bf = unsafe { [lds_u32(b_smem + c + kb), lds_u32(b_smem + c + kb + 16)] };
-                    for mi in 0..4 {
-                        // SAFETY: every lane of every warp runs the same MMAs.
-                        acc[mi][ni] = unsafe { mma_m16n8k32_u8(af[mi], bf, acc[mi][ni]) };
-                    }
-                }
-            }
+            // SAFETY: the unpacked tiles of buffer `cur`, complete since the last barrier.
+            unsafe { mma_step(&mut acc, a_smem, b_smem, lane, warp) };
             // The next step goes to the other buffer (read by no one since the last
             // barrier); its words were loaded a whole step ago, the one after loads now.
             if k0 + TILE_K < k_total {
@@ -499,16 +563,87 @@ mod kernel {
             cur = 1 - cur;
             k0 += TILE_K;
             if WIDE && (k0 % FLUSH_K == 0 || k0 >= k_total) {
-                for mi in 0..4 {
-                    for ni in 0..4 {
-                        for e in 0..4 {
-                            wide[mi][ni][e] += acc[mi][ni][e] as u64;
-                            acc[mi][ni][e] = 0;
-                        }
-                    }
+                flush(&mut acc, &mut wide);
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { epilogue::<WIDE>(p, &acc, &wide, m0, n0, lane, warp) };
+    }
+
+    /// The MMAs of one step: this warp's 64 x 32 sub-tile of the unpacked A and B tiles at
+    /// `a_smem` and `b_smem` (4 x 4 MMAs per 32 `K`).
+    ///
+    /// # Safety
+    /// Both tiles lie in the block's shared memory and are complete (a barrier since they
+    /// were written); every lane of the warp calls it.
+    #[inline(always)]
+    unsafe fn mma_step(acc: &mut Acc32, a_smem: u32, b_smem: u32, lane: u32, warp: u32) {
+        let (g, t) = (lane / 4, lane % 4);
+        let (wm, wn) = (warp / 4, warp % 4);
+        for s in 0..TILE_K / 32 {
+            let kb = 32 * s + 4 * t;
+            // B's 4 fragments first, then one A fragment at a time: 12 registers of fragments
+            // live instead of 24.
+            let mut bf = [[0u32; 2]; 4];
+            for (ni, f) in bf.iter_mut().enumerate() {
+                let c = (32 * wn + 8 * ni as u32 + g) * SMEM_STRIDE;
+                // SAFETY: inside the B tile, 4-byte aligned.
+                *f = unsafe { [lds_u32(b_smem + c + kb), lds_u32(b_smem + c + kb + 16)] };
+            }
+            for mi in 0..4 {
+                let r0 = (64 * wm + 16 * mi as u32 + g) * SMEM_STRIDE;
+                let r1 = r0 + 8 * SMEM_STRIDE;
+                // SAFETY: inside the A tile, 4-byte aligned.
+                let af = unsafe {
+                    [
+                        lds_u32(a_smem + r0 + kb),
+                        lds_u32(a_smem + r1 + kb),
+                        lds_u32(a_smem + r0 + kb + 16),
+                        lds_u32(a_smem + r1 + kb + 16),
+                    ]
+                };
+                for ni in 0..4 {
+                    // SAFETY: every lane of every warp runs the same MMAs.
+                    acc[mi][ni] = unsafe { mma_m16n8k32_u8(af, bf[ni], acc[mi][ni]) };
                 }
             }
         }
+    }
+
+    /// The 32-bit accumulators of a warp: 4 x 4 MMA tiles of 4 per lane.
+    type Acc32 = [[[u32; 4]; 4]; 4];
+    /// Their 64-bit sums (`WIDE`).
+    type Acc64 = [[[u64; 4]; 4]; 4];
+
+    /// Adds the 32-bit accumulators into the 64-bit sums and clears them.
+    #[inline(always)]
+    fn flush(acc: &mut Acc32, wide: &mut Acc64) {
+        for mi in 0..4 {
+            for ni in 0..4 {
+                for e in 0..4 {
+                    wide[mi][ni][e] += acc[mi][ni][e] as u64;
+                    acc[mi][ni][e] = 0;
+                }
+            }
+        }
+    }
+
+    /// Writes this lane's outputs of the block's tile at `(m0, n0)`: `wide` (`WIDE`) or `acc`.
+    ///
+    /// # Safety
+    /// As `gemm` (each element of C belongs to one lane of one warp).
+    #[inline(always)]
+    unsafe fn epilogue<const WIDE: bool>(
+        p: &GemmParams,
+        acc: &Acc32,
+        wide: &Acc64,
+        m0: u32,
+        n0: u32,
+        lane: u32,
+        warp: u32,
+    ) {
+        let (g, t) = (lane / 4, lane % 4);
+        let (wm, wn) = (warp / 4, warp % 4);
         let row0 = m0 + 64 * wm + g;
         let col0 = n0 + 32 * wn + 2 * t;
         for mi in 0..4 {
@@ -519,7 +654,7 @@ mod kernel {
                     let a = acc[mi][ni];
                     [a[0] as u64, a[1] as u64, a[2] as u64, a[3] as u64]
                 };
-                // SAFETY: forwarded (each element of C belongs to one lane of one warp).
+                // SAFETY: forwarded.
                 unsafe {
                     store4(
                         p.c,
@@ -531,6 +666,190 @@ mod kernel {
                 };
             }
         }
+    }
+
+    /// Issues this thread's copies of step `k0`'s packed words (both operands `nogaps` of `W`
+    /// bits) to the raw stage at `dst` ([`raw_stage_words`]): word `q = tid + THREADS * c`
+    /// of the stage, A's rows first (`W` words each), then B's (`2W`, placed by
+    /// [`raw_b_word`]); a word outside its matrix is not read and its destination becomes
+    /// zero.
+    ///
+    /// # Safety
+    /// `a` and `b` describe live buffers of the words their geometries imply; `dst` is a
+    /// raw stage in the block's shared memory.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn issue_raw<const W: u32>(
+        a: PackedRef,
+        b: PackedRef,
+        tid: u32,
+        m0: u32,
+        n0: u32,
+        k0: u32,
+        dst: u32,
+    ) {
+        let (aw, bw) = (a.words.as_ptr(), b.words.as_ptr());
+        // Word offsets of the step in a row of A and of the block's columns in a row of B.
+        let (ka, nb) = (k0 / 64 * W, n0 / 64 * W);
+        for c in 0..W {
+            let q = tid + THREADS * c;
+            // Warp-uniform: TILE_M * W is a multiple of 128.
+            let (src, ok, at) = if q < TILE_M * W {
+                let (r, w) = (q / W, ka + q % W);
+                let row = m0 + r;
+                let i = row as usize * a.row_words as usize + w as usize;
+                (aw.wrapping_add(i), row < a.rows && w < a.row_words, q)
+            } else {
+                let q = q - TILE_M * W;
+                let (k, w) = (q / (2 * W), q % (2 * W));
+                let row = k0 + k;
+                let i = row as usize * b.row_words as usize + (nb + w) as usize;
+                (
+                    bw.wrapping_add(i),
+                    row < b.rows && nb + w < b.row_words,
+                    raw_b_word(W, k, w),
+                )
+            };
+            // SAFETY: `src` is a word of its matrix when `ok` (row and word inside it); else
+            // nothing is read. `dst + 8 at` is inside the stage, 8-byte aligned.
+            unsafe {
+                cp_async_8_zfill(
+                    dst + 8 * at,
+                    if ok { src } else { aw },
+                    if ok { 8 } else { 0 },
+                )
+            };
+        }
+    }
+
+    /// Unpacks a step from the raw stage at `raw` ([`issue_raw`]) to the shared tiles at
+    /// `a_smem` and `b_smem`: this thread's 4 chunks of A and its 4 x 8 unit of B, as
+    /// [`store_step`] does from words in registers. No bounds: the stage holds zeros for
+    /// every word outside the matrices and a canonical packing zeros in every other bit
+    /// outside them, so such elements unpack to 0.
+    ///
+    /// # Safety
+    /// The stage holds the step's words, visible to this thread (waited for, then a
+    /// barrier); the tiles lie in the block's shared memory and no one reads them until the
+    /// next barrier.
+    #[inline(always)]
+    unsafe fn unpack_raw<const W: u32>(tid: u32, raw: u32, a_smem: u32, b_smem: u32) {
+        // The chunk starting at shared byte `at` (a chunk of 8 elements at byte j * W of a
+        // row segment; the segment word-aligned).
+        // SAFETY (all): the words of a chunk lie in its row segment, or (for the last
+        // chunk's last word) in the stage's spare word; aligned.
+        let chunk = |at: u32| -> u64 {
+            if W == 8 {
+                return unsafe { lds_u64(at) };
+            }
+            let (w0, o) = (at & !3, at & 3);
+            let n = chunk_words(W);
+            let x = unsafe {
+                [
+                    lds_u32(w0),
+                    if n > 1 { lds_u32(w0 + 4) } else { 0 },
+                    if n > 2 { lds_u32(w0 + 8) } else { 0 },
+                ]
+            };
+            spread8(chunk_window(x, o), W)
+        };
+        let j = tid % 8;
+        let a_raw = raw + 8 * W * (tid / 8) + j * W;
+        for i in 0..4 {
+            let v = chunk(a_raw + 8 * W * (THREADS / 8) * i);
+            let row = (tid + THREADS * i) / 8;
+            // SAFETY: inside the A tile (row < 128, 8j + 8 <= 64), 8-byte aligned.
+            unsafe { sts_u64(a_smem + row * SMEM_STRIDE + 8 * j, v) };
+        }
+        let (kq, nj) = (tid % 16, tid / 16);
+        let b_raw = raw + 8 * raw_b_word(W, 4 * kq, 0) + nj * W;
+        let r = [
+            chunk(b_raw),
+            chunk(b_raw + 8 * 2 * W),
+            chunk(b_raw + 8 * 4 * W),
+            chunk(b_raw + 8 * 6 * W),
+        ];
+        let cols = transpose4x8(r);
+        for (c, &w) in cols.iter().enumerate() {
+            let n = 8 * nj + c as u32;
+            // SAFETY: inside the B tile (n < 128, 4kq + 4 <= 64), 4-byte aligned.
+            unsafe { sts_u32(b_smem + n * SMEM_STRIDE + 4 * kq, w) };
+        }
+    }
+
+    /// The per-width `nogaps` body: both operands `nogaps` of `W` bits (1..=8). The packed
+    /// words of a step go to a ring of [`RAW_STAGES`] raw stages by `cp.async`, issued
+    /// `RAW_STAGES` steps ahead; each step is unpacked from its stage into the buffer the
+    /// next step multiplies, one barrier per step. `WIDE` as in `gemm`.
+    ///
+    /// # Safety
+    /// As `gemm`, with [`smem_bytes`] of dynamic shared memory and both operands `nogaps`
+    /// of `W` bits.
+    #[inline(always)]
+    unsafe fn gemm_nogaps<const WIDE: bool, const W: u32>(p: &GemmParams) {
+        let tid = thread_idx_x();
+        let (lane, warp) = (lane_id(), warp_id());
+        let m0 = block_idx_y() * TILE_M;
+        let n0 = block_idx_x() * TILE_N;
+        let k_total = p.a.cols;
+        let steps = k_total.div_ceil(TILE_K);
+        let smem = dyn_smem_addr();
+        let ring = smem + SMEM_BYTES;
+        let stage = |i: u32| ring + (i % RAW_STAGES) * 8 * raw_stage_words(W);
+        let buffer = |i: u32| smem + (i % 2) * BUFFER_BYTES;
+        let (a, b) = (p.a, p.b);
+
+        let mut acc: Acc32 = [[[0u32; 4]; 4]; 4];
+        let mut wide: Acc64 = [[[0u64; 4]; 4]; 4];
+        // One commit group per step, empty past the last, so that the counts of the waits
+        // hold everywhere.
+        for i in 0..RAW_STAGES {
+            if i < steps {
+                // SAFETY: forwarded; stage i of the ring.
+                unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * i, stage(i)) };
+            }
+            // SAFETY: closes this thread's copies.
+            unsafe { cp_async_commit() };
+        }
+        // SAFETY: step 0's copies (the oldest group) done here, then visible to all.
+        unsafe {
+            cp_async_wait::<{ RAW_STAGES - 1 }>();
+            sync_threads();
+            unpack_raw::<W>(tid, stage(0), buffer(0), buffer(0) + TILE_M * SMEM_STRIDE);
+        }
+        let mut i = 0u32;
+        while i < steps {
+            // Groups committed: steps 0 ..= i + RAW_STAGES - 1; step i + 1 is done when at
+            // most RAW_STAGES - 2 remain. After the barrier step i + 1's words are visible to
+            // all, step i's tiles are complete, and stage i (unpacked before it) is free.
+            // SAFETY: all threads reach it.
+            unsafe {
+                cp_async_wait::<{ RAW_STAGES - 2 }>();
+                sync_threads();
+            }
+            if i + RAW_STAGES < steps {
+                // SAFETY: forwarded; stage i is free (above).
+                unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * (i + RAW_STAGES), stage(i)) };
+            }
+            // SAFETY: as above.
+            unsafe { cp_async_commit() };
+            let cur = buffer(i);
+            // SAFETY: step i's tiles (above).
+            unsafe { mma_step(&mut acc, cur, cur + TILE_M * SMEM_STRIDE, lane, warp) };
+            if i + 1 < steps {
+                let next = buffer(i + 1);
+                // SAFETY: step i + 1's stage is visible (above); the other buffer was last
+                // read by step i - 1's MMAs, before the barrier.
+                unsafe { unpack_raw::<W>(tid, stage(i + 1), next, next + TILE_M * SMEM_STRIDE) };
+            }
+            i += 1;
+            let k0 = TILE_K * i;
+            if WIDE && (k0 % FLUSH_K == 0 || k0 >= k_total) {
+                flush(&mut acc, &mut wide);
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { epilogue::<WIDE>(p, &acc, &wide, m0, n0, lane, warp) };
     }
 
     /// Writes one lane's four outputs of an MMA tile: `(row, col)`, `(row, col + 1)`,
@@ -551,6 +870,21 @@ mod kernel {
         }
     }
 
+    /// The body of the entry points for layouts `LA`, `LB` and width `W` (0: any).
+    ///
+    /// # Safety
+    /// As `gemm`, with [`smem_bytes`] of dynamic shared memory.
+    #[inline(always)]
+    unsafe fn body<const WIDE: bool, const LA: u32, const LB: u32, const W: u32>(p: &GemmParams) {
+        if LA == NOGAPS && LB == NOGAPS && W != 0 {
+            // SAFETY: forwarded (the per-width names are launched with nogaps operands of W).
+            unsafe { gemm_nogaps::<WIDE, W>(p) }
+        } else {
+            // SAFETY: forwarded.
+            unsafe { gemm::<WIDE, LA, LB, W>(p) }
+        }
+    }
+
     macro_rules! entries {
         ($($narrow:ident, $wide:ident: $la:expr, $lb:expr, $w:expr;)*) => {$(
             /// `C = A x B` for operands of at most 8 bits, sums modulo 2^32 (exact when
@@ -561,7 +895,7 @@ mod kernel {
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $narrow(p: GemmParams) {
                 // SAFETY: forwarded.
-                unsafe { gemm::<false, { $la }, { $lb }, { $w }>(&p) }
+                unsafe { body::<false, { $la }, { $lb }, { $w }>(&p) }
             }
 
             /// As the kernel without `_wide`, with exact 64-bit sums.
@@ -571,7 +905,7 @@ mod kernel {
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $wide(p: GemmParams) {
                 // SAFETY: forwarded.
-                unsafe { gemm::<true, { $la }, { $lb }, { $w }>(&p) }
+                unsafe { body::<true, { $la }, { $lb }, { $w }>(&p) }
             }
         )*};
     }
@@ -590,6 +924,28 @@ mod kernel {
         cmv_beam_gemm_mma_nogaps_b6, cmv_beam_gemm_mma_nogaps_b6_wide: NOGAPS, NOGAPS, 6;
         cmv_beam_gemm_mma_nogaps_b7, cmv_beam_gemm_mma_nogaps_b7_wide: NOGAPS, NOGAPS, 7;
         cmv_beam_gemm_mma_nogaps_b8, cmv_beam_gemm_mma_nogaps_b8_wide: NOGAPS, NOGAPS, 8;
+    }
+
+    // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the
+    // per-width kernels with 32-bit sums in at most 128 registers, so that two blocks (16
+    // warps) share an SM.
+    cmv_device::launch_bounds! {
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b1 = THREADS;
+        CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b1 = 2;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b2 = THREADS;
+        CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b2 = 2;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b3 = THREADS;
+        CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b3 = 2;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b4 = THREADS;
+        CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b4 = 2;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b5 = THREADS;
+        CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b5 = 2;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b6 = THREADS;
+        CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b6 = 2;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b7 = THREADS;
+        CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b7 = 2;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b8 = THREADS;
+        CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b8 = 2;
     }
 }
 
@@ -640,6 +996,105 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn spread_puts_each_element_in_its_byte() {
+        for b in 1..8u32 {
+            let m = (1u64 << b) - 1;
+            for seed in 0..200u64 {
+                // Eight elements, then junk above bit 8b that must not leak in.
+                let e: [u64; 8] = core::array::from_fn(|i| {
+                    (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (3 * i + 5)) & m
+                });
+                let mut win = u64::MAX << (8 * b);
+                for (i, &v) in e.iter().enumerate() {
+                    win |= v << (i as u32 * b);
+                }
+                let got = spread8(win, b);
+                for (i, &v) in e.iter().enumerate() {
+                    assert_eq!((got >> (8 * i)) & 0xff, v, "b {b} seed {seed} element {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn raw_stage_holds_every_word_once_and_spreads_banks() {
+        for w in 1..=8u32 {
+            let n = raw_stage_words(w) as usize;
+            let mut used = vec![false; n];
+            // A: row r's words at r * w.
+            for q in 0..TILE_M * w {
+                assert!(!core::mem::replace(&mut used[q as usize], true));
+            }
+            for k in 0..TILE_K {
+                for word in 0..2 * w {
+                    let at = raw_b_word(w, k, word) as usize;
+                    // The word after it (read with it) lies in the stage too.
+                    assert!(at + 1 < n, "w {w} row {k} word {word}");
+                    assert!(!core::mem::replace(&mut used[at], true), "w {w} row {k}");
+                }
+            }
+            // The unpacking's B reads: for each row i of a unit, the 16 values of kq in
+            // 16 different 8-byte bank pairs.
+            for i in 0..4 {
+                let mut banks: Vec<u32> = (0..16)
+                    .map(|kq| raw_b_word(w, 4 * kq + i, 0) % 16)
+                    .collect();
+                banks.sort();
+                banks.dedup();
+                assert_eq!(banks.len(), 16, "w {w} i {i}");
+            }
+            assert_eq!(
+                smem_bytes(NOGAPS, NOGAPS, w, w),
+                SMEM_BYTES + RAW_STAGES * 8 * raw_stage_words(w)
+            );
+        }
+        assert_eq!(smem_bytes(NOGAPS, NOGAPS, 4, 8), SMEM_BYTES);
+        assert_eq!(smem_bytes(SLABS, SLABS, 4, 4), SMEM_BYTES);
+        // Two blocks of the widest fit the 227 KiB of an H100's or H200's SM.
+        assert!(2 * (smem_bytes(NOGAPS, NOGAPS, 8, 8) + 1024) <= 228 * 1024);
+    }
+
+    #[test]
+    fn chunk_windows_read_every_width() {
+        for w in 1..=7u32 {
+            assert!(chunk_words(w) <= 3);
+            // A row segment of 64 elements of w bits (w words), then a spare word of junk.
+            let vals: Vec<u64> = (0..64u64).map(|i| (i * 37 + w as u64) % (1 << w)).collect();
+            let mut seg = vec![0u64; w as usize + 1];
+            for (i, &v) in vals.iter().enumerate() {
+                let bit = i * w as usize;
+                seg[bit / 64] |= v << (bit % 64);
+                if bit % 64 + w as usize > 64 {
+                    seg[bit / 64 + 1] |= v >> (64 - bit % 64);
+                }
+            }
+            seg[w as usize] = u64::MAX;
+            let words: Vec<u32> = seg
+                .iter()
+                .flat_map(|&x| [x as u32, (x >> 32) as u32])
+                .collect();
+            for j in 0..8u32 {
+                let (byte, n) = (j * w, chunk_words(w));
+                let (w0, o) = ((byte / 4) as usize, byte % 4);
+                let x: [u32; 3] =
+                    core::array::from_fn(|i| if (i as u32) < n { words[w0 + i] } else { 0 });
+                let got = spread8(chunk_window(x, o), w);
+                for e in 0..8 {
+                    assert_eq!(
+                        (got >> (8 * e)) & 0xff,
+                        vals[(8 * j + e) as usize],
+                        "w {w} j {j} e {e}"
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            (1..=8).map(chunk_words).collect::<Vec<_>>(),
+            [1, 1, 2, 1, 2, 2, 3, 2]
+        );
     }
 
     #[test]

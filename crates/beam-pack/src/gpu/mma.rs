@@ -2,7 +2,7 @@
 //! module `mma`).
 
 use beam_kernels::GemmParams;
-use beam_kernels::mma::{SMEM_BYTES, THREADS, TILE_M, TILE_N, kernel_name, needs_wide};
+use beam_kernels::mma::{THREADS, TILE_M, TILE_N, kernel_name, needs_wide, smem_bytes};
 use cmv_runtime::{Gpu, Kernel, LaunchConfig};
 use std::collections::HashMap;
 
@@ -86,7 +86,7 @@ impl MmaGemm {
         let cfg = LaunchConfig {
             grid_dim: (grid_x, grid_y, 1),
             block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: SMEM_BYTES,
+            shared_mem_bytes: smem_bytes(a.layout().code(), b.layout().code(), a.bits(), b.bits()),
         };
         let params = GemmParams {
             a: a.packed_ref(),
@@ -100,7 +100,7 @@ impl MmaGemm {
         // allocated for its own); both operands have at most 8 bits; A's columns equal B's
         // rows, and BeamGemm::gemm checked that out is A.rows x B.cols and zeroed it unless
         // naive; the grid covers C in TILE_M x TILE_N tiles with THREADS threads and
-        // SMEM_BYTES of shared memory, as the kernel expects (check_config in launch refuses a
+        // smem_bytes of shared memory for its operands, as the kernel expects (check_config in launch refuses a
         // grid beyond the device's limits); both kernels take GemmParams.
         unsafe { k.launch(gpu.stream(), cfg, &params)? };
         Ok(())
