@@ -132,9 +132,15 @@ fn mma_sums_past_2_pow_32_exactly() {
     let mut rng = StdRng::seed_from_u64(14);
     // 70000 x 255 x 255 > 2^32: the 64-bit sums (sat, maxv) and the wrap modulo 2^out.
     let k = 70_000;
-    for max in [true, false] {
+    // B in slabs runs the mixed-layout kernel, B in nogaps the per-width one (raw ring).
+    for (max, lb) in [
+        (true, Layout::Slabs),
+        (false, Layout::Slabs),
+        (true, Layout::Nogaps),
+        (false, Layout::Nogaps),
+    ] {
         let a = random(&mut rng, 3, k, 8, Layout::Nogaps, max);
-        let b = random(&mut rng, k, 2, 8, Layout::Slabs, max);
+        let b = random(&mut rng, k, 2, 8, lb, max);
         for &width in OutputWidth::ALL {
             for overflow in [Overflow::Ovf, Overflow::Sat] {
                 check(&gpu, &bg, &a, &b, width, overflow, Layout::Naive);
