@@ -8,6 +8,10 @@
 //! `mma.m16n8k32.row.col.u8.u8.s32` takes them. Eight warps (2 x 4) each own a 64 x 32
 //! sub-tile: 4 x 4 MMAs per 32 `K`.
 //!
+//! The per-width `nogaps` kernels ([`NOGAPS_WIDTH_NAMES`]) load differently: each step's packed
+//! words go to a ring of [`RAW_STAGES`] stages in shared memory by `cp.async`, and are
+//! unpacked from there ([`chunk_window`], [`spread8`]), 2 blocks per SM.
+//!
 //! Exactness: a product of two bytes is below 2^16, so the 32-bit accumulators hold the exact
 //! sum of up to 2^16 products, and the sum modulo 2^32 of any number. The launcher picks
 //! [`layout::acc_for`]: `U32` (the sum modulo 2^32 is all the output needs) or `U64`, where
