@@ -1,5 +1,5 @@
 //! GPU tests: the tensor-core GEMM (`GemmKernel::Mma`) against `gemm_reference`, bit-exact,
-//! for every width up to 8 bits, every layout of A, B and C, every output width and
+//! for every width up to 8 bits (and 9-16 bits through the byte-plane kernels), every layout of A, B and C, every output width and
 //! overflow behaviour. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1`
 //! makes that a failure.
 
@@ -119,6 +119,53 @@ fn mma_per_width_nogaps_kernels() {
                     check(&gpu, &bg, &a, &b, width, overflow, lc);
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn mma_byte_plane_kernels_for_9_to_16_bits() {
+    let Some(gpu) = gpu_for_tests("mma_byte_plane_kernels_for_9_to_16_bits") else {
+        return;
+    };
+    let bg = BeamGemm::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(17);
+    // K of 1, 3, 129 and 300 (a step of 64, a ring of 3 stages), tails in M and N; all-max
+    // operands at odd shapes (every high byte full).
+    let shapes = [(1, 1, 1), (5, 3, 67), (130, 129, 300), (257, 300, 129)];
+    for bits in 9..=16u32 {
+        let name = beam_pack::beam_kernels::mma::NOGAPS_PLANE_NAMES[bits as usize - 9];
+        assert_eq!(
+            beam_pack::beam_kernels::mma::kernel_name(3, 3, bits, bits, false),
+            name
+        );
+        for (i, &(m, k, n)) in shapes.iter().enumerate() {
+            let max = i % 2 == 1;
+            let a = random(&mut rng, m, k, bits, Layout::Nogaps, max);
+            let b = random(&mut rng, k, n, bits, Layout::Nogaps, max);
+            let lc = Layout::ALL[(i + bits as usize) % 4];
+            // Outputs the sums modulo 2^32 determine: wrapped at the input's width (sai) or
+            // at 16 / 32 bits (c2p2).
+            for width in [OutputWidth::Sai, OutputWidth::C2p2] {
+                check(&gpu, &bg, &a, &b, width, Overflow::Ovf, lc);
+            }
+            // Saturation needs the exact sum: run where 32 bits hold it, refused (not
+            // computed wrongly) where they may not.
+            let sat = beam_pack::beam_kernels::layout::SAT;
+            if !beam_pack::beam_kernels::mma::needs_wide(bits, bits, k as u64, bits, sat) {
+                check(&gpu, &bg, &a, &b, OutputWidth::Sai, Overflow::Sat, lc);
+                continue;
+            }
+            let (da, db) = (
+                DeviceBeamMatrix::upload(&gpu, &a).unwrap(),
+                DeviceBeamMatrix::upload(&gpu, &b).unwrap(),
+            );
+            let mut out =
+                BeamGemm::alloc_out(&gpu, &da, &db, OutputWidth::Sai, Layout::Naive).unwrap();
+            let e = bg
+                .gemm(&gpu, GemmKernel::Mma, &da, &db, &mut out, Overflow::Sat)
+                .unwrap_err();
+            assert!(matches!(e, BeamError::Kernel { kernel: "mma", .. }), "{e}");
         }
     }
 }

@@ -1307,7 +1307,7 @@ fn run_gemm_point(
             .iter()
             .copied()
             .filter(|&k| kernel_layout(k) == layout)
-            .filter(|&k| k != GemmKernel::Mma || bits <= 8)
+            .filter(|&k| k != GemmKernel::Mma || bits <= 16)
             .collect();
         if here.is_empty() {
             continue;

@@ -60,7 +60,7 @@ pub const fn raw_stage_words(w: u32) -> u32 {
     TILE_M * w + (TILE_K / 4) * (8 * w + 1)
 }
 // Stages stay 16-byte aligned.
-const _: () = assert!(raw_stage_words(1) % 2 == 0 && raw_stage_words(7) % 2 == 0);
+const _: () = assert!(raw_stage_words(1).is_multiple_of(2) && raw_stage_words(7).is_multiple_of(2));
 
 /// Where word `word` of row `k` of the B tile's step lies in a raw stage at width `w`.
 /// The lanes of a warp unpack rows `4kq + i` for 16 values of `kq`; with rows `4kq` at
@@ -73,16 +73,35 @@ pub const fn raw_b_word(w: u32, k: u32, word: u32) -> u32 {
 /// Dynamic shared memory of the kernel [`kernel_name`] picks for these operands: the two
 /// unpacked buffers, and for the per-width `nogaps` kernels the raw ring behind them.
 pub const fn smem_bytes(la: u32, lb: u32, a_bits: u32, b_bits: u32) -> u32 {
-    if per_width(la, lb, a_bits, b_bits) {
-        SMEM_BYTES + RAW_STAGES * 8 * raw_stage_words(a_bits)
+    if per_width(la, lb, a_bits, b_bits) || plane_width(la, lb, a_bits, b_bits) {
+        planes(a_bits) * SMEM_BYTES + RAW_STAGES * 8 * raw_stage_words(a_bits)
     } else {
         SMEM_BYTES
     }
 }
 
-/// Whether the per-width `nogaps` kernel runs these operands.
+/// Whether the per-width `nogaps` kernel of 1..=8 bits runs these operands.
 const fn per_width(la: u32, lb: u32, a_bits: u32, b_bits: u32) -> bool {
     la == NOGAPS && lb == NOGAPS && a_bits == b_bits && a_bits >= 1 && a_bits <= 8
+}
+
+/// Whether these operands are both `nogaps` of one width in 9..=16 bits: the byte-plane
+/// kernels ([`NOGAPS_PLANE_NAMES`]).
+const fn plane_width(la: u32, lb: u32, a_bits: u32, b_bits: u32) -> bool {
+    la == NOGAPS && lb == NOGAPS && a_bits == b_bits && a_bits >= 9 && a_bits <= 16
+}
+
+/// Byte planes of an operand of `w` bits in the tensor-core kernels: 1 up to 8 bits, 2 above.
+pub const fn planes(w: u32) -> u32 {
+    if w > 8 { 2 } else { 1 }
+}
+
+/// Whether a tensor-core kernel multiplies these operands with sums modulo 2^32 (`wide`
+/// false) or exact 64-bit sums (`wide` true): any layouts of at most 8 bits, or both
+/// `nogaps` of one width in 9..=16 bits with sums modulo 2^32 (the byte-plane kernels).
+pub const fn supports(la: u32, lb: u32, a_bits: u32, b_bits: u32, wide: bool) -> bool {
+    (a_bits >= 1 && a_bits <= 8 && b_bits >= 1 && b_bits <= 8)
+        || (plane_width(la, lb, a_bits, b_bits) && !wide)
 }
 
 /// The low `n` bytes set (`n` in 0..=8).
@@ -251,6 +270,42 @@ pub fn chunk_window(x: [u32; 3], o: u32) -> u64 {
     prmt(x[0], x[1], sel) as u64 | (prmt(x[1], x[2], sel) as u64) << 32
 }
 
+/// [`chunk_window`] for 9..=16 bits: the sixteen bytes starting at byte `o` (0..4) of `x`,
+/// as four words.
+#[inline(always)]
+pub fn chunk_window16(x: [u32; 5], o: u32) -> [u32; 4] {
+    use cmv_device::prmt;
+    let sel = 0x3210 + 0x1111 * o;
+    [
+        prmt(x[0], x[1], sel),
+        prmt(x[1], x[2], sel),
+        prmt(x[2], x[3], sel),
+        prmt(x[3], x[4], sel),
+    ]
+}
+
+/// Eight elements of `w` (9..=16) bits, element `i` at bits `i * w ..` of `win`, as two byte
+/// planes: the low bytes (element `i` in byte `i`) and the high bytes.
+#[inline(always)]
+pub fn spread16(win: [u32; 4], w: u32) -> (u64, u64) {
+    use cmv_device::prmt;
+    let m = (1u32 << w) - 1;
+    let e = |i: u32| -> u32 {
+        let (k, s) = ((i * w / 32) as usize, i * w % 32);
+        let v = if s + w > 32 {
+            (win[k] >> s) | (win[k + 1] << (32 - s))
+        } else {
+            win[k] >> s
+        };
+        v & m
+    };
+    // Two elements per word, then the low and the high bytes of four.
+    let p: [u32; 4] = core::array::from_fn(|i| e(2 * i as u32) | e(2 * i as u32 + 1) << 16);
+    let lo = prmt(p[0], p[1], 0x6420) as u64 | (prmt(p[2], p[3], 0x6420) as u64) << 32;
+    let hi = prmt(p[0], p[1], 0x7531) as u64 | (prmt(p[2], p[3], 0x7531) as u64) << 32;
+    (lo, hi)
+}
+
 /// Four rows of eight bytes (`r[i]` byte `j` = element `(i, j)`) to eight columns of four
 /// bytes (`out[j]` byte `i` = element `(i, j)`): the transpose that makes `B` `K`-contiguous.
 #[inline(always)]
@@ -319,11 +374,28 @@ pub const NOGAPS_WIDTH_NAMES: [(&str, &str); 8] = [
     ),
 ];
 
-/// The entry point for A in layout `la` of `a_bits`, B in `lb` of `b_bits` (codes, widths
-/// 1..=8), with 64-bit sums or not: both `nogaps` of one width run a kernel compiled for that
-/// layout and width (every shift and mask a constant); one layout shared by A and B, a kernel
-/// compiled for that layout; `mixed` otherwise.
+/// The byte-plane entry points for `nogaps` operands of one width in 9..=16 bits (sums modulo
+/// 2^32 only), at index `bits - 9`.
+pub const NOGAPS_PLANE_NAMES: [&str; 8] = [
+    "cmv_beam_gemm_mma_nogaps_b9",
+    "cmv_beam_gemm_mma_nogaps_b10",
+    "cmv_beam_gemm_mma_nogaps_b11",
+    "cmv_beam_gemm_mma_nogaps_b12",
+    "cmv_beam_gemm_mma_nogaps_b13",
+    "cmv_beam_gemm_mma_nogaps_b14",
+    "cmv_beam_gemm_mma_nogaps_b15",
+    "cmv_beam_gemm_mma_nogaps_b16",
+];
+
+/// The entry point for A in layout `la` of `a_bits`, B in `lb` of `b_bits` (codes), with
+/// 64-bit sums or not, for operands [`supports`] accepts: both `nogaps` of one width run a
+/// kernel compiled for that layout and width (every shift and mask a constant; 9..=16 bits
+/// as two byte planes); one layout shared by A and B, a kernel compiled for that layout;
+/// `mixed` otherwise.
 pub const fn kernel_name(la: u32, lb: u32, a_bits: u32, b_bits: u32, wide: bool) -> &'static str {
+    if plane_width(la, lb, a_bits, b_bits) && !wide {
+        return NOGAPS_PLANE_NAMES[a_bits as usize - 9];
+    }
     if per_width(la, lb, a_bits, b_bits) {
         let (narrow, w) = NOGAPS_WIDTH_NAMES[a_bits as usize - 1];
         return if wide { w } else { narrow };
@@ -781,6 +853,131 @@ mod kernel {
         }
     }
 
+    /// Unpacks the raw stage at `raw` into the buffer at `buf`: [`unpack_raw`] up to 8 bits,
+    /// [`unpack_raw_planes`] above.
+    ///
+    /// # Safety
+    /// As [`unpack_raw`], `buf` a buffer of `planes(W)` tile pairs.
+    #[inline(always)]
+    unsafe fn unpack_any<const W: u32>(tid: u32, raw: u32, buf: u32) {
+        // SAFETY: forwarded.
+        unsafe {
+            if W > 8 {
+                unpack_raw_planes::<W>(tid, raw, buf)
+            } else {
+                unpack_raw::<W>(tid, raw, buf, buf + TILE_M * SMEM_STRIDE)
+            }
+        }
+    }
+
+    /// [`unpack_raw`] for 9..=16 bits: every chunk becomes its low bytes (the tile pair at
+    /// `buf`) and its high bytes (the pair at `buf + BUFFER_BYTES`).
+    ///
+    /// # Safety
+    /// As [`unpack_raw`].
+    #[inline(always)]
+    unsafe fn unpack_raw_planes<const W: u32>(tid: u32, raw: u32, buf: u32) {
+        // SAFETY (all): as in unpack_raw (a chunk's words lie in its row segment or the
+        // stage's spare word).
+        let chunk = |at: u32| -> (u64, u64) {
+            let (w0, o) = (at & !3, at & 3);
+            let n = chunk_words(W);
+            let x: [u32; 5] = core::array::from_fn(|i| {
+                if (i as u32) < n {
+                    unsafe { lds_u32(w0 + 4 * i as u32) }
+                } else {
+                    0
+                }
+            });
+            spread16(chunk_window16(x, o), W)
+        };
+        let (a_lo, b_lo) = (buf, buf + TILE_M * SMEM_STRIDE);
+        let (a_hi, b_hi) = (a_lo + BUFFER_BYTES, b_lo + BUFFER_BYTES);
+        let j = tid % 8;
+        let a_raw = raw + 8 * W * (tid / 8) + j * W;
+        for i in 0..4 {
+            let (lo, hi) = chunk(a_raw + 8 * W * (THREADS / 8) * i);
+            let at = ((tid + THREADS * i) / 8) * SMEM_STRIDE + 8 * j;
+            // SAFETY: inside the A tiles (row < 128, 8j + 8 <= 64), 8-byte aligned.
+            unsafe {
+                sts_u64(a_lo + at, lo);
+                sts_u64(a_hi + at, hi);
+            }
+        }
+        let (kq, nj) = (tid % 16, tid / 16);
+        let b_raw = raw + 8 * raw_b_word(W, 4 * kq, 0) + nj * W;
+        let r: [(u64, u64); 4] = core::array::from_fn(|i| chunk(b_raw + 8 * 2 * W * i as u32));
+        let lo = transpose4x8([r[0].0, r[1].0, r[2].0, r[3].0]);
+        let hi = transpose4x8([r[0].1, r[1].1, r[2].1, r[3].1]);
+        for c in 0..8 {
+            let at = (8 * nj + c as u32) * SMEM_STRIDE + 4 * kq;
+            // SAFETY: inside the B tiles (n < 128, 4kq + 4 <= 64), 4-byte aligned.
+            unsafe {
+                sts_u32(b_lo + at, lo[c]);
+                sts_u32(b_hi + at, hi[c]);
+            }
+        }
+    }
+
+    /// [`mma_step`] for operands of two byte planes (`A = A_lo + 2^8 A_hi`, as B): per tile
+    /// and step, `lo x lo`, `lo x hi + hi x lo` and `hi x hi` over the step's 64 `K` (8
+    /// MMAs), added into the sums modulo 2^32 shifted by 0, 8 and 16 bits.
+    ///
+    /// # Safety
+    /// As [`mma_step`], `buf` a buffer of two tile pairs (low bytes, then high bytes).
+    #[inline(always)]
+    unsafe fn mma_step_planes(acc: &mut Acc32, buf: u32, lane: u32, warp: u32) {
+        let (g, t) = (lane / 4, lane % 4);
+        let (wm, wn) = (warp / 4, warp % 4);
+        let b_smem = buf + TILE_M * SMEM_STRIDE;
+        // B fragments of both 32-K halves and both planes: [half][plane][ni].
+        let mut bf = [[[[0u32; 2]; 4]; 2]; 2];
+        for (s, half) in bf.iter_mut().enumerate() {
+            for (pl, plane) in half.iter_mut().enumerate() {
+                for (ni, f) in plane.iter_mut().enumerate() {
+                    let c = b_smem
+                        + pl as u32 * BUFFER_BYTES
+                        + (32 * wn + 8 * ni as u32 + g) * SMEM_STRIDE
+                        + 32 * s as u32
+                        + 4 * t;
+                    // SAFETY: inside the B tiles, 4-byte aligned.
+                    *f = unsafe { [lds_u32(c), lds_u32(c + 16)] };
+                }
+            }
+        }
+        for mi in 0..4 {
+            let mut af = [[[0u32; 4]; 2]; 2];
+            for (s, half) in af.iter_mut().enumerate() {
+                for (pl, f) in half.iter_mut().enumerate() {
+                    let r0 = buf
+                        + pl as u32 * BUFFER_BYTES
+                        + (64 * wm + 16 * mi as u32 + g) * SMEM_STRIDE
+                        + 32 * s as u32
+                        + 4 * t;
+                    let r1 = r0 + 8 * SMEM_STRIDE;
+                    // SAFETY: inside the A tiles, 4-byte aligned.
+                    *f = unsafe { [lds_u32(r0), lds_u32(r1), lds_u32(r0 + 16), lds_u32(r1 + 16)] };
+                }
+            }
+            for ni in 0..4 {
+                // SAFETY (all): every lane of every warp runs the same MMAs.
+                let mma =
+                    |a: [u32; 4], b: [u32; 2], c: [u32; 4]| unsafe { mma_m16n8k32_u8(a, b, c) };
+                let z = [0u32; 4];
+                let ll = mma(af[1][0], bf[1][0][ni], mma(af[0][0], bf[0][0][ni], z));
+                let hh = mma(af[1][1], bf[1][1][ni], mma(af[0][1], bf[0][1][ni], z));
+                let x = mma(af[0][1], bf[0][0][ni], mma(af[0][0], bf[0][1][ni], z));
+                let x = mma(af[1][1], bf[1][0][ni], mma(af[1][0], bf[1][1][ni], x));
+                for e in 0..4 {
+                    acc[mi][ni][e] = acc[mi][ni][e]
+                        .wrapping_add(ll[e])
+                        .wrapping_add(x[e] << 8)
+                        .wrapping_add(hh[e] << 16);
+                }
+            }
+        }
+    }
+
     /// The per-width `nogaps` body: both operands `nogaps` of `W` bits (1..=8). The packed
     /// words of a step go to a ring of [`RAW_STAGES`] raw stages by `cp.async`, issued
     /// `RAW_STAGES` steps ahead; each step is unpacked from its stage into the buffer the
@@ -798,9 +995,10 @@ mod kernel {
         let k_total = p.a.cols;
         let steps = k_total.div_ceil(TILE_K);
         let smem = dyn_smem_addr();
-        let ring = smem + SMEM_BYTES;
+        // Two buffers of `planes(W)` (A, B) tile pairs, then the ring.
+        let ring = smem + planes(W) * SMEM_BYTES;
         let stage = |i: u32| ring + (i % RAW_STAGES) * 8 * raw_stage_words(W);
-        let buffer = |i: u32| smem + (i % 2) * BUFFER_BYTES;
+        let buffer = |i: u32| smem + (i % 2) * planes(W) * BUFFER_BYTES;
         let (a, b) = (p.a, p.b);
 
         let mut acc: Acc32 = [[[0u32; 4]; 4]; 4];
@@ -819,7 +1017,7 @@ mod kernel {
         unsafe {
             cp_async_wait::<{ RAW_STAGES - 1 }>();
             sync_threads();
-            unpack_raw::<W>(tid, stage(0), buffer(0), buffer(0) + TILE_M * SMEM_STRIDE);
+            unpack_any::<W>(tid, stage(0), buffer(0));
         }
         let mut i = 0u32;
         while i < steps {
@@ -839,12 +1037,18 @@ mod kernel {
             unsafe { cp_async_commit() };
             let cur = buffer(i);
             // SAFETY: step i's tiles (above).
-            unsafe { mma_step(&mut acc, cur, cur + TILE_M * SMEM_STRIDE, lane, warp) };
+            unsafe {
+                if W > 8 {
+                    mma_step_planes(&mut acc, cur, lane, warp)
+                } else {
+                    mma_step(&mut acc, cur, cur + TILE_M * SMEM_STRIDE, lane, warp)
+                }
+            };
             if i + 1 < steps {
                 let next = buffer(i + 1);
                 // SAFETY: step i + 1's stage is visible (above); the other buffer was last
                 // read by step i - 1's MMAs, before the barrier.
-                unsafe { unpack_raw::<W>(tid, stage(i + 1), next, next + TILE_M * SMEM_STRIDE) };
+                unsafe { unpack_any::<W>(tid, stage(i + 1), next) };
             }
             i += 1;
             let k0 = TILE_K * i;
@@ -930,6 +1134,33 @@ mod kernel {
         cmv_beam_gemm_mma_nogaps_b8, cmv_beam_gemm_mma_nogaps_b8_wide: NOGAPS, NOGAPS, 8;
     }
 
+    macro_rules! plane_entries {
+        ($($name:ident: $w:expr;)*) => {$(
+            /// `C = A x B` for `nogaps` operands of the name's width (9..=16 bits) as two
+            /// byte planes, sums modulo 2^32; see [`kernel_name`].
+            ///
+            /// # Safety
+            /// As `gemm`, with [`smem_bytes`] of dynamic shared memory and both operands
+            /// `nogaps` of the name's width.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $name(p: GemmParams) {
+                // SAFETY: forwarded.
+                unsafe { gemm_nogaps::<false, { $w }>(&p) }
+            }
+        )*};
+    }
+
+    plane_entries! {
+        cmv_beam_gemm_mma_nogaps_b9: 9;
+        cmv_beam_gemm_mma_nogaps_b10: 10;
+        cmv_beam_gemm_mma_nogaps_b11: 11;
+        cmv_beam_gemm_mma_nogaps_b12: 12;
+        cmv_beam_gemm_mma_nogaps_b13: 13;
+        cmv_beam_gemm_mma_nogaps_b14: 14;
+        cmv_beam_gemm_mma_nogaps_b15: 15;
+        cmv_beam_gemm_mma_nogaps_b16: 16;
+    }
+
     // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the
     // per-width kernels with 32-bit sums in at most 128 registers, so that two blocks (16
     // warps) share an SM.
@@ -950,6 +1181,19 @@ mod kernel {
         CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b7 = 2;
         CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b8 = THREADS;
         CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b8 = 2;
+    }
+
+    // The byte-plane kernels: one block per SM (two buffers of two planes and the ring of
+    // up to 16-bit words take 150-180 KiB), so up to 255 registers.
+    cmv_device::launch_bounds! {
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b9 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b10 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b11 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b12 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b13 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b14 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b15 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b16 = THREADS;
     }
 }
 
@@ -979,8 +1223,13 @@ mod tests {
             kernel_name(NOGAPS, SLABS, 8, 8, false),
             "cmv_beam_gemm_mma_mixed"
         );
+        // 9..=16 bits: the byte-plane kernels, sums modulo 2^32 only.
         assert_eq!(
             kernel_name(NOGAPS, NOGAPS, 9, 9, false),
+            "cmv_beam_gemm_mma_nogaps_b9"
+        );
+        assert_eq!(
+            kernel_name(NOGAPS, NOGAPS, 17, 17, false),
             "cmv_beam_gemm_mma_nogaps"
         );
     }
@@ -1099,6 +1348,62 @@ mod tests {
             (1..=8).map(chunk_words).collect::<Vec<_>>(),
             [1, 1, 2, 1, 2, 2, 3, 2]
         );
+    }
+
+    #[test]
+    fn plane_chunks_read_every_width() {
+        for w in 9..=16u32 {
+            assert!(chunk_words(w) <= 5);
+            let vals: Vec<u64> = (0..64u64)
+                .map(|i| (i * 40503 + w as u64 * 7) % (1 << w))
+                .collect();
+            let mut seg = vec![0u64; w as usize + 1];
+            for (i, &v) in vals.iter().enumerate() {
+                let bit = i * w as usize;
+                seg[bit / 64] |= v << (bit % 64);
+                if bit % 64 + w as usize > 64 {
+                    seg[bit / 64 + 1] |= v >> (64 - bit % 64);
+                }
+            }
+            seg[w as usize] = u64::MAX;
+            let words: Vec<u32> = seg
+                .iter()
+                .flat_map(|&x| [x as u32, (x >> 32) as u32])
+                .collect();
+            for j in 0..8u32 {
+                let (byte, n) = (j * w, chunk_words(w));
+                let (w0, o) = ((byte / 4) as usize, byte % 4);
+                let x: [u32; 5] =
+                    core::array::from_fn(|i| if (i as u32) < n { words[w0 + i] } else { 0 });
+                let (lo, hi) = spread16(chunk_window16(x, o), w);
+                for e in 0..8 {
+                    let v = vals[(8 * j + e) as usize];
+                    assert_eq!((lo >> (8 * e)) & 0xff, v & 0xff, "w {w} j {j} e {e}");
+                    assert_eq!((hi >> (8 * e)) & 0xff, v >> 8, "w {w} j {j} e {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plane_kernels_only_for_nogaps_of_one_width_modulo_2_pow_32() {
+        for bits in 9..=16 {
+            assert!(supports(NOGAPS, NOGAPS, bits, bits, false));
+            assert!(!supports(NOGAPS, NOGAPS, bits, bits, true));
+            assert_eq!(
+                kernel_name(NOGAPS, NOGAPS, bits, bits, false),
+                NOGAPS_PLANE_NAMES[bits as usize - 9]
+            );
+            assert_eq!(
+                smem_bytes(NOGAPS, NOGAPS, bits, bits),
+                2 * SMEM_BYTES + RAW_STAGES * 8 * raw_stage_words(bits)
+            );
+            assert!(smem_bytes(NOGAPS, NOGAPS, bits, bits) + 1024 <= 227 * 1024);
+        }
+        assert!(!supports(NOGAPS, NOGAPS, 9, 10, false));
+        assert!(!supports(SLABS, SLABS, 12, 12, false));
+        assert!(!supports(NOGAPS, NOGAPS, 17, 17, false));
+        assert!(supports(SLABS, NAIVE, 8, 3, true));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! module `mma`).
 
 use beam_kernels::GemmParams;
-use beam_kernels::mma::{THREADS, TILE_M, TILE_N, kernel_name, needs_wide, smem_bytes};
+use beam_kernels::mma::{
+    NOGAPS_PLANE_NAMES, THREADS, TILE_M, TILE_N, kernel_name, needs_wide, smem_bytes, supports,
+};
 use cmv_runtime::{Gpu, Kernel, LaunchConfig};
 use std::collections::HashMap;
 
@@ -11,7 +13,8 @@ use crate::{BeamError, Overflow};
 
 /// The tensor-core GEMM kernels: one per width for `nogaps` operands of one width, one per
 /// layout shared by A and B and one for mixed layouts, each with 32-bit sums and with exact
-/// 64-bit sums.
+/// 64-bit sums; and for `nogaps` operands of one width in 9..=16 bits, one per width as two
+/// byte planes with 32-bit sums.
 #[derive(Debug)]
 pub struct MmaGemm {
     kernels: HashMap<&'static str, Kernel>,
@@ -37,6 +40,9 @@ impl MmaGemm {
                 }
             }
         }
+        for name in NOGAPS_PLANE_NAMES {
+            kernels.insert(name, gpu.kernel(&PTX, name)?);
+        }
         Ok(Self { kernels })
     }
 
@@ -50,19 +56,6 @@ impl MmaGemm {
         out: &mut DeviceBeamOut,
         overflow: Overflow,
     ) -> Result<(), BeamError> {
-        if a.bits() > 8 || b.bits() > 8 || a.cols() != b.rows() {
-            return Err(BeamError::Kernel {
-                kernel: "mma",
-                reason: format!(
-                    "needs operands of at most 8 bits with A's columns equal to B's rows (got \
-                     {} and {} bits, {} and {})",
-                    a.bits(),
-                    b.bits(),
-                    a.cols(),
-                    b.rows()
-                ),
-            });
-        }
         let wide = needs_wide(
             a.bits(),
             b.bits(),
@@ -70,13 +63,27 @@ impl MmaGemm {
             out.bits(),
             overflow.code(),
         );
-        let name = kernel_name(
-            a.layout().code(),
-            b.layout().code(),
-            a.bits(),
-            b.bits(),
-            wide,
-        );
+        let (la, lb) = (a.layout().code(), b.layout().code());
+        if !supports(la, lb, a.bits(), b.bits(), wide) || a.cols() != b.rows() {
+            return Err(BeamError::Kernel {
+                kernel: "mma",
+                reason: format!(
+                    "needs operands of at most 8 bits, or both nogaps of one width up to 16 \
+                     bits with an output the sums modulo 2^32 determine (ovf, at most 32 \
+                     bits: use a CUDA-core kernel otherwise), and A's columns equal to B's \
+                     rows (got {} bits {}, {} bits {}, output {} bits {:?}, {} and {})",
+                    a.bits(),
+                    a.layout().name(),
+                    b.bits(),
+                    b.layout().name(),
+                    out.bits(),
+                    overflow,
+                    a.cols(),
+                    b.rows()
+                ),
+            });
+        }
+        let name = kernel_name(la, lb, a.bits(), b.bits(), wide);
         let k = self.kernels.get(name).ok_or_else(|| BeamError::Kernel {
             kernel: "mma",
             reason: format!("entry point {name} was not loaded"),
@@ -86,7 +93,7 @@ impl MmaGemm {
         let cfg = LaunchConfig {
             grid_dim: (grid_x, grid_y, 1),
             block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: smem_bytes(a.layout().code(), b.layout().code(), a.bits(), b.bits()),
+            shared_mem_bytes: smem_bytes(la, lb, a.bits(), b.bits()),
         };
         let params = GemmParams {
             a: a.packed_ref(),
@@ -97,11 +104,12 @@ impl MmaGemm {
         };
         // SAFETY: a, b and out are device buffers whose word counts match their geometries
         // (DeviceBeamMatrix holds a canonical PackedMatrix's words, DeviceBeamOut was
-        // allocated for its own); both operands have at most 8 bits; A's columns equal B's
-        // rows, and BeamGemm::gemm checked that out is A.rows x B.cols and zeroed it unless
-        // naive; the grid covers C in TILE_M x TILE_N tiles with THREADS threads and
-        // smem_bytes of shared memory for its operands, as the kernel expects (check_config in launch refuses a
-        // grid beyond the device's limits); both kernels take GemmParams.
+        // allocated for its own); `supports` holds for the operands and the sums the
+        // output needs (the kernel name's layouts and widths); A's columns equal B's rows,
+        // and BeamGemm::gemm checked that out is A.rows x B.cols and zeroed it unless naive;
+        // the grid covers C in TILE_M x TILE_N tiles with THREADS threads and smem_bytes of
+        // shared memory for its operands, as the kernel expects (check_config in launch
+        // refuses a grid beyond the device's limits); every kernel takes GemmParams.
         unsafe { k.launch(gpu.stream(), cfg, &params)? };
         Ok(())
     }

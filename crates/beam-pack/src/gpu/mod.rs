@@ -319,12 +319,20 @@ impl GemmKernel {
             GemmKernel::Nogaps => same(Layout::Nogaps).and_then(|()| sai()),
             GemmKernel::NogapsFlexOut => same(Layout::Nogaps),
             GemmKernel::Mma => {
-                if a.0 <= 8 && b.0 <= 8 {
+                let nogaps_16 = a.1 == Layout::Nogaps
+                    && b.1 == Layout::Nogaps
+                    && a.0 == b.0
+                    && (9..=16).contains(&a.0);
+                if (a.0 <= 8 && b.0 <= 8) || nogaps_16 {
                     Ok(())
                 } else {
                     fail(format!(
-                        "both operands must have at most 8 bits (got {} and {})",
-                        a.0, b.0
+                        "both operands must have at most 8 bits, or both be nogaps of one \
+                         width up to 16 bits (got {} bits {} and {} bits {})",
+                        a.0,
+                        a.1.name(),
+                        b.0,
+                        b.1.name()
                     ))
                 }
             }
