@@ -1310,37 +1310,44 @@ mod tests {
         assert!(2 * (smem_bytes(NOGAPS, NOGAPS, 8, 8) + 1024) <= 228 * 1024);
     }
 
+    /// A `nogaps` row segment of 64 elements of `w` bits (`w` words) followed by a spare word
+    /// of junk, as 32-bit words, and the chunk words of chunk `j` as the kernels read them
+    /// (`N` words from the aligned word holding byte `j * w`, zero past `chunk_words(w)`),
+    /// with the byte offset `o`.
+    fn segment_chunks<const N: usize>(vals: &[u64], w: u32) -> Vec<([u32; N], u32)> {
+        let mut seg = vec![0u64; w as usize + 1];
+        for (i, &v) in vals.iter().enumerate() {
+            let bit = i * w as usize;
+            seg[bit / 64] |= v << (bit % 64);
+            if bit % 64 + w as usize > 64 {
+                seg[bit / 64 + 1] |= v >> (64 - bit % 64);
+            }
+        }
+        seg[w as usize] = u64::MAX;
+        let words: Vec<u32> = seg
+            .iter()
+            .flat_map(|&x| [x as u32, (x >> 32) as u32])
+            .collect();
+        (0..8u32)
+            .map(|j| {
+                let (byte, n) = (j * w, chunk_words(w));
+                let w0 = (byte / 4) as usize;
+                let x = core::array::from_fn(|i| if (i as u32) < n { words[w0 + i] } else { 0 });
+                (x, byte % 4)
+            })
+            .collect()
+    }
+
     #[test]
     fn chunk_windows_read_every_width() {
         for w in 1..=7u32 {
             assert!(chunk_words(w) <= 3);
-            // A row segment of 64 elements of w bits (w words), then a spare word of junk.
             let vals: Vec<u64> = (0..64u64).map(|i| (i * 37 + w as u64) % (1 << w)).collect();
-            let mut seg = vec![0u64; w as usize + 1];
-            for (i, &v) in vals.iter().enumerate() {
-                let bit = i * w as usize;
-                seg[bit / 64] |= v << (bit % 64);
-                if bit % 64 + w as usize > 64 {
-                    seg[bit / 64 + 1] |= v >> (64 - bit % 64);
-                }
-            }
-            seg[w as usize] = u64::MAX;
-            let words: Vec<u32> = seg
-                .iter()
-                .flat_map(|&x| [x as u32, (x >> 32) as u32])
-                .collect();
-            for j in 0..8u32 {
-                let (byte, n) = (j * w, chunk_words(w));
-                let (w0, o) = ((byte / 4) as usize, byte % 4);
-                let x: [u32; 3] =
-                    core::array::from_fn(|i| if (i as u32) < n { words[w0 + i] } else { 0 });
+            for (j, (x, o)) in segment_chunks::<3>(&vals, w).into_iter().enumerate() {
                 let got = spread8(chunk_window(x, o), w);
                 for e in 0..8 {
-                    assert_eq!(
-                        (got >> (8 * e)) & 0xff,
-                        vals[(8 * j + e) as usize],
-                        "w {w} j {j} e {e}"
-                    );
+                    let v = vals[8 * j + e];
+                    assert_eq!((got >> (8 * e)) & 0xff, v, "w {w} j {j} e {e}");
                 }
             }
         }
@@ -1357,27 +1364,10 @@ mod tests {
             let vals: Vec<u64> = (0..64u64)
                 .map(|i| (i * 40503 + w as u64 * 7) % (1 << w))
                 .collect();
-            let mut seg = vec![0u64; w as usize + 1];
-            for (i, &v) in vals.iter().enumerate() {
-                let bit = i * w as usize;
-                seg[bit / 64] |= v << (bit % 64);
-                if bit % 64 + w as usize > 64 {
-                    seg[bit / 64 + 1] |= v >> (64 - bit % 64);
-                }
-            }
-            seg[w as usize] = u64::MAX;
-            let words: Vec<u32> = seg
-                .iter()
-                .flat_map(|&x| [x as u32, (x >> 32) as u32])
-                .collect();
-            for j in 0..8u32 {
-                let (byte, n) = (j * w, chunk_words(w));
-                let (w0, o) = ((byte / 4) as usize, byte % 4);
-                let x: [u32; 5] =
-                    core::array::from_fn(|i| if (i as u32) < n { words[w0 + i] } else { 0 });
+            for (j, (x, o)) in segment_chunks::<5>(&vals, w).into_iter().enumerate() {
                 let (lo, hi) = spread16(chunk_window16(x, o), w);
                 for e in 0..8 {
-                    let v = vals[(8 * j + e) as usize];
+                    let v = vals[8 * j + e];
                     assert_eq!((lo >> (8 * e)) & 0xff, v & 0xff, "w {w} j {j} e {e}");
                     assert_eq!((hi >> (8 * e)) & 0xff, v >> 8, "w {w} j {j} e {e}");
                 }
