@@ -1,6 +1,6 @@
 //! GPU tests: the tensor-core GEMM (`GemmKernel::Mma`) against `gemm_reference`, bit-exact,
-//! for every width up to 8 bits (and 9-16 bits through the byte-plane kernels), every layout of A, B and C, every output width and
-//! overflow behaviour. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1`
+//! for every width up to 8 bits (and 9-24 bits through the byte-plane kernels), every layout
+//! of A, B and C, every output width and overflow behaviour. Skipped (with a message) where there is no GPU; `CMV_REQUIRE_GPU=1`
 //! makes that a failure.
 
 use beam_pack::cmv_format::HeaderCode;
@@ -124,8 +124,8 @@ fn mma_per_width_nogaps_kernels() {
 }
 
 #[test]
-fn mma_byte_plane_kernels_for_9_to_16_bits() {
-    let Some(gpu) = gpu_for_tests("mma_byte_plane_kernels_for_9_to_16_bits") else {
+fn mma_byte_plane_kernels_for_9_to_24_bits() {
+    let Some(gpu) = gpu_for_tests("mma_byte_plane_kernels_for_9_to_24_bits") else {
         return;
     };
     let bg = BeamGemm::new(&gpu).unwrap();
@@ -133,7 +133,7 @@ fn mma_byte_plane_kernels_for_9_to_16_bits() {
     // K of 1, 3, 129 and 300 (a step of 64, a ring of 3 stages), tails in M and N; all-max
     // operands at odd shapes (every high byte full).
     let shapes = [(1, 1, 1), (5, 3, 67), (130, 129, 300), (257, 300, 129)];
-    for bits in 9..=16u32 {
+    for bits in 9..=beam_pack::beam_kernels::mma::MAX_PLANE_BITS {
         let name = beam_pack::beam_kernels::mma::NOGAPS_PLANE_NAMES[bits as usize - 9];
         assert_eq!(
             beam_pack::beam_kernels::mma::kernel_name(3, 3, bits, bits, false),

@@ -1307,7 +1307,9 @@ fn run_gemm_point(
             .iter()
             .copied()
             .filter(|&k| kernel_layout(k) == layout)
-            .filter(|&k| k != GemmKernel::Mma || bits <= 16)
+            .filter(|&k| {
+                k != GemmKernel::Mma || bits <= beam_pack::beam_kernels::mma::MAX_PLANE_BITS
+            })
             .collect();
         if here.is_empty() {
             continue;

@@ -41,13 +41,19 @@ pub const FLUSH_K: u32 = 32768;
 const _: () = assert!((FLUSH_K as u64) * 255 * 255 < 1 << 32);
 const _: () = assert!(FLUSH_K.is_multiple_of(TILE_K));
 
-/// Stages of the raw-word ring of the per-width `nogaps` kernels ([`NOGAPS_WIDTH_NAMES`]): the
-/// packed words of a step are copied to shared memory (`cp.async`) this many steps ahead,
-/// then unpacked from there, so no register holds a word in flight.
+/// Stages of the raw-word ring of the per-width `nogaps` kernels ([`NOGAPS_WIDTH_NAMES`],
+/// [`NOGAPS_PLANE_NAMES`]) up to 16 bits: the packed words of a step are copied to shared
+/// memory (`cp.async`) this many steps ahead, then unpacked from there, so no register holds
+/// a word in flight. [`raw_stages`] gives each width's.
 pub const RAW_STAGES: u32 = 3;
-// The copies of step `i + RAW_STAGES` are issued after waiting for step `i + 1` with
-// `cp.async.wait_group RAW_STAGES - 2`.
-const _: () = assert!(RAW_STAGES >= 2);
+
+/// The raw stages at width `w`: [`RAW_STAGES`] up to 16 bits, 2 above (three planes of
+/// unpacked tiles and 3 stages of 18-24-bit words would pass the 227 KiB of a block). The
+/// copies of step `i + stages` are issued after waiting for step `i + 1`
+/// (`cp.async.wait_group stages - 2`), so at least 2.
+pub const fn raw_stages(w: u32) -> u32 {
+    if w > 16 { 2 } else { RAW_STAGES }
+}
 // A step of a `nogaps` row of `w` bits (padded to whole words) is exactly `w` aligned words of A
 // (`TILE_K` = 64 columns) and `2w` of B (`TILE_N` = 128 columns).
 const _: () = assert!(TILE_K == 64 && TILE_N == 2 * TILE_K);
@@ -74,7 +80,7 @@ pub const fn raw_b_word(w: u32, k: u32, word: u32) -> u32 {
 /// unpacked buffers, and for the per-width `nogaps` kernels the raw ring behind them.
 pub const fn smem_bytes(la: u32, lb: u32, a_bits: u32, b_bits: u32) -> u32 {
     if per_width(la, lb, a_bits, b_bits) || plane_width(la, lb, a_bits, b_bits) {
-        planes(a_bits) * SMEM_BYTES + RAW_STAGES * 8 * raw_stage_words(a_bits)
+        planes(a_bits) * SMEM_BYTES + raw_stages(a_bits) * 8 * raw_stage_words(a_bits)
     } else {
         SMEM_BYTES
     }
@@ -85,20 +91,23 @@ const fn per_width(la: u32, lb: u32, a_bits: u32, b_bits: u32) -> bool {
     la == NOGAPS && lb == NOGAPS && a_bits == b_bits && a_bits >= 1 && a_bits <= 8
 }
 
-/// Whether these operands are both `nogaps` of one width in 9..=16 bits: the byte-plane
+/// Whether these operands are both `nogaps` of one width in 9..=24 bits: the byte-plane
 /// kernels ([`NOGAPS_PLANE_NAMES`]).
 const fn plane_width(la: u32, lb: u32, a_bits: u32, b_bits: u32) -> bool {
-    la == NOGAPS && lb == NOGAPS && a_bits == b_bits && a_bits >= 9 && a_bits <= 16
+    la == NOGAPS && lb == NOGAPS && a_bits == b_bits && a_bits >= 9 && a_bits <= MAX_PLANE_BITS
 }
 
-/// Byte planes of an operand of `w` bits in the tensor-core kernels: 1 up to 8 bits, 2 above.
+/// The widest operands of the byte-plane kernels.
+pub const MAX_PLANE_BITS: u32 = 24;
+
+/// Byte planes of an operand of `w` bits in the tensor-core kernels: `ceil(w / 8)`.
 pub const fn planes(w: u32) -> u32 {
-    if w > 8 { 2 } else { 1 }
+    w.div_ceil(8)
 }
 
 /// Whether a tensor-core kernel multiplies these operands with sums modulo 2^32 (`wide`
 /// false) or exact 64-bit sums (`wide` true): any layouts of at most 8 bits, or both
-/// `nogaps` of one width in 9..=16 bits with sums modulo 2^32 (the byte-plane kernels).
+/// `nogaps` of one width in 9..=24 bits with sums modulo 2^32 (the byte-plane kernels).
 pub const fn supports(la: u32, lb: u32, a_bits: u32, b_bits: u32, wide: bool) -> bool {
     (a_bits >= 1 && a_bits <= 8 && b_bits >= 1 && b_bits <= 8)
         || (plane_width(la, lb, a_bits, b_bits) && !wide)
@@ -270,26 +279,21 @@ pub fn chunk_window(x: [u32; 3], o: u32) -> u64 {
     prmt(x[0], x[1], sel) as u64 | (prmt(x[1], x[2], sel) as u64) << 32
 }
 
-/// [`chunk_window`] for 9..=16 bits: the sixteen bytes starting at byte `o` (0..4) of `x`,
-/// as four words.
+/// [`chunk_window`] for 9..=24 bits: the 24 bytes starting at byte `o` (0..4) of `x`, as six
+/// words (those past the chunk's `w` bytes unused).
 #[inline(always)]
-pub fn chunk_window16(x: [u32; 5], o: u32) -> [u32; 4] {
+pub fn chunk_window_wide(x: [u32; 7], o: u32) -> [u32; 6] {
     use cmv_device::prmt;
     let sel = 0x3210 + 0x1111 * o;
-    [
-        prmt(x[0], x[1], sel),
-        prmt(x[1], x[2], sel),
-        prmt(x[2], x[3], sel),
-        prmt(x[3], x[4], sel),
-    ]
+    core::array::from_fn(|i| prmt(x[i], x[i + 1], sel))
 }
 
-/// Eight elements of `w` (9..=16) bits, element `i` at bits `i * w ..` of `win`, as two byte
-/// planes: the low bytes (element `i` in byte `i`) and the high bytes.
+/// Eight elements of `w` (9..=24) bits, element `i` at bits `i * w ..` of `win`, as `P` byte
+/// planes (`P = ceil(w / 8)`): plane `p` holds byte `p` of element `i` in its byte `i`.
 #[inline(always)]
-pub fn spread16(win: [u32; 4], w: u32) -> (u64, u64) {
+pub fn spread_planes<const P: usize>(win: [u32; 6], w: u32) -> [u64; P] {
     use cmv_device::prmt;
-    let m = (1u32 << w) - 1;
+    let m = if w >= 32 { u32::MAX } else { (1u32 << w) - 1 };
     let e = |i: u32| -> u32 {
         let (k, s) = ((i * w / 32) as usize, i * w % 32);
         let v = if s + w > 32 {
@@ -299,11 +303,19 @@ pub fn spread16(win: [u32; 4], w: u32) -> (u64, u64) {
         };
         v & m
     };
-    // Two elements per word, then the low and the high bytes of four.
-    let p: [u32; 4] = core::array::from_fn(|i| e(2 * i as u32) | e(2 * i as u32 + 1) << 16);
-    let lo = prmt(p[0], p[1], 0x6420) as u64 | (prmt(p[2], p[3], 0x6420) as u64) << 32;
-    let hi = prmt(p[0], p[1], 0x7531) as u64 | (prmt(p[2], p[3], 0x7531) as u64) << 32;
-    (lo, hi)
+    let v: [u32; 8] = core::array::from_fn(|i| e(i as u32));
+    core::array::from_fn(|p| {
+        // Byte p of four elements: two pairs, then the pairs' halves.
+        let sel = (p as u32) | (p as u32 + 4) << 4;
+        let quad = |q: usize| {
+            prmt(
+                prmt(v[4 * q], v[4 * q + 1], sel),
+                prmt(v[4 * q + 2], v[4 * q + 3], sel),
+                0x5410,
+            )
+        };
+        quad(0) as u64 | (quad(1) as u64) << 32
+    })
 }
 
 /// Four rows of eight bytes (`r[i]` byte `j` = element `(i, j)`) to eight columns of four
@@ -374,9 +386,9 @@ pub const NOGAPS_WIDTH_NAMES: [(&str, &str); 8] = [
     ),
 ];
 
-/// The byte-plane entry points for `nogaps` operands of one width in 9..=16 bits (sums modulo
-/// 2^32 only), at index `bits - 9`.
-pub const NOGAPS_PLANE_NAMES: [&str; 8] = [
+/// The byte-plane entry points for `nogaps` operands of one width in 9..=24 bits (sums
+/// modulo 2^32 only), at index `bits - 9`.
+pub const NOGAPS_PLANE_NAMES: [&str; 16] = [
     "cmv_beam_gemm_mma_nogaps_b9",
     "cmv_beam_gemm_mma_nogaps_b10",
     "cmv_beam_gemm_mma_nogaps_b11",
@@ -385,12 +397,20 @@ pub const NOGAPS_PLANE_NAMES: [&str; 8] = [
     "cmv_beam_gemm_mma_nogaps_b14",
     "cmv_beam_gemm_mma_nogaps_b15",
     "cmv_beam_gemm_mma_nogaps_b16",
+    "cmv_beam_gemm_mma_nogaps_b17",
+    "cmv_beam_gemm_mma_nogaps_b18",
+    "cmv_beam_gemm_mma_nogaps_b19",
+    "cmv_beam_gemm_mma_nogaps_b20",
+    "cmv_beam_gemm_mma_nogaps_b21",
+    "cmv_beam_gemm_mma_nogaps_b22",
+    "cmv_beam_gemm_mma_nogaps_b23",
+    "cmv_beam_gemm_mma_nogaps_b24",
 ];
 
 /// The entry point for A in layout `la` of `a_bits`, B in `lb` of `b_bits` (codes), with
 /// 64-bit sums or not, for operands [`supports`] accepts: both `nogaps` of one width run a
-/// kernel compiled for that layout and width (every shift and mask a constant; 9..=16 bits
-/// as two byte planes); one layout shared by A and B, a kernel compiled for that layout;
+/// kernel compiled for that layout and width (every shift and mask a constant; 9..=24 bits
+/// as two or three byte planes); one layout shared by A and B, a kernel compiled for that layout;
 /// `mixed` otherwise.
 pub const fn kernel_name(la: u32, lb: u32, a_bits: u32, b_bits: u32, wide: bool) -> &'static str {
     if plane_width(la, lb, a_bits, b_bits) && !wide {
@@ -862,132 +882,146 @@ mod kernel {
     unsafe fn unpack_any<const W: u32>(tid: u32, raw: u32, buf: u32) {
         // SAFETY: forwarded.
         unsafe {
-            if W > 8 {
-                unpack_raw_planes::<W>(tid, raw, buf)
+            if W > 16 {
+                unpack_raw_planes::<W, 3>(tid, raw, buf)
+            } else if W > 8 {
+                unpack_raw_planes::<W, 2>(tid, raw, buf)
             } else {
                 unpack_raw::<W>(tid, raw, buf, buf + TILE_M * SMEM_STRIDE)
             }
         }
     }
 
-    /// [`unpack_raw`] for 9..=16 bits: every chunk becomes its low bytes (the tile pair at
-    /// `buf`) and its high bytes (the pair at `buf + BUFFER_BYTES`).
+    /// [`unpack_raw`] for 9..=24 bits in `P` byte planes: every chunk's byte `p` goes to the
+    /// tile pair at `buf + p * BUFFER_BYTES`.
     ///
     /// # Safety
-    /// As [`unpack_raw`].
+    /// As [`unpack_raw`], `buf` a buffer of `P` tile pairs.
     #[inline(always)]
-    unsafe fn unpack_raw_planes<const W: u32>(tid: u32, raw: u32, buf: u32) {
+    unsafe fn unpack_raw_planes<const W: u32, const P: usize>(tid: u32, raw: u32, buf: u32) {
         // SAFETY (all): as in unpack_raw (a chunk's words lie in its row segment or the
         // stage's spare word).
-        let chunk = |at: u32| -> (u64, u64) {
+        let chunk = |at: u32| -> [u64; P] {
             let (w0, o) = (at & !3, at & 3);
             let n = chunk_words(W);
-            let x: [u32; 5] = core::array::from_fn(|i| {
+            let x: [u32; 7] = core::array::from_fn(|i| {
                 if (i as u32) < n {
                     unsafe { lds_u32(w0 + 4 * i as u32) }
                 } else {
                     0
                 }
             });
-            spread16(chunk_window16(x, o), W)
+            spread_planes::<P>(chunk_window_wide(x, o), W)
         };
-        let (a_lo, b_lo) = (buf, buf + TILE_M * SMEM_STRIDE);
-        let (a_hi, b_hi) = (a_lo + BUFFER_BYTES, b_lo + BUFFER_BYTES);
+        let b_smem = buf + TILE_M * SMEM_STRIDE;
         let j = tid % 8;
         let a_raw = raw + 8 * W * (tid / 8) + j * W;
         for i in 0..4 {
-            let (lo, hi) = chunk(a_raw + 8 * W * (THREADS / 8) * i);
-            let at = ((tid + THREADS * i) / 8) * SMEM_STRIDE + 8 * j;
-            // SAFETY: inside the A tiles (row < 128, 8j + 8 <= 64), 8-byte aligned.
-            unsafe {
-                sts_u64(a_lo + at, lo);
-                sts_u64(a_hi + at, hi);
+            let v = chunk(a_raw + 8 * W * (THREADS / 8) * i);
+            let at = buf + ((tid + THREADS * i) / 8) * SMEM_STRIDE + 8 * j;
+            for (pl, &x) in v.iter().enumerate() {
+                // SAFETY: inside plane pl's A tile (row < 128, 8j + 8 <= 64), 8-byte aligned.
+                unsafe { sts_u64(at + pl as u32 * BUFFER_BYTES, x) };
             }
         }
         let (kq, nj) = (tid % 16, tid / 16);
         let b_raw = raw + 8 * raw_b_word(W, 4 * kq, 0) + nj * W;
-        let r: [(u64, u64); 4] = core::array::from_fn(|i| chunk(b_raw + 8 * 2 * W * i as u32));
-        let lo = transpose4x8([r[0].0, r[1].0, r[2].0, r[3].0]);
-        let hi = transpose4x8([r[0].1, r[1].1, r[2].1, r[3].1]);
-        for c in 0..8 {
-            let at = (8 * nj + c as u32) * SMEM_STRIDE + 4 * kq;
-            // SAFETY: inside the B tiles (n < 128, 4kq + 4 <= 64), 4-byte aligned.
-            unsafe {
-                sts_u32(b_lo + at, lo[c]);
-                sts_u32(b_hi + at, hi[c]);
+        let r: [[u64; P]; 4] = core::array::from_fn(|i| chunk(b_raw + 8 * 2 * W * i as u32));
+        for pl in 0..P {
+            let cols = transpose4x8([r[0][pl], r[1][pl], r[2][pl], r[3][pl]]);
+            for (c, &x) in cols.iter().enumerate() {
+                let at = b_smem + pl as u32 * BUFFER_BYTES + (8 * nj + c as u32) * SMEM_STRIDE;
+                // SAFETY: inside plane pl's B tile (n < 128, 4kq + 4 <= 64), 4-byte aligned.
+                unsafe { sts_u32(at + 4 * kq, x) };
             }
         }
     }
 
-    /// [`mma_step`] for operands of two byte planes (`A = A_lo + 2^8 A_hi`, as B): per tile
-    /// and step, `lo x lo`, `lo x hi + hi x lo` and `hi x hi` over the step's 64 `K` (8
-    /// MMAs), added into the sums modulo 2^32 shifted by 0, 8 and 16 bits.
+    /// [`mma_step`] for operands of `P` byte planes (`A = sum_p 2^(8p) A_p`, as B): per tile
+    /// and 32 `K`, the MMAs of the plane pairs `(p, q)` with `p + q <= 3` (3 of 4 pairs at 2
+    /// planes, 8 of 9 at 3: the rest is a multiple of 2^32), summed per `p + q` and added
+    /// into the sums modulo 2^32 shifted by `8 (p + q)` bits.
     ///
     /// # Safety
-    /// As [`mma_step`], `buf` a buffer of two tile pairs (low bytes, then high bytes).
+    /// As [`mma_step`], `buf` a buffer of `P` tile pairs (plane 0 first).
     #[inline(always)]
-    unsafe fn mma_step_planes(acc: &mut Acc32, buf: u32, lane: u32, warp: u32) {
+    unsafe fn mma_step_planes<const P: usize>(acc: &mut Acc32, buf: u32, lane: u32, warp: u32) {
         let (g, t) = (lane / 4, lane % 4);
         let (wm, wn) = (warp / 4, warp % 4);
         let b_smem = buf + TILE_M * SMEM_STRIDE;
-        // B fragments of both 32-K halves and both planes: [half][plane][ni].
-        let mut bf = [[[[0u32; 2]; 4]; 2]; 2];
-        for (s, half) in bf.iter_mut().enumerate() {
-            for (pl, plane) in half.iter_mut().enumerate() {
-                for (ni, f) in plane.iter_mut().enumerate() {
+        for s in 0..TILE_K / 32 {
+            let kb = 32 * s + 4 * t;
+            // B's fragments of every plane: [plane][ni].
+            let bf: [[[u32; 2]; 4]; P] = core::array::from_fn(|pl| {
+                core::array::from_fn(|ni| {
                     let c = b_smem
                         + pl as u32 * BUFFER_BYTES
                         + (32 * wn + 8 * ni as u32 + g) * SMEM_STRIDE
-                        + 32 * s as u32
-                        + 4 * t;
-                    // SAFETY: inside the B tiles, 4-byte aligned.
-                    *f = unsafe { [lds_u32(c), lds_u32(c + 16)] };
-                }
-            }
-        }
-        for mi in 0..4 {
-            let mut af = [[[0u32; 4]; 2]; 2];
-            for (s, half) in af.iter_mut().enumerate() {
-                for (pl, f) in half.iter_mut().enumerate() {
+                        + kb;
+                    // SAFETY: inside plane pl's B tile, 4-byte aligned.
+                    unsafe { [lds_u32(c), lds_u32(c + 16)] }
+                })
+            });
+            for mi in 0..4 {
+                let af: [[u32; 4]; P] = core::array::from_fn(|pl| {
                     let r0 = buf
                         + pl as u32 * BUFFER_BYTES
                         + (64 * wm + 16 * mi as u32 + g) * SMEM_STRIDE
-                        + 32 * s as u32
-                        + 4 * t;
+                        + kb;
                     let r1 = r0 + 8 * SMEM_STRIDE;
-                    // SAFETY: inside the A tiles, 4-byte aligned.
-                    *f = unsafe { [lds_u32(r0), lds_u32(r1), lds_u32(r0 + 16), lds_u32(r1 + 16)] };
-                }
-            }
-            for ni in 0..4 {
-                // SAFETY (all): every lane of every warp runs the same MMAs.
-                let mma =
-                    |a: [u32; 4], b: [u32; 2], c: [u32; 4]| unsafe { mma_m16n8k32_u8(a, b, c) };
-                let z = [0u32; 4];
-                let ll = mma(af[1][0], bf[1][0][ni], mma(af[0][0], bf[0][0][ni], z));
-                let hh = mma(af[1][1], bf[1][1][ni], mma(af[0][1], bf[0][1][ni], z));
-                let x = mma(af[0][1], bf[0][0][ni], mma(af[0][0], bf[0][1][ni], z));
-                let x = mma(af[1][1], bf[1][0][ni], mma(af[1][0], bf[1][1][ni], x));
-                for e in 0..4 {
-                    acc[mi][ni][e] = acc[mi][ni][e]
-                        .wrapping_add(ll[e])
-                        .wrapping_add(x[e] << 8)
-                        .wrapping_add(hh[e] << 16);
+                    // SAFETY: inside plane pl's A tile, 4-byte aligned.
+                    unsafe { [lds_u32(r0), lds_u32(r1), lds_u32(r0 + 16), lds_u32(r1 + 16)] }
+                });
+                for ni in 0..4 {
+                    // Sums of the pairs with p + q = d, d in 0..4.
+                    let mut d = [[0u32; 4]; 4];
+                    for (p, a) in af.iter().enumerate() {
+                        for (q, b) in bf.iter().enumerate() {
+                            if p + q <= 3 {
+                                // SAFETY: every lane of every warp runs the same MMAs.
+                                d[p + q] = unsafe { mma_m16n8k32_u8(*a, b[ni], d[p + q]) };
+                            }
+                        }
+                    }
+                    for e in 0..4 {
+                        acc[mi][ni][e] = acc[mi][ni][e]
+                            .wrapping_add(d[0][e])
+                            .wrapping_add(d[1][e] << 8)
+                            .wrapping_add(d[2][e] << 16)
+                            .wrapping_add(d[3][e] << 24);
+                    }
                 }
             }
         }
     }
 
-    /// The per-width `nogaps` body: both operands `nogaps` of `W` bits (1..=8). The packed
-    /// words of a step go to a ring of [`RAW_STAGES`] raw stages by `cp.async`, issued
-    /// `RAW_STAGES` steps ahead; each step is unpacked from its stage into the buffer the
+    /// `cp.async.wait_group n` for a constant `n` in 0..=2 (a const generic argument cannot
+    /// be computed from another one).
+    ///
+    /// # Safety
+    /// As [`cp_async_wait`].
+    #[inline(always)]
+    unsafe fn wait_group(n: u32) {
+        // SAFETY: forwarded.
+        unsafe {
+            match n {
+                0 => cp_async_wait::<0>(),
+                1 => cp_async_wait::<1>(),
+                _ => cp_async_wait::<2>(),
+            }
+        }
+    }
+
+    /// The per-width `nogaps` body: both operands `nogaps` of `W` bits (1..=24; above 8 as
+    /// byte planes). The packed words of a step go to a ring of `S` ([`raw_stages`]) raw
+    /// stages by `cp.async`, issued `S` steps ahead; each step is unpacked from its stage into the buffer the
     /// next step multiplies, one barrier per step. `WIDE` as in `gemm`.
     ///
     /// # Safety
     /// As `gemm`, with [`smem_bytes`] of dynamic shared memory and both operands `nogaps`
     /// of `W` bits.
     #[inline(always)]
-    unsafe fn gemm_nogaps<const WIDE: bool, const W: u32>(p: &GemmParams) {
+    unsafe fn gemm_nogaps<const WIDE: bool, const W: u32, const S: u32>(p: &GemmParams) {
         let tid = thread_idx_x();
         let (lane, warp) = (lane_id(), warp_id());
         let m0 = block_idx_y() * TILE_M;
@@ -997,7 +1031,7 @@ mod kernel {
         let smem = dyn_smem_addr();
         // Two buffers of `planes(W)` (A, B) tile pairs, then the ring.
         let ring = smem + planes(W) * SMEM_BYTES;
-        let stage = |i: u32| ring + (i % RAW_STAGES) * 8 * raw_stage_words(W);
+        let stage = |i: u32| ring + (i % S) * 8 * raw_stage_words(W);
         let buffer = |i: u32| smem + (i % 2) * planes(W) * BUFFER_BYTES;
         let (a, b) = (p.a, p.b);
 
@@ -1005,7 +1039,7 @@ mod kernel {
         let mut wide: Acc64 = [[[0u64; 4]; 4]; 4];
         // One commit group per step, empty past the last, so that the counts of the waits
         // hold everywhere.
-        for i in 0..RAW_STAGES {
+        for i in 0..S {
             if i < steps {
                 // SAFETY: forwarded; stage i of the ring.
                 unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * i, stage(i)) };
@@ -1015,31 +1049,33 @@ mod kernel {
         }
         // SAFETY: step 0's copies (the oldest group) done here, then visible to all.
         unsafe {
-            cp_async_wait::<{ RAW_STAGES - 1 }>();
+            wait_group(S - 1);
             sync_threads();
             unpack_any::<W>(tid, stage(0), buffer(0));
         }
         let mut i = 0u32;
         while i < steps {
-            // Groups committed: steps 0 ..= i + RAW_STAGES - 1; step i + 1 is done when at
-            // most RAW_STAGES - 2 remain. After the barrier step i + 1's words are visible to
+            // Groups committed: steps 0 ..= i + S - 1; step i + 1 is done when at most S - 2
+            // remain. After the barrier step i + 1's words are visible to
             // all, step i's tiles are complete, and stage i (unpacked before it) is free.
             // SAFETY: all threads reach it.
             unsafe {
-                cp_async_wait::<{ RAW_STAGES - 2 }>();
+                wait_group(S - 2);
                 sync_threads();
             }
-            if i + RAW_STAGES < steps {
+            if i + S < steps {
                 // SAFETY: forwarded; stage i is free (above).
-                unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * (i + RAW_STAGES), stage(i)) };
+                unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * (i + S), stage(i)) };
             }
             // SAFETY: as above.
             unsafe { cp_async_commit() };
             let cur = buffer(i);
             // SAFETY: step i's tiles (above).
             unsafe {
-                if W > 8 {
-                    mma_step_planes(&mut acc, cur, lane, warp)
+                if W > 16 {
+                    mma_step_planes::<3>(&mut acc, cur, lane, warp)
+                } else if W > 8 {
+                    mma_step_planes::<2>(&mut acc, cur, lane, warp)
                 } else {
                     mma_step(&mut acc, cur, cur + TILE_M * SMEM_STRIDE, lane, warp)
                 }
@@ -1086,7 +1122,7 @@ mod kernel {
     unsafe fn body<const WIDE: bool, const LA: u32, const LB: u32, const W: u32>(p: &GemmParams) {
         if LA == NOGAPS && LB == NOGAPS && W != 0 {
             // SAFETY: forwarded (the per-width names are launched with nogaps operands of W).
-            unsafe { gemm_nogaps::<WIDE, W>(p) }
+            unsafe { gemm_nogaps::<WIDE, W, RAW_STAGES>(p) }
         } else {
             // SAFETY: forwarded.
             unsafe { gemm::<WIDE, LA, LB, W>(p) }
@@ -1136,8 +1172,8 @@ mod kernel {
 
     macro_rules! plane_entries {
         ($($name:ident: $w:expr;)*) => {$(
-            /// `C = A x B` for `nogaps` operands of the name's width (9..=16 bits) as two
-            /// byte planes, sums modulo 2^32; see [`kernel_name`].
+            /// `C = A x B` for `nogaps` operands of the name's width (9..=24 bits) as two
+            /// or three byte planes, sums modulo 2^32; see [`kernel_name`].
             ///
             /// # Safety
             /// As `gemm`, with [`smem_bytes`] of dynamic shared memory and both operands
@@ -1145,7 +1181,7 @@ mod kernel {
             #[unsafe(no_mangle)]
             pub unsafe extern "ptx-kernel" fn $name(p: GemmParams) {
                 // SAFETY: forwarded.
-                unsafe { gemm_nogaps::<false, { $w }>(&p) }
+                unsafe { gemm_nogaps::<false, { $w }, { raw_stages($w) }>(&p) }
             }
         )*};
     }
@@ -1159,6 +1195,14 @@ mod kernel {
         cmv_beam_gemm_mma_nogaps_b14: 14;
         cmv_beam_gemm_mma_nogaps_b15: 15;
         cmv_beam_gemm_mma_nogaps_b16: 16;
+        cmv_beam_gemm_mma_nogaps_b17: 17;
+        cmv_beam_gemm_mma_nogaps_b18: 18;
+        cmv_beam_gemm_mma_nogaps_b19: 19;
+        cmv_beam_gemm_mma_nogaps_b20: 20;
+        cmv_beam_gemm_mma_nogaps_b21: 21;
+        cmv_beam_gemm_mma_nogaps_b22: 22;
+        cmv_beam_gemm_mma_nogaps_b23: 23;
+        cmv_beam_gemm_mma_nogaps_b24: 24;
     }
 
     // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`): the
@@ -1183,8 +1227,8 @@ mod kernel {
         CMV_MINNCTAPERSM_cmv_beam_gemm_mma_nogaps_b8 = 2;
     }
 
-    // The byte-plane kernels: one block per SM (two buffers of two planes and the ring of
-    // up to 16-bit words take 150-180 KiB), so up to 255 registers.
+    // The byte-plane kernels: one block per SM (two buffers of two or three planes and the
+    // ring take 150-220 KiB), so up to 255 registers.
     cmv_device::launch_bounds! {
         CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b9 = THREADS;
         CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b10 = THREADS;
@@ -1194,6 +1238,14 @@ mod kernel {
         CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b14 = THREADS;
         CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b15 = THREADS;
         CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b16 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b17 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b18 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b19 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b20 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b21 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b22 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b23 = THREADS;
+        CMV_MAXNTID_cmv_beam_gemm_mma_nogaps_b24 = THREADS;
     }
 }
 
@@ -1223,13 +1275,17 @@ mod tests {
             kernel_name(NOGAPS, SLABS, 8, 8, false),
             "cmv_beam_gemm_mma_mixed"
         );
-        // 9..=16 bits: the byte-plane kernels, sums modulo 2^32 only.
+        // 9..=24 bits: the byte-plane kernels, sums modulo 2^32 only.
         assert_eq!(
             kernel_name(NOGAPS, NOGAPS, 9, 9, false),
             "cmv_beam_gemm_mma_nogaps_b9"
         );
         assert_eq!(
-            kernel_name(NOGAPS, NOGAPS, 17, 17, false),
+            kernel_name(NOGAPS, NOGAPS, 24, 24, false),
+            "cmv_beam_gemm_mma_nogaps_b24"
+        );
+        assert_eq!(
+            kernel_name(NOGAPS, NOGAPS, 25, 25, false),
             "cmv_beam_gemm_mma_nogaps"
         );
     }
@@ -1359,25 +1415,34 @@ mod tests {
 
     #[test]
     fn plane_chunks_read_every_width() {
-        for w in 9..=16u32 {
-            assert!(chunk_words(w) <= 5);
+        fn check<const P: usize>(w: u32) {
+            assert_eq!(planes(w) as usize, P);
+            assert!(chunk_words(w) <= 7);
             let vals: Vec<u64> = (0..64u64)
                 .map(|i| (i * 40503 + w as u64 * 7) % (1 << w))
                 .collect();
-            for (j, (x, o)) in segment_chunks::<5>(&vals, w).into_iter().enumerate() {
-                let (lo, hi) = spread16(chunk_window16(x, o), w);
+            for (j, (x, o)) in segment_chunks::<7>(&vals, w).into_iter().enumerate() {
+                let got = spread_planes::<P>(chunk_window_wide(x, o), w);
                 for e in 0..8 {
                     let v = vals[8 * j + e];
-                    assert_eq!((lo >> (8 * e)) & 0xff, v & 0xff, "w {w} j {j} e {e}");
-                    assert_eq!((hi >> (8 * e)) & 0xff, v >> 8, "w {w} j {j} e {e}");
+                    for (p, plane) in got.iter().enumerate() {
+                        let byte = (plane >> (8 * e)) & 0xff;
+                        assert_eq!(byte, (v >> (8 * p)) & 0xff, "w {w} j {j} e {e} plane {p}");
+                    }
                 }
             }
+        }
+        for w in 9..=16 {
+            check::<2>(w);
+        }
+        for w in 17..=24 {
+            check::<3>(w);
         }
     }
 
     #[test]
     fn plane_kernels_only_for_nogaps_of_one_width_modulo_2_pow_32() {
-        for bits in 9..=16 {
+        for bits in 9..=MAX_PLANE_BITS {
             assert!(supports(NOGAPS, NOGAPS, bits, bits, false));
             assert!(!supports(NOGAPS, NOGAPS, bits, bits, true));
             assert_eq!(
@@ -1386,13 +1451,15 @@ mod tests {
             );
             assert_eq!(
                 smem_bytes(NOGAPS, NOGAPS, bits, bits),
-                2 * SMEM_BYTES + RAW_STAGES * 8 * raw_stage_words(bits)
+                planes(bits) * SMEM_BYTES + raw_stages(bits) * 8 * raw_stage_words(bits)
             );
             assert!(smem_bytes(NOGAPS, NOGAPS, bits, bits) + 1024 <= 227 * 1024);
         }
         assert!(!supports(NOGAPS, NOGAPS, 9, 10, false));
         assert!(!supports(SLABS, SLABS, 12, 12, false));
-        assert!(!supports(NOGAPS, NOGAPS, 17, 17, false));
+        assert!(!supports(NOGAPS, NOGAPS, 25, 25, false));
+        assert_eq!((planes(16), planes(17), planes(24)), (2, 3, 3));
+        assert_eq!((raw_stages(16), raw_stages(17)), (3, 2));
         assert!(supports(SLABS, NAIVE, 8, 3, true));
     }
 

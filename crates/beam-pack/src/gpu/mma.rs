@@ -13,8 +13,8 @@ use crate::{BeamError, Overflow};
 
 /// The tensor-core GEMM kernels: one per width for `nogaps` operands of one width, one per
 /// layout shared by A and B and one for mixed layouts, each with 32-bit sums and with exact
-/// 64-bit sums; and for `nogaps` operands of one width in 9..=16 bits, one per width as two
-/// byte planes with 32-bit sums.
+/// 64-bit sums; and for `nogaps` operands of one width in 9..=24 bits, one per width as two
+/// or three byte planes with 32-bit sums.
 #[derive(Debug)]
 pub struct MmaGemm {
     kernels: HashMap<&'static str, Kernel>,
@@ -68,7 +68,7 @@ impl MmaGemm {
             return Err(BeamError::Kernel {
                 kernel: "mma",
                 reason: format!(
-                    "needs operands of at most 8 bits, or both nogaps of one width up to 16 \
+                    "needs operands of at most 8 bits, or both nogaps of one width up to 24 \
                      bits with an output the sums modulo 2^32 determine (ovf, at most 32 \
                      bits: use a CUDA-core kernel otherwise), and A's columns equal to B's \
                      rows (got {} bits {}, {} bits {}, output {} bits {:?}, {} and {})",

@@ -322,13 +322,13 @@ impl GemmKernel {
                 let nogaps_16 = a.1 == Layout::Nogaps
                     && b.1 == Layout::Nogaps
                     && a.0 == b.0
-                    && (9..=16).contains(&a.0);
+                    && (9..=beam_kernels::mma::MAX_PLANE_BITS).contains(&a.0);
                 if (a.0 <= 8 && b.0 <= 8) || nogaps_16 {
                     Ok(())
                 } else {
                     fail(format!(
                         "both operands must have at most 8 bits, or both be nogaps of one \
-                         width up to 16 bits (got {} bits {} and {} bits {})",
+                         width up to 24 bits (got {} bits {} and {} bits {})",
                         a.0,
                         a.1.name(),
                         b.0,
