@@ -5,8 +5,8 @@
 //! Kernels (each takes one parameter struct, launched by `beam-pack` through `cmv-runtime`'s
 //! typed launch):
 //! * GEMM `C = A x B` on CUDA cores, the paper's kernels ([`GemmParams`], module `gemm`);
-//! * GEMM on integer tensor cores for operands of at most 8 bits ([`GemmParams`], module
-//!   `mma`);
+//! * GEMM on integer tensor cores for operands of at most 8 bits, and for `nogaps` operands
+//!   of one width up to 24 bits as byte planes ([`GemmParams`], module `mma`);
 //! * GEMV for `B` of 1 to [`MAX_BATCH`] columns, streaming `nogaps` weights (module `gemv`),
 //!   on integer tensor cores for widths up to 8 (module `gemv_mma`).
 //!

@@ -1,4 +1,5 @@
-//! GEMM on integer tensor cores for operands of at most 8 bits, any layout.
+//! GEMM on integer tensor cores for operands of at most 8 bits, any layout; and for `nogaps`
+//! operands of one width in 9..=24 bits as byte planes ([`NOGAPS_PLANE_NAMES`]).
 //!
 //! A block computes a [`TILE_M`] x [`TILE_N`] tile of `C`, stepping through `K` by
 //! [`TILE_K`]. At each step its threads unpack the packed words of `A` (rows x `TILE_K`) and

@@ -1,5 +1,5 @@
-//! GEMM on integer tensor cores for operands of at most 8 bits (`kernels-rs/beam-kernels`,
-//! module `mma`).
+//! GEMM on integer tensor cores for operands of at most 8 bits, and for `nogaps` operands of
+//! one width up to 24 bits as byte planes (`kernels-rs/beam-kernels`, module `mma`).
 
 use beam_kernels::GemmParams;
 use beam_kernels::mma::{
@@ -46,8 +46,9 @@ impl MmaGemm {
         Ok(Self { kernels })
     }
 
-    /// Launches `out = A x B` (validated by [`super::BeamGemm::gemm`]: shapes, both operands
-    /// of at most 8 bits, `out` zeroed unless naive).
+    /// Launches `out = A x B` (validated by [`super::BeamGemm::gemm`]: shapes, operands
+    /// [`GemmKernel::Mma`](super::GemmKernel::Mma) accepts, `out` zeroed unless naive; here
+    /// also whether the output needs sums the kernels can give).
     pub(crate) fn launch(
         &self,
         gpu: &Gpu,

@@ -248,7 +248,8 @@ fn check_product(
 cmv_format::header_code! {
     /// The GEMM kernels. The paper's (`docs/BEAM.md`): the programming guide's tiled product
     /// on the naive layout (the baseline), tight types, slabs and nogaps (with and without
-    /// flexible output widths); and integer tensor cores for operands of at most 8 bits.
+    /// flexible output widths); and integer tensor cores for operands of at most 8 bits, and
+    /// for `nogaps` operands of one width up to 24 bits as byte planes.
     pub enum GemmKernel("gemm kernel") {
         /// The CUDA programming guide's shared-memory tiled product, 64-bit elements.
         Guide = 0 => "guide",
@@ -263,7 +264,10 @@ cmv_format::header_code! {
         /// [`GemmKernel::Nogaps`] with any output width.
         NogapsFlexOut = 5 => "nogaps-flex-out",
         /// Integer tensor cores (`mma.m16n8k32` on bytes), operands of at most 8 bits in any
-        /// layout unpacked to bytes in shared memory; any output width and layout.
+        /// layout unpacked to bytes in shared memory; any output width and layout. Also
+        /// `nogaps` operands of one width in 9..=24 bits (two or three byte planes) where the
+        /// sums modulo 2^32 determine the output (`ovf` with at most 32 bits, or a `sat` sum
+        /// that fits 32 bits); other outputs are refused with [`BeamError::Kernel`].
         Mma = 6 => "mma",
     }
 }
