@@ -460,8 +460,8 @@ mod kernel {
     use crate::access::store;
     use crate::{GemmParams, PackedOut, PackedRef};
     use cmv_device::{
-        block_idx_x, block_idx_y, cp_async_8_zfill, cp_async_commit, cp_async_wait, dyn_smem_addr,
-        lane_id, ld_nc_u64, mma_m16n8k32_u8, sync_threads, thread_idx_x, warp_id,
+        block_idx_x, block_idx_y, cp_async_8_zfill, cp_async_commit, cp_async_wait_at_most,
+        dyn_smem_addr, lane_id, ld_nc_u64, mma_m16n8k32_u8, sync_threads, thread_idx_x, warp_id,
     };
     use core::arch::asm;
 
@@ -1019,23 +1019,6 @@ mod kernel {
         }
     }
 
-    /// `cp.async.wait_group n` for a constant `n` in 0..=2 (a const generic argument cannot
-    /// be computed from another one).
-    ///
-    /// # Safety
-    /// As [`cp_async_wait`].
-    #[inline(always)]
-    unsafe fn wait_group(n: u32) {
-        // SAFETY: forwarded.
-        unsafe {
-            match n {
-                0 => cp_async_wait::<0>(),
-                1 => cp_async_wait::<1>(),
-                _ => cp_async_wait::<2>(),
-            }
-        }
-    }
-
     /// The per-width `nogaps` body: both operands `nogaps` of `W` bits (1..=24; above 8 as
     /// byte planes). The packed words of a step go to a ring of `S` ([`raw_stages`]) raw
     /// stages by `cp.async`, issued `S` steps ahead; each step is unpacked from its stage into the buffer the
@@ -1073,7 +1056,7 @@ mod kernel {
         }
         // SAFETY: step 0's copies (the oldest group) done here, then visible to all.
         unsafe {
-            wait_group(S - 1);
+            cp_async_wait_at_most(S - 1);
             sync_threads();
             unpack_any::<W>(tid, stage(0), buffer(0));
         }
@@ -1084,7 +1067,7 @@ mod kernel {
             // all, step i's tiles are complete, and stage i (unpacked before it) is free.
             // SAFETY: all threads reach it.
             unsafe {
-                wait_group(S - 2);
+                cp_async_wait_at_most(S - 2);
                 sync_threads();
             }
             if i + S < steps {

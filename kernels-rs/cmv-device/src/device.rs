@@ -687,6 +687,29 @@ pub unsafe fn cp_async_wait<const N: u32>() {
     unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
 }
 
+/// [`cp_async_wait`] with a count known only after inlining (a const generic argument cannot
+/// be computed from another one): at most `n` (0..=6; more count as 6, a stricter wait)
+/// groups still in flight. One arm per count, folded to one instruction when `n` is a
+/// constant.
+///
+/// # Safety
+/// As [`cp_async_wait`].
+#[inline(always)]
+pub unsafe fn cp_async_wait_at_most(n: u32) {
+    // SAFETY: forwarded.
+    unsafe {
+        match n {
+            0 => cp_async_wait::<0>(),
+            1 => cp_async_wait::<1>(),
+            2 => cp_async_wait::<2>(),
+            3 => cp_async_wait::<3>(),
+            4 => cp_async_wait::<4>(),
+            5 => cp_async_wait::<5>(),
+            _ => cp_async_wait::<6>(),
+        }
+    }
+}
+
 /// Declares per-kernel performance directives as `u32` statics that `cargo xtask ptx` turns
 /// into PTX launch bounds (Rust has no attribute for them): `CMV_MAXNTID_<entry> = N`
 /// becomes `.maxntid N, 1, 1` and `CMV_MINNCTAPERSM_<entry> = N` `.minnctapersm N` on that

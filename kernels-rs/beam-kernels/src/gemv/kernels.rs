@@ -2,10 +2,10 @@
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_16_ca_zfill,
-    cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr, fence_gpu, global_thread_x,
-    grid_dim_x, lane_id, ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, ld_stream_u64, lds_v2,
-    lds_v4, mma_m16n8k32_u8, red_add_u32_global, shfl_down, shfl_idx, shfl_xor, sts_u32, sts_v4,
-    sync_threads, sync_warp, thread_idx_x, warp_id, warp_sum_i32,
+    cp_async_commit, cp_async_wait, cp_async_wait_at_most, dyn_smem, dyn_smem_addr, fence_gpu,
+    global_thread_x, grid_dim_x, lane_id, ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_relaxed_u32,
+    ld_stream_u64, lds_v2, lds_v4, mma_m16n8k32_u8, red_add_u32_global, shfl_down, shfl_idx,
+    shfl_xor, sts_u32, sts_v4, sync_threads, sync_warp, thread_idx_x, warp_id, warp_sum_i32,
 };
 
 use super::{
@@ -166,27 +166,6 @@ unsafe fn tile_epilogue(
                 // SAFETY: row < rows, column 0 < 1; each output written once.
                 unsafe { store(&out, row, 0, v) };
             }
-        }
-    }
-}
-
-/// Waits until at most `n` (0..=6, more count as 6) of the thread's `cp.async` groups are
-/// pending (`cp.async.wait_group` takes an immediate: one arm per count).
-///
-/// # Safety
-/// As [`cp_async_wait`].
-#[inline(always)]
-unsafe fn wait_pending(n: u32) {
-    // SAFETY: forwarded.
-    unsafe {
-        match n {
-            0 => cp_async_wait::<0>(),
-            1 => cp_async_wait::<1>(),
-            2 => cp_async_wait::<2>(),
-            3 => cp_async_wait::<3>(),
-            4 => cp_async_wait::<4>(),
-            5 => cp_async_wait::<5>(),
-            _ => cp_async_wait::<6>(),
         }
     }
 }
@@ -429,7 +408,7 @@ unsafe fn ring_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
                 // and one per stage since: waiting until ns - 2 are pending completes this
                 // stage's group.
                 unsafe {
-                    wait_pending(ns - 2);
+                    cp_async_wait_at_most(ns - 2);
                     // Every lane's copies of this stage are visible to the warp; every lane
                     // has read the previous slot, which the prefetch below overwrites.
                     sync_warp();
@@ -865,7 +844,7 @@ unsafe fn stream_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
         // SAFETY: no operands. ns - 1 groups were committed before the first unit and one per
         // unit since: waiting until ns - 2 are pending completes this unit's group.
         unsafe {
-            wait_pending(ns - 2);
+            cp_async_wait_at_most(ns - 2);
             // Every lane's copies of this unit are visible to the warp; every lane has read
             // the slot of the previous unit, which the prefetch below overwrites.
             sync_warp();
