@@ -40,6 +40,8 @@ pub struct Report {
     pub weights: Option<crate::weights::WeightsReport>,
     /// Why the weights suite did not run, if it was asked for and did not.
     pub weights_skipped: Option<String>,
+    /// VQ-GEMM rows (`--vq-gemm-tokens`).
+    pub vq_gemm: Vec<crate::vq::GemmRow>,
 }
 
 /// The MatVANS size table.
@@ -502,6 +504,7 @@ mod tests {
             ans_chain: Vec::new(),
             weights: None,
             weights_skipped: None,
+            vq_gemm: Vec::new(),
         };
         let why = no_plot_reason(&r).unwrap();
         assert!(

@@ -38,6 +38,18 @@ pub enum VqError {
         /// Its value.
         value: f32,
     },
+    /// More than 16 inputs for a matrix the tensor-core GEMM does not take.
+    #[error(
+        "a product of {tokens} inputs needs the tensor-core GEMM, which {reason}: multiply at \
+         most 16 inputs at a time (the GEMV), or upload a VQ<v, 8, 1> matrix (v = 2, 4, 8) with \
+         tiles of a multiple of 256 rows (or one tile row) for the tensor-core kernel"
+    )]
+    Gemm {
+        /// Inputs asked for.
+        tokens: usize,
+        /// Why the GEMM does not take the matrix.
+        reason: &'static str,
+    },
     /// A set bit in the padding of a row's codes.
     #[error(
         "a padding bit is set in the codes of row {row}, stage {stage} (word {word} = {value:#x}): \

@@ -23,6 +23,9 @@ use cmv_runtime::{
     CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
 };
 use half::f16;
+use vq_kernels::gemm::{
+    GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, gemm_kernel, gemm_params, gemm_smem_bytes,
+};
 use vq_kernels::lut::{
     LUT_THREADS, LUT_VECS, LutGeometry, VqLutParams, lut_kernel, lut_smem_bytes,
 };
@@ -321,14 +324,19 @@ pub struct VqOut {
 }
 
 impl VqOut {
-    /// Outputs for `batch` vectors of a matrix of `rows` rows.
+    /// Outputs for `batch` vectors (or GEMM inputs) of a matrix of `rows` rows. The fp32
+    /// workspace serves at most 16 (the GEMV's); the GEMM needs none.
     ///
     /// # Errors
     /// [`cmv_format::FormatError::Shape`] for sizes past `usize`, runtime errors.
     pub fn new(gpu: &Gpu, rows: usize, batch: usize) -> Result<Self, VqError> {
         Ok(Self {
             y: gpu.alloc_zeros::<f16>(batch_len(batch, rows)?)?,
-            acc: gpu.alloc_zeros::<f32>(batch_len(batch, rows)?.max(rows).max(1))?,
+            acc: gpu.alloc_zeros::<f32>(
+                batch_len(batch.min(MAX_BATCH as usize), rows)?
+                    .max(rows)
+                    .max(1),
+            )?,
             counters: gpu.alloc_zeros::<u32>(rows.div_ceil(32).max(1))?,
         })
     }
@@ -348,6 +356,8 @@ pub struct VqGemv {
     tables: Vec<(usize, Kernel, u32)>,
     /// The tensor-core kernels by name, and the blocks of each that fit on an SM.
     mmas: Vec<(&'static str, Kernel, u32)>,
+    /// The GEMM kernels by vector size.
+    gemms: Vec<(usize, Kernel)>,
     sms: u32,
 }
 
@@ -398,11 +408,24 @@ impl VqGemv {
                 mmas.push((name, k, resident));
             }
         }
+        let mut gemms = Vec::new();
+        for v in MMA_VECS {
+            if let Some(name) = gemm_kernel(v) {
+                let k = gpu.kernel(&PTX, name)?;
+                k.check_config(&LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (GEMM_THREADS, 1, 1),
+                    shared_mem_bytes: gemm_smem_bytes(v),
+                })?;
+                gemms.push((v, k));
+            }
+        }
         Ok(Self {
             stream: gpu.stream().clone(),
             kernels,
             tables,
             mmas,
+            gemms,
             sms: gpu.info().sm_count,
         })
     }
@@ -488,6 +511,88 @@ impl VqGemv {
         // from its Geometry, every code below 2^bits by construction); x holds batch * cols
         // halves and y batch * rows (checked above); 1 <= batch <= the kernel's batch
         // (gemv_kernel); ceil(rows / GEMV_WARPS) blocks of GEMV_WARPS warps, one row each.
+        unsafe { kernel.launch(&self.stream, cfg, &params)? };
+        Ok(())
+    }
+
+    /// `Y = X W^T` for `tokens` fp16 input rows `x` (`tokens * cols`, any count from 1),
+    /// writing `tokens * rows` fp16 values (token-major); fp32 sums. Up to 16 tokens run the
+    /// GEMV ([`VqGemv::gemv`]); more run the fused tensor-core GEMM (`vq_kernels::gemm`), which
+    /// takes a matrix uploaded for the tensor-core kernel ([`VqKernel::Mma`]) with 2 row groups
+    /// per warp on its grid ([`VqMatrix::gemm_takes`]) and `cols` a multiple of 8.
+    ///
+    /// # Errors
+    /// [`FormatError::Batch`](cmv_format::FormatError::Batch) for 0 tokens,
+    /// [`FormatError::Length`](cmv_format::FormatError::Length),
+    /// [`VqError::Gemm`] for more than 16 tokens on a matrix the GEMM does not take, runtime
+    /// errors.
+    pub fn gemm(
+        &self,
+        m: &DeviceVqMatrix,
+        x: &CudaSlice<f16>,
+        out: &mut VqOut,
+        tokens: usize,
+    ) -> Result<(), VqError> {
+        if tokens <= MAX_BATCH as usize {
+            return self.gemv(m, x, out, tokens);
+        }
+        check_len_at_least("input", x.len(), batch_len(tokens, m.cols())?)?;
+        check_len_at_least("output", out.y.len(), batch_len(tokens, m.rows())?)?;
+        let refuse = |reason| VqError::Gemm { tokens, reason };
+        let Codes::Mma { codes, geoms, .. } = &m.codes else {
+            return Err(refuse(
+                "takes only matrices uploaded for the tensor-core kernel",
+            ));
+        };
+        let g2 = geoms.iter().find(|g| g.r == 2).ok_or_else(|| {
+            refuse("needs the tensor-core layout with 2 row groups per warp (256-row blocks)")
+        })?;
+        let code_groups = geoms.last().map_or(0, |g| g.row_groups());
+        let (rows, cols) = (m.rows(), m.cols());
+        let vec = g2.vec;
+        let lcb = vq_kernels::mma::lane_code_bytes(vec);
+        check_len_at_least(
+            "tensor-core codes",
+            4 * codes.len(),
+            code_groups * g2.slabs * 32 * lcb,
+        )?;
+        let params = gemm_params(
+            rows,
+            cols,
+            tokens,
+            g2,
+            code_groups,
+            (
+                dev_ptr(codes),
+                dev_ptr(&m.codebooks),
+                dev_ptr(x).cast(),
+                dev_ptr_mut(&mut out.y).cast(),
+            ),
+        )
+        .ok_or_else(|| refuse("needs the columns to be a multiple of 8"))?;
+        let (_, kernel) =
+            self.gemms
+                .iter()
+                .find(|(v, _)| *v == vec)
+                .ok_or(RuntimeError::MissingKernel {
+                    module: PTX.name,
+                    kernel: "cmv_vq_gemm",
+                })?;
+        let token_blocks = u32::try_from(tokens.div_ceil(GEMM_TOKENS as usize))
+            .map_err(|_| refuse("takes at most 2^32 blocks of 128 inputs"))?;
+        let cfg = LaunchConfig {
+            grid_dim: (rows.div_ceil(GEMM_ROWS as usize) as u32, token_blocks, 1),
+            block_dim: (GEMM_THREADS, 1, 1),
+            shared_mem_bytes: gemm_smem_bytes(vec),
+        };
+        // SAFETY: `codes` was laid out by mma_codes for the largest of this validated matrix's
+        // tensor-core geometries (code_groups row groups, at least 16 per 256-row block, and
+        // the bytes checked above), g2 is its geometry with 2 row groups per warp (256-row
+        // blocks, the GEMM's), the codebooks hold tiles * 256 * vec values (a validated
+        // VQ<vec, 8, 1> matrix); x holds tokens * cols halves and y tokens * rows (checked
+        // above), cols % 8 == 0 and every buffer a whole allocation (gemm_params); the grid
+        // covers ceil(rows / 256) x ceil(tokens / 128) blocks of GEMM_THREADS threads with
+        // gemm_smem_bytes(vec) bytes, as the kernel expects.
         unsafe { kernel.launch(&self.stream, cfg, &params)? };
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! tests the fragments, the table addresses and the work split the kernel uses).
 
 use half::f16;
+use vq_kernels::gemm::{gemm_model, gemm_model_params};
 use vq_kernels::mma::{MMA_ROW_GROUPS, MmaGeometry, mma_codes, mma_model, mma_model_params};
 
 use crate::matrix::VqMatrix;
@@ -56,6 +57,30 @@ impl VqMatrix {
         let g = self.geometry();
         let codes = mma_codes(g.rows, g.vecs, &geom, |row, i| self.code(0, row, i) as u8);
         Some(MmaLayout { geom, codes })
+    }
+
+    /// Whether the tensor-core GEMM (`vq_kernels::gemm`, more than 16 inputs) takes the matrix:
+    /// the tensor-core geometry with 2 row groups per warp exists and `cols % 8 == 0`.
+    pub fn gemm_takes(&self) -> bool {
+        self.mma_geometry(2).is_some() && self.cols().is_multiple_of(8)
+    }
+
+    /// The tensor-core GEMM's product of `tokens` inputs `x` (`tokens * cols` values) on the
+    /// CPU (`vq_kernels::gemm::gemm_model`) from the codes of `layout` (any row-group count),
+    /// fp32 sums before the fp16 rounding, `tokens x rows`; `None` where the GEMM does not take
+    /// the matrix ([`VqMatrix::gemm_takes`]).
+    pub fn gemm_model(&self, layout: &MmaLayout, x: &[f16], tokens: usize) -> Option<Vec<f32>> {
+        let g2 = self.mma_geometry(2)?;
+        let p = gemm_model_params(
+            self.rows(),
+            self.cols(),
+            tokens,
+            &g2,
+            layout.geom.row_groups(),
+        )?;
+        let cb: Vec<u16> = self.codebooks().iter().map(|h| h.to_bits()).collect();
+        let xs: Vec<u16> = x.iter().map(|h| h.to_bits()).collect();
+        Some(gemm_model(&p, g2.vec, &layout.codes, &cb, &xs))
     }
 
     /// The tensor-core kernel's product of `batch` vectors `x` (`batch * cols` values) on the

@@ -133,3 +133,60 @@ fn nan_inputs_propagate_and_bad_sizes_are_errors() {
         "{e}"
     );
 }
+
+/// The tensor-core GEMM (more than 16 inputs) against the f64 reference: token counts across
+/// one and several 128-token blocks, rows and columns off its 256 x 128 grid, every vector
+/// size, per-tensor and tile codebooks; 16 inputs take the GEMV; what it does not take is a
+/// typed error.
+#[test]
+fn the_gemm_matches_the_reference() {
+    let Some(gpu) = gpu_for_tests("the_gemm_matches_the_reference") else {
+        return;
+    };
+    let k = VqGemv::new(&gpu).unwrap();
+    let cases = [
+        (VqConfig::gptvq2(), 600, 520),
+        (VqConfig::gptvq2(), 1100, 4096),
+        (VqConfig::gptvq2_256(), 300, 264),
+        (VqConfig::cq4(), 129, 256),
+        (VqConfig::cq2(), 70, 136),
+        (tile(256, 256, 8), 300, 512),
+        (tile(512, 128, 2), 600, 304),
+        (tile(40, 128, 4), 40, 8),
+    ];
+    for (i, (config, rows, cols)) in cases.into_iter().enumerate() {
+        let w = weights(rows * cols, i as u64 + 21);
+        let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
+        assert!(m.gemm_takes());
+        let dm = DeviceVqMatrix::upload(&gpu, &m).unwrap();
+        for tokens in [16, 17, 128, 129, 300] {
+            let x: Vec<f16> = weights(tokens * cols, 7 + tokens as u64)
+                .iter()
+                .map(|v| f16::from_f32(v * 20.0))
+                .collect();
+            let want = m.reference(&x, tokens).unwrap();
+            let dx = gpu.upload(&x).unwrap();
+            let mut out = VqOut::new(&gpu, rows, tokens).unwrap();
+            k.gemm(&dm, &dx, &mut out, tokens).unwrap();
+            let got = gpu.download(out.y()).unwrap();
+            let e = rel(&got, &want);
+            assert!(
+                e < GPU_TOLERANCE,
+                "{config:?} {rows}x{cols} tokens {tokens}: {e:e}"
+            );
+        }
+    }
+    // Not taken: a stream-kernel upload, columns not a multiple of 8; 0 inputs.
+    let w = weights(64 * 260, 3);
+    let odd = VqMatrix::encode(&w, 64, 260, &EncodeOptions::with(VqConfig::gptvq2())).unwrap();
+    let x = gpu.upload(&vec![f16::ONE; 17 * 260]).unwrap();
+    let mut out = VqOut::new(&gpu, 64, 17).unwrap();
+    for kernel in [VqKernel::Stream, VqKernel::Mma { row_groups: None }] {
+        let dm = DeviceVqMatrix::upload_for(&gpu, &odd, kernel).unwrap();
+        let e = k.gemm(&dm, &x, &mut out, 17).unwrap_err();
+        assert!(matches!(e, VqError::Gemm { tokens: 17, .. }), "{e}");
+        assert!(e.to_string().contains("16 inputs at a time"), "{e}");
+    }
+    let dm = DeviceVqMatrix::upload(&gpu, &odd).unwrap();
+    assert!(k.gemm(&dm, &x, &mut out, 0).is_err());
+}

@@ -104,3 +104,59 @@ fn the_kernel_takes_one_stage_of_8_bit_codes_on_its_grid() {
     assert_eq!(l4.codes[..l2.codes.len()], l2.codes[..]);
     assert!(l4.codes[l2.codes.len()..].iter().all(|&w| w == 0));
 }
+
+/// The GEMM's CPU model (its input, code and table stages, lane offsets, lookups and fragment
+/// placement) against the f64 reference: token counts across one and several 128-token
+/// blocks, rows and columns off the 256 x 128 block grid, per-tensor and tile codebooks,
+/// every vector size, codes laid out for either row-group count.
+#[test]
+fn the_gemm_model_matches_the_reference() {
+    let cases = [
+        (VqConfig::gptvq2(), 600, 520),
+        (VqConfig::gptvq2_256(), 300, 264),
+        (VqConfig::cq4(), 129, 256),
+        (VqConfig::cq2(), 70, 136),
+        (tile(256, 256, 8), 300, 512),
+        (tile(40, 128, 4), 40, 8),
+    ];
+    for (i, (config, rows, cols)) in cases.into_iter().enumerate() {
+        let w = weights(rows * cols, i as u64 + 11);
+        let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
+        assert!(m.gemm_takes(), "{config:?}");
+        for tokens in [17, 130] {
+            let x: Vec<f16> = weights(tokens * cols, 91 + i as u64)
+                .iter()
+                .map(|v| f16::from_f32(v * 20.0))
+                .collect();
+            let want = m.reference(&x, tokens).unwrap();
+            for layout in m.mma_geometries().iter().filter_map(|g| m.mma_layout(g.r)) {
+                let got = m.gemm_model(&layout, &x, tokens).unwrap();
+                let e = rel(&got, &want);
+                assert!(
+                    e < 1e-5,
+                    "{config:?} {rows}x{cols} tokens {tokens} r {}: {e:e}",
+                    layout.geom.r
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_gemm_refuses_what_it_does_not_take() {
+    let w = weights(512 * 264, 6);
+    let enc = |c: VqConfig, rows: usize, cols: usize| {
+        VqMatrix::encode(&w[..rows * cols], rows, cols, &EncodeOptions::with(c)).unwrap()
+    };
+    // Columns not a multiple of 8, a second residual stage, 128-row tiles.
+    let odd = enc(VqConfig::gptvq2(), 64, 260);
+    assert!(!odd.gemm_takes());
+    let layout = odd.mma_layout(2).unwrap();
+    assert!(
+        odd.gemm_model(&layout, &[f16::ZERO; 17 * 260], 17)
+            .is_none()
+    );
+    assert!(!enc(VqConfig::aqlm3(), 64, 64).gemm_takes());
+    assert!(!enc(tile(128, 128, 4), 512, 128).gemm_takes());
+    assert!(enc(tile(256, 128, 4), 512, 128).gemm_takes());
+}

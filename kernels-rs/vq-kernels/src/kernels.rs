@@ -417,3 +417,9 @@ lut_entries! {
 
 #[path = "mma_gpu.rs"]
 mod mma_gpu;
+
+// ---------------------------------------------------------------------------------------------
+// The tensor-core GEMM (`crate::gemm`)
+
+#[path = "gemm_gpu.rs"]
+mod gemm_gpu;

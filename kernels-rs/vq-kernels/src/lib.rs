@@ -11,6 +11,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
+pub mod gemm;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 pub mod lut;

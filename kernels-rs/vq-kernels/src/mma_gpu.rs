@@ -191,7 +191,7 @@ unsafe fn load_codes<const V: usize, const R: usize>(
 /// # Safety
 /// `tb` is the tables in shared memory (`MMA_TABLES_BYTES` bytes); `lo < 256`.
 #[inline(always)]
-unsafe fn lookup<const N: usize>(w: u32, k: usize, lo: u32, tb: u32) -> [u32; 4] {
+pub(super) unsafe fn lookup<const N: usize>(w: u32, k: usize, lo: u32, tb: u32) -> [u32; 4] {
     let sel = lookup_selector(k as u32);
     macro_rules! go {
         ($ld:literal, $($o:ident)*) => {{

@@ -68,6 +68,10 @@ struct Args {
     /// it to the default.
     #[arg(long, value_delimiter = ',', value_parser = bench::vq::parse_kernel)]
     vq_kernels: Vec<vq_codebook::gpu::VqKernel>,
+    /// VQ suite: also run the VQ-GEMM (GPTVQ-2, more than 16 inputs) at these input counts,
+    /// comma-separated (e.g. `128,512`), against cuBLAS fp16 GEMM on the dequantized weights.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(17..=65536))]
+    vq_gemm_tokens: Vec<u32>,
     /// Only these variants of every format suite, comma-separated (e.g. `gptvq2,cq2`; a format
     /// with none of them named runs none). Default: every variant.
     #[arg(long, value_delimiter = ',')]
@@ -401,6 +405,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
         ans_chain: Vec::new(),
         weights: None,
         weights_skipped: None,
+        vq_gemm: Vec::new(),
     };
     let mut ans_cfg = bench::ans::ChainConfig {
         sigma: args.ans_sigma,
@@ -518,6 +523,28 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 )?;
                 report.gpu.extend(rows);
             }
+            if want("vq") && !args.vq_gemm_tokens.is_empty() {
+                let tokens: Vec<usize> = args.vq_gemm_tokens.iter().map(|&t| t as usize).collect();
+                report.vq_gemm = bench::vq::run_gemm(
+                    &gpu,
+                    &cfg.shapes,
+                    &tokens,
+                    (cfg.warmup, cfg.iters),
+                    &mut |r| {
+                        eprintln!(
+                            "  vq-gemm {}x{} tokens {}: {:.1} us ({:.0} TFLOP/s), cuBLAS {:.1} us, {:.2}x, {}",
+                            r.rows,
+                            r.cols,
+                            r.tokens,
+                            r.median_us,
+                            r.tflops,
+                            r.cublas_us,
+                            r.speedup_vs_cublas,
+                            r.check
+                        )
+                    },
+                )?;
+            }
             if want(BEAM_GEMV) {
                 println!(
                     "BEAM GEMV at {}: widths {:?}, outputs {}, batches {:?}",
@@ -628,6 +655,12 @@ fn run(args: &Args) -> Result<(), BenchError> {
             "MatVANS chain of {} products d x d, to v_10 downloaded:\n{}",
             bench::ans::CHAIN,
             report::ans_chain_table(&report.ans_chain)
+        );
+    }
+    if !report.vq_gemm.is_empty() {
+        println!(
+            "VQ-GEMM (prefill) against cuBLAS fp16 GEMM:\n{}",
+            bench::vq::gemm_table(&report.vq_gemm)
         );
     }
     if let Some(w) = &report.weights {
