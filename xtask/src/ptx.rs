@@ -31,14 +31,19 @@ const PROFILE: &str = "ptx";
 /// The PTX ISA version goes to the bitcode linker, which hands it to `llc` (`--mattr=+ptx78`),
 /// the one step that writes PTX. Given to rustc as `-C target-feature=+ptx78`, it would produce
 /// the same PTX but make every build warn that `ptx78` is an unstable target feature.
-const CODEGEN_FLAGS: &[&str] = &[
-    "-C",
-    "target-cpu=sm_80",
-    "-C",
-    "link-arg=--target-feature=+ptx78",
-    "-C",
-    "llvm-args=-unroll-threshold=1000",
-];
+fn codegen_flags(arch: &str) -> Vec<String> {
+    // sm_90a needs PTX ISA 8.0; sm_80 code stays on 7.8.
+    let isa = if arch == "sm_80" { "ptx78" } else { "ptx80" };
+    [
+        "-C".to_owned(),
+        format!("target-cpu={arch}"),
+        "-C".to_owned(),
+        format!("link-arg=--target-feature=+{isa}"),
+        "-C".to_owned(),
+        "llvm-args=-unroll-threshold=1000".to_owned(),
+    ]
+    .into()
+}
 /// Environment variables the nested builds inherit; everything else is cleared.
 const PASS_ENV: &[&str] = &[
     "HOME",
@@ -212,7 +217,7 @@ fn header(krate: &DeviceCrate, tc: &Toolchain) -> String {
          // flags: --target {TARGET} --profile {PROFILE} -Zbuild-std=core {flags}\n",
         dir = krate.dir,
         version = tc.version,
-        flags = CODEGEN_FLAGS.join(" "),
+        flags = codegen_flags(&krate.arch).join(" "),
     )
 }
 
@@ -244,9 +249,15 @@ fn build_ptx(
     ws: &Path,
     quiet: bool,
 ) -> Result<String> {
-    let target_dir = ws.join("target/ptx-build");
+    // One target directory per architecture: the flags differ, and sharing one would rebuild
+    // `core` and the shared crates at every switch.
+    let target_dir = if krate.arch == "sm_80" {
+        ws.join("target/ptx-build")
+    } else {
+        ws.join(format!("target/ptx-build-{}", krate.arch))
+    };
     let mut rustflags = vec!["-C".to_owned(), format!("linker={}", linker.display())];
-    rustflags.extend(CODEGEN_FLAGS.iter().map(|s| (*s).to_owned()));
+    rustflags.extend(codegen_flags(&krate.arch));
     let mut cmd = scrubbed(util::cargo_bin());
     cmd.current_dir(ws)
         .env("RUSTC_BOOTSTRAP", "1")
@@ -427,7 +438,7 @@ pub fn run(opts: Options) -> Result<()> {
                 }
                 None => stale.push(format!("{} does not exist", krate.ptx)),
             }
-            reported.push((krate.package.as_str(), fresh));
+            reported.push((krate.arch.as_str(), fresh));
         } else {
             if committed.as_deref() == Some(built.as_str()) {
                 println!("xtask: {} unchanged", krate.ptx);
@@ -437,7 +448,7 @@ pub fn run(opts: Options) -> Result<()> {
                 fs::write(&dest, &built).ctx(|| format!("write {}", dest.display()))?;
                 println!("xtask: wrote {}", krate.ptx);
             }
-            reported.push((krate.package.as_str(), dest));
+            reported.push((krate.arch.as_str(), dest));
         }
     }
     if opts.report {
@@ -531,6 +542,7 @@ mod tests {
             package: "dense-kernels".into(),
             dir: "kernels-rs/dense-kernels".into(),
             ptx: "crates/dense-gemv/ptx/dense_kernels.ptx".into(),
+            arch: "sm_80".into(),
         };
         let text = header(&krate, &tc) + "//\n.version 7.8\n";
         assert_eq!(header_version(&text), Some(tc.version.as_str()));

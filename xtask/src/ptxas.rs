@@ -101,8 +101,10 @@ pub fn parse(output: &str, arch: &str) -> Vec<KernelUsage> {
     kernels
 }
 
-/// Assembles every file for every arch in [`ARCHES`] and prints the resource table; fails when
-/// ptxas rejects a file. Prints how to get ptxas when there is none.
+/// Assembles every file (with the architecture its device crate targets) for every arch in
+/// [`ARCHES`], or only for its own when that is not `sm_80` (`sm_90a` code runs on Hopper
+/// only), and prints the resource table; fails when ptxas rejects a file. Prints how to get
+/// ptxas when there is none.
 pub fn report_if_found(ws: &Path, files: &[(&str, PathBuf)]) -> Result<()> {
     let Some(ptxas) = find(ws) else {
         println!(
@@ -111,8 +113,13 @@ pub fn report_if_found(ws: &Path, files: &[(&str, PathBuf)]) -> Result<()> {
         return Ok(());
     };
     let mut rows = Vec::new();
-    for (_, file) in files {
-        for arch in ARCHES {
+    for (target, file) in files {
+        let arches: &[&str] = if *target == "sm_80" {
+            ARCHES
+        } else {
+            std::slice::from_ref(target)
+        };
+        for arch in arches {
             let mut cmd = Command::new(&ptxas);
             cmd.arg(format!("-arch={arch}"))
                 .arg("-v")
@@ -138,12 +145,12 @@ fn print_table(ptxas: &Path, rows: &[KernelUsage]) {
         .max("kernel".len());
     println!("\nptxas report ({}):", ptxas.display());
     println!(
-        "{:<width$}  {:<5}  {:>4}  {:>5}  {:>12}  {:>6}",
+        "{:<width$}  {:<6}  {:>4}  {:>5}  {:>12}  {:>6}",
         "kernel", "arch", "regs", "stack", "spill st/ld", "smem"
     );
     for r in rows {
         println!(
-            "{:<width$}  {:<5}  {:>4}  {:>5}  {:>12}  {:>6}",
+            "{:<width$}  {:<6}  {:>4}  {:>5}  {:>12}  {:>6}",
             r.kernel,
             r.arch,
             r.registers,

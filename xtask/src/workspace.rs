@@ -15,6 +15,7 @@ use crate::util::{self, Result, err};
 /// ```toml
 /// [package.metadata.cmv]
 /// ptx = "crates/dense-gemv/ptx/dense_kernels.ptx"
+/// arch = "sm_90a"  # optional: one of ARCHS, default sm_80
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceCrate {
@@ -24,7 +25,13 @@ pub struct DeviceCrate {
     pub dir: String,
     /// Where the PTX goes, relative to the workspace root (inside the host crate that embeds it).
     pub ptx: String,
+    /// The architecture the PTX targets (one of [`ARCHS`]).
+    pub arch: String,
 }
+
+/// Architectures a device crate may target: `sm_80` (runs on every GPU from the A100 on; the
+/// default) and `sm_90a` (Hopper only: `wgmma`, loaded only on compute capability 9.0).
+pub const ARCHS: [&str; 2] = ["sm_80", "sm_90a"];
 
 impl DeviceCrate {
     /// The PTX file's name (`dense_kernels.ptx`).
@@ -80,6 +87,9 @@ struct MetaDependency {
 struct CmvTable {
     /// The PTX path, relative to the workspace root.
     ptx: String,
+    /// The architecture (default `sm_80`).
+    #[serde(default)]
+    arch: Option<String>,
 }
 
 impl Workspace {
@@ -202,10 +212,18 @@ fn device_crate(
             ws.display()
         )
     })?;
+    let arch = cmv.arch.unwrap_or_else(|| ARCHS[0].to_owned());
+    if !ARCHS.contains(&arch.as_str()) {
+        return Err(err!(
+            "{manifest}: [package.metadata.cmv] arch = {arch:?} must be one of {}",
+            ARCHS.join(", ")
+        ));
+    }
     Ok(DeviceCrate {
         package: p.name.clone(),
         dir: rel.to_string_lossy().into_owned(),
         ptx: cmv.ptx,
+        arch,
     })
 }
 
@@ -253,6 +271,7 @@ mod tests {
                 package: "k".into(),
                 dir: "crates/k".into(),
                 ptx: "crates/host/ptx/k.ptx".into(),
+                arch: "sm_80".into(),
             }]
         );
         let host = ws.package_in(Path::new("/ws/crates/host")).unwrap();

@@ -52,6 +52,8 @@ pub fn run_kernels(
 pub struct GemmRow {
     /// Configuration (`gptvq2`).
     pub config: String,
+    /// The kernel: `mma` (`mma.sync`, every GPU) or `wgmma` (Hopper).
+    pub kernel: String,
     /// Matrix rows.
     pub rows: usize,
     /// Matrix columns.
@@ -113,7 +115,7 @@ pub fn run_gemm(
     use cmv_runtime::cudarc::cublas::sys::cublasOperation_t;
     use cmv_runtime::cudarc::cublas::{Gemm, GemmConfig};
     use half::f16;
-    use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, VqGemv, VqOut};
+    use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, GemmKernel, VqGemv, VqOut};
     use vq_codebook::{EncodeOptions, VqConfig};
     let fmt = |e: vq_codebook::VqError| BenchError::Format {
         format: "vq",
@@ -157,14 +159,24 @@ pub fn run_gemm(
                     })
                 }
             };
-            kernels.gemm(&devs[0], &dx, &mut y, tokens).map_err(fmt)?;
-            let before = check(&y, "before timing")?;
-            let t = cmv_runtime::time_launches(gpu, warmup, iters, |i| {
+            let mut timed = Vec::new();
+            let mut which = vec![(GemmKernel::MmaSync, "mma")];
+            if kernels.has_wgmma(4) {
+                which.push((GemmKernel::Wgmma, "wgmma"));
+            }
+            for (kernel, name) in which {
                 kernels
-                    .gemm(&devs[i % copies], &dx, &mut y, tokens)
-                    .map_err(fmt)
-            })?;
-            let after = check(&y, "after timing")?;
+                    .gemm_with(&devs[0], &dx, &mut y, tokens, kernel)
+                    .map_err(fmt)?;
+                let before = check(&y, "before timing")?;
+                let t = cmv_runtime::time_launches(gpu, warmup, iters, |i| {
+                    kernels
+                        .gemm_with(&devs[i % copies], &dx, &mut y, tokens, kernel)
+                        .map_err(fmt)
+                })?;
+                let after = check(&y, "after timing")?;
+                timed.push((name, t, before, after));
+            }
             // cuBLAS on the dequantized weights: W^T (cols x rows, column-major) times X.
             let mut yc = gpu.alloc_zeros::<f16>(tokens * rows)?;
             let to_i32 =
@@ -199,22 +211,25 @@ pub fn run_gemm(
                     detail: format!("relative error {ec:e}"),
                 });
             }
-            let median_us = 1e3 * t.median_ms();
             let cublas_us = 1e3 * tc.median_ms();
-            let row = GemmRow {
-                config: "gptvq2".into(),
-                rows,
-                cols,
-                tokens,
-                copies,
-                median_us,
-                tflops: 2.0 * (rows * cols * tokens) as f64 / median_us / 1e6,
-                cublas_us,
-                speedup_vs_cublas: cublas_us / median_us,
-                check: format!("rel_err={before:.1e}/{after:.1e}, cublas {ec:.1e}"),
-            };
-            progress(&row);
-            out.push(row);
+            for (name, t, before, after) in timed {
+                let median_us = 1e3 * t.median_ms();
+                let row = GemmRow {
+                    config: "gptvq2".into(),
+                    kernel: name.into(),
+                    rows,
+                    cols,
+                    tokens,
+                    copies,
+                    median_us,
+                    tflops: 2.0 * (rows * cols * tokens) as f64 / median_us / 1e6,
+                    cublas_us,
+                    speedup_vs_cublas: cublas_us / median_us,
+                    check: format!("rel_err={before:.1e}/{after:.1e}, cublas {ec:.1e}"),
+                };
+                progress(&row);
+                out.push(row);
+            }
         }
     }
     Ok(out)
@@ -223,13 +238,14 @@ pub fn run_gemm(
 /// The VQ-GEMM rows as a Markdown table.
 pub fn gemm_table(rows: &[GemmRow]) -> String {
     let mut s = String::from(
-        "| config | shape | tokens | VQ us | TFLOP/s | cuBLAS fp16 us | speedup | check |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| config | kernel | shape | tokens | VQ us | TFLOP/s | cuBLAS fp16 us | speedup | check |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for r in rows {
         s += &format!(
-            "| {} | {}x{} | {} | {:.1} | {:.0} | {:.1} | {:.2}x | {} |\n",
+            "| {} | {} | {}x{} | {} | {:.1} | {:.0} | {:.1} | {:.2}x | {} |\n",
             r.config,
+            r.kernel,
             r.rows,
             r.cols,
             r.tokens,

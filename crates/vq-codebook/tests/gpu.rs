@@ -5,7 +5,7 @@
 use half::f16;
 use vq_codebook::cmv_format::{CompressedMatrix, DeviceGemv, FormatError};
 use vq_codebook::cmv_runtime::gpu_for_tests;
-use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, VqGemv, VqKernel, VqOut};
+use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, GemmKernel, VqGemv, VqKernel, VqOut};
 use vq_codebook::{EncodeOptions, Scope, VqConfig, VqError, VqMatrix};
 
 mod common;
@@ -154,6 +154,7 @@ fn the_gemm_matches_the_reference() {
         (tile(512, 128, 2), 600, 304),
         (tile(40, 128, 4), 40, 8),
     ];
+    let mut hopper = 0;
     for (i, (config, rows, cols)) in cases.into_iter().enumerate() {
         let w = weights(rows * cols, i as u64 + 21);
         let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
@@ -166,15 +167,33 @@ fn the_gemm_matches_the_reference() {
                 .collect();
             let want = m.reference(&x, tokens).unwrap();
             let dx = gpu.upload(&x).unwrap();
-            let mut out = VqOut::new(&gpu, rows, tokens).unwrap();
-            k.gemm(&dm, &dx, &mut out, tokens).unwrap();
-            let got = gpu.download(out.y()).unwrap();
-            let e = rel(&got, &want);
-            assert!(
-                e < GPU_TOLERANCE,
-                "{config:?} {rows}x{cols} tokens {tokens}: {e:e}"
-            );
+            let vec = config.vec;
+            let mut kernels = vec![GemmKernel::Auto, GemmKernel::MmaSync];
+            if k.has_wgmma(vec) {
+                kernels.push(GemmKernel::Wgmma);
+                hopper += 1;
+            } else if tokens > 16 {
+                // Off sm_90, or v = 8: asking for the Hopper kernel is a typed error.
+                let mut out = VqOut::new(&gpu, rows, tokens).unwrap();
+                let e = k.gemm_with(&dm, &dx, &mut out, tokens, GemmKernel::Wgmma);
+                assert!(matches!(e, Err(VqError::Gemm { .. })), "{e:?}");
+            }
+            for kernel in kernels {
+                let mut out = VqOut::new(&gpu, rows, tokens).unwrap();
+                k.gemm_with(&dm, &dx, &mut out, tokens, kernel).unwrap();
+                let got = gpu.download(out.y()).unwrap();
+                let e = rel(&got, &want);
+                assert!(
+                    e < GPU_TOLERANCE,
+                    "{kernel:?} {config:?} {rows}x{cols} tokens {tokens}: {e:e}"
+                );
+            }
         }
+    }
+    if hopper == 0 {
+        eprintln!(
+            "the_gemm_matches_the_reference: no sm_90 GPU, the Hopper (wgmma) GEMM was not run"
+        );
     }
     // Not taken: a stream-kernel upload, columns not a multiple of 8; 0 inputs.
     let w = weights(64 * 260, 3);

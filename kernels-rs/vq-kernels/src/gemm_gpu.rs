@@ -2,18 +2,16 @@
 
 use cmv_device::{
     U32x4, block_idx_x, block_idx_y, cp_async_16_zfill, cp_async_commit, cp_async_wait_at_most,
-    dyn_smem_addr, f32_to_f16, f32x2_to_half2, ld_nc_u32, ld_nc_u64, ld_nc_v4, lds_v2, lds_v4,
-    mma_m16n8k16_f16_f32, sts_v4, sync_threads, thread_idx_x,
+    dyn_smem_addr, f32_to_f16, f32x2_to_half2, lds_v2, lds_v4, mma_m16n8k16_f16_f32, sync_threads,
+    thread_idx_x,
 };
 
-use super::mma_gpu::lookup;
+use crate::dev::{copy_codes, load_entry, lookup, write_entry};
 use crate::gemm::{
-    GEMM_ROW_GROUPS, GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, VqGemmParams, code_stage_base,
-    code_stage_offset, x_stage_base, x_stage_offset,
+    GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, VqGemmParams, code_stage_base, code_stage_offset,
+    x_stage_base, x_stage_offset,
 };
-use crate::mma::{
-    MMA_ENTRIES, SLAB_COLS, STEPS, entry_offset, frag_col, lane_code_bytes, lookup_offset,
-};
+use crate::mma::{SLAB_COLS, STEPS, frag_col, lookup_offset};
 
 /// Copies slab `slab`'s inputs (the block's 128 tokens) and codes (its 16 row groups) into the
 /// stages of parity `P` and commits them as one group.
@@ -50,68 +48,12 @@ unsafe fn copy_slab<const V: usize, const P: u32>(
             )
         };
     }
-    // 16 row groups x 32 lanes x lane_code_bytes(V) bytes, in 16-byte chunks.
-    let lcb = lane_code_bytes(V) as u32;
-    let chunks = GEMM_ROW_GROUPS * 32 * lcb / 16;
-    let per_group = 32 * lcb / 16;
-    let mut c = tid;
-    while c < chunks {
-        let (rg, q) = (c / per_group, c % per_group);
-        let grg = (rb * GEMM_ROW_GROUPS + rg) as usize;
-        let at = (grg * p.slabs as usize + slab as usize) * 32 * lcb as usize + 16 * q as usize;
-        // SAFETY: grg < 16 * row_blocks <= code_groups, slab < slabs: inside the codes, 16-byte
-        // aligned; the destination is inside the code stage of parity P.
-        unsafe {
-            cp_async_16_zfill(
-                base + code_stage_base(V, P) + code_stage_offset(V, rg, 0) + 16 * q,
-                (p.codes.as_ptr() as *const u8).add(at) as *const U32x4,
-                16,
-            )
-        };
-        c += GEMM_THREADS;
+    // SAFETY: the launcher's contract; rb < row_blocks, slab < slabs; the stage is ours.
+    unsafe {
+        copy_codes::<V, GEMM_THREADS>(p, base + code_stage_base(V, P), rb, slab, tid);
     }
     // SAFETY: closes this thread's copies of the slab.
     unsafe { cp_async_commit() };
-}
-
-/// Entry `tid` of codebook `tile` (`2 V` bytes).
-///
-/// # Safety
-/// The launcher's contract; `tile` a tile of the matrix; `tid < 256`.
-#[inline(always)]
-unsafe fn load_entry<const V: usize>(p: &VqGemmParams, tile: u32, tid: u32) -> [u32; 4] {
-    let at = (tile as usize * MMA_ENTRIES + tid as usize) * V;
-    // SAFETY: tile < tiles, tid < 256: entry tid of the codebook, aligned to 2 V bytes (the
-    // codebooks are 16-byte aligned).
-    unsafe {
-        let e = p.codebooks.as_ptr().add(at);
-        match V {
-            2 => [ld_nc_u32(e as *const u32), 0, 0, 0],
-            4 => {
-                let w = ld_nc_u64(e as *const u64);
-                [w as u32, (w >> 32) as u32, 0, 0]
-            }
-            _ => ld_nc_v4(e as *const U32x4).0,
-        }
-    }
-}
-
-/// Writes entry `tid` into table `P` (8 rotated stores of 16 bytes, as the GEMV does).
-///
-/// # Safety
-/// `base` is the dynamic shared memory; no thread reads table `P` until the next barrier.
-#[inline(always)]
-unsafe fn write_entry<const V: usize, const P: u32>(base: u32, c: [u32; 4], tid: u32) {
-    let val = match V {
-        2 => U32x4([c[0]; 4]),
-        4 => U32x4([c[0], c[1], c[0], c[1]]),
-        _ => U32x4(c),
-    };
-    let tb = base + entry_offset(tid) + 128 * P;
-    for k in 0..8 {
-        // SAFETY: inside entry tid of table P.
-        unsafe { sts_v4(tb + ((16 * (k as u32 + tid)) & 127), val) };
-    }
 }
 
 /// The warp's sums: token tile `i` (4), row group `r` (4), half `h` (2), the MMA's 4 values.
@@ -244,7 +186,7 @@ unsafe fn slab<const V: usize, const P: u32>(
         tiles[other] = p.tile(rb, j + 1);
         if tiles[other] != held[other] {
             // SAFETY: a tile of the matrix; tid < 256.
-            *entry = unsafe { load_entry::<V>(p, tiles[other], tid) };
+            *entry = unsafe { load_entry::<V>(p.codebooks, tiles[other], tid) };
         }
     }
     // SAFETY: the slab's stages and table are written (barrier above).
@@ -272,7 +214,7 @@ unsafe fn vq_gemm<const V: usize>(p: &VqGemmParams) {
     // SAFETY: slab 0 < slabs (cols > 0); its table's entry.
     let mut entry = unsafe {
         copy_slab::<V, 0>(p, base, rb, tb, 0, tid);
-        load_entry::<V>(p, tiles[0], tid)
+        load_entry::<V>(p.codebooks, tiles[0], tid)
     };
     let mut j = 0;
     loop {

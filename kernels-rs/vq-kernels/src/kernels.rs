@@ -6,30 +6,6 @@ use cmv_device::{
 
 use crate::{GEMV_WARPS, VqGemvParams, code_from_pair};
 
-/// `unroll!(i < N, { body })`: the body once for each `i` in `0..N` (`N <= 16`, a constant),
-/// as straight-line code with `i` a constant in each copy, so arrays indexed by `i` stay in
-/// registers. `unroll!(i in [0 1 2], { body })`: once for each listed value (no dead copies).
-macro_rules! unroll {
-    ($i:ident < $n:expr, $body:block) => {
-        unroll!(@ $i, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-    };
-    ($i:ident in [$($k:literal)*], $body:block) => {
-        $({
-            let $i: usize = $k;
-            $body
-        })*
-    };
-    (@ $i:ident, $n:expr, $body:block, $($k:literal)*) => {
-        $({
-            const K: usize = $k;
-            if K < $n {
-                let $i = K;
-                $body
-            }
-        })*
-    };
-}
-
 /// One warp per row (see the crate docs).
 ///
 /// # Safety

@@ -12,7 +12,37 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
 pub mod gemm;
+pub mod gemm90;
+/// `unroll!(i < N, { body })`: the body once for each `i` in `0..N` (`N <= 16`, a constant),
+/// as straight-line code with `i` a constant in each copy, so arrays indexed by `i` stay in
+/// registers. `unroll!(i in [0 1 2], { body })`: once for each listed value (no dead copies).
+#[macro_export]
+macro_rules! unroll {
+    ($i:ident < $n:expr, $body:block) => {
+        $crate::unroll!(@ $i, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    ($i:ident in [$($k:literal)*], $body:block) => {
+        $({
+            let $i: usize = $k;
+            $body
+        })*
+    };
+    (@ $i:ident, $n:expr, $body:block, $($k:literal)*) => {
+        $({
+            const K: usize = $k;
+            if K < $n {
+                let $i = K;
+                $body
+            }
+        })*
+    };
+}
+
+/// Device helpers shared by the kernels here and by `vq-kernels-sm90` (the table lookup, the
+/// codebook entry's load and replicated store).
 #[cfg(target_arch = "nvptx64")]
+pub mod dev;
+#[cfg(all(target_arch = "nvptx64", feature = "entries"))]
 mod kernels;
 pub mod lut;
 pub mod mma;

@@ -7,9 +7,10 @@ use cmv_device::{
     thread_idx_x,
 };
 
+use crate::dev::lookup;
 use crate::mma::{
     Cursor, MMA_ENTRIES, MMA_TABLES_BYTES, MMA_THREADS, MMA_WARPS, SLAB_COLS, STEPS, VqMmaParams,
-    X_STAGE_BYTES, entry_offset, frag_col, lookup_offset, lookup_selector,
+    X_STAGE_BYTES, entry_offset, frag_col, lookup_offset,
 };
 
 /// One thread's part of a unit's shared data, loaded a unit ahead: `x` its input fragment
@@ -182,44 +183,6 @@ unsafe fn load_codes<const V: usize, const R: usize>(
         }
     }
     c
-}
-
-/// Looks up code byte `k` of `w` for this lane: `N` words at `tb + prmt(w, lo, sel(k))`
-/// (`crate::mma::entry_offset` of the code plus `lo`, the lane's copy in table `P`). One asm
-/// block, so that the table address folds into the load.
-///
-/// # Safety
-/// `tb` is the tables in shared memory (`MMA_TABLES_BYTES` bytes); `lo < 256`.
-#[inline(always)]
-pub(super) unsafe fn lookup<const N: usize>(w: u32, k: usize, lo: u32, tb: u32) -> [u32; 4] {
-    let sel = lookup_selector(k as u32);
-    macro_rules! go {
-        ($ld:literal, $($o:ident)*) => {{
-            $(let $o: u32;)*
-            // SAFETY: the caller's tables; the address is below 64 KiB.
-            unsafe {
-                core::arch::asm!(
-                    concat!("{{ .reg .b32 t; prmt.b32 t, {w}, {lo}, {sel}; add.u32 t, t, {tb}; ",
-                            $ld, " }}"),
-                    w = in(reg32) w, lo = in(reg32) lo, sel = in(reg32) sel, tb = in(reg32) tb,
-                    $($o = out(reg32) $o,)*
-                    options(readonly, nostack)
-                );
-            }
-            [$($o,)*]
-        }};
-    }
-    match N {
-        1 => {
-            let [a] = go!("ld.shared.u32 {a}, [t];", a);
-            [a, 0, 0, 0]
-        }
-        2 => {
-            let [a, b] = go!("ld.shared.v2.u32 {{{a}, {b}}}, [t];", a b);
-            [a, b, 0, 0]
-        }
-        _ => go!("ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [t];", a b c d),
-    }
 }
 
 /// One unit's MMAs on the buffers of parity `P`: for each K step, the lane's A registers (the

@@ -532,7 +532,8 @@ fn run(args: &Args) -> Result<(), BenchError> {
                     (cfg.warmup, cfg.iters),
                     &mut |r| {
                         eprintln!(
-                            "  vq-gemm {}x{} tokens {}: {:.1} us ({:.0} TFLOP/s), cuBLAS {:.1} us, {:.2}x, {}",
+                            "  vq-gemm/{} {}x{} tokens {}: {:.1} us ({:.0} TFLOP/s), cuBLAS {:.1} us, {:.2}x, {}",
+                            r.kernel,
                             r.rows,
                             r.cols,
                             r.tokens,

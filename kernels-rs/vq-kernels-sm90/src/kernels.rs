@@ -1,0 +1,470 @@
+// The Hopper VQ-GEMM (see `vq_kernels::gemm90`), NVPTX for sm_90a only.
+
+use core::arch::asm;
+
+use cmv_device::{
+    block_idx_x, block_idx_y, cp_async_4_zfill, cp_async_commit, cp_async_wait_at_most,
+    dyn_smem_addr, f32_to_f16, fence_proxy_async_shared, lds_v2, lds_v4, sync_threads,
+    thread_idx_x,
+};
+use vq_kernels::dev::{copy_codes, load_entry, lookup, write_entry};
+use vq_kernels::gemm::{GEMM_ROWS, GEMM_TOKENS, VqGemmParams, code_stage_offset};
+use vq_kernels::gemm90::{
+    GEMM90_THREADS, b_descriptor, code90_stage_base, x90_offset, x90_stage_base,
+};
+use vq_kernels::mma::{SLAB_COLS, STEPS, lookup_offset};
+use vq_kernels::unroll;
+
+/// `wgmma.fence.sync.aligned`: orders this thread's register writes (the A fragments) before
+/// the warpgroup's next `wgmma`.
+///
+/// # Safety
+/// All threads of the warpgroup run it together.
+#[inline(always)]
+unsafe fn wgmma_fence() {
+    // SAFETY: warpgroup-collective, no operands.
+    unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
+}
+
+/// `wgmma.commit_group.sync.aligned`: closes the warpgroup's current group of `wgmma`s.
+///
+/// # Safety
+/// All threads of the warpgroup run it together.
+#[inline(always)]
+unsafe fn wgmma_commit() {
+    // SAFETY: warpgroup-collective, no operands.
+    unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+}
+
+/// `D += A B` for the warpgroup's 64 x 128 tile and one K step of 16
+/// (`wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16`): A (this warp's 16 rows) from the
+/// registers `a` in the `mma.m16n8k16` A layout, B (16 x 128, K-major) from shared memory by
+/// descriptor `desc`; fp32 sums in `acc` (n8 chunk `j`: `acc[4j..4j+2]` row `g`, columns `8j +
+/// 2t, +1`; `acc[4j+2..4j+4]` row `g + 8`). Asynchronous: `acc` and `a` must not be touched
+/// until [`wgmma_wait`] covers it.
+///
+/// # Safety
+/// All threads of the warpgroup run it together, after [`wgmma_fence`]; `desc` describes 16 x
+/// 128 fp16 values of shared memory that nothing writes until the wait.
+#[inline(always)]
+unsafe fn wgmma_m64n128k16(acc: &mut [f32; 64], a: [u32; 4], desc: u64) {
+    // SAFETY: warpgroup-collective; the caller guarantees the operands.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {desc}, p, 1, 1, 0; }}",
+                d0 = inout(reg32) acc[0],
+                d1 = inout(reg32) acc[1],
+                d2 = inout(reg32) acc[2],
+                d3 = inout(reg32) acc[3],
+                d4 = inout(reg32) acc[4],
+                d5 = inout(reg32) acc[5],
+                d6 = inout(reg32) acc[6],
+                d7 = inout(reg32) acc[7],
+                d8 = inout(reg32) acc[8],
+                d9 = inout(reg32) acc[9],
+                d10 = inout(reg32) acc[10],
+                d11 = inout(reg32) acc[11],
+                d12 = inout(reg32) acc[12],
+                d13 = inout(reg32) acc[13],
+                d14 = inout(reg32) acc[14],
+                d15 = inout(reg32) acc[15],
+                d16 = inout(reg32) acc[16],
+                d17 = inout(reg32) acc[17],
+                d18 = inout(reg32) acc[18],
+                d19 = inout(reg32) acc[19],
+                d20 = inout(reg32) acc[20],
+                d21 = inout(reg32) acc[21],
+                d22 = inout(reg32) acc[22],
+                d23 = inout(reg32) acc[23],
+                d24 = inout(reg32) acc[24],
+                d25 = inout(reg32) acc[25],
+                d26 = inout(reg32) acc[26],
+                d27 = inout(reg32) acc[27],
+                d28 = inout(reg32) acc[28],
+                d29 = inout(reg32) acc[29],
+                d30 = inout(reg32) acc[30],
+                d31 = inout(reg32) acc[31],
+                d32 = inout(reg32) acc[32],
+                d33 = inout(reg32) acc[33],
+                d34 = inout(reg32) acc[34],
+                d35 = inout(reg32) acc[35],
+                d36 = inout(reg32) acc[36],
+                d37 = inout(reg32) acc[37],
+                d38 = inout(reg32) acc[38],
+                d39 = inout(reg32) acc[39],
+                d40 = inout(reg32) acc[40],
+                d41 = inout(reg32) acc[41],
+                d42 = inout(reg32) acc[42],
+                d43 = inout(reg32) acc[43],
+                d44 = inout(reg32) acc[44],
+                d45 = inout(reg32) acc[45],
+                d46 = inout(reg32) acc[46],
+                d47 = inout(reg32) acc[47],
+                d48 = inout(reg32) acc[48],
+                d49 = inout(reg32) acc[49],
+                d50 = inout(reg32) acc[50],
+                d51 = inout(reg32) acc[51],
+                d52 = inout(reg32) acc[52],
+                d53 = inout(reg32) acc[53],
+                d54 = inout(reg32) acc[54],
+                d55 = inout(reg32) acc[55],
+                d56 = inout(reg32) acc[56],
+                d57 = inout(reg32) acc[57],
+                d58 = inout(reg32) acc[58],
+                d59 = inout(reg32) acc[59],
+                d60 = inout(reg32) acc[60],
+                d61 = inout(reg32) acc[61],
+                d62 = inout(reg32) acc[62],
+                d63 = inout(reg32) acc[63],
+            a0 = in(reg32) a[0],
+            a1 = in(reg32) a[1],
+            a2 = in(reg32) a[2],
+            a3 = in(reg32) a[3],
+            desc = in(reg64) desc,
+            sd = in(reg32) 1u32,
+            options(nostack)
+        );
+    }
+}
+
+/// `wgmma.wait_group.sync.aligned N` (`N` = 0 or 1): waits until at most `N` of the
+/// warpgroup's `wgmma` groups are in flight. `acc` and the A registers `a` of the groups it
+/// covers are operands, so the compiler keeps them (and does not read the sums) until here.
+///
+/// # Safety
+/// All threads of the warpgroup run it together.
+#[inline(always)]
+unsafe fn wgmma_wait<const N: u32>(acc: &mut [f32; 64], a: &[u32; 4]) {
+    // SAFETY: warpgroup-collective; the operands only pin registers.
+    unsafe {
+        asm!(
+            concat!(
+                "wgmma.wait_group.sync.aligned {n}; // ",
+                "{d0} {d1} {d2} {d3} {d4} {d5} {d6} {d7} {d8} {d9} {d10} {d11} {d12} {d13} {d14} {d15} {d16} {d17} {d18} {d19} {d20} {d21} {d22} {d23} {d24} {d25} {d26} {d27} {d28} {d29} {d30} {d31} {d32} {d33} {d34} {d35} {d36} {d37} {d38} {d39} {d40} {d41} {d42} {d43} {d44} {d45} {d46} {d47} {d48} {d49} {d50} {d51} {d52} {d53} {d54} {d55} {d56} {d57} {d58} {d59} {d60} {d61} {d62} {d63}",
+                " {a0} {a1} {a2} {a3}"
+            ),
+            n = const N,
+                d0 = inout(reg32) acc[0],
+                d1 = inout(reg32) acc[1],
+                d2 = inout(reg32) acc[2],
+                d3 = inout(reg32) acc[3],
+                d4 = inout(reg32) acc[4],
+                d5 = inout(reg32) acc[5],
+                d6 = inout(reg32) acc[6],
+                d7 = inout(reg32) acc[7],
+                d8 = inout(reg32) acc[8],
+                d9 = inout(reg32) acc[9],
+                d10 = inout(reg32) acc[10],
+                d11 = inout(reg32) acc[11],
+                d12 = inout(reg32) acc[12],
+                d13 = inout(reg32) acc[13],
+                d14 = inout(reg32) acc[14],
+                d15 = inout(reg32) acc[15],
+                d16 = inout(reg32) acc[16],
+                d17 = inout(reg32) acc[17],
+                d18 = inout(reg32) acc[18],
+                d19 = inout(reg32) acc[19],
+                d20 = inout(reg32) acc[20],
+                d21 = inout(reg32) acc[21],
+                d22 = inout(reg32) acc[22],
+                d23 = inout(reg32) acc[23],
+                d24 = inout(reg32) acc[24],
+                d25 = inout(reg32) acc[25],
+                d26 = inout(reg32) acc[26],
+                d27 = inout(reg32) acc[27],
+                d28 = inout(reg32) acc[28],
+                d29 = inout(reg32) acc[29],
+                d30 = inout(reg32) acc[30],
+                d31 = inout(reg32) acc[31],
+                d32 = inout(reg32) acc[32],
+                d33 = inout(reg32) acc[33],
+                d34 = inout(reg32) acc[34],
+                d35 = inout(reg32) acc[35],
+                d36 = inout(reg32) acc[36],
+                d37 = inout(reg32) acc[37],
+                d38 = inout(reg32) acc[38],
+                d39 = inout(reg32) acc[39],
+                d40 = inout(reg32) acc[40],
+                d41 = inout(reg32) acc[41],
+                d42 = inout(reg32) acc[42],
+                d43 = inout(reg32) acc[43],
+                d44 = inout(reg32) acc[44],
+                d45 = inout(reg32) acc[45],
+                d46 = inout(reg32) acc[46],
+                d47 = inout(reg32) acc[47],
+                d48 = inout(reg32) acc[48],
+                d49 = inout(reg32) acc[49],
+                d50 = inout(reg32) acc[50],
+                d51 = inout(reg32) acc[51],
+                d52 = inout(reg32) acc[52],
+                d53 = inout(reg32) acc[53],
+                d54 = inout(reg32) acc[54],
+                d55 = inout(reg32) acc[55],
+                d56 = inout(reg32) acc[56],
+                d57 = inout(reg32) acc[57],
+                d58 = inout(reg32) acc[58],
+                d59 = inout(reg32) acc[59],
+                d60 = inout(reg32) acc[60],
+                d61 = inout(reg32) acc[61],
+                d62 = inout(reg32) acc[62],
+                d63 = inout(reg32) acc[63],
+            a0 = in(reg32) a[0],
+            a1 = in(reg32) a[1],
+            a2 = in(reg32) a[2],
+            a3 = in(reg32) a[3],
+            options(nostack)
+        );
+    }
+}
+
+/// Copies slab `slab`'s inputs (the block's 128 tokens, as 4-byte column pairs in the permuted
+/// core-matrix layout of `x90_offset`) and codes into the stages of parity `P`, one commit.
+///
+/// # Safety
+/// The launcher's contract; `slab < slabs`; nothing reads the stages of parity `P` until the
+/// group has been waited for and a barrier passed.
+#[inline(always)]
+unsafe fn copy_slab<const V: usize, const P: u32>(
+    p: &VqGemmParams,
+    base: u32,
+    rb: u32,
+    tb: u32,
+    slab: u32,
+    tid: u32,
+) {
+    let cols = p.cols as usize;
+    const PAIRS: u32 = SLAB_COLS as u32 / 2;
+    // 128 tokens x 64 column pairs: 16 per thread; a warp reads 32 consecutive pairs.
+    for k in 0..(GEMM_TOKENS * PAIRS / GEMM90_THREADS) {
+        let c = k * GEMM90_THREADS + tid;
+        let (tok, pair) = (c / PAIRS, c % PAIRS);
+        let n = tb * GEMM_TOKENS + tok;
+        let col = slab as usize * SLAB_COLS + 2 * pair as usize;
+        let inside = n < p.tokens && col < cols;
+        let at = if inside { n as usize * cols + col } else { 0 };
+        // SAFETY: inside: token n < tokens, columns col, col + 1 < cols (cols % 8 == 0), a
+        // 4-byte-aligned pair of x; outside: nothing is read. The destination is inside the
+        // input stage of parity P.
+        unsafe {
+            cp_async_4_zfill(
+                base + x90_stage_base(P) + x90_offset(tok, 2 * pair),
+                p.x.as_ptr().add(at) as *const u32,
+                if inside { 4 } else { 0 },
+            )
+        };
+    }
+    // SAFETY: the launcher's contract; the code stage of parity P is ours.
+    unsafe {
+        copy_codes::<V, GEMM90_THREADS>(p, base + code90_stage_base(V, P), rb, slab, tid);
+        cp_async_commit();
+    }
+}
+
+/// One slab's `wgmma`s on the stages and table of parity `P`: per K step, the A registers from
+/// the table (rows `g`, `g + 8` of the warp's row group), one `m64n128k16`; at most two steps
+/// in flight; all done on return.
+///
+/// # Safety
+/// The stages and table of parity `P` hold the slab (after the barrier and the proxy fence);
+/// the whole block runs it (each warpgroup its own part).
+#[inline(always)]
+unsafe fn compute<const V: usize, const P: u32>(
+    base: u32,
+    acc: &mut [f32; 64],
+    warp: u32,
+    lane: u32,
+) {
+    let lo = lookup_offset(V, lane) + 128 * P;
+    let at = base + code90_stage_base(V, P) + code_stage_offset(V, warp, lane);
+    // SAFETY: the lane's codes of its row group, inside the code stage of parity P.
+    let w: [u32; 8] = unsafe {
+        match V {
+            2 => {
+                let (a, b) = (lds_v4(at).0, lds_v4(at + 16).0);
+                [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
+            }
+            _ => {
+                let a = lds_v4(at).0;
+                [a[0], a[1], a[2], a[3], 0, 0, 0, 0]
+            }
+        }
+    };
+    let xs = base + x90_stage_base(P);
+    let mut prev = [0u32; 4];
+    const _: () = assert!(STEPS == 8);
+    unroll!(s in [0 1 2 3 4 5 6 7], {
+        let mut e = [[0u32; 2]; 2];
+        for (h, eh) in e.iter_mut().enumerate() {
+            // SAFETY (every lookup): the table of parity P; lo < 128.
+            *eh = match V {
+                4 => {
+                    let x = unsafe { lookup::<2>(w[2 * h + s / 4], s % 4, lo, base) };
+                    [x[0], x[1]]
+                }
+                _ => {
+                    let (k, q) = ((2 * s) % 4, 4 * h + (2 * s) / 4);
+                    let x0 = unsafe { lookup::<1>(w[q], k, lo, base) };
+                    let x1 = unsafe { lookup::<1>(w[q], k + 1, lo, base) };
+                    [x0[0], x1[0]]
+                }
+            };
+        }
+        // a0: row g, K slots 2t, 2t+1; a1: row g + 8; a2, a3: K slots 2t+8, 2t+9.
+        let a = [e[0][0], e[1][0], e[0][1], e[1][1]];
+        // SAFETY: the whole warpgroup runs this (block-uniform control flow); B is the input
+        // stage of parity P, which nothing writes before the next barrier.
+        unsafe {
+            wgmma_fence();
+            wgmma_m64n128k16(acc, a, b_descriptor(xs, s as u32));
+            wgmma_commit();
+            // The previous step's group is done after this: its A registers are free.
+            wgmma_wait::<1>(acc, &prev);
+        }
+        prev = a;
+    });
+    // SAFETY: as above; every group of the slab is done after this.
+    unsafe { wgmma_wait::<0>(acc, &prev) };
+}
+
+/// Slab `j` on the buffers of parity `P` (as `vq_kernels::gemm`'s kernel, with the proxy
+/// fence that makes the copied inputs visible to `wgmma`).
+///
+/// # Safety
+/// The launcher's contract; every thread of the block runs it with the same `j`; slab `j`'s
+/// copies were committed as this thread's last group, and `entry` holds its table's entry
+/// `tid` when `tiles[P] != held[P]` (threads 0..256).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn slab<const V: usize, const P: u32>(
+    p: &VqGemmParams,
+    base: u32,
+    rb: u32,
+    tb: u32,
+    j: u32,
+    tiles: &mut [u32; 2],
+    held: &mut [u32; 2],
+    entry: &mut [u32; 4],
+    acc: &mut [f32; 64],
+    tid: u32,
+) {
+    let slot = P as usize;
+    // SAFETY: the group of slab j is this thread's only one in flight.
+    unsafe {
+        cp_async_wait_at_most(0);
+        fence_proxy_async_shared();
+    }
+    if tiles[slot] != held[slot] {
+        if tid < 256 {
+            // SAFETY: table P was last read in slab j - 2, before the previous barrier.
+            unsafe { write_entry::<V, P>(base, *entry, tid) };
+        }
+        held[slot] = tiles[slot];
+    }
+    // SAFETY: every thread of the block reaches it.
+    unsafe { sync_threads() };
+    if j + 1 < p.slabs {
+        // SAFETY: the stages of parity 1 - P were last read in slab j - 1, whose wgmmas every
+        // warpgroup waited for before the barrier.
+        unsafe {
+            if P == 0 {
+                copy_slab::<V, 1>(p, base, rb, tb, j + 1, tid);
+            } else {
+                copy_slab::<V, 0>(p, base, rb, tb, j + 1, tid);
+            }
+        }
+        let other = 1 - slot;
+        tiles[other] = p.tile(rb, j + 1);
+        if tiles[other] != held[other] && tid < 256 {
+            // SAFETY: a tile of the matrix; tid < 256.
+            *entry = unsafe { load_entry::<V>(p.codebooks, tiles[other], tid) };
+        }
+    }
+    // SAFETY: the slab's stages and table are written (barrier above).
+    unsafe { compute::<V, P>(base, acc, tid / 32, tid % 32) };
+}
+
+/// The Hopper VQ-GEMM (see `vq_kernels::gemm90`).
+///
+/// # Safety
+/// As `vq_kernels::gemm`'s kernel (the same parameters and checks), with `V` 2 or 4, grid
+/// `(ceil(rows / 256), ceil(tokens / 128))`, `GEMM90_THREADS` threads per block,
+/// `gemm90_smem_bytes(V)` bytes of dynamic shared memory, on an sm_90 GPU.
+#[inline(always)]
+unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
+    let tid = thread_idx_x();
+    let (rb, tb) = (block_idx_x(), block_idx_y());
+    let base = dyn_smem_addr();
+    let mut acc = [0f32; 64];
+    let mut tiles = [p.tile(rb, 0), u32::MAX];
+    let mut held = [u32::MAX; 2];
+    let mut entry = [0u32; 4];
+    // SAFETY: slab 0 < slabs (cols > 0); its table's entry.
+    unsafe {
+        copy_slab::<V, 0>(p, base, rb, tb, 0, tid);
+        if tid < 256 {
+            entry = load_entry::<V>(p.codebooks, tiles[0], tid);
+        }
+    }
+    let mut j = 0;
+    loop {
+        // SAFETY: the launcher's contract; block-uniform; slab j's copies are the last group.
+        unsafe {
+            slab::<V, 0>(
+                p, base, rb, tb, j, &mut tiles, &mut held, &mut entry, &mut acc, tid,
+            )
+        };
+        j += 1;
+        if j == p.slabs {
+            break;
+        }
+        // SAFETY: as above.
+        unsafe {
+            slab::<V, 1>(
+                p, base, rb, tb, j, &mut tiles, &mut held, &mut entry, &mut acc, tid,
+            )
+        };
+        j += 1;
+        if j == p.slabs {
+            break;
+        }
+    }
+    // acc[4j], acc[4j+1]: row g, tokens 8j + 2t, +1; acc[4j+2], acc[4j+3]: row g + 8.
+    let (warp, lane) = (tid / 32, tid % 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let rows = p.rows as usize;
+    unroll!(j < 16, {
+        unroll!(q in [0 1 2 3], {
+            let n = tb * GEMM_TOKENS + 8 * j as u32 + 2 * t + q as u32 % 2;
+            let row = rb * GEMM_ROWS + 16 * warp + g + 8 * (q as u32 / 2);
+            if n < p.tokens && row < p.rows {
+                // SAFETY: n < tokens, row < rows: inside y.
+                unsafe { *p.y.as_mut_ptr().add(n as usize * rows + row as usize) = f32_to_f16(acc[4 * j + q]) };
+            }
+        });
+    });
+}
+
+macro_rules! gemm90_entries {
+    ($($name:ident = $v:literal;)*) => {$(
+        /// The Hopper VQ-GEMM for this vector size; see `vq_kernels::gemm90`.
+        ///
+        /// # Safety
+        /// As `vq_gemm90`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: VqGemmParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { vq_gemm90::<$v>(&p) }
+        }
+    )*};
+}
+
+gemm90_entries! {
+    cmv_vq_gemm90_v2 = 2;
+    cmv_vq_gemm90_v4 = 4;
+}
+
+// 512 threads (4 warpgroups), one block per SM: at most 128 registers.
+cmv_device::launch_bounds! {
+    CMV_MAXNTID = GEMM90_THREADS;
+    CMV_MINNCTAPERSM = 1;
+}

@@ -1,0 +1,146 @@
+//! The Hopper VQ-GEMM (`cmv_vq_gemm90_v{2,4}`, crate `vq-kernels-sm90`, PTX for `sm_90a`):
+//! the layouts it shares with the host. Same work as [`crate::gemm`] (a block is 256 weight
+//! rows x 128 tokens, the same parameters, codes, tables and lookups), on `wgmma`:
+//!
+//! * **Weights are the A operand, from registers.** A warpgroup (4 warps) multiplies 64 weight
+//!   rows (warp `w` holds row group `w`, rows `16 w ..` of the block) by the 128 tokens with
+//!   `wgmma.mma_async.m64n128k16`; the A registers of lane `(g, t)` at K step `s` are the
+//!   lookups of the tensor-core GEMV ([`crate::mma`]): rows `g` and `g + 8`, the four
+//!   consecutive columns `16 s + 4 t ..` (one entry for `v = 4`, two for `v = 2`). The MMA's K
+//!   slots `2t, 2t+1 | 2t+8, 2t+9` are therefore columns `4t, 4t+1 | 4t+2, 4t+3`.
+//! * **Inputs are the B operand, from shared memory**, K-major without swizzle: 8 x 8 core
+//!   matrices (8 tokens x 8 K slots, 128 contiguous bytes). The K order above means that the
+//!   16 columns of a K step are stored permuted: column pair `p` (columns `2p, 2p + 1`) is in
+//!   K group `p % 2` at word `p / 2` ([`x90_offset`]). The copy moves 4-byte words
+//!   (`cp.async` of 4 bytes), one per pair.
+//! * **Four warpgroups** (512 threads), 64 fp32 sums per lane; one barrier per slab; the
+//!   warpgroup waits for its `wgmma`s before the next barrier (the stages they read are then
+//!   overwritten).
+//!
+//! `v = 8` (whose K order is a different permutation) runs [`crate::gemm`].
+
+use crate::gemm::code_stage_bytes;
+use crate::mma::{MMA_TABLES_BYTES, SLAB_COLS};
+
+/// Threads per block (4 warpgroups).
+pub const GEMM90_THREADS: u32 = 512;
+/// Vector sizes the Hopper GEMM is compiled for.
+pub const GEMM90_VECS: [usize; 2] = [2, 4];
+/// Bytes of one 8 x 8 core matrix (8 tokens x 8 K slots of fp16).
+pub const CORE_BYTES: u32 = 128;
+/// Token groups (8 tokens) per block: 128 tokens.
+pub const TOKEN_GROUPS: u32 = 16;
+/// Byte distance between core matrices adjacent in K (the descriptor's leading dimension
+/// offset): a whole K group of the 16 token groups.
+pub const LBO: u32 = TOKEN_GROUPS * CORE_BYTES;
+/// Byte distance between core matrices adjacent in N (tokens; the stride dimension offset).
+pub const SBO: u32 = CORE_BYTES;
+/// Bytes of one staged slab of inputs: 16 K groups x 16 token groups x 128 bytes.
+pub const X90_SLAB_BYTES: u32 = (SLAB_COLS as u32 / 8) * LBO;
+
+/// Byte offset of token `tok` (0..128), column `col` (0..128) inside an input stage: column
+/// pair `p = (col % 16) / 2` of K step `col / 16` sits in K group `2 (col / 16) + p % 2`, at
+/// K slot `2 (p / 2) + col % 2` of it.
+#[inline(always)]
+pub const fn x90_offset(tok: u32, col: u32) -> u32 {
+    let (s, p) = (col / 16, (col % 16) / 2);
+    let kg = 2 * s + p % 2;
+    let slot = 2 * (p / 2) + col % 2;
+    kg * LBO + (tok / 8) * SBO + (tok % 8) * 16 + 2 * slot
+}
+
+/// Start of input stage `parity`.
+#[inline(always)]
+pub const fn x90_stage_base(parity: u32) -> u32 {
+    MMA_TABLES_BYTES + parity * X90_SLAB_BYTES
+}
+
+/// Start of code stage `parity` for vector size `vec`.
+#[inline(always)]
+pub const fn code90_stage_base(vec: usize, parity: u32) -> u32 {
+    MMA_TABLES_BYTES + 2 * X90_SLAB_BYTES + parity * code_stage_bytes(vec)
+}
+
+/// Dynamic shared memory of the Hopper GEMM for vector size `vec`.
+#[inline(always)]
+pub const fn gemm90_smem_bytes(vec: usize) -> u32 {
+    code90_stage_base(vec, 2)
+}
+
+/// The `wgmma` shared-memory descriptor of the B operand of K step `s` in the stage at
+/// shared address `stage`: start address, [`LBO`] and [`SBO`] in 16-byte units, no swizzle.
+#[inline(always)]
+pub const fn b_descriptor(stage: u32, s: u32) -> u64 {
+    let start = stage + 2 * s * LBO;
+    ((start as u64 >> 4) & 0x3fff) | ((LBO as u64 >> 4) << 16) | ((SBO as u64 >> 4) << 32)
+}
+
+/// The kernel for vector size `vec`.
+pub fn gemm90_kernel(vec: usize) -> Option<&'static str> {
+    match vec {
+        2 => Some("cmv_vq_gemm90_v2"),
+        4 => Some("cmv_vq_gemm90_v4"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mma::frag_col;
+
+    /// Where `wgmma` reads element (K slot `k`, token `n`) of the B tile of a K step, by the
+    /// PTX ISA's K-major no-swizzle layout: core matrix (`k / 8`, `n / 8`) at `start + (k / 8)
+    /// LBO + (n / 8) SBO`, row `n % 8` of 16 bytes, element `k % 8`.
+    fn wgmma_reads(desc: u64, k: u32, n: u32) -> u32 {
+        let start = ((desc & 0x3fff) << 4) as u32;
+        let lbo = (((desc >> 16) & 0x3fff) << 4) as u32;
+        let sbo = (((desc >> 32) & 0x3fff) << 4) as u32;
+        start + (k / 8) * lbo + (n / 8) * sbo + (n % 8) * 16 + 2 * (k % 8)
+    }
+
+    #[test]
+    fn the_b_tile_holds_the_columns_the_a_registers_hold() {
+        let stage = x90_stage_base(1);
+        for s in 0..8u32 {
+            let desc = b_descriptor(stage, s);
+            for t in 0..4u32 {
+                // Lane t's K slots 2t, 2t+1, 2t+8, 2t+9 hold columns frag_col .. + 4 (v = 2, 4).
+                for v in GEMM90_VECS {
+                    let c0 = frag_col(v, s as usize, t as usize) as u32;
+                    for (i, k) in [2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        for n in [0, 5, 8, 127] {
+                            assert_eq!(
+                                wgmma_reads(desc, k, n),
+                                stage + x90_offset(n, c0 + i as u32),
+                                "s {s} t {t} k {k} n {n}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_stage_is_a_bijection_and_fits() {
+        let mut seen = vec![0u8; X90_SLAB_BYTES as usize / 2];
+        for tok in 0..128 {
+            for col in 0..128 {
+                seen[x90_offset(tok, col) as usize / 2] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1));
+        for v in GEMM90_VECS {
+            assert!(gemm90_smem_bytes(v) <= 227 * 1024);
+            assert!(code90_stage_base(v, 0).is_multiple_of(16));
+        }
+        // Descriptor fields fit their 14 bits for every stage address.
+        let d = b_descriptor(x90_stage_base(1), 7);
+        assert_eq!(((d & 0x3fff) << 4) as u32, x90_stage_base(1) + 14 * LBO);
+        assert!(x90_stage_base(2) < 1 << 18);
+    }
+}
