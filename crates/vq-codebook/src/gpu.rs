@@ -26,7 +26,10 @@ use half::f16;
 use vq_kernels::gemm::{
     GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, gemm_kernel, gemm_params, gemm_smem_bytes,
 };
-use vq_kernels::gemm90::{GEMM90_THREADS, GEMM90_VECS, gemm90_kernel, gemm90_smem_bytes};
+use vq_kernels::gemm90::{
+    GEMM90_THREADS, GEMM90_VECS, PERMUTE_THREADS, PermuteParams, gemm90_kernel, gemm90_smem_bytes,
+    padded_cols,
+};
 use vq_kernels::lut::{
     LUT_THREADS, LUT_VECS, LutGeometry, VqLutParams, lut_kernel, lut_smem_bytes,
 };
@@ -341,6 +344,9 @@ pub struct VqOut {
     y: CudaSlice<f16>,
     acc: CudaSlice<f32>,
     counters: CudaSlice<u32>,
+    /// The Hopper GEMM's permuted inputs (`vq_kernels::gemm90::permuted_col`), allocated at
+    /// its first launch and grown as needed.
+    xp: Option<CudaSlice<f16>>,
 }
 
 impl VqOut {
@@ -358,6 +364,7 @@ impl VqOut {
                     .max(1),
             )?,
             counters: gpu.alloc_zeros::<u32>(rows.div_ceil(32).max(1))?,
+            xp: None,
         })
     }
 
@@ -380,6 +387,8 @@ pub struct VqGemv {
     gemms: Vec<(usize, Kernel)>,
     /// The Hopper GEMM kernels by vector size (empty off compute capability 9.0).
     gemms90: Vec<(usize, Kernel)>,
+    /// Its input permutation (`cmv_vq_permute_x`).
+    permute: Kernel,
     sms: u32,
 }
 
@@ -463,6 +472,7 @@ impl VqGemv {
             mmas,
             gemms,
             gemms90,
+            permute: gpu.kernel(&PTX, "cmv_vq_permute_x")?,
             sms: gpu.info().sm_count,
         })
     }
@@ -578,6 +588,11 @@ impl VqGemv {
         self.gemms90.iter().any(|(v, _)| *v == vec)
     }
 
+    fn gpu_alloc_f16(&self, len: usize) -> Result<CudaSlice<f16>, VqError> {
+        use cmv_runtime::DriverResultExt;
+        Ok(self.stream.alloc_zeros::<f16>(len).op("cuMemAlloc")?)
+    }
+
     /// [`VqGemv::gemm`] with the GEMM kernel chosen by `kernel`.
     ///
     /// # Errors
@@ -614,20 +629,7 @@ impl VqGemv {
             4 * codes.len(),
             code_groups * g2.slabs * 32 * lcb,
         )?;
-        let params = gemm_params(
-            rows,
-            cols,
-            tokens,
-            g2,
-            code_groups,
-            (
-                dev_ptr(codes),
-                dev_ptr(&m.codebooks),
-                dev_ptr(x).cast(),
-                dev_ptr_mut(&mut out.y).cast(),
-            ),
-        )
-        .ok_or_else(|| refuse("needs the columns to be a multiple of 8"))?;
+
         let hopper = match kernel {
             GemmKernel::Auto => self.has_wgmma(vec),
             GemmKernel::MmaSync => false,
@@ -651,6 +653,56 @@ impl VqGemv {
                     module: PTX.name,
                     kernel: "cmv_vq_gemm",
                 })?;
+        if !cols.is_multiple_of(8) {
+            return Err(refuse("needs the columns to be a multiple of 8"));
+        }
+        // The Hopper kernel reads the inputs permuted (a small kernel first, into `out.xp`).
+        let x_ptr = if hopper {
+            let padded = padded_cols(m.shape.cols) as usize;
+            let need = batch_len(tokens, padded)?;
+            if out.xp.as_ref().is_none_or(|b| b.len() < need) {
+                out.xp = Some(self.gpu_alloc_f16(need)?);
+            }
+            let xp = out.xp.as_mut().expect("allocated above");
+            let pp = PermuteParams {
+                x: dev_ptr(x).cast(),
+                xp: dev_ptr_mut(xp).cast(),
+                tokens: m.shape.to_u32(tokens)?,
+                cols: m.shape.cols,
+            };
+            let threads = tokens * (padded / 16);
+            let pcfg = LaunchConfig {
+                grid_dim: (
+                    u32::try_from(threads.div_ceil(PERMUTE_THREADS as usize))
+                        .map_err(|_| refuse("takes at most 2^32 blocks of inputs to permute"))?,
+                    1,
+                    1,
+                ),
+                block_dim: (PERMUTE_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: x holds tokens * cols halves (checked above), xp tokens * padded (just
+            // ensured), both whole allocations (16-byte aligned), cols % 8 == 0; one thread per
+            // token and group of 16 columns.
+            unsafe { self.permute.launch(&self.stream, pcfg, &pp)? };
+            dev_ptr(&*xp).cast()
+        } else {
+            dev_ptr(x).cast()
+        };
+        let params = gemm_params(
+            rows,
+            cols,
+            tokens,
+            g2,
+            code_groups,
+            (
+                dev_ptr(codes),
+                dev_ptr(&m.codebooks),
+                x_ptr,
+                dev_ptr_mut(&mut out.y).cast(),
+            ),
+        )
+        .ok_or_else(|| refuse("needs the columns to be a multiple of 8"))?;
         let token_blocks = u32::try_from(tokens.div_ceil(GEMM_TOKENS as usize))
             .map_err(|_| refuse("takes at most 2^32 blocks of 128 inputs"))?;
         let cfg = LaunchConfig {

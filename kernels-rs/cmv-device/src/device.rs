@@ -665,23 +665,6 @@ pub unsafe fn cp_async_8_zfill(dst: u32, src: *const u64, src_bytes: u32) {
     }
 }
 
-/// An asynchronous 4-byte copy (`cp.async.ca.shared.global`, through L1) that copies only the
-/// first `src_bytes` (0 or 4) bytes and fills the rest with zeros; as [`cp_async_16_zfill`]
-/// otherwise. For layouts that scatter 4-byte words.
-///
-/// # Safety
-/// `src` is a 4-byte-aligned global address with `src_bytes` readable bytes; `dst` is 4-byte
-/// aligned with 4 bytes inside the block's shared memory that nothing else reads or writes until
-/// the copy's group has been waited for; `src_bytes <= 4`.
-#[inline(always)]
-pub unsafe fn cp_async_4_zfill(dst: u32, src: *const u32, src_bytes: u32) {
-    // SAFETY: the caller guarantees both ranges and the size.
-    unsafe {
-        asm!("cp.async.ca.shared.global [{d}], [{s}], 4, {n};", d = in(reg32) dst,
-             s = in(reg64) src, n = in(reg32) src_bytes, options(nostack));
-    }
-}
-
 /// `fence.proxy.async.shared::cta` (sm_90): orders this thread's earlier generic-proxy writes
 /// to shared memory (stores, `cp.async` copies once waited for) before later async-proxy reads
 /// of it (`wgmma` operands from shared memory), once a barrier passes them on.

@@ -3,14 +3,14 @@
 use core::arch::asm;
 
 use cmv_device::{
-    block_idx_x, block_idx_y, cp_async_4_zfill, cp_async_commit, cp_async_wait_at_most,
+    U32x4, block_idx_x, block_idx_y, cp_async_16_zfill, cp_async_commit, cp_async_wait_at_most,
     dyn_smem_addr, f32_to_f16, fence_proxy_async_shared, lds_v2, lds_v4, sync_threads,
     thread_idx_x,
 };
 use vq_kernels::dev::{copy_codes, load_entry, lookup, write_entry};
 use vq_kernels::gemm::{GEMM_ROWS, GEMM_TOKENS, VqGemmParams, code_stage_offset};
 use vq_kernels::gemm90::{
-    GEMM90_THREADS, b_descriptor, code90_stage_base, x90_offset, x90_stage_base,
+    GEMM90_THREADS, b_descriptor, code90_stage_base, padded_cols, x90_chunk_offset, x90_stage_base,
 };
 use vq_kernels::mma::{SLAB_COLS, STEPS, lookup_offset};
 use vq_kernels::unroll;
@@ -217,13 +217,16 @@ unsafe fn wgmma_wait<const N: u32>(acc: &mut [f32; 64], a: &[u32; 4]) {
     }
 }
 
-/// Copies slab `slab`'s inputs (the block's 128 tokens, as 4-byte column pairs in the permuted
-/// core-matrix layout of `x90_offset`) and codes into the stages of parity `P`, one commit.
+/// Part `part` (0..4) of the copies of slab `slab` into the stages of parity `P`: a quarter of
+/// its inputs (the block's 128 tokens of the permuted inputs `p.x`, 16-byte chunks that are
+/// core-matrix rows, `x90_chunk_offset`); the codes with part 0; the commit with part 3.
+/// Issued in parts between the `wgmma`s of the current slab.
 ///
 /// # Safety
-/// The launcher's contract; `slab < slabs`; nothing reads the stages of parity `P` until the
-/// group has been waited for and a barrier passed.
+/// The launcher's contract; `slab < slabs`; parts 0..4 in order; nothing reads the stages of
+/// parity `P` until the group has been waited for and a barrier passed.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn copy_slab<const V: usize, const P: u32>(
     p: &VqGemmParams,
     base: u32,
@@ -231,32 +234,34 @@ unsafe fn copy_slab<const V: usize, const P: u32>(
     tb: u32,
     slab: u32,
     tid: u32,
+    part: u32,
 ) {
-    let cols = p.cols as usize;
-    const PAIRS: u32 = SLAB_COLS as u32 / 2;
-    // 128 tokens x 64 column pairs: 16 per thread; a warp reads 32 consecutive pairs.
-    for k in 0..(GEMM_TOKENS * PAIRS / GEMM90_THREADS) {
-        let c = k * GEMM90_THREADS + tid;
-        let (tok, pair) = (c / PAIRS, c % PAIRS);
-        let n = tb * GEMM_TOKENS + tok;
-        let col = slab as usize * SLAB_COLS + 2 * pair as usize;
-        let inside = n < p.tokens && col < cols;
-        let at = if inside { n as usize * cols + col } else { 0 };
-        // SAFETY: inside: token n < tokens, columns col, col + 1 < cols (cols % 8 == 0), a
-        // 4-byte-aligned pair of x; outside: nothing is read. The destination is inside the
-        // input stage of parity P.
-        unsafe {
-            cp_async_4_zfill(
-                base + x90_stage_base(P) + x90_offset(tok, 2 * pair),
-                p.x.as_ptr().add(at) as *const u32,
-                if inside { 4 } else { 0 },
-            )
-        };
-    }
+    // The permuted inputs (`xp`, rows of padded_cols(cols) values): 128 tokens x 16 chunks of
+    // 16 bytes, one chunk per thread and part.
+    let stride = padded_cols(p.cols) as usize;
+    let c = part * GEMM90_THREADS + tid;
+    let (tok, j) = (c / 16, c % 16);
+    let n = tb * GEMM_TOKENS + tok;
+    let col = slab as usize * SLAB_COLS + 8 * j as usize;
+    let inside = n < p.tokens && col < stride;
+    let at = if inside { n as usize * stride + col } else { 0 };
+    // SAFETY: inside: token n < tokens, 8 values col .. col + 8 <= stride of xp (16-byte
+    // aligned); outside: nothing is read. The destination is inside the stage of parity P.
+    unsafe {
+        cp_async_16_zfill(
+            base + x90_stage_base(P) + x90_chunk_offset(tok, j),
+            p.x.as_ptr().add(at) as *const U32x4,
+            if inside { 16 } else { 0 },
+        )
+    };
     // SAFETY: the launcher's contract; the code stage of parity P is ours.
     unsafe {
-        copy_codes::<V, GEMM90_THREADS>(p, base + code90_stage_base(V, P), rb, slab, tid);
-        cp_async_commit();
+        if part == 0 {
+            copy_codes::<V, GEMM90_THREADS>(p, base + code90_stage_base(V, P), rb, slab, tid);
+        }
+        if part == 3 {
+            cp_async_commit();
+        }
     }
 }
 
@@ -273,6 +278,7 @@ unsafe fn compute<const V: usize, const P: u32>(
     acc: &mut [f32; 64],
     warp: u32,
     lane: u32,
+    mut between: impl FnMut(u32),
 ) {
     let lo = lookup_offset(V, lane) + 128 * P;
     let at = base + code90_stage_base(V, P) + code_stage_offset(V, warp, lane);
@@ -321,6 +327,9 @@ unsafe fn compute<const V: usize, const P: u32>(
             wgmma_wait::<1>(acc, &prev);
         }
         prev = a;
+        if s < 4 {
+            between(s as u32);
+        }
     });
     // SAFETY: as above; every group of the slab is done after this.
     unsafe { wgmma_wait::<0>(acc, &prev) };
@@ -362,16 +371,22 @@ unsafe fn slab<const V: usize, const P: u32>(
     }
     // SAFETY: every thread of the block reaches it.
     unsafe { sync_threads() };
-    if j + 1 < p.slabs {
-        // SAFETY: the stages of parity 1 - P were last read in slab j - 1, whose wgmmas every
-        // warpgroup waited for before the barrier.
-        unsafe {
-            if P == 0 {
-                copy_slab::<V, 1>(p, base, rb, tb, j + 1, tid);
-            } else {
-                copy_slab::<V, 0>(p, base, rb, tb, j + 1, tid);
+    let next = j + 1 < p.slabs;
+    // The next slab's copies, in four parts between the first wgmmas of this one.
+    let issue = |part: u32| {
+        if next {
+            // SAFETY: the stages of parity 1 - P were last read in slab j - 1, whose wgmmas
+            // every warpgroup waited for before the barrier; parts come in order.
+            unsafe {
+                if P == 0 {
+                    copy_slab::<V, 1>(p, base, rb, tb, j + 1, tid, part);
+                } else {
+                    copy_slab::<V, 0>(p, base, rb, tb, j + 1, tid, part);
+                }
             }
         }
+    };
+    if next {
         let other = 1 - slot;
         tiles[other] = p.tile(rb, j + 1);
         if tiles[other] != held[other] && tid < 256 {
@@ -380,7 +395,7 @@ unsafe fn slab<const V: usize, const P: u32>(
         }
     }
     // SAFETY: the slab's stages and table are written (barrier above).
-    unsafe { compute::<V, P>(base, acc, tid / 32, tid % 32) };
+    unsafe { compute::<V, P>(base, acc, tid / 32, tid % 32, issue) };
 }
 
 /// The Hopper VQ-GEMM (see `vq_kernels::gemm90`).
@@ -400,7 +415,9 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
     let mut entry = [0u32; 4];
     // SAFETY: slab 0 < slabs (cols > 0); its table's entry.
     unsafe {
-        copy_slab::<V, 0>(p, base, rb, tb, 0, tid);
+        for part in 0..4 {
+            copy_slab::<V, 0>(p, base, rb, tb, 0, tid, part);
+        }
         if tid < 256 {
             entry = load_entry::<V>(p.codebooks, tiles[0], tid);
         }

@@ -49,6 +49,51 @@ pub const fn x90_offset(tok: u32, col: u32) -> u32 {
     kg * LBO + (tok / 8) * SBO + (tok % 8) * 16 + 2 * slot
 }
 
+/// Where column `col` of an input row sits in the permuted copy the Hopper GEMM reads
+/// (`cmv_vq_permute_x`, rows of [`padded_cols`] values): in each group of 16 columns, the eight
+/// of K group 0 (`0, 1, 4, 5, 8, 9, 12, 13`), then the eight of K group 1. Chunk `q / 8` of 16
+/// bytes of a permuted row is then one core-matrix row: the copy into the stage is 16-byte
+/// `cp.async`s.
+#[inline(always)]
+pub const fn permuted_col(col: u32) -> u32 {
+    let p = (col % 16) / 2;
+    16 * (col / 16) + 8 * (p % 2) + 2 * (p / 2) + col % 2
+}
+
+/// Columns of a permuted input row: `cols` rounded up to 16 (zeros past `cols`).
+#[inline(always)]
+pub const fn padded_cols(cols: u32) -> u32 {
+    cols.div_ceil(16) * 16
+}
+
+/// Byte offset in an input stage of 16-byte chunk `j` (0..16) of token `tok`'s part of a
+/// permuted slab: K group `j`, token group `tok / 8`, row `tok % 8`.
+#[inline(always)]
+pub const fn x90_chunk_offset(tok: u32, j: u32) -> u32 {
+    j * LBO + (tok / 8) * SBO + (tok % 8) * 16
+}
+
+/// Parameters of `cmv_vq_permute_x`: `xp` (`tokens x padded_cols(cols)`) = `x` (`tokens x
+/// cols`) with the columns of every group of 16 permuted ([`permuted_col`]), zeros past `cols`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PermuteParams {
+    /// `tokens x cols` fp16 inputs, 16-byte aligned, `cols % 8 == 0`.
+    pub x: cmv_device::DevPtr<u16>,
+    /// `tokens x padded_cols(cols)` fp16 outputs, 16-byte aligned.
+    pub xp: cmv_device::DevPtrMut<u16>,
+    /// Input rows.
+    pub tokens: u32,
+    /// Columns.
+    pub cols: u32,
+}
+const _: () = assert!(core::mem::size_of::<PermuteParams>() == 24);
+// SAFETY: #[repr(C)], plain data (device addresses and integers), layout asserted above.
+unsafe impl cmv_device::KernelParams for PermuteParams {}
+
+/// Threads per block of `cmv_vq_permute_x` (one group of 16 columns of one token each).
+pub const PERMUTE_THREADS: u32 = 256;
+
 /// Start of input stage `parity`.
 #[inline(always)]
 pub const fn x90_stage_base(parity: u32) -> u32 {
@@ -123,6 +168,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn permuted_chunks_are_core_matrix_rows() {
+        let mut seen = [0u8; 32];
+        for col in 0..128u32 {
+            let q = permuted_col(col);
+            assert_eq!(q / 16, col / 16);
+            seen[(q % 32) as usize] += 1;
+            for tok in [0, 9, 127] {
+                assert_eq!(
+                    x90_chunk_offset(tok, (q % 128) / 8) + 2 * (q % 8),
+                    x90_offset(tok, col),
+                    "col {col} tok {tok}"
+                );
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 4));
+        assert_eq!(padded_cols(8), 16);
+        assert_eq!(padded_cols(4096), 4096);
     }
 
     #[test]

@@ -399,3 +399,42 @@ mod mma_gpu;
 
 #[path = "gemm_gpu.rs"]
 mod gemm_gpu;
+
+// ---------------------------------------------------------------------------------------------
+// The input permutation of the Hopper GEMM (`crate::gemm90::permuted_col`)
+
+/// `xp` = `x` with the columns of each group of 16 permuted (K group 0's eight, then K group
+/// 1's: word order 0, 2, 4, 6 | 1, 3, 5, 7), zeros past `cols`; one thread per token and group.
+///
+/// # Safety
+/// The launcher checked: `x` holds `tokens * cols` halves, `xp` `tokens * padded_cols(cols)`,
+/// both 16-byte aligned, `cols % 8 == 0`; at least `tokens * padded_cols(cols) / 16` threads.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn cmv_vq_permute_x(p: crate::gemm90::PermuteParams) {
+    use cmv_device::{U32x4, block_dim_x, block_idx_x, ld_nc_v4, thread_idx_x};
+    let groups = crate::gemm90::padded_cols(p.cols) / 16;
+    let i = block_idx_x() * block_dim_x() + thread_idx_x();
+    if i >= p.tokens * groups {
+        return;
+    }
+    let (n, g) = (i / groups, i % groups);
+    let col = 16 * g as usize;
+    let cols = p.cols as usize;
+    let at = n as usize * cols + col;
+    let mut w = [0u32; 8];
+    for h in 0..2 {
+        if col + 8 * h < cols {
+            // SAFETY: n < tokens, col + 8 h + 8 <= cols (cols % 8 == 0): 16 bytes inside x,
+            // 16-byte aligned.
+            let v = unsafe { ld_nc_v4(p.x.as_ptr().add(at + 8 * h) as *const U32x4).0 };
+            w[4 * h..4 * h + 4].copy_from_slice(&v);
+        }
+    }
+    let out = n as usize * (16 * groups as usize) + col;
+    // SAFETY: n < tokens, g < groups: 32 bytes inside xp, 16-byte aligned.
+    unsafe {
+        let o = p.xp.as_mut_ptr().add(out) as *mut U32x4;
+        *o = U32x4([w[0], w[2], w[4], w[6]]);
+        *o.add(1) = U32x4([w[1], w[3], w[5], w[7]]);
+    }
+}
