@@ -217,7 +217,8 @@ unsafe fn wgmma_wait<const N: u32>(acc: &mut [f32; 64], a: &[u32; 4]) {
     }
 }
 
-/// Part `part` (0..4) of the copies of slab `slab` into the stages of parity `P`: a quarter of
+/// Part `part` (0..4) of the copies of slab `slab` into input stage `stage` and the code stage
+/// of parity `P`: a quarter of
 /// its inputs (the block's 128 tokens of the permuted inputs `p.x`, 16-byte chunks that are
 /// core-matrix rows, `x90_chunk_offset`); the codes with part 0; the commit with part 3.
 /// Issued in parts between the `wgmma`s of the current slab.
@@ -230,6 +231,7 @@ unsafe fn wgmma_wait<const N: u32>(acc: &mut [f32; 64], a: &[u32; 4]) {
 unsafe fn copy_slab<const V: usize, const P: u32>(
     p: &VqGemmParams,
     base: u32,
+    stage: u32,
     rb: u32,
     tb: u32,
     slab: u32,
@@ -249,7 +251,7 @@ unsafe fn copy_slab<const V: usize, const P: u32>(
     // aligned); outside: nothing is read. The destination is inside the stage of parity P.
     unsafe {
         cp_async_16_zfill(
-            base + x90_stage_base(P) + x90_chunk_offset(tok, j),
+            base + x90_stage_base(stage) + x90_chunk_offset(tok, j),
             p.x.as_ptr().add(at) as *const U32x4,
             if inside { 16 } else { 0 },
         )
@@ -265,17 +267,49 @@ unsafe fn copy_slab<const V: usize, const P: u32>(
     }
 }
 
-/// One slab's `wgmma`s on the stages and table of parity `P`: per K step, the A registers from
-/// the table (rows `g`, `g + 8` of the warp's row group), one `m64n128k16`; at most two steps
-/// in flight; all done on return.
+/// The A registers of K step `s` (rows `g`, `g + 8` of the warp's row group, looked up in the
+/// table at `lo` from the lane's codes `w`): `a0` row `g`, K slots `2t, 2t+1`; `a1` row
+/// `g + 8`; `a2`, `a3` K slots `2t+8, 2t+9`.
 ///
 /// # Safety
-/// The stages and table of parity `P` hold the slab (after the barrier and the proxy fence);
-/// the whole block runs it (each warpgroup its own part).
+/// The table holds the slab's codebook; `lo` is the lane's copy offset in it.
+#[inline(always)]
+unsafe fn a_regs<const V: usize>(w: &[u32; 8], s: usize, lo: u32, base: u32) -> [u32; 4] {
+    let mut e = [[0u32; 2]; 2];
+    for (h, eh) in e.iter_mut().enumerate() {
+        // SAFETY (every lookup): the caller's table; lo < 256.
+        *eh = match V {
+            4 => {
+                let x = unsafe { lookup::<2>(w[2 * h + s / 4], s % 4, lo, base) };
+                [x[0], x[1]]
+            }
+            _ => {
+                let (k, q) = ((2 * s) % 4, 4 * h + (2 * s) / 4);
+                let x0 = unsafe { lookup::<1>(w[q], k, lo, base) };
+                let x1 = unsafe { lookup::<1>(w[q], k + 1, lo, base) };
+                [x0[0], x1[0]]
+            }
+        };
+    }
+    [e[0][0], e[1][0], e[0][1], e[1][1]]
+}
+
+/// One slab's `wgmma`s, reading the table and code stage of parity `P` and the input stage at
+/// `xs`: per K step one `m64n128k16`, the next step's A registers looked up while it runs,
+/// then a wait for the step before (two in flight). `prev` holds the A registers of the
+/// warpgroup's last step still in flight (the previous slab's last) and is left holding this
+/// slab's last: the next slab's first wait covers it.
+///
+/// # Safety
+/// The stages and table hold the slab (after the barrier and the proxy fence); the whole
+/// block runs it (each warpgroup its own part); nothing writes the input stage at `xs` until
+/// this slab's last `wgmma` has been waited for.
 #[inline(always)]
 unsafe fn compute<const V: usize, const P: u32>(
     base: u32,
+    xs: u32,
     acc: &mut [f32; 64],
+    prev: &mut [u32; 4],
     warp: u32,
     lane: u32,
     mut between: impl FnMut(u32),
@@ -295,53 +329,42 @@ unsafe fn compute<const V: usize, const P: u32>(
             }
         }
     };
-    let xs = base + x90_stage_base(P);
-    let mut prev = [0u32; 4];
+    // SAFETY: the table of parity P (the caller's contract).
+    let mut a = unsafe { a_regs::<V>(&w, 0, lo, base) };
     const _: () = assert!(STEPS == 8);
     unroll!(s in [0 1 2 3 4 5 6 7], {
-        let mut e = [[0u32; 2]; 2];
-        for (h, eh) in e.iter_mut().enumerate() {
-            // SAFETY (every lookup): the table of parity P; lo < 128.
-            *eh = match V {
-                4 => {
-                    let x = unsafe { lookup::<2>(w[2 * h + s / 4], s % 4, lo, base) };
-                    [x[0], x[1]]
-                }
-                _ => {
-                    let (k, q) = ((2 * s) % 4, 4 * h + (2 * s) / 4);
-                    let x0 = unsafe { lookup::<1>(w[q], k, lo, base) };
-                    let x1 = unsafe { lookup::<1>(w[q], k + 1, lo, base) };
-                    [x0[0], x1[0]]
-                }
-            };
-        }
-        // a0: row g, K slots 2t, 2t+1; a1: row g + 8; a2, a3: K slots 2t+8, 2t+9.
-        let a = [e[0][0], e[1][0], e[0][1], e[1][1]];
         // SAFETY: the whole warpgroup runs this (block-uniform control flow); B is the input
-        // stage of parity P, which nothing writes before the next barrier.
+        // stage at xs (the caller's contract).
         unsafe {
             wgmma_fence();
             wgmma_m64n128k16(acc, a, b_descriptor(xs, s as u32));
             wgmma_commit();
-            // The previous step's group is done after this: its A registers are free.
-            wgmma_wait::<1>(acc, &prev);
         }
-        prev = a;
+        let next = if s + 1 < STEPS {
+            // SAFETY: as above.
+            unsafe { a_regs::<V>(&w, (s + 1) % STEPS, lo, base) }
+        } else {
+            a
+        };
+        // SAFETY: as above. The step before is done after this: its A registers are free.
+        unsafe { wgmma_wait::<1>(acc, prev) };
+        *prev = a;
+        a = next;
         if s < 4 {
             between(s as u32);
         }
     });
-    // SAFETY: as above; every group of the slab is done after this.
-    unsafe { wgmma_wait::<0>(acc, &prev) };
 }
 
-/// Slab `j` on the buffers of parity `P` (as `vq_kernels::gemm`'s kernel, with the proxy
-/// fence that makes the copied inputs visible to `wgmma`).
+/// Slab `j` (tables and code stages of parity `P = j % 2`, input stage `j % 3`): waits for its
+/// copies, writes its table when its tile differs from the one held, passes the barrier and
+/// the proxy fence that makes the copied inputs visible to `wgmma`, then multiplies, issuing
+/// the copies of slab `j + 1` (input stage `(j + 1) % 3`) between its first `wgmma`s.
 ///
 /// # Safety
 /// The launcher's contract; every thread of the block runs it with the same `j`; slab `j`'s
 /// copies were committed as this thread's last group, and `entry` holds its table's entry
-/// `tid` when `tiles[P] != held[P]` (threads 0..256).
+/// `tid` when `tiles[P] != held[P]` (threads 0..256); `prev` as in `compute`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn slab<const V: usize, const P: u32>(
@@ -354,6 +377,7 @@ unsafe fn slab<const V: usize, const P: u32>(
     held: &mut [u32; 2],
     entry: &mut [u32; 4],
     acc: &mut [f32; 64],
+    prev: &mut [u32; 4],
     tid: u32,
 ) {
     let slot = P as usize;
@@ -372,16 +396,19 @@ unsafe fn slab<const V: usize, const P: u32>(
     // SAFETY: every thread of the block reaches it.
     unsafe { sync_threads() };
     let next = j + 1 < p.slabs;
+    let next_stage = (j + 1) % 3;
     // The next slab's copies, in four parts between the first wgmmas of this one.
     let issue = |part: u32| {
         if next {
-            // SAFETY: the stages of parity 1 - P were last read in slab j - 1, whose wgmmas
-            // every warpgroup waited for before the barrier; parts come in order.
+            // SAFETY: input stage (j + 1) % 3 was last read by slab j - 2, and the code stage
+            // of parity 1 - P by slab j - 1 (synchronously, before the barrier): every
+            // warpgroup waited for slab j - 2's last wgmma in slab j - 1's first step, before
+            // the barrier; parts come in order.
             unsafe {
                 if P == 0 {
-                    copy_slab::<V, 1>(p, base, rb, tb, j + 1, tid, part);
+                    copy_slab::<V, 1>(p, base, next_stage, rb, tb, j + 1, tid, part);
                 } else {
-                    copy_slab::<V, 0>(p, base, rb, tb, j + 1, tid, part);
+                    copy_slab::<V, 0>(p, base, next_stage, rb, tb, j + 1, tid, part);
                 }
             }
         }
@@ -394,8 +421,10 @@ unsafe fn slab<const V: usize, const P: u32>(
             *entry = unsafe { load_entry::<V>(p.codebooks, tiles[other], tid) };
         }
     }
-    // SAFETY: the slab's stages and table are written (barrier above).
-    unsafe { compute::<V, P>(base, acc, tid / 32, tid % 32, issue) };
+    let xs = base + x90_stage_base(j % 3);
+    // SAFETY: the slab's stages and table are written (barrier above); input stage j % 3 is
+    // next written during slab j + 2, after the barrier that follows this slab's last wait.
+    unsafe { compute::<V, P>(base, xs, acc, prev, tid / 32, tid % 32, issue) };
 }
 
 /// The Hopper VQ-GEMM (see `vq_kernels::gemm90`).
@@ -413,10 +442,11 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
     let mut tiles = [p.tile(rb, 0), u32::MAX];
     let mut held = [u32::MAX; 2];
     let mut entry = [0u32; 4];
+    let mut prev = [0u32; 4];
     // SAFETY: slab 0 < slabs (cols > 0); its table's entry.
     unsafe {
         for part in 0..4 {
-            copy_slab::<V, 0>(p, base, rb, tb, 0, tid, part);
+            copy_slab::<V, 0>(p, base, 0, rb, tb, 0, tid, part);
         }
         if tid < 256 {
             entry = load_entry::<V>(p.codebooks, tiles[0], tid);
@@ -427,7 +457,7 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
         // SAFETY: the launcher's contract; block-uniform; slab j's copies are the last group.
         unsafe {
             slab::<V, 0>(
-                p, base, rb, tb, j, &mut tiles, &mut held, &mut entry, &mut acc, tid,
+                p, base, rb, tb, j, &mut tiles, &mut held, &mut entry, &mut acc, &mut prev, tid,
             )
         };
         j += 1;
@@ -437,7 +467,7 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
         // SAFETY: as above.
         unsafe {
             slab::<V, 1>(
-                p, base, rb, tb, j, &mut tiles, &mut held, &mut entry, &mut acc, tid,
+                p, base, rb, tb, j, &mut tiles, &mut held, &mut entry, &mut acc, &mut prev, tid,
             )
         };
         j += 1;
@@ -445,6 +475,8 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
             break;
         }
     }
+    // SAFETY: the whole warpgroup; every wgmma is done after this.
+    unsafe { wgmma_wait::<0>(&mut acc, &prev) };
     // acc[4j], acc[4j+1]: row g, tokens 8j + 2t, +1; acc[4j+2], acc[4j+3]: row g + 8.
     let (warp, lane) = (tid / 32, tid % 32);
     let (g, t) = (lane / 4, lane % 4);

@@ -13,9 +13,10 @@
 //!   16 columns of a K step are stored permuted: column pair `p` (columns `2p, 2p + 1`) is in
 //!   K group `p % 2` at word `p / 2` ([`x90_offset`]). The copy moves 4-byte words
 //!   (`cp.async` of 4 bytes), one per pair.
-//! * **Four warpgroups** (512 threads), 64 fp32 sums per lane; one barrier per slab; the
-//!   warpgroup waits for its `wgmma`s before the next barrier (the stages they read are then
-//!   overwritten).
+//! * **Four warpgroups** (512 threads), 64 fp32 sums per lane; one barrier per slab; two
+//!   `wgmma`s in flight per warpgroup, across slab boundaries (three input stages), the next
+//!   step's lookups issued while they run; the next slab's copies issued between the first
+//!   four `wgmma`s of a slab.
 //!
 //! `v = 8` (whose K order is a different permutation) runs [`crate::gemm`].
 
@@ -94,16 +95,21 @@ unsafe impl cmv_device::KernelParams for PermuteParams {}
 /// Threads per block of `cmv_vq_permute_x` (one group of 16 columns of one token each).
 pub const PERMUTE_THREADS: u32 = 256;
 
-/// Start of input stage `parity`.
+/// Input stages: three, so that a slab's last `wgmma`s may still run while the next slab
+/// starts (slab `j` reads stage `j % 3`; the copies during slab `j` fill stage `(j + 1) % 3`,
+/// last read by slab `j - 2`).
+pub const X90_STAGES: u32 = 3;
+
+/// Start of input stage `stage` (0..3).
 #[inline(always)]
-pub const fn x90_stage_base(parity: u32) -> u32 {
-    MMA_TABLES_BYTES + parity * X90_SLAB_BYTES
+pub const fn x90_stage_base(stage: u32) -> u32 {
+    MMA_TABLES_BYTES + stage * X90_SLAB_BYTES
 }
 
 /// Start of code stage `parity` for vector size `vec`.
 #[inline(always)]
 pub const fn code90_stage_base(vec: usize, parity: u32) -> u32 {
-    MMA_TABLES_BYTES + 2 * X90_SLAB_BYTES + parity * code_stage_bytes(vec)
+    MMA_TABLES_BYTES + X90_STAGES * X90_SLAB_BYTES + parity * code_stage_bytes(vec)
 }
 
 /// Dynamic shared memory of the Hopper GEMM for vector size `vec`.
