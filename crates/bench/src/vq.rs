@@ -52,7 +52,8 @@ pub fn run_kernels(
 pub struct GemmRow {
     /// Configuration (`gptvq2`).
     pub config: String,
-    /// The kernel: `mma` (`mma.sync`, every GPU) or `wgmma` (Hopper).
+    /// The kernel: `mma` (`mma.sync`, every GPU), `wgmma` (Hopper, split-K chosen per launch)
+    /// or `wgmma-nosplit`.
     pub kernel: String,
     /// Matrix rows.
     pub rows: usize,
@@ -162,6 +163,7 @@ pub fn run_gemm(
             let mut timed = Vec::new();
             let mut which = vec![(GemmKernel::MmaSync, "mma")];
             if kernels.has_wgmma(4) {
+                which.push((GemmKernel::WgmmaSplits(1), "wgmma-nosplit"));
                 which.push((GemmKernel::Wgmma, "wgmma"));
             }
             for (kernel, name) in which {

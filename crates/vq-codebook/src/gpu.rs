@@ -24,7 +24,7 @@ use cmv_runtime::{
 };
 use half::f16;
 use vq_kernels::gemm::{
-    GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, gemm_kernel, gemm_params, gemm_smem_bytes,
+    GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, choose_splits, gemm_kernel, gemm_params, gemm_smem_bytes,
 };
 use vq_kernels::gemm90::{
     GEMM90_THREADS, GEMM90_VECS, PERMUTE_THREADS, PermuteParams, gemm90_kernel, gemm90_smem_bytes,
@@ -64,8 +64,11 @@ pub enum GemmKernel {
     Auto,
     /// The `mma.sync` kernel (`vq_kernels::gemm`, every GPU from sm_80).
     MmaSync,
-    /// The Hopper kernel (`vq_kernels::gemm90`); an error where it does not run.
+    /// The Hopper kernel (`vq_kernels::gemm90`), split-K chosen per launch
+    /// (`vq_kernels::gemm::choose_splits`); an error where it does not run.
     Wgmma,
+    /// The Hopper kernel with this split-K (clamped to 1..=slabs); for tests and benches.
+    WgmmaSplits(u32),
 }
 
 /// Which kernel a [`DeviceVqMatrix`] is laid out for.
@@ -347,6 +350,10 @@ pub struct VqOut {
     /// The Hopper GEMM's permuted inputs (`vq_kernels::gemm90::permuted_col`), allocated at
     /// its first launch and grown as needed.
     xp: Option<CudaSlice<f16>>,
+    /// Its split-K fp32 sums (`tokens x rows`) and per-tile counters, zero between launches,
+    /// allocated at the first split launch and grown as needed.
+    gemm_acc: Option<CudaSlice<f32>>,
+    gemm_counters: Option<CudaSlice<u32>>,
 }
 
 impl VqOut {
@@ -365,6 +372,8 @@ impl VqOut {
             )?,
             counters: gpu.alloc_zeros::<u32>(rows.div_ceil(32).max(1))?,
             xp: None,
+            gemm_acc: None,
+            gemm_counters: None,
         })
     }
 
@@ -588,9 +597,14 @@ impl VqGemv {
         self.gemms90.iter().any(|(v, _)| *v == vec)
     }
 
-    fn gpu_alloc_f16(&self, len: usize) -> Result<CudaSlice<f16>, VqError> {
+    fn alloc_zeros<
+        T: cmv_runtime::cudarc::driver::DeviceRepr + cmv_runtime::cudarc::driver::ValidAsZeroBits,
+    >(
+        &self,
+        len: usize,
+    ) -> Result<CudaSlice<T>, VqError> {
         use cmv_runtime::DriverResultExt;
-        Ok(self.stream.alloc_zeros::<f16>(len).op("cuMemAlloc")?)
+        Ok(self.stream.alloc_zeros::<T>(len).op("cuMemAlloc")?)
     }
 
     /// [`VqGemv::gemm`] with the GEMM kernel chosen by `kernel`.
@@ -630,11 +644,12 @@ impl VqGemv {
             code_groups * g2.slabs * 32 * lcb,
         )?;
 
+        let requested = kernel;
         let hopper = match kernel {
             GemmKernel::Auto => self.has_wgmma(vec),
             GemmKernel::MmaSync => false,
-            GemmKernel::Wgmma if self.has_wgmma(vec) => true,
-            GemmKernel::Wgmma => {
+            GemmKernel::Wgmma | GemmKernel::WgmmaSplits(_) if self.has_wgmma(vec) => true,
+            GemmKernel::Wgmma | GemmKernel::WgmmaSplits(_) => {
                 return Err(refuse(
                     "was asked to run on wgmma, which needs compute capability 9.0 and v = 2 or 4",
                 ));
@@ -661,7 +676,7 @@ impl VqGemv {
             let padded = padded_cols(m.shape.cols) as usize;
             let need = batch_len(tokens, padded)?;
             if out.xp.as_ref().is_none_or(|b| b.len() < need) {
-                out.xp = Some(self.gpu_alloc_f16(need)?);
+                out.xp = Some(self.alloc_zeros::<f16>(need)?);
             }
             let xp = out.xp.as_mut().expect("allocated above");
             let pp = PermuteParams {
@@ -689,7 +704,7 @@ impl VqGemv {
         } else {
             dev_ptr(x).cast()
         };
-        let params = gemm_params(
+        let mut params = gemm_params(
             rows,
             cols,
             tokens,
@@ -705,8 +720,28 @@ impl VqGemv {
         .ok_or_else(|| refuse("needs the columns to be a multiple of 8"))?;
         let token_blocks = u32::try_from(tokens.div_ceil(GEMM_TOKENS as usize))
             .map_err(|_| refuse("takes at most 2^32 blocks of 128 inputs"))?;
+        let row_blocks = rows.div_ceil(GEMM_ROWS as usize);
+        let tiles = row_blocks * token_blocks as usize;
+        // Split-K (Hopper only): fp32 sums in `out.gemm_acc`, per-tile counters.
+        let splits = match requested {
+            _ if !hopper => 1,
+            GemmKernel::WgmmaSplits(s) => s.clamp(1, params.slabs),
+            _ => choose_splits(tiles, g2.slabs, self.sms as usize),
+        };
+        if splits > 1 {
+            let need = batch_len(tokens, rows)?;
+            if out.gemm_acc.as_ref().is_none_or(|b| b.len() < need) {
+                out.gemm_acc = Some(self.alloc_zeros::<f32>(need)?);
+            }
+            if out.gemm_counters.as_ref().is_none_or(|b| b.len() < tiles) {
+                out.gemm_counters = Some(self.alloc_zeros::<u32>(tiles)?);
+            }
+            params.splits = splits;
+            params.acc = dev_ptr_mut(out.gemm_acc.as_mut().expect("allocated above"));
+            params.counters = dev_ptr_mut(out.gemm_counters.as_mut().expect("allocated above"));
+        }
         let cfg = LaunchConfig {
-            grid_dim: (rows.div_ceil(GEMM_ROWS as usize) as u32, token_blocks, 1),
+            grid_dim: (row_blocks as u32, token_blocks, splits),
             block_dim: (threads, 1, 1),
             shared_mem_bytes: smem,
         };
@@ -719,7 +754,10 @@ impl VqGemv {
         // covers ceil(rows / 256) x ceil(tokens / 128) blocks of GEMM_THREADS threads with
         // gemm_smem_bytes(vec) bytes, or of GEMM90_THREADS threads with gemm90_smem_bytes(vec)
         // bytes for the Hopper kernel (loaded on compute capability 9.0 only, v = 2 or 4), as
-        // the kernel expects; both take the same parameters.
+        // the kernel expects; both take the same parameters, and only the Hopper kernel
+        // splits (1 <= splits <= slabs, the grid's z), with acc holding tokens * rows and the
+        // counters row_blocks * token_blocks values, zeroed at allocation and left zero by
+        // every launch, which runs in stream order.
         unsafe { kernel.launch(&self.stream, cfg, &params)? };
         Ok(())
     }

@@ -170,7 +170,11 @@ fn the_gemm_matches_the_reference() {
             let vec = config.vec;
             let mut kernels = vec![GemmKernel::Auto, GemmKernel::MmaSync];
             if k.has_wgmma(vec) {
-                kernels.push(GemmKernel::Wgmma);
+                kernels.extend([
+                    GemmKernel::Wgmma,
+                    GemmKernel::WgmmaSplits(2),
+                    GemmKernel::WgmmaSplits(3),
+                ]);
                 hopper += 1;
             } else if tokens > 16 {
                 // Off sm_90, or v = 8: asking for the Hopper kernel is a typed error.
@@ -180,13 +184,16 @@ fn the_gemm_matches_the_reference() {
             }
             for kernel in kernels {
                 let mut out = VqOut::new(&gpu, rows, tokens).unwrap();
-                k.gemm_with(&dm, &dx, &mut out, tokens, kernel).unwrap();
-                let got = gpu.download(out.y()).unwrap();
-                let e = rel(&got, &want);
-                assert!(
-                    e < GPU_TOLERANCE,
-                    "{kernel:?} {config:?} {rows}x{cols} tokens {tokens}: {e:e}"
-                );
+                // Twice: a split launch must leave its sums and counters zero.
+                for round in 0..2 {
+                    k.gemm_with(&dm, &dx, &mut out, tokens, kernel).unwrap();
+                    let got = gpu.download(out.y()).unwrap();
+                    let e = rel(&got, &want);
+                    assert!(
+                        e < GPU_TOLERANCE,
+                        "{kernel:?} {config:?} {rows}x{cols} tokens {tokens} round {round}: {e:e}"
+                    );
+                }
             }
         }
     }

@@ -27,6 +27,13 @@ pub fn block_idx_y() -> u32 {
     unsafe { nvptx::_block_idx_y() }
 }
 
+/// `blockIdx.z`.
+#[inline(always)]
+pub fn block_idx_z() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_idx_z() }
+}
+
 /// `blockDim.x`.
 #[inline(always)]
 pub fn block_dim_x() -> u32 {

@@ -3,14 +3,16 @@
 use core::arch::asm;
 
 use cmv_device::{
-    U32x4, block_idx_x, block_idx_y, cp_async_16_zfill, cp_async_commit, cp_async_wait_at_most,
-    dyn_smem_addr, f32_to_f16, fence_proxy_async_shared, lds_v2, lds_v4, sync_threads,
-    thread_idx_x,
+    U32x4, atomic_add_u32, block_idx_x, block_idx_y, block_idx_z, cp_async_16_zfill,
+    cp_async_commit, cp_async_wait_at_most, dyn_smem_addr, f32_to_f16, fence_gpu,
+    fence_proxy_async_shared, ld_relaxed_u32, lds_u32, lds_v2, lds_v4, red_add_f32_global, sts_u32,
+    sync_threads, thread_idx_x,
 };
 use vq_kernels::dev::{copy_codes, load_entry, lookup, write_entry};
 use vq_kernels::gemm::{GEMM_ROWS, GEMM_TOKENS, VqGemmParams, code_stage_offset};
 use vq_kernels::gemm90::{
-    GEMM90_THREADS, b_descriptor, code90_stage_base, padded_cols, x90_chunk_offset, x90_stage_base,
+    GEMM90_THREADS, b_descriptor, code90_stage_base, gemm90_smem_bytes, padded_cols,
+    x90_chunk_offset, x90_stage_base,
 };
 use vq_kernels::mma::{SLAB_COLS, STEPS, lookup_offset};
 use vq_kernels::unroll;
@@ -356,7 +358,8 @@ unsafe fn compute<const V: usize, const P: u32>(
     });
 }
 
-/// Slab `j` (tables and code stages of parity `P = j % 2`, input stage `j % 3`): waits for its
+/// Slab `j` of the block's `start..end` (tables and code stages of parity `P = (j - start) %
+/// 2`, input stage `(j - start) % 3`; below, `j` counts from `start`): waits for its
 /// copies, writes its table when its tile differs from the one held, passes the barrier and
 /// the proxy fence that makes the copied inputs visible to `wgmma`, then multiplies, issuing
 /// the copies of slab `j + 1` (input stage `(j + 1) % 3`) between its first `wgmma`s.
@@ -372,6 +375,7 @@ unsafe fn slab<const V: usize, const P: u32>(
     base: u32,
     rb: u32,
     tb: u32,
+    (start, end): (u32, u32),
     j: u32,
     tiles: &mut [u32; 2],
     held: &mut [u32; 2],
@@ -395,8 +399,8 @@ unsafe fn slab<const V: usize, const P: u32>(
     }
     // SAFETY: every thread of the block reaches it.
     unsafe { sync_threads() };
-    let next = j + 1 < p.slabs;
-    let next_stage = (j + 1) % 3;
+    let next = j + 1 < end;
+    let next_stage = (j + 1 - start) % 3;
     // The next slab's copies, in four parts between the first wgmmas of this one.
     let issue = |part: u32| {
         if next {
@@ -421,7 +425,7 @@ unsafe fn slab<const V: usize, const P: u32>(
             *entry = unsafe { load_entry::<V>(p.codebooks, tiles[other], tid) };
         }
     }
-    let xs = base + x90_stage_base(j % 3);
+    let xs = base + x90_stage_base((j - start) % 3);
     // SAFETY: the slab's stages and table are written (barrier above); input stage j % 3 is
     // next written during slab j + 2, after the barrier that follows this slab's last wait.
     unsafe { compute::<V, P>(base, xs, acc, prev, tid / 32, tid % 32, issue) };
@@ -431,47 +435,75 @@ unsafe fn slab<const V: usize, const P: u32>(
 ///
 /// # Safety
 /// As `vq_kernels::gemm`'s kernel (the same parameters and checks), with `V` 2 or 4, grid
-/// `(ceil(rows / 256), ceil(tokens / 128))`, `GEMM90_THREADS` threads per block,
-/// `gemm90_smem_bytes(V)` bytes of dynamic shared memory, on an sm_90 GPU.
+/// `(ceil(rows / 256), ceil(tokens / 128), splits)`, `GEMM90_THREADS` threads per block,
+/// `gemm90_smem_bytes(V)` bytes of dynamic shared memory, on an sm_90 GPU; with `splits > 1`
+/// (at most `slabs`), `acc` holds `tokens * rows` zeros and `counters` `row_blocks *
+/// token_blocks` zeros.
 #[inline(always)]
 unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
     let tid = thread_idx_x();
-    let (rb, tb) = (block_idx_x(), block_idx_y());
+    let (rb, tb, z) = (block_idx_x(), block_idx_y(), block_idx_z());
+    let (start, end) = p.slab_range(z);
+    if start >= end {
+        return;
+    }
     let base = dyn_smem_addr();
     let mut acc = [0f32; 64];
-    let mut tiles = [p.tile(rb, 0), u32::MAX];
+    let mut tiles = [p.tile(rb, start), u32::MAX];
     let mut held = [u32::MAX; 2];
     let mut entry = [0u32; 4];
     let mut prev = [0u32; 4];
     // SAFETY: slab 0 < slabs (cols > 0); its table's entry.
     unsafe {
         for part in 0..4 {
-            copy_slab::<V, 0>(p, base, 0, rb, tb, 0, tid, part);
+            copy_slab::<V, 0>(p, base, 0, rb, tb, start, tid, part);
         }
         if tid < 256 {
             entry = load_entry::<V>(p.codebooks, tiles[0], tid);
         }
     }
-    let mut j = 0;
+    let mut j = start;
     loop {
         // SAFETY: the launcher's contract; block-uniform; slab j's copies are the last group.
         unsafe {
             slab::<V, 0>(
-                p, base, rb, tb, j, &mut tiles, &mut held, &mut entry, &mut acc, &mut prev, tid,
+                p,
+                base,
+                rb,
+                tb,
+                (start, end),
+                j,
+                &mut tiles,
+                &mut held,
+                &mut entry,
+                &mut acc,
+                &mut prev,
+                tid,
             )
         };
         j += 1;
-        if j == p.slabs {
+        if j == end {
             break;
         }
         // SAFETY: as above.
         unsafe {
             slab::<V, 1>(
-                p, base, rb, tb, j, &mut tiles, &mut held, &mut entry, &mut acc, &mut prev, tid,
+                p,
+                base,
+                rb,
+                tb,
+                (start, end),
+                j,
+                &mut tiles,
+                &mut held,
+                &mut entry,
+                &mut acc,
+                &mut prev,
+                tid,
             )
         };
         j += 1;
-        if j == p.slabs {
+        if j == end {
             break;
         }
     }
@@ -481,16 +513,97 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
     let (warp, lane) = (tid / 32, tid % 32);
     let (g, t) = (lane / 4, lane % 4);
     let rows = p.rows as usize;
+    let split = p.splits > 1;
     unroll!(j < 16, {
         unroll!(q in [0 1 2 3], {
             let n = tb * GEMM_TOKENS + 8 * j as u32 + 2 * t + q as u32 % 2;
             let row = rb * GEMM_ROWS + 16 * warp + g + 8 * (q as u32 / 2);
             if n < p.tokens && row < p.rows {
-                // SAFETY: n < tokens, row < rows: inside y.
-                unsafe { *p.y.as_mut_ptr().add(n as usize * rows + row as usize) = f32_to_f16(acc[4 * j + q]) };
+                let at = n as usize * rows + row as usize;
+                // SAFETY: n < tokens, row < rows: inside y, and inside acc when splitting.
+                unsafe {
+                    if split {
+                        red_add_f32_global(p.acc.as_mut_ptr().add(at), acc[4 * j + q]);
+                    } else {
+                        *p.y.as_mut_ptr().add(at) = f32_to_f16(acc[4 * j + q]);
+                    }
+                }
             }
         });
     });
+    if split {
+        // SAFETY: every thread of the block calls it; the flag word follows the code stages.
+        unsafe { finish_split(p, rb, tb, base + gemm90_smem_bytes(V) - 16, tid) };
+    }
+}
+
+/// The end of a split block: counts it into its tile's counter, and when it completes the
+/// tile converts the tile's fp32 sums to fp16 and zeroes them and the counter for the next
+/// launch (as the tensor-core GEMV's row blocks end).
+///
+/// # Safety
+/// The launcher's contract with `splits > 1`; every thread of the block calls it after adding
+/// its sums; `flag` is 4 bytes of shared memory no one else uses.
+#[inline(always)]
+unsafe fn finish_split(p: &VqGemmParams, rb: u32, tb: u32, flag: u32, tid: u32) {
+    let tile = (tb * p.row_blocks() + rb) as usize;
+    // The barrier orders every thread's sums before thread 0's fence, which publishes them
+    // (fences are cumulative) before the count; the second fence orders the count before the
+    // reads of the block that completes it.
+    // SAFETY: every thread reaches both barriers; the counter is the tile's.
+    unsafe {
+        sync_threads();
+        if tid == 0 {
+            fence_gpu();
+            let old = atomic_add_u32(p.counters.as_mut_ptr().add(tile), 1);
+            let last = old + 1 == p.splits;
+            if last {
+                fence_gpu();
+            }
+            sts_u32(flag, u32::from(last));
+        }
+        sync_threads();
+    }
+    // SAFETY: written above, before the barrier.
+    if unsafe { lds_u32(flag) } == 0 {
+        return;
+    }
+    let rows = p.rows as usize;
+    // 128 tokens x 256 rows, consecutive threads on consecutive rows; eight loads before the
+    // stores (one L2 round trip per eight).
+    const TOTAL: u32 = GEMM_TOKENS * GEMM_ROWS;
+    let mut first = 0;
+    while first < TOTAL {
+        let mut v = [0u32; 8];
+        let at = |k: usize| {
+            let i = first + k as u32 * GEMM90_THREADS + tid;
+            let (n, row) = (
+                tb * GEMM_TOKENS + i / GEMM_ROWS,
+                rb * GEMM_ROWS + i % GEMM_ROWS,
+            );
+            (n < p.tokens && row < p.rows).then_some(n as usize * rows + row as usize)
+        };
+        for (k, v) in v.iter_mut().enumerate() {
+            if let Some(a) = at(k) {
+                // SAFETY: inside acc; every split's sums have arrived (the count).
+                *v = unsafe { ld_relaxed_u32(p.acc.as_mut_ptr().add(a) as _) };
+            }
+        }
+        for (k, v) in v.iter().enumerate() {
+            if let Some(a) = at(k) {
+                // SAFETY: inside acc and y; no block touches this tile again in this launch.
+                unsafe {
+                    *p.y.as_mut_ptr().add(a) = f32_to_f16(f32::from_bits(*v));
+                    *p.acc.as_mut_ptr().add(a) = 0.0;
+                }
+            }
+        }
+        first += 8 * GEMM90_THREADS;
+    }
+    if tid == 0 {
+        // SAFETY: the tile's counter; all its splits have counted in.
+        unsafe { *p.counters.as_mut_ptr().add(tile) = 0 };
+    }
 }
 
 macro_rules! gemm90_entries {

@@ -122,8 +122,19 @@ pub struct VqGemmParams {
     pub slabs_per_tile: u32,
     /// Tiles across.
     pub tiles_c: u32,
+    /// Split-K (Hopper kernel only; 1 elsewhere): block `(x, y, z)` sums slabs
+    /// [`VqGemmParams::slab_range`]`(z)` into `acc` (`red.add`), and the last of a tile's
+    /// `splits` blocks (by `counters`) converts the tile to fp16 and zeroes it again.
+    pub splits: u32,
+    /// Zero.
+    pub pad: u32,
+    /// `tokens x rows` fp32 sums, zero before and after each launch (null when `splits == 1`).
+    pub acc: DevPtrMut<f32>,
+    /// `row_blocks x token_blocks` counters, zero before and after each launch (null when
+    /// `splits == 1`).
+    pub counters: DevPtrMut<u32>,
 }
-const _: () = assert!(core::mem::size_of::<VqGemmParams>() == 64);
+const _: () = assert!(core::mem::size_of::<VqGemmParams>() == 88);
 // SAFETY: #[repr(C)], plain data (device addresses and integers), layout asserted above.
 unsafe impl KernelParams for VqGemmParams {}
 
@@ -138,6 +149,13 @@ impl VqGemmParams {
     #[inline(always)]
     pub fn row_blocks(&self) -> u32 {
         self.rows.div_ceil(GEMM_ROWS)
+    }
+
+    /// The slabs split `z` of `splits` sums: an equal contiguous share, `start..end`.
+    #[inline(always)]
+    pub fn slab_range(&self, z: u32) -> (u32, u32) {
+        let share = |z: u32| ((z as u64 * self.slabs as u64) / self.splits as u64) as u32;
+        (share(z), share(z + 1))
     }
 }
 
@@ -172,11 +190,16 @@ pub fn gemm_params(
     if g.r != 2 || !cols.is_multiple_of(8) || code_groups < block_groups || tokens == 0 {
         return None;
     }
+    let (_, _, _, _, acc, counters) = crate::null_ptrs();
     Some(VqGemmParams {
         codes,
         codebooks,
         x,
         y,
+        splits: 1,
+        pad: 0,
+        acc,
+        counters,
         rows: u(rows)?,
         cols: u(cols)?,
         tokens: u(tokens)?,
@@ -186,6 +209,31 @@ pub fn gemm_params(
         slabs_per_tile: u(g.slabs_per_tile)?,
         tiles_c: u(g.tiles_c)?,
     })
+}
+
+/// Least slabs a split sums.
+pub const MIN_SPLIT_SLABS: usize = 4;
+
+/// The split-K of the Hopper GEMM for `blocks` tiles (row blocks x token blocks) of `slabs`
+/// slabs on `sms` SMs (one block each): the count `s` in 1..=8 (at least
+/// [`MIN_SPLIT_SLABS`] slabs each) with the least `ceil(blocks s / sms) / s` (waves of
+/// full-K work) plus `0.04 s` for `s > 1` (each split adds a round trip of fp32 sums through
+/// L2), the smallest on ties.
+pub fn choose_splits(blocks: usize, slabs: usize, sms: usize) -> u32 {
+    let sms = sms.max(1);
+    let cost = |s: usize| {
+        (blocks * s).div_ceil(sms) as f64 / s as f64 + if s > 1 { 0.04 * s as f64 } else { 0.0 }
+    };
+    let mut best = 1;
+    for s in 2..=8usize {
+        if slabs / s < MIN_SPLIT_SLABS {
+            break;
+        }
+        if cost(s) < cost(best) - 1e-9 {
+            best = s;
+        }
+    }
+    best as u32
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -376,6 +424,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn splits_fill_the_waves() {
+        // 28672 x 8192 at 512 tokens: 448 tiles, 3.4 waves: 2 splits (7 waves of half work).
+        assert_eq!(choose_splits(448, 64, 132), 2);
+        // 4096 x 14336 at 512 tokens: 64 tiles on 132 SMs.
+        assert_eq!(choose_splits(64, 112, 132), 2);
+        // At 128 tokens: 16 tiles, split 5 ways (80 blocks, each a fifth of the work).
+        assert_eq!(choose_splits(16, 112, 132), 5);
+        // 11008 x 4096 at 512 tokens: 172 tiles, 1.3 waves: 3 splits (3.9 waves).
+        assert_eq!(choose_splits(172, 32, 132), 3);
+        // A full wave stays whole; few slabs are not split below MIN_SPLIT_SLABS each.
+        assert_eq!(choose_splits(132, 64, 132), 1);
+        assert_eq!(choose_splits(16, 7, 132), 1);
+        assert_eq!(choose_splits(16, 8, 132), 2);
+        let g = MmaGeometry::new(256, 1000, 4, (256, 1000, 1), 2).unwrap();
+        let p = VqGemmParams {
+            splits: 3,
+            ..gemm_model_params(256, 1000, 17, &g, 16).unwrap()
+        };
+        assert_eq!(p.slabs, 8);
+        assert_eq!(
+            (0..3).map(|z| p.slab_range(z)).collect::<Vec<_>>(),
+            [(0, 2), (2, 5), (5, 8)]
+        );
     }
 
     #[test]

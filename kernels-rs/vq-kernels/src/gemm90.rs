@@ -112,10 +112,11 @@ pub const fn code90_stage_base(vec: usize, parity: u32) -> u32 {
     MMA_TABLES_BYTES + X90_STAGES * X90_SLAB_BYTES + parity * code_stage_bytes(vec)
 }
 
-/// Dynamic shared memory of the Hopper GEMM for vector size `vec`.
+/// Dynamic shared memory of the Hopper GEMM for vector size `vec` (the last 16 bytes: the
+/// split-K flag).
 #[inline(always)]
 pub const fn gemm90_smem_bytes(vec: usize) -> u32 {
-    code90_stage_base(vec, 2)
+    code90_stage_base(vec, 2) + 16
 }
 
 /// The `wgmma` shared-memory descriptor of the B operand of K step `s` in the stage at

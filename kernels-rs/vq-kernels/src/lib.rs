@@ -50,9 +50,9 @@ pub mod mma;
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
 /// The device pointers of a model launch's parameters (the table and tensor-core kernels'
-/// CPU models): all null, never dereferenced on the CPU; not for a launch. Codes, codebooks,
-/// inputs, outputs, fp32 workspace, counters.
-#[cfg(not(target_arch = "nvptx64"))]
+/// CPU models, and the GEMM's unused split-K pointers): all null, never dereferenced on the
+/// CPU, nor by a kernel that does not split. Codes, codebooks, inputs, outputs, fp32
+/// workspace, counters.
 #[allow(clippy::type_complexity)]
 pub(crate) fn null_ptrs() -> (
     DevPtr<u32>,
@@ -62,7 +62,8 @@ pub(crate) fn null_ptrs() -> (
     DevPtrMut<f32>,
     DevPtrMut<u32>,
 ) {
-    // SAFETY: null addresses, never dereferenced on the CPU; not for a launch.
+    // SAFETY: null addresses, never dereferenced on the CPU, nor where they stand for unused
+    // pointers.
     unsafe {
         (
             DevPtr::from_addr(0),
