@@ -214,15 +214,21 @@ pub fn gemm_params(
 /// Least slabs a split sums.
 pub const MIN_SPLIT_SLABS: usize = 4;
 
+/// What a split block's fp32 round trip costs, in slabs of work: its `red.add`s of a whole
+/// tile, and the tile's conversion by the last one. Fitted on an H100 (docs/VQ.md): 4096 x
+/// 14336 and 11008 x 4096 at 128 and 512 inputs, split and not.
+pub const SPLIT_COST_SLABS: f64 = 12.0;
+
 /// The split-K of the Hopper GEMM for `blocks` tiles (row blocks x token blocks) of `slabs`
 /// slabs on `sms` SMs (one block each): the count `s` in 1..=8 (at least
-/// [`MIN_SPLIT_SLABS`] slabs each) with the least `ceil(blocks s / sms) / s` (waves of
-/// full-K work) plus `0.04 s` for `s > 1` (each split adds a round trip of fp32 sums through
-/// L2), the smallest on ties.
+/// [`MIN_SPLIT_SLABS`] slabs each) with the least `ceil(blocks s / sms) (slabs / s + c)`
+/// (waves times the work of one block, `c` = [`SPLIT_COST_SLABS`] when `s > 1`), the
+/// smallest on ties. It splits where the tiles leave SMs idle, not to even out later waves.
 pub fn choose_splits(blocks: usize, slabs: usize, sms: usize) -> u32 {
     let sms = sms.max(1);
     let cost = |s: usize| {
-        (blocks * s).div_ceil(sms) as f64 / s as f64 + if s > 1 { 0.04 * s as f64 } else { 0.0 }
+        let extra = if s > 1 { SPLIT_COST_SLABS } else { 0.0 };
+        (blocks * s).div_ceil(sms) as f64 * (slabs as f64 / s as f64 + extra)
     };
     let mut best = 1;
     for s in 2..=8usize {
@@ -428,18 +434,19 @@ mod tests {
 
     #[test]
     fn splits_fill_the_waves() {
-        // 28672 x 8192 at 512 tokens: 448 tiles, 3.4 waves: 2 splits (7 waves of half work).
-        assert_eq!(choose_splits(448, 64, 132), 2);
-        // 4096 x 14336 at 512 tokens: 64 tiles on 132 SMs.
-        assert_eq!(choose_splits(64, 112, 132), 2);
-        // At 128 tokens: 16 tiles, split 5 ways (80 blocks, each a fifth of the work).
-        assert_eq!(choose_splits(16, 112, 132), 5);
-        // 11008 x 4096 at 512 tokens: 172 tiles, 1.3 waves: 3 splits (3.9 waves).
-        assert_eq!(choose_splits(172, 32, 132), 3);
-        // A full wave stays whole; few slabs are not split below MIN_SPLIT_SLABS each.
+        // Several waves of tiles: no split (28672 x 8192 and 11008 x 4096 at 512 tokens).
+        assert_eq!(choose_splits(448, 64, 132), 1);
+        assert_eq!(choose_splits(172, 32, 132), 1);
         assert_eq!(choose_splits(132, 64, 132), 1);
+        // Under a wave: 4096 x 14336 at 512 tokens (64 tiles), at 128 (16 tiles); 11008 x 4096
+        // at 128 (43 tiles).
+        assert_eq!(choose_splits(64, 112, 132), 2);
+        assert_eq!(choose_splits(16, 112, 132), 8);
+        assert_eq!(choose_splits(43, 32, 132), 3);
+        // Never below MIN_SPLIT_SLABS slabs a split, nor where the round trip costs more.
         assert_eq!(choose_splits(16, 7, 132), 1);
-        assert_eq!(choose_splits(16, 8, 132), 2);
+        assert_eq!(choose_splits(16, 8, 132), 1);
+        assert_eq!(choose_splits(16, 40, 132), 8);
         let g = MmaGeometry::new(256, 1000, 4, (256, 1000, 1), 2).unwrap();
         let p = VqGemmParams {
             splits: 3,
