@@ -11,8 +11,8 @@ use cmv_device::{
 use vq_kernels::dev::{copy_codes, load_entry, lookup, write_entry};
 use vq_kernels::gemm::{GEMM_ROWS, GEMM_TOKENS, VqGemmParams, code_stage_offset};
 use vq_kernels::gemm90::{
-    GEMM90_THREADS, b_descriptor, code90_stage_base, gemm90_smem_bytes, padded_cols,
-    x90_chunk_offset, x90_stage_base,
+    GEMM90_THREADS, b_descriptor, code90_stage_base, code90_stages, gemm90_smem_bytes, padded_cols,
+    prefetch, x90_chunk_offset, x90_stage_base, x90_stages,
 };
 use vq_kernels::mma::{SLAB_COLS, STEPS, lookup_offset};
 use vq_kernels::unroll;
@@ -219,21 +219,21 @@ unsafe fn wgmma_wait<const N: u32>(acc: &mut [f32; 64], a: &[u32; 4]) {
     }
 }
 
-/// Part `part` (0..4) of the copies of slab `slab` into input stage `stage` and the code stage
-/// of parity `P`: a quarter of
+/// Part `part` (0..4) of the copies of slab `slab` into input stage `stage` and code stage
+/// `cstage`: a quarter of
 /// its inputs (the block's 128 tokens of the permuted inputs `p.x`, 16-byte chunks that are
-/// core-matrix rows, `x90_chunk_offset`); the codes with part 0; the commit with part 3.
-/// Issued in parts between the `wgmma`s of the current slab.
+/// core-matrix rows, `x90_chunk_offset`); the codes with part 0. No commit. Issued in parts
+/// between the `wgmma`s of the current slab.
 ///
 /// # Safety
-/// The launcher's contract; `slab < slabs`; parts 0..4 in order; nothing reads the stages of
-/// parity `P` until the group has been waited for and a barrier passed.
+/// The launcher's contract; `slab < slabs`; parts 0..4 in order; nothing reads the two stages
+/// until the group these copies join has been waited for and a barrier passed.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn copy_slab<const V: usize, const P: u32>(
+unsafe fn copy_slab<const V: usize>(
     p: &VqGemmParams,
     base: u32,
-    stage: u32,
+    (stage, cstage): (u32, u32),
     rb: u32,
     tb: u32,
     slab: u32,
@@ -250,7 +250,7 @@ unsafe fn copy_slab<const V: usize, const P: u32>(
     let inside = n < p.tokens && col < stride;
     let at = if inside { n as usize * stride + col } else { 0 };
     // SAFETY: inside: token n < tokens, 8 values col .. col + 8 <= stride of xp (16-byte
-    // aligned); outside: nothing is read. The destination is inside the stage of parity P.
+    // aligned); outside: nothing is read. The destination is inside input stage `stage`.
     unsafe {
         cp_async_16_zfill(
             base + x90_stage_base(stage) + x90_chunk_offset(tok, j),
@@ -258,13 +258,10 @@ unsafe fn copy_slab<const V: usize, const P: u32>(
             if inside { 16 } else { 0 },
         )
     };
-    // SAFETY: the launcher's contract; the code stage of parity P is ours.
+    // SAFETY: the launcher's contract; code stage `cstage` is ours.
     unsafe {
         if part == 0 {
-            copy_codes::<V, GEMM90_THREADS>(p, base + code90_stage_base(V, P), rb, slab, tid);
-        }
-        if part == 3 {
-            cp_async_commit();
+            copy_codes::<V, GEMM90_THREADS>(p, base + code90_stage_base(V, cstage), rb, slab, tid);
         }
     }
 }
@@ -309,7 +306,7 @@ unsafe fn a_regs<const V: usize>(w: &[u32; 8], s: usize, lo: u32, base: u32) -> 
 #[inline(always)]
 unsafe fn compute<const V: usize, const P: u32>(
     base: u32,
-    xs: u32,
+    (xs, cs): (u32, u32),
     acc: &mut [f32; 64],
     prev: &mut [u32; 4],
     warp: u32,
@@ -317,8 +314,8 @@ unsafe fn compute<const V: usize, const P: u32>(
     mut between: impl FnMut(u32),
 ) {
     let lo = lookup_offset(V, lane) + 128 * P;
-    let at = base + code90_stage_base(V, P) + code_stage_offset(V, warp, lane);
-    // SAFETY: the lane's codes of its row group, inside the code stage of parity P.
+    let at = cs + code_stage_offset(V, warp, lane);
+    // SAFETY: the lane's codes of its row group, inside the slab's code stage.
     let w: [u32; 8] = unsafe {
         match V {
             2 => {
@@ -358,15 +355,16 @@ unsafe fn compute<const V: usize, const P: u32>(
     });
 }
 
-/// Slab `j` of the block's `start..end` (tables and code stages of parity `P = (j - start) %
-/// 2`, input stage `(j - start) % 3`; below, `j` counts from `start`): waits for its
-/// copies, writes its table when its tile differs from the one held, passes the barrier and
-/// the proxy fence that makes the copied inputs visible to `wgmma`, then multiplies, issuing
-/// the copies of slab `j + 1` (input stage `(j + 1) % 3`) between its first `wgmma`s.
+/// Slab `j` of the block's `start..end` (tables of parity `P = (j - start) % 2`, input and
+/// code stages `(j - start)` modulo their counts): waits for its copies, writes its table when
+/// its tile differs from the one held, passes the barrier and the proxy fence that makes the
+/// copied inputs visible to `wgmma`, then multiplies, issuing the copies of slab
+/// `j + prefetch(V)` between its first `wgmma`s.
 ///
 /// # Safety
-/// The launcher's contract; every thread of the block runs it with the same `j`; slab `j`'s
-/// copies were committed as this thread's last group, and `entry` holds its table's entry
+/// The launcher's contract; every thread of the block runs it with the same `j`; this
+/// thread's last `prefetch(V)` commit groups are those of slabs `j ..`, and `entry` holds its
+/// table's entry
 /// `tid` when `tiles[P] != held[P]` (threads 0..256); `prev` as in `compute`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -385,9 +383,11 @@ unsafe fn slab<const V: usize, const P: u32>(
     tid: u32,
 ) {
     let slot = P as usize;
-    // SAFETY: the group of slab j is this thread's only one in flight.
+    let d = prefetch(V);
+    // SAFETY: this thread's groups in flight are those of slabs j .. j + d (one per slab,
+    // empty past the end): slab j's is done after this.
     unsafe {
-        cp_async_wait_at_most(0);
+        cp_async_wait_at_most(d - 1);
         fence_proxy_async_shared();
     }
     if tiles[slot] != held[slot] {
@@ -400,20 +400,24 @@ unsafe fn slab<const V: usize, const P: u32>(
     // SAFETY: every thread of the block reaches it.
     unsafe { sync_threads() };
     let next = j + 1 < end;
-    let next_stage = (j + 1 - start) % 3;
-    // The next slab's copies, in four parts between the first wgmmas of this one.
+    let ahead = j + d;
+    let stages = (
+        (ahead - start) % x90_stages(V),
+        (ahead - start) % code90_stages(V),
+    );
+    // The copies of slab j + d, in four parts between the first wgmmas of this one, and their
+    // commit (an empty group past the end, so that every slab has one).
     let issue = |part: u32| {
-        if next {
-            // SAFETY: input stage (j + 1) % 3 was last read by slab j - 2, and the code stage
-            // of parity 1 - P by slab j - 1 (synchronously, before the barrier): every
-            // warpgroup waited for slab j - 2's last wgmma in slab j - 1's first step, before
-            // the barrier; parts come in order.
-            unsafe {
-                if P == 0 {
-                    copy_slab::<V, 1>(p, base, next_stage, rb, tb, j + 1, tid, part);
-                } else {
-                    copy_slab::<V, 0>(p, base, next_stage, rb, tb, j + 1, tid, part);
-                }
+        // SAFETY: slab j + d's input stage was last read by slab j - 2, and its code stage by
+        // slab j - 1 (synchronously, before the barrier): every warpgroup waited for slab
+        // j - 2's last wgmma in slab j - 1's first step, before the barrier; parts come in
+        // order.
+        unsafe {
+            if ahead < end {
+                copy_slab::<V>(p, base, stages, rb, tb, ahead, tid, part);
+            }
+            if part == 3 {
+                cp_async_commit();
             }
         }
     };
@@ -425,10 +429,11 @@ unsafe fn slab<const V: usize, const P: u32>(
             *entry = unsafe { load_entry::<V>(p.codebooks, tiles[other], tid) };
         }
     }
-    let xs = base + x90_stage_base((j - start) % 3);
-    // SAFETY: the slab's stages and table are written (barrier above); input stage j % 3 is
+    let xs = base + x90_stage_base((j - start) % x90_stages(V));
+    let cs = base + code90_stage_base(V, (j - start) % code90_stages(V));
+    // SAFETY: the slab's stages and table are written (barrier above); its input stage is
     // next written during slab j + 2, after the barrier that follows this slab's last wait.
-    unsafe { compute::<V, P>(base, xs, acc, prev, tid / 32, tid % 32, issue) };
+    unsafe { compute::<V, P>(base, (xs, cs), acc, prev, tid / 32, tid % 32, issue) };
 }
 
 /// The Hopper VQ-GEMM (see `vq_kernels::gemm90`).
@@ -455,8 +460,14 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
     let mut prev = [0u32; 4];
     // SAFETY: slab 0 < slabs (cols > 0); its table's entry.
     unsafe {
-        for part in 0..4 {
-            copy_slab::<V, 0>(p, base, 0, rb, tb, start, tid, part);
+        // The first prefetch(V) slabs' copies, one group each (empty past the end).
+        for k in 0..prefetch(V) {
+            if start + k < end {
+                for part in 0..4 {
+                    copy_slab::<V>(p, base, (k, k), rb, tb, start + k, tid, part);
+                }
+            }
+            cp_async_commit();
         }
         if tid < 256 {
             entry = load_entry::<V>(p.codebooks, tiles[0], tid);

@@ -14,9 +14,10 @@
 //!   K group `p % 2` at word `p / 2` ([`x90_offset`]). The copy moves 4-byte words
 //!   (`cp.async` of 4 bytes), one per pair.
 //! * **Four warpgroups** (512 threads), 64 fp32 sums per lane; one barrier per slab; two
-//!   `wgmma`s in flight per warpgroup, across slab boundaries (three input stages), the next
-//!   step's lookups issued while they run; the next slab's copies issued between the first
-//!   four `wgmma`s of a slab.
+//!   `wgmma`s in flight per warpgroup, across slab boundaries, the next step's lookups issued
+//!   while they run; the copies of the slab [`prefetch`] ahead issued between the first four
+//!   `wgmma`s of a slab ([`x90_stages`] input and [`code90_stages`] code stages).
+//! * **Split-K** where the tiles leave SMs idle ([`crate::gemm::choose_splits`]).
 //!
 //! `v = 8` (whose K order is a different permutation) runs [`crate::gemm`].
 
@@ -95,28 +96,44 @@ unsafe impl cmv_device::KernelParams for PermuteParams {}
 /// Threads per block of `cmv_vq_permute_x` (one group of 16 columns of one token each).
 pub const PERMUTE_THREADS: u32 = 256;
 
-/// Input stages: three, so that a slab's last `wgmma`s may still run while the next slab
-/// starts (slab `j` reads stage `j % 3`; the copies during slab `j` fill stage `(j + 1) % 3`,
-/// last read by slab `j - 2`).
-pub const X90_STAGES: u32 = 3;
+/// Slabs whose copies are in flight ahead of the one multiplied: 2 for `v = 4`, 1 for `v = 2`
+/// (whose codes take twice the shared memory).
+#[inline(always)]
+pub const fn prefetch(vec: usize) -> u32 {
+    if vec == 4 { 2 } else { 1 }
+}
 
-/// Start of input stage `stage` (0..3).
+/// Input stages: [`prefetch`] + 2, so that a slab's last `wgmma`s may still run while the next
+/// slab starts (slab `j` reads stage `j % S`; the copies during slab `j` fill the stage of slab
+/// `j + prefetch`, last read by slab `j - 2`).
+#[inline(always)]
+pub const fn x90_stages(vec: usize) -> u32 {
+    prefetch(vec) + 2
+}
+
+/// Code stages: [`prefetch`] + 1 (codes are read once, at the start of their slab).
+#[inline(always)]
+pub const fn code90_stages(vec: usize) -> u32 {
+    prefetch(vec) + 1
+}
+
+/// Start of input stage `stage`.
 #[inline(always)]
 pub const fn x90_stage_base(stage: u32) -> u32 {
     MMA_TABLES_BYTES + stage * X90_SLAB_BYTES
 }
 
-/// Start of code stage `parity` for vector size `vec`.
+/// Start of code stage `stage` for vector size `vec`.
 #[inline(always)]
-pub const fn code90_stage_base(vec: usize, parity: u32) -> u32 {
-    MMA_TABLES_BYTES + X90_STAGES * X90_SLAB_BYTES + parity * code_stage_bytes(vec)
+pub const fn code90_stage_base(vec: usize, stage: u32) -> u32 {
+    MMA_TABLES_BYTES + x90_stages(vec) * X90_SLAB_BYTES + stage * code_stage_bytes(vec)
 }
 
 /// Dynamic shared memory of the Hopper GEMM for vector size `vec` (the last 16 bytes: the
 /// split-K flag).
 #[inline(always)]
 pub const fn gemm90_smem_bytes(vec: usize) -> u32 {
-    code90_stage_base(vec, 2) + 16
+    code90_stage_base(vec, code90_stages(vec)) + 16
 }
 
 /// The `wgmma` shared-memory descriptor of the B operand of K step `s` in the stage at
