@@ -3,12 +3,11 @@
 use core::arch::asm;
 
 use cmv_device::{
-    U32x4, atomic_add_u32, block_idx_x, block_idx_y, block_idx_z, cp_async_16_zfill,
-    cp_async_commit, cp_async_wait_at_most, dyn_smem_addr, f32_to_f16, fence_gpu,
-    fence_proxy_async_shared, ld_relaxed_u32, lds_u32, lds_v2, lds_v4, red_add_f32_global, sts_u32,
-    sync_threads, thread_idx_x,
+    U32x4, block_idx_x, block_idx_y, block_idx_z, cp_async_16_zfill, cp_async_commit,
+    cp_async_wait_at_most, dyn_smem_addr, f32_to_f16, fence_proxy_async_shared, ld_relaxed_u32,
+    lds_v4, red_add_f32_global, sync_threads, thread_idx_x,
 };
-use vq_kernels::dev::{copy_codes, load_entry, lookup, write_entry};
+use vq_kernels::dev::{copy_codes, count_in, frag_regs, load_entry, write_entry};
 use vq_kernels::gemm::{GEMM_ROWS, GEMM_TOKENS, VqGemmParams, code_stage_offset};
 use vq_kernels::gemm90::{
     GEMM90_THREADS, b_descriptor, code90_stage_base, code90_stages, gemm90_smem_bytes, padded_cols,
@@ -274,22 +273,14 @@ unsafe fn copy_slab<const V: usize>(
 /// The table holds the slab's codebook; `lo` is the lane's copy offset in it.
 #[inline(always)]
 unsafe fn a_regs<const V: usize>(w: &[u32; 8], s: usize, lo: u32, base: u32) -> [u32; 4] {
-    let mut e = [[0u32; 2]; 2];
-    for (h, eh) in e.iter_mut().enumerate() {
-        // SAFETY (every lookup): the caller's table; lo < 256.
-        *eh = match V {
-            4 => {
-                let x = unsafe { lookup::<2>(w[2 * h + s / 4], s % 4, lo, base) };
-                [x[0], x[1]]
-            }
-            _ => {
-                let (k, q) = ((2 * s) % 4, 4 * h + (2 * s) / 4);
-                let x0 = unsafe { lookup::<1>(w[q], k, lo, base) };
-                let x1 = unsafe { lookup::<1>(w[q], k + 1, lo, base) };
-                [x0[0], x1[0]]
-            }
-        };
-    }
+    let mut unused = [0u32; 4];
+    // SAFETY: the caller's table (V is 2 or 4: no 16-byte entries to keep).
+    let e = unsafe {
+        [
+            frag_regs::<V>(w, s, 0, lo, base, &mut unused),
+            frag_regs::<V>(w, s, 1, lo, base, &mut unused),
+        ]
+    };
     [e[0][0], e[1][0], e[0][1], e[1][1]]
 }
 
@@ -558,25 +549,8 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
 #[inline(always)]
 unsafe fn finish_split(p: &VqGemmParams, rb: u32, tb: u32, flag: u32, tid: u32) {
     let tile = (tb * p.row_blocks() + rb) as usize;
-    // The barrier orders every thread's sums before thread 0's fence, which publishes them
-    // (fences are cumulative) before the count; the second fence orders the count before the
-    // reads of the block that completes it.
-    // SAFETY: every thread reaches both barriers; the counter is the tile's.
-    unsafe {
-        sync_threads();
-        if tid == 0 {
-            fence_gpu();
-            let old = atomic_add_u32(p.counters.as_mut_ptr().add(tile), 1);
-            let last = old + 1 == p.splits;
-            if last {
-                fence_gpu();
-            }
-            sts_u32(flag, u32::from(last));
-        }
-        sync_threads();
-    }
-    // SAFETY: written above, before the barrier.
-    if unsafe { lds_u32(flag) } == 0 {
+    // SAFETY: every thread calls this; the tile's counter; the flag word is ours.
+    if !unsafe { count_in(p.counters.as_mut_ptr().add(tile), 1, p.splits, flag, tid) } {
         return;
     }
     let rows = p.rows as usize;

@@ -2,7 +2,10 @@
 //! Hopper crate `vq-kernels-sm90`: the table lookup that lands a lane's MMA registers, and the
 //! load and replicated store of a codebook entry into the tables (`crate::mma`'s layout).
 
-use cmv_device::{DevPtr, U32x4, cp_async_16_zfill, ld_nc_u32, ld_nc_u64, ld_nc_v4, sts_v4};
+use cmv_device::{
+    DevPtr, U32x4, atomic_add_u32, cp_async_16_zfill, fence_gpu, ld_nc_u32, ld_nc_u64, ld_nc_v4,
+    lds_u32, sts_u32, sts_v4, sync_threads,
+};
 
 use crate::gemm::{GEMM_ROW_GROUPS, VqGemmParams, code_stage_offset};
 use crate::mma::{MMA_ENTRIES, entry_offset, lane_code_bytes, lookup_selector};
@@ -120,5 +123,73 @@ pub unsafe fn copy_codes<const V: usize, const T: u32>(
             )
         };
         c += T;
+    }
+}
+
+/// The two MMA registers of weight row `g` (`h = 0`) or `g + 8` (`h = 1`) at K step `s`: the
+/// lane's four consecutive columns ([`crate::mma::frag_col`]), looked up from the lane's code
+/// words `w` (rows `g` then `g + 8`, [`crate::mma::mma_codes`]'s order) in the table at
+/// `base`, copy offset `lo`: one 8-byte entry (`V = 4`), two 4-byte entries (`V = 2`), or half
+/// of a 16-byte entry (`V = 8`, looked up at even steps into `e8` and reused at odd ones).
+///
+/// # Safety
+/// The table at `base` holds the slab's codebook (after the barrier); `lo < 256`.
+#[inline(always)]
+pub unsafe fn frag_regs<const V: usize>(
+    w: &[u32; 8],
+    s: usize,
+    h: usize,
+    lo: u32,
+    base: u32,
+    e8: &mut [u32; 4],
+) -> [u32; 2] {
+    // SAFETY (every lookup): the caller's table; lo < 256.
+    match V {
+        4 => {
+            let e = unsafe { lookup::<2>(w[2 * h + s / 4], s % 4, lo, base) };
+            [e[0], e[1]]
+        }
+        2 => {
+            let (k, q) = ((2 * s) % 4, 4 * h + (2 * s) / 4);
+            let e0 = unsafe { lookup::<1>(w[q], k, lo, base) };
+            let e1 = unsafe { lookup::<1>(w[q], k + 1, lo, base) };
+            [e0[0], e1[0]]
+        }
+        _ => {
+            if s % 2 == 0 {
+                *e8 = unsafe { lookup::<4>(w[h], s / 2, lo, base) };
+            }
+            let o = 2 * (s % 2);
+            [e8[o], e8[o + 1]]
+        }
+    }
+}
+
+/// Counts `count` into `*counter` for the whole block and says whether that reached `target`
+/// (the block that completes a tile or row block, which then reads every block's sums). The
+/// barrier orders every thread's sums before thread 0's fence, which publishes them (fences
+/// are cumulative) before the count; thread 0's second fence orders the count before the
+/// reads of the block that completes it (the barrier passes that on). One fence per block,
+/// not per thread: a thread's fence waits for all its loads in flight.
+///
+/// # Safety
+/// Every thread of the block calls it (two barriers); `counter` is a valid global counter;
+/// `flag` is 4 bytes of shared memory no one else uses.
+#[inline(always)]
+pub unsafe fn count_in(counter: *mut u32, count: u32, target: u32, flag: u32, tid: u32) -> bool {
+    // SAFETY: every thread reaches both barriers; the caller's counter and flag.
+    unsafe {
+        sync_threads();
+        if tid == 0 {
+            fence_gpu();
+            let old = atomic_add_u32(counter, count);
+            let last = old + count == target;
+            if last {
+                fence_gpu();
+            }
+            sts_u32(flag, u32::from(last));
+        }
+        sync_threads();
+        lds_u32(flag) != 0
     }
 }

@@ -6,7 +6,7 @@ use cmv_device::{
     thread_idx_x,
 };
 
-use crate::dev::{copy_codes, load_entry, lookup, write_entry};
+use crate::dev::{copy_codes, frag_regs, load_entry, write_entry};
 use crate::gemm::{
     GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, VqGemmParams, code_stage_base, code_stage_offset,
     x_stage_base, x_stage_offset,
@@ -112,26 +112,8 @@ unsafe fn compute<const V: usize, const P: u32>(base: u32, acc: &mut Acc, warp: 
         unroll!(r in [0 1 2 3], {
             let w = &codes[r];
             unroll!(h in [0 1], {
-                // SAFETY (every lookup): the table of parity P; lo < 128.
-                let b = match V {
-                    4 => {
-                        let e = unsafe { lookup::<2>(w[2 * h + s / 4], s % 4, lo, base) };
-                        [e[0], e[1]]
-                    }
-                    2 => {
-                        let (k, q) = ((2 * s) % 4, 4 * h + (2 * s) / 4);
-                        let e0 = unsafe { lookup::<1>(w[q], k, lo, base) };
-                        let e1 = unsafe { lookup::<1>(w[q], k + 1, lo, base) };
-                        [e0[0], e1[0]]
-                    }
-                    _ => {
-                        if s % 2 == 0 {
-                            e8[r][h] = unsafe { lookup::<4>(w[h], s / 2, lo, base) };
-                        }
-                        let (e, o) = (e8[r][h], 2 * (s % 2));
-                        [e[o], e[o + 1]]
-                    }
-                };
+                // SAFETY: the table of parity P (after the barrier); lo < 256.
+                let b = unsafe { frag_regs::<V>(w, s, h, lo, base, &mut e8[r][h]) };
                 unroll!(i in [0 1 2 3], {
                     // SAFETY: the whole warp runs this (block-uniform control flow).
                     acc[i][r][h] = unsafe { mma_m16n8k16_f16_f32(a[i], b, acc[i][r][h]) };
