@@ -52,8 +52,9 @@ pub fn run_kernels(
 pub struct GemmRow {
     /// Configuration (`gptvq2`).
     pub config: String,
-    /// The kernel: `mma` (`mma.sync`, every GPU), `wgmma` (Hopper, split-K chosen per launch)
-    /// or `wgmma-nosplit`.
+    /// The kernel: `auto` (what `VqGemv::gemm` runs: GEMV launches of 16 for a few dozen
+    /// inputs, else the GEMM), `mma` (`mma.sync`, every GPU), `wgmma` (Hopper, split-K chosen
+    /// per launch) or `wgmma-nosplit`.
     pub kernel: String,
     /// Matrix rows.
     pub rows: usize,
@@ -161,7 +162,7 @@ pub fn run_gemm(
                 }
             };
             let mut timed = Vec::new();
-            let mut which = vec![(GemmKernel::MmaSync, "mma")];
+            let mut which = vec![(GemmKernel::Auto, "auto"), (GemmKernel::MmaSync, "mma")];
             if kernels.has_wgmma(4) {
                 which.push((GemmKernel::WgmmaSplits(1), "wgmma-nosplit"));
                 which.push((GemmKernel::Wgmma, "wgmma"));

@@ -25,6 +25,7 @@ use cmv_runtime::{
 use half::f16;
 use vq_kernels::gemm::{
     GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, choose_splits, gemm_kernel, gemm_params, gemm_smem_bytes,
+    gemv_chunks_win,
 };
 use vq_kernels::gemm90::{
     GEMM90_THREADS, GEMM90_VECS, PERMUTE_THREADS, PermuteParams, gemm90_kernel, gemm90_smem_bytes,
@@ -512,7 +513,7 @@ impl VqGemv {
                         kernel: "cmv_vq_mma",
                     },
                 )?;
-                return self.gemv_mma(m, codes, geom, x, out, batch);
+                return self.gemv_mma(m, codes, geom, x, out, batch, 0);
             }
         };
         let y = &mut out.y;
@@ -671,6 +672,16 @@ impl VqGemv {
         if !cols.is_multiple_of(8) {
             return Err(refuse("needs the columns to be a multiple of 8"));
         }
+        // A few dozen inputs: GEMV launches of 16 beat the GEMM's mostly empty tiles.
+        if requested == GemmKernel::Auto && gemv_chunks_win(tokens, rows, cols, hopper) {
+            for first in (0..tokens).step_by(MAX_BATCH as usize) {
+                let batch = (tokens - first).min(MAX_BATCH as usize);
+                let geom = crate::mma::choose_geometry(geoms, batch, self.sms as usize)
+                    .ok_or_else(|| refuse("has no tensor-core GEMV geometry"))?;
+                self.gemv_mma(m, codes, geom, x, out, batch, first)?;
+            }
+            return Ok(());
+        }
         // The Hopper kernel reads the inputs permuted (a small kernel first, into `out.xp`).
         let x_ptr = if hopper {
             let padded = padded_cols(m.shape.cols) as usize;
@@ -763,6 +774,7 @@ impl VqGemv {
     }
 
     /// The tensor-core kernel, one launch for the batch (sizes checked by [`VqGemv::gemv`]).
+    #[allow(clippy::too_many_arguments)]
     fn gemv_mma(
         &self,
         m: &DeviceVqMatrix,
@@ -771,6 +783,7 @@ impl VqGemv {
         x: &CudaSlice<f16>,
         out: &mut VqOut,
         batch: usize,
+        first: usize,
     ) -> Result<(), VqError> {
         let missing = || RuntimeError::MissingKernel {
             module: PTX.name,
@@ -782,17 +795,31 @@ impl VqGemv {
             .iter()
             .find(|(n, _, _)| *n == name)
             .ok_or_else(missing)?;
-        let rows = m.rows();
+        let (rows, cols) = (m.rows(), m.cols());
         check_len_at_least("workspace", out.acc.len(), batch_len(batch, rows)?)?;
         check_len_at_least("counters", out.counters.len(), geom.row_blocks)?;
         check_len_at_least("tensor-core codes", codes.len(), geom.code_bytes() / 4)?;
+        // Inputs and outputs `first` rows on (a chunk of a larger product).
+        check_len_at_least("input", x.len(), batch_len(first + batch, cols)?)?;
+        check_len_at_least("output", out.y.len(), batch_len(first + batch, rows)?)?;
+        let (x0, y0) = (
+            dev_ptr(x).cast::<u16>(),
+            dev_ptr_mut(&mut out.y).cast::<u16>(),
+        );
+        // SAFETY: rows first .. first + batch of x and y lie inside them (checked above).
+        let (x_at, y_at) = unsafe {
+            (
+                cmv_runtime::DevPtr::from_addr(x0.addr() + 2 * (first * cols) as u64),
+                cmv_runtime::DevPtrMut::from_addr(y0.addr() + 2 * (first * rows) as u64),
+            )
+        };
         let u = |v: usize| m.shape.to_u32(v);
         let units = geom.units();
         let params = VqMmaParams {
             codes: dev_ptr(codes),
             codebooks: dev_ptr(&m.codebooks),
-            x: dev_ptr(x).cast(),
-            y: dev_ptr_mut(&mut out.y).cast(),
+            x: x_at,
+            y: y_at,
             acc: dev_ptr_mut(&mut out.acc),
             counters: dev_ptr_mut(&mut out.counters),
             rows: m.shape.rows,

@@ -160,7 +160,7 @@ fn the_gemm_matches_the_reference() {
         let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
         assert!(m.gemm_takes());
         let dm = DeviceVqMatrix::upload(&gpu, &m).unwrap();
-        for tokens in [16, 17, 128, 129, 300] {
+        for tokens in [16, 17, 32, 128, 129, 300] {
             let x: Vec<f16> = weights(tokens * cols, 7 + tokens as u64)
                 .iter()
                 .map(|v| f16::from_f32(v * 20.0))
