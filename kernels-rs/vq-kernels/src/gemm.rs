@@ -212,19 +212,19 @@ pub fn gemm_params(
 }
 
 /// Whether `tokens` (more than 16) inputs run faster as GEMV launches of 16 than as the GEMM,
-/// whose 128-token tiles are mostly empty for a few dozen: at most 2 launches (32 inputs) for
-/// the Hopper GEMM, 3 on matrices of at least 2^27 weights (the 70B shapes), 4 for the
-/// `mma.sync` GEMM. Measured on an H100 (docs/PERF.md "VQ-GEMM for prefill"): GPTVQ-2 batch 16
-/// takes 20 / 21 / 49 µs at 11008 x 4096 / 4096 x 14336 / 28672 x 8192, the Hopper GEMM 41-43
-/// / 48-50 / 158-169 µs at 17-64 inputs, the `mma.sync` GEMM 114-115 µs at 11008 x 4096.
+/// whose 128-token tiles are mostly empty for a few dozen: up to 24 inputs for the Hopper GEMM
+/// (48 on matrices of at least 2^27 weights, the 70B shapes), up to 64 for the `mma.sync`
+/// GEMM. From an H100 (docs/PERF.md "VQ-GEMM for prefill", build `2782f73`): GEMV launches
+/// against the Hopper GEMM took 35.3 / 40.4 µs at 11008 x 4096 and 17 inputs but 46.5 / 40.6
+/// at 32; 45.1 / 47.9 at 4096 x 14336 and 32; 101.8 / 164.4 and 153.1 / 159.8 at 28672 x 8192
+/// and 32 / 48; the `mma.sync` GEMM takes 5-6 GEMV launches' time at 11008 x 4096.
 pub fn gemv_chunks_win(tokens: usize, rows: usize, cols: usize, hopper: bool) -> bool {
-    let launches = tokens.div_ceil(16);
     let most = match (hopper, rows.saturating_mul(cols) >= 1 << 27) {
-        (false, _) => 4,
-        (true, true) => 3,
-        (true, false) => 2,
+        (false, _) => 64,
+        (true, true) => 48,
+        (true, false) => 24,
     };
-    launches <= most
+    tokens <= most
 }
 
 /// Least slabs a split sums.
@@ -451,8 +451,8 @@ mod tests {
     #[test]
     fn few_inputs_take_the_gemv() {
         assert!(gemv_chunks_win(17, 11008, 4096, true));
-        assert!(gemv_chunks_win(32, 11008, 4096, true));
-        assert!(!gemv_chunks_win(33, 11008, 4096, true));
+        assert!(gemv_chunks_win(24, 11008, 4096, true));
+        assert!(!gemv_chunks_win(32, 11008, 4096, true));
         assert!(gemv_chunks_win(48, 28672, 8192, true));
         assert!(!gemv_chunks_win(49, 28672, 8192, true));
         assert!(gemv_chunks_win(64, 4096, 4096, false));
