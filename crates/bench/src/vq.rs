@@ -77,6 +77,24 @@ pub struct GemmRow {
     pub check: String,
 }
 
+impl GemmRow {
+    /// The row as one progress line.
+    pub fn line(&self) -> String {
+        format!(
+            "vq-gemm/{} {}x{} tokens {}: {:.1} us ({:.0} TFLOP/s), cuBLAS {:.1} us, {:.2}x, {}",
+            self.kernel,
+            self.rows,
+            self.cols,
+            self.tokens,
+            self.median_us,
+            self.tflops,
+            self.cublas_us,
+            self.speedup_vs_cublas,
+            self.check
+        )
+    }
+}
+
 /// Tokens whose outputs are checked against the f64 reference (spread over the blocks).
 fn checked_tokens(tokens: usize) -> Vec<usize> {
     let mut t: Vec<usize> = [0, tokens / 3, tokens / 2 + 1, tokens - 1]

@@ -530,20 +530,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
                     &cfg.shapes,
                     &tokens,
                     (cfg.warmup, cfg.iters),
-                    &mut |r| {
-                        eprintln!(
-                            "  vq-gemm/{} {}x{} tokens {}: {:.1} us ({:.0} TFLOP/s), cuBLAS {:.1} us, {:.2}x, {}",
-                            r.kernel,
-                            r.rows,
-                            r.cols,
-                            r.tokens,
-                            r.median_us,
-                            r.tflops,
-                            r.cublas_us,
-                            r.speedup_vs_cublas,
-                            r.check
-                        )
-                    },
+                    &mut |r| eprintln!("  {}", r.line()),
                 )?;
             }
             if want(BEAM_GEMV) {
