@@ -1,7 +1,7 @@
 //! Device helpers shared by the tensor-core kernels (`crate::mma`, `crate::gemm`) and by the
 //! Hopper crate `vq-kernels-sm90`: the table lookup that lands a lane's MMA registers, and the
 //! load and replicated store of a codebook entry into the tables (`crate::mma`'s layout).
-//
+//!
 //! The tensor-core GEMV (`mma_gpu.rs`) still has its own copies of the entry store and the
 //! per-vector-size lookup: moved onto these helpers, its PTX changed throughout and ptxas spilled
 //! in four more of its kernels, so it keeps the code it was measured with.
