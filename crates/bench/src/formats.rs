@@ -294,9 +294,40 @@ where
 pub fn run_gpu_tuned<M>(
     bench: &mut Baselines<'_>,
     index: usize,
-    (rows, cols): (usize, usize),
+    shape: (usize, usize),
     batches: &[usize],
     suffix: &str,
+    tune: &dyn Fn(&mut M::Device) -> Result<(), BenchError>,
+    progress: &mut dyn FnMut(&Row),
+) -> Result<Vec<Row>, BenchError>
+where
+    M: DeviceGemv,
+    M::Weight: Generate,
+    M::Input: BenchInput,
+{
+    run_gpu_passes::<M>(
+        bench,
+        index,
+        shape,
+        batches,
+        &[(suffix.to_string(), &|| ())],
+        tune,
+        progress,
+    )
+}
+
+/// [`run_gpu_tuned`] once per pass of `passes` on the same encoded matrices (each variant is
+/// encoded once per shape): each pass runs its setup, then uploads and times the matrix with
+/// its suffix on the variant names.
+///
+/// # Errors
+/// As [`run_gpu_tuned`].
+pub fn run_gpu_passes<M>(
+    bench: &mut Baselines<'_>,
+    index: usize,
+    (rows, cols): (usize, usize),
+    batches: &[usize],
+    passes: &[Pass<'_>],
     tune: &dyn Fn(&mut M::Device) -> Result<(), BenchError>,
     progress: &mut dyn FnMut(&Row),
 ) -> Result<Vec<Row>, BenchError>
@@ -316,20 +347,27 @@ where
     let inputs = |batch: usize| M::Input::inputs(batch * cols, input_seed(index, batch));
     let mut out = Vec::new();
     for (variant, options) in selected::<M>() {
-        let variant = format!("{variant}{suffix}");
         let m = M::encode_slice(&w, rows, cols, &options).map_err(format_err::<M>)?;
-        let run = MatrixRun {
-            kernels: &kernels,
-            name: (M::NAME, &variant),
-            inputs: &inputs,
-            dense: M::Input::DENSE,
-            tune,
-            time: None,
-        };
-        out.extend(run_matrix(bench, &m, &run, &batches, progress)?);
+        for (suffix, setup) in passes {
+            setup();
+            let variant = format!("{variant}{suffix}");
+            let run = MatrixRun {
+                kernels: &kernels,
+                name: (M::NAME, &variant),
+                inputs: &inputs,
+                dense: M::Input::DENSE,
+                tune,
+                time: None,
+            };
+            out.extend(run_matrix(bench, &m, &run, &batches, progress)?);
+        }
     }
     Ok(out)
 }
+
+/// A pass of [`run_gpu_passes`]: the suffix of its rows' variant names and what it sets up
+/// before uploading (e.g. a kernel preference).
+pub type Pass<'a> = (String, &'a dyn Fn());
 
 /// How [`run_matrix`] measures one matrix.
 pub struct MatrixRun<'a, M: DeviceGemv> {

@@ -1,12 +1,12 @@
 //! VQ extras: the GEMV kernels other than the default (`--vq-kernels`: `mma` (the default
-//! choice), `mma2`, `mma4`, `table`, `stream`) beside the format suite's rows, on the same
+//! choice), `mma2`, `mma4`, `table`, `stream`, `big` and its codebook-cache splits) beside the format suite's rows, on the same
 //! weights and inputs.
 
 use vq_codebook::VqMatrix;
 use vq_codebook::gpu::{VqKernel, set_kernel_preference};
 
 use crate::dense::Baselines;
-use crate::formats::run_gpu_tuned;
+use crate::formats::{Pass, run_gpu_passes};
 use crate::{BenchError, Row};
 
 /// Runs every shape of `shapes` (seeded as in the format suite) at `batches` with each of
@@ -22,28 +22,34 @@ pub fn run_kernels(
     kernels: &[VqKernel],
     progress: &mut dyn FnMut(&Row),
 ) -> Result<Vec<Row>, BenchError> {
-    let mut out = Vec::new();
-    for &kernel in kernels {
-        set_kernel_preference(Some(kernel));
-        let rows = shapes
-            .iter()
-            .enumerate()
-            .try_fold(Vec::new(), |mut acc, (index, &shape)| {
-                acc.extend(run_gpu_tuned::<VqMatrix>(
-                    bench,
-                    index,
-                    shape,
-                    batches,
-                    &format!("/{}", kernel.name()),
-                    &|_| Ok(()),
-                    progress,
-                )?);
-                Ok::<_, BenchError>(acc)
-            });
-        set_kernel_preference(None);
-        out.extend(rows?);
-    }
-    Ok(out)
+    // One encoding per shape (AQLM-3's takes about a minute at the 70B shapes), every
+    // kernel on it.
+    let setups: Vec<Box<dyn Fn()>> = kernels
+        .iter()
+        .map(|&k| Box::new(move || set_kernel_preference(Some(k))) as Box<dyn Fn()>)
+        .collect();
+    let passes: Vec<Pass<'_>> = kernels
+        .iter()
+        .zip(&setups)
+        .map(|(k, f)| (format!("/{}", k.name()), &**f))
+        .collect();
+    let rows = shapes
+        .iter()
+        .enumerate()
+        .try_fold(Vec::new(), |mut acc, (index, &shape)| {
+            acc.extend(run_gpu_passes::<VqMatrix>(
+                bench,
+                index,
+                shape,
+                batches,
+                &passes,
+                &|_| Ok(()),
+                progress,
+            )?);
+            Ok::<_, BenchError>(acc)
+        });
+    set_kernel_preference(None);
+    rows
 }
 
 /// One VQ-GEMM measurement (`--vq-gemm-tokens`): GPTVQ-2 at one shape and input count
@@ -280,13 +286,18 @@ pub fn gemm_table(rows: &[GemmRow]) -> String {
     s
 }
 
-/// Parses a `--vq-kernels` item (`mma`, `mma2`, `mma4`, `table`, `stream`).
+/// Parses a `--vq-kernels` item (`mma`, `mma2`, `mma4`, `table`, `stream`, `big`, or `big-`
+/// with a codebook-cache split: `gmem`, `512`, `1024`, `1536`, `2048`, `3072`, `smem`).
 ///
 /// # Errors
 /// A message naming the item and the choices.
 pub fn parse_kernel(s: &str) -> Result<VqKernel, String> {
-    VqKernel::from_name(s)
-        .ok_or_else(|| format!("unknown VQ kernel {s:?}: one of mma, mma2, mma4, table, stream"))
+    VqKernel::from_name(s).ok_or_else(|| {
+        format!(
+            "unknown VQ kernel {s:?}: one of mma, mma2, mma4, table, stream, big, big-gmem, \
+             big-512, big-1024, big-1536, big-2048, big-3072, big-smem"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -302,7 +313,9 @@ mod tests {
                 row_groups: Some(4)
             })
         );
-        for k in ["mma", "mma2", "mma4", "table", "stream"] {
+        for k in [
+            "mma", "mma2", "mma4", "table", "stream", "big", "big-gmem", "big-1536", "big-smem",
+        ] {
             assert_eq!(parse_kernel(k).map(VqKernel::name), Ok(k));
         }
         let e = parse_kernel("lut").unwrap_err();

@@ -23,6 +23,7 @@ use cmv_runtime::{
     CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
 };
 use half::f16;
+use vq_kernels::big::{BIG_THREADS, BigGeometry, VqBigParams, big_smem_bytes};
 use vq_kernels::gemm::{
     GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, choose_splits, gemm_kernel, gemm_params, gemm_smem_bytes,
     gemv_chunks_win,
@@ -85,8 +86,29 @@ pub enum VqKernel {
     /// The table kernel (`vq_kernels::lut`): `VQ<v, 8, 1>`, `v` in 2, 4, 8, tiles on its
     /// grid ([`LutGeometry::new`]). Codes as rotated bytes per slab.
     Table,
+    /// The big-codebook table kernel (`vq_kernels::big`): `VQ<8, b, r>`, `b` in 4..=12, `r` 1
+    /// or 2, one codebook per stage for the tensor ([`VqMatrix::big_geometry`]: AQLM-3).
+    Big {
+        /// Codebook entries kept in shared memory (a multiple of 16; more than the codebook
+        /// has means all of them); the others are read from global memory when a table is
+        /// built. `None`: [`big_cached`]'s rule.
+        cached: Option<u32>,
+    },
     /// The stream kernel: every configuration; codes as stored.
     Stream,
+}
+
+/// The codebook-cache splits the bench names (`big-gmem`, `big-512`, ..., `big-smem`):
+/// entries kept in shared memory.
+pub const BIG_CACHE_CHOICES: [u32; 7] = [0, 512, 1024, 1536, 2048, 3072, u32::MAX];
+
+/// The codebook entries the big-codebook kernel keeps in shared memory by default, for
+/// `entries` per codebook and `smem_per_sm` bytes of shared memory per SM (each block also
+/// costs the driver's 1 KiB): the most that still let two blocks share an SM (the rest are
+/// read through L1), all of them where they fit.
+pub fn big_cached(entries: u32, smem_per_sm: u32) -> u32 {
+    let two = (smem_per_sm / 2).saturating_sub(1024 + big_smem_bytes(0)) / 32 / 16 * 16;
+    two.min(entries)
 }
 
 impl VqKernel {
@@ -101,6 +123,7 @@ impl VqKernel {
             } => m.mma_geometry(r).is_some(),
             Self::Mma { row_groups: None } => !m.mma_geometries().is_empty(),
             Self::Table => m.table_geometry(512).is_some(),
+            Self::Big { .. } => m.big_geometry().is_some(),
             Self::Stream => true,
         };
         if let Some(k) = kernel_preference().filter(|&k| takes(k)) {
@@ -110,6 +133,8 @@ impl VqKernel {
             Self::Mma { row_groups: None }
         } else if takes(Self::Table) {
             Self::Table
+        } else if takes(Self::Big { cached: None }) {
+            Self::Big { cached: None }
         } else {
             Self::Stream
         }
@@ -124,6 +149,14 @@ impl VqKernel {
             } => "mma2",
             Self::Mma { .. } => "mma4",
             Self::Table => "table",
+            Self::Big { cached: None } => "big",
+            Self::Big { cached: Some(0) } => "big-gmem",
+            Self::Big { cached: Some(512) } => "big-512",
+            Self::Big { cached: Some(1024) } => "big-1024",
+            Self::Big { cached: Some(1536) } => "big-1536",
+            Self::Big { cached: Some(2048) } => "big-2048",
+            Self::Big { cached: Some(3072) } => "big-3072",
+            Self::Big { cached: Some(_) } => "big-smem",
             Self::Stream => "stream",
         }
     }
@@ -140,8 +173,10 @@ impl VqKernel {
             },
             Self::Table,
             Self::Stream,
+            Self::Big { cached: None },
         ]
         .into_iter()
+        .chain(BIG_CACHE_CHOICES.map(|c| Self::Big { cached: Some(c) }))
         .find(|k| k.name() == name)
     }
 }
@@ -165,6 +200,13 @@ pub fn set_kernel_preference(kernel: Option<VqKernel>) {
         Some(VqKernel::Table) => 3,
         Some(VqKernel::Stream) => 4,
         Some(VqKernel::Mma { row_groups: None }) => 5,
+        Some(VqKernel::Big { cached: None }) => 6,
+        Some(VqKernel::Big { cached: Some(c) }) => {
+            7 + BIG_CACHE_CHOICES
+                .iter()
+                .position(|&b| b == c)
+                .unwrap_or(BIG_CACHE_CHOICES.len() - 1) as u8
+        }
     };
     PREFERENCE.store(v, Ordering::Relaxed);
 }
@@ -181,6 +223,10 @@ pub fn kernel_preference() -> Option<VqKernel> {
         3 => Some(VqKernel::Table),
         4 => Some(VqKernel::Stream),
         5 => Some(VqKernel::Mma { row_groups: None }),
+        6 => Some(VqKernel::Big { cached: None }),
+        v @ 7.. if ((v - 7) as usize) < BIG_CACHE_CHOICES.len() => Some(VqKernel::Big {
+            cached: Some(BIG_CACHE_CHOICES[(v - 7) as usize]),
+        }),
         _ => None,
     }
 }
@@ -191,6 +237,14 @@ enum Codes {
     Table {
         codes: CudaSlice<u32>,
         geom: LutGeometry,
+    },
+    Big {
+        /// The code planes.
+        codes: CudaSlice<u32>,
+        /// The codebook in fragment order.
+        cb: CudaSlice<u32>,
+        geom: BigGeometry,
+        cached: Option<u32>,
     },
     Mma {
         codes: CudaSlice<u32>,
@@ -257,6 +311,21 @@ impl DeviceVqMatrix {
                     geom: layout.geom,
                 }
             }
+            VqKernel::Big { cached } => {
+                let layout = m.big_layout().ok_or(VqError::Config {
+                    what: "kernel",
+                    value: 0,
+                    rule: "the big-codebook kernel takes VQ<8, b, r> with b in 4..=12, r 1 or 2 \
+                           and one codebook per stage for the tensor: upload for the stream \
+                           kernel",
+                })?;
+                Codes::Big {
+                    codes: gpu.upload(&layout.codes)?,
+                    cb: gpu.upload(&layout.codebook)?,
+                    geom: layout.geom,
+                    cached,
+                }
+            }
             VqKernel::Mma { row_groups } => {
                 let geoms = match row_groups {
                     Some(r) => m.mma_geometry(r).into_iter().collect(),
@@ -298,6 +367,17 @@ impl DeviceVqMatrix {
                 codes: cmv_format::clone_slice(codes)?,
                 geom: *geom,
             },
+            Codes::Big {
+                codes,
+                cb,
+                geom,
+                cached,
+            } => Codes::Big {
+                codes: cmv_format::clone_slice(codes)?,
+                cb: cmv_format::clone_slice(cb)?,
+                geom: *geom,
+                cached: *cached,
+            },
             Codes::Mma { codes, geoms, auto } => Codes::Mma {
                 codes: cmv_format::clone_slice(codes)?,
                 geoms: geoms.clone(),
@@ -319,6 +399,7 @@ impl DeviceVqMatrix {
         match &self.codes {
             Codes::Stream(_) => VqKernel::Stream,
             Codes::Table { .. } => VqKernel::Table,
+            Codes::Big { cached, .. } => VqKernel::Big { cached: *cached },
             Codes::Mma { geoms, auto, .. } => VqKernel::Mma {
                 row_groups: if *auto {
                     None
@@ -330,10 +411,11 @@ impl DeviceVqMatrix {
     }
 
     /// Bytes a product reads for the matrix: the codes (as laid out for the kernel) and the
-    /// codebooks.
+    /// codebooks (the big-codebook kernel's in fragment order).
     pub fn bytes_read(&self) -> usize {
         let codes = match &self.codes {
             Codes::Stream(c) => 4 * c.len(),
+            Codes::Big { codes, cb, .. } => return 4 * (codes.len() + cb.len()),
             Codes::Table { codes, .. } | Codes::Mma { codes, .. } => 4 * codes.len(),
         };
         codes + 2 * self.codebooks.len()
@@ -399,6 +481,10 @@ pub struct VqGemv {
     gemms90: Vec<(usize, Kernel)>,
     /// Its input permutation (`cmv_vq_permute_x`).
     permute: Kernel,
+    /// The big-codebook table kernel (`cmv_vq_big`).
+    big: Kernel,
+    /// Shared memory per SM (bytes), for the big-codebook kernel's cache split.
+    smem_per_sm: u32,
     sms: u32,
 }
 
@@ -483,6 +569,18 @@ impl VqGemv {
             gemms,
             gemms90,
             permute: gpu.kernel(&PTX, "cmv_vq_permute_x")?,
+            big: {
+                let k = gpu.kernel(&PTX, "cmv_vq_big")?;
+                k.check_config(&LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (BIG_THREADS, 1, 1),
+                    shared_mem_bytes: big_smem_bytes(4096),
+                })?;
+                k
+            },
+            // The per-block opt-in limit plus the 1 KiB the driver reserves per block: 228 KiB
+            // on an H100 or H200.
+            smem_per_sm: gpu.info().max_smem_per_block_optin + 1024,
             sms: gpu.info().sm_count,
         })
     }
@@ -506,6 +604,12 @@ impl VqGemv {
         let codes = match &m.codes {
             Codes::Stream(codes) => codes,
             Codes::Table { codes, geom } => return self.gemv_table(m, codes, geom, x, out, batch),
+            Codes::Big {
+                codes,
+                cb,
+                geom,
+                cached,
+            } => return self.gemv_big(m, (codes, cb), geom, *cached, x, out, batch),
             Codes::Mma { codes, geoms, .. } => {
                 let geom = crate::mma::choose_geometry(geoms, batch, self.sms as usize).ok_or(
                     RuntimeError::MissingKernel {
@@ -927,6 +1031,85 @@ impl VqGemv {
             // in stream order; LUT_THREADS threads and lut_smem_bytes(vec) bytes of shared
             // memory.
             unsafe { kernel.launch(&self.stream, cfg, &params)? };
+        }
+        Ok(())
+    }
+}
+
+impl VqGemv {
+    /// The big-codebook kernel, one launch per vector (sizes checked by [`VqGemv::gemv`]).
+    #[allow(clippy::too_many_arguments)]
+    fn gemv_big(
+        &self,
+        m: &DeviceVqMatrix,
+        (codes, cb): (&CudaSlice<u32>, &CudaSlice<u32>),
+        geom: &BigGeometry,
+        cached: Option<u32>,
+        x: &CudaSlice<f16>,
+        out: &mut VqOut,
+        batch: usize,
+    ) -> Result<(), VqError> {
+        let (rows, cols) = (m.rows(), m.cols());
+        check_len_at_least("workspace", out.acc.len(), rows)?;
+        check_len_at_least("counters", out.counters.len(), geom.chunks)?;
+        check_len_at_least("big codes", codes.len(), geom.code_words())?;
+        check_len_at_least("big codebook", cb.len(), geom.codebook_words())?;
+        let entries = geom.entries as u32;
+        let cached = cached
+            .unwrap_or_else(|| big_cached(entries, self.smem_per_sm))
+            .min(entries)
+            / 16
+            * 16;
+        let smem = big_smem_bytes(cached);
+        let resident = self.big.max_active_blocks_per_sm(BIG_THREADS, smem)?.max(1);
+        let items = geom.items();
+        let u = |v: usize| m.shape.to_u32(v);
+        let cfg = LaunchConfig {
+            grid_dim: (
+                (self.sms as usize * resident as usize).min(items) as u32,
+                1,
+                1,
+            ),
+            block_dim: (BIG_THREADS, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        let x0 = dev_ptr(x).cast::<u16>();
+        let y0 = dev_ptr_mut(&mut out.y).cast::<u16>();
+        for b in 0..batch {
+            // SAFETY: vector b's inputs and outputs start b * cols and b * rows halves into x
+            // and y, which hold batch * cols and batch * rows (checked by the caller).
+            let (xb, yb) = unsafe {
+                (
+                    cmv_runtime::DevPtr::from_addr(x0.addr() + 2 * (b * cols) as u64),
+                    cmv_runtime::DevPtrMut::from_addr(y0.addr() + 2 * (b * rows) as u64),
+                )
+            };
+            let params = VqBigParams {
+                codes: dev_ptr(codes),
+                cb: dev_ptr(cb),
+                x: xb,
+                y: yb,
+                acc: dev_ptr_mut(&mut out.acc),
+                counters: dev_ptr_mut(&mut out.counters),
+                rows: m.shape.rows,
+                cols: m.shape.cols,
+                rows_pad: u(geom.rows_pad)?,
+                slabs: u(geom.slabs)?,
+                residuals: u(geom.residuals)?,
+                entries,
+                chunk_rows: u(geom.chunk_rows)?,
+                chunks: u(geom.chunks)?,
+                items: u(items)?,
+                cached,
+            };
+            // SAFETY: `codes` and `cb` were laid out by big_codes and big_codebook for
+            // `geom`, the BigGeometry of this validated matrix (lengths checked above), x and
+            // y hold this vector's cols and rows halves, acc rows values and counters chunks
+            // (checked above), both zero: zeroed at allocation and left zero by every launch,
+            // which runs in stream order; cached is a multiple of 16 up to entries;
+            // BIG_THREADS threads and big_smem_bytes(cached) bytes of shared memory (within
+            // the attribute set at load for 4096 entries).
+            unsafe { self.big.launch(&self.stream, cfg, &params)? };
         }
         Ok(())
     }

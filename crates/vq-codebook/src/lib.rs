@@ -57,6 +57,7 @@
 //! # }
 //! ```
 
+pub mod big;
 mod compressed;
 mod config;
 pub mod container;
@@ -77,6 +78,7 @@ pub use cmv_format::{self, FormatError, Limits, SizeBreakdown};
 /// fp16, the inputs' and codebooks' type.
 pub use half::f16;
 
+pub use big::BigLayout;
 pub use config::{Geometry, MAX_SIDE, Scope, VqConfig};
 pub use encode::{EncodeOptions, SplitMix64};
 pub use error::{Result, VqError};
@@ -84,6 +86,7 @@ pub use matrix::{NAME, VqMatrix};
 pub use mma::MmaLayout;
 pub use table::TableLayout;
 /// The table kernel's geometry ([`VqMatrix::table_geometry`]).
+pub use vq_kernels::big::BigGeometry;
 pub use vq_kernels::lut::LutGeometry;
 /// The tensor-core kernel's geometry ([`VqMatrix::mma_geometry`]).
 pub use vq_kernels::mma::MmaGeometry;

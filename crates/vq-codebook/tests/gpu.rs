@@ -15,6 +15,16 @@ fn rel(got: &[f16], want: &[f64]) -> f64 {
     vq_codebook::cmv_format::relative_error(got.iter().map(|v| f64::from(v.to_f32())), want)
 }
 
+/// `VQ<8, bits, residuals>` with one codebook per stage (the big-codebook kernel's).
+fn big(bits: u32, residuals: usize) -> VqConfig {
+    VqConfig {
+        vec: 8,
+        bits,
+        residuals,
+        scope: Scope::Tensor,
+    }
+}
+
 #[test]
 fn the_kernel_matches_the_reference() {
     let Some(gpu) = gpu_for_tests("the_kernel_matches_the_reference") else {
@@ -50,8 +60,13 @@ fn the_kernel_matches_the_reference() {
         (VqConfig::gptvq2_256(), 700, 1000),
         (tile(512, 256, 8), 1100, 600),
         (tile(512, 128, 2), 600, 300),
+        // The big-codebook kernel: two chunks, one stage, few entries, odd columns.
+        (VqConfig::aqlm3(), 4100, 64),
+        (big(9, 1), 2000, 100),
+        (big(4, 2), 33, 13),
+        (big(12, 1), 1030, 40),
     ]);
-    let (mut tables, mut mmas) = (0, 0);
+    let (mut tables, mut mmas, mut bigs) = (0, 0, 0);
     for (i, (config, rows, cols)) in cases.enumerate() {
         let w = weights(rows * cols, i as u64 + 1);
         let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
@@ -69,6 +84,13 @@ fn the_kernel_matches_the_reference() {
                 kernels.push(VqKernel::Mma { row_groups });
                 mmas += 1;
             }
+        }
+        if m.big_geometry().is_some() {
+            // The default cache split, none, all, and a partial one (3 tiles of 16 entries).
+            for cached in [None, Some(0), Some(u32::MAX), Some(48)] {
+                kernels.push(VqKernel::Big { cached });
+            }
+            bigs += 1;
         }
         for kernel in kernels {
             let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
@@ -96,6 +118,7 @@ fn the_kernel_matches_the_reference() {
     }
     assert!(tables >= 8, "the table kernel ran on {tables} cases");
     assert!(mmas >= 23, "the tensor-core kernel ran on {mmas} cases");
+    assert!(bigs >= 5, "the big-codebook kernel ran on {bigs} cases");
 }
 
 #[test]
@@ -215,4 +238,42 @@ fn the_gemm_matches_the_reference() {
     }
     let dm = DeviceVqMatrix::upload(&gpu, &odd).unwrap();
     assert!(k.gemm(&dm, &x, &mut out, 0).is_err());
+}
+
+/// The big-codebook kernel alone (small enough for compute-sanitizer): AQLM-3 over two chunks
+/// with every codebook-cache split, one stage with few entries, batch 1 and 3.
+#[test]
+fn the_big_kernel_matches_the_reference() {
+    let Some(gpu) = gpu_for_tests("the_big_kernel_matches_the_reference") else {
+        return;
+    };
+    let k = VqGemv::new(&gpu).unwrap();
+    for (i, (config, rows, cols)) in [(VqConfig::aqlm3(), 4100, 24), (big(6, 1), 300, 35)]
+        .into_iter()
+        .enumerate()
+    {
+        let w = weights(rows * cols, 50 + i as u64);
+        let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
+        for cached in [None, Some(0), Some(16), Some(2048), Some(u32::MAX)] {
+            let kernel = VqKernel::Big { cached };
+            let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
+            for batch in [1, 3] {
+                let x: Vec<f16> = weights(batch * cols, 7 + batch as u64)
+                    .iter()
+                    .map(|v| f16::from_f32(v * 20.0))
+                    .collect();
+                let want = m.reference(&x, batch).unwrap();
+                let dx = gpu.upload(&x).unwrap();
+                let mut out = VqOut::new(&gpu, rows, batch).unwrap();
+                for round in 0..2 {
+                    k.gemv(&dm, &dx, &mut out, batch).unwrap();
+                    let e = rel(&gpu.download(out.y()).unwrap(), &want);
+                    assert!(
+                        e < GPU_TOLERANCE,
+                        "{kernel:?} {config:?} {rows}x{cols} batch {batch} round {round}: {e:e}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -797,6 +797,22 @@ pub unsafe fn st_global_v4(p: *mut U32x4, v: U32x4) {
     }
 }
 
+/// 64-bit read-only load that does not allocate in L1 (`ld.global.nc.L1::no_allocate.u64`):
+/// for data each thread reads once, such as codes streamed past an L1-cached table.
+///
+/// # Safety
+/// As [`ld_nc_u64`].
+#[inline(always)]
+pub unsafe fn ld_nc_na_u64(p: *const u64) -> u64 {
+    let r: u64;
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!("ld.global.nc.L1::no_allocate.u64 {r}, [{p}];", p = in(reg64) p, r = out(reg64) r,
+             options(pure, readonly, nostack));
+    }
+    r
+}
+
 /// 64-bit read-only load (`ld.global.nc.u64`).
 ///
 /// # Safety

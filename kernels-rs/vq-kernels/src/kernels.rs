@@ -401,6 +401,12 @@ mod mma_gpu;
 mod gemm_gpu;
 
 // ---------------------------------------------------------------------------------------------
+// The big-codebook table GEMV (`crate::big`)
+
+#[path = "big_gpu.rs"]
+mod big_gpu;
+
+// ---------------------------------------------------------------------------------------------
 // The input permutation of the Hopper GEMM (`crate::gemm90::permuted_col`)
 
 /// `xp` = `x` with the columns of each group of 16 permuted (K group 0's eight, then K group

@@ -63,7 +63,9 @@ struct Args {
     sbvr_ways: Vec<sbvr_format::gpu::Way>,
     /// VQ suite: also run these GEMV kernels, comma-separated (`mma`: tensor cores, row groups
     /// per warp chosen per launch (the default); `mma2`, `mma4`: 2 or 4 row groups per warp;
-    /// `table`: the lookup-table kernel; `stream`), rows named like
+    /// `table`: the lookup-table kernel; `stream`; `big`: the big-codebook table kernel (AQLM-3),
+    /// `big-gmem`, `big-512`, ..., `big-smem`: with that many codebook entries in shared
+    /// memory), rows named like
     /// `gptvq2/table`, beside the default choice; a kernel that does not take a matrix leaves
     /// it to the default.
     #[arg(long, value_delimiter = ',', value_parser = bench::vq::parse_kernel)]

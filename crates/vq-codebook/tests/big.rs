@@ -1,0 +1,96 @@
+//! The big-codebook kernel's layout and arithmetic on the CPU (`vq_codebook::big`): which
+//! matrices it takes, and its fp32 product (the very code planes, fragment-order codebook,
+//! tables and lookups the GPU uses) against the f64 reference, for one and two stages, 4 to
+//! 12 bits and odd shapes.
+
+use half::f16;
+use vq_codebook::{EncodeOptions, Scope, VqConfig, VqMatrix};
+
+mod common;
+use common::{tile, weights};
+
+fn rel(got: &[f32], want: &[f64]) -> f64 {
+    vq_codebook::cmv_format::relative_error(got.iter().map(|&v| f64::from(v)), want)
+}
+
+fn tensor(bits: u32, residuals: usize) -> VqConfig {
+    VqConfig {
+        vec: 8,
+        bits,
+        residuals,
+        scope: Scope::Tensor,
+    }
+}
+
+fn encode(config: VqConfig, rows: usize, cols: usize, seed: u64) -> VqMatrix {
+    let opts = EncodeOptions {
+        iters: 2,
+        ..EncodeOptions::with(config)
+    };
+    VqMatrix::encode(&weights(rows * cols, seed), rows, cols, &opts).unwrap()
+}
+
+#[test]
+fn the_big_model_matches_the_reference() {
+    let cases = [
+        (VqConfig::aqlm3(), 300, 96),
+        (VqConfig::aqlm3(), 1, 8),
+        (VqConfig::aqlm3(), 5, 3),
+        (tensor(12, 1), 130, 70),
+        (tensor(9, 2), 1031, 40),
+        (tensor(4, 2), 64, 17),
+        (tensor(10, 1), 2100, 24),
+    ];
+    for (i, (config, rows, cols)) in cases.into_iter().enumerate() {
+        let m = encode(config, rows, cols, i as u64 + 1);
+        let layout = m
+            .big_layout()
+            .unwrap_or_else(|| panic!("{config:?} {rows}x{cols} not taken"));
+        assert_eq!(layout.codes.len(), layout.geom.code_words());
+        assert_eq!(layout.codebook.len(), layout.geom.codebook_words());
+        let x: Vec<f16> = weights(cols, 77 + i as u64)
+            .iter()
+            .map(|v| f16::from_f32(v * 20.0))
+            .collect();
+        let want = m.reference(&x, 1).unwrap();
+        let got = m.big_model(&layout, &x);
+        let e = rel(&got, &want);
+        assert!(e < 1e-5, "{config:?} {rows}x{cols}: {e:e}");
+    }
+}
+
+#[test]
+fn non_finite_inputs_reach_only_their_rows() {
+    let (rows, cols) = (64, 40);
+    let m = encode(VqConfig::aqlm3(), rows, cols, 3);
+    let mut x = vec![f16::from_f32(0.25); cols];
+    x[39] = f16::INFINITY;
+    let got = m.big_model(&m.big_layout().unwrap(), &x);
+    let want = m.reference(&x, 1).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g.is_finite(), w.is_finite(), "{g} vs {w}");
+    }
+}
+
+#[test]
+fn which_matrices_the_big_kernel_takes() {
+    assert!(
+        encode(VqConfig::aqlm3(), 16, 64, 9)
+            .big_geometry()
+            .is_some()
+    );
+    assert!(encode(tensor(8, 1), 16, 64, 9).big_geometry().is_some());
+    // Three stages, vectors of 4, 13+ bits, tiles: not taken.
+    assert!(encode(tensor(6, 3), 16, 64, 9).big_geometry().is_none());
+    let v4 = VqConfig {
+        vec: 4,
+        ..tensor(8, 1)
+    };
+    assert!(encode(v4, 16, 64, 9).big_geometry().is_none());
+    assert!(encode(tensor(13, 1), 8, 16, 9).big_geometry().is_none());
+    let tiles = VqConfig {
+        vec: 8,
+        ..tile(8, 64, 8)
+    };
+    assert!(encode(tiles, 16, 64, 9).big_geometry().is_none());
+}
