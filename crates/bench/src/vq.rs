@@ -286,8 +286,8 @@ pub fn gemm_table(rows: &[GemmRow]) -> String {
     s
 }
 
-/// Parses a `--vq-kernels` item (`mma`, `mma2`, `mma4`, `table`, `stream`, `big`, or `big-`
-/// with a codebook-cache split: `gmem`, `512`, `1024`, `1536`, `2048`, `3072`, `smem`).
+/// Parses a `--vq-kernels` item (`mma`, `mma2`, `mma4`, `table`, `stream`, `big`, or a
+/// codebook-cache split of `big`: `vq_codebook::gpu::BIG_CACHES`).
 ///
 /// # Errors
 /// A message naming the item and the choices.
@@ -295,7 +295,7 @@ pub fn parse_kernel(s: &str) -> Result<VqKernel, String> {
     VqKernel::from_name(s).ok_or_else(|| {
         format!(
             "unknown VQ kernel {s:?}: one of mma, mma2, mma4, table, stream, big, big-gmem, \
-             big-512, big-1024, big-1536, big-2048, big-3072, big-smem"
+             big-smem, big-r16-gmem, big-r16-smem, big-regs, big-1024"
         )
     })
 }
@@ -314,7 +314,7 @@ mod tests {
             })
         );
         for k in [
-            "mma", "mma2", "mma4", "table", "stream", "big", "big-gmem", "big-1536", "big-smem",
+            "mma", "mma2", "mma4", "table", "stream", "big", "big-gmem", "big-regs", "big-smem",
         ] {
             assert_eq!(parse_kernel(k).map(VqKernel::name), Ok(k));
         }

@@ -39,7 +39,7 @@ impl VqMatrix {
     pub fn big_layout(&self) -> Option<BigLayout> {
         let geom = self.big_geometry()?;
         let g = self.geometry();
-        let codes = big_codes(g.rows, g.vecs, &geom, |r, i, s| self.code(s, r, i) as u32);
+        let codes = big_codes(g.rows, g.vecs, &geom, |r, i, s| self.code(s, r, i));
         let cb: Vec<u16> = self.codebooks().iter().map(|h| h.to_bits()).collect();
         Some(BigLayout {
             geom,

@@ -23,7 +23,10 @@ use cmv_runtime::{
     CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
 };
 use half::f16;
-use vq_kernels::big::{BIG_THREADS, BigGeometry, VqBigParams, big_smem_bytes};
+use vq_kernels::big::{
+    BIG_REG_TILES, BIG_THREADS, BigGeometry, TILE_ENTRIES, VqBigParams, big_kernel, big_smem_bytes,
+    reg_entries,
+};
 use vq_kernels::gemm::{
     GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, choose_splits, gemm_kernel, gemm_params, gemm_smem_bytes,
     gemv_chunks_win,
@@ -89,26 +92,83 @@ pub enum VqKernel {
     /// The big-codebook table kernel (`vq_kernels::big`): `VQ<8, b, r>`, `b` in 4..=12, `r` 1
     /// or 2, one codebook per stage for the tensor ([`VqMatrix::big_geometry`]: AQLM-3).
     Big {
-        /// Codebook entries kept in shared memory (a multiple of 16; more than the codebook
-        /// has means all of them); the others are read from global memory when a table is
-        /// built. `None`: [`big_cached`]'s rule.
-        cached: Option<u32>,
+        /// Where the codebook entries live ([`BigCache`]); `None`: [`big_cache`]'s rule.
+        cache: Option<BigCache>,
     },
     /// The stream kernel: every configuration; codes as stored.
     Stream,
 }
 
-/// The codebook-cache splits the bench names (`big-gmem`, `big-512`, ..., `big-smem`):
-/// entries kept in shared memory.
-pub const BIG_CACHE_CHOICES: [u32; 7] = [0, 512, 1024, 1536, 2048, 3072, u32::MAX];
+/// Where the big-codebook kernel keeps the codebook entries (VQ-LLM's codebook cache,
+/// `vq_kernels::big`): the first ones in registers, the next in shared memory, the rest read
+/// from global memory (through L1) at every table build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BigCache {
+    /// Tiles of 8 entries per warp in registers, one of `vq_kernels::big::BIG_REG_TILES` (0,
+    /// 16, 32: 0, 2048 or 4096 entries with 16 warps).
+    pub reg_tiles: u32,
+    /// Entries in shared memory after those (more than are left means all of them).
+    pub smem: u32,
+}
 
-/// The codebook entries the big-codebook kernel keeps in shared memory by default, for
-/// `entries` per codebook and `smem_per_sm` bytes of shared memory per SM (each block also
-/// costs the driver's 1 KiB): the most that still let two blocks share an SM (the rest are
-/// read through L1), all of them where they fit.
-pub fn big_cached(entries: u32, smem_per_sm: u32) -> u32 {
-    let two = (smem_per_sm / 2).saturating_sub(1024 + big_smem_bytes(0)) / 32 / 16 * 16;
-    two.min(entries)
+/// The codebook-cache splits the bench names (`--vq-kernels big-gmem,...`).
+pub const BIG_CACHES: [(&str, BigCache); 6] = [
+    (
+        "big-gmem",
+        BigCache {
+            reg_tiles: 0,
+            smem: 0,
+        },
+    ),
+    (
+        "big-smem",
+        BigCache {
+            reg_tiles: 0,
+            smem: u32::MAX,
+        },
+    ),
+    (
+        "big-r16-gmem",
+        BigCache {
+            reg_tiles: 16,
+            smem: 0,
+        },
+    ),
+    (
+        "big-r16-smem",
+        BigCache {
+            reg_tiles: 16,
+            smem: u32::MAX,
+        },
+    ),
+    (
+        "big-regs",
+        BigCache {
+            reg_tiles: 32,
+            smem: 0,
+        },
+    ),
+    (
+        "big-1024",
+        BigCache {
+            reg_tiles: 0,
+            smem: 1024,
+        },
+    ),
+];
+
+/// The big-codebook kernel's default cache for codebooks of `entries` entries: as many in
+/// registers as a kernel holds (the fewest register tiles that cover the codebook, at most
+/// 32 per warp), the rest in shared memory.
+pub fn big_cache(entries: u32) -> BigCache {
+    let reg_tiles = BIG_REG_TILES
+        .into_iter()
+        .find(|&r| reg_entries(r) >= entries)
+        .unwrap_or(BIG_REG_TILES[BIG_REG_TILES.len() - 1]);
+    BigCache {
+        reg_tiles,
+        smem: u32::MAX,
+    }
 }
 
 impl VqKernel {
@@ -133,8 +193,8 @@ impl VqKernel {
             Self::Mma { row_groups: None }
         } else if takes(Self::Table) {
             Self::Table
-        } else if takes(Self::Big { cached: None }) {
-            Self::Big { cached: None }
+        } else if takes(Self::Big { cache: None }) {
+            Self::Big { cache: None }
         } else {
             Self::Stream
         }
@@ -149,14 +209,11 @@ impl VqKernel {
             } => "mma2",
             Self::Mma { .. } => "mma4",
             Self::Table => "table",
-            Self::Big { cached: None } => "big",
-            Self::Big { cached: Some(0) } => "big-gmem",
-            Self::Big { cached: Some(512) } => "big-512",
-            Self::Big { cached: Some(1024) } => "big-1024",
-            Self::Big { cached: Some(1536) } => "big-1536",
-            Self::Big { cached: Some(2048) } => "big-2048",
-            Self::Big { cached: Some(3072) } => "big-3072",
-            Self::Big { cached: Some(_) } => "big-smem",
+            Self::Big { cache: None } => "big",
+            Self::Big { cache: Some(c) } => BIG_CACHES
+                .iter()
+                .find(|(_, b)| *b == c)
+                .map_or("big-custom", |(n, _)| n),
             Self::Stream => "stream",
         }
     }
@@ -173,10 +230,10 @@ impl VqKernel {
             },
             Self::Table,
             Self::Stream,
-            Self::Big { cached: None },
+            Self::Big { cache: None },
         ]
         .into_iter()
-        .chain(BIG_CACHE_CHOICES.map(|c| Self::Big { cached: Some(c) }))
+        .chain(BIG_CACHES.map(|(_, c)| Self::Big { cache: Some(c) }))
         .find(|k| k.name() == name)
     }
 }
@@ -200,12 +257,12 @@ pub fn set_kernel_preference(kernel: Option<VqKernel>) {
         Some(VqKernel::Table) => 3,
         Some(VqKernel::Stream) => 4,
         Some(VqKernel::Mma { row_groups: None }) => 5,
-        Some(VqKernel::Big { cached: None }) => 6,
-        Some(VqKernel::Big { cached: Some(c) }) => {
-            7 + BIG_CACHE_CHOICES
+        Some(VqKernel::Big { cache: None }) => 6,
+        Some(VqKernel::Big { cache: Some(c) }) => {
+            7 + BIG_CACHES
                 .iter()
-                .position(|&b| b == c)
-                .unwrap_or(BIG_CACHE_CHOICES.len() - 1) as u8
+                .position(|(_, b)| *b == c)
+                .unwrap_or(BIG_CACHES.len() - 1) as u8
         }
     };
     PREFERENCE.store(v, Ordering::Relaxed);
@@ -223,9 +280,9 @@ pub fn kernel_preference() -> Option<VqKernel> {
         3 => Some(VqKernel::Table),
         4 => Some(VqKernel::Stream),
         5 => Some(VqKernel::Mma { row_groups: None }),
-        6 => Some(VqKernel::Big { cached: None }),
-        v @ 7.. if ((v - 7) as usize) < BIG_CACHE_CHOICES.len() => Some(VqKernel::Big {
-            cached: Some(BIG_CACHE_CHOICES[(v - 7) as usize]),
+        6 => Some(VqKernel::Big { cache: None }),
+        v @ 7.. if ((v - 7) as usize) < BIG_CACHES.len() => Some(VqKernel::Big {
+            cache: Some(BIG_CACHES[(v - 7) as usize].1),
         }),
         _ => None,
     }
@@ -244,7 +301,7 @@ enum Codes {
         /// The codebook in fragment order.
         cb: CudaSlice<u32>,
         geom: BigGeometry,
-        cached: Option<u32>,
+        cache: Option<BigCache>,
     },
     Mma {
         codes: CudaSlice<u32>,
@@ -311,7 +368,7 @@ impl DeviceVqMatrix {
                     geom: layout.geom,
                 }
             }
-            VqKernel::Big { cached } => {
+            VqKernel::Big { cache } => {
                 let layout = m.big_layout().ok_or(VqError::Config {
                     what: "kernel",
                     value: 0,
@@ -323,7 +380,7 @@ impl DeviceVqMatrix {
                     codes: gpu.upload(&layout.codes)?,
                     cb: gpu.upload(&layout.codebook)?,
                     geom: layout.geom,
-                    cached,
+                    cache,
                 }
             }
             VqKernel::Mma { row_groups } => {
@@ -371,12 +428,12 @@ impl DeviceVqMatrix {
                 codes,
                 cb,
                 geom,
-                cached,
+                cache,
             } => Codes::Big {
                 codes: cmv_format::clone_slice(codes)?,
                 cb: cmv_format::clone_slice(cb)?,
                 geom: *geom,
-                cached: *cached,
+                cache: *cache,
             },
             Codes::Mma { codes, geoms, auto } => Codes::Mma {
                 codes: cmv_format::clone_slice(codes)?,
@@ -399,7 +456,7 @@ impl DeviceVqMatrix {
         match &self.codes {
             Codes::Stream(_) => VqKernel::Stream,
             Codes::Table { .. } => VqKernel::Table,
-            Codes::Big { cached, .. } => VqKernel::Big { cached: *cached },
+            Codes::Big { cache, .. } => VqKernel::Big { cache: *cache },
             Codes::Mma { geoms, auto, .. } => VqKernel::Mma {
                 row_groups: if *auto {
                     None
@@ -481,10 +538,8 @@ pub struct VqGemv {
     gemms90: Vec<(usize, Kernel)>,
     /// Its input permutation (`cmv_vq_permute_x`).
     permute: Kernel,
-    /// The big-codebook table kernel (`cmv_vq_big`).
-    big: Kernel,
-    /// Shared memory per SM (bytes), for the big-codebook kernel's cache split.
-    smem_per_sm: u32,
+    /// The big-codebook table kernels by register tiles per warp.
+    bigs: Vec<(u32, Kernel)>,
     sms: u32,
 }
 
@@ -569,18 +624,19 @@ impl VqGemv {
             gemms,
             gemms90,
             permute: gpu.kernel(&PTX, "cmv_vq_permute_x")?,
-            big: {
-                let k = gpu.kernel(&PTX, "cmv_vq_big")?;
-                k.check_config(&LaunchConfig {
-                    grid_dim: (1, 1, 1),
-                    block_dim: (BIG_THREADS, 1, 1),
-                    shared_mem_bytes: big_smem_bytes(4096),
-                })?;
-                k
-            },
-            // The per-block opt-in limit plus the 1 KiB the driver reserves per block: 228 KiB
-            // on an H100 or H200.
-            smem_per_sm: gpu.info().max_smem_per_block_optin + 1024,
+            bigs: BIG_REG_TILES
+                .into_iter()
+                .filter_map(|r| big_kernel(r).map(|n| (r, n)))
+                .map(|(r, name)| {
+                    let k = gpu.kernel(&PTX, name)?;
+                    k.check_config(&LaunchConfig {
+                        grid_dim: (1, 1, 1),
+                        block_dim: (BIG_THREADS, 1, 1),
+                        shared_mem_bytes: big_smem_bytes(4096),
+                    })?;
+                    Ok((r, k))
+                })
+                .collect::<Result<_, RuntimeError>>()?,
             sms: gpu.info().sm_count,
         })
     }
@@ -608,8 +664,8 @@ impl VqGemv {
                 codes,
                 cb,
                 geom,
-                cached,
-            } => return self.gemv_big(m, (codes, cb), geom, *cached, x, out, batch),
+                cache,
+            } => return self.gemv_big(m, (codes, cb), geom, *cache, x, out, batch),
             Codes::Mma { codes, geoms, .. } => {
                 let geom = crate::mma::choose_geometry(geoms, batch, self.sms as usize).ok_or(
                     RuntimeError::MissingKernel {
@@ -1044,7 +1100,7 @@ impl VqGemv {
         m: &DeviceVqMatrix,
         (codes, cb): (&CudaSlice<u32>, &CudaSlice<u32>),
         geom: &BigGeometry,
-        cached: Option<u32>,
+        cache: Option<BigCache>,
         x: &CudaSlice<f16>,
         out: &mut VqOut,
         batch: usize,
@@ -1055,13 +1111,20 @@ impl VqGemv {
         check_len_at_least("big codes", codes.len(), geom.code_words())?;
         check_len_at_least("big codebook", cb.len(), geom.codebook_words())?;
         let entries = geom.entries as u32;
-        let cached = cached
-            .unwrap_or_else(|| big_cached(entries, self.smem_per_sm))
-            .min(entries)
-            / 16
-            * 16;
+        let cache = cache.unwrap_or_else(|| big_cache(entries));
+        let (_, kernel) = self
+            .bigs
+            .iter()
+            .find(|(r, _)| *r == cache.reg_tiles)
+            .ok_or(RuntimeError::MissingKernel {
+                module: PTX.name,
+                kernel: "cmv_vq_big",
+            })?;
+        // Entries past the registers' kept in shared memory: a multiple of 8.
+        let left = entries.saturating_sub(reg_entries(cache.reg_tiles));
+        let cached = cache.smem.min(left) / TILE_ENTRIES * TILE_ENTRIES;
         let smem = big_smem_bytes(cached);
-        let resident = self.big.max_active_blocks_per_sm(BIG_THREADS, smem)?.max(1);
+        let resident = kernel.max_active_blocks_per_sm(BIG_THREADS, smem)?.max(1);
         let items = geom.items();
         let u = |v: usize| m.shape.to_u32(v);
         let cfg = LaunchConfig {
@@ -1106,10 +1169,10 @@ impl VqGemv {
             // `geom`, the BigGeometry of this validated matrix (lengths checked above), x and
             // y hold this vector's cols and rows halves, acc rows values and counters chunks
             // (checked above), both zero: zeroed at allocation and left zero by every launch,
-            // which runs in stream order; cached is a multiple of 16 up to entries;
-            // BIG_THREADS threads and big_smem_bytes(cached) bytes of shared memory (within
-            // the attribute set at load for 4096 entries).
-            unsafe { self.big.launch(&self.stream, cfg, &params)? };
+            // which runs in stream order; cached is a multiple of 8 with the register entries
+            // plus cached at most entries; BIG_THREADS threads and big_smem_bytes(cached)
+            // bytes of shared memory (within the attribute set at load for 4096 entries).
+            unsafe { kernel.launch(&self.stream, cfg, &params)? };
         }
         Ok(())
     }

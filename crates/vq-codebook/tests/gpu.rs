@@ -5,7 +5,9 @@
 use half::f16;
 use vq_codebook::cmv_format::{CompressedMatrix, DeviceGemv, FormatError};
 use vq_codebook::cmv_runtime::gpu_for_tests;
-use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, GemmKernel, VqGemv, VqKernel, VqOut};
+use vq_codebook::gpu::{
+    BIG_CACHES, BigCache, DeviceVqMatrix, GPU_TOLERANCE, GemmKernel, VqGemv, VqKernel, VqOut,
+};
 use vq_codebook::{EncodeOptions, Scope, VqConfig, VqError, VqMatrix};
 
 mod common;
@@ -86,10 +88,17 @@ fn the_kernel_matches_the_reference() {
             }
         }
         if m.big_geometry().is_some() {
-            // The default cache split, none, all, and a partial one (3 tiles of 16 entries).
-            for cached in [None, Some(0), Some(u32::MAX), Some(48)] {
-                kernels.push(VqKernel::Big { cached });
+            // The default cache, every named split, and a partial shared one.
+            kernels.push(VqKernel::Big { cache: None });
+            for (_, c) in BIG_CACHES {
+                kernels.push(VqKernel::Big { cache: Some(c) });
             }
+            kernels.push(VqKernel::Big {
+                cache: Some(BigCache {
+                    reg_tiles: 16,
+                    smem: 48,
+                }),
+            });
             bigs += 1;
         }
         for kernel in kernels {
@@ -254,8 +263,19 @@ fn the_big_kernel_matches_the_reference() {
     {
         let w = weights(rows * cols, 50 + i as u64);
         let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
-        for cached in [None, Some(0), Some(16), Some(2048), Some(u32::MAX)] {
-            let kernel = VqKernel::Big { cached };
+        let caches = BIG_CACHES.map(|(_, c)| Some(c));
+        let odd = [
+            Some(BigCache {
+                reg_tiles: 0,
+                smem: 16,
+            }),
+            Some(BigCache {
+                reg_tiles: 16,
+                smem: 8,
+            }),
+        ];
+        for cache in [None].into_iter().chain(caches).chain(odd) {
+            let kernel = VqKernel::Big { cache };
             let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
             for batch in [1, 3] {
                 let x: Vec<f16> = weights(batch * cols, 7 + batch as u64)

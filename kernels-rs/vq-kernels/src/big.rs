@@ -7,22 +7,25 @@
 //! kernel builds (`crate::lut`), would take 512 KiB. This kernel builds, per *slab* of
 //! [`BIG_CODES`] codes of every row (2 positions x 2 stages, or 4 positions x 1 stage), the
 //! four tables `T[c][e]` = entry `e` of code `c`'s stage dotted with the 8 inputs of code `c`'s
-//! position, in shared memory (64 KiB), **on the tensor cores**: one `mma.m16n8k16` gives 16
-//! entries x 4 codes (the A operand is 16 entries, both stages side by side along K; the B
-//! operand holds each code's inputs in its stage's half of K and zeros in the other). Every
-//! code of every row of the slab is then one table lookup and one add.
+//! position, in shared memory (64 KiB), **on the tensor cores**: one `mma.m16n8k16` gives 4
+//! codes x 8 entries (the A operand's rows 0..4 hold each code's inputs in its stage's half of
+//! K and zeros in the other; the B operand is 8 entries, both stages side by side along K), and
+//! lanes `g < 4` store their two outputs as one 8-byte word, conflict-free. Every code of every
+//! row of the slab is then one table lookup and one add.
 //!
 //! * **Codes** ([`big_codes`]): each row's 4 codes of a slab are 48 bits, code `c` at bits
 //!   `12 c ..`: the low 32 bits in the *lo plane* (`slabs x rows_pad` words, slab-major) and the
 //!   high 16 in the *hi plane* (`slabs x rows_pad` u16, after it). A thread reads 4 consecutive
 //!   rows at once: 16 bytes of lo and 8 of hi. Codes of `b < 12` bits are stored in 12 bits.
-//! * **Codebook** ([`big_codebook`]): entry `e` as 32 bytes in the A fragment's order: for
+//! * **Codebook** ([`big_codebook`]): entry `e` as 32 bytes in the B fragment's order: for
 //!   `t` in 0..4, the fp16 pair `2t, 2t + 1` of stage 0 then the same pair of stage 1 (zeros
-//!   for one stage), so lane `(g, t)` reads its `a[0], a[2]` (or `a[1], a[3]`) as 8 bytes.
-//! * **Codebook cache**: the first [`VqBigParams::cached`] entries (the most used ones: the
-//!   encoder numbers entries by frequency) are copied to shared memory once per block; the
-//!   rest are read from global memory (through L1) when a table is built. All in shared memory
-//!   is 128 KiB (one block per SM with the table); fewer leaves room for a second block.
+//!   for one stage), so lane `(g, t)` reads its `b[0], b[1]` as 8 bytes.
+//! * **Codebook cache** (VQ-LLM's, by level; every entry is read once per table built, so
+//!   the levels differ in what a build costs, not in hit rates): warp `w` builds the tiles of
+//!   8 entries `w, w + 16, ...`; the first `R` of them ([`BIG_REG_TILES`], a kernel per `R`)
+//!   live in its registers for the whole launch (`R = 32`: 4096 entries, 64 registers); the
+//!   next [`VqBigParams::cached`] entries are copied to shared memory once per block; the rest
+//!   are read from global memory (through L1) at every build.
 //! * **Work**: an *item* is one slab of a *chunk* of up to [`BIG_MAX_PASSES`] x
 //!   [`BIG_PASS_ROWS`] rows. Block `i` of the grid runs the contiguous items
 //!   `[i items / grid, (i + 1) items / grid)` (slab-major within a chunk), so consecutive items
@@ -41,13 +44,20 @@ pub const BIG_MAX_BITS: u32 = 12;
 /// Codes per row and slab (one table each).
 pub const BIG_CODES: usize = 4;
 /// Threads per block.
-pub const BIG_THREADS: u32 = 256;
+pub const BIG_THREADS: u32 = 512;
+/// Warps per block.
+pub const BIG_WARPS: u32 = BIG_THREADS / 32;
+/// Codebook entries per `mma` of a table build (its N).
+pub const TILE_ENTRIES: u32 = 8;
+/// The register levels of the codebook cache the kernels are compiled for: tiles per warp
+/// kept in registers (`cmv_vq_big`, `cmv_vq_big_r16`, `cmv_vq_big_r32`).
+pub const BIG_REG_TILES: [u32; 3] = [0, 16, 32];
 /// Consecutive rows a thread reads at once (one 16-byte lo load, one 8-byte hi load).
 pub const BIG_GROUP_ROWS: u32 = 4;
 /// Rows per pass of a block over a slab.
 pub const BIG_PASS_ROWS: u32 = BIG_THREADS * BIG_GROUP_ROWS;
 /// Most passes per item (a chunk has at most `BIG_MAX_PASSES * BIG_PASS_ROWS` rows).
-pub const BIG_MAX_PASSES: u32 = 4;
+pub const BIG_MAX_PASSES: u32 = 2;
 /// Words per table in shared memory: 4096 entries plus 8, so that the D fragment's stores of
 /// codes `2t` (lanes `t = 0, 1`) fall in different banks.
 pub const TABLE_STRIDE: u32 = 4096 + 8;
@@ -58,7 +68,22 @@ pub const BIG_ENTRY_BYTES: u32 = 32;
 /// Bytes after the tables and the cached entries: the block's chunk-complete flag.
 pub const BIG_FLAG_BYTES: u32 = 16;
 
-/// Dynamic shared memory of `cmv_vq_big` with `cached` entries in shared memory.
+/// The kernel keeping `reg_tiles` tiles per warp in registers.
+pub fn big_kernel(reg_tiles: u32) -> Option<&'static str> {
+    match reg_tiles {
+        0 => Some("cmv_vq_big"),
+        16 => Some("cmv_vq_big_r16"),
+        32 => Some("cmv_vq_big_r32"),
+        _ => None,
+    }
+}
+
+/// Entries kept in registers with `reg_tiles` tiles per warp (the first ones).
+pub const fn reg_entries(reg_tiles: u32) -> u32 {
+    reg_tiles * BIG_WARPS * TILE_ENTRIES
+}
+
+/// Dynamic shared memory of `cmv_vq_big*` with `cached` entries in shared memory.
 pub const fn big_smem_bytes(cached: u32) -> u32 {
     BIG_TABLE_BYTES + cached * BIG_ENTRY_BYTES + BIG_FLAG_BYTES
 }
@@ -103,7 +128,8 @@ pub struct VqBigParams {
     pub chunks: u32,
     /// Items (`chunks * slabs`).
     pub items: u32,
-    /// Entries kept in shared memory (a multiple of 16, at most `entries`).
+    /// Entries kept in shared memory after those in registers (a multiple of 8; the
+    /// register and shared entries at most `entries`).
     pub cached: u32,
 }
 const _: () = assert!(core::mem::size_of::<VqBigParams>() == 88);
@@ -375,11 +401,12 @@ mod tests {
             (g.slabs, g.chunk_rows, g.chunks, g.rows_pad),
             (512, 4096, 7, 28672)
         );
+        assert_eq!(reg_entries(32), 4096);
         assert_eq!(g.code_words() * 4, 28672 * 1024 * 2 * 12 / 8);
         let g = BigGeometry::new(1001, 17, 9, 1).unwrap();
         assert_eq!(
             (g.slabs, g.chunk_rows, g.chunks, g.rows_pad),
-            (5, 1024, 1, 1004)
+            (5, 2048, 1, 1004)
         );
         assert_eq!(g.entries, 512);
         assert!(BigGeometry::new(64, 8, 13, 2).is_none());

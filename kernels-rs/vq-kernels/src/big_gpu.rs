@@ -3,13 +3,14 @@
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem_addr,
     f32_to_f16, fence_gpu, grid_dim_x, ld_nc_na_u64, ld_nc_na_v4, ld_nc_u16, ld_nc_u64,
-    ld_relaxed_u32, lds_u32, lds_v2, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32,
+    ld_relaxed_u32, lds_u32, lds_v2, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v2,
     sync_threads, thread_idx_x,
 };
 
 use crate::big::{
     BIG_ENTRY_BYTES, BIG_GROUP_ROWS, BIG_MAX_PASSES, BIG_PASS_ROWS, BIG_TABLE_BYTES, BIG_THREADS,
-    BigItem, TABLE_STRIDE, VqBigParams, code_slot, positions_per_slab, slab_code,
+    BIG_WARPS, BigItem, TABLE_STRIDE, TILE_ENTRIES, VqBigParams, code_slot, positions_per_slab,
+    reg_entries, slab_code,
 };
 
 /// A thread's codes of one item: per pass, the lo words of its 4 rows and their hi halves.
@@ -30,7 +31,7 @@ unsafe fn load_big_codes(p: &VqBigParams, item: &BigItem, tid: u32) -> BigCodes 
         hi: [0; BIG_MAX_PASSES as usize],
     };
     let plane = p.slabs as usize * p.rows_pad as usize;
-    crate::unroll!(k in [0 1 2 3], {
+    crate::unroll!(k in [0 1], {
         let r = item.row0 + k as u32 * BIG_PASS_ROWS + BIG_GROUP_ROWS * tid;
         if r < item.row_end {
             let at = item.slab as usize * p.rows_pad as usize + r as usize;
@@ -48,14 +49,15 @@ unsafe fn load_big_codes(p: &VqBigParams, item: &BigItem, tid: u32) -> BigCodes 
     c
 }
 
-/// The B fragment of lane `(g, t)` for `slab`: for `g` = code `c` < 4, the inputs `2t, 2t + 1`
-/// of the code's position in its stage's half of K (`b[s]`), zeros elsewhere.
+/// The A fragment of lane `(g, t)` for `slab`, as its two nonzero words `a[0]`, `a[2]`: for
+/// row `g` = code `c` < 4, the inputs `2t, 2t + 1` of the code's position in its stage's half
+/// of K, zeros elsewhere (rows 4..16 are zero).
 ///
 /// # Safety
 /// The launcher's contract.
 #[inline(always)]
-unsafe fn big_b_frag(p: &VqBigParams, slab: u32, g: u32, t: u32) -> [u32; 2] {
-    let mut b = [0u32; 2];
+unsafe fn big_x_frag(p: &VqBigParams, slab: u32, g: u32, t: u32) -> [u32; 2] {
+    let mut a = [0u32; 2];
     if g < 4 {
         let (j, s) = code_slot(g, p.residuals);
         let col = ((slab * positions_per_slab(p.residuals) + j) * 8 + 2 * t) as usize;
@@ -69,41 +71,46 @@ unsafe fn big_b_frag(p: &VqBigParams, slab: u32, g: u32, t: u32) -> [u32; 2] {
             w |= u32::from(unsafe { ld_nc_u16(p.x.as_ptr().add(col + 1)) }) << 16;
         }
         if s == 0 {
-            b[0] = w;
+            a[0] = w;
         } else {
-            b[1] = w;
+            a[1] = w;
         }
     }
-    b
+    a
 }
 
-/// Rows `e` and `e + 8`'s A words of lane `t`: from shared memory for cached entries, else
-/// from global memory (through L1).
+/// Lane `(g, t)`'s B words of the tile of 8 entries starting at `e0` (entry `e0 + g`): from
+/// global memory.
 ///
 /// # Safety
-/// `e + 8 < entries`; the cached entries are in shared memory at `cbb`.
+/// `e0 + 8 <= entries`.
 #[inline(always)]
-unsafe fn big_a_frag(p: &VqBigParams, cbb: u32, e: u32, t: u32, cached: bool) -> [u32; 4] {
-    let (ra, rb) = if cached {
-        // SAFETY: e + 8 < cached: inside the cached entries, 8-byte aligned.
+unsafe fn big_cb_global(p: &VqBigParams, e0: u32, g: u32, t: u32) -> [u32; 2] {
+    // SAFETY: e0 + g < entries: inside the codebook (entries * 8 words), 8-byte aligned.
+    let x = unsafe { ld_nc_u64(p.cb.as_ptr().add(((e0 + g) * 8 + 2 * t) as usize) as *const u64) };
+    [x as u32, (x >> 32) as u32]
+}
+
+/// One table tile: the `mma` of the inputs with the 8 entries from `e0` (B words `b`), and
+/// lanes `g < 4` (code `g`) store entries `e0 + 2t, e0 + 2t + 1` of table `g` as 8 bytes.
+///
+/// # Safety
+/// The whole warp calls it with the same `e0`; `e0 + 8 <= 4096`; `tb` is the tables' address.
+#[inline(always)]
+unsafe fn big_tile(tb: u32, a: [u32; 2], b: [u32; 2], e0: u32, g: u32, t: u32) {
+    // SAFETY: the caller's warp-uniform call.
+    let d = unsafe { mma_m16n8k16_f16_f32([a[0], 0, a[1], 0], b, [0.0; 4]) };
+    if g < 4 {
+        // SAFETY: table g < 4, entry e0 + 2t + 1 < 4096: inside the tables, 8-byte aligned
+        // (TABLE_STRIDE and e0 + 2t are even).
         unsafe {
-            (
-                lds_v2(cbb + e * BIG_ENTRY_BYTES + 8 * t),
-                lds_v2(cbb + (e + 8) * BIG_ENTRY_BYTES + 8 * t),
-            )
-        }
-    } else {
-        let at = |e: u32| (e * 8 + 2 * t) as usize;
-        // SAFETY: e + 8 < entries: inside the codebook (entries * 8 words), 8-byte aligned.
-        let (x, y) = unsafe {
-            (
-                ld_nc_u64(p.cb.as_ptr().add(at(e)) as *const u64),
-                ld_nc_u64(p.cb.as_ptr().add(at(e + 8)) as *const u64),
+            sts_v2(
+                tb + 4 * (g * TABLE_STRIDE + e0 + 2 * t),
+                d[0].to_bits(),
+                d[1].to_bits(),
             )
         };
-        ([x as u32, (x >> 32) as u32], [y as u32, (y >> 32) as u32])
-    };
-    [ra[0], rb[0], ra[1], rb[1]]
+    }
 }
 
 /// A row's sum over its 4 codes of the slab: 4 table lookups.
@@ -136,7 +143,7 @@ unsafe fn big_flush(
     tid: u32,
     flag: u32,
 ) {
-    crate::unroll!(k in [0 1 2 3], {
+    crate::unroll!(k in [0 1], {
         let r0 = item.row0 + k as u32 * BIG_PASS_ROWS + BIG_GROUP_ROWS * tid;
         crate::unroll!(i in [0 1 2 3], {
             let r = r0 + i as u32;
@@ -168,31 +175,58 @@ unsafe fn big_flush(
     if unsafe { lds_u32(flag) } != 0 {
         // SAFETY: no operands; orders the reads below after the other blocks' sums.
         unsafe { fence_gpu() };
-        let mut r = item.row0 + tid;
-        while r < item.row_end {
-            // SAFETY: r < rows: inside acc and y; every slab's sums have arrived.
-            unsafe {
-                let a = p.acc.as_mut_ptr().add(r as usize);
-                let v = f32::from_bits(ld_relaxed_u32(a as *const u32));
-                *p.y.as_mut_ptr().add(r as usize) = f32_to_f16(v);
-                *a = 0.0;
+        // At most 8 rows per thread (a chunk is 2 passes of 4 rows per thread): all loads
+        // first, then the stores.
+        let mut v = [0f32; 8];
+        crate::unroll!(k < 8, {
+            let r = item.row0 + tid + k as u32 * BIG_THREADS;
+            if r < item.row_end {
+                // SAFETY: r < rows: inside acc; every slab's sums have arrived.
+                v[k] = f32::from_bits(unsafe {
+                    ld_relaxed_u32(p.acc.as_mut_ptr().add(r as usize) as *const u32)
+                });
             }
-            r += BIG_THREADS;
-        }
+        });
+        crate::unroll!(k < 8, {
+            let r = item.row0 + tid + k as u32 * BIG_THREADS;
+            if r < item.row_end {
+                // SAFETY: r < rows: inside acc and y.
+                unsafe {
+                    *p.y.as_mut_ptr().add(r as usize) = f32_to_f16(v[k]);
+                    *p.acc.as_mut_ptr().add(r as usize) = 0.0;
+                }
+            }
+        });
     }
 }
 
-/// The big-codebook table GEMV (see `crate::big`).
+/// `body` once for each `k` in `0..R` (`R <= 32`, a constant) as straight-line code, so that
+/// the register tiles stay in registers.
+macro_rules! reg_tiles {
+    ($r:expr, $k:ident, $body:block) => {
+        crate::unroll!(h in [0 1], {
+            crate::unroll!(q < 16, {
+                let $k = 16 * h + q;
+                if $k < $r {
+                    $body
+                }
+            });
+        });
+    };
+}
+
+/// The big-codebook table GEMV (see `crate::big`), with `R` tiles per warp in registers.
 ///
 /// # Safety
 /// The launcher checked: `codes` holds `slabs * rows_pad * 3 / 2` words laid out by
 /// `crate::big::big_codes` (16-byte aligned), `cb` `entries * 8` words by
 /// `crate::big::big_codebook` (16-byte aligned), `x` `cols` halves, `y`, `acc` `rows` values
 /// and `counters` `chunks`, `acc` and `counters` zero; the geometry fields come from a
-/// `BigGeometry` of the matrix, `cached` a multiple of 16 up to `entries`; `BIG_THREADS` threads
-/// per block and `big_smem_bytes(cached)` bytes of dynamic shared memory.
+/// `BigGeometry` of the matrix, `cached` a multiple of 8 with `reg_entries(R) + cached <=
+/// entries` or `cached == 0`; `BIG_THREADS` threads per block and `big_smem_bytes(cached)`
+/// bytes of dynamic shared memory.
 #[inline(always)]
-unsafe fn big(p: &VqBigParams) {
+unsafe fn big<const R: usize>(p: &VqBigParams) {
     let tid = thread_idx_x();
     let lane = tid % 32;
     let warp = tid / 32;
@@ -204,24 +238,37 @@ unsafe fn big(p: &VqBigParams) {
     let tb = dyn_smem_addr();
     let cbb = tb + BIG_TABLE_BYTES;
     let flag = cbb + p.cached * BIG_ENTRY_BYTES;
-    // The codebook cache: the first `cached` entries, 16 bytes per copy.
+    let tiles = p.entries / TILE_ENTRIES;
+    let regs = reg_entries(R as u32);
+    // The codebook cache: entries regs.. regs + cached in shared memory, 16 bytes per copy,
+    // and this warp's first R tiles in registers.
     let mut i = tid;
     while i < p.cached * (BIG_ENTRY_BYTES / 16) {
-        // SAFETY: i < cached * 2: 16 bytes inside the codebook and the cache area, aligned.
+        // SAFETY: i < cached * 2 and regs + cached <= entries: 16 bytes inside the codebook
+        // and the cache area, aligned.
         unsafe {
             cp_async_16(
                 cbb + 16 * i,
-                p.cb.as_ptr().add(4 * i as usize) as *const U32x4,
+                p.cb.as_ptr().add((regs * 8 + 4 * i) as usize) as *const U32x4,
             )
         };
         i += BIG_THREADS;
     }
     // SAFETY: no operands.
     unsafe { cp_async_commit() };
+    let mut breg = [[0u32; 2]; R];
+    reg_tiles!(R, k, {
+        let tile = warp + BIG_WARPS * k as u32;
+        if tile < tiles {
+            // SAFETY: tile < tiles: its 8 entries are inside the codebook.
+            breg[k] = unsafe { big_cb_global(p, tile * TILE_ENTRIES, g, t) };
+        }
+    });
     let mut it = it0;
     let mut item = p.item(it);
     // SAFETY (this and every load below): `item` is one of the launch's items.
     let mut cur = unsafe { load_big_codes(p, &item, tid) };
+    let mut xa = unsafe { big_x_frag(p, item.slab, g, t) };
     let mut acc = [[0f32; 4]; BIG_MAX_PASSES as usize];
     let mut run = 0u32;
     // SAFETY: every thread of the block reaches it.
@@ -229,28 +276,29 @@ unsafe fn big(p: &VqBigParams) {
         cp_async_wait::<0>();
         sync_threads();
     }
-    let tiles = p.entries / 16;
+    let cached_end = regs + p.cached;
     loop {
-        // The four tables of the slab: warp w builds tiles w, w + 8, ... of 16 entries.
-        let bf = unsafe { big_b_frag(p, item.slab, g, t) };
-        let mut tile = warp;
-        while tile < tiles {
-            let e = tile * 16 + g;
-            // SAFETY: e + 8 < entries; the cached entries were copied above.
-            let a = unsafe { big_a_frag(p, cbb, e, t, tile * 16 < p.cached) };
-            // SAFETY: the whole warp runs the loop with the same `tile`.
-            let d = unsafe { mma_m16n8k16_f16_f32(a, bf, [0.0; 4]) };
-            if t < 2 {
-                let c = 2 * t;
-                // SAFETY: codes c, c + 1 < 4 and entries e, e + 8 < 4096: inside the tables.
-                unsafe {
-                    sts_u32(tb + 4 * (c * TABLE_STRIDE + e), d[0].to_bits());
-                    sts_u32(tb + 4 * ((c + 1) * TABLE_STRIDE + e), d[1].to_bits());
-                    sts_u32(tb + 4 * (c * TABLE_STRIDE + e + 8), d[2].to_bits());
-                    sts_u32(tb + 4 * ((c + 1) * TABLE_STRIDE + e + 8), d[3].to_bits());
-                }
+        // The four tables of the slab: warp w builds tiles w, w + 16, ... of 8 entries.
+        reg_tiles!(R, k, {
+            let tile = warp + BIG_WARPS * k as u32;
+            if tile < tiles {
+                // SAFETY: warp-uniform; tile < tiles.
+                unsafe { big_tile(tb, xa, breg[k], tile * TILE_ENTRIES, g, t) };
             }
-            tile += BIG_THREADS / 32;
+        });
+        let mut tile = warp + BIG_WARPS * R as u32;
+        while tile < tiles {
+            let e0 = tile * TILE_ENTRIES;
+            let b = if e0 < cached_end {
+                // SAFETY: regs <= e0 < regs + cached: inside the cached entries, aligned.
+                unsafe { lds_v2(cbb + (e0 - regs + g) * BIG_ENTRY_BYTES + 8 * t) }
+            } else {
+                // SAFETY: tile < tiles.
+                unsafe { big_cb_global(p, e0, g, t) }
+            };
+            // SAFETY: warp-uniform; tile < tiles.
+            unsafe { big_tile(tb, xa, b, e0, g, t) };
+            tile += BIG_WARPS;
         }
         // SAFETY: every thread of the block reaches it.
         unsafe { sync_threads() };
@@ -259,11 +307,11 @@ unsafe fn big(p: &VqBigParams) {
         } else {
             None
         };
-        let nxt = match &next {
-            Some(n) => unsafe { load_big_codes(p, n, tid) },
-            None => cur,
+        let (nxt, nxa) = match &next {
+            Some(n) => unsafe { (load_big_codes(p, n, tid), big_x_frag(p, n.slab, g, t)) },
+            None => (cur, xa),
         };
-        crate::unroll!(k in [0 1 2 3], {
+        crate::unroll!(k in [0 1], {
             let r0 = item.row0 + k as u32 * BIG_PASS_ROWS + BIG_GROUP_ROWS * tid;
             if r0 < item.row_end {
                 crate::unroll!(i in [0 1 2 3], {
@@ -290,18 +338,41 @@ unsafe fn big(p: &VqBigParams) {
                 it += 1;
                 item = n;
                 cur = nxt;
+                xa = nxa;
             }
             None => break,
         }
     }
 }
 
-/// The big-codebook table GEMV; see `crate::big`.
-///
-/// # Safety
-/// As `big`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_vq_big(p: VqBigParams) {
-    // SAFETY: forwarded contract.
-    unsafe { big(&p) }
+macro_rules! big_entries {
+    ($($name:ident = $r:literal;)*) => {$(
+        /// The big-codebook table GEMV with this many tiles per warp in registers; see
+        /// `crate::big`.
+        ///
+        /// # Safety
+        /// As `big`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: VqBigParams) {
+            // SAFETY: forwarded contract.
+            unsafe { big::<$r>(&p) }
+        }
+    )*};
+}
+
+big_entries! {
+    cmv_vq_big = 0;
+    cmv_vq_big_r16 = 16;
+    cmv_vq_big_r32 = 32;
+}
+
+// 512 threads: two blocks per SM without register tiles, one with them (the 32-tile kernel's
+// 64 registers of codebook entries need up to 128 per thread).
+cmv_device::launch_bounds! {
+    CMV_MAXNTID_cmv_vq_big = BIG_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_big = 2;
+    CMV_MAXNTID_cmv_vq_big_r16 = BIG_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_big_r16 = 1;
+    CMV_MAXNTID_cmv_vq_big_r32 = BIG_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_big_r32 = 1;
 }
