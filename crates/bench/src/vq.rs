@@ -295,7 +295,7 @@ pub fn parse_kernel(s: &str) -> Result<VqKernel, String> {
     VqKernel::from_name(s).ok_or_else(|| {
         format!(
             "unknown VQ kernel {s:?}: one of mma, mma2, mma4, table, stream, big, big-gmem, \
-             big-smem, big-r16-gmem, big-r16-smem, big-regs, big-1024"
+             big-smem, big-r8-gmem, big-r8-smem, big-1024"
         )
     })
 }
@@ -314,7 +314,15 @@ mod tests {
             })
         );
         for k in [
-            "mma", "mma2", "mma4", "table", "stream", "big", "big-gmem", "big-regs", "big-smem",
+            "mma",
+            "mma2",
+            "mma4",
+            "table",
+            "stream",
+            "big",
+            "big-gmem",
+            "big-r8-smem",
+            "big-smem",
         ] {
             assert_eq!(parse_kernel(k).map(VqKernel::name), Ok(k));
         }

@@ -24,8 +24,8 @@ use cmv_runtime::{
 };
 use half::f16;
 use vq_kernels::big::{
-    BIG_REG_TILES, BIG_THREADS, BigGeometry, TILE_ENTRIES, VqBigParams, big_kernel, big_smem_bytes,
-    reg_entries,
+    BIG_ENTRY_BYTES, BIG_REG_TILES, BIG_THREADS, BigGeometry, TILE_ENTRIES, VqBigParams,
+    big_kernel, big_smem_bytes, reg_entries,
 };
 use vq_kernels::gemm::{
     GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, choose_splits, gemm_kernel, gemm_params, gemm_smem_bytes,
@@ -104,15 +104,16 @@ pub enum VqKernel {
 /// from global memory (through L1) at every table build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BigCache {
-    /// Tiles of 8 entries per warp in registers, one of `vq_kernels::big::BIG_REG_TILES` (0,
-    /// 16, 32: 0, 2048 or 4096 entries with 16 warps).
+    /// Tiles of 8 entries per warp in registers, one of `vq_kernels::big::BIG_REG_TILES` (0
+    /// or 8: 0 or 1024 entries with 16 warps; not more than the codebook has).
     pub reg_tiles: u32,
-    /// Entries in shared memory after those (more than are left means all of them).
+    /// Entries in shared memory after those (more than are left, or than fit beside the
+    /// tables, means as many as there are and fit).
     pub smem: u32,
 }
 
 /// The codebook-cache splits the bench names (`--vq-kernels big-gmem,...`).
-pub const BIG_CACHES: [(&str, BigCache); 6] = [
+pub const BIG_CACHES: [(&str, BigCache); 5] = [
     (
         "big-gmem",
         BigCache {
@@ -128,24 +129,17 @@ pub const BIG_CACHES: [(&str, BigCache); 6] = [
         },
     ),
     (
-        "big-r16-gmem",
+        "big-r8-gmem",
         BigCache {
-            reg_tiles: 16,
+            reg_tiles: 8,
             smem: 0,
         },
     ),
     (
-        "big-r16-smem",
+        "big-r8-smem",
         BigCache {
-            reg_tiles: 16,
+            reg_tiles: 8,
             smem: u32::MAX,
-        },
-    ),
-    (
-        "big-regs",
-        BigCache {
-            reg_tiles: 32,
-            smem: 0,
         },
     ),
     (
@@ -157,14 +151,16 @@ pub const BIG_CACHES: [(&str, BigCache); 6] = [
     ),
 ];
 
-/// The big-codebook kernel's default cache for codebooks of `entries` entries: as many in
-/// registers as a kernel holds (the fewest register tiles that cover the codebook, at most
-/// 32 per warp), the rest in shared memory.
+/// The big-codebook kernel's default cache for codebooks of `entries` entries: the most
+/// registers a kernel holds without exceeding the codebook (1024 entries from 10 bits on),
+/// the rest in shared memory as far as it fits beside the tables (the rest of a 12-bit
+/// codebook does on an H100 or H200).
 pub fn big_cache(entries: u32) -> BigCache {
     let reg_tiles = BIG_REG_TILES
         .into_iter()
-        .find(|&r| reg_entries(r) >= entries)
-        .unwrap_or(BIG_REG_TILES[BIG_REG_TILES.len() - 1]);
+        .filter(|&r| reg_entries(r) <= entries)
+        .max()
+        .unwrap_or(0);
     BigCache {
         reg_tiles,
         smem: u32::MAX,
@@ -540,6 +536,9 @@ pub struct VqGemv {
     permute: Kernel,
     /// The big-codebook table kernels by register tiles per warp.
     bigs: Vec<(u32, Kernel)>,
+    /// The most codebook entries they keep in shared memory (beside the tables, within the
+    /// device's per-block limit).
+    big_smem_max: u32,
     sms: u32,
 }
 
@@ -602,6 +601,15 @@ impl VqGemv {
                 gemms.push((v, k));
             }
         }
+        // Entries past the tables in the per-block limit: 3152 on an H100 (227 KiB).
+        let big_smem_max = (gpu
+            .info()
+            .max_smem_per_block_optin
+            .saturating_sub(big_smem_bytes(0))
+            / BIG_ENTRY_BYTES)
+            .min(4096)
+            / TILE_ENTRIES
+            * TILE_ENTRIES;
         let mut gemms90 = Vec::new();
         if gpu.info().compute_capability == (9, 0) {
             for v in GEMM90_VECS {
@@ -632,11 +640,12 @@ impl VqGemv {
                     k.check_config(&LaunchConfig {
                         grid_dim: (1, 1, 1),
                         block_dim: (BIG_THREADS, 1, 1),
-                        shared_mem_bytes: big_smem_bytes(4096),
+                        shared_mem_bytes: big_smem_bytes(big_smem_max),
                     })?;
                     Ok((r, k))
                 })
                 .collect::<Result<_, RuntimeError>>()?,
+            big_smem_max,
             sms: gpu.info().sm_count,
         })
     }
@@ -1112,17 +1121,19 @@ impl VqGemv {
         check_len_at_least("big codebook", cb.len(), geom.codebook_words())?;
         let entries = geom.entries as u32;
         let cache = cache.unwrap_or_else(|| big_cache(entries));
-        let (_, kernel) = self
+        let (reg_tiles, kernel) = self
             .bigs
             .iter()
-            .find(|(r, _)| *r == cache.reg_tiles)
-            .ok_or(RuntimeError::MissingKernel {
-                module: PTX.name,
-                kernel: "cmv_vq_big",
+            .find(|(r, _)| *r == cache.reg_tiles && reg_entries(*r) <= entries)
+            .ok_or(VqError::Config {
+                what: "big-codebook register tiles",
+                value: u64::from(cache.reg_tiles),
+                rule: "one of vq_kernels::big::BIG_REG_TILES holding at most the codebook's \
+                       entries (8 tiles need 1024)",
             })?;
         // Entries past the registers' kept in shared memory: a multiple of 8.
-        let left = entries.saturating_sub(reg_entries(cache.reg_tiles));
-        let cached = cache.smem.min(left) / TILE_ENTRIES * TILE_ENTRIES;
+        let left = entries - reg_entries(*reg_tiles);
+        let cached = cache.smem.min(left).min(self.big_smem_max) / TILE_ENTRIES * TILE_ENTRIES;
         let smem = big_smem_bytes(cached);
         let resident = kernel.max_active_blocks_per_sm(BIG_THREADS, smem)?.max(1);
         let items = geom.items();

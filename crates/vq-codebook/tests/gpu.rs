@@ -95,7 +95,7 @@ fn the_kernel_matches_the_reference() {
             }
             kernels.push(VqKernel::Big {
                 cache: Some(BigCache {
-                    reg_tiles: 16,
+                    reg_tiles: 8,
                     smem: 48,
                 }),
             });
@@ -270,7 +270,7 @@ fn the_big_kernel_matches_the_reference() {
                 smem: 16,
             }),
             Some(BigCache {
-                reg_tiles: 16,
+                reg_tiles: 8,
                 smem: 8,
             }),
         ];

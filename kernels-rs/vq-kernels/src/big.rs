@@ -5,25 +5,25 @@
 //! `VQ<8, 12, 2>`). A codebook of 4096 entries cannot be replicated per lane as the tensor-core
 //! kernel does (`crate::mma`), and a product table over 32 vector positions, as the 8-bit table
 //! kernel builds (`crate::lut`), would take 512 KiB. This kernel builds, per *slab* of
-//! [`BIG_CODES`] codes of every row (2 positions x 2 stages, or 4 positions x 1 stage), the
-//! four tables `T[c][e]` = entry `e` of code `c`'s stage dotted with the 8 inputs of code `c`'s
-//! position, in shared memory (64 KiB), **on the tensor cores**: one `mma.m16n8k16` gives 4
-//! codes x 8 entries (the A operand's rows 0..4 hold each code's inputs in its stage's half of
+//! [`BIG_CODES`] codes of every row (4 positions x 2 stages, or 8 positions x 1 stage), the
+//! eight tables `T[c][e]` = entry `e` of code `c`'s stage dotted with the 8 inputs of code `c`'s
+//! position, in shared memory (128 KiB), **on the tensor cores**: one `mma.m16n8k16` gives 8
+//! codes x 8 entries (the A operand's rows 0..8 hold each code's inputs in its stage's half of
 //! K and zeros in the other; the B operand is 8 entries, both stages side by side along K), and
-//! lanes `g < 4` store their two outputs as one 8-byte word, conflict-free. Every code of every
+//! every lane stores its two outputs as one 8-byte word, conflict-free. Every code of every
 //! row of the slab is then one table lookup and one add.
 //!
-//! * **Codes** ([`big_codes`]): each row's 4 codes of a slab are 48 bits, code `c` at bits
-//!   `12 c ..`: the low 32 bits in the *lo plane* (`slabs x rows_pad` words, slab-major) and the
-//!   high 16 in the *hi plane* (`slabs x rows_pad` u16, after it). A thread reads 4 consecutive
-//!   rows at once: 16 bytes of lo and 8 of hi. Codes of `b < 12` bits are stored in 12 bits.
+//! * **Codes** ([`big_codes`]): each row's 8 codes of a slab are 96 bits, code `c` at bits
+//!   `12 c ..`, as 3 words in 3 *planes* (word `k` of every row of every slab in plane `k`,
+//!   `slabs x rows_pad` words, slab-major). A thread reads 4 consecutive rows at once: 16 bytes
+//!   of each plane. Codes of `b < 12` bits are stored in 12 bits.
 //! * **Codebook** ([`big_codebook`]): entry `e` as 32 bytes in the B fragment's order: for
 //!   `t` in 0..4, the fp16 pair `2t, 2t + 1` of stage 0 then the same pair of stage 1 (zeros
 //!   for one stage), so lane `(g, t)` reads its `b[0], b[1]` as 8 bytes.
 //! * **Codebook cache** (VQ-LLM's, by level; every entry is read once per table built, so
 //!   the levels differ in what a build costs, not in hit rates): warp `w` builds the tiles of
 //!   8 entries `w, w + 16, ...`; the first `R` of them ([`BIG_REG_TILES`], a kernel per `R`)
-//!   live in its registers for the whole launch (`R = 32`: 4096 entries, 64 registers); the
+//!   live in its registers for the whole launch (`R = 8`: 1024 entries, 16 registers); the
 //!   next [`VqBigParams::cached`] entries are copied to shared memory once per block; the rest
 //!   are read from global memory (through L1) at every build.
 //! * **Work**: an *item* is one slab of a *chunk* of up to [`BIG_MAX_PASSES`] x
@@ -42,7 +42,9 @@ pub const BIG_VEC: usize = 8;
 /// Most code bits (entries `2^bits <= 4096`); codes are stored in 12 bits.
 pub const BIG_MAX_BITS: u32 = 12;
 /// Codes per row and slab (one table each).
-pub const BIG_CODES: usize = 4;
+pub const BIG_CODES: usize = 8;
+/// Words of a row's codes per slab (8 codes of 12 bits).
+pub const BIG_ROW_WORDS: usize = 3;
 /// Threads per block.
 pub const BIG_THREADS: u32 = 512;
 /// Warps per block.
@@ -50,16 +52,17 @@ pub const BIG_WARPS: u32 = BIG_THREADS / 32;
 /// Codebook entries per `mma` of a table build (its N).
 pub const TILE_ENTRIES: u32 = 8;
 /// The register levels of the codebook cache the kernels are compiled for: tiles per warp
-/// kept in registers (`cmv_vq_big`, `cmv_vq_big_r16`, `cmv_vq_big_r32`).
-pub const BIG_REG_TILES: [u32; 3] = [0, 16, 32];
-/// Consecutive rows a thread reads at once (one 16-byte lo load, one 8-byte hi load).
+/// kept in registers (`cmv_vq_big`, `cmv_vq_big_r8`).
+pub const BIG_REG_TILES: [u32; 2] = [0, 8];
+/// Consecutive rows a thread reads at once (one 16-byte load per plane).
 pub const BIG_GROUP_ROWS: u32 = 4;
 /// Rows per pass of a block over a slab.
 pub const BIG_PASS_ROWS: u32 = BIG_THREADS * BIG_GROUP_ROWS;
 /// Most passes per item (a chunk has at most `BIG_MAX_PASSES * BIG_PASS_ROWS` rows).
-pub const BIG_MAX_PASSES: u32 = 2;
-/// Words per table in shared memory: 4096 entries plus 8, so that the D fragment's stores of
-/// codes `2t` (lanes `t = 0, 1`) fall in different banks.
+pub const BIG_MAX_PASSES: u32 = 1;
+/// Words per table in shared memory: 4096 entries plus 8, so that the D fragment's 8-byte
+/// stores of codes `g`, entries `2t, 2t + 1` (each half warp: codes 0..4 or 4..8) fall in 16
+/// different bank pairs.
 pub const TABLE_STRIDE: u32 = 4096 + 8;
 /// Bytes of the four tables.
 pub const BIG_TABLE_BYTES: u32 = BIG_CODES as u32 * TABLE_STRIDE * 4;
@@ -72,8 +75,7 @@ pub const BIG_FLAG_BYTES: u32 = 16;
 pub fn big_kernel(reg_tiles: u32) -> Option<&'static str> {
     match reg_tiles {
         0 => Some("cmv_vq_big"),
-        16 => Some("cmv_vq_big_r16"),
-        32 => Some("cmv_vq_big_r32"),
+        8 => Some("cmv_vq_big_r8"),
         _ => None,
     }
 }
@@ -97,8 +99,7 @@ pub const fn positions_per_slab(residuals: u32) -> u32 {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VqBigParams {
-    /// The lo plane (`slabs * rows_pad` words) then the hi plane (`slabs * rows_pad / 2`
-    /// words), [`big_codes`].
+    /// The 3 code planes (`slabs * rows_pad` words each), [`big_codes`].
     pub codes: DevPtr<u32>,
     /// The codebook in fragment order ([`big_codebook`]), `entries * 8` words.
     pub cb: DevPtr<u32>,
@@ -222,9 +223,9 @@ impl BigGeometry {
         self.chunks * self.slabs
     }
 
-    /// Words of the codes: the lo plane and the hi plane.
+    /// Words of the codes: the 3 planes.
     pub fn code_words(&self) -> usize {
-        self.slabs * self.rows_pad * 3 / 2
+        self.slabs * self.rows_pad * BIG_ROW_WORDS
     }
 
     /// Words of the codebook in fragment order.
@@ -233,11 +234,19 @@ impl BigGeometry {
     }
 }
 
-/// Code `c` (0..4) of a row's slab, from its lo word `w` and hi half `h`.
+/// Code `c` (0..8) of a row's slab, from its 3 words (`w[k]` bits `32 k ..` of the 96).
 #[inline(always)]
-pub const fn slab_code(w: u32, h: u32, c: u32) -> u32 {
-    let q = (w as u64) | ((h as u64) << 32);
-    ((q >> (12 * c)) & 0xfff) as u32
+pub const fn slab_code(w: [u32; 3], c: u32) -> u32 {
+    let bit = 12 * c;
+    let k = (bit / 32) as usize;
+    let lo = w[k] >> (bit % 32);
+    // A code straddles words 0-1 (c = 2) or 1-2 (c = 5).
+    let hi = if bit % 32 > 20 {
+        w[k + 1] << (32 - bit % 32)
+    } else {
+        0
+    };
+    (lo | hi) & 0xfff
 }
 
 /// The position (within the slab) and stage of code `c` (0..4) of a slab.
@@ -256,28 +265,23 @@ pub fn big_codes(
     code: impl Fn(usize, usize, usize) -> u32,
 ) -> Vec<u32> {
     let plane = g.slabs * g.rows_pad;
-    let mut lo = vec![0u32; plane];
-    let mut hi = vec![0u16; plane];
+    let mut words = vec![0u32; BIG_ROW_WORDS * plane];
     let per = positions_per_slab(g.residuals as u32) as usize;
     for r in 0..rows {
         for j in 0..g.slabs {
-            let mut q = 0u64;
+            let mut q = 0u128;
             for c in 0..BIG_CODES {
                 let (p, s) = code_slot(c as u32, g.residuals as u32);
                 let i = j * per + p as usize;
                 if i < vecs {
-                    q |= u64::from(code(r, i, s as usize) & 0xfff) << (12 * c);
+                    q |= u128::from(code(r, i, s as usize) & 0xfff) << (12 * c);
                 }
             }
-            lo[j * g.rows_pad + r] = q as u32;
-            hi[j * g.rows_pad + r] = (q >> 32) as u16;
+            for k in 0..BIG_ROW_WORDS {
+                words[k * plane + j * g.rows_pad + r] = (q >> (32 * k)) as u32;
+            }
         }
     }
-    let mut words = lo;
-    words.extend(
-        hi.chunks_exact(2)
-            .map(|h| u32::from(h[0]) | u32::from(h[1]) << 16),
-    );
     words
 }
 
@@ -328,7 +332,7 @@ pub fn model_params(rows: usize, cols: usize, g: &BigGeometry, cached: u32) -> V
 /// The kernel's product on the CPU, step for step in fp32: the B fragment of each slab as the
 /// kernel builds it, the tables from the fragment-order codebook (each entry's dot product
 /// summed in K order; the tensor cores add in their own order), the codes decoded by
-/// [`slab_code`] from the two planes, a row's 4 lookups added in code order, the slabs in
+/// [`slab_code`] from the 3 planes, a row's 8 lookups added in code order, the slabs in
 /// order (the kernel adds a block's slabs in order and the blocks' sums in any order). `cb` is
 /// [`big_codebook`]'s output, `x` has `cols` fp16 values. Returns the fp32 sums before the
 /// fp16 rounding.
@@ -339,9 +343,9 @@ pub fn big_model(p: &VqBigParams, codes: &[u32], cb: &[u32], x: &[u16]) -> Vec<f
     let mut table = vec![0f32; BIG_CODES * TABLE_STRIDE as usize];
     let half = |w: u32, k: u32| f16_to_f32((w >> (16 * k)) as u16);
     for slab in 0..p.slabs {
-        // B: lane (g, t), g = code c < 4: x pair 2t, 2t+1 of the code's position in its
-        // stage's half of K.
-        let mut b = [[[0u32; 2]; 4]; 4];
+        // A: row c = code c < 8, the x pair 2t, 2t+1 of the code's position in its stage's
+        // half of K.
+        let mut b = [[[0u32; 2]; 4]; BIG_CODES];
         for c in 0..BIG_CODES as u32 {
             let (j, s) = code_slot(c, p.residuals);
             for t in 0..4u32 {
@@ -363,12 +367,11 @@ pub fn big_model(p: &VqBigParams, codes: &[u32], cb: &[u32], x: &[u16]) -> Vec<f
             }
         }
         for r in 0..p.rows as usize {
-            let w = codes[slab as usize * p.rows_pad as usize + r];
-            let hw = codes[plane + (slab as usize * p.rows_pad as usize + r) / 2];
-            let h = (hw >> (16 * (r % 2))) & 0xffff;
-            let mut sum = 0f32;
-            for c in 0..BIG_CODES as u32 {
-                sum += table[(c * TABLE_STRIDE + slab_code(w, h, c)) as usize];
+            let at = slab as usize * p.rows_pad as usize + r;
+            let w = [codes[at], codes[plane + at], codes[2 * plane + at]];
+            let mut sum = table[slab_code(w, 0) as usize];
+            for c in 1..BIG_CODES as u32 {
+                sum += table[(c * TABLE_STRIDE + slab_code(w, c)) as usize];
             }
             acc[r] += sum;
         }
@@ -399,27 +402,28 @@ mod tests {
         let g = BigGeometry::new(28672, 1024, 12, 2).unwrap();
         assert_eq!(
             (g.slabs, g.chunk_rows, g.chunks, g.rows_pad),
-            (512, 4096, 7, 28672)
+            (256, 2048, 14, 28672)
         );
-        assert_eq!(reg_entries(32), 4096);
+        assert_eq!(reg_entries(8), 1024);
         assert_eq!(g.code_words() * 4, 28672 * 1024 * 2 * 12 / 8);
         let g = BigGeometry::new(1001, 17, 9, 1).unwrap();
         assert_eq!(
             (g.slabs, g.chunk_rows, g.chunks, g.rows_pad),
-            (5, 2048, 1, 1004)
+            (3, 2048, 1, 1004)
         );
         assert_eq!(g.entries, 512);
         assert!(BigGeometry::new(64, 8, 13, 2).is_none());
         assert!(BigGeometry::new(64, 8, 12, 3).is_none());
         assert!(BigGeometry::new(64, 8, 3, 1).is_none());
         assert!(BigGeometry::new(0, 8, 12, 2).is_none());
-        // Smem: the tables and all 4096 entries fit one block of an H100 (227 KiB).
-        assert!(big_smem_bytes(4096) <= 227 * 1024);
+        // Smem: the tables and the 3072 entries past the registers fit one block of an H100
+        // (227 KiB).
+        assert!(big_smem_bytes(4096 - reg_entries(8)) <= 227 * 1024);
     }
 
     #[test]
     fn codes_round_trip_through_the_planes() {
-        for (rows, vecs, r) in [(7usize, 9usize, 2usize), (13, 5, 1), (4, 4, 2)] {
+        for (rows, vecs, r) in [(7usize, 9usize, 2usize), (13, 5, 1), (4, 4, 2), (3, 17, 1)] {
             let g = BigGeometry::new(rows, vecs, 12, r).unwrap();
             let code =
                 |row: usize, i: usize, s: usize| ((row * 131 + i * 17 + s * 2049) % 4096) as u32;
@@ -429,10 +433,9 @@ mod tests {
             let per = positions_per_slab(r as u32) as usize;
             for row in 0..rows {
                 for j in 0..g.slabs {
-                    let w = words[j * g.rows_pad + row];
-                    let h =
-                        (words[plane + (j * g.rows_pad + row) / 2] >> (16 * (row % 2))) & 0xffff;
-                    for c in 0..4u32 {
+                    let at = j * g.rows_pad + row;
+                    let w = [words[at], words[plane + at], words[2 * plane + at]];
+                    for c in 0..8u32 {
                         let (p, s) = code_slot(c, r as u32);
                         let i = j * per + p as usize;
                         let want = if i < vecs {
@@ -441,7 +444,7 @@ mod tests {
                             0
                         };
                         assert_eq!(
-                            slab_code(w, h, c),
+                            slab_code(w, c),
                             want,
                             "{rows}x{vecs} r{r} row {row} slab {j} c {c}"
                         );

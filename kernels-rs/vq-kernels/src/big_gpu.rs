@@ -2,22 +2,23 @@
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem_addr,
-    f32_to_f16, fence_gpu, grid_dim_x, ld_nc_na_u64, ld_nc_na_v4, ld_nc_u16, ld_nc_u64,
-    ld_relaxed_u32, lds_u32, lds_v2, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v2,
-    sync_threads, thread_idx_x,
+    f32_to_f16, fence_gpu, grid_dim_x, ld_nc_na_v4, ld_nc_u16, ld_nc_u64, ld_relaxed_u32, lds_u32,
+    lds_v2, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v2, sync_threads, thread_idx_x,
 };
 
 use crate::big::{
-    BIG_ENTRY_BYTES, BIG_GROUP_ROWS, BIG_MAX_PASSES, BIG_PASS_ROWS, BIG_TABLE_BYTES, BIG_THREADS,
-    BIG_WARPS, BigItem, TABLE_STRIDE, TILE_ENTRIES, VqBigParams, code_slot, positions_per_slab,
-    reg_entries, slab_code,
+    BIG_ENTRY_BYTES, BIG_GROUP_ROWS, BIG_MAX_PASSES, BIG_PASS_ROWS, BIG_ROW_WORDS, BIG_TABLE_BYTES,
+    BIG_THREADS, BIG_WARPS, BigItem, TABLE_STRIDE, TILE_ENTRIES, VqBigParams, code_slot,
+    positions_per_slab, reg_entries, slab_code,
 };
 
-/// A thread's codes of one item: per pass, the lo words of its 4 rows and their hi halves.
+/// Passes per item (as a `usize` for the unrolled loops).
+const PASSES: usize = BIG_MAX_PASSES as usize;
+
+/// A thread's codes of one item: per pass and plane, the words of its 4 rows.
 #[derive(Clone, Copy)]
 struct BigCodes {
-    lo: [[u32; 4]; BIG_MAX_PASSES as usize],
-    hi: [u64; BIG_MAX_PASSES as usize],
+    w: [[[u32; 4]; BIG_ROW_WORDS]; BIG_MAX_PASSES as usize],
 }
 
 /// Loads thread `tid`'s codes of `item` (zeros past the item's rows).
@@ -27,38 +28,36 @@ struct BigCodes {
 #[inline(always)]
 unsafe fn load_big_codes(p: &VqBigParams, item: &BigItem, tid: u32) -> BigCodes {
     let mut c = BigCodes {
-        lo: [[0; 4]; BIG_MAX_PASSES as usize],
-        hi: [0; BIG_MAX_PASSES as usize],
+        w: [[[0; 4]; BIG_ROW_WORDS]; BIG_MAX_PASSES as usize],
     };
     let plane = p.slabs as usize * p.rows_pad as usize;
-    crate::unroll!(k in [0 1], {
+    crate::unroll!(k < PASSES, {
         let r = item.row0 + k as u32 * BIG_PASS_ROWS + BIG_GROUP_ROWS * tid;
         if r < item.row_end {
             let at = item.slab as usize * p.rows_pad as usize + r as usize;
-            // SAFETY: r < rows, r % 4 == 0, rows_pad a multiple of 4 >= rows, slab < slabs:
-            // 4 lo words (16-byte aligned: `at` is a multiple of 4) and 4 hi halves (8-byte
-            // aligned) inside the planes.
-            unsafe {
-                c.lo[k] = ld_nc_na_v4(p.codes.as_ptr().add(at) as *const U32x4).0;
-                c.hi[k] = ld_nc_na_u64(
-                    (p.codes.as_ptr().add(plane) as *const u16).add(at) as *const u64,
-                );
-            }
+            crate::unroll!(q in [0 1 2], {
+                // SAFETY: r < rows, r % 4 == 0, rows_pad a multiple of 4 >= rows, slab <
+                // slabs: 4 words of plane q inside the codes, 16-byte aligned (`at` and the
+                // plane size are multiples of 4).
+                c.w[k][q] = unsafe {
+                    ld_nc_na_v4(p.codes.as_ptr().add(q * plane + at) as *const U32x4).0
+                };
+            });
         }
     });
     c
 }
 
 /// The A fragment of lane `(g, t)` for `slab`, as its two nonzero words `a[0]`, `a[2]`: for
-/// row `g` = code `c` < 4, the inputs `2t, 2t + 1` of the code's position in its stage's half
-/// of K, zeros elsewhere (rows 4..16 are zero).
+/// row `g` = code `g` (0..8), the inputs `2t, 2t + 1` of the code's position in its stage's
+/// half of K, zeros in the other half (rows 8..16 are zero).
 ///
 /// # Safety
 /// The launcher's contract.
 #[inline(always)]
 unsafe fn big_x_frag(p: &VqBigParams, slab: u32, g: u32, t: u32) -> [u32; 2] {
     let mut a = [0u32; 2];
-    if g < 4 {
+    {
         let (j, s) = code_slot(g, p.residuals);
         let col = ((slab * positions_per_slab(p.residuals) + j) * 8 + 2 * t) as usize;
         let mut w = 0u32;
@@ -92,7 +91,7 @@ unsafe fn big_cb_global(p: &VqBigParams, e0: u32, g: u32, t: u32) -> [u32; 2] {
 }
 
 /// One table tile: the `mma` of the inputs with the 8 entries from `e0` (B words `b`), and
-/// lanes `g < 4` (code `g`) store entries `e0 + 2t, e0 + 2t + 1` of table `g` as 8 bytes.
+/// lane `(g, t)` stores entries `e0 + 2t, e0 + 2t + 1` of table `g` as 8 bytes.
 ///
 /// # Safety
 /// The whole warp calls it with the same `e0`; `e0 + 8 <= 4096`; `tb` is the tables' address.
@@ -100,28 +99,28 @@ unsafe fn big_cb_global(p: &VqBigParams, e0: u32, g: u32, t: u32) -> [u32; 2] {
 unsafe fn big_tile(tb: u32, a: [u32; 2], b: [u32; 2], e0: u32, g: u32, t: u32) {
     // SAFETY: the caller's warp-uniform call.
     let d = unsafe { mma_m16n8k16_f16_f32([a[0], 0, a[1], 0], b, [0.0; 4]) };
-    if g < 4 {
-        // SAFETY: table g < 4, entry e0 + 2t + 1 < 4096: inside the tables, 8-byte aligned
-        // (TABLE_STRIDE and e0 + 2t are even).
-        unsafe {
-            sts_v2(
-                tb + 4 * (g * TABLE_STRIDE + e0 + 2 * t),
-                d[0].to_bits(),
-                d[1].to_bits(),
-            )
-        };
-    }
+    // SAFETY: table g < 8, entry e0 + 2t + 1 < 4096: inside the tables, 8-byte aligned
+    // (TABLE_STRIDE and e0 + 2t are even).
+    unsafe {
+        sts_v2(
+            tb + 4 * (g * TABLE_STRIDE + e0 + 2 * t),
+            d[0].to_bits(),
+            d[1].to_bits(),
+        )
+    };
 }
 
-/// A row's sum over its 4 codes of the slab: 4 table lookups.
+/// A row's sum over its 8 codes of the slab (its 3 words): 8 table lookups, added in code
+/// order.
 ///
 /// # Safety
 /// `tb` is the shared-window address of the built tables.
 #[inline(always)]
-unsafe fn big_row_sum(tb: u32, w: u32, h: u32) -> f32 {
-    let mut s = 0f32;
-    crate::unroll!(c in [0 1 2 3], {
-        let e = slab_code(w, h, c as u32);
+unsafe fn big_row_sum(tb: u32, w: [u32; 3]) -> f32 {
+    // SAFETY: code < 4096 < TABLE_STRIDE: inside table 0.
+    let mut s = f32::from_bits(unsafe { lds_u32(tb + 4 * slab_code(w, 0)) });
+    crate::unroll!(c in [1 2 3 4 5 6 7], {
+        let e = slab_code(w, c as u32);
         // SAFETY: code < 4096 < TABLE_STRIDE: inside table c.
         s += f32::from_bits(unsafe { lds_u32(tb + 4 * (c as u32 * TABLE_STRIDE + e)) });
     });
@@ -143,7 +142,7 @@ unsafe fn big_flush(
     tid: u32,
     flag: u32,
 ) {
-    crate::unroll!(k in [0 1], {
+    crate::unroll!(k < PASSES, {
         let r0 = item.row0 + k as u32 * BIG_PASS_ROWS + BIG_GROUP_ROWS * tid;
         crate::unroll!(i in [0 1 2 3], {
             let r = r0 + i as u32;
@@ -175,10 +174,9 @@ unsafe fn big_flush(
     if unsafe { lds_u32(flag) } != 0 {
         // SAFETY: no operands; orders the reads below after the other blocks' sums.
         unsafe { fence_gpu() };
-        // At most 8 rows per thread (a chunk is 2 passes of 4 rows per thread): all loads
-        // first, then the stores.
-        let mut v = [0f32; 8];
-        crate::unroll!(k < 8, {
+        // At most `PASSES * 4` rows per thread: all loads first, then the stores.
+        let mut v = [0f32; PASSES * BIG_GROUP_ROWS as usize];
+        crate::unroll!(k < PASSES * BIG_GROUP_ROWS as usize, {
             let r = item.row0 + tid + k as u32 * BIG_THREADS;
             if r < item.row_end {
                 // SAFETY: r < rows: inside acc; every slab's sums have arrived.
@@ -187,7 +185,7 @@ unsafe fn big_flush(
                 });
             }
         });
-        crate::unroll!(k < 8, {
+        crate::unroll!(k < PASSES * BIG_GROUP_ROWS as usize, {
             let r = item.row0 + tid + k as u32 * BIG_THREADS;
             if r < item.row_end {
                 // SAFETY: r < rows: inside acc and y.
@@ -222,9 +220,9 @@ macro_rules! reg_tiles {
 /// `crate::big::big_codes` (16-byte aligned), `cb` `entries * 8` words by
 /// `crate::big::big_codebook` (16-byte aligned), `x` `cols` halves, `y`, `acc` `rows` values
 /// and `counters` `chunks`, `acc` and `counters` zero; the geometry fields come from a
-/// `BigGeometry` of the matrix, `cached` a multiple of 8 with `reg_entries(R) + cached <=
-/// entries` or `cached == 0`; `BIG_THREADS` threads per block and `big_smem_bytes(cached)`
-/// bytes of dynamic shared memory.
+/// `BigGeometry` of the matrix, `reg_entries(R) + cached <= entries` with `cached` a multiple
+/// of 8; `BIG_THREADS` threads per block and `big_smem_bytes(cached)` bytes of dynamic shared
+/// memory.
 #[inline(always)]
 unsafe fn big<const R: usize>(p: &VqBigParams) {
     let tid = thread_idx_x();
@@ -259,10 +257,8 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
     let mut breg = [[0u32; 2]; R];
     reg_tiles!(R, k, {
         let tile = warp + BIG_WARPS * k as u32;
-        if tile < tiles {
-            // SAFETY: tile < tiles: its 8 entries are inside the codebook.
-            breg[k] = unsafe { big_cb_global(p, tile * TILE_ENTRIES, g, t) };
-        }
+        // SAFETY: tile < 16 R <= tiles: its 8 entries are inside the codebook.
+        breg[k] = unsafe { big_cb_global(p, tile * TILE_ENTRIES, g, t) };
     });
     let mut it = it0;
     let mut item = p.item(it);
@@ -281,10 +277,8 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
         // The four tables of the slab: warp w builds tiles w, w + 16, ... of 8 entries.
         reg_tiles!(R, k, {
             let tile = warp + BIG_WARPS * k as u32;
-            if tile < tiles {
-                // SAFETY: warp-uniform; tile < tiles.
-                unsafe { big_tile(tb, xa, breg[k], tile * TILE_ENTRIES, g, t) };
-            }
+            // SAFETY: warp-uniform; tile < 16 R <= tiles.
+            unsafe { big_tile(tb, xa, breg[k], tile * TILE_ENTRIES, g, t) };
         });
         let mut tile = warp + BIG_WARPS * R as u32;
         while tile < tiles {
@@ -311,13 +305,13 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
             Some(n) => unsafe { (load_big_codes(p, n, tid), big_x_frag(p, n.slab, g, t)) },
             None => (cur, xa),
         };
-        crate::unroll!(k in [0 1], {
+        crate::unroll!(k < PASSES, {
             let r0 = item.row0 + k as u32 * BIG_PASS_ROWS + BIG_GROUP_ROWS * tid;
             if r0 < item.row_end {
                 crate::unroll!(i in [0 1 2 3], {
-                    let h = (cur.hi[k] >> (16 * i)) as u32 & 0xffff;
+                    let w = [cur.w[k][0][i], cur.w[k][1][i], cur.w[k][2][i]];
                     // SAFETY: the tables are built (barrier above).
-                    acc[k][i] += unsafe { big_row_sum(tb, cur.lo[k][i], h) };
+                    acc[k][i] += unsafe { big_row_sum(tb, w) };
                 });
             }
         });
@@ -362,17 +356,13 @@ macro_rules! big_entries {
 
 big_entries! {
     cmv_vq_big = 0;
-    cmv_vq_big_r16 = 16;
-    cmv_vq_big_r32 = 32;
+    cmv_vq_big_r8 = 8;
 }
 
-// 512 threads: two blocks per SM without register tiles, one with them (the 32-tile kernel's
-// 64 registers of codebook entries need up to 128 per thread).
+// 512 threads, one block per SM (the 128 KiB of tables): up to 128 registers per thread.
 cmv_device::launch_bounds! {
     CMV_MAXNTID_cmv_vq_big = BIG_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_big = 2;
-    CMV_MAXNTID_cmv_vq_big_r16 = BIG_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_big_r16 = 1;
-    CMV_MAXNTID_cmv_vq_big_r32 = BIG_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_big_r32 = 1;
+    CMV_MINNCTAPERSM_cmv_vq_big = 1;
+    CMV_MAXNTID_cmv_vq_big_r8 = BIG_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_big_r8 = 1;
 }

@@ -64,7 +64,7 @@ struct Args {
     /// VQ suite: also run these GEMV kernels, comma-separated (`mma`: tensor cores, row groups
     /// per warp chosen per launch (the default); `mma2`, `mma4`: 2 or 4 row groups per warp;
     /// `table`: the lookup-table kernel; `stream`; `big`: the big-codebook table kernel (AQLM-3),
-    /// `big-gmem`, `big-smem`, `big-r16-gmem`, `big-r16-smem`, `big-regs`, `big-1024`: with
+    /// `big-gmem`, `big-smem`, `big-r8-gmem`, `big-r8-smem`, `big-1024`: with
     /// its codebook entries in global memory, shared memory, registers or a mix), rows named like
     /// `gptvq2/table`, beside the default choice; a kernel that does not take a matrix leaves
     /// it to the default.
