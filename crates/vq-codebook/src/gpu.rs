@@ -105,7 +105,8 @@ pub enum VqKernel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BigCache {
     /// Tiles of 8 entries per warp in registers, one of `vq_kernels::big::BIG_REG_TILES` (0
-    /// or 8: 0 or 1024 entries with 16 warps; not more than the codebook has).
+    /// or 8: 0 or 1024 entries with 16 warps); a smaller codebook gets the most of them it
+    /// fills.
     pub reg_tiles: u32,
     /// Entries in shared memory after those (more than are left, or than fit beside the
     /// tables, means as many as there are and fit).
@@ -1121,15 +1122,15 @@ impl VqGemv {
         check_len_at_least("big codebook", cb.len(), geom.codebook_words())?;
         let entries = geom.entries as u32;
         let cache = cache.unwrap_or_else(|| big_cache(entries));
+        // The register tiles asked for, fewer where the codebook is smaller than they hold.
         let (reg_tiles, kernel) = self
             .bigs
             .iter()
-            .find(|(r, _)| *r == cache.reg_tiles && reg_entries(*r) <= entries)
-            .ok_or(VqError::Config {
-                what: "big-codebook register tiles",
-                value: u64::from(cache.reg_tiles),
-                rule: "one of vq_kernels::big::BIG_REG_TILES holding at most the codebook's \
-                       entries (8 tiles need 1024)",
+            .filter(|(r, _)| *r <= cache.reg_tiles && reg_entries(*r) <= entries)
+            .max_by_key(|(r, _)| *r)
+            .ok_or(RuntimeError::MissingKernel {
+                module: PTX.name,
+                kernel: "cmv_vq_big",
             })?;
         // Entries past the registers' kept in shared memory: a multiple of 8.
         let left = entries - reg_entries(*reg_tiles);

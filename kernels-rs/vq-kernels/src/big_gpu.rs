@@ -90,6 +90,32 @@ unsafe fn big_cb_global(p: &VqBigParams, e0: u32, g: u32, t: u32) -> [u32; 2] {
     [x as u32, (x >> 32) as u32]
 }
 
+/// Lane `(g, t)`'s B words of tile `tile` (entries `8 tile ..`, past the register ones):
+/// from the shared-memory cache below `cached_end`, else from global memory.
+///
+/// # Safety
+/// `regs <= 8 tile` and `tile < entries / 8`; the cache holds entries `regs..cached_end` at
+/// `cbb`.
+#[inline(always)]
+unsafe fn big_cb(
+    p: &VqBigParams,
+    cbb: u32,
+    regs: u32,
+    cached_end: u32,
+    tile: u32,
+    g: u32,
+    t: u32,
+) -> [u32; 2] {
+    let e0 = tile * TILE_ENTRIES;
+    if e0 < cached_end {
+        // SAFETY: regs <= e0 < cached_end: inside the cached entries, aligned.
+        unsafe { lds_v2(cbb + (e0 - regs + g) * BIG_ENTRY_BYTES + 8 * t) }
+    } else {
+        // SAFETY: tile < tiles.
+        unsafe { big_cb_global(p, e0, g, t) }
+    }
+}
+
 /// One table tile: the `mma` of the inputs with the 8 entries from `e0` (B words `b`), and
 /// lane `(g, t)` stores entries `e0 + 2t, e0 + 2t + 1` of table `g` as 8 bytes.
 ///
@@ -280,18 +306,26 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
             // SAFETY: warp-uniform; tile < 16 R <= tiles.
             unsafe { big_tile(tb, xa, breg[k], tile * TILE_ENTRIES, g, t) };
         });
+        // The other tiles, four at a time: the four entries' loads are in flight together.
         let mut tile = warp + BIG_WARPS * R as u32;
+        while tile + 3 * BIG_WARPS < tiles {
+            let mut b = [[0u32; 2]; 4];
+            crate::unroll!(u in [0 1 2 3], {
+                // SAFETY: tile + 16 u < tiles.
+                b[u] = unsafe { big_cb(p, cbb, regs, cached_end, tile + BIG_WARPS * u as u32, g, t) };
+            });
+            crate::unroll!(u in [0 1 2 3], {
+                let e0 = (tile + BIG_WARPS * u as u32) * TILE_ENTRIES;
+                // SAFETY: warp-uniform; tile + 16 u < tiles.
+                unsafe { big_tile(tb, xa, b[u], e0, g, t) };
+            });
+            tile += 4 * BIG_WARPS;
+        }
         while tile < tiles {
-            let e0 = tile * TILE_ENTRIES;
-            let b = if e0 < cached_end {
-                // SAFETY: regs <= e0 < regs + cached: inside the cached entries, aligned.
-                unsafe { lds_v2(cbb + (e0 - regs + g) * BIG_ENTRY_BYTES + 8 * t) }
-            } else {
-                // SAFETY: tile < tiles.
-                unsafe { big_cb_global(p, e0, g, t) }
-            };
+            // SAFETY: tile < tiles.
+            let b = unsafe { big_cb(p, cbb, regs, cached_end, tile, g, t) };
             // SAFETY: warp-uniform; tile < tiles.
-            unsafe { big_tile(tb, xa, b, e0, g, t) };
+            unsafe { big_tile(tb, xa, b, tile * TILE_ENTRIES, g, t) };
             tile += BIG_WARPS;
         }
         // SAFETY: every thread of the block reaches it.
