@@ -10,6 +10,11 @@
 //!   products of the 256 codebook entries with the inputs are built once in shared memory,
 //!   then every code is one table lookup. One vector per launch (a batch is that many
 //!   launches); kept for comparison ([`set_kernel_preference`]);
+//! * the **big-codebook table kernel** (`vq_kernels::big`) for `VQ<8, b, r>` with `b` up to 12,
+//!   one or two stages and per-tensor codebooks (AQLM-3): per slab of 8 codes of every row,
+//!   the tables of entry-times-input dot products are built on the tensor cores in shared
+//!   memory, then every code is one lookup; the codebook is cached in registers, shared memory
+//!   and global memory by frequency order ([`BigCache`], [`big_cache`]). One vector per launch;
 //! * the **stream kernel** (one warp per row, codebooks read through L1) for every other
 //!   configuration, batch 1 to 16.
 

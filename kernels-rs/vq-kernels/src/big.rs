@@ -366,14 +366,14 @@ pub fn big_model(p: &VqBigParams, codes: &[u32], cb: &[u32], x: &[u16]) -> Vec<f
                 table[c * TABLE_STRIDE as usize + e] = d;
             }
         }
-        for r in 0..p.rows as usize {
+        for (r, a) in acc.iter_mut().enumerate() {
             let at = slab as usize * p.rows_pad as usize + r;
             let w = [codes[at], codes[plane + at], codes[2 * plane + at]];
             let mut sum = table[slab_code(w, 0) as usize];
             for c in 1..BIG_CODES as u32 {
                 sum += table[(c * TABLE_STRIDE + slab_code(w, c)) as usize];
             }
-            acc[r] += sum;
+            *a += sum;
         }
     }
     acc
