@@ -1066,14 +1066,7 @@ impl VqGemv {
         let x0 = dev_ptr(x).cast::<u16>();
         let y0 = dev_ptr_mut(&mut out.y).cast::<u16>();
         for b in 0..batch {
-            // SAFETY: vector b's inputs and outputs start b * cols and b * rows halves into x
-            // and y, which hold batch * cols and batch * rows (checked by the caller).
-            let (xb, yb) = unsafe {
-                (
-                    cmv_runtime::DevPtr::from_addr(x0.addr() + 2 * (b * cols) as u64),
-                    cmv_runtime::DevPtrMut::from_addr(y0.addr() + 2 * (b * rows) as u64),
-                )
-            };
+            let (xb, yb) = vector_ptrs(x0, y0, b, (rows, cols));
             let params = VqLutParams {
                 codes: dev_ptr(codes),
                 codebooks: dev_ptr(&m.codebooks),
@@ -1156,14 +1149,7 @@ impl VqGemv {
         let x0 = dev_ptr(x).cast::<u16>();
         let y0 = dev_ptr_mut(&mut out.y).cast::<u16>();
         for b in 0..batch {
-            // SAFETY: vector b's inputs and outputs start b * cols and b * rows halves into x
-            // and y, which hold batch * cols and batch * rows (checked by the caller).
-            let (xb, yb) = unsafe {
-                (
-                    cmv_runtime::DevPtr::from_addr(x0.addr() + 2 * (b * cols) as u64),
-                    cmv_runtime::DevPtrMut::from_addr(y0.addr() + 2 * (b * rows) as u64),
-                )
-            };
+            let (xb, yb) = vector_ptrs(x0, y0, b, (rows, cols));
             let params = VqBigParams {
                 codes: dev_ptr(codes),
                 cb: dev_ptr(cb),
@@ -1192,6 +1178,25 @@ impl VqGemv {
             unsafe { kernel.launch(&self.stream, cfg, &params)? };
         }
         Ok(())
+    }
+}
+
+/// Vector `b`'s inputs and outputs in `x0` and `y0` (`cols` and `rows` halves per vector), for
+/// the kernels that take one vector per launch. Computing the addresses is safe; the callers
+/// check that `x0` and `y0` hold `batch * cols` and `batch * rows` halves with `b < batch`.
+fn vector_ptrs(
+    x0: cmv_runtime::DevPtr<u16>,
+    y0: cmv_runtime::DevPtrMut<u16>,
+    b: usize,
+    (rows, cols): (usize, usize),
+) -> (cmv_runtime::DevPtr<u16>, cmv_runtime::DevPtrMut<u16>) {
+    // SAFETY: only addresses are formed here; the launches that use them are checked by the
+    // callers (vector b < batch of buffers holding batch * cols and batch * rows halves).
+    unsafe {
+        (
+            cmv_runtime::DevPtr::from_addr(x0.addr() + 2 * (b * cols) as u64),
+            cmv_runtime::DevPtrMut::from_addr(y0.addr() + 2 * (b * rows) as u64),
+        )
     }
 }
 
