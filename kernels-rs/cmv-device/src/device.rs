@@ -379,17 +379,6 @@ pub unsafe fn ld_nc_u32(p: *const u32) -> u32 {
     r
 }
 
-/// Prefetches the line holding `p` into L2 (`prefetch.global.L2`): no result, no effect on
-/// the program's values.
-///
-/// # Safety
-/// `p` must point into global memory the kernel may read.
-#[inline(always)]
-pub unsafe fn prefetch_l2(p: *const u8) {
-    // SAFETY: the caller guarantees a valid global address.
-    unsafe { asm!("prefetch.global.L2 [{p}];", p = in(reg64) p, options(nostack, readonly)) };
-}
-
 /// 64-bit read-only load that does not allocate in L1 (`ld.global.nc.L1::no_allocate.u64`),
 /// for data a warp reads once.
 ///

@@ -59,7 +59,7 @@ pub const BIG_GROUP_ROWS: u32 = 4;
 /// Rows per pass of a block over a slab.
 pub const BIG_PASS_ROWS: u32 = BIG_THREADS * BIG_GROUP_ROWS;
 /// Most passes per item (a chunk has at most `BIG_MAX_PASSES * BIG_PASS_ROWS` rows).
-pub const BIG_MAX_PASSES: u32 = 3;
+pub const BIG_MAX_PASSES: u32 = 2;
 /// Words per table in shared memory: 4096 entries plus 8, so that the D fragment's 8-byte
 /// stores of codes `g`, entries `2t, 2t + 1` (each half warp: codes 0..4 or 4..8) fall in 16
 /// different bank pairs.
@@ -402,7 +402,7 @@ mod tests {
         let g = BigGeometry::new(28672, 1024, 12, 2).unwrap();
         assert_eq!(
             (g.slabs, g.chunk_rows, g.chunks, g.rows_pad),
-            (256, 6144, 5, 28672)
+            (256, 4096, 7, 28672)
         );
         assert_eq!(reg_entries(8), 1024);
         assert_eq!(g.code_words() * 4, 28672 * 1024 * 2 * 12 / 8);

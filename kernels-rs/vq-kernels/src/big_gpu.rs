@@ -3,8 +3,7 @@
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem_addr,
     f32_to_f16, fence_gpu, grid_dim_x, ld_nc_na_v4, ld_nc_u16, ld_nc_u64, ld_relaxed_u32, lds_u32,
-    lds_v2, mma_m16n8k16_f16_f32, prefetch_l2, red_add_f32_global, sts_u32, sts_v2, sync_threads,
-    thread_idx_x,
+    lds_v2, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v2, sync_threads, thread_idx_x,
 };
 
 use crate::big::{
@@ -47,25 +46,6 @@ unsafe fn load_big_codes(p: &VqBigParams, item: &BigItem, tid: u32) -> BigCodes 
         }
     });
     c
-}
-
-/// Prefetches thread `tid`'s codes of `item` into L2 (the lines [`load_big_codes`] reads).
-///
-/// # Safety
-/// As [`load_big_codes`].
-#[inline(always)]
-unsafe fn prefetch_big_codes(p: &VqBigParams, item: &BigItem, tid: u32) {
-    let plane = p.slabs as usize * p.rows_pad as usize;
-    crate::unroll!(k < PASSES, {
-        let r = item.row0 + k as u32 * BIG_PASS_ROWS + BIG_GROUP_ROWS * tid;
-        if r < item.row_end {
-            let at = item.slab as usize * p.rows_pad as usize + r as usize;
-            crate::unroll!(q in [0 1 2], {
-                // SAFETY: inside the codes, as in load_big_codes.
-                unsafe { prefetch_l2(p.codes.as_ptr().add(q * plane + at) as *const u8) };
-            });
-        }
-    });
 }
 
 /// The A fragment of lane `(g, t)` for `slab`, as its two nonzero words `a[0]`, `a[2]`: for
@@ -309,6 +289,7 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
     let mut it = it0;
     let mut item = p.item(it);
     // SAFETY (this and every load below): `item` is one of the launch's items.
+    let mut cur = unsafe { load_big_codes(p, &item, tid) };
     let mut xa = unsafe { big_x_frag(p, item.slab, g, t) };
     let mut acc = [[0f32; 4]; BIG_MAX_PASSES as usize];
     let mut run = 0u32;
@@ -319,14 +300,6 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
     }
     let cached_end = regs + p.cached;
     loop {
-        // This item's codes (from L2: prefetched during the previous item) land during the
-        // build; the next item's are prefetched into L2.
-        // SAFETY: `item` is one of the launch's items.
-        let cur = unsafe { load_big_codes(p, &item, tid) };
-        if it + 1 < it1 {
-            // SAFETY: item it + 1 is one of the launch's items.
-            unsafe { prefetch_big_codes(p, &p.item(it + 1), tid) };
-        }
         // The four tables of the slab: warp w builds tiles w, w + 16, ... of 8 entries.
         reg_tiles!(R, k, {
             let tile = warp + BIG_WARPS * k as u32;
@@ -362,9 +335,9 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
         } else {
             None
         };
-        let nxa = match &next {
-            Some(n) => unsafe { big_x_frag(p, n.slab, g, t) },
-            None => xa,
+        let (nxt, nxa) = match &next {
+            Some(n) => unsafe { (load_big_codes(p, n, tid), big_x_frag(p, n.slab, g, t)) },
+            None => (cur, xa),
         };
         crate::unroll!(k < PASSES, {
             let r0 = item.row0 + k as u32 * BIG_PASS_ROWS + BIG_GROUP_ROWS * tid;
@@ -392,6 +365,7 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
             Some(n) => {
                 it += 1;
                 item = n;
+                cur = nxt;
                 xa = nxa;
             }
             None => break,
