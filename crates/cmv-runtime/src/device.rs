@@ -196,6 +196,28 @@ impl Gpu {
         })
     }
 
+    /// [`Gpu::kernel`], then [`Kernel::check_config`] for blocks of `block_threads` threads
+    /// with `smem` bytes of dynamic shared memory (which lets the kernel use more than 48 KiB):
+    /// the kernel and the largest block it will be launched with, checked once at load.
+    ///
+    /// # Errors
+    /// As [`Gpu::kernel`]; [`RuntimeError::InvalidLaunch`] where the block does not fit.
+    pub fn kernel_for(
+        &self,
+        module: &'static PtxModule,
+        kernel: &'static str,
+        block_threads: u32,
+        smem: u32,
+    ) -> Result<Kernel> {
+        let k = self.kernel(module, kernel)?;
+        k.check_config(&LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (block_threads, 1, 1),
+            shared_mem_bytes: smem,
+        })?;
+        Ok(k)
+    }
+
     /// Copies `host` to a new device buffer.
     pub fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>> {
         self.stream.clone_htod(host).op("cuMemcpyHtoD")

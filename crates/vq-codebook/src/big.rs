@@ -13,7 +13,7 @@ use crate::matrix::VqMatrix;
 pub struct BigLayout {
     /// Slabs and chunks as the kernel walks them.
     pub geom: BigGeometry,
-    /// The lo and hi code planes, `geom.code_words()` words ([`vq_kernels::big`]).
+    /// The 3 code planes, `geom.code_words()` words ([`vq_kernels::big`]).
     pub codes: Vec<u32>,
     /// The codebooks in fragment order, `geom.codebook_words()` words.
     pub codebook: Vec<u32>,

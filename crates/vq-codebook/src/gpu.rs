@@ -563,13 +563,8 @@ impl VqGemv {
         let mut tables = Vec::new();
         for &v in &LUT_VECS {
             if let Some(name) = lut_kernel(v) {
-                let k = gpu.kernel(&PTX, name)?;
                 let smem = lut_smem_bytes(v);
-                k.check_config(&LaunchConfig {
-                    grid_dim: (1, 1, 1),
-                    block_dim: (LUT_THREADS, 1, 1),
-                    shared_mem_bytes: smem,
-                })?;
+                let k = gpu.kernel_for(&PTX, name, LUT_THREADS, smem)?;
                 let resident = k.max_active_blocks_per_sm(LUT_THREADS, smem)?.max(1);
                 tables.push((v, k, resident));
             }
@@ -583,12 +578,7 @@ impl VqGemv {
                 let Some(name) = mma_kernel(v, batch, r) else {
                     continue;
                 };
-                let k = gpu.kernel(&PTX, name)?;
-                k.check_config(&LaunchConfig {
-                    grid_dim: (1, 1, 1),
-                    block_dim: (MMA_THREADS, 1, 1),
-                    shared_mem_bytes: MMA_SMEM_BYTES,
-                })?;
+                let k = gpu.kernel_for(&PTX, name, MMA_THREADS, MMA_SMEM_BYTES)?;
                 let resident = k
                     .max_active_blocks_per_sm(MMA_THREADS, MMA_SMEM_BYTES)?
                     .max(1);
@@ -598,13 +588,10 @@ impl VqGemv {
         let mut gemms = Vec::new();
         for v in MMA_VECS {
             if let Some(name) = gemm_kernel(v) {
-                let k = gpu.kernel(&PTX, name)?;
-                k.check_config(&LaunchConfig {
-                    grid_dim: (1, 1, 1),
-                    block_dim: (GEMM_THREADS, 1, 1),
-                    shared_mem_bytes: gemm_smem_bytes(v),
-                })?;
-                gemms.push((v, k));
+                gemms.push((
+                    v,
+                    gpu.kernel_for(&PTX, name, GEMM_THREADS, gemm_smem_bytes(v))?,
+                ));
             }
         }
         // Entries past the tables in the per-block limit: 3152 on an H100 (227 KiB).
@@ -620,13 +607,10 @@ impl VqGemv {
         if gpu.info().compute_capability == (9, 0) {
             for v in GEMM90_VECS {
                 if let Some(name) = gemm90_kernel(v) {
-                    let k = gpu.kernel(&PTX_SM90, name)?;
-                    k.check_config(&LaunchConfig {
-                        grid_dim: (1, 1, 1),
-                        block_dim: (GEMM90_THREADS, 1, 1),
-                        shared_mem_bytes: gemm90_smem_bytes(v),
-                    })?;
-                    gemms90.push((v, k));
+                    gemms90.push((
+                        v,
+                        gpu.kernel_for(&PTX_SM90, name, GEMM90_THREADS, gemm90_smem_bytes(v))?,
+                    ));
                 }
             }
         }
@@ -642,13 +626,8 @@ impl VqGemv {
                 .into_iter()
                 .filter_map(|r| big_kernel(r).map(|n| (r, n)))
                 .map(|(r, name)| {
-                    let k = gpu.kernel(&PTX, name)?;
-                    k.check_config(&LaunchConfig {
-                        grid_dim: (1, 1, 1),
-                        block_dim: (BIG_THREADS, 1, 1),
-                        shared_mem_bytes: big_smem_bytes(big_smem_max),
-                    })?;
-                    Ok((r, k))
+                    let smem = big_smem_bytes(big_smem_max);
+                    Ok((r, gpu.kernel_for(&PTX, name, BIG_THREADS, smem)?))
                 })
                 .collect::<Result<_, RuntimeError>>()?,
             big_smem_max,

@@ -64,7 +64,7 @@ pub const BIG_MAX_PASSES: u32 = 2;
 /// stores of codes `g`, entries `2t, 2t + 1` (each half warp: codes 0..4 or 4..8) fall in 16
 /// different bank pairs.
 pub const TABLE_STRIDE: u32 = 4096 + 8;
-/// Bytes of the four tables.
+/// Bytes of the eight tables.
 pub const BIG_TABLE_BYTES: u32 = BIG_CODES as u32 * TABLE_STRIDE * 4;
 /// Bytes of a codebook entry in fragment order (16 fp16 values: both stages).
 pub const BIG_ENTRY_BYTES: u32 = 32;

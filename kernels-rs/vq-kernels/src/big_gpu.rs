@@ -300,7 +300,7 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
     }
     let cached_end = regs + p.cached;
     loop {
-        // The four tables of the slab: warp w builds tiles w, w + 16, ... of 8 entries.
+        // The eight tables of the slab: warp w builds tiles w, w + 16, ... of 8 entries.
         reg_tiles!(R, k, {
             let tile = warp + BIG_WARPS * k as u32;
             // SAFETY: warp-uniform; tile < 16 R <= tiles.
