@@ -5,6 +5,7 @@
 
 use half::f16;
 use vq_kernels::big::{BigGeometry, big_codebook, big_codes, big_model, model_params};
+use vq_kernels::bigmma::{BigMmaGeometry, big_mma_model, bm_model_params};
 
 use crate::matrix::VqMatrix;
 
@@ -32,6 +33,25 @@ impl VqMatrix {
             return None;
         }
         BigGeometry::new(g.rows, g.vecs, c.bits, c.residuals)
+    }
+
+    /// The big-codebook tensor-core kernel's geometry (`vq_kernels::bigmma`: batch 1 to 16 in
+    /// one launch over the table kernel's layout); `None` where it does not take the matrix
+    /// (it takes the big-codebook kernel's matrices with two stages, AQLM-3).
+    pub fn big_mma_geometry(&self) -> Option<BigMmaGeometry> {
+        BigMmaGeometry::new(self.rows(), self.cols(), self.big_geometry()?)
+    }
+
+    /// The big-codebook tensor-core kernel's product of `batch` vectors `x` (`batch x cols`
+    /// values) on the CPU, lane by lane as the kernel reads the layout
+    /// ([`vq_kernels::bigmma::big_mma_model`]): `batch x rows` fp32 sums, `None` where the
+    /// kernel does not take the matrix.
+    pub fn big_mma_model(&self, layout: &BigLayout, x: &[f16], batch: usize) -> Option<Vec<f32>> {
+        let g = BigMmaGeometry::new(self.rows(), self.cols(), layout.geom)?;
+        let p = bm_model_params(self.rows(), self.cols(), batch, &g);
+        let xs: Vec<u16> = x.iter().map(|h| h.to_bits()).collect();
+        let cb: Vec<u16> = self.codebooks().iter().map(|h| h.to_bits()).collect();
+        Some(big_mma_model(&p, &layout.codes, &cb, &xs))
     }
 
     /// The big-codebook kernel's layout, `None` where it does not take the matrix

@@ -32,6 +32,9 @@ use vq_kernels::big::{
     BIG_ENTRY_BYTES, BIG_REG_TILES, BIG_THREADS, BigGeometry, TILE_ENTRIES, VqBigParams,
     big_kernel, big_smem_bytes, reg_entries,
 };
+use vq_kernels::bigmma::{
+    BM_MAX_BATCH, BM_THREADS, BigMmaGeometry, VqBigMmaParams, big_mma_kernel, bm_smem_bytes,
+};
 use vq_kernels::gemm::{
     GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, choose_splits, gemm_kernel, gemm_params, gemm_smem_bytes,
     gemv_chunks_win,
@@ -100,6 +103,10 @@ pub enum VqKernel {
         /// Where the codebook entries live ([`BigCache`]); `None`: [`big_cache`]'s rule.
         cache: Option<BigCache>,
     },
+    /// The big-codebook kernels' layout with every launch on the tensor-core one
+    /// (`vq_kernels::bigmma`), batch 1 included; two stages only. [`VqKernel::Big`] runs it
+    /// from [`BIG_MMA_MIN_BATCH`] vectors on; this is for comparing the two at smaller batches.
+    BigMma,
     /// The stream kernel: every configuration; codes as stored.
     Stream,
 }
@@ -186,6 +193,7 @@ impl VqKernel {
             Self::Mma { row_groups: None } => !m.mma_geometries().is_empty(),
             Self::Table => m.table_geometry(512).is_some(),
             Self::Big { .. } => m.big_geometry().is_some(),
+            Self::BigMma => m.big_mma_geometry().is_some(),
             Self::Stream => true,
         };
         if let Some(k) = kernel_preference().filter(|&k| takes(k)) {
@@ -216,6 +224,7 @@ impl VqKernel {
                 .iter()
                 .find(|(_, b)| *b == c)
                 .map_or("big-custom", |(n, _)| n),
+            Self::BigMma => "big-mma",
             Self::Stream => "stream",
         }
     }
@@ -233,6 +242,7 @@ impl VqKernel {
             Self::Table,
             Self::Stream,
             Self::Big { cache: None },
+            Self::BigMma,
         ]
         .into_iter()
         .chain(BIG_CACHES.map(|(_, c)| Self::Big { cache: Some(c) }))
@@ -266,6 +276,7 @@ pub fn set_kernel_preference(kernel: Option<VqKernel>) {
                 .position(|(_, b)| *b == c)
                 .unwrap_or(BIG_CACHES.len() - 1) as u8
         }
+        Some(VqKernel::BigMma) => 32,
     };
     PREFERENCE.store(v, Ordering::Relaxed);
 }
@@ -286,6 +297,7 @@ pub fn kernel_preference() -> Option<VqKernel> {
         v @ 7.. if ((v - 7) as usize) < BIG_CACHES.len() => Some(VqKernel::Big {
             cache: Some(BIG_CACHES[(v - 7) as usize].1),
         }),
+        32 => Some(VqKernel::BigMma),
         _ => None,
     }
 }
@@ -304,6 +316,8 @@ enum Codes {
         cb: CudaSlice<u32>,
         geom: BigGeometry,
         cache: Option<BigCache>,
+        /// Every launch on the tensor-core kernel ([`VqKernel::BigMma`]).
+        mma_only: bool,
     },
     Mma {
         codes: CudaSlice<u32>,
@@ -370,7 +384,20 @@ impl DeviceVqMatrix {
                     geom: layout.geom,
                 }
             }
-            VqKernel::Big { cache } => {
+            VqKernel::Big { .. } | VqKernel::BigMma => {
+                let (cache, mma_only) = match kernel {
+                    VqKernel::Big { cache } => (cache, false),
+                    _ => (None, true),
+                };
+                if mma_only && m.big_mma_geometry().is_none() {
+                    return Err(VqError::Config {
+                        what: "kernel",
+                        value: m.config().residuals as u64,
+                        rule: "the big-codebook tensor-core kernel takes VQ<8, b, 2> with b in \
+                               4..=12 and one codebook per stage for the tensor: upload for \
+                               the big-codebook table kernel or the stream kernel",
+                    });
+                }
                 let layout = m.big_layout().ok_or(VqError::Config {
                     what: "kernel",
                     value: 0,
@@ -383,6 +410,7 @@ impl DeviceVqMatrix {
                     cb: gpu.upload(&layout.codebook)?,
                     geom: layout.geom,
                     cache,
+                    mma_only,
                 }
             }
             VqKernel::Mma { row_groups } => {
@@ -431,11 +459,13 @@ impl DeviceVqMatrix {
                 cb,
                 geom,
                 cache,
+                mma_only,
             } => Codes::Big {
                 codes: cmv_format::clone_slice(codes)?,
                 cb: cmv_format::clone_slice(cb)?,
                 geom: *geom,
                 cache: *cache,
+                mma_only: *mma_only,
             },
             Codes::Mma { codes, geoms, auto } => Codes::Mma {
                 codes: cmv_format::clone_slice(codes)?,
@@ -453,11 +483,18 @@ impl DeviceVqMatrix {
 
     cmv_format::shape_getters!(shape);
 
+    /// The big-codebook tensor-core kernel's geometry over the table kernel's layout `big`
+    /// (`None` for one stage).
+    fn big_mma_geometry(&self, big: &BigGeometry) -> Option<BigMmaGeometry> {
+        BigMmaGeometry::new(self.rows(), self.cols(), *big)
+    }
+
     /// The kernel this copy is laid out for.
     pub fn kernel(&self) -> VqKernel {
         match &self.codes {
             Codes::Stream(_) => VqKernel::Stream,
             Codes::Table { .. } => VqKernel::Table,
+            Codes::Big { mma_only: true, .. } => VqKernel::BigMma,
             Codes::Big { cache, .. } => VqKernel::Big { cache: *cache },
             Codes::Mma { geoms, auto, .. } => VqKernel::Mma {
                 row_groups: if *auto {
@@ -545,6 +582,8 @@ pub struct VqGemv {
     /// The most codebook entries they keep in shared memory (beside the tables, within the
     /// device's per-block limit).
     big_smem_max: u32,
+    /// The big-codebook tensor-core kernels (`_b8`, `_b16`).
+    big_mmas: Vec<(&'static str, Kernel)>,
     sms: u32,
 }
 
@@ -631,6 +670,16 @@ impl VqGemv {
                 })
                 .collect::<Result<_, RuntimeError>>()?,
             big_smem_max,
+            big_mmas: [1, BM_MAX_BATCH as usize]
+                .into_iter()
+                .filter_map(big_mma_kernel)
+                .map(|name| {
+                    Ok((
+                        name,
+                        gpu.kernel_for(&PTX, name, BM_THREADS, bm_smem_bytes(4096))?,
+                    ))
+                })
+                .collect::<Result<_, RuntimeError>>()?,
             sms: gpu.info().sm_count,
         })
     }
@@ -659,7 +708,16 @@ impl VqGemv {
                 cb,
                 geom,
                 cache,
-            } => return self.gemv_big(m, (codes, cb), geom, *cache, x, out, batch),
+                mma_only,
+            } => {
+                let mma = m
+                    .big_mma_geometry(geom)
+                    .filter(|_| *mma_only || batch >= BIG_MMA_MIN_BATCH);
+                if let Some(g) = mma {
+                    return self.gemv_big_mma(m, codes, &g, x, out, batch);
+                }
+                return self.gemv_big(m, (codes, cb), geom, *cache, x, out, batch);
+            }
             Codes::Mma { codes, geoms, .. } => {
                 let geom = crate::mma::choose_geometry(geoms, batch, self.sms as usize).ok_or(
                     RuntimeError::MissingKernel {
@@ -1079,7 +1137,84 @@ impl VqGemv {
     }
 }
 
+/// Vectors from which [`VqKernel::Big`] runs the big-codebook tensor-core kernel
+/// (`vq_kernels::bigmma`, one launch for the batch) instead of the table kernel (one launch
+/// per vector), for matrices of two stages.
+pub const BIG_MMA_MIN_BATCH: usize = 2;
+
 impl VqGemv {
+    /// The big-codebook tensor-core kernel: 1 to 16 vectors in one launch (sizes checked by
+    /// [`VqGemv::gemv`]).
+    fn gemv_big_mma(
+        &self,
+        m: &DeviceVqMatrix,
+        codes: &CudaSlice<u32>,
+        geom: &BigMmaGeometry,
+        x: &CudaSlice<f16>,
+        out: &mut VqOut,
+        batch: usize,
+    ) -> Result<(), VqError> {
+        let rows = m.rows();
+        let entries = geom.big.entries;
+        check_len_at_least("workspace", out.acc.len(), batch_len(batch, rows)?)?;
+        check_len_at_least("counters", out.counters.len(), geom.row_blocks)?;
+        check_len_at_least("big codes", codes.len(), geom.big.code_words())?;
+        check_len_at_least("codebooks", m.codebooks.len(), 2 * entries * 8)?;
+        let missing = || RuntimeError::MissingKernel {
+            module: PTX.name,
+            kernel: "cmv_vq_big_mma",
+        };
+        let name = big_mma_kernel(batch).ok_or_else(missing)?;
+        let kernel = self
+            .big_mmas
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, k)| k)
+            .ok_or_else(missing)?;
+        let u = |v: usize| m.shape.to_u32(v);
+        let smem = bm_smem_bytes(u(entries)?);
+        let resident = kernel.max_active_blocks_per_sm(BM_THREADS, smem)?.max(1);
+        let units = geom.units();
+        let cfg = LaunchConfig {
+            grid_dim: (
+                (self.sms as usize * resident as usize).min(units) as u32,
+                1,
+                1,
+            ),
+            block_dim: (BM_THREADS, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        let params = VqBigMmaParams {
+            codes: dev_ptr(codes),
+            codebooks: dev_ptr(&m.codebooks),
+            x: dev_ptr(x).cast(),
+            y: dev_ptr_mut(&mut out.y).cast(),
+            acc: dev_ptr_mut(&mut out.acc),
+            counters: dev_ptr_mut(&mut out.counters),
+            rows: m.shape.rows,
+            cols: m.shape.cols,
+            rows_pad: u(geom.big.rows_pad)?,
+            big_slabs: u(geom.big.slabs)?,
+            entries: u(entries)?,
+            batch: u(batch)?,
+            slabs: u(geom.slabs)?,
+            row_blocks: u(geom.row_blocks)?,
+            units: u(units)?,
+            pad: 0,
+        };
+        // SAFETY: `codes` were laid out by big_codes for `geom.big`, the BigGeometry of this
+        // validated matrix (two stages: BigMmaGeometry::new checked), every code below
+        // `entries` (codes of `bits` bits); the codebooks as stored hold 2 * entries * 8 values
+        // (checked above; device buffers are 256-byte aligned); x and y hold batch * cols and
+        // batch * rows halves, acc batch * rows values and counters row_blocks (checked
+        // above), both zero: zeroed at allocation and left zero by every launch, which runs in
+        // stream order; 1 <= batch <= 16 and the kernel for that batch; BM_THREADS threads
+        // and bm_smem_bytes(entries) bytes of shared memory (within the attribute set at load
+        // for 4096 entries).
+        unsafe { kernel.launch(&self.stream, cfg, &params)? };
+        Ok(())
+    }
+
     /// The big-codebook kernel, one launch per vector (sizes checked by [`VqGemv::gemv`]).
     #[allow(clippy::too_many_arguments)]
     fn gemv_big(

@@ -59,6 +59,49 @@ fn the_big_model_matches_the_reference() {
     }
 }
 
+/// The tensor-core kernel's model (`vq_kernels::bigmma`) over the same layout: every batch
+/// size class, shapes across row blocks (512 rows) and slabs (128 columns), odd columns.
+#[test]
+fn the_big_mma_model_matches_the_reference() {
+    let cases = [
+        (VqConfig::aqlm3(), 600, 300, 3),
+        (VqConfig::aqlm3(), 1, 8, 1),
+        (VqConfig::aqlm3(), 5, 3, 16),
+        (VqConfig::aqlm3(), 1030, 136, 9),
+        (tensor(9, 2), 1031, 40, 8),
+        (tensor(4, 2), 64, 17, 2),
+    ];
+    for (i, (config, rows, cols, batch)) in cases.into_iter().enumerate() {
+        let m = encode(config, rows, cols, i as u64 + 11);
+        let layout = m.big_layout().unwrap();
+        let x: Vec<f16> = weights(batch * cols, 91 + i as u64)
+            .iter()
+            .map(|v| f16::from_f32(v * 20.0))
+            .collect();
+        let want = m.reference(&x, batch).unwrap();
+        let got = m
+            .big_mma_model(&layout, &x, batch)
+            .unwrap_or_else(|| panic!("{config:?} {rows}x{cols} not taken"));
+        assert_eq!(got.len(), batch * rows);
+        let e = rel(&got, &want);
+        assert!(e < 1e-5, "{config:?} {rows}x{cols} batch {batch}: {e:e}");
+        // Each vector on its own too: a vector's sums do not depend on the others.
+        for n in [0, batch - 1] {
+            let xn = &x[n * cols..(n + 1) * cols];
+            let one = m.big_mma_model(&layout, xn, 1).unwrap();
+            assert_eq!(&got[n * rows..(n + 1) * rows], &one[..], "vector {n}");
+        }
+    }
+    // One stage: the table kernel's layout, but not this kernel's.
+    let m = encode(tensor(12, 1), 130, 70, 5);
+    assert!(m.big_geometry().is_some());
+    assert!(m.big_mma_geometry().is_none());
+    assert!(
+        m.big_mma_model(&m.big_layout().unwrap(), &[f16::ZERO; 70], 1)
+            .is_none()
+    );
+}
+
 #[test]
 fn non_finite_inputs_reach_only_their_rows() {
     let (rows, cols) = (64, 40);

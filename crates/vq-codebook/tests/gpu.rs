@@ -67,8 +67,10 @@ fn the_kernel_matches_the_reference() {
         (big(9, 1), 2000, 100),
         (big(4, 2), 33, 13),
         (big(12, 1), 1030, 40),
+        // The big-codebook tensor-core kernel: three row blocks, three slabs, odd columns.
+        (big(10, 2), 1100, 301),
     ]);
-    let (mut tables, mut mmas, mut bigs) = (0, 0, 0);
+    let (mut tables, mut mmas, mut bigs, mut big_mmas) = (0, 0, 0, 0);
     for (i, (config, rows, cols)) in cases.enumerate() {
         let w = weights(rows * cols, i as u64 + 1);
         let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
@@ -101,6 +103,10 @@ fn the_kernel_matches_the_reference() {
             });
             bigs += 1;
         }
+        if m.big_mma_geometry().is_some() {
+            kernels.push(VqKernel::BigMma);
+            big_mmas += 1;
+        }
         for kernel in kernels {
             let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
             assert_eq!(dm.kernel(), kernel);
@@ -128,6 +134,10 @@ fn the_kernel_matches_the_reference() {
     assert!(tables >= 8, "the table kernel ran on {tables} cases");
     assert!(mmas >= 23, "the tensor-core kernel ran on {mmas} cases");
     assert!(bigs >= 5, "the big-codebook kernel ran on {bigs} cases");
+    assert!(
+        big_mmas >= 4,
+        "the big-codebook tensor-core kernel ran on {big_mmas} cases"
+    );
 }
 
 #[test]
@@ -249,8 +259,9 @@ fn the_gemm_matches_the_reference() {
     assert!(k.gemm(&dm, &x, &mut out, 0).is_err());
 }
 
-/// The big-codebook kernel alone (small enough for compute-sanitizer): AQLM-3 over two chunks
-/// with every codebook-cache split, one stage with few entries, batch 1 and 3.
+/// The big-codebook kernels alone (small enough for compute-sanitizer): AQLM-3 over two chunks
+/// with every codebook-cache split, one stage with few entries, batch 1 and 3 (3: the
+/// tensor-core kernel for two stages); the tensor-core kernel at batch 1 to 16.
 #[test]
 fn the_big_kernel_matches_the_reference() {
     let Some(gpu) = gpu_for_tests("the_big_kernel_matches_the_reference") else {
@@ -274,10 +285,18 @@ fn the_big_kernel_matches_the_reference() {
                 smem: 8,
             }),
         ];
-        for cache in [None].into_iter().chain(caches).chain(odd) {
-            let kernel = VqKernel::Big { cache };
+        let kernels = [None]
+            .into_iter()
+            .chain(caches)
+            .chain(odd)
+            .map(|cache| (VqKernel::Big { cache }, &[1usize, 3][..]))
+            .chain(
+                m.big_mma_geometry()
+                    .map(|_| (VqKernel::BigMma, &[1usize, 2, 8, 9, 16][..])),
+            );
+        for (kernel, batches) in kernels {
             let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
-            for batch in [1, 3] {
+            for &batch in batches {
                 let x: Vec<f16> = weights(batch * cols, 7 + batch as u64)
                     .iter()
                     .map(|v| f16::from_f32(v * 20.0))

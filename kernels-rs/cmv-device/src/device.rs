@@ -813,6 +813,22 @@ pub unsafe fn ld_nc_na_u64(p: *const u64) -> u64 {
     r
 }
 
+/// 32-bit read-only load that does not allocate in L1 (`ld.global.nc.L1::no_allocate.u32`):
+/// for data read once.
+///
+/// # Safety
+/// `p` is a valid, 4-byte-aligned global address that no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn ld_nc_na_u32(p: *const u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
+    unsafe {
+        asm!("ld.global.nc.L1::no_allocate.u32 {r}, [{p}];", p = in(reg64) p, r = out(reg32) r,
+             options(pure, readonly, nostack));
+    }
+    r
+}
+
 /// 64-bit read-only load (`ld.global.nc.u64`).
 ///
 /// # Safety

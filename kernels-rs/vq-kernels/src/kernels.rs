@@ -407,6 +407,12 @@ mod gemm_gpu;
 mod big_gpu;
 
 // ---------------------------------------------------------------------------------------------
+// The big-codebook tensor-core GEMV (`crate::bigmma`)
+
+#[path = "bigmma_gpu.rs"]
+mod bigmma_gpu;
+
+// ---------------------------------------------------------------------------------------------
 // The input permutation of the Hopper GEMM (`crate::gemm90::permuted_col`)
 
 /// `xp` = `x` with the columns of each group of 16 permuted (K group 0's eight, then K group

@@ -39,6 +39,7 @@ macro_rules! unroll {
 }
 
 pub mod big;
+pub mod bigmma;
 /// Device helpers shared by the kernels here and by `vq-kernels-sm90` (the table lookup, the
 /// codebook entry's load and replicated store).
 #[cfg(target_arch = "nvptx64")]

@@ -1,0 +1,342 @@
+// The big-codebook tensor-core GEMV (`crate::bigmma`), NVPTX only. Included from
+// `kernels.rs`.
+
+use cmv_device::{
+    U32x4, atomic_add_u32, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem_addr,
+    f32_to_f16, fence_gpu, grid_dim_x, ld_nc_na_u32, ld_nc_u16, ld_nc_u64, ld_relaxed_u32, lds_u32,
+    lds_v2, lds_v4, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v2, sync_threads,
+    thread_idx_x,
+};
+
+use crate::big::{BIG_ROW_WORDS, slab_code};
+use crate::bigmma::{
+    BM_BLOCK_ROWS, BM_ENTRY_BYTES, BM_ROW_GROUPS, BM_SLAB_COLS, BM_STAGES, BM_THREADS, BM_WARPS,
+    BM_X_STAGE_BYTES, VqBigMmaParams, bm_b_regs, bm_codebook_bytes, bm_frag_col,
+};
+
+const R: usize = BM_ROW_GROUPS;
+
+/// A thread's loads for one unit: its codes (per row group and half, the row's 3 words of the
+/// lane's table-kernel slab) and its part of the unit's input fragments.
+#[derive(Clone, Copy)]
+struct Loaded {
+    rb: u32,
+    codes: [[[u32; BIG_ROW_WORDS]; 2]; R],
+    x: [u32; 2],
+}
+
+/// Four inputs of vector `n` from column `col` (0 past the batch and the columns), as two
+/// words.
+///
+/// # Safety
+/// The launcher's contract (`VqBigMmaParams`).
+#[inline(always)]
+unsafe fn load_x4(p: &VqBigMmaParams, n: u32, col: usize) -> [u32; 2] {
+    let mut x = [0u32; 2];
+    let cols = p.cols as usize;
+    if n < p.batch {
+        let at = n as usize * cols + col;
+        if cols.is_multiple_of(4) && col + 4 <= cols {
+            // SAFETY: n < batch, col + 4 <= cols: inside x; 8-byte aligned (x is, and at is
+            // a multiple of 4 halves).
+            let w = unsafe { ld_nc_u64(p.x.as_ptr().add(at) as *const u64) };
+            x = [w as u32, (w >> 32) as u32];
+        } else {
+            for i in 0..4 {
+                if col + i < cols {
+                    // SAFETY: n < batch, col + i < cols: inside x.
+                    let h = u32::from(unsafe { ld_nc_u16(p.x.as_ptr().add(at + i)) });
+                    x[i / 2] |= h << (16 * (i % 2));
+                }
+            }
+        }
+    }
+    x
+}
+
+/// Loads thread `tid`'s part of unit `u`: its codes, and the 8 bytes of fragment `tid % 256`
+/// (step `(tid % 256) / 32`, lane `tid % 32`) of vector `g` (threads below 256) or `g + 8`
+/// (the others; only when `B16`).
+///
+/// # Safety
+/// The launcher's contract; `u < units`.
+#[inline(always)]
+unsafe fn load_unit<const B16: bool>(p: &VqBigMmaParams, u: u32, tid: u32) -> Loaded {
+    let (rb, slab) = p.unit(u);
+    let (warp, lane) = (tid / 32, tid % 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let mut codes = [[[0u32; BIG_ROW_WORDS]; 2]; R];
+    for (r, cr) in codes.iter_mut().enumerate() {
+        for (h, ch) in cr.iter_mut().enumerate() {
+            let row = VqBigMmaParams::row(rb, warp, r as u32, h as u32, g);
+            for (k, w) in ch.iter_mut().enumerate() {
+                if let Some(at) = p.code_word(row, slab, t, k) {
+                    // SAFETY: `code_word` is inside the planes (row < rows, the table
+                    // kernel's slab < big_slabs).
+                    *w = unsafe { ld_nc_na_u32(p.codes.as_ptr().add(at)) };
+                }
+            }
+        }
+    }
+    let f = tid % 256;
+    let (fs, fl) = ((f / 32) as usize, f % 32);
+    let col = slab as usize * BM_SLAB_COLS + bm_frag_col(fs, (fl % 4) as usize);
+    let n = fl / 4 + 8 * (tid / 256);
+    let x = if B16 || tid < 256 {
+        // SAFETY: the launcher's contract.
+        unsafe { load_x4(p, n, col) }
+    } else {
+        [0; 2]
+    };
+    Loaded { rb, codes, x }
+}
+
+/// Ends a segment (the units of one row block this block ran): adds the sums into the
+/// workspace, counts `seg` slabs into the row block's counter, and when that completes the
+/// row block converts it to fp16, zeroing its sums and counter (as `crate::mma`'s kernel).
+///
+/// # Safety
+/// The launcher's contract; every thread of the block calls it (barriers); `flag` is 4 bytes
+/// of shared memory no one else uses.
+#[inline(always)]
+unsafe fn flush(
+    p: &VqBigMmaParams,
+    rb: u32,
+    seg: u32,
+    acc: &[[[[f32; 4]; BM_STAGES]; 2]; R],
+    flag: u32,
+    tid: u32,
+) {
+    let (lane, warp) = (tid % 32, tid / 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let rows = p.rows as usize;
+    for (r, ar) in acc.iter().enumerate() {
+        for (h, ah) in ar.iter().enumerate() {
+            for q in 0..4 {
+                // c[q]: vector g (+ 8 for q >= 2), row 2t + q % 2 of the 8-row half.
+                let n = g + 8 * (q as u32 / 2);
+                let row = VqBigMmaParams::row(rb, warp, r as u32, h as u32, 2 * t + q as u32 % 2);
+                if n < p.batch && row < p.rows {
+                    // SAFETY: n < batch, row < rows: inside acc.
+                    unsafe {
+                        red_add_f32_global(
+                            p.acc.as_mut_ptr().add(n as usize * rows + row as usize),
+                            ah[0][q] + ah[1][q],
+                        )
+                    };
+                }
+            }
+        }
+    }
+    // The barrier orders every thread's sums before thread 0's fence, which publishes them
+    // (fences are cumulative) before the count; thread 0's second fence orders the count
+    // before the reads of the block that completes it (the barrier passes that on).
+    // SAFETY: every thread reaches both barriers.
+    unsafe {
+        sync_threads();
+        if tid == 0 {
+            fence_gpu();
+            let old = atomic_add_u32(p.counters.as_mut_ptr().add(rb as usize), seg);
+            let last = old + seg == p.slabs;
+            if last {
+                fence_gpu();
+            }
+            sts_u32(flag, u32::from(last));
+        }
+        sync_threads();
+    }
+    // SAFETY: written above, before the barrier.
+    if unsafe { lds_u32(flag) } == 0 {
+        return;
+    }
+    // Eight sums per thread at a time, all loads before the stores.
+    let total = BM_BLOCK_ROWS * p.batch;
+    let mut first = 0;
+    while first < total {
+        let mut v = [0u32; 8];
+        for (k, v) in v.iter_mut().enumerate() {
+            let i = first + k as u32 * BM_THREADS + tid;
+            let (n, row) = (i / BM_BLOCK_ROWS, rb * BM_BLOCK_ROWS + i % BM_BLOCK_ROWS);
+            if i < total && row < p.rows {
+                // SAFETY: n < batch, row < rows: inside acc; every slab's sums have arrived.
+                *v = unsafe {
+                    ld_relaxed_u32(p.acc.as_mut_ptr().add(n as usize * rows + row as usize) as _)
+                };
+            }
+        }
+        for (k, v) in v.iter().enumerate() {
+            let i = first + k as u32 * BM_THREADS + tid;
+            let (n, row) = (i / BM_BLOCK_ROWS, rb * BM_BLOCK_ROWS + i % BM_BLOCK_ROWS);
+            if i < total && row < p.rows {
+                let at = n as usize * rows + row as usize;
+                // SAFETY: n < batch, row < rows: inside acc and y; no block touches this row
+                // block again in this launch.
+                unsafe {
+                    *p.y.as_mut_ptr().add(at) = f32_to_f16(f32::from_bits(*v));
+                    *p.acc.as_mut_ptr().add(at) = 0.0;
+                }
+            }
+        }
+        first += 8 * BM_THREADS;
+    }
+    if tid == 0 {
+        // SAFETY: the row block's counter; all its slabs have counted in.
+        unsafe { *p.counters.as_mut_ptr().add(rb as usize) = 0 };
+    }
+}
+
+/// One unit's MMAs: for each K step the lane's A registers from the staged inputs at `xs`,
+/// then for each row group and half the B registers of both stages (a code's entry serves two
+/// steps) and one MMA per stage.
+///
+/// # Safety
+/// `cb0` and `cb1` are the two codebooks in shared memory (`entries` entries of 16 bytes
+/// each, `cb1 = cb0 + entries * 16`), every code below `entries`; `xs` this unit's input
+/// stage (after the barrier); the whole warp runs it.
+#[inline(always)]
+unsafe fn compute<const B16: bool>(
+    (cb0, cb1): (u32, u32),
+    xs: u32,
+    codes: &[[[u32; BIG_ROW_WORDS]; 2]; R],
+    acc: &mut [[[[f32; 4]; BM_STAGES]; 2]; R],
+    lane: u32,
+) {
+    let xl = xs + lane * 16;
+    let mut e = [[[[0u32; 4]; BM_STAGES]; 2]; R];
+    crate::unroll!(s in [0 1 2 3 4 5 6 7], {
+        // SAFETY: fragment (s, lane) of the stage buffer: vector g's 8 bytes, then g + 8's.
+        let a = if B16 {
+            let v = unsafe { lds_v4(xl + (s * 512) as u32).0 };
+            [v[0], v[2], v[1], v[3]]
+        } else {
+            let [x0, x1] = unsafe { lds_v2(xl + (s * 512) as u32) };
+            [x0, 0, x1, 0]
+        };
+        for r in 0..R {
+            for h in 0..2 {
+                if s % 2 == 0 {
+                    let c = (s / 2) as u32;
+                    let w = codes[r][h];
+                    // SAFETY (both): codes below entries (the caller's contract): inside the
+                    // stage's codebook.
+                    e[r][h][0] = unsafe { lds_v4(cb0 + slab_code(w, 2 * c) * BM_ENTRY_BYTES).0 };
+                    e[r][h][1] =
+                        unsafe { lds_v4(cb1 + slab_code(w, 2 * c + 1) * BM_ENTRY_BYTES).0 };
+                }
+                for st in 0..BM_STAGES {
+                    // SAFETY: the whole warp runs this (block-uniform control flow).
+                    acc[r][h][st] =
+                        unsafe { mma_m16n8k16_f16_f32(a, bm_b_regs(e[r][h][st], s), acc[r][h][st]) };
+                }
+            }
+        }
+    });
+}
+
+/// The big-codebook tensor-core GEMV (see `crate::bigmma`).
+///
+/// # Safety
+/// The launcher checked: `codes` holds the table kernel's 3 planes of `big_slabs * rows_pad`
+/// words for this matrix (every code below `entries`), `codebooks` `2 * entries * 8` values
+/// (16-byte aligned), `x` `batch * cols` halves (8-byte aligned), `y` and `acc` `batch * rows`
+/// values, `counters` `row_blocks`, `acc` and `counters` zero; `1 <= batch <= 16` (`<= 8`
+/// unless `B16`); the geometry fields from a `BigMmaGeometry` of the matrix; `BM_THREADS`
+/// threads per block, `bm_smem_bytes(entries)` bytes of dynamic shared memory.
+#[inline(always)]
+unsafe fn big_mma_gemv<const B16: bool>(p: &VqBigMmaParams) {
+    let tid = thread_idx_x();
+    let (start, end) = p.unit_range(block_idx_x(), grid_dim_x());
+    if start >= end {
+        return;
+    }
+    let base = dyn_smem_addr();
+    let cb_bytes = bm_codebook_bytes(p.entries);
+    // The codebooks into shared memory, as stored, while the first unit loads.
+    let mut i = tid;
+    while i < cb_bytes / 16 {
+        // SAFETY: chunk i < 2 entries of 16 bytes: inside the codebooks (16-byte aligned) and
+        // inside the shared codebook area; nothing reads it before the wait and barrier.
+        unsafe {
+            cp_async_16(
+                base + 16 * i,
+                (p.codebooks.as_ptr() as *const U32x4).add(i as usize),
+            )
+        };
+        i += BM_THREADS;
+    }
+    // SAFETY: no operands.
+    unsafe { cp_async_commit() };
+    let cbs = (base, base + cb_bytes / 2);
+    let xs0 = base + cb_bytes;
+    let flag = xs0 + 2 * BM_X_STAGE_BYTES;
+    let lane = tid % 32;
+    // SAFETY: a unit of the launch.
+    let mut cur = unsafe { load_unit::<B16>(p, start, tid) };
+    let mut acc = [[[[0f32; 4]; BM_STAGES]; 2]; R];
+    let mut seg = 0u32;
+    // SAFETY: this thread's copies; the first barrier below makes everyone's visible.
+    unsafe { cp_async_wait::<0>() };
+    let f = tid % 256;
+    let mut u = start;
+    loop {
+        let xs = xs0 + (u & 1) * BM_X_STAGE_BYTES;
+        if B16 || tid < 256 {
+            // SAFETY: fragment f of this stage buffer (vector g's 8 bytes, or g + 8's), last
+            // read before the previous barrier (the other buffer was used in between).
+            unsafe { sts_v2(xs + f * 16 + 8 * (tid / 256), cur.x[0], cur.x[1]) };
+        }
+        // SAFETY: every thread of the block reaches it (block-uniform loop).
+        unsafe { sync_threads() };
+        let more = u + 1 < end;
+        let next = if more {
+            // SAFETY: a unit of the launch.
+            unsafe { load_unit::<B16>(p, u + 1, tid) }
+        } else {
+            cur
+        };
+        // SAFETY: the codebooks are in shared memory (waited for before the first barrier),
+        // the stage written before the barrier; codes below entries (the contract).
+        unsafe { compute::<B16>(cbs, xs, &cur.codes, &mut acc, lane) };
+        seg += 1;
+        if !more || next.rb != cur.rb {
+            // SAFETY: block-uniform; the flag word is ours.
+            unsafe { flush(p, cur.rb, seg, &acc, flag, tid) };
+            acc = [[[[0f32; 4]; BM_STAGES]; 2]; R];
+            seg = 0;
+        }
+        if !more {
+            break;
+        }
+        cur = next;
+        u += 1;
+    }
+}
+
+/// The big-codebook tensor-core GEMV for at most 8 vectors; see `crate::bigmma`.
+///
+/// # Safety
+/// As `big_mma_gemv` with `B16 = false`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b8(p: VqBigMmaParams) {
+    // SAFETY: the launcher's checks are this kernel's contract.
+    unsafe { big_mma_gemv::<false>(&p) }
+}
+
+/// The big-codebook tensor-core GEMV for at most 16 vectors; see `crate::bigmma`.
+///
+/// # Safety
+/// As `big_mma_gemv` with `B16 = true`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b16(p: VqBigMmaParams) {
+    // SAFETY: the launcher's checks are this kernel's contract.
+    unsafe { big_mma_gemv::<true>(&p) }
+}
+
+// 512 threads, one block per SM (the codebooks take 128 KiB of shared memory): at most 128
+// registers.
+cmv_device::launch_bounds! {
+    CMV_MAXNTID_cmv_vq_big_mma_b8 = BM_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_big_mma_b8 = 1;
+    CMV_MAXNTID_cmv_vq_big_mma_b16 = BM_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_big_mma_b16 = 1;
+}
