@@ -185,55 +185,24 @@ unsafe fn flush(
     }
 }
 
-/// A lane's codebook entries of one pair of K steps: per row group, half and stage.
-type Entries = [[[[u32; 4]; BM_STAGES]; 2]; R];
-
-/// Looks up row group `r`'s entries (both halves and stages) of pair `c` (K steps `2c, 2c+1`:
-/// codes `2c`, `2c + 1` of the lane's slab) into `e[r]`.
+/// One unit's MMAs: for each K step the lane's A registers from the staged inputs at `xs`,
+/// then for each row group and half the B registers of both stages (a code's entry serves two
+/// steps) and one MMA per stage.
 ///
 /// # Safety
 /// `cb0` and `cb1` are the two codebooks in shared memory (`entries` entries of 16 bytes
-/// each), every code below `entries`, written and made visible (barrier).
-#[inline(always)]
-unsafe fn lookups(
-    (cb0, cb1): (u32, u32),
-    codes: &[[[u32; BIG_ROW_WORDS]; 2]; R],
-    c: u32,
-    r: usize,
-    e: &mut Entries,
-) {
-    for h in 0..2 {
-        let w = codes[r][h];
-        // SAFETY (both): codes below entries (the caller's contract): inside the stage's
-        // codebook.
-        e[r][h][0] = unsafe { lds_v4(cb0 + slab_code(w, 2 * c) * BM_ENTRY_BYTES).0 };
-        e[r][h][1] = unsafe { lds_v4(cb1 + slab_code(w, 2 * c + 1) * BM_ENTRY_BYTES).0 };
-    }
-}
-
-/// One unit's MMAs: for each K step the lane's A registers from the staged inputs at `xs`,
-/// then for each row group and half one MMA per stage with the B registers from `e` (a code's
-/// entry serves two steps). Lookups run one pair of steps ahead: `e` holds pair 0's entries
-/// on entry, a row group's next entries are looked up as soon as its MMAs of the odd step
-/// are issued, and after the last pair `e` holds pair 0 of `next` (the next unit's codes), so
-/// that those lookups overlap this unit's last MMAs and the next barrier.
-///
-/// # Safety
-/// As [`lookups`] for `codes` and `next`; `xs` this unit's input stage (after the barrier);
-/// the whole warp runs it.
+/// each, `cb1 = cb0 + entries * 16`), every code below `entries`; `xs` this unit's input
+/// stage (after the barrier); the whole warp runs it.
 #[inline(always)]
 unsafe fn compute<const B16: bool>(
-    cbs: (u32, u32),
+    (cb0, cb1): (u32, u32),
     xs: u32,
-    (codes, next): (
-        &[[[u32; BIG_ROW_WORDS]; 2]; R],
-        &[[[u32; BIG_ROW_WORDS]; 2]; R],
-    ),
-    e: &mut Entries,
+    codes: &[[[u32; BIG_ROW_WORDS]; 2]; R],
     acc: &mut [[[[f32; 4]; BM_STAGES]; 2]; R],
     lane: u32,
 ) {
     let xl = xs + lane * 16;
+    let mut e = [[[[0u32; 4]; BM_STAGES]; 2]; R];
     crate::unroll!(s in [0 1 2 3 4 5 6 7], {
         // SAFETY: fragment (s, lane) of the stage buffer: vector g's 8 bytes, then g + 8's.
         let a = if B16 {
@@ -245,20 +214,19 @@ unsafe fn compute<const B16: bool>(
         };
         for r in 0..R {
             for h in 0..2 {
+                if s % 2 == 0 {
+                    let c = (s / 2) as u32;
+                    let w = codes[r][h];
+                    // SAFETY (both): codes below entries (the caller's contract): inside the
+                    // stage's codebook.
+                    e[r][h][0] = unsafe { lds_v4(cb0 + slab_code(w, 2 * c) * BM_ENTRY_BYTES).0 };
+                    e[r][h][1] =
+                        unsafe { lds_v4(cb1 + slab_code(w, 2 * c + 1) * BM_ENTRY_BYTES).0 };
+                }
                 for st in 0..BM_STAGES {
                     // SAFETY: the whole warp runs this (block-uniform control flow).
                     acc[r][h][st] =
                         unsafe { mma_m16n8k16_f16_f32(a, bm_b_regs(e[r][h][st], s), acc[r][h][st]) };
-                }
-            }
-            if s % 2 == 1 {
-                // SAFETY: the caller's contract.
-                unsafe {
-                    if s < 7 {
-                        lookups(cbs, codes, (s as u32 + 1) / 2, r, e);
-                    } else {
-                        lookups(cbs, next, 0, r, e);
-                    }
                 }
             }
         }
@@ -306,16 +274,8 @@ unsafe fn big_mma_gemv<const B16: bool>(p: &VqBigMmaParams) {
     let mut cur = unsafe { load_unit::<B16>(p, start, tid) };
     let mut acc = [[[[0f32; 4]; BM_STAGES]; 2]; R];
     let mut seg = 0u32;
-    // SAFETY: this thread's copies, then a barrier that makes everyone's visible; then the
-    // first unit's first lookups.
-    let mut e: Entries = [[[[0; 4]; BM_STAGES]; 2]; R];
-    unsafe {
-        cp_async_wait::<0>();
-        sync_threads();
-        for r in 0..R {
-            lookups(cbs, &cur.codes, 0, r, &mut e);
-        }
-    }
+    // SAFETY: this thread's copies; the first barrier below makes everyone's visible.
+    unsafe { cp_async_wait::<0>() };
     let f = tid % 256;
     let mut u = start;
     loop {
@@ -335,9 +295,8 @@ unsafe fn big_mma_gemv<const B16: bool>(p: &VqBigMmaParams) {
             cur
         };
         // SAFETY: the codebooks are in shared memory (waited for before the first barrier),
-        // the stage written before the barrier; codes below entries (the contract); `next` is
-        // `cur` after the last unit (lookups of valid codes, unused).
-        unsafe { compute::<B16>(cbs, xs, (&cur.codes, &next.codes), &mut e, &mut acc, lane) };
+        // the stage written before the barrier; codes below entries (the contract).
+        unsafe { compute::<B16>(cbs, xs, &cur.codes, &mut acc, lane) };
         seg += 1;
         if !more || next.rb != cur.rb {
             // SAFETY: block-uniform; the flag word is ours.
