@@ -52,11 +52,11 @@ pub fn run_kernels(
     rows
 }
 
-/// One VQ-GEMM measurement (`--vq-gemm-tokens`): GPTVQ-2 at one shape and input count
-/// against cuBLAS fp16 GEMM on the dequantized weights.
+/// One VQ-GEMM measurement (`--vq-gemm-tokens`): GPTVQ-2 or AQLM-3 at one shape and input
+/// count against cuBLAS fp16 GEMM on the dequantized weights.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct GemmRow {
-    /// Configuration (`gptvq2`).
+    /// Configuration (`gptvq2`, `aqlm3`).
     pub config: String,
     /// The kernel: `auto` (what `VqGemv::gemm` runs: GEMV launches of 16 for a few dozen
     /// inputs, else the GEMM), `mma` (`mma.sync`, every GPU), `wgmma` (Hopper, split-K chosen
@@ -122,7 +122,23 @@ fn sampled_error(y: &[half::f16], rows: usize, toks: &[usize], want: &[f64]) -> 
     vq_codebook::cmv_format::relative_error(got, want)
 }
 
-/// Runs the VQ-GEMM (GPTVQ-2, seeded uniform weights as the format suites use) at every shape and token count, and
+/// The configurations the VQ-GEMM runs for the `--variants` list: those of `gptvq2` and `aqlm3`
+/// it names (AQLM-3 has no GEMM kernel: chunks of 16 inputs through its GEMV kernels), GPTVQ-2
+/// alone where it names neither.
+pub fn gemm_configs(variants: &[String]) -> Vec<(&'static str, vq_codebook::VqConfig)> {
+    use vq_codebook::VqConfig;
+    let named: Vec<_> = [("gptvq2", VqConfig::gptvq2()), ("aqlm3", VqConfig::aqlm3())]
+        .into_iter()
+        .filter(|(n, _)| variants.iter().any(|v| v == n))
+        .collect();
+    if named.is_empty() {
+        vec![("gptvq2", VqConfig::gptvq2())]
+    } else {
+        named
+    }
+}
+
+/// Runs the VQ-GEMM (each of `configs`, seeded uniform weights as the format suites use) at every shape and token count, and
 /// cuBLAS fp16 GEMM (`cublasGemmEx`, fp32 compute) on the same weights dequantized; both
 /// timed as the GEMV suites are (CUDA events, median of `iters` after `warmup`, weights
 /// rotated through copies of at least 4x L2 for VQ); outputs of sampled tokens are checked
@@ -133,6 +149,7 @@ fn sampled_error(y: &[half::f16], rows: usize, toks: &[usize], want: &[f64]) -> 
 /// Runtime and format errors, [`BenchError::Mismatch`].
 pub fn run_gemm(
     gpu: &cmv_runtime::Gpu,
+    configs: &[(&'static str, vq_codebook::VqConfig)],
     shapes: &[(usize, usize)],
     token_counts: &[usize],
     (warmup, iters): (usize, usize),
@@ -141,8 +158,8 @@ pub fn run_gemm(
     use cmv_runtime::cudarc::cublas::sys::cublasOperation_t;
     use cmv_runtime::cudarc::cublas::{Gemm, GemmConfig};
     use half::f16;
+    use vq_codebook::EncodeOptions;
     use vq_codebook::gpu::{DeviceVqMatrix, GPU_TOLERANCE, GemmKernel, VqGemv, VqOut};
-    use vq_codebook::{EncodeOptions, VqConfig};
     let fmt = |e: vq_codebook::VqError| BenchError::Format {
         format: "vq",
         source: Box::new(e),
@@ -151,9 +168,12 @@ pub fn run_gemm(
     let blas = gpu.cublas()?;
     let l2 = gpu.info().l2_bytes;
     let mut out = Vec::new();
-    for (si, &(rows, cols)) in shapes.iter().enumerate() {
+    for (&(config, vq), (si, &(rows, cols))) in configs
+        .iter()
+        .flat_map(|c| shapes.iter().enumerate().map(move |s| (c, s)))
+    {
         let w = <f32 as crate::data::Generate>::weights(rows * cols, 1000 + si as u64);
-        let opts = EncodeOptions::with(VqConfig::gptvq2());
+        let opts = EncodeOptions::with(vq);
         let m = VqMatrix::encode(&w, rows, cols, &opts).map_err(fmt)?;
         let dm = DeviceVqMatrix::upload(gpu, &m).map_err(fmt)?;
         let copies = cmv_runtime::rotation_copies(dm.bytes_read(), l2, 512 << 20);
@@ -186,8 +206,11 @@ pub fn run_gemm(
                 }
             };
             let mut timed = Vec::new();
-            let mut which = vec![(GemmKernel::Auto, "auto"), (GemmKernel::MmaSync, "mma")];
-            if kernels.has_wgmma(4) {
+            let mut which = vec![(GemmKernel::Auto, "auto")];
+            if m.gemm_takes() {
+                which.push((GemmKernel::MmaSync, "mma"));
+            }
+            if m.gemm_takes() && kernels.has_wgmma(4) {
                 which.push((GemmKernel::WgmmaSplits(1), "wgmma-nosplit"));
                 which.push((GemmKernel::Wgmma, "wgmma"));
             }
@@ -242,7 +265,7 @@ pub fn run_gemm(
             for (name, t, before, after) in timed {
                 let median_us = 1e3 * t.median_ms();
                 let row = GemmRow {
-                    config: "gptvq2".into(),
+                    config: config.into(),
                     kernel: name.into(),
                     rows,
                     cols,
@@ -294,8 +317,8 @@ pub fn gemm_table(rows: &[GemmRow]) -> String {
 pub fn parse_kernel(s: &str) -> Result<VqKernel, String> {
     VqKernel::from_name(s).ok_or_else(|| {
         format!(
-            "unknown VQ kernel {s:?}: one of mma, mma2, mma4, table, stream, big, big-gmem, \
-             big-smem, big-r8-gmem, big-r8-smem, big-1024"
+            "unknown VQ kernel {s:?}: one of mma, mma2, mma4, table, stream, big, big-mma, \
+             big-gmem, big-smem, big-r8-gmem, big-r8-smem, big-1024"
         )
     })
 }

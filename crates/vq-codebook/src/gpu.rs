@@ -714,9 +714,9 @@ impl VqGemv {
                     .big_mma_geometry(geom)
                     .filter(|_| *mma_only || batch >= BIG_MMA_MIN_BATCH);
                 if let Some(g) = mma {
-                    return self.gemv_big_mma(m, codes, &g, x, out, batch);
+                    return self.gemv_big_mma(m, codes, &g, x, out, batch, 0);
                 }
-                return self.gemv_big(m, (codes, cb), geom, *cache, x, out, batch);
+                return self.gemv_big(m, (codes, cb), geom, *cache, x, out, batch, 0);
             }
             Codes::Mma { codes, geoms, .. } => {
                 let geom = crate::mma::choose_geometry(geoms, batch, self.sms as usize).ok_or(
@@ -788,7 +788,9 @@ impl VqGemv {
     /// writing `tokens * rows` fp16 values (token-major); fp32 sums. Up to 16 tokens run the
     /// GEMV ([`VqGemv::gemv`]); more run the fused tensor-core GEMM (`vq_kernels::gemm`), which
     /// takes a matrix uploaded for the tensor-core kernel ([`VqKernel::Mma`]) with 2 row groups
-    /// per warp on its grid ([`VqMatrix::gemm_takes`]) and `cols` a multiple of 8.
+    /// per warp on its grid ([`VqMatrix::gemm_takes`]) and `cols` a multiple of 8. A matrix
+    /// uploaded for the big-codebook kernels ([`VqKernel::Big`], AQLM-3) has no GEMM: its
+    /// inputs run through the GEMV kernels 16 at a time.
     ///
     /// # Errors
     /// [`FormatError::Batch`](cmv_format::FormatError::Batch) for 0 tokens,
@@ -839,6 +841,33 @@ impl VqGemv {
         check_len_at_least("input", x.len(), batch_len(tokens, m.cols())?)?;
         check_len_at_least("output", out.y.len(), batch_len(tokens, m.rows())?)?;
         let refuse = |reason| VqError::Gemm { tokens, reason };
+        if let Codes::Big {
+            codes,
+            cb,
+            geom,
+            cache,
+            mma_only,
+        } = &m.codes
+        {
+            // No GEMM kernel for the big codebooks: chunks of 16 inputs through the GEMV ones.
+            if kernel != GemmKernel::Auto {
+                return Err(refuse(
+                    "runs the big-codebook GEMV kernels in chunks of 16 inputs: ask for \
+                     GemmKernel::Auto",
+                ));
+            }
+            let mma = m.big_mma_geometry(geom);
+            for first in (0..tokens).step_by(MAX_BATCH as usize) {
+                let batch = (tokens - first).min(MAX_BATCH as usize);
+                match mma {
+                    Some(g) if *mma_only || batch >= BIG_MMA_MIN_BATCH => {
+                        self.gemv_big_mma(m, codes, &g, x, out, batch, first)?
+                    }
+                    _ => self.gemv_big(m, (codes, cb), geom, *cache, x, out, batch, first)?,
+                }
+            }
+            return Ok(());
+        }
         let Codes::Mma { codes, geoms, .. } = &m.codes else {
             return Err(refuse(
                 "takes only matrices uploaded for the tensor-core kernel",
@@ -1143,8 +1172,9 @@ impl VqGemv {
 pub const BIG_MMA_MIN_BATCH: usize = 2;
 
 impl VqGemv {
-    /// The big-codebook tensor-core kernel: 1 to 16 vectors in one launch (sizes checked by
-    /// [`VqGemv::gemv`]).
+    /// The big-codebook tensor-core kernel: 1 to 16 vectors in one launch, vectors `first ..
+    /// first + batch` of `x` and `out` (a chunk of a larger product).
+    #[allow(clippy::too_many_arguments)]
     fn gemv_big_mma(
         &self,
         m: &DeviceVqMatrix,
@@ -1153,9 +1183,12 @@ impl VqGemv {
         x: &CudaSlice<f16>,
         out: &mut VqOut,
         batch: usize,
+        first: usize,
     ) -> Result<(), VqError> {
-        let rows = m.rows();
+        let (rows, cols) = (m.rows(), m.cols());
         let entries = geom.big.entries;
+        check_len_at_least("input", x.len(), batch_len(first + batch, cols)?)?;
+        check_len_at_least("output", out.y.len(), batch_len(first + batch, rows)?)?;
         check_len_at_least("workspace", out.acc.len(), batch_len(batch, rows)?)?;
         check_len_at_least("counters", out.counters.len(), geom.row_blocks)?;
         check_len_at_least("big codes", codes.len(), geom.big.code_words())?;
@@ -1184,11 +1217,17 @@ impl VqGemv {
             block_dim: (BM_THREADS, 1, 1),
             shared_mem_bytes: smem,
         };
+        let (x_at, y_at) = vector_ptrs(
+            dev_ptr(x).cast::<u16>(),
+            dev_ptr_mut(&mut out.y).cast::<u16>(),
+            first,
+            (rows, cols),
+        );
         let params = VqBigMmaParams {
             codes: dev_ptr(codes),
             codebooks: dev_ptr(&m.codebooks),
-            x: dev_ptr(x).cast(),
-            y: dev_ptr_mut(&mut out.y).cast(),
+            x: x_at,
+            y: y_at,
             acc: dev_ptr_mut(&mut out.acc),
             counters: dev_ptr_mut(&mut out.counters),
             rows: m.shape.rows,
@@ -1205,8 +1244,9 @@ impl VqGemv {
         // SAFETY: `codes` were laid out by big_codes for `geom.big`, the BigGeometry of this
         // validated matrix (two stages: BigMmaGeometry::new checked), every code below
         // `entries` (codes of `bits` bits); the codebooks as stored hold 2 * entries * 8 values
-        // (checked above; device buffers are 256-byte aligned); x and y hold batch * cols and
-        // batch * rows halves, acc batch * rows values and counters row_blocks (checked
+        // (checked above; device buffers are 256-byte aligned); x and y from vector `first`
+        // on hold batch * cols and batch * rows halves (the kernel's 8-byte input loads need
+        // only cols % 4 == 0, which it checks), acc batch * rows values and counters row_blocks (checked
         // above), both zero: zeroed at allocation and left zero by every launch, which runs in
         // stream order; 1 <= batch <= 16 and the kernel for that batch; BM_THREADS threads
         // and bm_smem_bytes(entries) bytes of shared memory (within the attribute set at load
@@ -1215,7 +1255,8 @@ impl VqGemv {
         Ok(())
     }
 
-    /// The big-codebook kernel, one launch per vector (sizes checked by [`VqGemv::gemv`]).
+    /// The big-codebook kernel, one launch per vector, vectors `first .. first + batch` of `x`
+    /// and `out`.
     #[allow(clippy::too_many_arguments)]
     fn gemv_big(
         &self,
@@ -1226,8 +1267,11 @@ impl VqGemv {
         x: &CudaSlice<f16>,
         out: &mut VqOut,
         batch: usize,
+        first: usize,
     ) -> Result<(), VqError> {
         let (rows, cols) = (m.rows(), m.cols());
+        check_len_at_least("input", x.len(), batch_len(first + batch, cols)?)?;
+        check_len_at_least("output", out.y.len(), batch_len(first + batch, rows)?)?;
         check_len_at_least("workspace", out.acc.len(), rows)?;
         check_len_at_least("counters", out.counters.len(), geom.chunks)?;
         check_len_at_least("big codes", codes.len(), geom.code_words())?;
@@ -1262,7 +1306,7 @@ impl VqGemv {
         };
         let x0 = dev_ptr(x).cast::<u16>();
         let y0 = dev_ptr_mut(&mut out.y).cast::<u16>();
-        for b in 0..batch {
+        for b in first..first + batch {
             let (xb, yb) = vector_ptrs(x0, y0, b, (rows, cols));
             let params = VqBigParams {
                 codes: dev_ptr(codes),

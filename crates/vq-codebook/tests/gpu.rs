@@ -259,6 +259,49 @@ fn the_gemm_matches_the_reference() {
     assert!(k.gemm(&dm, &x, &mut out, 0).is_err());
 }
 
+/// More than 16 inputs on the big codebooks: chunks of 16 through the GEMV kernels (the
+/// tensor-core one, and the table kernel for a last chunk of one input or one stage).
+#[test]
+fn the_big_gemm_runs_in_gemv_chunks() {
+    let Some(gpu) = gpu_for_tests("the_big_gemm_runs_in_gemv_chunks") else {
+        return;
+    };
+    let k = VqGemv::new(&gpu).unwrap();
+    for (i, (config, rows, cols)) in [(VqConfig::aqlm3(), 520, 136), (big(9, 1), 300, 40)]
+        .into_iter()
+        .enumerate()
+    {
+        let w = weights(rows * cols, 60 + i as u64);
+        let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(config)).unwrap();
+        let mut uploads = vec![VqKernel::Big { cache: None }];
+        if m.big_mma_geometry().is_some() {
+            uploads.push(VqKernel::BigMma);
+        }
+        for kernel in uploads {
+            let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
+            for tokens in [17, 33, 40] {
+                let x: Vec<f16> = weights(tokens * cols, 5 + tokens as u64)
+                    .iter()
+                    .map(|v| f16::from_f32(v * 20.0))
+                    .collect();
+                let want = m.reference(&x, tokens).unwrap();
+                let dx = gpu.upload(&x).unwrap();
+                let mut out = VqOut::new(&gpu, rows, tokens).unwrap();
+                for round in 0..2 {
+                    k.gemm(&dm, &dx, &mut out, tokens).unwrap();
+                    let e = rel(&gpu.download(out.y()).unwrap(), &want);
+                    assert!(
+                        e < GPU_TOLERANCE,
+                        "{kernel:?} {config:?} {rows}x{cols} tokens {tokens} round {round}: {e:e}"
+                    );
+                }
+                let e = k.gemm_with(&dm, &dx, &mut out, tokens, GemmKernel::MmaSync);
+                assert!(matches!(e, Err(VqError::Gemm { .. })), "{e:?}");
+            }
+        }
+    }
+}
+
 /// The big-codebook kernels alone (small enough for compute-sanitizer): AQLM-3 over two chunks
 /// with every codebook-cache split, one stage with few entries, batch 1 and 3 (3: the
 /// tensor-core kernel for two stages); the tensor-core kernel at batch 1 to 16.

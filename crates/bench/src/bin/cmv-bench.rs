@@ -63,15 +63,18 @@ struct Args {
     sbvr_ways: Vec<sbvr_format::gpu::Way>,
     /// VQ suite: also run these GEMV kernels, comma-separated (`mma`: tensor cores, row groups
     /// per warp chosen per launch (the default); `mma2`, `mma4`: 2 or 4 row groups per warp;
-    /// `table`: the lookup-table kernel; `stream`; `big`: the big-codebook table kernel (AQLM-3),
+    /// `table`: the lookup-table kernel; `stream`; `big`: the big-codebook kernels (AQLM-3: the
+    /// table kernel for one vector, the tensor-core one for more), `big-mma`: the tensor-core
+    /// one for every batch,
     /// `big-gmem`, `big-smem`, `big-r8-gmem`, `big-r8-smem`, `big-1024`: with
     /// its codebook entries in global memory, shared memory, registers or a mix), rows named like
     /// `gptvq2/table`, beside the default choice; a kernel that does not take a matrix leaves
     /// it to the default.
     #[arg(long, value_delimiter = ',', value_parser = bench::vq::parse_kernel)]
     vq_kernels: Vec<vq_codebook::gpu::VqKernel>,
-    /// VQ suite: also run the VQ-GEMM (GPTVQ-2, more than 16 inputs) at these input counts,
-    /// comma-separated (e.g. `128,512`), against cuBLAS fp16 GEMM on the dequantized weights.
+    /// VQ suite: also run the VQ-GEMM (more than 16 inputs; GPTVQ-2, and AQLM-3 where
+    /// `--variants` names it) at these input counts, comma-separated (e.g. `128,512`),
+    /// against cuBLAS fp16 GEMM on the dequantized weights.
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(17..=65536))]
     vq_gemm_tokens: Vec<u32>,
     /// Only these variants of every format suite, comma-separated (e.g. `gptvq2,cq2`; a format
@@ -529,6 +532,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 let tokens: Vec<usize> = args.vq_gemm_tokens.iter().map(|&t| t as usize).collect();
                 report.vq_gemm = bench::vq::run_gemm(
                     &gpu,
+                    &bench::vq::gemm_configs(&args.variants),
                     &cfg.shapes,
                     &tokens,
                     (cfg.warmup, cfg.iters),
