@@ -15,6 +15,11 @@
 //!   the tables of entry-times-input dot products are built on the tensor cores in shared
 //!   memory, then every code is one lookup; the codebook is cached in registers, shared memory
 //!   and global memory by frequency order ([`BigCache`], [`big_cache`]). One vector per launch;
+//! * the **big-codebook tensor-core kernel** (`vq_kernels::bigmma`) for the same matrices with
+//!   two stages, over the same upload: both codebooks in shared memory, each code's entry
+//!   looked up straight into the registers of an `mma.m16n8k16`, 1 to 16 vectors in one
+//!   launch. The big-codebook matrices run it from [`BIG_MMA_MIN_BATCH`] vectors on (and
+//!   inputs past 16 in chunks of 16: there is no GEMM for them);
 //! * the **stream kernel** (one warp per row, codebooks read through L1) for every other
 //!   configuration, batch 1 to 16.
 
