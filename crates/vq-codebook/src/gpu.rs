@@ -38,7 +38,7 @@ use vq_kernels::big::{
     big_kernel, big_smem_bytes, reg_entries,
 };
 use vq_kernels::bigmma::{
-    BM_MAX_BATCH, BM_THREADS, BigMmaGeometry, VqBigMmaParams, big_mma_kernel, bm_smem_bytes,
+    BM_GEMV, BM_T64, BM_THREADS, BigMmaGeometry, VqBigMmaParams, big_mma_kernel, bm_smem_bytes,
 };
 use vq_kernels::gemm::{
     GEMM_ROWS, GEMM_THREADS, GEMM_TOKENS, choose_splits, gemm_kernel, gemm_params, gemm_smem_bytes,
@@ -491,7 +491,7 @@ impl DeviceVqMatrix {
     /// The big-codebook tensor-core kernel's geometry over the table kernel's layout `big`
     /// (`None` for one stage).
     fn big_mma_geometry(&self, big: &BigGeometry) -> Option<BigMmaGeometry> {
-        BigMmaGeometry::new(self.rows(), self.cols(), *big)
+        BigMmaGeometry::new(self.rows(), self.cols(), *big, BM_GEMV.r)
     }
 
     /// The kernel this copy is laid out for.
@@ -542,18 +542,16 @@ pub struct VqOut {
 
 impl VqOut {
     /// Outputs for `batch` vectors (or GEMM inputs) of a matrix of `rows` rows. The fp32
-    /// workspace serves at most 16 (the GEMV's); the GEMM needs none.
+    /// workspace serves at most 64 (the GEMV's 16, and the big-codebook chunks of 64); the GEMM
+    /// needs none.
     ///
     /// # Errors
     /// [`cmv_format::FormatError::Shape`] for sizes past `usize`, runtime errors.
     pub fn new(gpu: &Gpu, rows: usize, batch: usize) -> Result<Self, VqError> {
         Ok(Self {
             y: gpu.alloc_zeros::<f16>(batch_len(batch, rows)?)?,
-            acc: gpu.alloc_zeros::<f32>(
-                batch_len(batch.min(MAX_BATCH as usize), rows)?
-                    .max(rows)
-                    .max(1),
-            )?,
+            acc: gpu
+                .alloc_zeros::<f32>(batch_len(batch.min(BM_T64.mg * 16), rows)?.max(rows).max(1))?,
             counters: gpu.alloc_zeros::<u32>(rows.div_ceil(32).max(1))?,
             xp: None,
             gemm_acc: None,
@@ -675,13 +673,13 @@ impl VqGemv {
                 })
                 .collect::<Result<_, RuntimeError>>()?,
             big_smem_max,
-            big_mmas: [1, BM_MAX_BATCH as usize]
+            big_mmas: [1, 16, 64]
                 .into_iter()
                 .filter_map(big_mma_kernel)
-                .map(|name| {
+                .map(|(name, shape)| {
                     Ok((
                         name,
-                        gpu.kernel_for(&PTX, name, BM_THREADS, bm_smem_bytes(4096))?,
+                        gpu.kernel_for(&PTX, name, BM_THREADS, bm_smem_bytes(4096, shape.mg))?,
                     ))
                 })
                 .collect::<Result<_, RuntimeError>>()?,
@@ -715,11 +713,10 @@ impl VqGemv {
                 cache,
                 mma_only,
             } => {
-                let mma = m
-                    .big_mma_geometry(geom)
-                    .filter(|_| *mma_only || batch >= BIG_MMA_MIN_BATCH);
-                if let Some(g) = mma {
-                    return self.gemv_big_mma(m, codes, &g, x, out, batch, 0);
+                let mma =
+                    m.big_mma_geometry(geom).is_some() && (*mma_only || batch >= BIG_MMA_MIN_BATCH);
+                if mma {
+                    return self.gemv_big_mma(m, codes, geom, x, out, batch, 0);
                 }
                 return self.gemv_big(m, (codes, cb), geom, *cache, x, out, batch, 0);
             }
@@ -854,22 +851,29 @@ impl VqGemv {
             mma_only,
         } = &m.codes
         {
-            // No GEMM kernel for the big codebooks: chunks of 16 inputs through the GEMV ones.
+            // No GEMM kernel for the big codebooks: chunks of up to 64 inputs through the
+            // tensor-core GEMV (`_t64`; up to 16 for one stage, on the table kernel).
             if kernel != GemmKernel::Auto {
                 return Err(refuse(
-                    "runs the big-codebook GEMV kernels in chunks of 16 inputs: ask for \
+                    "runs the big-codebook GEMV kernels in chunks of up to 64 inputs: ask for \
                      GemmKernel::Auto",
                 ));
             }
-            let mma = m.big_mma_geometry(geom);
-            for first in (0..tokens).step_by(MAX_BATCH as usize) {
-                let batch = (tokens - first).min(MAX_BATCH as usize);
-                match mma {
-                    Some(g) if *mma_only || batch >= BIG_MMA_MIN_BATCH => {
-                        self.gemv_big_mma(m, codes, &g, x, out, batch, first)?
-                    }
-                    _ => self.gemv_big(m, (codes, cb), geom, *cache, x, out, batch, first)?,
+            let mma = m.big_mma_geometry(geom).is_some();
+            let chunk = if mma {
+                BM_T64.mg * 16
+            } else {
+                MAX_BATCH as usize
+            };
+            let mut first = 0;
+            while first < tokens {
+                let batch = (tokens - first).min(chunk);
+                if mma && (*mma_only || batch >= BIG_MMA_MIN_BATCH) {
+                    self.gemv_big_mma(m, codes, geom, x, out, batch, first)?;
+                } else {
+                    self.gemv_big(m, (codes, cb), geom, *cache, x, out, batch, first)?;
                 }
+                first += batch;
             }
             return Ok(());
         }
@@ -1177,20 +1181,31 @@ impl VqGemv {
 pub const BIG_MMA_MIN_BATCH: usize = 2;
 
 impl VqGemv {
-    /// The big-codebook tensor-core kernel: 1 to 16 vectors in one launch, vectors `first ..
-    /// first + batch` of `x` and `out` (a chunk of a larger product).
+    /// The big-codebook tensor-core kernel: 1 to 64 inputs in one launch (the variant for
+    /// `batch`: `vq_kernels::bigmma::big_mma_kernel`), vectors `first .. first + batch` of `x`
+    /// and `out` (a chunk of a larger product), over the table kernel's layout `big`.
     #[allow(clippy::too_many_arguments)]
     fn gemv_big_mma(
         &self,
         m: &DeviceVqMatrix,
         codes: &CudaSlice<u32>,
-        geom: &BigMmaGeometry,
+        big: &BigGeometry,
         x: &CudaSlice<f16>,
         out: &mut VqOut,
         batch: usize,
         first: usize,
     ) -> Result<(), VqError> {
         let (rows, cols) = (m.rows(), m.cols());
+        let missing = || RuntimeError::MissingKernel {
+            module: PTX.name,
+            kernel: "cmv_vq_big_mma",
+        };
+        let (name, shape) = big_mma_kernel(batch).ok_or_else(missing)?;
+        let geom = BigMmaGeometry::new(rows, cols, *big, shape.r).ok_or(VqError::Config {
+            what: "residuals",
+            value: big.residuals as u64,
+            rule: "the big-codebook tensor-core kernel takes two stages: run the table kernel",
+        })?;
         let entries = geom.big.entries;
         check_len_at_least("input", x.len(), batch_len(first + batch, cols)?)?;
         check_len_at_least("output", out.y.len(), batch_len(first + batch, rows)?)?;
@@ -1198,11 +1213,6 @@ impl VqGemv {
         check_len_at_least("counters", out.counters.len(), geom.row_blocks)?;
         check_len_at_least("big codes", codes.len(), geom.big.code_words())?;
         check_len_at_least("codebooks", m.codebooks.len(), 2 * entries * 8)?;
-        let missing = || RuntimeError::MissingKernel {
-            module: PTX.name,
-            kernel: "cmv_vq_big_mma",
-        };
-        let name = big_mma_kernel(batch).ok_or_else(missing)?;
         let kernel = self
             .big_mmas
             .iter()
@@ -1210,7 +1220,7 @@ impl VqGemv {
             .map(|(_, k)| k)
             .ok_or_else(missing)?;
         let u = |v: usize| m.shape.to_u32(v);
-        let smem = bm_smem_bytes(u(entries)?);
+        let smem = bm_smem_bytes(u(entries)?, shape.mg);
         let resident = kernel.max_active_blocks_per_sm(BM_THREADS, smem)?.max(1);
         let units = geom.units();
         let cfg = LaunchConfig {
@@ -1251,11 +1261,11 @@ impl VqGemv {
         // `entries` (codes of `bits` bits); the codebooks as stored hold 2 * entries * 8 values
         // (checked above; device buffers are 256-byte aligned); x and y from vector `first`
         // on hold batch * cols and batch * rows halves (the kernel's 8-byte input loads need
-        // only cols % 4 == 0, which it checks), acc batch * rows values and counters row_blocks (checked
-        // above), both zero: zeroed at allocation and left zero by every launch, which runs in
-        // stream order; 1 <= batch <= 16 and the kernel for that batch; BM_THREADS threads
-        // and bm_smem_bytes(entries) bytes of shared memory (within the attribute set at load
-        // for 4096 entries).
+        // only cols % 4 == 0, which it checks), acc batch * rows values and counters
+        // row_blocks (checked above), both zero: zeroed at allocation and left zero by every
+        // launch, which runs in stream order; 1 <= batch <= 64, the kernel for that batch and
+        // the geometry of its row groups; BM_THREADS threads and bm_smem_bytes(entries, mg)
+        // bytes of shared memory (within the attribute set at load for 4096 entries).
         unsafe { kernel.launch(&self.stream, cfg, &params)? };
         Ok(())
     }

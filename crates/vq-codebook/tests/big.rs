@@ -63,15 +63,18 @@ fn the_big_model_matches_the_reference() {
 /// size class, shapes across row blocks (512 rows) and slabs (128 columns), odd columns.
 #[test]
 fn the_big_mma_model_matches_the_reference() {
+    // (config, rows, cols, batch, row groups per warp: 2 for up to 16 vectors, 1 for 64)
     let cases = [
-        (VqConfig::aqlm3(), 600, 300, 3),
-        (VqConfig::aqlm3(), 1, 8, 1),
-        (VqConfig::aqlm3(), 5, 3, 16),
-        (VqConfig::aqlm3(), 1030, 136, 9),
-        (tensor(9, 2), 1031, 40, 8),
-        (tensor(4, 2), 64, 17, 2),
+        (VqConfig::aqlm3(), 600, 300, 3, 2),
+        (VqConfig::aqlm3(), 1, 8, 1, 2),
+        (VqConfig::aqlm3(), 5, 3, 16, 2),
+        (VqConfig::aqlm3(), 1030, 136, 9, 2),
+        (tensor(9, 2), 1031, 40, 8, 2),
+        (tensor(4, 2), 64, 17, 2, 2),
+        (VqConfig::aqlm3(), 300, 136, 40, 1),
+        (tensor(6, 2), 700, 30, 64, 1),
     ];
-    for (i, (config, rows, cols, batch)) in cases.into_iter().enumerate() {
+    for (i, (config, rows, cols, batch, r)) in cases.into_iter().enumerate() {
         let m = encode(config, rows, cols, i as u64 + 11);
         let layout = m.big_layout().unwrap();
         let x: Vec<f16> = weights(batch * cols, 91 + i as u64)
@@ -80,7 +83,7 @@ fn the_big_mma_model_matches_the_reference() {
             .collect();
         let want = m.reference(&x, batch).unwrap();
         let got = m
-            .big_mma_model(&layout, &x, batch)
+            .big_mma_model(&layout, &x, batch, r)
             .unwrap_or_else(|| panic!("{config:?} {rows}x{cols} not taken"));
         assert_eq!(got.len(), batch * rows);
         let e = rel(&got, &want);
@@ -88,7 +91,7 @@ fn the_big_mma_model_matches_the_reference() {
         // Each vector on its own too: a vector's sums do not depend on the others.
         for n in [0, batch - 1] {
             let xn = &x[n * cols..(n + 1) * cols];
-            let one = m.big_mma_model(&layout, xn, 1).unwrap();
+            let one = m.big_mma_model(&layout, xn, 1, r).unwrap();
             assert_eq!(&got[n * rows..(n + 1) * rows], &one[..], "vector {n}");
         }
     }
@@ -97,7 +100,7 @@ fn the_big_mma_model_matches_the_reference() {
     assert!(m.big_geometry().is_some());
     assert!(m.big_mma_geometry().is_none());
     assert!(
-        m.big_mma_model(&m.big_layout().unwrap(), &[f16::ZERO; 70], 1)
+        m.big_mma_model(&m.big_layout().unwrap(), &[f16::ZERO; 70], 1, 2)
             .is_none()
     );
 }

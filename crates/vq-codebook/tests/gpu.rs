@@ -259,8 +259,9 @@ fn the_gemm_matches_the_reference() {
     assert!(k.gemm(&dm, &x, &mut out, 0).is_err());
 }
 
-/// More than 16 inputs on the big codebooks: chunks of 16 through the GEMV kernels (the
-/// tensor-core one, and the table kernel for a last chunk of one input or one stage).
+/// More than 16 inputs on the big codebooks: chunks through the GEMV kernels (of up to 64 on
+/// the tensor-core one's `_t64`, a last chunk of up to 16 on `_b8`/`_b16` or of one input on
+/// the table kernel; one stage: chunks of 16 on the table kernel).
 #[test]
 fn the_big_gemm_runs_in_gemv_chunks() {
     let Some(gpu) = gpu_for_tests("the_big_gemm_runs_in_gemv_chunks") else {
@@ -279,7 +280,7 @@ fn the_big_gemm_runs_in_gemv_chunks() {
         }
         for kernel in uploads {
             let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
-            for tokens in [17, 33, 40] {
+            for tokens in [17, 40, 64, 65, 80, 130] {
                 let x: Vec<f16> = weights(tokens * cols, 5 + tokens as u64)
                     .iter()
                     .map(|v| f16::from_f32(v * 20.0))

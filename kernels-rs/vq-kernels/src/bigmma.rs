@@ -26,12 +26,16 @@
 //!   row's 3 words of that slab, 3 four-byte loads, and the 4 lanes `t` of a row read 4
 //!   different slabs' words of 8 consecutive rows: whole 32-byte sectors.
 //! * **Work.** A block (16 warps, one per SM: the codebook takes most of the shared memory)
-//!   owns *row blocks* of [`BM_BLOCK_ROWS`] rows (warp `w` takes row groups `2w, 2w + 1` of 16
-//!   rows, two MMA halves of 8 rows each). A *unit* is one slab of one row block; a block runs an
+//!   owns *row blocks* of [`bm_block_rows`] rows (warp `w` takes row groups `R w .. R w + R`
+//!   of 16 rows, two MMA halves of 8 rows each). A *unit* is one slab of one row block; a block runs an
 //!   equal contiguous range of units (row-block-major), the next unit's codes and inputs
 //!   loaded while the current one runs. The finish is `crate::mma`'s: sums in registers while
 //!   the row block stays, `red.add` into the fp32 workspace when it changes, a counter per row
 //!   block, the block that completes a row block converts it to fp16 and zeroes it.
+//! * **Variants** ([`BmShape`]): `_b8` and `_b16` take up to 8 or 16 inputs (one `M` group of
+//!   16, `R` = 2 row groups per warp, one sum per stage); `_t64` takes up to 64 (four `M`
+//!   groups: every looked-up entry feeds four MMAs per stage, `R` = 1 and one sum for both
+//!   stages to stay within 128 registers), for more than 16 inputs (prefill) in chunks of 64.
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
@@ -41,10 +45,24 @@ use crate::big::{BIG_ROW_WORDS, BigGeometry};
 pub const BM_THREADS: u32 = 512;
 /// Warps per block.
 pub const BM_WARPS: u32 = BM_THREADS / 32;
-/// Row groups (16 rows) per warp.
-pub const BM_ROW_GROUPS: usize = 2;
-/// Rows per row block: 16 warps x 2 row groups x 16 rows.
-pub const BM_BLOCK_ROWS: u32 = BM_WARPS * BM_ROW_GROUPS as u32 * 16;
+/// A compiled variant of the kernel: row groups (16 rows) per warp and groups of 16 inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BmShape {
+    /// Row groups per warp (`R`: 2, or 1 for four input groups).
+    pub r: usize,
+    /// Groups of 16 inputs per launch (the MMA's `M`: 1 or 4).
+    pub mg: usize,
+}
+
+/// `_b8`, `_b16`: one group of inputs, 2 row groups per warp.
+pub const BM_GEMV: BmShape = BmShape { r: 2, mg: 1 };
+/// `_t64`: four groups of inputs, 1 row group per warp.
+pub const BM_T64: BmShape = BmShape { r: 1, mg: 4 };
+
+/// Rows per row block for `r` row groups per warp: 16 warps x `r` x 16 rows.
+pub const fn bm_block_rows(r: usize) -> u32 {
+    BM_WARPS * r as u32 * 16
+}
 /// Columns per slab (8 MMA K steps of 16; 16 vector positions).
 pub const BM_SLAB_COLS: usize = 128;
 /// MMA K steps per slab.
@@ -55,28 +73,35 @@ pub const BM_BIG_SLABS: u32 = 4;
 pub const BM_STAGES: usize = 2;
 /// Bytes of one codebook entry in shared memory (8 fp16 values).
 pub const BM_ENTRY_BYTES: u32 = 16;
-/// Bytes of one input stage: 8 steps x 32 lanes x 16 bytes (vector `g`'s 8 bytes, then
-/// vector `g + 8`'s).
-pub const BM_X_STAGE_BYTES: u32 = BM_STEPS as u32 * 32 * 16;
-/// Most vectors per launch (the MMA's `M`).
-pub const BM_MAX_BATCH: u32 = 16;
+/// Bytes of one input stage per group of 16 inputs: 8 steps x 32 lanes x 16 bytes (vector
+/// `g`'s 8 bytes, then vector `g + 8`'s).
+pub const BM_X_GROUP_BYTES: u32 = BM_STEPS as u32 * 32 * 16;
+/// Most inputs per launch (`_t64`).
+pub const BM_MAX_BATCH: u32 = 64;
+
+/// Bytes of one input stage with `mg` groups of 16 inputs.
+pub const fn bm_x_stage_bytes(mg: usize) -> u32 {
+    mg as u32 * BM_X_GROUP_BYTES
+}
 
 /// Bytes of the two stages' codebooks of `entries` entries in shared memory.
 pub const fn bm_codebook_bytes(entries: u32) -> u32 {
     BM_STAGES as u32 * entries * BM_ENTRY_BYTES
 }
 
-/// Dynamic shared memory of the kernel for codebooks of `entries` entries: the codebooks,
-/// two input stages, 16 bytes for the block's flag.
-pub const fn bm_smem_bytes(entries: u32) -> u32 {
-    bm_codebook_bytes(entries) + 2 * BM_X_STAGE_BYTES + 16
+/// Dynamic shared memory of the kernel with `mg` groups of inputs for codebooks of `entries`
+/// entries: the codebooks, two input stages, 16 bytes for the block's flag.
+pub const fn bm_smem_bytes(entries: u32, mg: usize) -> u32 {
+    bm_codebook_bytes(entries) + 2 * bm_x_stage_bytes(mg) + 16
 }
 
-/// The kernel for `batch` vectors (1..=8: inputs of 8 vectors staged; 9..=16: of 16).
-pub fn big_mma_kernel(batch: usize) -> Option<&'static str> {
+/// The kernel for `batch` inputs and its variant: 1..=8 `_b8` (inputs of 8 vectors staged),
+/// 9..=16 `_b16`, 17..=64 `_t64`.
+pub fn big_mma_kernel(batch: usize) -> Option<(&'static str, BmShape)> {
     match batch {
-        1..=8 => Some("cmv_vq_big_mma_b8"),
-        9..=16 => Some("cmv_vq_big_mma_b16"),
+        1..=8 => Some(("cmv_vq_big_mma_b8", BM_GEMV)),
+        9..=16 => Some(("cmv_vq_big_mma_b16", BM_GEMV)),
+        17..=64 => Some(("cmv_vq_big_mma_t64", BM_T64)),
         _ => None,
     }
 }
@@ -115,11 +140,11 @@ pub struct VqBigMmaParams {
     pub big_slabs: u32,
     /// Entries per codebook (a power of two, 16..=4096).
     pub entries: u32,
-    /// Vectors (1..=16).
+    /// Vectors (1..=16, or 1..=64 for `_t64`).
     pub batch: u32,
     /// Slabs of this kernel (`ceil(cols / 128)`).
     pub slabs: u32,
-    /// Row blocks (`ceil(rows / 512)`).
+    /// Row blocks (`ceil(rows / bm_block_rows(r))`).
     pub row_blocks: u32,
     /// Units (`row_blocks * slabs`).
     pub units: u32,
@@ -145,10 +170,10 @@ impl VqBigMmaParams {
     }
 
     /// The row that lane `(g, _)` of warp `warp` holds in half `h` of row group `r` of row
-    /// block `rb`.
+    /// block `rb`, with `rgs` row groups per warp.
     #[inline(always)]
-    pub fn row(rb: u32, warp: u32, r: u32, h: u32, g: u32) -> u32 {
-        ((rb * BM_WARPS + warp) * BM_ROW_GROUPS as u32 + r) * 16 + 8 * h + g
+    pub fn row(rgs: usize, rb: u32, warp: u32, r: u32, h: u32, g: u32) -> u32 {
+        ((rb * BM_WARPS + warp) * rgs as u32 + r) * 16 + 8 * h + g
     }
 
     /// Where word `k` (plane) of `row`'s codes in the table kernel's slab `4 slab + t` lies
@@ -170,22 +195,26 @@ impl VqBigMmaParams {
 pub struct BigMmaGeometry {
     /// The table kernel's geometry (the code planes).
     pub big: BigGeometry,
+    /// Row groups per warp of the variant (1 or 2).
+    pub r: usize,
     /// Slabs of 128 columns.
     pub slabs: usize,
-    /// Row blocks of 512 rows.
+    /// Row blocks of `bm_block_rows(r)` rows.
     pub row_blocks: usize,
 }
 
 impl BigMmaGeometry {
-    /// The geometry for `rows x cols` weights laid out by the table kernel as `big`.
-    pub fn new(rows: usize, cols: usize, big: BigGeometry) -> Option<Self> {
-        if big.residuals != BM_STAGES || rows == 0 || cols == 0 {
+    /// The geometry for `rows x cols` weights laid out by the table kernel as `big`, for a
+    /// variant with `r` (1 or 2) row groups per warp.
+    pub fn new(rows: usize, cols: usize, big: BigGeometry, r: usize) -> Option<Self> {
+        if big.residuals != BM_STAGES || rows == 0 || cols == 0 || !(1..=2).contains(&r) {
             return None;
         }
         Some(Self {
             big,
+            r,
             slabs: cols.div_ceil(BM_SLAB_COLS),
-            row_blocks: rows.div_ceil(BM_BLOCK_ROWS as usize),
+            row_blocks: rows.div_ceil(bm_block_rows(r) as usize),
         })
     }
 
@@ -233,14 +262,21 @@ pub const fn bm_b_regs(e: [u32; 4], s: usize) -> [u32; 2] {
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
-/// The kernel's product on the CPU, lane by lane in fp32: every unit's codes read through
+/// The kernel's product on the CPU (any variant: `p.row_blocks` and `r` from its
+/// [`BigMmaGeometry`]), lane by lane in fp32: every unit's codes read through
 /// [`VqBigMmaParams::code_word`] and `crate::big::slab_code` as the kernel reads them, each
 /// entry split into B registers by [`bm_b_regs`], the inputs by [`bm_frag_col`], one sum per
 /// stage (K in the MMA slot order; the tensor cores add in their own order), the two stages'
 /// sums added at the end. `codes` are the table kernel's planes, `codebooks` as stored (fp16
 /// bits), `x` `batch x cols` fp16 bits. Returns `batch x rows` fp32 sums before the fp16
 /// rounding.
-pub fn big_mma_model(p: &VqBigMmaParams, codes: &[u32], codebooks: &[u16], x: &[u16]) -> Vec<f32> {
+pub fn big_mma_model(
+    p: &VqBigMmaParams,
+    r_per_warp: usize,
+    codes: &[u32],
+    codebooks: &[u16],
+    x: &[u16],
+) -> Vec<f32> {
     use crate::big::slab_code;
     use cmv_device::f16_to_f32;
     let (rows, cols) = (p.rows as usize, p.cols as usize);
@@ -262,11 +298,11 @@ pub fn big_mma_model(p: &VqBigMmaParams, codes: &[u32], codebooks: &[u16], x: &[
     for u in 0..p.units {
         let (rb, slab) = p.unit(u);
         for warp in 0..BM_WARPS {
-            for r in 0..BM_ROW_GROUPS as u32 {
+            for r in 0..r_per_warp as u32 {
                 for h in 0..2 {
                     for lane in 0..32u32 {
                         let (g, t) = (lane / 4, lane % 4);
-                        let row = VqBigMmaParams::row(rb, warp, r, h, g);
+                        let row = VqBigMmaParams::row(r_per_warp, rb, warp, r, h, g);
                         if row >= p.rows {
                             continue;
                         }
@@ -311,17 +347,23 @@ mod tests {
     #[test]
     fn geometry_and_shared_memory() {
         let big = BigGeometry::new(28672, 1024, 12, 2).unwrap();
-        let g = BigMmaGeometry::new(28672, 8192, big).unwrap();
+        let g = BigMmaGeometry::new(28672, 8192, big, 2).unwrap();
         assert_eq!((g.slabs, g.row_blocks, g.units()), (64, 56, 3584));
+        let g1 = BigMmaGeometry::new(28672, 8192, big, 1).unwrap();
+        assert_eq!((g1.row_blocks, g1.units()), (112, 7168));
+        assert!(BigMmaGeometry::new(28672, 8192, big, 4).is_none());
         // Both 4096-entry codebooks and the input stages fit an H100's 227 KiB per block.
-        assert_eq!(bm_smem_bytes(4096), 131072 + 8192 + 16);
-        assert!(bm_smem_bytes(4096) <= 227 * 1024);
+        assert_eq!(bm_smem_bytes(4096, 1), 131072 + 8192 + 16);
+        assert_eq!(bm_smem_bytes(4096, 4), 131072 + 32768 + 16);
+        assert!(bm_smem_bytes(4096, 4) <= 227 * 1024);
         let one = BigGeometry::new(100, 16, 12, 1).unwrap();
-        assert!(BigMmaGeometry::new(100, 128, one).is_none());
-        assert_eq!(big_mma_kernel(1), Some("cmv_vq_big_mma_b8"));
-        assert_eq!(big_mma_kernel(9), Some("cmv_vq_big_mma_b16"));
+        assert!(BigMmaGeometry::new(100, 128, one, 2).is_none());
+        assert_eq!(big_mma_kernel(1), Some(("cmv_vq_big_mma_b8", BM_GEMV)));
+        assert_eq!(big_mma_kernel(9), Some(("cmv_vq_big_mma_b16", BM_GEMV)));
+        assert_eq!(big_mma_kernel(17), Some(("cmv_vq_big_mma_t64", BM_T64)));
+        assert_eq!(big_mma_kernel(64), Some(("cmv_vq_big_mma_t64", BM_T64)));
         assert_eq!(big_mma_kernel(0), None);
-        assert_eq!(big_mma_kernel(17), None);
+        assert_eq!(big_mma_kernel(65), None);
     }
 
     #[test]
@@ -343,26 +385,28 @@ mod tests {
 
     #[test]
     fn warps_cover_every_row_of_a_row_block_once() {
-        let mut seen = vec![0u32; 2 * BM_BLOCK_ROWS as usize];
-        for rb in 0..2 {
-            for warp in 0..BM_WARPS {
-                for r in 0..BM_ROW_GROUPS as u32 {
-                    for h in 0..2 {
-                        for g in 0..8 {
-                            seen[VqBigMmaParams::row(rb, warp, r, h, g) as usize] += 1;
+        for rgs in [1, 2] {
+            let mut seen = vec![0u32; 2 * bm_block_rows(rgs) as usize];
+            for rb in 0..2 {
+                for warp in 0..BM_WARPS {
+                    for r in 0..rgs as u32 {
+                        for h in 0..2 {
+                            for g in 0..8 {
+                                seen[VqBigMmaParams::row(rgs, rb, warp, r, h, g) as usize] += 1;
+                            }
                         }
                     }
                 }
             }
+            assert!(seen.iter().all(|&n| n == 1), "{rgs} row groups");
         }
-        assert!(seen.iter().all(|&n| n == 1));
     }
 
     #[test]
     fn code_words_stay_inside_the_planes() {
         let (rows, cols) = (1001usize, 200usize);
         let big = BigGeometry::new(rows, cols.div_ceil(8), 12, 2).unwrap();
-        let g = BigMmaGeometry::new(rows, cols, big).unwrap();
+        let g = BigMmaGeometry::new(rows, cols, big, 2).unwrap();
         let p = bm_model_params(rows, cols, 3, &g);
         let words = big.code_words();
         let mut some = 0;

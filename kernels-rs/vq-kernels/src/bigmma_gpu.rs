@@ -10,20 +10,23 @@ use cmv_device::{
 
 use crate::big::{BIG_ROW_WORDS, slab_code};
 use crate::bigmma::{
-    BM_BLOCK_ROWS, BM_ENTRY_BYTES, BM_ROW_GROUPS, BM_SLAB_COLS, BM_STAGES, BM_THREADS, BM_WARPS,
-    BM_X_STAGE_BYTES, VqBigMmaParams, bm_b_regs, bm_codebook_bytes, bm_frag_col,
+    BM_ENTRY_BYTES, BM_SLAB_COLS, BM_THREADS, BM_X_GROUP_BYTES, VqBigMmaParams, bm_b_regs,
+    bm_block_rows, bm_codebook_bytes, bm_frag_col, bm_x_stage_bytes,
 };
 
-const R: usize = BM_ROW_GROUPS;
-
 /// A thread's loads for one unit: its codes (per row group and half, the row's 3 words of the
-/// lane's table-kernel slab) and its part of the unit's input fragments.
+/// lane's table-kernel slab) and its part of the unit's input fragments (8 bytes per group of
+/// 16 inputs).
 #[derive(Clone, Copy)]
-struct Loaded {
+struct Loaded<const R: usize, const MG: usize> {
     rb: u32,
     codes: [[[u32; BIG_ROW_WORDS]; 2]; R],
-    x: [u32; 2],
+    x: [[u32; 2]; MG],
 }
+
+/// Sums of one lane: per input group, row group, half and sum (`S` = 2: one per stage; 1:
+/// both stages in one).
+type Acc<const R: usize, const MG: usize, const S: usize> = [[[[[f32; 4]; S]; 2]; R]; MG];
 
 /// Four inputs of vector `n` from column `col` (0 past the batch and the columns), as two
 /// words.
@@ -54,21 +57,25 @@ unsafe fn load_x4(p: &VqBigMmaParams, n: u32, col: usize) -> [u32; 2] {
     x
 }
 
-/// Loads thread `tid`'s part of unit `u`: its codes, and the 8 bytes of fragment `tid % 256`
-/// (step `(tid % 256) / 32`, lane `tid % 32`) of vector `g` (threads below 256) or `g + 8`
-/// (the others; only when `B16`).
+/// Loads thread `tid`'s part of unit `u`: its codes, and for each input group `m` the 8 bytes
+/// of fragment `tid % 256` (step `(tid % 256) / 32`, lane `tid % 32`) of vector `16 m + g`
+/// (threads below 256) or `16 m + g + 8` (the others; only when `B16`).
 ///
 /// # Safety
 /// The launcher's contract; `u < units`.
 #[inline(always)]
-unsafe fn load_unit<const B16: bool>(p: &VqBigMmaParams, u: u32, tid: u32) -> Loaded {
+unsafe fn load_unit<const B16: bool, const R: usize, const MG: usize>(
+    p: &VqBigMmaParams,
+    u: u32,
+    tid: u32,
+) -> Loaded<R, MG> {
     let (rb, slab) = p.unit(u);
     let (warp, lane) = (tid / 32, tid % 32);
     let (g, t) = (lane / 4, lane % 4);
     let mut codes = [[[0u32; BIG_ROW_WORDS]; 2]; R];
     for (r, cr) in codes.iter_mut().enumerate() {
         for (h, ch) in cr.iter_mut().enumerate() {
-            let row = VqBigMmaParams::row(rb, warp, r as u32, h as u32, g);
+            let row = VqBigMmaParams::row(R, rb, warp, r as u32, h as u32, g);
             for (k, w) in ch.iter_mut().enumerate() {
                 if let Some(at) = p.code_word(row, slab, t, k) {
                     // SAFETY: `code_word` is inside the planes (row < rows, the table
@@ -81,13 +88,14 @@ unsafe fn load_unit<const B16: bool>(p: &VqBigMmaParams, u: u32, tid: u32) -> Lo
     let f = tid % 256;
     let (fs, fl) = ((f / 32) as usize, f % 32);
     let col = slab as usize * BM_SLAB_COLS + bm_frag_col(fs, (fl % 4) as usize);
-    let n = fl / 4 + 8 * (tid / 256);
-    let x = if B16 || tid < 256 {
-        // SAFETY: the launcher's contract.
-        unsafe { load_x4(p, n, col) }
-    } else {
-        [0; 2]
-    };
+    let mut x = [[0u32; 2]; MG];
+    for (m, xm) in x.iter_mut().enumerate() {
+        let n = 16 * m as u32 + fl / 4 + 8 * (tid / 256);
+        if B16 || tid < 256 {
+            // SAFETY: the launcher's contract.
+            *xm = unsafe { load_x4(p, n, col) };
+        }
+    }
     Loaded { rb, codes, x }
 }
 
@@ -99,31 +107,39 @@ unsafe fn load_unit<const B16: bool>(p: &VqBigMmaParams, u: u32, tid: u32) -> Lo
 /// The launcher's contract; every thread of the block calls it (barriers); `flag` is 4 bytes
 /// of shared memory no one else uses.
 #[inline(always)]
-unsafe fn flush(
+unsafe fn flush<const R: usize, const MG: usize, const S: usize>(
     p: &VqBigMmaParams,
     rb: u32,
     seg: u32,
-    acc: &[[[[f32; 4]; BM_STAGES]; 2]; R],
+    acc: &Acc<R, MG, S>,
     flag: u32,
     tid: u32,
 ) {
     let (lane, warp) = (tid % 32, tid / 32);
     let (g, t) = (lane / 4, lane % 4);
     let rows = p.rows as usize;
-    for (r, ar) in acc.iter().enumerate() {
-        for (h, ah) in ar.iter().enumerate() {
-            for q in 0..4 {
-                // c[q]: vector g (+ 8 for q >= 2), row 2t + q % 2 of the 8-row half.
-                let n = g + 8 * (q as u32 / 2);
-                let row = VqBigMmaParams::row(rb, warp, r as u32, h as u32, 2 * t + q as u32 % 2);
-                if n < p.batch && row < p.rows {
-                    // SAFETY: n < batch, row < rows: inside acc.
-                    unsafe {
-                        red_add_f32_global(
-                            p.acc.as_mut_ptr().add(n as usize * rows + row as usize),
-                            ah[0][q] + ah[1][q],
-                        )
-                    };
+    let block_rows = bm_block_rows(R);
+    for (m, am) in acc.iter().enumerate() {
+        for (r, ar) in am.iter().enumerate() {
+            for (h, ah) in ar.iter().enumerate() {
+                for q in 0..4 {
+                    // c[q]: vector g (+ 8 for q >= 2) of group m, row 2t + q % 2 of the half.
+                    let n = 16 * m as u32 + g + 8 * (q as u32 / 2);
+                    let row =
+                        VqBigMmaParams::row(R, rb, warp, r as u32, h as u32, 2 * t + q as u32 % 2);
+                    if n < p.batch && row < p.rows {
+                        let mut v = ah[0][q];
+                        if S > 1 {
+                            v += ah[S - 1][q];
+                        }
+                        // SAFETY: n < batch, row < rows: inside acc.
+                        unsafe {
+                            red_add_f32_global(
+                                p.acc.as_mut_ptr().add(n as usize * rows + row as usize),
+                                v,
+                            )
+                        };
+                    }
                 }
             }
         }
@@ -150,13 +166,13 @@ unsafe fn flush(
         return;
     }
     // Eight sums per thread at a time, all loads before the stores.
-    let total = BM_BLOCK_ROWS * p.batch;
+    let total = block_rows * p.batch;
     let mut first = 0;
     while first < total {
         let mut v = [0u32; 8];
         for (k, v) in v.iter_mut().enumerate() {
             let i = first + k as u32 * BM_THREADS + tid;
-            let (n, row) = (i / BM_BLOCK_ROWS, rb * BM_BLOCK_ROWS + i % BM_BLOCK_ROWS);
+            let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
             if i < total && row < p.rows {
                 // SAFETY: n < batch, row < rows: inside acc; every slab's sums have arrived.
                 *v = unsafe {
@@ -166,7 +182,7 @@ unsafe fn flush(
         }
         for (k, v) in v.iter().enumerate() {
             let i = first + k as u32 * BM_THREADS + tid;
-            let (n, row) = (i / BM_BLOCK_ROWS, rb * BM_BLOCK_ROWS + i % BM_BLOCK_ROWS);
+            let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
             if i < total && row < p.rows {
                 let at = n as usize * rows + row as usize;
                 // SAFETY: n < batch, row < rows: inside acc and y; no block touches this row
@@ -185,33 +201,37 @@ unsafe fn flush(
     }
 }
 
-/// One unit's MMAs: for each K step the lane's A registers from the staged inputs at `xs`,
-/// then for each row group and half the B registers of both stages (a code's entry serves two
-/// steps) and one MMA per stage.
+/// One unit's MMAs: for each K step the lane's A registers of every input group from the
+/// staged inputs at `xs`, then for each row group and half the B registers of both stages (a
+/// code's entry serves two steps) and one MMA per stage and input group.
 ///
 /// # Safety
 /// `cb0` and `cb1` are the two codebooks in shared memory (`entries` entries of 16 bytes
 /// each, `cb1 = cb0 + entries * 16`), every code below `entries`; `xs` this unit's input
 /// stage (after the barrier); the whole warp runs it.
 #[inline(always)]
-unsafe fn compute<const B16: bool>(
+unsafe fn compute<const B16: bool, const R: usize, const MG: usize, const S: usize>(
     (cb0, cb1): (u32, u32),
     xs: u32,
     codes: &[[[u32; BIG_ROW_WORDS]; 2]; R],
-    acc: &mut [[[[f32; 4]; BM_STAGES]; 2]; R],
+    acc: &mut Acc<R, MG, S>,
     lane: u32,
 ) {
     let xl = xs + lane * 16;
-    let mut e = [[[[0u32; 4]; BM_STAGES]; 2]; R];
+    let mut e = [[[[0u32; 4]; 2]; 2]; R];
     crate::unroll!(s in [0 1 2 3 4 5 6 7], {
-        // SAFETY: fragment (s, lane) of the stage buffer: vector g's 8 bytes, then g + 8's.
-        let a = if B16 {
-            let v = unsafe { lds_v4(xl + (s * 512) as u32).0 };
-            [v[0], v[2], v[1], v[3]]
-        } else {
-            let [x0, x1] = unsafe { lds_v2(xl + (s * 512) as u32) };
-            [x0, 0, x1, 0]
-        };
+        // SAFETY: fragment (s, lane) of group m of the stage buffer: vector g's 8 bytes, then
+        // g + 8's.
+        let a: [[u32; 4]; MG] = core::array::from_fn(|m| {
+            let at = xl + m as u32 * BM_X_GROUP_BYTES + (s * 512) as u32;
+            if B16 {
+                let v = unsafe { lds_v4(at).0 };
+                [v[0], v[2], v[1], v[3]]
+            } else {
+                let [x0, x1] = unsafe { lds_v2(at) };
+                [x0, 0, x1, 0]
+            }
+        });
         for r in 0..R {
             for h in 0..2 {
                 if s % 2 == 0 {
@@ -223,10 +243,14 @@ unsafe fn compute<const B16: bool>(
                     e[r][h][1] =
                         unsafe { lds_v4(cb1 + slab_code(w, 2 * c + 1) * BM_ENTRY_BYTES).0 };
                 }
-                for st in 0..BM_STAGES {
-                    // SAFETY: the whole warp runs this (block-uniform control flow).
-                    acc[r][h][st] =
-                        unsafe { mma_m16n8k16_f16_f32(a, bm_b_regs(e[r][h][st], s), acc[r][h][st]) };
+                for (m, am) in a.iter().enumerate() {
+                    for st in 0..2 {
+                        let k = if S > 1 { st } else { 0 };
+                        // SAFETY: the whole warp runs this (block-uniform control flow).
+                        acc[m][r][h][k] = unsafe {
+                            mma_m16n8k16_f16_f32(*am, bm_b_regs(e[r][h][st], s), acc[m][r][h][k])
+                        };
+                    }
                 }
             }
         }
@@ -239,11 +263,14 @@ unsafe fn compute<const B16: bool>(
 /// The launcher checked: `codes` holds the table kernel's 3 planes of `big_slabs * rows_pad`
 /// words for this matrix (every code below `entries`), `codebooks` `2 * entries * 8` values
 /// (16-byte aligned), `x` `batch * cols` halves (8-byte aligned), `y` and `acc` `batch * rows`
-/// values, `counters` `row_blocks`, `acc` and `counters` zero; `1 <= batch <= 16` (`<= 8`
-/// unless `B16`); the geometry fields from a `BigMmaGeometry` of the matrix; `BM_THREADS`
-/// threads per block, `bm_smem_bytes(entries)` bytes of dynamic shared memory.
+/// values, `counters` `row_blocks`, `acc` and `counters` zero; `1 <= batch <= 16 MG` (`<= 8`
+/// unless `B16`); the geometry fields from a `BigMmaGeometry` of the matrix with `R` row
+/// groups per warp; `BM_THREADS` threads per block, `bm_smem_bytes(entries, MG)` bytes of
+/// dynamic shared memory.
 #[inline(always)]
-unsafe fn big_mma_gemv<const B16: bool>(p: &VqBigMmaParams) {
+unsafe fn big_mma_gemv<const B16: bool, const R: usize, const MG: usize, const S: usize>(
+    p: &VqBigMmaParams,
+) {
     let tid = thread_idx_x();
     let (start, end) = p.unit_range(block_idx_x(), grid_dim_x());
     if start >= end {
@@ -268,40 +295,50 @@ unsafe fn big_mma_gemv<const B16: bool>(p: &VqBigMmaParams) {
     unsafe { cp_async_commit() };
     let cbs = (base, base + cb_bytes / 2);
     let xs0 = base + cb_bytes;
-    let flag = xs0 + 2 * BM_X_STAGE_BYTES;
+    let stage_bytes = bm_x_stage_bytes(MG);
+    let flag = xs0 + 2 * stage_bytes;
     let lane = tid % 32;
     // SAFETY: a unit of the launch.
-    let mut cur = unsafe { load_unit::<B16>(p, start, tid) };
-    let mut acc = [[[[0f32; 4]; BM_STAGES]; 2]; R];
+    let mut cur = unsafe { load_unit::<B16, R, MG>(p, start, tid) };
+    let mut acc: Acc<R, MG, S> = [[[[[0f32; 4]; S]; 2]; R]; MG];
     let mut seg = 0u32;
     // SAFETY: this thread's copies; the first barrier below makes everyone's visible.
     unsafe { cp_async_wait::<0>() };
     let f = tid % 256;
     let mut u = start;
     loop {
-        let xs = xs0 + (u & 1) * BM_X_STAGE_BYTES;
+        let xs = xs0 + (u & 1) * stage_bytes;
         if B16 || tid < 256 {
-            // SAFETY: fragment f of this stage buffer (vector g's 8 bytes, or g + 8's), last
-            // read before the previous barrier (the other buffer was used in between).
-            unsafe { sts_v2(xs + f * 16 + 8 * (tid / 256), cur.x[0], cur.x[1]) };
+            for (m, xm) in cur.x.iter().enumerate() {
+                // SAFETY: fragment f of group m of this stage buffer (vector g's 8 bytes, or
+                // g + 8's), last read before the previous barrier (the other buffer was used
+                // in between).
+                unsafe {
+                    sts_v2(
+                        xs + m as u32 * BM_X_GROUP_BYTES + f * 16 + 8 * (tid / 256),
+                        xm[0],
+                        xm[1],
+                    )
+                };
+            }
         }
         // SAFETY: every thread of the block reaches it (block-uniform loop).
         unsafe { sync_threads() };
         let more = u + 1 < end;
         let next = if more {
             // SAFETY: a unit of the launch.
-            unsafe { load_unit::<B16>(p, u + 1, tid) }
+            unsafe { load_unit::<B16, R, MG>(p, u + 1, tid) }
         } else {
             cur
         };
         // SAFETY: the codebooks are in shared memory (waited for before the first barrier),
         // the stage written before the barrier; codes below entries (the contract).
-        unsafe { compute::<B16>(cbs, xs, &cur.codes, &mut acc, lane) };
+        unsafe { compute::<B16, R, MG, S>(cbs, xs, &cur.codes, &mut acc, lane) };
         seg += 1;
         if !more || next.rb != cur.rb {
             // SAFETY: block-uniform; the flag word is ours.
             unsafe { flush(p, cur.rb, seg, &acc, flag, tid) };
-            acc = [[[[0f32; 4]; BM_STAGES]; 2]; R];
+            acc = [[[[[0f32; 4]; S]; 2]; R]; MG];
             seg = 0;
         }
         if !more {
@@ -319,7 +356,7 @@ unsafe fn big_mma_gemv<const B16: bool>(p: &VqBigMmaParams) {
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b8(p: VqBigMmaParams) {
     // SAFETY: the launcher's checks are this kernel's contract.
-    unsafe { big_mma_gemv::<false>(&p) }
+    unsafe { big_mma_gemv::<false, 2, 1, 2>(&p) }
 }
 
 /// The big-codebook tensor-core GEMV for at most 16 vectors; see `crate::bigmma`.
@@ -329,7 +366,18 @@ pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b8(p: VqBigMmaParams) {
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b16(p: VqBigMmaParams) {
     // SAFETY: the launcher's checks are this kernel's contract.
-    unsafe { big_mma_gemv::<true>(&p) }
+    unsafe { big_mma_gemv::<true, 2, 1, 2>(&p) }
+}
+
+/// The big-codebook tensor-core GEMV for at most 64 inputs (four groups of 16, one row group
+/// per warp, one sum for both stages); see `crate::bigmma`.
+///
+/// # Safety
+/// As `big_mma_gemv` with up to 64 inputs and the geometry of `BM_T64`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_t64(p: VqBigMmaParams) {
+    // SAFETY: the launcher's checks are this kernel's contract.
+    unsafe { big_mma_gemv::<true, 1, 4, 1>(&p) }
 }
 
 // 512 threads, one block per SM (the codebooks take 128 KiB of shared memory): at most 128
@@ -339,4 +387,6 @@ cmv_device::launch_bounds! {
     CMV_MINNCTAPERSM_cmv_vq_big_mma_b8 = 1;
     CMV_MAXNTID_cmv_vq_big_mma_b16 = BM_THREADS;
     CMV_MINNCTAPERSM_cmv_vq_big_mma_b16 = 1;
+    CMV_MAXNTID_cmv_vq_big_mma_t64 = BM_THREADS;
+    CMV_MINNCTAPERSM_cmv_vq_big_mma_t64 = 1;
 }
