@@ -5,7 +5,7 @@
 
 use half::f16;
 use vq_kernels::big::{BigGeometry, big_codebook, big_codes, big_model, model_params};
-use vq_kernels::bigmma::{BM_GEMV, BigMmaGeometry, big_mma_model, bm_model_params};
+use vq_kernels::bigmma::{BM_GEMV, BigMmaGeometry, BmShape, big_mma_model, bm_model_params};
 
 use crate::matrix::VqMatrix;
 
@@ -45,20 +45,20 @@ impl VqMatrix {
     /// The big-codebook tensor-core kernel's product of `batch` vectors `x` (`batch x cols`
     /// values) on the CPU, lane by lane as the kernel reads the layout
     /// ([`vq_kernels::bigmma::big_mma_model`]): `batch x rows` fp32 sums, `None` where the
-    /// kernel does not take the matrix. `r` is the variant's row groups per warp
-    /// (`vq_kernels::bigmma::BmShape::r`: 2 for up to 16 vectors, 1 for up to 64).
+    /// kernel does not take the matrix. `shape` is the variant (`BM_GEMV` for up to 16
+    /// vectors, `BM_T64` for up to 64).
     pub fn big_mma_model(
         &self,
         layout: &BigLayout,
         x: &[f16],
         batch: usize,
-        r: usize,
+        shape: BmShape,
     ) -> Option<Vec<f32>> {
-        let g = BigMmaGeometry::new(self.rows(), self.cols(), layout.geom, r)?;
+        let g = BigMmaGeometry::new(self.rows(), self.cols(), layout.geom, shape.r)?;
         let p = bm_model_params(self.rows(), self.cols(), batch, &g);
         let xs: Vec<u16> = x.iter().map(|h| h.to_bits()).collect();
         let cb: Vec<u16> = self.codebooks().iter().map(|h| h.to_bits()).collect();
-        Some(big_mma_model(&p, r, &layout.codes, &cb, &xs))
+        Some(big_mma_model(&p, shape, &layout.codes, &cb, &xs))
     }
 
     /// The big-codebook kernel's layout, `None` where it does not take the matrix

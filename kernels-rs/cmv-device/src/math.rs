@@ -178,6 +178,33 @@ pub fn f32_to_f16(x: f32) -> u16 {
     }
 }
 
+/// The lane-wise sum of two `half2` words, each half rounded to nearest even
+/// (`add.rn.f16x2`).
+#[inline(always)]
+pub fn add_f16x2(a: u32, b: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register instruction.
+        unsafe {
+            core::arch::asm!(
+                "add.rn.f16x2 {r}, {a}, {b};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        // The sum of two fp16 values is exact in f64; one rounding to fp16.
+        let h = |w: u32| f64::from(half::f16::from_bits(w as u16).to_f32());
+        let lo = half::f16::from_f64(h(a) + h(b)).to_bits();
+        let hi = half::f16::from_f64(h(a >> 16) + h(b >> 16)).to_bits();
+        u32::from(lo) | u32::from(hi) << 16
+    }
+}
+
 /// The two halves of a `half2` word as `f32`: (low half, high half).
 #[inline(always)]
 pub fn half2_to_f32x2(w: u32) -> (f32, f32) {

@@ -33,9 +33,12 @@
 //!   the row block stays, `red.add` into the fp32 workspace when it changes, a counter per row
 //!   block, the block that completes a row block converts it to fp16 and zeroes it.
 //! * **Variants** ([`BmShape`]): `_b8` and `_b16` take up to 8 or 16 inputs (one `M` group of
-//!   16, `R` = 2 row groups per warp, one sum per stage); `_t64` takes up to 64 (four `M`
-//!   groups: every looked-up entry feeds four MMAs per stage, `R` = 1 and one sum for both
-//!   stages to stay within 128 registers), for more than 16 inputs (prefill) in chunks of 64.
+//!   16, `R` = 2 row groups per warp, one MMA and one fp32 sum per stage: exact stage sums);
+//!   `_t64` takes up to 64 (four `M` groups, `R` = 1 to stay within 128 registers), for more
+//!   than 16 inputs (prefill) in chunks of 64: there the MMAs bound the time, so the two
+//!   stages' entries are added in fp16 first (`add.rn.f16x2`, one rounding per weight, as a
+//!   dequantized fp16 copy of the weights would have) and every looked-up pair feeds four
+//!   MMAs, one per input group.
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
@@ -52,6 +55,14 @@ pub struct BmShape {
     pub r: usize,
     /// Groups of 16 inputs per launch (the MMA's `M`: 1 or 4).
     pub mg: usize,
+}
+
+impl BmShape {
+    /// Whether the variant adds the two stages' entries in fp16 before its MMAs (`_t64`),
+    /// rather than running one MMA per stage into fp32 sums.
+    pub const fn fp16_stage_sum(self) -> bool {
+        self.mg > 1
+    }
 }
 
 /// `_b8`, `_b16`: one group of inputs, 2 row groups per warp.
@@ -262,17 +273,18 @@ pub const fn bm_b_regs(e: [u32; 4], s: usize) -> [u32; 2] {
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
-/// The kernel's product on the CPU (any variant: `p.row_blocks` and `r` from its
+/// The kernel's product on the CPU for the variant `shape` (`p.row_blocks` from its
 /// [`BigMmaGeometry`]), lane by lane in fp32: every unit's codes read through
 /// [`VqBigMmaParams::code_word`] and `crate::big::slab_code` as the kernel reads them, each
 /// entry split into B registers by [`bm_b_regs`], the inputs by [`bm_frag_col`], one sum per
 /// stage (K in the MMA slot order; the tensor cores add in their own order), the two stages'
-/// sums added at the end. `codes` are the table kernel's planes, `codebooks` as stored (fp16
+/// sums added at the end; or, where the variant adds the stages in fp16
+/// ([`BmShape::fp16_stage_sum`]), the entries added by [`cmv_device::add_f16x2`] and one sum. `codes` are the table kernel's planes, `codebooks` as stored (fp16
 /// bits), `x` `batch x cols` fp16 bits. Returns `batch x rows` fp32 sums before the fp16
 /// rounding.
 pub fn big_mma_model(
     p: &VqBigMmaParams,
-    r_per_warp: usize,
+    shape: BmShape,
     codes: &[u32],
     codebooks: &[u16],
     x: &[u16],
@@ -280,6 +292,7 @@ pub fn big_mma_model(
     use crate::big::slab_code;
     use cmv_device::f16_to_f32;
     let (rows, cols) = (p.rows as usize, p.cols as usize);
+    let r_per_warp = shape.r;
     let mut y = vec![0f32; p.batch as usize * rows];
     let half = |w: u32, k: u32| f16_to_f32((w >> (16 * k)) as u16);
     let entry = |s: usize, e: u32| -> [u32; 4] {
@@ -318,8 +331,16 @@ pub fn big_mma_model(
                                 let c = (s / 2) as u32;
                                 let col0 =
                                     slab as usize * BM_SLAB_COLS + bm_frag_col(s, t as usize);
-                                for (st, sum) in sums.iter_mut().enumerate() {
-                                    let e = entry(st, slab_code(w, 2 * c + st as u32));
+                                let e0 = entry(0, slab_code(w, 2 * c));
+                                let e1 = entry(1, slab_code(w, 2 * c + 1));
+                                let both =
+                                    core::array::from_fn(|i| cmv_device::add_f16x2(e0[i], e1[i]));
+                                let stages: &[[u32; 4]] = if shape.fp16_stage_sum() {
+                                    &[both]
+                                } else {
+                                    &[e0, e1]
+                                };
+                                for (&e, sum) in stages.iter().zip(sums.iter_mut()) {
                                     let b = bm_b_regs(e, s);
                                     for (k, &bw) in b.iter().enumerate() {
                                         for q in 0..2 {
@@ -364,6 +385,25 @@ mod tests {
         assert_eq!(big_mma_kernel(64), Some(("cmv_vq_big_mma_t64", BM_T64)));
         assert_eq!(big_mma_kernel(0), None);
         assert_eq!(big_mma_kernel(65), None);
+    }
+
+    #[test]
+    fn fp16_pair_sums_round_once() {
+        use half::f16;
+        let w = |lo: f32, hi: f32| {
+            u32::from(f16::from_f32(lo).to_bits()) | u32::from(f16::from_f32(hi).to_bits()) << 16
+        };
+        // 1 + 2^-11 is a tie: to even (1); 1 + 3 * 2^-12 rounds up to 1 + 2^-10; 65504 + 65504
+        // overflows to infinity; -0.5 + 0.5 is +0.
+        assert_eq!(
+            cmv_device::add_f16x2(w(1.0, 1.0), w(2f32.powi(-11), 3.0 * 2f32.powi(-12))),
+            w(1.0, 1.0 + 2f32.powi(-10))
+        );
+        assert_eq!(
+            cmv_device::add_f16x2(w(65504.0, -0.5), w(65504.0, 0.5)),
+            w(f32::INFINITY, 0.0)
+        );
+        assert!(BM_T64.fp16_stage_sum() && !BM_GEMV.fp16_stage_sum());
     }
 
     #[test]

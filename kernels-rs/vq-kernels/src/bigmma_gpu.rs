@@ -2,10 +2,10 @@
 // `kernels.rs`.
 
 use cmv_device::{
-    U32x4, atomic_add_u32, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem_addr,
-    f32_to_f16, fence_gpu, grid_dim_x, ld_nc_na_u32, ld_nc_u16, ld_nc_u64, ld_relaxed_u32, lds_u32,
-    lds_v2, lds_v4, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v2, sync_threads,
-    thread_idx_x,
+    U32x4, add_f16x2, atomic_add_u32, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
+    dyn_smem_addr, f32_to_f16, fence_gpu, grid_dim_x, ld_nc_na_u32, ld_nc_u16, ld_nc_u64,
+    ld_relaxed_u32, lds_u32, lds_v2, lds_v4, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32,
+    sts_v2, sync_threads, thread_idx_x,
 };
 
 use crate::big::{BIG_ROW_WORDS, slab_code};
@@ -243,13 +243,29 @@ unsafe fn compute<const B16: bool, const R: usize, const MG: usize, const S: usi
                     e[r][h][1] =
                         unsafe { lds_v4(cb1 + slab_code(w, 2 * c + 1) * BM_ENTRY_BYTES).0 };
                 }
-                for (m, am) in a.iter().enumerate() {
-                    for st in 0..2 {
-                        let k = if S > 1 { st } else { 0 };
+                if S > 1 {
+                    for (m, am) in a.iter().enumerate() {
+                        for st in 0..2 {
+                            // SAFETY: the whole warp runs this (block-uniform control flow).
+                            acc[m][r][h][st] = unsafe {
+                                mma_m16n8k16_f16_f32(
+                                    *am,
+                                    bm_b_regs(e[r][h][st], s),
+                                    acc[m][r][h][st],
+                                )
+                            };
+                        }
+                    }
+                } else {
+                    // The stages' entries added in fp16 (two words: this step's B registers).
+                    let o = 2 * (s % 2);
+                    let b = [
+                        add_f16x2(e[r][h][0][o], e[r][h][1][o]),
+                        add_f16x2(e[r][h][0][o + 1], e[r][h][1][o + 1]),
+                    ];
+                    for (m, am) in a.iter().enumerate() {
                         // SAFETY: the whole warp runs this (block-uniform control flow).
-                        acc[m][r][h][k] = unsafe {
-                            mma_m16n8k16_f16_f32(*am, bm_b_regs(e[r][h][st], s), acc[m][r][h][k])
-                        };
+                        acc[m][r][h][0] = unsafe { mma_m16n8k16_f16_f32(*am, b, acc[m][r][h][0]) };
                     }
                 }
             }
@@ -370,7 +386,7 @@ pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b16(p: VqBigMmaParams) {
 }
 
 /// The big-codebook tensor-core GEMV for at most 64 inputs (four groups of 16, one row group
-/// per warp, one sum for both stages); see `crate::bigmma`.
+/// per warp, the stages' entries added in fp16 into one sum); see `crate::bigmma`.
 ///
 /// # Safety
 /// As `big_mma_gemv` with up to 64 inputs and the geometry of `BM_T64`.
