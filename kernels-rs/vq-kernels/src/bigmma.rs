@@ -42,7 +42,7 @@
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
-use crate::big::{BIG_ROW_WORDS, BigGeometry};
+use crate::big::BigGeometry;
 
 /// Threads per block.
 pub const BM_THREADS: u32 = 512;
@@ -319,7 +319,7 @@ pub fn big_mma_model(
                         if row >= p.rows {
                             continue;
                         }
-                        let mut w = [0u32; BIG_ROW_WORDS];
+                        let mut w = [0u32; crate::big::BIG_ROW_WORDS];
                         for (k, w) in w.iter_mut().enumerate() {
                             if let Some(at) = p.code_word(row, slab, t, k) {
                                 *w = codes[at];

@@ -2,10 +2,9 @@
 // `kernels.rs`.
 
 use cmv_device::{
-    U32x4, add_f16x2, atomic_add_u32, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
-    dyn_smem_addr, f32_to_f16, fence_gpu, grid_dim_x, ld_nc_na_u32, ld_nc_u16, ld_nc_u64,
-    ld_relaxed_u32, lds_u32, lds_v2, lds_v4, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32,
-    sts_v2, sync_threads, thread_idx_x,
+    U32x4, add_f16x2, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem_addr,
+    grid_dim_x, ld_nc_na_u32, lds_v2, lds_v4, mma_m16n8k16_f16_f32, red_add_f32_global, sts_v2,
+    sync_threads, thread_idx_x,
 };
 
 use crate::big::{BIG_ROW_WORDS, slab_code};
@@ -13,6 +12,7 @@ use crate::bigmma::{
     BM_ENTRY_BYTES, BM_SLAB_COLS, BM_THREADS, BM_X_GROUP_BYTES, VqBigMmaParams, bm_b_regs,
     bm_block_rows, bm_codebook_bytes, bm_frag_col, bm_x_stage_bytes,
 };
+use crate::dev::{convert_rows, count_in, load_x4};
 
 /// A thread's loads for one unit: its codes (per row group and half, the row's 3 words of the
 /// lane's table-kernel slab) and its part of the unit's input fragments (8 bytes per group of
@@ -27,35 +27,6 @@ struct Loaded<const R: usize, const MG: usize> {
 /// Sums of one lane: per input group, row group, half and sum (`S` = 2: one per stage; 1:
 /// both stages in one).
 type Acc<const R: usize, const MG: usize, const S: usize> = [[[[[f32; 4]; S]; 2]; R]; MG];
-
-/// Four inputs of vector `n` from column `col` (0 past the batch and the columns), as two
-/// words.
-///
-/// # Safety
-/// The launcher's contract (`VqBigMmaParams`).
-#[inline(always)]
-unsafe fn load_x4(p: &VqBigMmaParams, n: u32, col: usize) -> [u32; 2] {
-    let mut x = [0u32; 2];
-    let cols = p.cols as usize;
-    if n < p.batch {
-        let at = n as usize * cols + col;
-        if cols.is_multiple_of(4) && col + 4 <= cols {
-            // SAFETY: n < batch, col + 4 <= cols: inside x; 8-byte aligned (x is, and at is
-            // a multiple of 4 halves).
-            let w = unsafe { ld_nc_u64(p.x.as_ptr().add(at) as *const u64) };
-            x = [w as u32, (w >> 32) as u32];
-        } else {
-            for i in 0..4 {
-                if col + i < cols {
-                    // SAFETY: n < batch, col + i < cols: inside x.
-                    let h = u32::from(unsafe { ld_nc_u16(p.x.as_ptr().add(at + i)) });
-                    x[i / 2] |= h << (16 * (i % 2));
-                }
-            }
-        }
-    }
-    x
-}
 
 /// Loads thread `tid`'s part of unit `u`: its codes, and for each input group `m` the 8 bytes
 /// of fragment `tid % 256` (step `(tid % 256) / 32`, lane `tid % 32`) of vector `16 m + g`
@@ -93,7 +64,7 @@ unsafe fn load_unit<const B16: bool, const R: usize, const MG: usize>(
         let n = 16 * m as u32 + fl / 4 + 8 * (tid / 256);
         if B16 || tid < 256 {
             // SAFETY: the launcher's contract.
-            *xm = unsafe { load_x4(p, n, col) };
+            *xm = unsafe { load_x4(p.x, p.cols, p.batch, n, col) };
         }
     }
     Loaded { rb, codes, x }
@@ -144,57 +115,32 @@ unsafe fn flush<const R: usize, const MG: usize, const S: usize>(
             }
         }
     }
-    // The barrier orders every thread's sums before thread 0's fence, which publishes them
-    // (fences are cumulative) before the count; thread 0's second fence orders the count
-    // before the reads of the block that completes it (the barrier passes that on).
-    // SAFETY: every thread reaches both barriers.
-    unsafe {
-        sync_threads();
-        if tid == 0 {
-            fence_gpu();
-            let old = atomic_add_u32(p.counters.as_mut_ptr().add(rb as usize), seg);
-            let last = old + seg == p.slabs;
-            if last {
-                fence_gpu();
-            }
-            sts_u32(flag, u32::from(last));
-        }
-        sync_threads();
-    }
-    // SAFETY: written above, before the barrier.
-    if unsafe { lds_u32(flag) } == 0 {
+    // SAFETY: every thread of the block calls it; the row block's counter; the flag word is
+    // ours.
+    if !unsafe {
+        count_in(
+            p.counters.as_mut_ptr().add(rb as usize),
+            seg,
+            p.slabs,
+            flag,
+            tid,
+        )
+    } {
         return;
     }
-    // Eight sums per thread at a time, all loads before the stores.
-    let total = block_rows * p.batch;
-    let mut first = 0;
-    while first < total {
-        let mut v = [0u32; 8];
-        for (k, v) in v.iter_mut().enumerate() {
-            let i = first + k as u32 * BM_THREADS + tid;
-            let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
-            if i < total && row < p.rows {
-                // SAFETY: n < batch, row < rows: inside acc; every slab's sums have arrived.
-                *v = unsafe {
-                    ld_relaxed_u32(p.acc.as_mut_ptr().add(n as usize * rows + row as usize) as _)
-                };
-            }
-        }
-        for (k, v) in v.iter().enumerate() {
-            let i = first + k as u32 * BM_THREADS + tid;
-            let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
-            if i < total && row < p.rows {
-                let at = n as usize * rows + row as usize;
-                // SAFETY: n < batch, row < rows: inside acc and y; no block touches this row
-                // block again in this launch.
-                unsafe {
-                    *p.y.as_mut_ptr().add(at) = f32_to_f16(f32::from_bits(*v));
-                    *p.acc.as_mut_ptr().add(at) = 0.0;
-                }
-            }
-        }
-        first += 8 * BM_THREADS;
-    }
+    // SAFETY: every slab's sums of the row block have arrived; acc and y hold batch * rows
+    // values; no other block touches these rows in this launch.
+    unsafe {
+        convert_rows(
+            p.acc,
+            p.y,
+            (p.rows, p.batch),
+            rb,
+            block_rows,
+            BM_THREADS,
+            tid,
+        )
+    };
     if tid == 0 {
         // SAFETY: the row block's counter; all its slabs have counted in.
         unsafe { *p.counters.as_mut_ptr().add(rb as usize) = 0 };

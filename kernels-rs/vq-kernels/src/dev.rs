@@ -1,14 +1,19 @@
-//! Device helpers shared by the tensor-core kernels (`crate::mma`, `crate::gemm`) and by the
-//! Hopper crate `vq-kernels-sm90`: the table lookup that lands a lane's MMA registers, and the
-//! load and replicated store of a codebook entry into the tables (`crate::mma`'s layout).
+//! Device helpers shared by the tensor-core kernels (`crate::mma`, `crate::gemm`,
+//! `crate::bigmma`) and by the Hopper crate `vq-kernels-sm90`: the table lookup that lands a
+//! lane's MMA registers, the load and replicated store of a codebook entry into the tables
+//! (`crate::mma`'s layout), the inputs' 8-byte fragment loads, and the split finish (the
+//! block-wide count-in and the completing block's fp16 conversion).
 //!
 //! The tensor-core GEMV (`mma_gpu.rs`) still has its own copies of the entry store and the
 //! per-vector-size lookup: moved onto these helpers, its PTX changed throughout and ptxas spilled
-//! in four more of its kernels, so it keeps the code it was measured with.
+//! in four more of its kernels, so it keeps the code it was measured with. The same holds for
+//! its input loads and split finish: on [`load_x4`], [`count_in`] and [`convert_rows`] (which
+//! the big-codebook tensor-core GEMV uses) its PTX changed and three more of its kernels
+//! spilled.
 
 use cmv_device::{
-    DevPtr, U32x4, atomic_add_u32, cp_async_16_zfill, fence_gpu, ld_nc_u32, ld_nc_u64, ld_nc_v4,
-    lds_u32, sts_u32, sts_v4, sync_threads,
+    DevPtr, DevPtrMut, U32x4, atomic_add_u32, cp_async_16_zfill, f32_to_f16, fence_gpu, ld_nc_u16,
+    ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, lds_u32, sts_u32, sts_v4, sync_threads,
 };
 
 use crate::gemm::{GEMM_ROW_GROUPS, VqGemmParams, code_stage_offset};
@@ -195,5 +200,87 @@ pub unsafe fn count_in(counter: *mut u32, count: u32, target: u32, flag: u32, ti
         }
         sync_threads();
         lds_u32(flag) != 0
+    }
+}
+
+/// Four inputs of vector `n` from column `col` of `x` (`batch x cols` fp16 values; 0 past the
+/// batch and the columns), as two words: one 8-byte load where `cols % 4 == 0` and the four
+/// are inside the row, else four 2-byte loads.
+///
+/// # Safety
+/// `x` holds `batch * cols` halves, 8-byte aligned.
+#[inline(always)]
+pub unsafe fn load_x4(x: DevPtr<u16>, cols: u32, batch: u32, n: u32, col: usize) -> [u32; 2] {
+    let mut v = [0u32; 2];
+    let cols = cols as usize;
+    if n < batch {
+        let at = n as usize * cols + col;
+        if cols.is_multiple_of(4) && col + 4 <= cols {
+            // SAFETY: n < batch, col + 4 <= cols: inside x; 8-byte aligned (x is, and at is
+            // a multiple of 4 halves).
+            let w = unsafe { ld_nc_u64(x.as_ptr().add(at) as *const u64) };
+            v = [w as u32, (w >> 32) as u32];
+        } else {
+            for i in 0..4 {
+                if col + i < cols {
+                    // SAFETY: n < batch, col + i < cols: inside x.
+                    let h = u32::from(unsafe { ld_nc_u16(x.as_ptr().add(at + i)) });
+                    v[i / 2] |= h << (16 * (i % 2));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The conversion by the block that completed row block `rb` (`block_rows` rows from
+/// `rb * block_rows`): every vector's fp32 sums of its rows to fp16 in `y`, zeroing the sums
+/// for the next launch; `threads` threads, eight sums per thread at a time with all loads
+/// before the stores (one L2 round trip per eight, not per sum).
+///
+/// # Safety
+/// Every slab's sums of the row block have arrived (after [`count_in`] said so); `acc` and `y`
+/// hold `batch * rows` values; no other block touches these rows in this launch; thread
+/// `tid` of `threads` (all of the block) calls it.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn convert_rows(
+    acc: DevPtrMut<f32>,
+    y: DevPtrMut<u16>,
+    (rows, batch): (u32, u32),
+    rb: u32,
+    block_rows: u32,
+    threads: u32,
+    tid: u32,
+) {
+    let total = block_rows * batch;
+    let rows_us = rows as usize;
+    let mut first = 0;
+    while first < total {
+        let mut v = [0u32; 8];
+        for (k, v) in v.iter_mut().enumerate() {
+            let i = first + k as u32 * threads + tid;
+            let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
+            if i < total && row < rows {
+                // SAFETY: n < batch, row < rows: inside acc; every slab's sums have arrived.
+                *v = unsafe {
+                    ld_relaxed_u32(acc.as_mut_ptr().add(n as usize * rows_us + row as usize) as _)
+                };
+            }
+        }
+        for (k, v) in v.iter().enumerate() {
+            let i = first + k as u32 * threads + tid;
+            let (n, row) = (i / block_rows, rb * block_rows + i % block_rows);
+            if i < total && row < rows {
+                let at = n as usize * rows_us + row as usize;
+                // SAFETY: n < batch, row < rows: inside acc and y; no block touches this row
+                // block again in this launch.
+                unsafe {
+                    *y.as_mut_ptr().add(at) = f32_to_f16(f32::from_bits(*v));
+                    *acc.as_mut_ptr().add(at) = 0.0;
+                }
+            }
+        }
+        first += 8 * threads;
     }
 }
