@@ -90,30 +90,9 @@ fn round16(x: f32) -> f32 {
 }
 
 /// Weighted squared distances from `x` to the entries `e0 .. e0 + d.len()` of a transposed
-/// codebook (`cbt[j * k + e]`) into `d`. On x86-64 with AVX2 (detected at run time) the same
-/// code is compiled for 8 lanes instead of SSE's 4: the same operations per entry in the same
-/// order (no FMA contraction: FMA is not enabled), so the same distances bit for bit.
-fn distances(x: &[f32], w: &[f32], cbt: &[f32], k: usize, e0: usize, d: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked just above), the only requirement of a
-        // `target_feature(enable = "avx2")` function beyond its safe signature.
-        unsafe { distances_avx2(x, w, cbt, k, e0, d) };
-        return;
-    }
-    distances_plain(x, w, cbt, k, e0, d);
-}
-
-/// [`distances_plain`] compiled with AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn distances_avx2(x: &[f32], w: &[f32], cbt: &[f32], k: usize, e0: usize, d: &mut [f32]) {
-    distances_plain(x, w, cbt, k, e0, d);
-}
-
-/// The body of [`distances`].
+/// codebook (`cbt[j * k + e]`) into `d`.
 #[inline(always)]
-fn distances_plain(x: &[f32], w: &[f32], cbt: &[f32], k: usize, e0: usize, d: &mut [f32]) {
+fn distances(x: &[f32], w: &[f32], cbt: &[f32], k: usize, e0: usize, d: &mut [f32]) {
     d.fill(0.0);
     for (j, (&xj, &wj)) in x.iter().zip(w).enumerate() {
         if wj == 0.0 {
@@ -127,9 +106,48 @@ fn distances_plain(x: &[f32], w: &[f32], cbt: &[f32], k: usize, e0: usize, d: &m
     }
 }
 
+/// The distances of `x` to the entries `e0 .. e0 + d.len()` ([`distances`], into `d`) and the
+/// first nearest of them ([`first_min`]). On x86-64 with AVX2 (detected at run time) the same
+/// code is compiled for 8 lanes instead of SSE's 4: the same operations per entry in the same
+/// order (no FMA contraction: FMA is not enabled), so the same distances bit for bit.
+#[inline(always)]
+fn block_nearest(
+    x: &[f32],
+    w: &[f32],
+    cbt: &[f32],
+    k: usize,
+    e0: usize,
+    d: &mut [f32],
+) -> Option<(usize, f32)> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above), the only requirement of a
+        // `target_feature(enable = "avx2")` function beyond its safe signature.
+        return unsafe { block_nearest_avx2(x, w, cbt, k, e0, d) };
+    }
+    distances(x, w, cbt, k, e0, d);
+    first_min(d)
+}
+
+/// [`block_nearest`] compiled with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn block_nearest_avx2(
+    x: &[f32],
+    w: &[f32],
+    cbt: &[f32],
+    k: usize,
+    e0: usize,
+    d: &mut [f32],
+) -> Option<(usize, f32)> {
+    distances(x, w, cbt, k, e0, d);
+    first_min(d)
+}
+
 /// The index of the first smallest non-NaN value of `d` and that value (`None` when every
 /// value is NaN or `d` is empty). Two passes the compiler vectorizes: the minimum in 8 lanes,
-/// then the first index holding it.
+/// then the first block of 8 holding it.
+#[inline(always)]
 fn first_min(d: &[f32]) -> Option<(usize, f32)> {
     let mut lanes = [f32::NAN; 8];
     let mut chunks = d.chunks_exact(8);
@@ -144,7 +162,12 @@ fn first_min(d: &[f32]) -> Option<(usize, f32)> {
         .iter()
         .chain(&lanes)
         .fold(f32::NAN, |a, &b| a.min(b));
-    d.iter().position(|&x| x == min).map(|i| (i, min))
+    // The first block of 8 holding it (a vector compare per block), then the lane.
+    let block = d
+        .chunks(8)
+        .position(|c| c.iter().fold(false, |any, &x| any | (x == min)))?;
+    let at = 8 * block + d[8 * block..].iter().position(|&x| x == min)?;
+    Some((at, min))
 }
 
 /// Entries per pass of [`assign`]: 8 dimensions x 512 entries of the transposed codebook are
@@ -171,12 +194,12 @@ fn assign(x: &[f32], w: &[f32], cb: &[f32], k: usize, v: usize) -> Vec<u32> {
                     continue;
                 }
                 let p = (c * 256 + i) * v;
-                distances(&x[p..p + v], &w[p..p + v], &cbt, k, e0, d);
+                let near = block_nearest(&x[p..p + v], &w[p..p + v], &cbt, k, e0, d);
                 if e0 == 0 && d[0].is_nan() {
                     *b = (0, f32::NAN);
                     continue;
                 }
-                if let Some((j, dj)) = first_min(d)
+                if let Some((j, dj)) = near
                     && (e0 == 0 || dj < b.1)
                 {
                     *b = ((e0 + j) as u32, dj);
@@ -198,6 +221,47 @@ fn transpose(cb: &[f32], k: usize, v: usize) -> Vec<f32> {
         }
     }
     t
+}
+
+/// Samples per parallel piece of [`lower_d2`].
+const D2_CHUNK: usize = 4096;
+
+/// `d[i] = min(d[i], dist(sample i0 + i, c))` for the samples of `d`, from the sample and its
+/// weights stored dimension-major (`sxt[j * m + i]`): the same operations per sample in the
+/// same order as [`dist`] (so the same values bit for bit), over 8 samples at a time with AVX2
+/// where the CPU has it (detected at run time), SSE's 4 otherwise.
+fn lower_d2(d: &mut [f32], i0: usize, (sxt, swt, m): (&[f32], &[f32], usize), c: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above), the only requirement of a
+        // `target_feature(enable = "avx2")` function beyond its safe signature.
+        return unsafe { lower_d2_avx2(d, i0, (sxt, swt, m), c) };
+    }
+    lower_d2_plain(d, i0, (sxt, swt, m), c);
+}
+
+/// [`lower_d2`] compiled with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn lower_d2_avx2(d: &mut [f32], i0: usize, sample: (&[f32], &[f32], usize), c: &[f32]) {
+    lower_d2_plain(d, i0, sample, c);
+}
+
+/// The body of [`lower_d2`].
+#[inline(always)]
+fn lower_d2_plain(d: &mut [f32], i0: usize, (sxt, swt, m): (&[f32], &[f32], usize), c: &[f32]) {
+    let n = d.len();
+    let mut acc = vec![0f32; n];
+    for (j, &cj) in c.iter().enumerate() {
+        let xs = &sxt[j * m + i0..j * m + i0 + n];
+        let ws = &swt[j * m + i0..j * m + i0 + n];
+        for ((a, &x), &wj) in acc.iter_mut().zip(xs).zip(ws) {
+            *a += wj * (x - cj) * (x - cj);
+        }
+    }
+    for (dv, &a) in d.iter_mut().zip(&acc) {
+        *dv = dv.min(a);
+    }
 }
 
 fn dist(a: &[f32], b: &[f32], w: &[f32]) -> f32 {
@@ -241,7 +305,8 @@ fn fit(
         cb.iter_mut().for_each(|c| *c = round16(*c));
         return cb;
     }
-    // k-means++.
+    // k-means++ (the sample also dimension-major, for `lower_d2`).
+    let (sxt, swt) = (transpose(&sx, m, v), transpose(&sw, m, v));
     let first = rng.below(m);
     cb[..v].copy_from_slice(&sx[first * v..(first + 1) * v]);
     let mut d2: Vec<f32> = (0..m)
@@ -267,9 +332,9 @@ fn fit(
         let c: Vec<f32> = sx[pick * v..(pick + 1) * v].to_vec();
         cb[filled * v..(filled + 1) * v].copy_from_slice(&c);
         filled += 1;
-        d2.par_iter_mut().enumerate().for_each(|(i, d)| {
-            *d = d.min(dist(&sx[i * v..(i + 1) * v], &c, &sw[i * v..(i + 1) * v]));
-        });
+        d2.par_chunks_mut(D2_CHUNK)
+            .enumerate()
+            .for_each(|(ci, ch)| lower_d2(ch, ci * D2_CHUNK, (&sxt, &swt, m), &c));
     }
     // Lloyd.
     for _ in 0..opts.iters {
