@@ -55,6 +55,15 @@ use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 /// CPU models, and the GEMM's unused split-K pointers): all null, never dereferenced on the
 /// CPU, nor by a kernel that does not split. Codes, codebooks, inputs, outputs, fp32
 /// workspace, counters.
+/// Block `block` of `grid`'s equal contiguous share of `n` work items, `start..end` (the
+/// shares of all blocks tile `0..n` in order): the split of the tensor-core GEMVs
+/// (`crate::mma`, `crate::bigmma`).
+#[inline(always)]
+pub fn block_share(block: u32, grid: u32, n: u32) -> (u32, u32) {
+    let share = |b: u32| ((b as u64 * n as u64) / grid as u64) as u32;
+    (share(block), share(block + 1))
+}
+
 #[allow(clippy::type_complexity)]
 pub(crate) fn null_ptrs() -> (
     DevPtr<u32>,

@@ -194,8 +194,7 @@ impl VqMmaParams {
     /// The units of block `block` of `grid`: an equal contiguous share, `start..end`.
     #[inline(always)]
     pub fn unit_range(&self, block: u32, grid: u32) -> (u32, u32) {
-        let share = |b: u32| ((b as u64 * self.units as u64) / grid as u64) as u32;
-        (share(block), share(block + 1))
+        crate::block_share(block, grid, self.units)
     }
 
     /// Row block and slab of unit `u`.
