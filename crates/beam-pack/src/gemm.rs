@@ -40,6 +40,19 @@ pub struct OperandStats {
     pub max: u64,
 }
 
+impl OperandStats {
+    /// The statistics of the transposed matrix (row and column sums swapped).
+    #[must_use]
+    pub const fn transposed(&self) -> OperandStats {
+        OperandStats {
+            bits: self.bits,
+            max_row_sum: self.max_col_sum,
+            max_col_sum: self.max_row_sum,
+            max: self.max,
+        }
+    }
+}
+
 impl PackedMatrix {
     /// The statistics `maxv` uses.
     pub fn stats(&self) -> OperandStats {

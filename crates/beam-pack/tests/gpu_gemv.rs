@@ -94,6 +94,151 @@ fn check(
     name
 }
 
+/// Runs `A x^T` for the `1 x k` vector `x` through `BeamGemv::gemv_row` and compares with
+/// `gemv_reference` of the same vector as a column (values and canonical packing); returns the
+/// kernel's name.
+fn check_row(
+    gpu: &Gpu,
+    bg: &BeamGemv,
+    a: &PackedMatrix,
+    x: &PackedMatrix,
+    (width, overflow): (OutputWidth, Overflow),
+    out_layout: Layout,
+) -> &'static str {
+    let column = PackedMatrix::pack(&x.unpack(), x.cols(), 1, x.bits(), x.layout()).unwrap();
+    let want = gemv_reference(a, &column, width, overflow, out_layout).unwrap();
+    let (da, dx) = (
+        DeviceBeamMatrix::upload(gpu, a).unwrap(),
+        DeviceBeamMatrix::upload(gpu, x).unwrap(),
+    );
+    let mut out = BeamGemv::alloc_row_out(gpu, &da, &dx, width, out_layout).unwrap();
+    assert_eq!(out.bits(), want.bits());
+    let name = bg.row_kernel_name(&da, &dx, out.bits(), overflow);
+    // Twice: the second run must not depend on what the first left in the output.
+    for run in 0..2 {
+        bg.gemv_row(gpu, &da, &dx, &mut out, overflow).unwrap();
+        let got = out.download(gpu).unwrap();
+        let (g, w) = (got.unpack(), want.unpack());
+        let i = g.iter().zip(&w).position(|(p, q)| p != q);
+        assert!(
+            i.is_none() && got == want,
+            "{name} run {run}: {}x{} b{} x (1x{} b{} {}) -> {} bits {} {} {}: first difference \
+             at output {i:?}: got {:?}, want {:?}",
+            a.rows(),
+            a.cols(),
+            a.bits(),
+            x.cols(),
+            x.bits(),
+            x.layout().name(),
+            want.bits(),
+            out_layout.name(),
+            width.name(),
+            overflow.name(),
+            i.map(|i| g[i]),
+            i.map(|i| w[i]),
+        );
+    }
+    name
+}
+
+#[test]
+fn row_vectors_run_the_direct_kernel() {
+    let Some(gpu) = gpu_for_tests("row_vectors_run_the_direct_kernel") else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(0xBEA4_D1EC);
+    let bg = BeamGemv::new(&gpu).unwrap();
+    let mut shapes = SHAPES.to_vec();
+    // Many rows (whole rows per warp), few long rows (slices), 16-byte aligned rows (even
+    // words per row) and unaligned ones, a partial last chunk.
+    shapes.extend([
+        (2000, 256),
+        (5, 20000),
+        (16, 512),
+        (33, 513),
+        (700, 3000),
+        (9, 4096),
+    ]);
+    let plain = (OutputWidth::Sai, Overflow::Ovf);
+    for bits in [4, 6, 8, 12, 16, 24, 32] {
+        for &shape in &shapes {
+            for max in [false, true] {
+                let a = random(&mut rng, shape, bits, Layout::Nogaps, max);
+                let x = random(&mut rng, (1, shape.1), bits, Layout::Nogaps, max);
+                let name = check_row(&gpu, &bg, &a, &x, plain, Layout::Naive);
+                assert!(
+                    name.starts_with("cmv_beam_gemv_direct_b"),
+                    "{bits} bits ran {name}"
+                );
+                // Outputs written in place of their packing (nogaps: a word per row) and by
+                // atomic ORs into zeroed words (tight).
+                for out_layout in [Layout::Nogaps, Layout::Tight] {
+                    check_row(&gpu, &bg, &a, &x, plain, out_layout);
+                }
+            }
+        }
+        // Other output widths and saturation: the direct kernel where the sums stay exact
+        // modulo 2^32, the general kernel otherwise.
+        let a = random(&mut rng, (300, 4109), bits, Layout::Nogaps, false);
+        let x = random(&mut rng, (1, 4109), bits, Layout::Nogaps, false);
+        for width in [OutputWidth::Sai, OutputWidth::C2p2, OutputWidth::Maxv] {
+            for overflow in [Overflow::Ovf, Overflow::Sat] {
+                check_row(&gpu, &bg, &a, &x, (width, overflow), Layout::Nogaps);
+            }
+        }
+    }
+    // Not the direct kernel: widths without one, a vector of another width or layout, other
+    // paths. These run the column-vector kernels with the vector read transposed.
+    for (bits, x_bits, x_layout) in [
+        (5, 5, Layout::Nogaps),
+        (3, 3, Layout::Nogaps),
+        (8, 7, Layout::Nogaps),
+        (8, 8, Layout::Tight),
+        (12, 12, Layout::Slabs),
+        (20, 20, Layout::Nogaps),
+    ] {
+        for &shape in &[(37, 1000), (700, 3000)] {
+            let a = random(&mut rng, shape, bits, Layout::Nogaps, false);
+            let x = random(&mut rng, (1, shape.1), x_bits, x_layout, false);
+            let name = check_row(&gpu, &bg, &a, &x, plain, Layout::Naive);
+            assert!(!name.contains("direct"), "{bits} bits ran {name}");
+        }
+    }
+    for path in [
+        GemvPath::CudaCores,
+        GemvPath::CudaRing,
+        GemvPath::TensorCores,
+        GemvPath::Any,
+    ] {
+        let bgp = BeamGemv::new(&gpu).unwrap().with_path(path);
+        let a = random(&mut rng, (700, 3000), 8, Layout::Nogaps, false);
+        let x = random(&mut rng, (1, 3000), 8, Layout::Nogaps, false);
+        let name = check_row(&gpu, &bgp, &a, &x, plain, Layout::Naive);
+        assert!(!name.contains("direct"), "{path:?} ran {name}");
+    }
+    // Shapes the product refuses.
+    let a = DeviceBeamMatrix::upload(&gpu, &random(&mut rng, (5, 10), 8, Layout::Nogaps, false))
+        .unwrap();
+    let bad = DeviceBeamMatrix::upload(&gpu, &random(&mut rng, (1, 9), 8, Layout::Nogaps, false))
+        .unwrap();
+    let col = DeviceBeamMatrix::upload(&gpu, &random(&mut rng, (10, 1), 8, Layout::Nogaps, false))
+        .unwrap();
+    let mut out = DeviceBeamOut::alloc(&gpu, 5, 1, 8, Layout::Naive).unwrap();
+    for x in [&bad, &col] {
+        let e = bg
+            .gemv_row(&gpu, &a, x, &mut out, Overflow::Ovf)
+            .unwrap_err();
+        assert!(matches!(e, BeamError::GemmShape { .. }), "{e}");
+    }
+    let good = DeviceBeamMatrix::upload(&gpu, &random(&mut rng, (1, 10), 8, Layout::Nogaps, false))
+        .unwrap();
+    let mut wrong = DeviceBeamOut::alloc(&gpu, 4, 1, 8, Layout::Naive).unwrap();
+    let e = bg
+        .gemv_row(&gpu, &a, &good, &mut wrong, Overflow::Ovf)
+        .unwrap_err();
+    assert!(e.to_string().contains("1 column"), "{e}");
+}
+
 const SHAPES: [(usize, usize); 4] = [(1, 1), (3, 67), (37, 1000), (300, 4096 + 13)];
 
 #[test]

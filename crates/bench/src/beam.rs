@@ -1654,6 +1654,10 @@ pub struct GemvConfig {
     pub stream_shapes: Vec<(u32, u32, u32)>,
     /// Extra runs of the ring kernel (`cuda-ring`) with these stages per warp's ring.
     pub ring_stages: Vec<u32>,
+    /// How one vector is given: `row` (a `1 x k` matrix packed like a row of `A`,
+    /// `BeamGemv::gemv_row`: the direct kernels) and `column` (`k x 1`, `BeamGemv::gemv`; the
+    /// only form for several vectors). Batch 1 runs each listed form.
+    pub vectors: Vec<String>,
 }
 
 impl GemvConfig {
@@ -1692,7 +1696,31 @@ impl GemvConfig {
                 .collect(),
             stream_shapes: Vec::new(),
             ring_stages: Vec::new(),
+            vectors: vec!["row".to_string()],
         })
+    }
+
+    /// The same suite with the vector forms `s` (comma-separated `row`, `column`).
+    ///
+    /// # Errors
+    /// A message for an unknown form or an empty list.
+    pub fn with_vectors(mut self, s: &str) -> Result<GemvConfig, String> {
+        let v: Vec<String> = s
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect();
+        if let Some(bad) = v.iter().find(|t| !matches!(t.as_str(), "row" | "column")) {
+            return Err(format!(
+                "vector form {bad:?}: use row (1 x k, packed like a row of A) or column (k x 1)"
+            ));
+        }
+        if v.is_empty() {
+            return Err("no vector form given: use row, column or both".to_string());
+        }
+        self.vectors = v;
+        Ok(self)
     }
 
     /// The same suite with extra runs of the streaming kernel: `s` is a comma-separated list of
@@ -1962,20 +1990,32 @@ pub fn run_gemv(
             );
             let a = Copies::new(gpu, &pa, copies)?;
             drop(pa);
-            for &batch in &cfg.batches {
+            for (batch, row_vector) in cfg.batches.iter().flat_map(|&b| {
+                cfg.vectors
+                    .iter()
+                    .filter(move |v| b == 1 || v.as_str() == "column")
+                    .map(move |v| (b, v == "row"))
+            }) {
                 let x_vals = uniform_values(
                     cols * batch,
                     bits,
                     seed(&[rows as u64, cols as u64, u64::from(bits), batch as u64, 3]),
                 );
-                let pb = PackedMatrix::pack(&x_vals, cols, batch, bits, GEMV_LAYOUT)
-                    .map_err(beam_err)?;
+                let pb = if row_vector {
+                    PackedMatrix::pack(&x_vals, 1, cols, bits, GEMV_LAYOUT)
+                } else {
+                    PackedMatrix::pack(&x_vals, cols, batch, bits, GEMV_LAYOUT)
+                }
+                .map_err(beam_err)?;
                 let db = DeviceBeamMatrix::upload(gpu, &pb).map_err(beam_err)?;
                 let exact = exact_product(&a_vals, &x_vals, (rows, cols, batch));
                 for (&mode, (gv, tag)) in
                     outputs.iter().flat_map(|m| gvs.iter().map(move |g| (m, g)))
                 {
                     let mut variant = format!("b{bits} {}", mode.name());
+                    if row_vector {
+                        variant = format!("{variant} row");
+                    }
                     if gv.path() != GemvPath::Auto {
                         variant = format!("{variant} {}{tag}", gv.path().name());
                     }
@@ -1983,11 +2023,21 @@ pub fn run_gemv(
                         variant = format!("{variant} prep-{}", gv.prep().name());
                     }
                     let what = format!("beam-gemv {rows}x{cols} batch {batch} {variant}");
-                    let mut out =
+                    let mut out = if row_vector {
+                        BeamGemv::alloc_row_out(gpu, a.get(0), &db, mode.width, GEMV_OUT_LAYOUT)
+                    } else {
                         BeamGemm::alloc_out(gpu, a.get(0), &db, mode.width, GEMV_OUT_LAYOUT)
-                            .map_err(beam_err)?;
+                    }
+                    .map_err(beam_err)?;
                     let ovf = mode.overflow;
-                    match gv.gemv(gpu, a.get(0), &db, &mut out, ovf) {
+                    let run = |i: usize, out: &mut DeviceBeamOut| {
+                        if row_vector {
+                            gv.gemv_row(gpu, a.get(i), &db, out, ovf)
+                        } else {
+                            gv.gemv(gpu, a.get(i), &db, out, ovf)
+                        }
+                    };
+                    match run(0, &mut out) {
                         Ok(()) => {}
                         Err(e) if refused(&e) => {
                             report
@@ -2008,7 +2058,7 @@ pub fn run_gemv(
                     let timings =
                         bcfg.timing
                             .time(gpu, bcfg, copies, |i| -> Result<(), BenchError> {
-                                gv.gemv(gpu, a.get(i), &db, &mut out, ovf).map_err(beam_err)
+                                run(i, &mut out).map_err(beam_err)
                             })?;
                     check(&out, " (timed)")?;
                     let (weight_bytes, input_bytes) = (a.get(0).bytes(), db.bytes());
@@ -2052,7 +2102,12 @@ pub fn run_gemv(
                         bits,
                         output: mode.name(),
                         out_bits: out.bits(),
-                        kernel: gv.kernel_name(a.get(0), &db, out.bits(), ovf).to_string(),
+                        kernel: if row_vector {
+                            gv.row_kernel_name(a.get(0), &db, out.bits(), ovf)
+                        } else {
+                            gv.kernel_name(a.get(0), &db, out.bits(), ovf)
+                        }
+                        .to_string(),
                         speedup_vs_int8: int8_us.map(|t| t / us),
                         speedup_vs_fp16: fp16_us.map(|t| t / us),
                     };

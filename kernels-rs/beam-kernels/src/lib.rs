@@ -23,6 +23,7 @@
 
 pub mod gemm;
 pub mod gemv;
+pub mod gemv_direct;
 pub mod gemv_mma;
 pub mod gemv_ring;
 pub mod gemv_stream;

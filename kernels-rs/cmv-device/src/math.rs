@@ -34,6 +34,80 @@ pub fn dp4a(a: u32, b: u32, c: i32) -> i32 {
     }
 }
 
+/// `dp4a.u32.u32`: the dot product of the four unsigned bytes of `a` and `b`, plus `c`,
+/// modulo 2^32 (the hardware wraps).
+#[inline(always)]
+pub fn dp4a_u32(a: u32, b: u32, c: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register-to-register instruction, available from sm_61 on.
+        unsafe {
+            core::arch::asm!(
+                "dp4a.u32.u32 {r}, {a}, {b}, {c};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let (a, b) = (a.to_le_bytes(), b.to_le_bytes());
+        (0..4).fold(c, |acc, k| {
+            acc.wrapping_add(u32::from(a[k]) * u32::from(b[k]))
+        })
+    }
+}
+
+/// `dp2a.lo.u32.u32`: the two unsigned 16-bit halves of `a` times the unsigned bytes 0 and 1
+/// of `b`, plus `c`, modulo 2^32.
+#[inline(always)]
+pub fn dp2a_lo_u32(a: u32, b: u32, c: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register-to-register instruction, available from sm_61 on.
+        unsafe {
+            core::arch::asm!(
+                "dp2a.lo.u32.u32 {r}, {a}, {b}, {c};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        c.wrapping_add((a & 0xffff) * (b & 0xff))
+            .wrapping_add((a >> 16) * ((b >> 8) & 0xff))
+    }
+}
+
+/// `dp2a.hi.u32.u32`: the two unsigned 16-bit halves of `a` times the unsigned bytes 2 and 3
+/// of `b`, plus `c`, modulo 2^32.
+#[inline(always)]
+pub fn dp2a_hi_u32(a: u32, b: u32, c: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register-to-register instruction, available from sm_61 on.
+        unsafe {
+            core::arch::asm!(
+                "dp2a.hi.u32.u32 {r}, {a}, {b}, {c};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        c.wrapping_add((a & 0xffff) * ((b >> 16) & 0xff))
+            .wrapping_add((a >> 16) * (b >> 24))
+    }
+}
+
 /// Fused multiply-add `a * b + c` with one rounding (`fma.rn.f32`).
 #[inline(always)]
 pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
@@ -441,6 +515,41 @@ mod tests {
                 want += x * y;
             }
             assert_eq!(dp4a(a, b, c), want as i32, "dp4a({a:#x}, {b:#x}, {c})");
+        }
+    }
+
+    #[test]
+    fn unsigned_dot_products_match_their_definitions() {
+        let cases = [
+            (0xffff_ffffu32, 0xffff_ffffu32, u32::MAX),
+            (0x0102_0304, 0xfffe_fdfc, 7),
+            (0x8000_7fff, 0x80ff_01fe, 0x8000_0000),
+            (0, 0xdead_beef, 12345),
+        ];
+        for (a, b, c) in cases {
+            let (ab, bb) = (a.to_le_bytes(), b.to_le_bytes());
+            let mut want = u64::from(c);
+            for k in 0..4 {
+                want += u64::from(ab[k]) * u64::from(bb[k]);
+            }
+            assert_eq!(
+                dp4a_u32(a, b, c),
+                want as u32,
+                "dp4a.u32({a:#x}, {b:#x}, {c})"
+            );
+            let (a0, a1) = (u64::from(a & 0xffff), u64::from(a >> 16));
+            let lo = u64::from(c) + a0 * u64::from(bb[0]) + a1 * u64::from(bb[1]);
+            let hi = u64::from(c) + a0 * u64::from(bb[2]) + a1 * u64::from(bb[3]);
+            assert_eq!(
+                dp2a_lo_u32(a, b, c),
+                lo as u32,
+                "dp2a.lo({a:#x}, {b:#x}, {c})"
+            );
+            assert_eq!(
+                dp2a_hi_u32(a, b, c),
+                hi as u32,
+                "dp2a.hi({a:#x}, {b:#x}, {c})"
+            );
         }
     }
 

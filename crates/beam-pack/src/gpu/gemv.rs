@@ -19,6 +19,9 @@ use beam_kernels::gemv::{
     FLAG_OUT_TRANSPOSED, GemvParams, PREP_MMA, PREP_PERM, PREP_STREAM, acc_code, nogaps_smem_bytes,
     nogaps_split, perm_slots,
 };
+use beam_kernels::gemv_direct::{
+    DIRECT_THREADS, DIRECT_WIDTHS, direct_smem_bytes, direct_split, direct_width,
+};
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
     segments, vector_planes,
@@ -112,6 +115,22 @@ const NOGAPS_NAMES: [&str; FAST_MAX_BITS as usize] = [
     "cmv_beam_gemv_nogaps_b31",
     "cmv_beam_gemv_nogaps_b32",
 ];
+
+/// The direct kernel names, `cmv_beam_gemv_direct_b{bits}` in the order of [`DIRECT_WIDTHS`].
+const DIRECT_NAMES: [&str; DIRECT_WIDTHS.len()] = [
+    "cmv_beam_gemv_direct_b4",
+    "cmv_beam_gemv_direct_b6",
+    "cmv_beam_gemv_direct_b8",
+    "cmv_beam_gemv_direct_b12",
+    "cmv_beam_gemv_direct_b16",
+    "cmv_beam_gemv_direct_b24",
+    "cmv_beam_gemv_direct_b32",
+];
+
+/// The index of `bits` in [`DIRECT_WIDTHS`] (a direct width).
+fn direct_index(bits: u32) -> Option<usize> {
+    DIRECT_WIDTHS.iter().position(|&b| b == bits)
+}
 
 /// The tensor-core kernel names, `cmv_beam_gemv_mma_b{bits}` at index `bits - 1`.
 const MMA_NAMES: [&str; MMA_MAX_BITS as usize] = [
@@ -246,6 +265,68 @@ pub fn gemv_kernel_name(
     )
 }
 
+/// The name of the kernel that `BeamGemv::gemv_row` runs on `path` for `A` as in
+/// [`gemv_kernel_name`] times one vector given as a `1 x k` matrix of `x_bits` in `x_layout`:
+/// `cmv_beam_gemv_direct_b{bits}` where `path` is [`GemvPath::Auto`], both are `nogaps` of one
+/// direct width (4, 6, 8, 12, 16, 24, 32) and the products are exact modulo 2^32; else the
+/// kernel [`gemv_kernel_name`] names for the same vector as a column.
+pub fn gemv_row_kernel_name(
+    a: (u32, Layout, (usize, usize), usize),
+    (x_bits, x_layout): (u32, Layout),
+    out_bits: u32,
+    overflow: Overflow,
+    (max_smem, path): (u32, GemvPath),
+) -> &'static str {
+    match direct_name(a, (x_bits, x_layout), out_bits, overflow, path) {
+        Some(name) => name,
+        None => gemv_kernel_name(a, (x_bits, 1), out_bits, overflow, (max_smem, path)),
+    }
+}
+
+/// The direct kernel for these operands, if it takes them.
+fn direct_name(
+    (a_bits, a_layout, (a_rows, a_cols), a_row_words): (u32, Layout, (usize, usize), usize),
+    (x_bits, x_layout): (u32, Layout),
+    out_bits: u32,
+    overflow: Overflow,
+    path: GemvPath,
+) -> Option<&'static str> {
+    let acc = acc_for(a_bits, x_bits, a_cols as u64, out_bits, overflow.code());
+    let fits = u32::try_from(a_rows).is_ok()
+        && u32::try_from(a_cols).is_ok()
+        && u32::try_from(a_row_words).is_ok();
+    let ok = path == GemvPath::Auto
+        && a_layout == Layout::Nogaps
+        && x_layout == Layout::Nogaps
+        && x_bits == a_bits
+        && direct_width(a_bits)
+        && acc == Acc::U32
+        && fits;
+    if ok {
+        direct_index(a_bits).map(|i| DIRECT_NAMES[i])
+    } else {
+        None
+    }
+}
+
+/// Where a GEMV kernel writes `out` and whether it must be zeroed first: a `rows x 1` output
+/// in `nogaps` or `slabs` of at most 64 bits keeps every element in a word of its own, at
+/// bit 0, so the kernels write it as the `naive` matrix of the same words (plain stores, no
+/// zeroing: the words equal the canonical packing); other outputs are written by atomic ORs
+/// into zeroed words unless `naive`.
+fn out_target(out: &mut DeviceBeamOut) -> (PackedOut, bool) {
+    let mut c = out.packed_out();
+    let own_words = c.cols == 1 && matches!(out.layout(), Layout::Nogaps | Layout::Slabs);
+    if own_words {
+        debug_assert_eq!(c.row_words, 1);
+        c.layout = layout::NAIVE;
+        c.row_words = 1;
+        (c, false)
+    } else {
+        (c, out.layout() != Layout::Naive)
+    }
+}
+
 /// [`gemv_kernel_name`] with the streaming kernel's shape and preferred warps.
 fn kernel_name_with(
     (a_bits, a_layout, (a_rows, a_cols), a_row_words): (u32, Layout, (usize, usize), usize),
@@ -310,6 +391,7 @@ pub struct BeamGemv {
     mma: Vec<Kernel>,
     stream_k: Vec<Kernel>,
     ring: Vec<Kernel>,
+    direct: Vec<Kernel>,
     prep: Kernel,
     /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
     /// launch that uses it goes to `stream`, so one buffer serves them in order.
@@ -350,6 +432,10 @@ impl BeamGemv {
             .iter()
             .map(|&name| gpu.kernel(&PTX, name))
             .collect::<Result<Vec<_>, _>>()?;
+        let direct = DIRECT_NAMES
+            .iter()
+            .map(|&name| gpu.kernel(&PTX, name))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             stream: gpu.stream().clone(),
             any: gpu.kernel(&PTX, "cmv_beam_gemv_any")?,
@@ -357,6 +443,7 @@ impl BeamGemv {
             mma,
             stream_k,
             ring,
+            direct,
             prep: gpu.kernel(&PTX, "cmv_beam_gemv_prep")?,
             work: Mutex::new(None),
             stream_work: Mutex::new(None),
@@ -498,7 +585,8 @@ impl BeamGemv {
         if b.cols() > GEMV_MAX_COLS {
             return Err(BeamError::GemvColumns { cols: b.cols() });
         }
-        if out.layout() != Layout::Naive {
+        let (c, zero) = out_target(out);
+        if zero {
             out.zero(gpu)?;
         }
         let acc = acc_for(
@@ -512,7 +600,7 @@ impl BeamGemv {
         let params = GemvParams {
             a: a.packed_ref(),
             b: b.packed_ref(),
-            c: out.packed_out(),
+            c,
             overflow: overflow.code(),
             acc: acc_code(acc),
             slices: 1,
@@ -531,23 +619,182 @@ impl BeamGemv {
             // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
             // <= 8 bits, B has one column, the accumulator is U32 and the rings and the
             // fragments fit in the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, FastKernel::Stream, params) }
+            unsafe { self.launch_fast(gpu, FastKernel::Stream, params, self.prep_mode) }
         } else if name.starts_with("cmv_beam_gemv_mma_") {
             // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
             // <= 8 bits, B has one column, the accumulator is U32 and the fragments fit in
             // the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, FastKernel::Mma, params) }
+            unsafe { self.launch_fast(gpu, FastKernel::Mma, params, self.prep_mode) }
         } else if name.starts_with("cmv_beam_gemv_ring_") {
             // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
             // <= 32 bits, B has one column, the accumulator is U32 and the vector and the
             // rings fit in the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, FastKernel::Ring, params) }
+            unsafe { self.launch_fast(gpu, FastKernel::Ring, params, self.prep_mode) }
         } else {
             // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
             // <= 32 bits, B has one column, the accumulator is U32 and the vector fits in
             // the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, FastKernel::Nogaps, params) }
+            unsafe { self.launch_fast(gpu, FastKernel::Nogaps, params, self.prep_mode) }
         }
+    }
+
+    /// The name of the kernel [`BeamGemv::gemv_row`] runs for these operands and output.
+    pub fn row_kernel_name(
+        &self,
+        a: &DeviceBeamMatrix,
+        x: &DeviceBeamMatrix,
+        out_bits: u32,
+        overflow: Overflow,
+    ) -> &'static str {
+        let ad = (
+            a.bits(),
+            a.layout(),
+            (a.rows(), a.cols()),
+            a.packed_ref().row_words as usize,
+        );
+        match direct_name(ad, (x.bits(), x.layout()), out_bits, overflow, self.path) {
+            Some(name) => name,
+            None => kernel_name_with(
+                ad,
+                (x.bits(), 1),
+                (out_bits, overflow),
+                (self.max_smem, self.path),
+                self.stream_shape(a.bits()),
+                self.ring_stages,
+            ),
+        }
+    }
+
+    /// Queues `out = A x^T` for one vector `x` given as a `1 x k` matrix (packed like a row of
+    /// `A`: `k` elements in a row of their own, not `k` rows of one), wrapped or clamped to
+    /// `out`'s width by `overflow`, bit-exact with [`gemv_reference`](crate::gemv_reference)
+    /// of the same vector as a column. Allocate `out` (`A.rows x 1`) with
+    /// [`BeamGemv::alloc_row_out`].
+    ///
+    /// Where `A` and `x` are `nogaps` of one width among 4, 6, 8, 12, 16, 24 and 32 bits and the
+    /// sums are exact modulo 2^32, this is one launch of `cmv_beam_gemv_direct_b{bits}`
+    /// ([`gemv_row_kernel_name`]), which reads both straight from global memory; otherwise the
+    /// kernels of [`BeamGemv::gemv`] run (with the preparation kernel).
+    ///
+    /// # Errors
+    /// [`BeamError::GemmShape`] when `x` is not `1 x A.cols`,
+    /// [`FormatError::Shape`](cmv_format::FormatError::Shape) for an output that is not
+    /// `A.rows x 1`, runtime errors.
+    pub fn gemv_row(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceBeamMatrix,
+        x: &DeviceBeamMatrix,
+        out: &mut DeviceBeamOut,
+        overflow: Overflow,
+    ) -> Result<(), BeamError> {
+        if x.rows() != 1 || x.cols() != a.cols() {
+            return Err(BeamError::GemmShape {
+                a_rows: a.rows(),
+                a_cols: a.cols(),
+                b_rows: x.cols(),
+                b_cols: x.rows(),
+            });
+        }
+        if out.rows() != a.rows() || out.cols() != 1 {
+            return Err(cmv_format::FormatError::Shape {
+                format: "beam",
+                rows: out.rows(),
+                cols: out.cols(),
+                rule: "the output of A x^T for a 1 x k vector x must have A's rows and 1 column",
+            }
+            .into());
+        }
+        let acc = acc_for(
+            a.bits(),
+            x.bits(),
+            a.cols() as u64,
+            out.bits(),
+            overflow.code(),
+        );
+        let (c, zero) = out_target(out);
+        if zero {
+            out.zero(gpu)?;
+        }
+        let name = self.row_kernel_name(a, x, out.bits(), overflow);
+        let params = GemvParams {
+            a: a.packed_ref(),
+            b: x.packed_ref(),
+            c,
+            overflow: overflow.code(),
+            acc: acc_code(acc),
+            slices: 1,
+            flags: FLAG_B_TRANSPOSED,
+            xp: DevPtrMut::null(),
+            xp_len: 0,
+            prep: 0,
+        };
+        // SAFETY (every branch): a, x and out hold the words their geometries imply
+        // (DeviceBeamMatrix holds a canonical PackedMatrix's words, DeviceBeamOut was
+        // allocated for its own); x is 1 x A.cols, given with FLAG_B_TRANSPOSED; out is
+        // A.rows x 1, zeroed where out_target said so; acc is acc_for of these operands; the
+        // kernel name came from row_kernel_name's rules for exactly these operands.
+        if let Some(i) = name
+            .strip_prefix("cmv_beam_gemv_direct_b")
+            .and_then(|b| b.parse::<u32>().ok())
+            .and_then(direct_index)
+        {
+            // SAFETY: as above; direct_name checked: A and x nogaps of one direct width (so x
+            // has A.row_words words), acc U32.
+            unsafe { self.launch_direct(i, params) }
+        } else if name == "cmv_beam_gemv_any" {
+            // SAFETY: as above.
+            unsafe { self.launch_any(&params) }
+        } else {
+            let which = if name.starts_with("cmv_beam_gemv_stream_") {
+                FastKernel::Stream
+            } else if name.starts_with("cmv_beam_gemv_mma_") {
+                FastKernel::Mma
+            } else if name.starts_with("cmv_beam_gemv_ring_") {
+                FastKernel::Ring
+            } else {
+                FastKernel::Nogaps
+            };
+            // SAFETY: as above, and kernel_name_with chose this fast kernel for A and one
+            // vector of x's width (what it checks for gemv); the preparation kernel reads x
+            // transposed (FLAG_B_TRANSPOSED); the fused preparations do not, so never them.
+            unsafe { self.launch_fast(gpu, which, params, GemvPrep::Kernel) }
+        }
+    }
+
+    /// An output for [`BeamGemv::gemv_row`] of `A` by the `1 x k` vector `x`: `A.rows x 1`,
+    /// `width` chosen from both operands' statistics (`x`'s as the column it stands for).
+    ///
+    /// # Errors
+    /// Runtime errors.
+    pub fn alloc_row_out(
+        gpu: &Gpu,
+        a: &DeviceBeamMatrix,
+        x: &DeviceBeamMatrix,
+        width: crate::OutputWidth,
+        layout: Layout,
+    ) -> Result<DeviceBeamOut, BeamError> {
+        let bits = crate::output_bits_from(a.stats(), &x.stats().transposed(), width);
+        DeviceBeamOut::alloc(gpu, a.rows(), 1, bits, layout)
+    }
+
+    /// Launches `cmv_beam_gemv_direct_b{DIRECT_WIDTHS[i]}`.
+    ///
+    /// # Safety
+    /// As [`BeamGemv::launch_any`], and `A` and `B` (`1 x A.cols`, `FLAG_B_TRANSPOSED`) are
+    /// `nogaps` of `DIRECT_WIDTHS[i]` bits, `p.acc` is `ACC_U32`.
+    unsafe fn launch_direct(&self, i: usize, mut p: GemvParams) -> Result<(), BeamError> {
+        let (slices, grid) = direct_split(p.a.rows, p.a.row_words, p.a.bits);
+        p.slices = slices;
+        let cfg = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (DIRECT_THREADS, 1, 1),
+            shared_mem_bytes: direct_smem_bytes(slices),
+        };
+        // SAFETY: forwarded from the caller; DIRECT_THREADS threads, direct_split's slices and
+        // grid (every row covered), the shared memory the slices need.
+        unsafe { self.direct[i].launch(&self.stream, cfg, &p)? };
+        Ok(())
     }
 
     /// Launches `cmv_beam_gemv_any`.
@@ -582,6 +829,7 @@ impl BeamGemv {
         gpu: &Gpu,
         which: FastKernel,
         mut p: GemvParams,
+        prep_mode: GemvPrep,
     ) -> Result<(), BeamError> {
         let bits = p.a.bits;
         let b = bits as usize - 1;
@@ -663,7 +911,7 @@ impl BeamGemv {
             FastKernel::Mma => PREP_MMA,
             FastKernel::Nogaps | FastKernel::Ring => PREP_PERM,
         };
-        if self.prep_mode == GemvPrep::Fused && which == FastKernel::Stream {
+        if prep_mode == GemvPrep::Fused && which == FastKernel::Stream {
             // The kernel builds the fragments from B and finds its sums and tile counters
             // zero in a workspace of their own: allocated zeroed, and every launch leaves them
             // zero again (the warp that completes a tile clears its sums and counter).
@@ -683,7 +931,7 @@ impl BeamGemv {
             unsafe { kernel.launch(&self.stream, cfg, &p)? };
             return Ok(());
         }
-        if self.prep_mode == GemvPrep::Fused {
+        if prep_mode == GemvPrep::Fused {
             p.flags |= FLAG_FUSED_PREP;
             // SAFETY: forwarded from the caller; with FLAG_FUSED_PREP the kernel builds the
             // vector from B itself (xp is not read); WARPS_PER_BLOCK warps per block, slices
@@ -837,6 +1085,103 @@ mod tests {
         gemv_kernel_name(
             (bits, Layout::Nogaps, (rows, cols), rw),
             (bits, n),
+            bits,
+            Overflow::Ovf,
+            (227 * 1024, path),
+        )
+    }
+
+    #[test]
+    fn a_row_vector_of_the_weights_width_runs_the_direct_kernel() {
+        let row_name = |bits: u32, x: (u32, Layout), out_bits: u32, ovf: Overflow, path| {
+            let rw = layout::row_words(4096, bits, layout::NOGAPS) as usize;
+            gemv_row_kernel_name(
+                (bits, Layout::Nogaps, (14336, 4096), rw),
+                x,
+                out_bits,
+                ovf,
+                (227 * 1024, path),
+            )
+        };
+        for (i, bits) in DIRECT_WIDTHS.into_iter().enumerate() {
+            let auto = row_name(
+                bits,
+                (bits, Layout::Nogaps),
+                bits,
+                Overflow::Ovf,
+                GemvPath::Auto,
+            );
+            assert_eq!(auto, DIRECT_NAMES[i]);
+            // Other paths, another width or layout of x, or sums that need more than 32 bits
+            // take the kernels of a column vector.
+            let column = |x_bits, path| name_rc_x(bits, x_bits, (14336, 4096), path);
+            assert_eq!(
+                row_name(
+                    bits,
+                    (bits, Layout::Nogaps),
+                    bits,
+                    Overflow::Ovf,
+                    GemvPath::CudaCores
+                ),
+                column(bits, GemvPath::CudaCores)
+            );
+            assert_eq!(
+                row_name(
+                    bits,
+                    (bits, Layout::Tight),
+                    bits,
+                    Overflow::Ovf,
+                    GemvPath::Auto
+                ),
+                column(bits, GemvPath::Auto)
+            );
+            let narrower = bits - 1;
+            assert_eq!(
+                row_name(
+                    bits,
+                    (narrower, Layout::Nogaps),
+                    bits,
+                    Overflow::Ovf,
+                    GemvPath::Auto
+                ),
+                column(narrower, GemvPath::Auto)
+            );
+            // A 64-bit output of sums that may pass 2^32 (16 bits and more over 4096 columns).
+            if bits >= 16 {
+                assert_eq!(
+                    row_name(
+                        bits,
+                        (bits, Layout::Nogaps),
+                        64,
+                        Overflow::Ovf,
+                        GemvPath::Auto
+                    ),
+                    "cmv_beam_gemv_any"
+                );
+            }
+        }
+        for bits in [1, 2, 3, 5, 7, 9, 20, 31] {
+            let n = row_name(
+                bits,
+                (bits, Layout::Nogaps),
+                bits,
+                Overflow::Ovf,
+                GemvPath::Auto,
+            );
+            assert!(!n.contains("direct"), "{bits} bits ran {n}");
+        }
+    }
+
+    fn name_rc_x(
+        bits: u32,
+        x_bits: u32,
+        (rows, cols): (usize, usize),
+        path: GemvPath,
+    ) -> &'static str {
+        let rw = layout::row_words(cols as u64, bits, layout::NOGAPS) as usize;
+        gemv_kernel_name(
+            (bits, Layout::Nogaps, (rows, cols), rw),
+            (x_bits, 1),
             bits,
             Overflow::Ovf,
             (227 * 1024, path),

@@ -156,6 +156,11 @@ struct Args {
     /// comma-separated (2 to 8): for tuning.
     #[arg(long, default_value = "")]
     beam_gemv_ring_stages: String,
+    /// BEAM GEMV: how one vector is given, `row` (a 1 x k matrix packed like a row of A: the
+    /// direct kernels at 4, 6, 8, 12, 16, 24 and 32 bits) and/or `column` (a k x 1 matrix; the
+    /// only form for several vectors), comma-separated.
+    #[arg(long, default_value = "row")]
+    beam_gemv_vectors: String,
 }
 
 fn shapes_list(shapes: &[(usize, usize)]) -> String {
@@ -233,6 +238,7 @@ fn beam_configs(args: &Args) -> Result<(bench::beam::GemmConfig, bench::beam::Ge
     )
     .and_then(|g| g.with_stream_shapes(&args.beam_gemv_stream))
     .and_then(|g| g.with_ring_stages(&args.beam_gemv_ring_stages))
+    .and_then(|g| g.with_vectors(&args.beam_gemv_vectors))
     .map_err(|e| format!("BEAM GEMV: {e}"))?;
     Ok((gemm, gemv))
 }

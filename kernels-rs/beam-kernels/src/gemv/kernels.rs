@@ -14,6 +14,10 @@ use super::{
     mac_u64, perm_value, slice_words, unroll, window, word_elems,
 };
 use crate::access::{load, store};
+use crate::gemv_direct::{
+    DIRECT_ROWS, DIRECT_UNROLL, DIRECT_WARPS, Halves, chunk_halves, chunk_words, direct_chunks,
+    direct_dot, direct_finish, direct_x, slice_chunks,
+};
 use crate::gemv_mma::{
     MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, frag_word_planes, frag_words_planes, interleaved,
     lane_word, mma_unroll, plane_shares, seg_frag_words, segments, unpack, vector_planes,
@@ -35,14 +39,17 @@ const U: usize = UNROLL as usize;
 /// vector ([`PREP_PERM`]) or the tensor-core kernels' `B` fragments.
 ///
 /// # Safety
-/// The launcher checked: `B` has one column and `A.cols` rows, `xp` holds `xp_len` `u32`,
+/// The launcher checked: `B` has one column and `A.cols` rows (one row and `A.cols` columns
+/// with `FLAG_B_TRANSPOSED`), `xp` holds `xp_len` `u32`,
 /// which is `perm_slots(A.bits, A.row_words)` or `frag_words(A.cols)` for the `prep` given.
 #[inline(always)]
 unsafe fn gemv_prep(p: &GemvParams) {
     let (a, bm) = (p.a, p.b);
     let xp = p.xp.as_mut_ptr();
-    // SAFETY: c < A.cols is an element of B (k x 1), as the callees promise.
-    let x = |c: u32| unsafe { load(&bm, c, 0) } as u32;
+    // SAFETY: c < A.cols is an element of B (k x 1, or 1 x k when transposed), as the callees
+    // promise.
+    let tb = p.flags & FLAG_B_TRANSPOSED != 0;
+    let x = |c: u32| unsafe { if tb { load(&bm, 0, c) } else { load(&bm, c, 0) } } as u32;
     let step = u64::from(grid_dim_x()) * u64::from(block_dim_x());
     let mut i = global_thread_x();
     // The streaming kernel's sums and tile counters follow the fragments, zeroed.
@@ -273,6 +280,148 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
         // WARPS_PER_BLOCK * 32 slots.
         unsafe { tile_epilogue(p, acc, red, (w, lane, slices), row0) };
         tile += grid_dim_x();
+    }
+}
+
+/// `cmv_beam_gemv_direct_b{B}`: see [`crate::gemv_direct`].
+///
+/// # Safety
+/// The launcher checked: `A` is `nogaps` with `B`-bit elements (a direct width), `p.b` is a
+/// `1 x A.cols` `nogaps` matrix of `B`-bit elements (so `A.row_words` words), `C` is
+/// `A.rows x 1`, zeroed unless `naive`; the accumulator is `U32`; `DIRECT_THREADS` threads per
+/// block, `slices` in {1, 2, 4, 8}, a grid of `direct_split`'s blocks, and
+/// `direct_smem_bytes(slices)` bytes of dynamic shared memory.
+#[inline(always)]
+unsafe fn gemv_direct<const B: u32>(p: &GemvParams) {
+    if chunk_words(B) == 2 && p.a.row_words % 2 == 0 {
+        // SAFETY: forwarded; every row starts 16-byte aligned (even words per row).
+        unsafe { direct_body::<B, true>(p) }
+    } else {
+        // SAFETY: forwarded.
+        unsafe { direct_body::<B, false>(p) }
+    }
+}
+
+/// Chunk `ci` of the row at `row` (`rw` words): one 16-byte load when `V4` (the row 16-byte
+/// aligned, two words per chunk, the chunk inside the row), else word by word with the words
+/// past the row as zero. `STREAM` loads skip L1 (the weights); the others stay in it (the
+/// vector).
+///
+/// # Safety
+/// `row` points at a row of `rw` readable words, `ci < direct_chunks(rw, B)`; with `V4`,
+/// `row` is 16-byte aligned and `rw` even.
+#[inline(always)]
+unsafe fn load_chunk<const B: u32, const V4: bool, const STREAM: bool>(
+    row: *const u64,
+    ci: u32,
+    rw: u32,
+) -> Halves {
+    if V4 {
+        let p = row.cast::<U32x4>();
+        // SAFETY: chunk ci (2 words) lies inside the row, 16-byte aligned.
+        let v = unsafe {
+            if STREAM {
+                ld_nc_na_v4(p.add(ci as usize))
+            } else {
+                ld_nc_v4(p.add(ci as usize))
+            }
+        };
+        [v.0[0], v.0[1], v.0[2], v.0[3], 0, 0]
+    } else {
+        // SAFETY: chunk_halves loads only words g < rw, inside the row.
+        chunk_halves(B, ci, rw, |g| unsafe { ld_nc_u64(row.add(g as usize)) })
+    }
+}
+
+#[inline(always)]
+unsafe fn direct_body<const B: u32, const V4: bool>(p: &GemvParams) {
+    const RD: usize = DIRECT_ROWS as usize;
+    const UD: usize = DIRECT_UNROLL as usize;
+    let (a, xm) = (p.a, p.b);
+    let (rows, rw) = (a.rows, a.row_words);
+    let slices = p.slices;
+    let (w, lane) = (warp_id(), lane_id());
+    let slice = w % slices;
+    let groups = DIRECT_WARPS / slices;
+    let row0 = (block_idx_x() * groups + w / slices) * DIRECT_ROWS;
+    let (begin, end) = slice_chunks(direct_chunks(rw, B), slices, slice);
+    let mut sums = [0u32; RD];
+    // Warp-uniform: the shuffles of the sums run with the whole warp.
+    if row0 < rows {
+        let base = a.words.as_ptr();
+        let rowp: [*const u64; RD] = core::array::from_fn(|r| {
+            let row = (row0 + r as u32).min(rows - 1);
+            // SAFETY: row < rows: the row's words lie in A.
+            unsafe { base.add(row as usize * rw as usize) }
+        });
+        let xp = xm.words.as_ptr();
+        let mut acc = [[0u32; 2]; RD];
+        let mut c = begin + lane;
+        while c < end {
+            let mut wv = [[[0u32; 6]; UD]; RD];
+            for u in 0..UD {
+                let ci = c + 32 * u as u32;
+                if ci < end {
+                    for r in 0..RD {
+                        // SAFETY: ci < chunks of a row of A.
+                        wv[r][u] = unsafe { load_chunk::<B, V4, true>(rowp[r], ci, rw) };
+                    }
+                }
+            }
+            // Called once per `u`, written out: a loop here was not unrolled at 6 bits, which
+            // left the chunks in local memory.
+            let mut step = |u: usize| {
+                let ci = c + 32 * u as u32;
+                if ci < end {
+                    // SAFETY: the vector is one row of rw words (the launcher checked).
+                    let xv = unsafe { load_chunk::<B, V4, false>(xp, ci, rw) };
+                    let xe = direct_x::<B>(&xv);
+                    for r in 0..RD {
+                        acc[r] = direct_dot::<B>(acc[r], &wv[r][u], &xe);
+                    }
+                }
+            };
+            const { assert!(UD == 2) };
+            step(0);
+            step(1);
+            c += 32 * UD as u32;
+        }
+        for r in 0..RD {
+            // SAFETY: the whole warp runs this (row0 < rows is warp-uniform).
+            sums[r] = unsafe { warp_sum_i32(direct_finish::<B>(acc[r]) as i32) } as u32;
+        }
+    }
+    if slices > 1 {
+        let red = dyn_smem() as *mut u32;
+        if (lane as usize) < RD {
+            let mine = sums
+                .iter()
+                .enumerate()
+                .fold(0, |m, (r, &v)| if lane as usize == r { v } else { m });
+            // SAFETY: w * RD + lane < DIRECT_WARPS * DIRECT_ROWS slots of the shared memory.
+            unsafe { *red.add(w as usize * RD + lane as usize) = mine };
+        }
+        // SAFETY: every thread of the block reaches it (one tile per block).
+        unsafe { sync_threads() };
+        if slice == 0 {
+            for s in 1..slices as usize {
+                for (r, v) in sums.iter_mut().enumerate() {
+                    // SAFETY: warp w + s is in this group, inside the block.
+                    *v = v.wrapping_add(unsafe { *red.add((w as usize + s) * RD + r) });
+                }
+            }
+        }
+    }
+    if slice == 0 && lane == 0 && row0 < rows {
+        let out = p.c;
+        for (r, &v) in sums.iter().enumerate() {
+            let row = row0 + r as u32;
+            if row < rows {
+                let v = finish(u64::from(v), out.bits, p.overflow);
+                // SAFETY: row < rows, column 0 < 1; each output written once.
+                unsafe { store(&out, row, 0, v) };
+            }
+        }
     }
 }
 
@@ -1207,4 +1356,26 @@ width_entries! {
     cmv_beam_gemv_nogaps_b30 = 30;
     cmv_beam_gemv_nogaps_b31 = 31;
     cmv_beam_gemv_nogaps_b32 = 32;
+}
+
+width_entries! {
+    gemv_direct,
+    "GEMV of `nogaps` weights of this width by one vector packed like a row, straight from global memory, exact modulo 2^32; see [`crate::gemv_direct`].";
+    cmv_beam_gemv_direct_b4 = 4;
+    cmv_beam_gemv_direct_b6 = 6;
+    cmv_beam_gemv_direct_b8 = 8;
+    cmv_beam_gemv_direct_b12 = 12;
+    cmv_beam_gemv_direct_b16 = 16;
+    cmv_beam_gemv_direct_b24 = 24;
+    cmv_beam_gemv_direct_b32 = 32;
+}
+
+cmv_device::launch_bounds! {
+    CMV_MAXNTID_cmv_beam_gemv_direct_b4 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b6 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b8 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b12 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b16 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b24 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b32 = crate::gemv_direct::DIRECT_THREADS;
 }

@@ -1,0 +1,377 @@
+//! The direct GEMV: `nogaps` weights of 4, 6, 8, 12, 16, 24 or 32 bits times one vector packed
+//! like one of their rows (a `1 x k` `nogaps` matrix of the same width), exact modulo 2^32.
+//!
+//! `cmv_beam_gemv_direct_b{B}` reads the weights and the vector straight from global memory,
+//! as the dense int8 kernel does: no preparation launch, no copy of the vector into shared
+//! memory, no persistent grid. Because the vector is packed exactly like a row, in-row word `g`
+//! of the vector holds the elements of word `g` of every row, so a lane multiplies the words it
+//! loads by the same words of the vector (which stays in L1).
+//!
+//! * A **chunk** is [`chunk_words`] consecutive words of a row: 2 (16 bytes, one vector load
+//!   where the rows start 16-byte aligned) for widths that divide 64, 3 (24 bytes, 192 bits:
+//!   the least multiple of 64 that 6, 12 and 24 divide) for the others, so no element straddles
+//!   two chunks. Lane `l` of a warp takes chunks `l, l + 32, ...` of its slice; words past the
+//!   row read as zero.
+//! * A warp owns [`DIRECT_ROWS`] rows and keeps [`DIRECT_UNROLL`] chunks of each in flight; the
+//!   vector's chunk is prepared once ([`direct_x`]) for all of them. [`direct_dot`] is the
+//!   per-row arithmetic: `dp4a.u32` on bytes (8 bits; 4 bits after masking the low and the
+//!   high nibbles; 6 bits after spreading four elements to four bytes), `dp2a.u32` on 16-bit
+//!   halves against the vector's bytes (16 bits, two sums joined by [`direct_finish`]), a
+//!   multiply-add per element otherwise.
+//! * A block of [`DIRECT_WARPS`] warps forms groups of `slices` warps; a group's warps split
+//!   the chunks of its rows ([`direct_split`]: the dense int8 kernel's rule) and add their
+//!   sums through shared memory.
+//!
+//! Products and sums wrap modulo 2^32, so the result is the [`Acc::U32`](crate::layout::Acc)
+//! one: exact wherever the launcher may choose a fast GEMV.
+
+use crate::layout::mask;
+use cmv_device::{dp2a_hi_u32, dp2a_lo_u32, dp4a_u32, prmt};
+
+/// Threads per block of `cmv_beam_gemv_direct_b{B}`.
+pub const DIRECT_THREADS: u32 = 256;
+/// Warps per block.
+pub const DIRECT_WARPS: u32 = DIRECT_THREADS / 32;
+/// Rows each warp computes.
+pub const DIRECT_ROWS: u32 = 4;
+/// Chunks of each row a lane loads before using any.
+pub const DIRECT_UNROLL: u32 = 2;
+/// Most words in a chunk.
+pub const MAX_CHUNK_WORDS: usize = 3;
+/// Most elements in a chunk (6 bits: 32).
+pub const MAX_CHUNK_ELEMS: usize = 32;
+/// Most warps of a launch the split aims for (as the dense int8 kernel).
+pub const DIRECT_MAX_WARPS: u32 = 4096;
+
+/// The widths that have a direct kernel.
+pub const DIRECT_WIDTHS: [u32; 7] = [4, 6, 8, 12, 16, 24, 32];
+
+/// Whether `bits` has a direct kernel.
+pub const fn direct_width(bits: u32) -> bool {
+    matches!(bits, 4 | 6 | 8 | 12 | 16 | 24 | 32)
+}
+
+/// Words of a chunk at `bits` (a direct width): 2 where `bits` divides 64, else 3.
+pub const fn chunk_words(bits: u32) -> u32 {
+    if 64 % bits == 0 { 2 } else { 3 }
+}
+
+/// Elements of a chunk.
+pub const fn chunk_elems(bits: u32) -> u32 {
+    64 * chunk_words(bits) / bits
+}
+
+/// Chunks of a row of `row_words` words (the last may run past the row).
+pub const fn direct_chunks(row_words: u32, bits: u32) -> u32 {
+    row_words.div_ceil(chunk_words(bits))
+}
+
+/// Bytes of dynamic shared memory of a launch with `slices` (the slices' sums).
+pub const fn direct_smem_bytes(slices: u32) -> u32 {
+    if slices > 1 {
+        DIRECT_WARPS * DIRECT_ROWS * 4
+    } else {
+        0
+    }
+}
+
+/// The slice count and the grid of a launch over `rows` rows of `row_words` words: the most
+/// slices (1, 2, 4, 8) that keep the launch at or under [`DIRECT_MAX_WARPS`] warps and every
+/// slice at least one chunk per lane.
+pub fn direct_split(rows: u32, row_words: u32, bits: u32) -> (u32, u32) {
+    let warps = rows.div_ceil(DIRECT_ROWS);
+    let chunks = direct_chunks(row_words, bits);
+    let mut s = 1;
+    while s < 8 && warps * s * 2 <= DIRECT_MAX_WARPS && chunks / (s * 2) >= 32 {
+        s *= 2;
+    }
+    let rows_per_block = DIRECT_WARPS / s * DIRECT_ROWS;
+    (s, rows.div_ceil(rows_per_block).max(1))
+}
+
+/// The chunk range `(begin, end)` of slice `slice` of `slices` over `chunks` chunks.
+pub const fn slice_chunks(chunks: u32, slices: u32, slice: u32) -> (u32, u32) {
+    let per = chunks.div_ceil(slices);
+    let begin = if slice * per < chunks {
+        slice * per
+    } else {
+        chunks
+    };
+    let end = if begin + per < chunks {
+        begin + per
+    } else {
+        chunks
+    };
+    (begin, end)
+}
+
+/// A chunk as 32-bit halves: `h[2k]` is the low half of its word `k`.
+pub type Halves = [u32; 2 * MAX_CHUNK_WORDS];
+
+/// Chunk `ci` of a row of `row_words` words at `bits`, `load(g)` giving in-row word `g`
+/// (called only for `g < row_words`; the words past the row are zero).
+#[inline(always)]
+pub fn chunk_halves(bits: u32, ci: u32, row_words: u32, load: impl Fn(u32) -> u64) -> Halves {
+    let cw = chunk_words(bits);
+    let mut h = [0u32; 2 * MAX_CHUNK_WORDS];
+    for k in 0..MAX_CHUNK_WORDS as u32 {
+        let g = ci * cw + k;
+        if k < cw && g < row_words {
+            let v = load(g);
+            h[2 * k as usize] = v as u32;
+            h[2 * k as usize + 1] = (v >> 32) as u32;
+        }
+    }
+    h
+}
+
+/// Element `j` of a chunk of `B`-bit elements (`j < chunk_elems(B)`).
+#[inline(always)]
+pub fn chunk_elem<const B: u32>(h: &Halves, j: u32) -> u32 {
+    let o = j * B;
+    let (i, s) = ((o / 32) as usize, o % 32);
+    let m = mask(B) as u32;
+    if s + B <= 32 {
+        (h[i] >> s) & m
+    } else {
+        ((h[i] >> s) | (h[i + 1] << (32 - s))) & m
+    }
+}
+
+const NIBBLES: u32 = 0x0f0f_0f0f;
+
+/// The 24 bits at bit `24 k` of a chunk of 6-bit elements (`k < 8`): elements `4k..4k+4`.
+#[inline(always)]
+fn six_group(h: &Halves, k: usize) -> u32 {
+    let o = 24 * k;
+    let (i, s) = (o / 32, (o % 32) as u32);
+    if s + 24 <= 32 {
+        h[i] >> s
+    } else {
+        (h[i] >> s) | (h[i + 1] << (32 - s))
+    }
+}
+
+/// Four 6-bit elements (bits 0-23 of `g`) spread to the four bytes of a word, for `dp4a`.
+#[inline(always)]
+pub const fn spread6(g: u32) -> u32 {
+    (g & 0x3f) | ((g << 2) & 0x3f00) | ((g << 4) & 0x3f_0000) | ((g << 6) & 0x3f00_0000)
+}
+
+/// The vector's chunk as [`direct_dot`] takes it: the words for 8 and 32 bits, the low
+/// nibbles then the high nibbles of each 32 bits for 4 bits, each 32 bits' bytes reordered to
+/// `(x0 low, x1 low, x0 high, x1 high)` for 16 bits (`dp2a`'s byte pairs), four elements per
+/// word spread to bytes for 6 bits ([`spread6`]), the elements for 12 and 24 bits.
+#[inline(always)]
+pub fn direct_x<const B: u32>(x: &Halves) -> [u32; MAX_CHUNK_ELEMS] {
+    let mut e = [0u32; MAX_CHUNK_ELEMS];
+    match B {
+        8 | 32 => e[..4].copy_from_slice(&x[..4]),
+        4 => {
+            for i in 0..4 {
+                e[i] = x[i] & NIBBLES;
+                e[4 + i] = (x[i] >> 4) & NIBBLES;
+            }
+        }
+        16 => {
+            for i in 0..4 {
+                e[i] = prmt(x[i], 0, 0x3120);
+            }
+        }
+        6 => {
+            // Written out: a loop here left the chunks in local memory (not unrolled).
+            let g = |k| spread6(six_group(x, k));
+            [e[0], e[1], e[2], e[3]] = [g(0), g(1), g(2), g(3)];
+            [e[4], e[5], e[6], e[7]] = [g(4), g(5), g(6), g(7)];
+        }
+        _ => {
+            for (j, v) in e.iter_mut().enumerate().take(chunk_elems(B) as usize) {
+                *v = chunk_elem::<B>(x, j as u32);
+            }
+        }
+    }
+    e
+}
+
+/// One row's chunk `w` times the prepared vector chunk `xe`, added to the row's sums `acc`
+/// (two for 16 bits, see [`direct_finish`]; one otherwise), modulo 2^32.
+#[inline(always)]
+pub fn direct_dot<const B: u32>(
+    acc: [u32; 2],
+    w: &Halves,
+    xe: &[u32; MAX_CHUNK_ELEMS],
+) -> [u32; 2] {
+    let [mut a0, mut a1] = acc;
+    match B {
+        8 => {
+            for i in 0..4 {
+                a0 = dp4a_u32(w[i], xe[i], a0);
+            }
+        }
+        4 => {
+            for i in 0..4 {
+                a0 = dp4a_u32(w[i] & NIBBLES, xe[i], a0);
+                a0 = dp4a_u32((w[i] >> 4) & NIBBLES, xe[4 + i], a0);
+            }
+        }
+        16 => {
+            for i in 0..4 {
+                a0 = dp2a_lo_u32(w[i], xe[i], a0);
+                a1 = dp2a_hi_u32(w[i], xe[i], a1);
+            }
+        }
+        32 => {
+            for i in 0..4 {
+                a0 = a0.wrapping_add(w[i].wrapping_mul(xe[i]));
+            }
+        }
+        6 => {
+            // Written out, as in `direct_x`.
+            let g = |k| spread6(six_group(w, k));
+            a0 = dp4a_u32(g(0), xe[0], a0);
+            a0 = dp4a_u32(g(1), xe[1], a0);
+            a0 = dp4a_u32(g(2), xe[2], a0);
+            a0 = dp4a_u32(g(3), xe[3], a0);
+            a0 = dp4a_u32(g(4), xe[4], a0);
+            a0 = dp4a_u32(g(5), xe[5], a0);
+            a0 = dp4a_u32(g(6), xe[6], a0);
+            a0 = dp4a_u32(g(7), xe[7], a0);
+        }
+        _ => {
+            for (j, &x) in xe.iter().enumerate().take(chunk_elems(B) as usize) {
+                a0 = a0.wrapping_add(chunk_elem::<B>(w, j as u32).wrapping_mul(x));
+            }
+        }
+    }
+    [a0, a1]
+}
+
+/// A row's sum modulo 2^32 from its [`direct_dot`] sums: for 16 bits the products with the
+/// vector's low bytes plus 256 times those with its high bytes.
+#[inline(always)]
+pub const fn direct_finish<const B: u32>(acc: [u32; 2]) -> u32 {
+    if B == 16 {
+        acc[0].wrapping_add(acc[1] << 8)
+    } else {
+        acc[0]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{NOGAPS, row_words};
+    use crate::testing::{Rng, pack_nogaps as pack};
+
+    /// What the kernel computes for one row: every slice's lanes over their chunks, each
+    /// chunk through `chunk_halves`, `direct_x` and `direct_dot`, the sums added in wrapping
+    /// arithmetic.
+    fn emulate<const B: u32>(row: &[u64], x: &[u64], rw: u32, slices: u32) -> u32 {
+        let chunks = direct_chunks(rw, B);
+        let mut total = 0u32;
+        for slice in 0..slices {
+            let (begin, end) = slice_chunks(chunks, slices, slice);
+            for lane in 0..32 {
+                let mut acc = [0u32; 2];
+                let mut c = begin + lane;
+                while c < end {
+                    let w = chunk_halves(B, c, rw, |g| row[g as usize]);
+                    let xv = chunk_halves(B, c, rw, |g| x[g as usize]);
+                    acc = direct_dot::<B>(acc, &w, &direct_x::<B>(&xv));
+                    c += 32;
+                }
+                total = total.wrapping_add(direct_finish::<B>(acc));
+            }
+        }
+        total
+    }
+
+    fn check_width<const B: u32>(rng: &mut Rng) {
+        for cols in [1u32, 7, 31, 64, 100, 511, 1000, 4099] {
+            let rw = row_words(u64::from(cols), B, NOGAPS) as u32;
+            for max_vals in [false, true] {
+                let vals = |rng: &mut Rng| -> Vec<u64> {
+                    (0..cols)
+                        .map(|_| if max_vals { mask(B) } else { rng.bits(B) })
+                        .collect()
+                };
+                let (a, x) = (vals(rng), vals(rng));
+                let want = a.iter().zip(&x).fold(0u32, |s, (&p, &q)| {
+                    s.wrapping_add((p as u32).wrapping_mul(q as u32))
+                });
+                let ((row, arw), (xw, _)) = (pack(&a, 1, cols, B), pack(&x, 1, cols, B));
+                assert_eq!(arw, rw);
+                for slices in [1, 2, 4, 8] {
+                    assert_eq!(
+                        emulate::<B>(&row, &xw, rw, slices),
+                        want,
+                        "bits {B}, cols {cols}, slices {slices}, all-max {max_vals}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_emulated_kernel_matches_the_wrapping_sum_at_every_direct_width() {
+        let mut rng = Rng(0x000d_1ec7);
+        check_width::<4>(&mut rng);
+        check_width::<6>(&mut rng);
+        check_width::<8>(&mut rng);
+        check_width::<12>(&mut rng);
+        check_width::<16>(&mut rng);
+        check_width::<24>(&mut rng);
+        check_width::<32>(&mut rng);
+    }
+
+    #[test]
+    fn chunks_hold_whole_elements() {
+        for bits in DIRECT_WIDTHS {
+            assert!(direct_width(bits));
+            assert_eq!((64 * chunk_words(bits)) % bits, 0, "bits {bits}");
+            assert!(chunk_elems(bits) as usize <= MAX_CHUNK_ELEMS);
+            assert!(chunk_words(bits) as usize <= MAX_CHUNK_WORDS);
+        }
+        for bits in [1, 2, 3, 5, 7, 9, 10, 11, 13, 17, 20, 31, 33, 64] {
+            assert!(!direct_width(bits), "bits {bits}");
+        }
+    }
+
+    #[test]
+    fn slices_cover_every_chunk_once() {
+        for chunks in [0u32, 1, 31, 32, 33, 100, 1023] {
+            for slices in [1u32, 2, 4, 8] {
+                let mut next = 0;
+                for s in 0..slices {
+                    let (b, e) = slice_chunks(chunks, slices, s);
+                    assert_eq!(b, next.min(chunks), "chunks {chunks} slices {slices}");
+                    assert!(b <= e && e <= chunks);
+                    next = e;
+                }
+                assert_eq!(next, chunks);
+            }
+        }
+    }
+
+    #[test]
+    fn the_split_keeps_the_grid_and_the_slices_in_bounds() {
+        for (rows, cols, bits) in [
+            (1u32, 1u32, 8u32),
+            (14336, 4096, 8),
+            (4096, 14336, 4),
+            (28672, 8192, 12),
+            (8192, 28672, 24),
+            (3, 100000, 16),
+        ] {
+            let rw = row_words(u64::from(cols), bits, NOGAPS) as u32;
+            let (s, grid) = direct_split(rows, rw, bits);
+            assert!(matches!(s, 1 | 2 | 4 | 8));
+            assert!(s == 1 || direct_chunks(rw, bits) / s >= 32);
+            assert!(grid * (DIRECT_WARPS / s) * DIRECT_ROWS >= rows);
+            assert!((grid - 1) * (DIRECT_WARPS / s) * DIRECT_ROWS < rows.max(1));
+        }
+        // The tall LLM shapes keep whole rows per warp; the wide ones split.
+        assert_eq!(direct_split(28672, 1024, 8).0, 1);
+        assert_eq!(direct_split(4096, 1792, 8).0, 4);
+    }
+}
