@@ -1654,6 +1654,8 @@ pub struct GemvConfig {
     pub stream_shapes: Vec<(u32, u32, u32)>,
     /// Extra runs of the ring kernel (`cuda-ring`) with these stages per warp's ring.
     pub ring_stages: Vec<u32>,
+    /// Extra runs of the direct kernel with these slices per group of rows.
+    pub direct_slices: Vec<u32>,
     /// How one vector is given: `row` (a `1 x k` matrix packed like a row of `A`,
     /// `BeamGemv::gemv_row`: the direct kernels) and `column` (`k x 1`, `BeamGemv::gemv`; the
     /// only form for several vectors). Batch 1 runs each listed form.
@@ -1696,8 +1698,26 @@ impl GemvConfig {
                 .collect(),
             stream_shapes: Vec::new(),
             ring_stages: Vec::new(),
+            direct_slices: Vec::new(),
             vectors: vec!["row".to_string()],
         })
+    }
+
+    /// The same suite with extra runs of the direct kernel: `s` is a comma-separated list of
+    /// slice counts (1, 2, 4, 8).
+    ///
+    /// # Errors
+    /// A message for the first malformed item.
+    pub fn with_direct_slices(mut self, s: &str) -> Result<GemvConfig, String> {
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let n = part
+                .parse::<u32>()
+                .ok()
+                .filter(|n| matches!(n, 1 | 2 | 4 | 8))
+                .ok_or_else(|| format!("direct slices '{part}': use 1, 2, 4 or 8"))?;
+            self.direct_slices.push(n);
+        }
+        Ok(self)
     }
 
     /// The same suite with the vector forms `s` (comma-separated `row`, `column`).
@@ -1967,6 +1987,13 @@ pub fn run_gemv(
             .map_err(beam_err)?;
         gvs.push((g, format!(" ring{stages}")));
     }
+    for &slices in &cfg.direct_slices {
+        let g = BeamGemv::new(gpu)
+            .map_err(beam_err)?
+            .with_direct_slices(slices)
+            .map_err(beam_err)?;
+        gvs.push((g, format!(" direct-s{slices}")));
+    }
     let mut report = GemvReport {
         device: gpu.info().name.clone(),
         ceiling_gbps: bench.ceiling_gbps(),
@@ -2018,6 +2045,8 @@ pub fn run_gemv(
                     }
                     if gv.path() != GemvPath::Auto {
                         variant = format!("{variant} {}{tag}", gv.path().name());
+                    } else if !tag.is_empty() {
+                        variant = format!("{variant}{tag}");
                     }
                     if gv.prep() != GemvPrep::Auto {
                         variant = format!("{variant} prep-{}", gv.prep().name());

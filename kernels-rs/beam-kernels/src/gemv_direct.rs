@@ -12,7 +12,7 @@
 //!   the least multiple of 64 that 6, 12 and 24 divide) for the others, so no element straddles
 //!   two chunks. Lane `l` of a warp takes chunks `l, l + 32, ...` of its slice; words past the
 //!   row read as zero.
-//! * A warp owns [`DIRECT_ROWS`] rows and keeps [`DIRECT_UNROLL`] chunks of each in flight; the
+//! * A warp owns [`DIRECT_ROWS`] rows and keeps [`direct_unroll`] chunks of each in flight; the
 //!   vector's chunk is prepared once ([`direct_x`]) for all of them. [`direct_dot`] is the
 //!   per-row arithmetic: `dp4a.u32` on bytes (8 bits; 4 bits after masking the low and the
 //!   high nibbles; 6 bits after spreading four elements to four bytes), `dp2a.u32` on 16-bit
@@ -34,8 +34,11 @@ pub const DIRECT_THREADS: u32 = 256;
 pub const DIRECT_WARPS: u32 = DIRECT_THREADS / 32;
 /// Rows each warp computes.
 pub const DIRECT_ROWS: u32 = 4;
-/// Chunks of each row a lane loads before using any.
-pub const DIRECT_UNROLL: u32 = 2;
+/// Chunks of each row a lane loads before using any: 2, or 1 at 6 bits (whose unpacking
+/// needs more registers: 80 at 2, which ran 2-9% slower than 1 on an H100, docs/PERF.md).
+pub const fn direct_unroll(bits: u32) -> u32 {
+    if bits == 6 { 1 } else { 2 }
+}
 /// Most words in a chunk.
 pub const MAX_CHUNK_WORDS: usize = 3;
 /// Most elements in a chunk (6 bits: 32).

@@ -20,7 +20,8 @@ use beam_kernels::gemv::{
     nogaps_split, perm_slots,
 };
 use beam_kernels::gemv_direct::{
-    DIRECT_THREADS, DIRECT_WIDTHS, direct_smem_bytes, direct_split, direct_width,
+    DIRECT_ROWS, DIRECT_THREADS, DIRECT_WARPS, DIRECT_WIDTHS, direct_smem_bytes, direct_split,
+    direct_width,
 };
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
@@ -406,6 +407,8 @@ pub struct BeamGemv {
     stream_want: u32,
     /// Stages of each warp's ring in the ring kernel (`None`: [`ring_stages_auto`]).
     ring_stages: Option<u32>,
+    /// Slices of the direct kernel (`None`: [`direct_split`]).
+    direct_slices: Option<u32>,
     sm_count: u32,
     max_smem: u32,
 }
@@ -452,6 +455,7 @@ impl BeamGemv {
             stream_shape: None,
             stream_want: STREAM_WARPS,
             ring_stages: None,
+            direct_slices: None,
             sm_count: gpu.info().sm_count,
             max_smem: gpu.info().max_smem_per_block_optin,
         })
@@ -523,6 +527,22 @@ impl BeamGemv {
             });
         }
         self.ring_stages = Some(stages);
+        Ok(self)
+    }
+
+    /// The same kernels, the direct kernel run with `slices` warps per group of rows (instead
+    /// of [`direct_split`]'s rule): for tuning; every count gives the same result.
+    ///
+    /// # Errors
+    /// [`BeamError::Kernel`] for a count other than 1, 2, 4 or 8.
+    pub fn with_direct_slices(mut self, slices: u32) -> Result<Self, BeamError> {
+        if !matches!(slices, 1 | 2 | 4 | 8) {
+            return Err(BeamError::Kernel {
+                kernel: "cmv_beam_gemv_direct",
+                reason: format!("{slices} slices: use 1, 2, 4 or 8"),
+            });
+        }
+        self.direct_slices = Some(slices);
         Ok(self)
     }
 
@@ -784,7 +804,10 @@ impl BeamGemv {
     /// As [`BeamGemv::launch_any`], and `A` and `B` (`1 x A.cols`, `FLAG_B_TRANSPOSED`) are
     /// `nogaps` of `DIRECT_WIDTHS[i]` bits, `p.acc` is `ACC_U32`.
     unsafe fn launch_direct(&self, i: usize, mut p: GemvParams) -> Result<(), BeamError> {
-        let (slices, grid) = direct_split(p.a.rows, p.a.row_words, p.a.bits);
+        let (slices, grid) = match self.direct_slices {
+            Some(s) => (s, p.a.rows.div_ceil(DIRECT_WARPS / s * DIRECT_ROWS).max(1)),
+            None => direct_split(p.a.rows, p.a.row_words, p.a.bits),
+        };
         p.slices = slices;
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),

@@ -161,6 +161,10 @@ struct Args {
     /// only form for several vectors), comma-separated.
     #[arg(long, default_value = "row")]
     beam_gemv_vectors: String,
+    /// BEAM GEMV: extra runs of the direct kernel (row vectors) with these slices per group of
+    /// rows (1, 2, 4, 8), comma-separated: for tuning.
+    #[arg(long, default_value = "")]
+    beam_gemv_direct_slices: String,
 }
 
 fn shapes_list(shapes: &[(usize, usize)]) -> String {
@@ -239,6 +243,7 @@ fn beam_configs(args: &Args) -> Result<(bench::beam::GemmConfig, bench::beam::Ge
     .and_then(|g| g.with_stream_shapes(&args.beam_gemv_stream))
     .and_then(|g| g.with_ring_stages(&args.beam_gemv_ring_stages))
     .and_then(|g| g.with_vectors(&args.beam_gemv_vectors))
+    .and_then(|g| g.with_direct_slices(&args.beam_gemv_direct_slices))
     .map_err(|e| format!("BEAM GEMV: {e}"))?;
     Ok((gemm, gemv))
 }

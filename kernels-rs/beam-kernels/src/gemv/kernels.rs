@@ -15,8 +15,8 @@ use super::{
 };
 use crate::access::{load, store};
 use crate::gemv_direct::{
-    DIRECT_ROWS, DIRECT_UNROLL, DIRECT_WARPS, Halves, chunk_halves, chunk_words, direct_chunks,
-    direct_dot, direct_finish, direct_x, slice_chunks,
+    DIRECT_ROWS, DIRECT_WARPS, Halves, chunk_halves, chunk_words, direct_chunks, direct_dot,
+    direct_finish, direct_unroll, direct_x, slice_chunks,
 };
 use crate::gemv_mma::{
     MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, frag_word_planes, frag_words_planes, interleaved,
@@ -293,12 +293,29 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
 /// `direct_smem_bytes(slices)` bytes of dynamic shared memory.
 #[inline(always)]
 unsafe fn gemv_direct<const B: u32>(p: &GemvParams) {
+    // SAFETY: forwarded.
+    unsafe {
+        if direct_unroll(B) == 1 {
+            gemv_direct_shape::<B, { DIRECT_ROWS as usize }, 1>(p)
+        } else {
+            gemv_direct_shape::<B, { DIRECT_ROWS as usize }, 2>(p)
+        }
+    }
+}
+
+/// [`gemv_direct`] with `RD` rows per warp (at least [`DIRECT_ROWS`]: the launcher's grid
+/// covers the rows) and `UD` chunks in flight (1 to 4).
+///
+/// # Safety
+/// As [`gemv_direct`].
+#[inline(always)]
+unsafe fn gemv_direct_shape<const B: u32, const RD: usize, const UD: usize>(p: &GemvParams) {
     if chunk_words(B) == 2 && p.a.row_words % 2 == 0 {
         // SAFETY: forwarded; every row starts 16-byte aligned (even words per row).
-        unsafe { direct_body::<B, true>(p) }
+        unsafe { direct_body::<B, true, RD, UD>(p) }
     } else {
         // SAFETY: forwarded.
-        unsafe { direct_body::<B, false>(p) }
+        unsafe { direct_body::<B, false, RD, UD>(p) }
     }
 }
 
@@ -334,16 +351,16 @@ unsafe fn load_chunk<const B: u32, const V4: bool, const STREAM: bool>(
 }
 
 #[inline(always)]
-unsafe fn direct_body<const B: u32, const V4: bool>(p: &GemvParams) {
-    const RD: usize = DIRECT_ROWS as usize;
-    const UD: usize = DIRECT_UNROLL as usize;
+unsafe fn direct_body<const B: u32, const V4: bool, const RD: usize, const UD: usize>(
+    p: &GemvParams,
+) {
     let (a, xm) = (p.a, p.b);
     let (rows, rw) = (a.rows, a.row_words);
     let slices = p.slices;
     let (w, lane) = (warp_id(), lane_id());
     let slice = w % slices;
     let groups = DIRECT_WARPS / slices;
-    let row0 = (block_idx_x() * groups + w / slices) * DIRECT_ROWS;
+    let row0 = (block_idx_x() * groups + w / slices) * RD as u32;
     let (begin, end) = slice_chunks(direct_chunks(rw, B), slices, slice);
     let mut sums = [0u32; RD];
     // Warp-uniform: the shuffles of the sums run with the whole warp.
@@ -381,9 +398,17 @@ unsafe fn direct_body<const B: u32, const V4: bool>(p: &GemvParams) {
                     }
                 }
             };
-            const { assert!(UD == 2) };
+            const { assert!(UD >= 1 && UD <= 4) };
             step(0);
-            step(1);
+            if UD > 1 {
+                step(1);
+            }
+            if UD > 2 {
+                step(2);
+            }
+            if UD > 3 {
+                step(3);
+            }
             c += 32 * UD as u32;
         }
         for r in 0..RD {
@@ -393,6 +418,7 @@ unsafe fn direct_body<const B: u32, const V4: bool>(p: &GemvParams) {
     }
     if slices > 1 {
         let red = dyn_smem() as *mut u32;
+        const { assert!(RD <= 32) };
         if (lane as usize) < RD {
             let mine = sums
                 .iter()
