@@ -105,7 +105,11 @@ fn check_row(
     (width, overflow): (OutputWidth, Overflow),
     out_layout: Layout,
 ) -> &'static str {
-    let column = PackedMatrix::pack(&x.unpack(), x.cols(), 1, x.bits(), x.layout()).unwrap();
+    // The vectors as the columns of a k x n matrix.
+    let (n, k) = (x.rows(), x.cols());
+    let xv = x.unpack();
+    let t: Vec<u64> = (0..k * n).map(|i| xv[(i % n) * k + i / n]).collect();
+    let column = PackedMatrix::pack(&t, k, n, x.bits(), x.layout()).unwrap();
     let want = gemv_reference(a, &column, width, overflow, out_layout).unwrap();
     let (da, dx) = (
         DeviceBeamMatrix::upload(gpu, a).unwrap(),
@@ -122,11 +126,12 @@ fn check_row(
         let i = g.iter().zip(&w).position(|(p, q)| p != q);
         assert!(
             i.is_none() && got == want,
-            "{name} run {run}: {}x{} b{} x (1x{} b{} {}) -> {} bits {} {} {}: first difference \
+            "{name} run {run}: {}x{} b{} x ({}x{} b{} {}) -> {} bits {} {} {}: first difference \
              at output {i:?}: got {:?}, want {:?}",
             a.rows(),
             a.cols(),
             a.bits(),
+            x.rows(),
             x.cols(),
             x.bits(),
             x.layout().name(),
@@ -187,6 +192,35 @@ fn row_vectors_run_the_direct_kernel() {
             }
         }
     }
+    // Several vectors: every vector-slot count (2, 4, 8, 16) and counts between them.
+    for bits in [4, 6, 8, 12, 16, 24, 32] {
+        for n in [2, 3, 4, 5, 8, 9, 16] {
+            for &shape in &[(37, 1000), (300, 4109), (5, 20000), (700, 3000)] {
+                let a = random(&mut rng, shape, bits, Layout::Nogaps, false);
+                let x = random(&mut rng, (n, shape.1), bits, Layout::Nogaps, n == 16);
+                let name = check_row(&gpu, &bg, &a, &x, plain, Layout::Naive);
+                assert!(
+                    name.starts_with("cmv_beam_gemv_direct_b"),
+                    "{n} vectors ran {name}"
+                );
+            }
+            let a = random(&mut rng, (33, 513), bits, Layout::Nogaps, true);
+            let x = random(&mut rng, (n, 513), bits, Layout::Nogaps, true);
+            check_row(&gpu, &bg, &a, &x, plain, Layout::Nogaps);
+        }
+    }
+    // Several vectors on another path: the general kernel with B transposed.
+    let a = random(&mut rng, (300, 4109), 8, Layout::Nogaps, false);
+    let x = random(&mut rng, (5, 4109), 8, Layout::Nogaps, false);
+    let name = check_row(
+        &gpu,
+        &BeamGemv::new(&gpu).unwrap().with_path(GemvPath::CudaCores),
+        &a,
+        &x,
+        plain,
+        Layout::Naive,
+    );
+    assert_eq!(name, "cmv_beam_gemv_any");
     // Not the direct kernel: widths without one, a vector of another width or layout, other
     // paths. These run the column-vector kernels with the vector read transposed.
     for (bits, x_bits, x_layout) in [
@@ -230,6 +264,14 @@ fn row_vectors_run_the_direct_kernel() {
             .unwrap_err();
         assert!(matches!(e, BeamError::GemmShape { .. }), "{e}");
     }
+    let many =
+        DeviceBeamMatrix::upload(&gpu, &random(&mut rng, (17, 10), 8, Layout::Nogaps, false))
+            .unwrap();
+    let mut out17 = DeviceBeamOut::alloc(&gpu, 5, 17, 8, Layout::Naive).unwrap();
+    let e = bg
+        .gemv_row(&gpu, &a, &many, &mut out17, Overflow::Ovf)
+        .unwrap_err();
+    assert!(matches!(e, BeamError::GemvColumns { cols: 17 }), "{e}");
     let good = DeviceBeamMatrix::upload(&gpu, &random(&mut rng, (1, 10), 8, Layout::Nogaps, false))
         .unwrap();
     let mut wrong = DeviceBeamOut::alloc(&gpu, 4, 1, 8, Layout::Naive).unwrap();

@@ -1656,9 +1656,9 @@ pub struct GemvConfig {
     pub ring_stages: Vec<u32>,
     /// Extra runs of the direct kernel with these slices per group of rows.
     pub direct_slices: Vec<u32>,
-    /// How one vector is given: `row` (a `1 x k` matrix packed like a row of `A`,
-    /// `BeamGemv::gemv_row`: the direct kernels) and `column` (`k x 1`, `BeamGemv::gemv`; the
-    /// only form for several vectors). Batch 1 runs each listed form.
+    /// How the vectors are given: `row` (an `n x k` matrix, each vector packed like a row of
+    /// `A`, `BeamGemv::gemv_row`: the direct kernels) and `column` (`k x n`,
+    /// `BeamGemv::gemv`). Every batch runs each listed form.
     pub vectors: Vec<String>,
 }
 
@@ -2017,19 +2017,22 @@ pub fn run_gemv(
             );
             let a = Copies::new(gpu, &pa, copies)?;
             drop(pa);
-            for (batch, row_vector) in cfg.batches.iter().flat_map(|&b| {
-                cfg.vectors
-                    .iter()
-                    .filter(move |v| b == 1 || v.as_str() == "column")
-                    .map(move |v| (b, v == "row"))
-            }) {
+            for (batch, row_vector) in cfg
+                .batches
+                .iter()
+                .flat_map(|&b| cfg.vectors.iter().map(move |v| (b, v == "row")))
+            {
                 let x_vals = uniform_values(
                     cols * batch,
                     bits,
                     seed(&[rows as u64, cols as u64, u64::from(bits), batch as u64, 3]),
                 );
                 let pb = if row_vector {
-                    PackedMatrix::pack(&x_vals, 1, cols, bits, GEMV_LAYOUT)
+                    // The vectors as rows: x_vals is the k x n matrix B, row-major.
+                    let t: Vec<u64> = (0..cols * batch)
+                        .map(|i| x_vals[(i % cols) * batch + i / cols])
+                        .collect();
+                    PackedMatrix::pack(&t, batch, cols, bits, GEMV_LAYOUT)
                 } else {
                     PackedMatrix::pack(&x_vals, cols, batch, bits, GEMV_LAYOUT)
                 }

@@ -32,8 +32,21 @@ use cmv_device::{dp2a_hi_u32, dp2a_lo_u32, dp4a_u32, prmt};
 pub const DIRECT_THREADS: u32 = 256;
 /// Warps per block.
 pub const DIRECT_WARPS: u32 = DIRECT_THREADS / 32;
-/// Rows each warp computes.
+/// Rows each warp computes for one vector.
 pub const DIRECT_ROWS: u32 = 4;
+/// Most vectors of a direct kernel.
+pub const DIRECT_MAX_VECTORS: u32 = 16;
+
+/// The vector slots of the kernel that takes `n` vectors (1 to 16): 1, 2, 4, 8 or 16.
+pub const fn direct_slots(n: u32) -> u32 {
+    if n <= 1 { 1 } else { n.next_power_of_two() }
+}
+
+/// Rows each warp computes with `nb` vector slots: [`DIRECT_ROWS`], 2 for 16 slots (64 sums
+/// of 4 rows, 128 at 16 bits, would not leave registers for the loads).
+pub const fn direct_rows(_bits: u32, nb: u32) -> u32 {
+    if nb >= 16 { 2 } else { DIRECT_ROWS }
+}
 /// Chunks of each row a lane loads before using any: 2, or 1 at 6 bits (whose unpacking
 /// needs more registers: 80 at 2, which ran 2-9% slower than 1 on an H100, docs/PERF.md).
 pub const fn direct_unroll(bits: u32) -> u32 {
@@ -69,27 +82,35 @@ pub const fn direct_chunks(row_words: u32, bits: u32) -> u32 {
     row_words.div_ceil(chunk_words(bits))
 }
 
-/// Bytes of dynamic shared memory of a launch with `slices` (the slices' sums).
-pub const fn direct_smem_bytes(slices: u32) -> u32 {
+/// Bytes of dynamic shared memory of a launch with `slices` at `bits` with `nb` vector slots
+/// (the slices' sums).
+pub const fn direct_smem_bytes(slices: u32, bits: u32, nb: u32) -> u32 {
     if slices > 1 {
-        DIRECT_WARPS * DIRECT_ROWS * 4
+        DIRECT_WARPS * direct_rows(bits, nb) * nb * 4
     } else {
         0
     }
 }
 
-/// The slice count and the grid of a launch over `rows` rows of `row_words` words: the most
-/// slices (1, 2, 4, 8) that keep the launch at or under [`DIRECT_MAX_WARPS`] warps and every
-/// slice at least one chunk per lane.
-pub fn direct_split(rows: u32, row_words: u32, bits: u32) -> (u32, u32) {
-    let warps = rows.div_ceil(DIRECT_ROWS);
+/// The slice count and the grid of a launch over `rows` rows of `row_words` words with `nb`
+/// vector slots: the most slices (1, 2, 4, 8) that keep the launch at or under
+/// [`DIRECT_MAX_WARPS`] warps and every slice at least one chunk per lane.
+pub fn direct_split(rows: u32, row_words: u32, bits: u32, nb: u32) -> (u32, u32) {
+    let rpw = direct_rows(bits, nb);
+    let warps = rows.div_ceil(rpw);
     let chunks = direct_chunks(row_words, bits);
     let mut s = 1;
     while s < 8 && warps * s * 2 <= DIRECT_MAX_WARPS && chunks / (s * 2) >= 32 {
         s *= 2;
     }
-    let rows_per_block = DIRECT_WARPS / s * DIRECT_ROWS;
-    (s, rows.div_ceil(rows_per_block).max(1))
+    (s, direct_grid(rows, bits, nb, s))
+}
+
+/// Blocks of a launch over `rows` rows with `slices` and `nb` vector slots.
+pub const fn direct_grid(rows: u32, bits: u32, nb: u32, slices: u32) -> u32 {
+    let rows_per_block = DIRECT_WARPS / slices * direct_rows(bits, nb);
+    let g = rows.div_ceil(rows_per_block);
+    if g == 0 { 1 } else { g }
 }
 
 /// The chunk range `(begin, end)` of slice `slice` of `slices` over `chunks` chunks.
@@ -367,14 +388,26 @@ mod tests {
             (3, 100000, 16),
         ] {
             let rw = row_words(u64::from(cols), bits, NOGAPS) as u32;
-            let (s, grid) = direct_split(rows, rw, bits);
+            let (s, grid) = direct_split(rows, rw, bits, 1);
             assert!(matches!(s, 1 | 2 | 4 | 8));
             assert!(s == 1 || direct_chunks(rw, bits) / s >= 32);
             assert!(grid * (DIRECT_WARPS / s) * DIRECT_ROWS >= rows);
             assert!((grid - 1) * (DIRECT_WARPS / s) * DIRECT_ROWS < rows.max(1));
         }
         // The tall LLM shapes keep whole rows per warp; the wide ones split.
-        assert_eq!(direct_split(28672, 1024, 8).0, 1);
-        assert_eq!(direct_split(4096, 1792, 8).0, 4);
+        assert_eq!(direct_split(28672, 1024, 8, 1).0, 1);
+        assert_eq!(direct_split(4096, 1792, 8, 1).0, 4);
+        // Every vector-slot count covers the rows with its rows per warp.
+        for nb in [1, 2, 4, 8, 16] {
+            for rows in [1u32, 5, 300, 4096, 28672] {
+                let (s, grid) = direct_split(rows, 1024, 8, nb);
+                assert!(grid * (DIRECT_WARPS / s) * direct_rows(8, nb) >= rows);
+                assert!(direct_smem_bytes(s, 8, nb) <= 8 * 1024);
+            }
+        }
+        assert_eq!(
+            [1, 2, 3, 4, 5, 8, 9, 16].map(direct_slots),
+            [1, 2, 4, 4, 8, 8, 16, 16]
+        );
     }
 }

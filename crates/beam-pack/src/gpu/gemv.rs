@@ -20,8 +20,8 @@ use beam_kernels::gemv::{
     nogaps_split, perm_slots,
 };
 use beam_kernels::gemv_direct::{
-    DIRECT_ROWS, DIRECT_THREADS, DIRECT_WARPS, DIRECT_WIDTHS, direct_smem_bytes, direct_split,
-    direct_width,
+    DIRECT_MAX_VECTORS, DIRECT_THREADS, DIRECT_WIDTHS, direct_grid, direct_slots,
+    direct_smem_bytes, direct_split, direct_width,
 };
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
@@ -117,16 +117,60 @@ const NOGAPS_NAMES: [&str; FAST_MAX_BITS as usize] = [
     "cmv_beam_gemv_nogaps_b32",
 ];
 
-/// The direct kernel names, `cmv_beam_gemv_direct_b{bits}` in the order of [`DIRECT_WIDTHS`].
-const DIRECT_NAMES: [&str; DIRECT_WIDTHS.len()] = [
-    "cmv_beam_gemv_direct_b4",
-    "cmv_beam_gemv_direct_b6",
-    "cmv_beam_gemv_direct_b8",
-    "cmv_beam_gemv_direct_b12",
-    "cmv_beam_gemv_direct_b16",
-    "cmv_beam_gemv_direct_b24",
-    "cmv_beam_gemv_direct_b32",
+/// The direct kernel names: `DIRECT_NAMES[k][i]` is `cmv_beam_gemv_direct_b{bits}` (`k = 0`,
+/// one vector) or `..._n{slots}` for `slots = 2^k` vectors, at `bits = DIRECT_WIDTHS[i]`.
+const DIRECT_NAMES: [[&str; DIRECT_WIDTHS.len()]; 5] = [
+    [
+        "cmv_beam_gemv_direct_b4",
+        "cmv_beam_gemv_direct_b6",
+        "cmv_beam_gemv_direct_b8",
+        "cmv_beam_gemv_direct_b12",
+        "cmv_beam_gemv_direct_b16",
+        "cmv_beam_gemv_direct_b24",
+        "cmv_beam_gemv_direct_b32",
+    ],
+    [
+        "cmv_beam_gemv_direct_b4_n2",
+        "cmv_beam_gemv_direct_b6_n2",
+        "cmv_beam_gemv_direct_b8_n2",
+        "cmv_beam_gemv_direct_b12_n2",
+        "cmv_beam_gemv_direct_b16_n2",
+        "cmv_beam_gemv_direct_b24_n2",
+        "cmv_beam_gemv_direct_b32_n2",
+    ],
+    [
+        "cmv_beam_gemv_direct_b4_n4",
+        "cmv_beam_gemv_direct_b6_n4",
+        "cmv_beam_gemv_direct_b8_n4",
+        "cmv_beam_gemv_direct_b12_n4",
+        "cmv_beam_gemv_direct_b16_n4",
+        "cmv_beam_gemv_direct_b24_n4",
+        "cmv_beam_gemv_direct_b32_n4",
+    ],
+    [
+        "cmv_beam_gemv_direct_b4_n8",
+        "cmv_beam_gemv_direct_b6_n8",
+        "cmv_beam_gemv_direct_b8_n8",
+        "cmv_beam_gemv_direct_b12_n8",
+        "cmv_beam_gemv_direct_b16_n8",
+        "cmv_beam_gemv_direct_b24_n8",
+        "cmv_beam_gemv_direct_b32_n8",
+    ],
+    [
+        "cmv_beam_gemv_direct_b4_n16",
+        "cmv_beam_gemv_direct_b6_n16",
+        "cmv_beam_gemv_direct_b8_n16",
+        "cmv_beam_gemv_direct_b12_n16",
+        "cmv_beam_gemv_direct_b16_n16",
+        "cmv_beam_gemv_direct_b24_n16",
+        "cmv_beam_gemv_direct_b32_n16",
+    ],
 ];
+
+/// The row of [`DIRECT_NAMES`] for `n` vectors (1 to 16).
+fn direct_slot_index(n: u32) -> usize {
+    direct_slots(n).trailing_zeros() as usize
+}
 
 /// The index of `bits` in [`DIRECT_WIDTHS`] (a direct width).
 fn direct_index(bits: u32) -> Option<usize> {
@@ -267,27 +311,28 @@ pub fn gemv_kernel_name(
 }
 
 /// The name of the kernel that `BeamGemv::gemv_row` runs on `path` for `A` as in
-/// [`gemv_kernel_name`] times one vector given as a `1 x k` matrix of `x_bits` in `x_layout`:
-/// `cmv_beam_gemv_direct_b{bits}` where `path` is [`GemvPath::Auto`], both are `nogaps` of one
-/// direct width (4, 6, 8, 12, 16, 24, 32) and the products are exact modulo 2^32; else the
-/// kernel [`gemv_kernel_name`] names for the same vector as a column.
+/// [`gemv_kernel_name`] times `n` vectors given as the rows of an `n x k` matrix of `x_bits`
+/// in `x_layout`: `cmv_beam_gemv_direct_b{bits}` (`..._n{2,4,8,16}` for more vectors) where
+/// `path` is [`GemvPath::Auto`], both are `nogaps` of one direct width (4, 6, 8, 12, 16, 24,
+/// 32), `n` is 1 to 16 and the products are exact modulo 2^32; else the kernel
+/// [`gemv_kernel_name`] names for the same vectors as columns.
 pub fn gemv_row_kernel_name(
     a: (u32, Layout, (usize, usize), usize),
-    (x_bits, x_layout): (u32, Layout),
+    (x_bits, x_layout, n): (u32, Layout, usize),
     out_bits: u32,
     overflow: Overflow,
     (max_smem, path): (u32, GemvPath),
 ) -> &'static str {
-    match direct_name(a, (x_bits, x_layout), out_bits, overflow, path) {
+    match direct_name(a, (x_bits, x_layout, n), out_bits, overflow, path) {
         Some(name) => name,
-        None => gemv_kernel_name(a, (x_bits, 1), out_bits, overflow, (max_smem, path)),
+        None => gemv_kernel_name(a, (x_bits, n), out_bits, overflow, (max_smem, path)),
     }
 }
 
 /// The direct kernel for these operands, if it takes them.
 fn direct_name(
     (a_bits, a_layout, (a_rows, a_cols), a_row_words): (u32, Layout, (usize, usize), usize),
-    (x_bits, x_layout): (u32, Layout),
+    (x_bits, x_layout, n): (u32, Layout, usize),
     out_bits: u32,
     overflow: Overflow,
     path: GemvPath,
@@ -302,9 +347,10 @@ fn direct_name(
         && x_bits == a_bits
         && direct_width(a_bits)
         && acc == Acc::U32
+        && (1..=DIRECT_MAX_VECTORS as usize).contains(&n)
         && fits;
     if ok {
-        direct_index(a_bits).map(|i| DIRECT_NAMES[i])
+        direct_index(a_bits).map(|i| DIRECT_NAMES[direct_slot_index(n as u32)][i])
     } else {
         None
     }
@@ -437,6 +483,7 @@ impl BeamGemv {
             .collect::<Result<Vec<_>, _>>()?;
         let direct = DIRECT_NAMES
             .iter()
+            .flatten()
             .map(|&name| gpu.kernel(&PTX, name))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
@@ -672,11 +719,12 @@ impl BeamGemv {
             (a.rows(), a.cols()),
             a.packed_ref().row_words as usize,
         );
-        match direct_name(ad, (x.bits(), x.layout()), out_bits, overflow, self.path) {
+        let n = x.rows();
+        match direct_name(ad, (x.bits(), x.layout(), n), out_bits, overflow, self.path) {
             Some(name) => name,
             None => kernel_name_with(
                 ad,
-                (x.bits(), 1),
+                (x.bits(), n),
                 (out_bits, overflow),
                 (self.max_smem, self.path),
                 self.stream_shape(a.bits()),
@@ -685,21 +733,24 @@ impl BeamGemv {
         }
     }
 
-    /// Queues `out = A x^T` for one vector `x` given as a `1 x k` matrix (packed like a row of
-    /// `A`: `k` elements in a row of their own, not `k` rows of one), wrapped or clamped to
-    /// `out`'s width by `overflow`, bit-exact with [`gemv_reference`](crate::gemv_reference)
-    /// of the same vector as a column. Allocate `out` (`A.rows x 1`) with
+    /// Queues `out = A x^T` for 1 to 16 vectors given as the rows of an `n x k` matrix `x`
+    /// (each packed like a row of `A`, not as `k` rows of `n`), wrapped or clamped to `out`'s
+    /// width by `overflow`, bit-exact with [`gemv_reference`](crate::gemv_reference) of the
+    /// same vectors as columns. Allocate `out` (`A.rows x n`) with
     /// [`BeamGemv::alloc_row_out`].
     ///
     /// Where `A` and `x` are `nogaps` of one width among 4, 6, 8, 12, 16, 24 and 32 bits and the
-    /// sums are exact modulo 2^32, this is one launch of `cmv_beam_gemv_direct_b{bits}`
-    /// ([`gemv_row_kernel_name`]), which reads both straight from global memory; otherwise the
-    /// kernels of [`BeamGemv::gemv`] run (with the preparation kernel).
+    /// sums are exact modulo 2^32, this is one launch of `cmv_beam_gemv_direct_b{bits}` (for
+    /// more than one vector `..._n{2,4,8,16}`, [`gemv_row_kernel_name`]), which reads the
+    /// weights and the vectors straight from global memory, the weights once for all vectors;
+    /// otherwise the kernels of [`BeamGemv::gemv`] run (one vector: with the preparation
+    /// kernel; several: `cmv_beam_gemv_any`).
     ///
     /// # Errors
-    /// [`BeamError::GemmShape`] when `x` is not `1 x A.cols`,
+    /// [`BeamError::GemmShape`] when `x` does not have `A.cols` columns,
+    /// [`BeamError::GemvColumns`] for more than 16 vectors,
     /// [`FormatError::Shape`](cmv_format::FormatError::Shape) for an output that is not
-    /// `A.rows x 1`, runtime errors.
+    /// `A.rows x n`, runtime errors.
     pub fn gemv_row(
         &self,
         gpu: &Gpu,
@@ -708,7 +759,7 @@ impl BeamGemv {
         out: &mut DeviceBeamOut,
         overflow: Overflow,
     ) -> Result<(), BeamError> {
-        if x.rows() != 1 || x.cols() != a.cols() {
+        if x.cols() != a.cols() {
             return Err(BeamError::GemmShape {
                 a_rows: a.rows(),
                 a_cols: a.cols(),
@@ -716,12 +767,16 @@ impl BeamGemv {
                 b_cols: x.rows(),
             });
         }
-        if out.rows() != a.rows() || out.cols() != 1 {
+        if x.rows() > GEMV_MAX_COLS {
+            return Err(BeamError::GemvColumns { cols: x.rows() });
+        }
+        if out.rows() != a.rows() || out.cols() != x.rows() {
             return Err(cmv_format::FormatError::Shape {
                 format: "beam",
                 rows: out.rows(),
                 cols: out.cols(),
-                rule: "the output of A x^T for a 1 x k vector x must have A's rows and 1 column",
+                rule: "the output of A x^T for n vectors as the rows of x must have A's rows and \
+                       n columns",
             }
             .into());
         }
@@ -754,14 +809,10 @@ impl BeamGemv {
         // allocated for its own); x is 1 x A.cols, given with FLAG_B_TRANSPOSED; out is
         // A.rows x 1, zeroed where out_target said so; acc is acc_for of these operands; the
         // kernel name came from row_kernel_name's rules for exactly these operands.
-        if let Some(i) = name
-            .strip_prefix("cmv_beam_gemv_direct_b")
-            .and_then(|b| b.parse::<u32>().ok())
-            .and_then(direct_index)
-        {
-            // SAFETY: as above; direct_name checked: A and x nogaps of one direct width (so x
-            // has A.row_words words), acc U32.
-            unsafe { self.launch_direct(i, params) }
+        if name.starts_with("cmv_beam_gemv_direct_b") {
+            // SAFETY: as above; direct_name checked: A and x nogaps of one direct width (so
+            // each vector has A.row_words words), 1 to 16 vectors, acc U32.
+            unsafe { self.launch_direct(params) }
         } else if name == "cmv_beam_gemv_any" {
             // SAFETY: as above.
             unsafe { self.launch_any(&params) }
@@ -782,8 +833,8 @@ impl BeamGemv {
         }
     }
 
-    /// An output for [`BeamGemv::gemv_row`] of `A` by the `1 x k` vector `x`: `A.rows x 1`,
-    /// `width` chosen from both operands' statistics (`x`'s as the column it stands for).
+    /// An output for [`BeamGemv::gemv_row`] of `A` by the `n x k` vectors `x`: `A.rows x n`,
+    /// `width` chosen from both operands' statistics (`x`'s as the columns it stands for).
     ///
     /// # Errors
     /// Runtime errors.
@@ -795,27 +846,37 @@ impl BeamGemv {
         layout: Layout,
     ) -> Result<DeviceBeamOut, BeamError> {
         let bits = crate::output_bits_from(a.stats(), &x.stats().transposed(), width);
-        DeviceBeamOut::alloc(gpu, a.rows(), 1, bits, layout)
+        DeviceBeamOut::alloc(gpu, a.rows(), x.rows(), bits, layout)
     }
 
-    /// Launches `cmv_beam_gemv_direct_b{DIRECT_WIDTHS[i]}`.
+    /// Launches the direct kernel of `p.a.bits` for `p.b.rows` vectors.
     ///
     /// # Safety
-    /// As [`BeamGemv::launch_any`], and `A` and `B` (`1 x A.cols`, `FLAG_B_TRANSPOSED`) are
-    /// `nogaps` of `DIRECT_WIDTHS[i]` bits, `p.acc` is `ACC_U32`.
-    unsafe fn launch_direct(&self, i: usize, mut p: GemvParams) -> Result<(), BeamError> {
+    /// As [`BeamGemv::launch_any`], and `A` and `B` (`n x A.cols`, `n` in 1..=16,
+    /// `FLAG_B_TRANSPOSED`) are `nogaps` of one direct width, `p.acc` is `ACC_U32`.
+    unsafe fn launch_direct(&self, mut p: GemvParams) -> Result<(), BeamError> {
+        let (bits, n) = (p.a.bits, p.b.rows);
+        let Some(i) = direct_index(bits) else {
+            return Err(BeamError::Kernel {
+                kernel: "cmv_beam_gemv_direct",
+                reason: format!("no direct kernel for {bits}-bit weights"),
+            });
+        };
+        let nb = direct_slots(n);
         let (slices, grid) = match self.direct_slices {
-            Some(s) => (s, p.a.rows.div_ceil(DIRECT_WARPS / s * DIRECT_ROWS).max(1)),
-            None => direct_split(p.a.rows, p.a.row_words, p.a.bits),
+            Some(s) => (s, direct_grid(p.a.rows, bits, nb, s)),
+            None => direct_split(p.a.rows, p.a.row_words, bits, nb),
         };
         p.slices = slices;
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (DIRECT_THREADS, 1, 1),
-            shared_mem_bytes: direct_smem_bytes(slices),
+            shared_mem_bytes: direct_smem_bytes(slices, bits, nb),
         };
-        // SAFETY: forwarded from the caller; DIRECT_THREADS threads, direct_split's slices and
-        // grid (every row covered), the shared memory the slices need.
+        let i = direct_slot_index(n) * DIRECT_WIDTHS.len() + i;
+        // SAFETY: forwarded from the caller; the kernel for these bits and at least n vector
+        // slots; DIRECT_THREADS threads, direct_split's slices and grid for its slots (every
+        // row covered), the shared memory the slices need.
         unsafe { self.direct[i].launch(&self.stream, cfg, &p)? };
         Ok(())
     }
@@ -1120,7 +1181,7 @@ mod tests {
             let rw = layout::row_words(4096, bits, layout::NOGAPS) as usize;
             gemv_row_kernel_name(
                 (bits, Layout::Nogaps, (14336, 4096), rw),
-                x,
+                (x.0, x.1, 1),
                 out_bits,
                 ovf,
                 (227 * 1024, path),
@@ -1134,7 +1195,18 @@ mod tests {
                 Overflow::Ovf,
                 GemvPath::Auto,
             );
-            assert_eq!(auto, DIRECT_NAMES[i]);
+            assert_eq!(auto, DIRECT_NAMES[0][i]);
+            for (n, k) in [(2, 1), (3, 2), (4, 2), (5, 3), (8, 3), (9, 4), (16, 4)] {
+                let rw = layout::row_words(4096, bits, layout::NOGAPS) as usize;
+                let name = gemv_row_kernel_name(
+                    (bits, Layout::Nogaps, (14336, 4096), rw),
+                    (bits, Layout::Nogaps, n),
+                    bits,
+                    Overflow::Ovf,
+                    (227 * 1024, GemvPath::Auto),
+                );
+                assert_eq!(name, DIRECT_NAMES[k][i], "{n} vectors");
+            }
             // Other paths, another width or layout of x, or sums that need more than 32 bits
             // take the kernels of a column vector.
             let column = |x_bits, path| name_rc_x(bits, x_bits, (14336, 4096), path);

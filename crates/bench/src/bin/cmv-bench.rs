@@ -156,9 +156,9 @@ struct Args {
     /// comma-separated (2 to 8): for tuning.
     #[arg(long, default_value = "")]
     beam_gemv_ring_stages: String,
-    /// BEAM GEMV: how one vector is given, `row` (a 1 x k matrix packed like a row of A: the
-    /// direct kernels at 4, 6, 8, 12, 16, 24 and 32 bits) and/or `column` (a k x 1 matrix; the
-    /// only form for several vectors), comma-separated.
+    /// BEAM GEMV: how the vectors are given, `row` (an n x k matrix, each vector packed like a
+    /// row of A: the direct kernels at 4, 6, 8, 12, 16, 24 and 32 bits, 1 to 16 vectors) and/or
+    /// `column` (a k x n matrix), comma-separated.
     #[arg(long, default_value = "row")]
     beam_gemv_vectors: String,
     /// BEAM GEMV: extra runs of the direct kernel (row vectors) with these slices per group of

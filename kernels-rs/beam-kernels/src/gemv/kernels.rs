@@ -15,8 +15,8 @@ use super::{
 };
 use crate::access::{load, store};
 use crate::gemv_direct::{
-    DIRECT_ROWS, DIRECT_WARPS, Halves, chunk_halves, chunk_words, direct_chunks, direct_dot,
-    direct_finish, direct_unroll, direct_x, slice_chunks,
+    DIRECT_WARPS, Halves, chunk_halves, chunk_words, direct_chunks, direct_dot, direct_finish,
+    direct_rows, direct_unroll, direct_x, slice_chunks,
 };
 use crate::gemv_mma::{
     MMA_ROWS, MMA_UNROLL, SEG_WORDS, frag_word, frag_word_planes, frag_words_planes, interleaved,
@@ -283,46 +283,38 @@ unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
     }
 }
 
-/// `cmv_beam_gemv_direct_b{B}`: see [`crate::gemv_direct`].
+/// `cmv_beam_gemv_direct_b{B}[_n{NB}]`: see [`crate::gemv_direct`].
 ///
 /// # Safety
-/// The launcher checked: `A` is `nogaps` with `B`-bit elements (a direct width), `p.b` is a
-/// `1 x A.cols` `nogaps` matrix of `B`-bit elements (so `A.row_words` words), `C` is
-/// `A.rows x 1`, zeroed unless `naive`; the accumulator is `U32`; `DIRECT_THREADS` threads per
-/// block, `slices` in {1, 2, 4, 8}, a grid of `direct_split`'s blocks, and
-/// `direct_smem_bytes(slices)` bytes of dynamic shared memory.
+/// The launcher checked: `A` is `nogaps` with `B`-bit elements (a direct width), `p.b` is an
+/// `n x A.cols` `nogaps` matrix of `B`-bit elements (so `A.row_words` words per row), `n` in
+/// `1..=NB`, `C` is `A.rows x n`, zeroed unless `naive`; the accumulator is `U32`;
+/// `DIRECT_THREADS` threads per block, `slices` in {1, 2, 4, 8}, a grid of `direct_split`'s
+/// blocks for `NB`, and `direct_smem_bytes(slices, B, NB)` bytes of dynamic shared memory.
 #[inline(always)]
-unsafe fn gemv_direct<const B: u32>(p: &GemvParams) {
-    // SAFETY: forwarded.
+unsafe fn gemv_direct<const B: u32, const NB: usize>(p: &GemvParams) {
+    const { assert!(NB == 1 || NB == 2 || NB == 4 || NB == 8 || NB == 16) };
+    let aligned = chunk_words(B) == 2 && p.a.row_words % 2 == 0;
+    // SAFETY (every branch): forwarded; with `aligned` every row starts 16-byte aligned (even
+    // words per row). The shape constants are `direct_rows(B, NB)` and `direct_unroll(B)`.
     unsafe {
-        if direct_unroll(B) == 1 {
-            gemv_direct_shape::<B, { DIRECT_ROWS as usize }, 1>(p)
-        } else {
-            gemv_direct_shape::<B, { DIRECT_ROWS as usize }, 2>(p)
+        match (direct_rows(B, NB as u32), direct_unroll(B), aligned) {
+            (4, 1, true) => direct_body::<B, true, 4, 1, NB>(p),
+            (4, 1, false) => direct_body::<B, false, 4, 1, NB>(p),
+            (4, _, true) => direct_body::<B, true, 4, 2, NB>(p),
+            (4, _, false) => direct_body::<B, false, 4, 2, NB>(p),
+            (_, 1, true) => direct_body::<B, true, 2, 1, NB>(p),
+            (_, 1, false) => direct_body::<B, false, 2, 1, NB>(p),
+            (_, _, true) => direct_body::<B, true, 2, 2, NB>(p),
+            (_, _, false) => direct_body::<B, false, 2, 2, NB>(p),
         }
-    }
-}
-
-/// [`gemv_direct`] with `RD` rows per warp (at least [`DIRECT_ROWS`]: the launcher's grid
-/// covers the rows) and `UD` chunks in flight (1 to 4).
-///
-/// # Safety
-/// As [`gemv_direct`].
-#[inline(always)]
-unsafe fn gemv_direct_shape<const B: u32, const RD: usize, const UD: usize>(p: &GemvParams) {
-    if chunk_words(B) == 2 && p.a.row_words % 2 == 0 {
-        // SAFETY: forwarded; every row starts 16-byte aligned (even words per row).
-        unsafe { direct_body::<B, true, RD, UD>(p) }
-    } else {
-        // SAFETY: forwarded.
-        unsafe { direct_body::<B, false, RD, UD>(p) }
     }
 }
 
 /// Chunk `ci` of the row at `row` (`rw` words): one 16-byte load when `V4` (the row 16-byte
 /// aligned, two words per chunk, the chunk inside the row), else word by word with the words
 /// past the row as zero. `STREAM` loads skip L1 (the weights); the others stay in it (the
-/// vector).
+/// vectors).
 ///
 /// # Safety
 /// `row` points at a row of `rw` readable words, `ci < direct_chunks(rw, B)`; with `V4`,
@@ -350,19 +342,47 @@ unsafe fn load_chunk<const B: u32, const V4: bool, const STREAM: bool>(
     }
 }
 
+/// Calls `f(0)`, ..., `f(N - 1)` (`N <= 16`) with constant arguments: written out, because
+/// LLVM left longer loops over the vectors rolled, which put the per-vector sums in local
+/// memory.
 #[inline(always)]
-unsafe fn direct_body<const B: u32, const V4: bool, const RD: usize, const UD: usize>(
+fn unrolled<const N: usize>(mut f: impl FnMut(usize)) {
+    const { assert!(N <= 16) };
+    macro_rules! call {
+        ($($k:literal)*) => {$(
+            if N > $k {
+                f($k);
+            }
+        )*};
+    }
+    call!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+}
+
+/// The direct kernel's body: `RD` rows per warp, `UD` chunks of each in flight, up to `NB`
+/// vectors (the rows of `p.b`).
+///
+/// # Safety
+/// As [`gemv_direct`], with `RD == direct_rows(B, NB)`, and 16-byte aligned rows when `V4`.
+#[inline(always)]
+unsafe fn direct_body<
+    const B: u32,
+    const V4: bool,
+    const RD: usize,
+    const UD: usize,
+    const NB: usize,
+>(
     p: &GemvParams,
 ) {
     let (a, xm) = (p.a, p.b);
     let (rows, rw) = (a.rows, a.row_words);
+    let nv = xm.rows;
     let slices = p.slices;
     let (w, lane) = (warp_id(), lane_id());
     let slice = w % slices;
     let groups = DIRECT_WARPS / slices;
     let row0 = (block_idx_x() * groups + w / slices) * RD as u32;
     let (begin, end) = slice_chunks(direct_chunks(rw, B), slices, slice);
-    let mut sums = [0u32; RD];
+    let mut sums = [[0u32; NB]; RD];
     // Warp-uniform: the shuffles of the sums run with the whole warp.
     if row0 < rows {
         let base = a.words.as_ptr();
@@ -372,7 +392,7 @@ unsafe fn direct_body<const B: u32, const V4: bool, const RD: usize, const UD: u
             unsafe { base.add(row as usize * rw as usize) }
         });
         let xp = xm.words.as_ptr();
-        let mut acc = [[0u32; 2]; RD];
+        let mut acc = [[[0u32; 2]; NB]; RD];
         let mut c = begin + lane;
         while c < end {
             let mut wv = [[[0u32; 6]; UD]; RD];
@@ -390,12 +410,21 @@ unsafe fn direct_body<const B: u32, const V4: bool, const RD: usize, const UD: u
             let mut step = |u: usize| {
                 let ci = c + 32 * u as u32;
                 if ci < end {
-                    // SAFETY: the vector is one row of rw words (the launcher checked).
-                    let xv = unsafe { load_chunk::<B, V4, false>(xp, ci, rw) };
-                    let xe = direct_x::<B>(&xv);
-                    for r in 0..RD {
-                        acc[r] = direct_dot::<B>(acc[r], &wv[r][u], &xe);
-                    }
+                    unrolled::<NB>(|j| {
+                        // Warp-uniform: vectors past `nv` are not read (one vector: always
+                        // there).
+                        if NB == 1 || (j as u32) < nv {
+                            // SAFETY: vector j < nv is a row of rw words of B (the launcher
+                            // checked B's shape).
+                            let xv = unsafe {
+                                load_chunk::<B, V4, false>(xp.add(j * rw as usize), ci, rw)
+                            };
+                            let xe = direct_x::<B>(&xv);
+                            for r in 0..RD {
+                                acc[r][j] = direct_dot::<B>(acc[r][j], &wv[r][u], &xe);
+                            }
+                        }
+                    });
                 }
             };
             const { assert!(UD >= 1 && UD <= 4) };
@@ -412,41 +441,61 @@ unsafe fn direct_body<const B: u32, const V4: bool, const RD: usize, const UD: u
             c += 32 * UD as u32;
         }
         for r in 0..RD {
-            // SAFETY: the whole warp runs this (row0 < rows is warp-uniform).
-            sums[r] = unsafe { warp_sum_i32(direct_finish::<B>(acc[r]) as i32) } as u32;
+            unrolled::<NB>(|j| {
+                if NB == 1 || (j as u32) < nv {
+                    // SAFETY: the whole warp runs this (row0 < rows and j < nv are
+                    // warp-uniform).
+                    sums[r][j] =
+                        unsafe { warp_sum_i32(direct_finish::<B>(acc[r][j]) as i32) } as u32;
+                }
+            });
         }
     }
     if slices > 1 {
         let red = dyn_smem() as *mut u32;
-        const { assert!(RD <= 32) };
-        if (lane as usize) < RD {
-            let mine = sums
-                .iter()
-                .enumerate()
-                .fold(0, |m, (r, &v)| if lane as usize == r { v } else { m });
-            // SAFETY: w * RD + lane < DIRECT_WARPS * DIRECT_ROWS slots of the shared memory.
-            unsafe { *red.add(w as usize * RD + lane as usize) = mine };
+        let per = RD * NB;
+        // Slot `w * per + r * NB + j` holds warp w's sum of row r and vector j; lane l writes
+        // slots l, l + 32, ... of its warp.
+        for k in 0..per.div_ceil(32) {
+            let idx = lane as usize + 32 * k;
+            if idx < per {
+                let mut mine = 0;
+                for (r, row) in sums.iter().enumerate() {
+                    unrolled::<NB>(|j| {
+                        if idx == r * NB + j {
+                            mine = row[j];
+                        }
+                    });
+                }
+                // SAFETY: w * per + idx < DIRECT_WARPS * RD * NB slots of the shared memory.
+                unsafe { *red.add(w as usize * per + idx) = mine };
+            }
         }
         // SAFETY: every thread of the block reaches it (one tile per block).
         unsafe { sync_threads() };
         if slice == 0 {
             for s in 1..slices as usize {
-                for (r, v) in sums.iter_mut().enumerate() {
-                    // SAFETY: warp w + s is in this group, inside the block.
-                    *v = v.wrapping_add(unsafe { *red.add((w as usize + s) * RD + r) });
+                for (r, row) in sums.iter_mut().enumerate() {
+                    unrolled::<NB>(|j| {
+                        // SAFETY: warp w + s is in this group, inside the block.
+                        let o = unsafe { *red.add((w as usize + s) * per + r * NB + j) };
+                        row[j] = row[j].wrapping_add(o);
+                    });
                 }
             }
         }
     }
     if slice == 0 && lane == 0 && row0 < rows {
         let out = p.c;
-        for (r, &v) in sums.iter().enumerate() {
+        for (r, row_sums) in sums.iter().enumerate() {
             let row = row0 + r as u32;
-            if row < rows {
-                let v = finish(u64::from(v), out.bits, p.overflow);
-                // SAFETY: row < rows, column 0 < 1; each output written once.
-                unsafe { store(&out, row, 0, v) };
-            }
+            unrolled::<NB>(|j| {
+                if row < rows && (j as u32) < nv {
+                    let v = finish(u64::from(row_sums[j]), out.bits, p.overflow);
+                    // SAFETY: row < rows, column j < nv = out.cols; each output written once.
+                    unsafe { store(&out, row, j as u32, v) };
+                }
+            });
         }
     }
 }
@@ -1384,16 +1433,60 @@ width_entries! {
     cmv_beam_gemv_nogaps_b32 = 32;
 }
 
-width_entries! {
-    gemv_direct,
-    "GEMV of `nogaps` weights of this width by one vector packed like a row, straight from global memory, exact modulo 2^32; see [`crate::gemv_direct`].";
-    cmv_beam_gemv_direct_b4 = 4;
-    cmv_beam_gemv_direct_b6 = 6;
-    cmv_beam_gemv_direct_b8 = 8;
-    cmv_beam_gemv_direct_b12 = 12;
-    cmv_beam_gemv_direct_b16 = 16;
-    cmv_beam_gemv_direct_b24 = 24;
-    cmv_beam_gemv_direct_b32 = 32;
+/// One `ptx-kernel` entry per direct width and vector count: `$name` runs
+/// `gemv_direct::<$b, $nb>`.
+macro_rules! direct_entries {
+    ($($name:ident = $b:literal, $nb:literal;)*) => {$(
+        /// GEMV of `nogaps` weights of this width by up to this many vectors packed like rows,
+        /// straight from global memory, exact modulo 2^32; see [`crate::gemv_direct`].
+        ///
+        /// # Safety
+        /// Launched by `beam-pack`'s `BeamGemv`, which validates shapes, widths, the
+        /// accumulator, the grid and the shared memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
+            // SAFETY: forwarded from the launcher's checks.
+            unsafe { gemv_direct::<$b, $nb>(&p) }
+        }
+    )*};
+}
+
+direct_entries! {
+    cmv_beam_gemv_direct_b4 = 4, 1;
+    cmv_beam_gemv_direct_b6 = 6, 1;
+    cmv_beam_gemv_direct_b8 = 8, 1;
+    cmv_beam_gemv_direct_b12 = 12, 1;
+    cmv_beam_gemv_direct_b16 = 16, 1;
+    cmv_beam_gemv_direct_b24 = 24, 1;
+    cmv_beam_gemv_direct_b32 = 32, 1;
+    cmv_beam_gemv_direct_b4_n2 = 4, 2;
+    cmv_beam_gemv_direct_b6_n2 = 6, 2;
+    cmv_beam_gemv_direct_b8_n2 = 8, 2;
+    cmv_beam_gemv_direct_b12_n2 = 12, 2;
+    cmv_beam_gemv_direct_b16_n2 = 16, 2;
+    cmv_beam_gemv_direct_b24_n2 = 24, 2;
+    cmv_beam_gemv_direct_b32_n2 = 32, 2;
+    cmv_beam_gemv_direct_b4_n4 = 4, 4;
+    cmv_beam_gemv_direct_b6_n4 = 6, 4;
+    cmv_beam_gemv_direct_b8_n4 = 8, 4;
+    cmv_beam_gemv_direct_b12_n4 = 12, 4;
+    cmv_beam_gemv_direct_b16_n4 = 16, 4;
+    cmv_beam_gemv_direct_b24_n4 = 24, 4;
+    cmv_beam_gemv_direct_b32_n4 = 32, 4;
+    cmv_beam_gemv_direct_b4_n8 = 4, 8;
+    cmv_beam_gemv_direct_b6_n8 = 6, 8;
+    cmv_beam_gemv_direct_b8_n8 = 8, 8;
+    cmv_beam_gemv_direct_b12_n8 = 12, 8;
+    cmv_beam_gemv_direct_b16_n8 = 16, 8;
+    cmv_beam_gemv_direct_b24_n8 = 24, 8;
+    cmv_beam_gemv_direct_b32_n8 = 32, 8;
+    cmv_beam_gemv_direct_b4_n16 = 4, 16;
+    cmv_beam_gemv_direct_b6_n16 = 6, 16;
+    cmv_beam_gemv_direct_b8_n16 = 8, 16;
+    cmv_beam_gemv_direct_b12_n16 = 12, 16;
+    cmv_beam_gemv_direct_b16_n16 = 16, 16;
+    cmv_beam_gemv_direct_b24_n16 = 24, 16;
+    cmv_beam_gemv_direct_b32_n16 = 32, 16;
 }
 
 cmv_device::launch_bounds! {
@@ -1404,4 +1497,32 @@ cmv_device::launch_bounds! {
     CMV_MAXNTID_cmv_beam_gemv_direct_b16 = crate::gemv_direct::DIRECT_THREADS;
     CMV_MAXNTID_cmv_beam_gemv_direct_b24 = crate::gemv_direct::DIRECT_THREADS;
     CMV_MAXNTID_cmv_beam_gemv_direct_b32 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b4_n2 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b6_n2 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b8_n2 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b12_n2 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b16_n2 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b24_n2 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b32_n2 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b4_n4 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b6_n4 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b8_n4 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b12_n4 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b16_n4 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b24_n4 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b32_n4 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b4_n8 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b6_n8 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b8_n8 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b12_n8 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b16_n8 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b24_n8 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b32_n8 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b4_n16 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b6_n16 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b8_n16 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b12_n16 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b16_n16 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b24_n16 = crate::gemv_direct::DIRECT_THREADS;
+    CMV_MAXNTID_cmv_beam_gemv_direct_b32_n16 = crate::gemv_direct::DIRECT_THREADS;
 }
