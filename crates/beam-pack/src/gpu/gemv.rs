@@ -11,6 +11,12 @@
 //! `cmv_beam_gemv_any` takes everything else. [`GemvPath`] limits the choice (for
 //! comparisons). The [`DeviceGemv`] of [`PackedMatrix`] (`u64`
 //! inputs, `(W x) mod 2^64`) runs `cmv_beam_gemv_any`.
+//!
+//! [`BeamGemv::gemv_row`] takes 1 to 16 vectors as the rows of an `n x k` matrix, each packed
+//! like a row of `A`: for `nogaps` of one width among 4, 6, 8, 12, 16, 24 and 32 bits that is
+//! one launch of `cmv_beam_gemv_direct_b{bits}[_n{2,4,8,16}]`, which reads the weights and the
+//! vectors straight from global memory ([`gemv_row_kernel_name`]); other operands run the
+//! kernels above with the vectors read transposed.
 
 use std::sync::{Arc, Mutex};
 
