@@ -36,6 +36,19 @@ fn random(
     PackedMatrix::pack(&v, rows, cols, bits, layout).unwrap()
 }
 
+/// Panics naming `what` and the first differing output unless `got` equals `want` (values and
+/// canonical packing).
+fn assert_same(got: &PackedMatrix, want: &PackedMatrix, what: &str) {
+    let (g, w) = (got.unpack(), want.unpack());
+    let i = g.iter().zip(&w).position(|(p, q)| p != q);
+    assert!(
+        i.is_none() && got == want,
+        "{what}: first difference at output {i:?}: got {:?}, want {:?}",
+        i.map(|i| g[i]),
+        i.map(|i| w[i]),
+    );
+}
+
 /// Runs `A x B` on the GPU and compares with `gemv_reference`; returns the kernel's name.
 #[allow(clippy::too_many_arguments)]
 fn check(
@@ -69,28 +82,21 @@ fn check(
         );
     }
     bg.gemv(gpu, &da, &db, &mut out, overflow).unwrap();
-    let got = out.download(gpu).unwrap();
-    if got != want {
-        let (g, w) = (got.unpack(), want.unpack());
-        let i = g.iter().zip(&w).position(|(x, y)| x != y);
-        panic!(
-            "{name}: {}x{} (bits {}, {}) x {} vector(s) (bits {}, {}) -> {} bits {} {} {}: first \
-             difference at output {i:?}: got {:?}, want {:?}",
-            a.rows(),
-            a.cols(),
-            a.bits(),
-            a.layout().name(),
-            b.cols(),
-            b.bits(),
-            b.layout().name(),
-            want.bits(),
-            out_layout.name(),
-            width.name(),
-            overflow.name(),
-            i.map(|i| g[i]),
-            i.map(|i| w[i]),
-        );
-    }
+    let what = format!(
+        "{name}: {}x{} (bits {}, {}) x {} vector(s) (bits {}, {}) -> {} bits {} {} {}",
+        a.rows(),
+        a.cols(),
+        a.bits(),
+        a.layout().name(),
+        b.cols(),
+        b.bits(),
+        b.layout().name(),
+        want.bits(),
+        out_layout.name(),
+        width.name(),
+        overflow.name(),
+    );
+    assert_same(&out.download(gpu).unwrap(), &want, &what);
     name
 }
 
@@ -121,13 +127,8 @@ fn check_row(
     // Twice: the second run must not depend on what the first left in the output.
     for run in 0..2 {
         bg.gemv_row(gpu, &da, &dx, &mut out, overflow).unwrap();
-        let got = out.download(gpu).unwrap();
-        let (g, w) = (got.unpack(), want.unpack());
-        let i = g.iter().zip(&w).position(|(p, q)| p != q);
-        assert!(
-            i.is_none() && got == want,
-            "{name} run {run}: {}x{} b{} x ({}x{} b{} {}) -> {} bits {} {} {}: first difference \
-             at output {i:?}: got {:?}, want {:?}",
+        let what = format!(
+            "{name} run {run}: {}x{} b{} x ({}x{} b{} {}) -> {} bits {} {} {}",
             a.rows(),
             a.cols(),
             a.bits(),
@@ -139,9 +140,8 @@ fn check_row(
             out_layout.name(),
             width.name(),
             overflow.name(),
-            i.map(|i| g[i]),
-            i.map(|i| w[i]),
         );
+        assert_same(&out.download(gpu).unwrap(), &want, &what);
     }
     name
 }
