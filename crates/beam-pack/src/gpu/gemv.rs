@@ -369,8 +369,7 @@ fn direct_name(
 /// into zeroed words unless `naive`.
 fn out_target(out: &mut DeviceBeamOut) -> (PackedOut, bool) {
     let mut c = out.packed_out();
-    let own_words = c.cols == 1 && matches!(out.layout(), Layout::Nogaps | Layout::Slabs);
-    if own_words {
+    if own_words(out.layout(), c.cols) {
         debug_assert_eq!(c.row_words, 1);
         c.layout = layout::NAIVE;
         c.row_words = 1;
@@ -378,6 +377,13 @@ fn out_target(out: &mut DeviceBeamOut) -> (PackedOut, bool) {
     } else {
         (c, out.layout() != Layout::Naive)
     }
+}
+
+/// Whether a `rows x cols` output in `layout` keeps each element alone at bit 0 of a word of
+/// its own, so that its words are those of the `naive` matrix of the same values (outputs are
+/// at most 64 bits wide): one column in `nogaps` or `slabs`.
+fn own_words(layout: Layout, cols: u32) -> bool {
+    cols == 1 && matches!(layout, Layout::Nogaps | Layout::Slabs)
 }
 
 /// [`gemv_kernel_name`] with the streaming kernel's shape and preferred warps.
@@ -1179,6 +1185,32 @@ mod tests {
             Overflow::Ovf,
             (227 * 1024, path),
         )
+    }
+
+    #[test]
+    fn one_column_outputs_in_own_words_pack_as_their_naive_words() {
+        // What `out_target` relies on: the canonical packing of a rows x 1 matrix in nogaps or
+        // slabs is one word per row holding the value, as the naive matrix stores it.
+        for bits in [1u32, 3, 4, 8, 12, 17, 31, 32, 33, 63, 64] {
+            let top = if bits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            };
+            let vals: Vec<u64> = (0..37u64)
+                .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 3) & top)
+                .chain([top, 0])
+                .collect();
+            for layout in [Layout::Nogaps, Layout::Slabs, Layout::Tight, Layout::Naive] {
+                let m = PackedMatrix::pack(&vals, vals.len(), 1, bits, layout).unwrap();
+                let same = m.words() == vals.as_slice();
+                if own_words(layout, 1) {
+                    assert!(same, "{bits} bits, {}", layout.name());
+                }
+                assert!(!own_words(layout, 2));
+            }
+        }
+        assert!(!own_words(Layout::Tight, 1) && !own_words(Layout::Naive, 1));
     }
 
     #[test]
