@@ -694,26 +694,12 @@ impl BeamGemv {
             // own); A's columns equal B's rows, B has at most 16 columns, out is A.rows x
             // B.cols and was zeroed unless naive; acc is acc_for of these operands.
             unsafe { self.launch_any(&params) }
-        } else if name.starts_with("cmv_beam_gemv_stream_") {
-            // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
-            // <= 8 bits, B has one column, the accumulator is U32 and the rings and the
-            // fragments fit in the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, FastKernel::Stream, params, self.prep_mode) }
-        } else if name.starts_with("cmv_beam_gemv_mma_") {
-            // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
-            // <= 8 bits, B has one column, the accumulator is U32 and the fragments fit in
-            // the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, FastKernel::Mma, params, self.prep_mode) }
-        } else if name.starts_with("cmv_beam_gemv_ring_") {
-            // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
-            // <= 32 bits, B has one column, the accumulator is U32 and the vector and the
-            // rings fit in the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, FastKernel::Ring, params, self.prep_mode) }
         } else {
-            // SAFETY: as above, and kernel_name chose this kernel: A is nogaps of a.bits()
-            // <= 32 bits, B has one column, the accumulator is U32 and the vector fits in
-            // the shared memory a block may have.
-            unsafe { self.launch_fast(gpu, FastKernel::Nogaps, params, self.prep_mode) }
+            // SAFETY: as above, and kernel_name chose this fast kernel: A is nogaps of
+            // a.bits() (at most 8 bits for the tensor-core kernels, 32 otherwise), B has one
+            // column, the accumulator is U32, and the kernel's vector, fragments or rings fit
+            // in the shared memory a block may have.
+            unsafe { self.launch_fast(gpu, FastKernel::of_name(name), params, self.prep_mode) }
         }
     }
 
@@ -818,8 +804,8 @@ impl BeamGemv {
         };
         // SAFETY (every branch): a, x and out hold the words their geometries imply
         // (DeviceBeamMatrix holds a canonical PackedMatrix's words, DeviceBeamOut was
-        // allocated for its own); x is 1 x A.cols, given with FLAG_B_TRANSPOSED; out is
-        // A.rows x 1, zeroed where out_target said so; acc is acc_for of these operands; the
+        // allocated for its own); x is n x A.cols (n <= 16), given with FLAG_B_TRANSPOSED; out
+        // is A.rows x n, zeroed where out_target said so; acc is acc_for of these operands; the
         // kernel name came from row_kernel_name's rules for exactly these operands.
         if name.starts_with("cmv_beam_gemv_direct_b") {
             // SAFETY: as above; direct_name checked: A and x nogaps of one direct width (so
@@ -829,19 +815,10 @@ impl BeamGemv {
             // SAFETY: as above.
             unsafe { self.launch_any(&params) }
         } else {
-            let which = if name.starts_with("cmv_beam_gemv_stream_") {
-                FastKernel::Stream
-            } else if name.starts_with("cmv_beam_gemv_mma_") {
-                FastKernel::Mma
-            } else if name.starts_with("cmv_beam_gemv_ring_") {
-                FastKernel::Ring
-            } else {
-                FastKernel::Nogaps
-            };
             // SAFETY: as above, and kernel_name_with chose this fast kernel for A and one
             // vector of x's width (what it checks for gemv); the preparation kernel reads x
             // transposed (FLAG_B_TRANSPOSED); the fused preparations do not, so never them.
-            unsafe { self.launch_fast(gpu, which, params, GemvPrep::Kernel) }
+            unsafe { self.launch_fast(gpu, FastKernel::of_name(name), params, GemvPrep::Kernel) }
         }
     }
 
@@ -1077,6 +1054,22 @@ enum FastKernel {
     Nogaps,
     /// `cmv_beam_gemv_ring_b{bits}`.
     Ring,
+}
+
+impl FastKernel {
+    /// The family of the fast kernel called `name` (a name the kernel choice gave, not
+    /// `cmv_beam_gemv_any` or a direct kernel).
+    fn of_name(name: &str) -> FastKernel {
+        if name.starts_with("cmv_beam_gemv_stream_") {
+            FastKernel::Stream
+        } else if name.starts_with("cmv_beam_gemv_mma_") {
+            FastKernel::Mma
+        } else if name.starts_with("cmv_beam_gemv_ring_") {
+            FastKernel::Ring
+        } else {
+            FastKernel::Nogaps
+        }
+    }
 }
 
 /// `x` (`batch` vectors of `len` values, `x[b * len + i]`) as a naive `batch x len` matrix of
