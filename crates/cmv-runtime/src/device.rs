@@ -414,6 +414,77 @@ impl Kernel {
         cfg: LaunchConfig,
         params: &P,
     ) -> Result<()> {
+        self.check_launch::<P>(&cfg)?;
+        let block = ParamBlock(*params);
+        let mut l = stream.launch_builder(&self.func);
+        l.arg(&block);
+        // SAFETY: the caller guarantees the kernel's contract (see above); the driver copies
+        // the parameter block before `launch` returns.
+        unsafe { l.launch(cfg) }.op("cuLaunchKernel")?;
+        Ok(())
+    }
+
+    /// As [`Kernel::launch`], with programmatic stream serialization (programmatic dependent
+    /// launch, compute capability 9.0 and newer): the kernel may start before the kernel
+    /// launched before it on `stream` has finished, as soon as every block of that kernel has
+    /// run `griddepcontrol.launch_dependents` (or exited), so that its launch and its first
+    /// independent loads overlap the other kernel's end. A kernel that reads what the kernel
+    /// before it writes must run `griddepcontrol.wait` first (`cmv_device::griddepcontrol_wait`),
+    /// which returns once that kernel has completed and its writes are visible. Stream capture
+    /// records the launch as a programmatic edge of the graph.
+    ///
+    /// # Errors
+    /// As [`Kernel::launch`].
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`], and: the kernel runs `griddepcontrol.wait` before it touches
+    /// any memory that kernels launched before it on `stream` may still write or read.
+    pub unsafe fn launch_programmatic<P: KernelParams>(
+        &self,
+        stream: &CudaStream,
+        cfg: LaunchConfig,
+        params: &P,
+    ) -> Result<()> {
+        use cudarc::driver::sys;
+        self.check_launch::<P>(&cfg)?;
+        let mut block = ParamBlock(*params);
+        let mut args = [(&raw mut block).cast::<std::ffi::c_void>()];
+        // SAFETY: a zeroed attribute is a valid `CU_LAUNCH_ATTRIBUTE_IGNORE` (plain data).
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let config = sys::CUlaunchConfig {
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: cfg.grid_dim.1,
+            gridDimZ: cfg.grid_dim.2,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            hStream: stream.cu_stream(),
+            attrs: &raw mut attr,
+            numAttrs: 1,
+        };
+        stream.context().bind_to_thread().op("cuCtxSetCurrent")?;
+        // SAFETY: the caller guarantees the kernel's contract (see above); `config`, its one
+        // attribute and the one parameter block live until the call returns, and the driver
+        // copies the parameters before it returns.
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &raw const config,
+                self.func.cu_function(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .op("cuLaunchKernelEx")?;
+        Ok(())
+    }
+
+    /// The checks before a launch of one `P`: the parameter size where the driver reports it,
+    /// and [`Kernel::check_config`].
+    fn check_launch<P: KernelParams>(&self, cfg: &LaunchConfig) -> Result<()> {
         if let Some(first) = self.params {
             let size = std::mem::size_of::<P>();
             if first != size {
@@ -427,14 +498,7 @@ impl Kernel {
                 });
             }
         }
-        self.check_config(&cfg)?;
-        let block = ParamBlock(*params);
-        let mut l = stream.launch_builder(&self.func);
-        l.arg(&block);
-        // SAFETY: the caller guarantees the kernel's contract (see above); the driver copies
-        // the parameter block before `launch` returns.
-        unsafe { l.launch(cfg) }.op("cuLaunchKernel")?;
-        Ok(())
+        self.check_config(cfg)
     }
 
     /// The older launch path, for kernels not yet converted to a parameter struct: a launch

@@ -39,6 +39,11 @@ fn every_way_matches_the_reference_for_every_bit_count_and_batch() {
         return;
     };
     let k = SbvrGemv::new(&gpu).unwrap();
+    // Without programmatic dependent launch: on Hopper the sm_80 kernels, which must give the
+    // same bits.
+    let k0 = SbvrGemv::with_pdl(&gpu, false).unwrap();
+    assert!(!k0.uses_pdl());
+    eprintln!("programmatic dependent launch: {}", k.uses_pdl());
     let mut rng = StdRng::seed_from_u64(7);
     let cases = [
         (1, 1, 2, 16),
@@ -71,6 +76,18 @@ fn every_way_matches_the_reference_for_every_bit_count_and_batch() {
                     m.entries(),
                     m.wide_index()
                 );
+                if k.uses_pdl() {
+                    let mut dy0 = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+                    k0.gemv_with(&dm, &dx, &mut dy0, batch, way).unwrap();
+                    let got0 = gpu.download(&dy0).unwrap();
+                    assert!(
+                        got.iter()
+                            .zip(&got0)
+                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{rows}x{cols} n={bits} batch {batch} {way:?}: the sm_90a kernels with \
+                         programmatic launch differ from the sm_80 kernels"
+                    );
+                }
             }
         }
         eprintln!(
@@ -78,6 +95,47 @@ fn every_way_matches_the_reference_for_every_bit_count_and_batch() {
             m.entries(),
             m.wide_index()
         );
+    }
+}
+
+/// Products launched back to back without a synchronization, each on new inputs into its
+/// own output: every quantization (which rewrites the shared buffer of quantized inputs) runs
+/// only after the GEMV before it has finished reading it, also when the GEMV is launched
+/// programmatically.
+#[test]
+fn back_to_back_products_each_read_their_own_inputs() {
+    let Some(gpu) = gpu_for_tests("back_to_back_products_each_read_their_own_inputs") else {
+        return;
+    };
+    let k = SbvrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(11);
+    let (rows, cols) = (1024, 4096);
+    let m = matrix(&mut rng, rows, cols, 4, 256);
+    let dm = DeviceSbvrMatrix::upload(&gpu, &m).unwrap();
+    for batch in [1, 2, 8] {
+        let xs: Vec<Vec<f16>> = (0..6)
+            .map(|_| {
+                (0..batch * cols)
+                    .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                    .collect()
+            })
+            .collect();
+        let dxs: Vec<_> = xs.iter().map(|x| gpu.upload(x).unwrap()).collect();
+        let mut dys: Vec<_> = (0..xs.len())
+            .map(|_| gpu.upload(&vec![f16::NAN; batch * rows]).unwrap())
+            .collect();
+        for (dx, dy) in dxs.iter().zip(dys.iter_mut()) {
+            k.gemv(&dm, dx, dy, batch).unwrap();
+        }
+        for (i, (x, dy)) in xs.iter().zip(&dys).enumerate() {
+            let want = m.reference(x, batch).unwrap();
+            let err = relative_error(&gpu.download(dy).unwrap(), &want);
+            assert!(
+                err < GPU_TOLERANCE,
+                "batch {batch}, product {i} of a chain (pdl {}): rel err {err:e}",
+                k.uses_pdl()
+            );
+        }
     }
 }
 

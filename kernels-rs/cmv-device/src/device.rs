@@ -684,6 +684,33 @@ pub unsafe fn fence_proxy_async_shared() {
     unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
 }
 
+/// `griddepcontrol.launch_dependents` (sm_90): this block no longer holds back the launch of
+/// the grid launched after it with programmatic stream serialization (programmatic dependent
+/// launch). That grid starts once every block of this one has called it or exited; it may then
+/// run beside this one, and must call [`griddepcontrol_wait`] before it reads anything this
+/// grid writes.
+///
+/// # Safety
+/// None beyond being device code for sm_90 or later (the PTX does not assemble for sm_80).
+#[inline(always)]
+pub unsafe fn griddepcontrol_launch_dependents() {
+    // SAFETY: no operands.
+    unsafe { asm!("griddepcontrol.launch_dependents;", options(nostack)) };
+}
+
+/// `griddepcontrol.wait` (sm_90): blocks until every grid this one depends on (launched before
+/// it on the stream) has completed and its memory operations are visible. A no-op when the
+/// grid was launched without programmatic stream serialization. Like a memory barrier for the
+/// compiler: no access moves across it.
+///
+/// # Safety
+/// None beyond being device code for sm_90 or later (the PTX does not assemble for sm_80).
+#[inline(always)]
+pub unsafe fn griddepcontrol_wait() {
+    // SAFETY: no operands; not `nomem`, so the compiler keeps memory accesses on their side.
+    unsafe { asm!("griddepcontrol.wait;", options(nostack)) };
+}
+
 /// Closes the calling thread's current group of [`cp_async_16`] copies (`cp.async.commit_group`).
 ///
 /// # Safety

@@ -1,10 +1,13 @@
 //! The kernels (NVPTX only). The layouts and arithmetic are in [`crate::layout`].
+// Public only for `entry_points!` (hidden): no host code sees these types.
+#![allow(missing_debug_implementations)]
 
 use cmv_device::{
     U32x4, ballot, block_idx_x, cp_async_16_ca_zfill, cp_async_commit, cp_async_wait, dyn_smem,
-    dyn_smem_addr, f16_to_f32, f32_to_f16, fma_f32, grid_dim_x, lane_id, ld_nc_na_v4, ld_nc_u16,
-    ld_nc_u32, ld_nc_v4, lds_v4, mma_m16n8k32_u8s8, mma_m16n8k128_and_popc, popc,
-    round_half_even_f32_to_i32, shfl_idx, shfl_xor, sts_v4, sync_threads, thread_idx_x, warp_id,
+    dyn_smem_addr, f16_to_f32, f32_to_f16, fma_f32, grid_dim_x, griddepcontrol_launch_dependents,
+    griddepcontrol_wait, lane_id, ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_v4,
+    mma_m16n8k32_u8s8, mma_m16n8k128_and_popc, popc, round_half_even_f32_to_i32, shfl_idx,
+    shfl_xor, sts_v4, sync_threads, thread_idx_x, warp_id,
 };
 
 use crate::layout::{
@@ -15,14 +18,21 @@ use crate::{GEMV_WARPS, GemvParams, QUANT_BYTES, QUANT_WARPS, QuantParams};
 
 /// `cmv_sbvr_quantize`: one warp per (vector, padded group); lane `l` owns columns
 /// `l, l + 32, l + 64, l + 96` of the group, so the ballot of bit `a` of its `i`-th value is
-/// word `i` of plane `a`.
+/// word `i` of plane `a`. With `PDL` (the sm_90a module) each block first lets the GEMV
+/// launched after it start (`griddepcontrol.launch_dependents`); the GEMV waits for this
+/// grid's completion before it reads the planes.
 ///
 /// # Safety
 /// The launcher checked: `x` holds `batch * cols` halves, `planes` and `scales` the
 /// geometry's `plane_words(batch)` and `scales_len(batch)`; `QUANT_WARPS` warps per block,
-/// `ceil(batch * padded_groups / QUANT_WARPS)` blocks.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_sbvr_quantize(p: QuantParams) {
+/// `ceil(batch * padded_groups / QUANT_WARPS)` blocks. `PDL` only in sm_90 code.
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn quantize<const PDL: bool>(p: &QuantParams) {
+    if PDL {
+        // SAFETY: sm_90 code (the caller's contract).
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let lane = lane_id();
     let w = block_idx_x() * QUANT_WARPS + warp_id();
     if w >= p.batch * p.padded_groups {
@@ -102,7 +112,8 @@ fn coef(e: &U32x4, j: usize) -> f32 {
 
 /// The inner product step: the per-row plane-weighted popcounts `P_j` of one bitvector (two
 /// rows: `a[0]` row `l / 4`, `a[1]` row `l / 4 + 8`) against one vector's planes.
-trait Dot {
+#[doc(hidden)]
+pub trait Dot {
     /// What a lane keeps of one (vector, group): its `B` fragment, or the 8 plane words of
     /// its quarter of the group.
     type X: Copy;
@@ -119,7 +130,8 @@ trait Dot {
 }
 
 /// The binary tensor-core way.
-struct Mma;
+#[doc(hidden)]
+pub struct Mma;
 
 impl Dot for Mma {
     type X = u32;
@@ -140,7 +152,8 @@ impl Dot for Mma {
 }
 
 /// The CUDA-core way: AND + popc over the lane's 32 columns, all 8 planes.
-struct Popc;
+#[doc(hidden)]
+pub struct Popc;
 
 impl Dot for Popc {
     type X = [u32; PLANES];
@@ -184,7 +197,8 @@ macro_rules! unroll {
 /// One pair's loads: lane `l`'s 16 bytes of each bitvector (`N` slots, `n` used) and the
 /// index words of rows `l / 4` and `l / 4 + 8` (both groups, `u16` each).
 #[derive(Clone, Copy)]
-struct Stage<const N: usize, const X: usize> {
+#[doc(hidden)]
+pub struct Stage<const N: usize, const X: usize> {
     w: [U32x4; N],
     i0: u32,
     i1: u32,
@@ -193,37 +207,33 @@ struct Stage<const N: usize, const X: usize> {
     s: [[f32; 2]; X],
 }
 
-/// Issues the loads of `pair`.
+/// Issues the loads of the first `X` vectors' plane words and scales of both groups of `pair`
+/// into `st`.
 ///
 /// # Safety
 /// `pair < pairs`; the buffers are as the launcher checked.
 #[inline(always)]
-unsafe fn load_stage<const N: usize, const X: usize>(
+unsafe fn load_plane_words<const N: usize, const X: usize>(
     p: &GemvParams,
-    tile: u32,
+    st: &mut Stage<N, X>,
     pair: u32,
-    n: usize,
-) -> Stage<N, X> {
+) {
     let lane = lane_id();
-    // SAFETY: the caller's contract.
-    let (w, i0, i1) = unsafe { load_weights::<N>(p, tile, pair, n) };
     let pg = 2 * p.pairs as usize;
-    let mut x = [[0u32; 2]; X];
-    let mut s = [[0f32; 2]; X];
     unroll!(v < X, {
         if (v as u32) < p.batch {
             unroll!(h < 2, {
                 let g = 2 * pair as usize + h;
                 // SAFETY: v < batch, g < padded groups: inside the planes and scales.
                 unsafe {
-                    x[v][h] = ld_nc_u32(p.planes.as_ptr().add((v * pg + g) * 32 + lane as usize));
-                    s[v][h] =
+                    st.x[v][h] =
+                        ld_nc_u32(p.planes.as_ptr().add((v * pg + g) * 32 + lane as usize));
+                    st.s[v][h] =
                         f32::from_bits(ld_nc_u32(p.scales.as_ptr().add(v * pg + g) as *const u32));
                 }
             });
         }
     });
-    Stage { w, i0, i1, x, s }
 }
 
 /// Issues the weight loads of `pair`: lane `l`'s 16 bytes of each bitvector (`N` slots, `n`
@@ -272,7 +282,8 @@ unsafe fn load_weights<const N: usize>(
 
 /// One kernel family of the GEMV: what a warp loads and computes per pair of groups, and how
 /// it hands its sums of a tile to the block. [`gemv`] walks the work items.
-trait Way<const N: usize> {
+#[doc(hidden)]
+pub trait Way<const N: usize> {
     /// Vectors the kernel takes (the block's sums hold this many).
     const B: usize;
     /// Bytes of shared memory each warp's ring of loads takes (behind the cache).
@@ -285,13 +296,38 @@ trait Way<const N: usize> {
     fn indices(s: &Self::Stage) -> (u32, u32);
     /// Zero sums.
     fn zero() -> Self::Acc;
-    /// Issues the loads of `pair` of `tile` when `valid` (else a stage of zeros); `k` counts the
-    /// warp's items (0, 1, ...), `ring` is the warp's ring in shared memory ([`Way::RING`]
-    /// bytes).
+    /// Issues the weight loads (bitvectors, indices) of `pair` of `tile` when `valid` (else a
+    /// stage of zeros); the inputs follow with [`Way::load_inputs`].
     ///
     /// # Safety
     /// The whole warp calls it. When `valid`: `tile < tiles`, `pair < pairs`; the buffers as
     /// the launcher checked.
+    unsafe fn load_weights(
+        p: &GemvParams,
+        tile: u32,
+        pair: u32,
+        n: usize,
+        valid: bool,
+    ) -> Self::Stage;
+    /// Issues the loads of the quantized inputs of `pair` into `st` (or the warp's ring) when
+    /// `valid`; `k` counts the warp's items (0, 1, ...), `ring` is the warp's ring in shared
+    /// memory ([`Way::RING`] bytes).
+    ///
+    /// # Safety
+    /// As [`Way::load_weights`], for the stage it returned for the same item.
+    unsafe fn load_inputs(
+        p: &GemvParams,
+        st: &mut Self::Stage,
+        pair: u32,
+        k: u32,
+        valid: bool,
+        ring: u32,
+    );
+    /// Both loads of an item.
+    ///
+    /// # Safety
+    /// As [`Way::load_weights`].
+    #[inline(always)]
     unsafe fn load(
         p: &GemvParams,
         tile: u32,
@@ -300,7 +336,14 @@ trait Way<const N: usize> {
         k: u32,
         valid: bool,
         ring: u32,
-    ) -> Self::Stage;
+    ) -> Self::Stage {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let mut st = Self::load_weights(p, tile, pair, n, valid);
+            Self::load_inputs(p, &mut st, pair, k, valid, ring);
+            st
+        }
+    }
     /// Adds the pair's products to `acc`; `e[h][r]` is the cache entry of group `h` of the
     /// pair for row `l / 4` (`r` = 0) and `l / 4 + 8` (`r` = 1).
     ///
@@ -327,7 +370,8 @@ trait Way<const N: usize> {
 
 /// The bit-plane ways (binary tensor cores or CUDA cores, [`Dot`]): `B` vectors, the first
 /// `X` of them loaded one pair ahead.
-struct Planes<D, const B: usize, const X: usize>(core::marker::PhantomData<D>);
+#[doc(hidden)]
+pub struct Planes<D, const B: usize, const X: usize>(core::marker::PhantomData<D>);
 
 impl<D: Dot, const B: usize, const N: usize, const X: usize> Way<N> for Planes<D, B, X> {
     const B: usize = B;
@@ -346,26 +390,40 @@ impl<D: Dot, const B: usize, const N: usize, const X: usize> Way<N> for Planes<D
     }
 
     #[inline(always)]
-    unsafe fn load(
+    unsafe fn load_weights(
         p: &GemvParams,
         tile: u32,
         pair: u32,
         n: usize,
+        valid: bool,
+    ) -> Stage<N, X> {
+        let mut st = Stage {
+            w: [U32x4([0; 4]); N],
+            i0: 0,
+            i1: 0,
+            x: [[0; 2]; X],
+            s: [[0.0; 2]; X],
+        };
+        if valid {
+            // SAFETY: the caller's contract.
+            (st.w, st.i0, st.i1) = unsafe { load_weights::<N>(p, tile, pair, n) };
+        }
+        st
+    }
+
+    #[inline(always)]
+    unsafe fn load_inputs(
+        p: &GemvParams,
+        st: &mut Stage<N, X>,
+        pair: u32,
         _k: u32,
         valid: bool,
         _ring: u32,
-    ) -> Stage<N, X> {
-        if !valid {
-            return Stage {
-                w: [U32x4([0; 4]); N],
-                i0: 0,
-                i1: 0,
-                x: [[0; 2]; X],
-                s: [[0.0; 2]; X],
-            };
+    ) {
+        if valid {
+            // SAFETY: the caller's contract.
+            unsafe { load_plane_words::<N, X>(p, st, pair) };
         }
-        // SAFETY: the caller's contract.
-        unsafe { load_stage::<N, X>(p, tile, pair, n) }
     }
 
     #[inline(always)]
@@ -450,7 +508,8 @@ impl<D: Dot, const B: usize, const N: usize, const X: usize> Way<N> for Planes<D
 /// `h` of the pair and half `hv` of the vectors, over 128. The inputs go to the warp's ring
 /// in shared memory ([`Int8::ring_unit`]), in `slot`.
 #[derive(Clone, Copy)]
-struct Stage8<const N: usize, const H: usize> {
+#[doc(hidden)]
+pub struct Stage8<const N: usize, const H: usize> {
     w: [U32x4; N],
     i0: u32,
     i1: u32,
@@ -464,7 +523,8 @@ struct Stage8<const N: usize, const H: usize> {
 /// accumulators start at [`MAGIC`] so that they read as floats with one subtraction. The
 /// inputs of the next pair travel by `cp.async` into a per-warp ring of
 /// [`crate::INT8_STAGES`] slots in shared memory (no registers held while they fly).
-struct Int8<const H: usize>;
+#[doc(hidden)]
+pub struct Int8<const H: usize>;
 
 impl<const H: usize> Int8<H> {
     /// The shared-memory address of the 16 bytes lane `lane` keeps of unit `u` (0, 1: its 32
@@ -494,28 +554,41 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
     }
 
     #[inline(always)]
-    unsafe fn load(
+    unsafe fn load_weights(
         p: &GemvParams,
         tile: u32,
         pair: u32,
         n: usize,
-        k: u32,
         valid: bool,
-        ring: u32,
     ) -> Stage8<N, H> {
-        let lane = lane_id();
-        let (g8, t) = (lane / 4, lane % 4);
-        let slot = k % crate::INT8_STAGES;
         let mut st = Stage8 {
             w: [U32x4([0; 4]); N],
             i0: 0,
             i1: 0,
             s: [[[0.0; 2]; H]; 2],
-            slot,
+            slot: 0,
         };
         if valid {
             // SAFETY: the caller's contract.
             (st.w, st.i0, st.i1) = unsafe { load_weights::<N>(p, tile, pair, n) };
+        }
+        st
+    }
+
+    #[inline(always)]
+    unsafe fn load_inputs(
+        p: &GemvParams,
+        st: &mut Stage8<N, H>,
+        pair: u32,
+        k: u32,
+        valid: bool,
+        ring: u32,
+    ) {
+        let lane = lane_id();
+        let (g8, t) = (lane / 4, lane % 4);
+        let slot = k % crate::INT8_STAGES;
+        st.slot = slot;
+        if valid {
             let pg = 2 * p.pairs;
             let q = p.planes.as_ptr() as *const U32x4;
             for h in 0..2 {
@@ -560,7 +633,6 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
         }
         // SAFETY: no operands; an empty group keeps the count of groups per item at one.
         unsafe { cp_async_commit() };
-        st
     }
 
     #[inline(always)]
@@ -676,14 +748,21 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
 /// while it computes the current one; the coefficient cache is copied to shared memory first
 /// when [`GemvParams::smem_cache`] says so.
 ///
+/// With `PDL` (the sm_90a module, launched with programmatic stream serialization after
+/// `cmv_sbvr_quantize`) a warp issues the weight loads of its first item and copies the cache
+/// before `griddepcontrol.wait`, so that they overlap the end of the quantization; only the
+/// quantized inputs wait.
+///
 /// # Safety
 /// The launcher checked: the buffers hold the geometry's sizes for `rows`, `pairs`, `nbits`
 /// and `batch` (the planes, or for [`Int8`] the bytes, of `cmv_sbvr_quantize`), `1 <= batch
 /// <= W::B`, `nbits <= N`; every index is below `entries`; `GEMV_WARPS` warps per block, any
 /// number of blocks (each walks the tiles `block, block + grid, ...`), `gemv_smem_bytes(W::B,
-/// entries)` bytes of dynamic shared memory (with the warps' rings).
+/// entries)` bytes of dynamic shared memory (with the warps' rings). `PDL` only in sm_90 code;
+/// nothing the grid launched before the quantization may still write is read before the wait.
+#[doc(hidden)]
 #[inline(always)]
-unsafe fn gemv<W: Way<N>, const N: usize>(p: &GemvParams) {
+pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
     let warp = warp_id();
     let b = W::B;
     let pairs = p.pairs;
@@ -709,7 +788,11 @@ unsafe fn gemv<W: Way<N>, const N: usize>(p: &GemvParams) {
     let ring = cache_addr + if smem_cache { 16 * p.entries } else { 0 } + warp * W::RING;
     let mut k = 0u32;
     // SAFETY: valid says whether the item is.
-    let mut cur = unsafe { W::load(p, tile, pair, n, k, valid(tile, pair), ring) };
+    let mut cur = unsafe { W::load_weights(p, tile, pair, n, valid(tile, pair)) };
+    if !PDL {
+        // SAFETY: as above, for the stage of the same item.
+        unsafe { W::load_inputs(p, &mut cur, pair, k, valid(tile, pair), ring) };
+    }
     let cp = p.coeffs.as_ptr();
     if smem_cache {
         let mut e = thread_idx_x();
@@ -717,6 +800,13 @@ unsafe fn gemv<W: Way<N>, const N: usize>(p: &GemvParams) {
             // SAFETY: e < entries: inside the cache and inside the shared copy.
             unsafe { sts_v4(cache_addr + 16 * e, ld_nc_v4(cp.add(e as usize))) };
             e += GEMV_WARPS * 32;
+        }
+    }
+    if PDL {
+        // SAFETY: sm_90 code (the caller's contract); then the inputs as above.
+        unsafe {
+            griddepcontrol_wait();
+            W::load_inputs(p, &mut cur, pair, k, valid(tile, pair), ring);
         }
     }
     // SAFETY: every thread reaches it.
@@ -786,68 +876,89 @@ unsafe fn gemv<W: Way<N>, const N: usize>(p: &GemvParams) {
     }
 }
 
-macro_rules! entries {
-    ($($name:ident = $w:ty, $n:literal;)*) => {$(
-        /// SBVR GEMV (see the crate docs).
+/// Defines every kernel entry point of the module: the quantization and the GEMV kernels,
+/// with programmatic dependent launch when `$pdl` is `true` (the sm_90a module of
+/// `sbvr-kernels-sm90`; `false` here), and their launch bounds.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! entry_points {
+    ($pdl:literal) => {
+        /// `cmv_sbvr_quantize` (see `sbvr_kernels::kernels::quantize`).
+        ///
+        /// # Safety
+        /// As `quantize`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn cmv_sbvr_quantize(p: $crate::QuantParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::kernels::quantize::<$pdl>(&p) }
+        }
+
+        $crate::entry_points!(@gemv $pdl;
+            cmv_sbvr_gemv_mma_n2_b1 = Mma1<1, 1>, 2;
+            cmv_sbvr_gemv_mma_n2_b2 = Mma1<2, 2>, 2;
+            cmv_sbvr_gemv_mma_n2_b4 = Mma1<4, 0>, 2;
+            cmv_sbvr_gemv_mma_n2_b8 = Mma1<8, 0>, 2;
+            cmv_sbvr_gemv_mma_n2_b16 = Mma1<16, 0>, 2;
+            cmv_sbvr_gemv_mma_n3_b1 = Mma1<1, 1>, 3;
+            cmv_sbvr_gemv_mma_n3_b2 = Mma1<2, 2>, 3;
+            cmv_sbvr_gemv_mma_n3_b4 = Mma1<4, 0>, 3;
+            cmv_sbvr_gemv_mma_n3_b8 = Mma1<8, 0>, 3;
+            cmv_sbvr_gemv_mma_n3_b16 = Mma1<16, 0>, 3;
+            cmv_sbvr_gemv_mma_n4_b1 = Mma1<1, 1>, 4;
+            cmv_sbvr_gemv_mma_n4_b2 = Mma1<2, 2>, 4;
+            cmv_sbvr_gemv_mma_n4_b4 = Mma1<4, 0>, 4;
+            cmv_sbvr_gemv_mma_n4_b8 = Mma1<8, 0>, 4;
+            cmv_sbvr_gemv_mma_n4_b16 = Mma1<16, 0>, 4;
+            cmv_sbvr_gemv_mma_n8_b1 = Mma1<1, 1>, 8;
+            cmv_sbvr_gemv_mma_n8_b2 = Mma1<2, 2>, 8;
+            cmv_sbvr_gemv_mma_n8_b4 = Mma1<4, 0>, 8;
+            cmv_sbvr_gemv_mma_n8_b8 = Mma1<8, 0>, 8;
+            cmv_sbvr_gemv_mma_n8_b16 = Mma1<16, 0>, 8;
+            cmv_sbvr_gemv_popc_n8_b1 = Popc1<1, 1>, 8;
+            cmv_sbvr_gemv_popc_n8_b2 = Popc1<2, 2>, 8;
+            cmv_sbvr_gemv_popc_n8_b4 = Popc1<4, 0>, 8;
+            cmv_sbvr_gemv_popc_n8_b8 = Popc1<8, 0>, 8;
+            cmv_sbvr_gemv_popc_n8_b16 = Popc1<16, 0>, 8;
+            cmv_sbvr_gemv_i8_n2_b8 = Int8<1>, 2;
+            cmv_sbvr_gemv_i8_n2_b16 = Int8<2>, 2;
+            cmv_sbvr_gemv_i8_n3_b8 = Int8<1>, 3;
+            cmv_sbvr_gemv_i8_n3_b16 = Int8<2>, 3;
+            cmv_sbvr_gemv_i8_n4_b8 = Int8<1>, 4;
+            cmv_sbvr_gemv_i8_n4_b16 = Int8<2>, 4;
+            cmv_sbvr_gemv_i8_n8_b8 = Int8<1>, 8;
+            cmv_sbvr_gemv_i8_n8_b16 = Int8<2>, 8;
+        );
+
+        /// Launch bounds of every kernel here (`cargo xtask ptx` turns this into `.maxntid`):
+        /// the launchers use blocks of `GEMV_WARPS` (= `QUANT_WARPS`) warps.
+        #[unsafe(no_mangle)]
+        pub static CMV_MAXNTID: u32 = $crate::GEMV_WARPS * 32;
+
+        // The int8 kernels for 16 vectors in at most 128 registers (`.minnctapersm 2`), so
+        // that two blocks (16 warps) share an SM.
+        cmv_device::launch_bounds! {
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n2_b16 = 2;
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n3_b16 = 2;
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n4_b16 = 2;
+        }
+    };
+    (@gemv $pdl:literal; $($name:ident = $w:ident<$($a:literal),*>, $n:literal;)*) => {$(
+        /// SBVR GEMV (see `sbvr_kernels::kernels::gemv`).
         ///
         /// # Safety
         /// As `gemv`.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: GemvParams) {
+        pub unsafe extern "ptx-kernel" fn $name(p: $crate::GemvParams) {
             // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { gemv::<$w, $n>(&p) }
+            unsafe { $crate::kernels::gemv::<$crate::kernels::$w<$($a),*>, $n, $pdl>(&p) }
         }
     )*};
 }
 
-type Mma1<const B: usize, const X: usize> = Planes<Mma, B, X>;
-type Popc1<const B: usize, const X: usize> = Planes<Popc, B, X>;
+#[doc(hidden)]
+pub type Mma1<const B: usize, const X: usize> = Planes<Mma, B, X>;
+#[doc(hidden)]
+pub type Popc1<const B: usize, const X: usize> = Planes<Popc, B, X>;
 
-entries! {
-    cmv_sbvr_gemv_mma_n2_b1 = Mma1<1, 1>, 2;
-    cmv_sbvr_gemv_mma_n2_b2 = Mma1<2, 2>, 2;
-    cmv_sbvr_gemv_mma_n2_b4 = Mma1<4, 0>, 2;
-    cmv_sbvr_gemv_mma_n2_b8 = Mma1<8, 0>, 2;
-    cmv_sbvr_gemv_mma_n2_b16 = Mma1<16, 0>, 2;
-    cmv_sbvr_gemv_mma_n3_b1 = Mma1<1, 1>, 3;
-    cmv_sbvr_gemv_mma_n3_b2 = Mma1<2, 2>, 3;
-    cmv_sbvr_gemv_mma_n3_b4 = Mma1<4, 0>, 3;
-    cmv_sbvr_gemv_mma_n3_b8 = Mma1<8, 0>, 3;
-    cmv_sbvr_gemv_mma_n3_b16 = Mma1<16, 0>, 3;
-    cmv_sbvr_gemv_mma_n4_b1 = Mma1<1, 1>, 4;
-    cmv_sbvr_gemv_mma_n4_b2 = Mma1<2, 2>, 4;
-    cmv_sbvr_gemv_mma_n4_b4 = Mma1<4, 0>, 4;
-    cmv_sbvr_gemv_mma_n4_b8 = Mma1<8, 0>, 4;
-    cmv_sbvr_gemv_mma_n4_b16 = Mma1<16, 0>, 4;
-    cmv_sbvr_gemv_mma_n8_b1 = Mma1<1, 1>, 8;
-    cmv_sbvr_gemv_mma_n8_b2 = Mma1<2, 2>, 8;
-    cmv_sbvr_gemv_mma_n8_b4 = Mma1<4, 0>, 8;
-    cmv_sbvr_gemv_mma_n8_b8 = Mma1<8, 0>, 8;
-    cmv_sbvr_gemv_mma_n8_b16 = Mma1<16, 0>, 8;
-    cmv_sbvr_gemv_popc_n8_b1 = Popc1<1, 1>, 8;
-    cmv_sbvr_gemv_popc_n8_b2 = Popc1<2, 2>, 8;
-    cmv_sbvr_gemv_popc_n8_b4 = Popc1<4, 0>, 8;
-    cmv_sbvr_gemv_popc_n8_b8 = Popc1<8, 0>, 8;
-    cmv_sbvr_gemv_popc_n8_b16 = Popc1<16, 0>, 8;
-    cmv_sbvr_gemv_i8_n2_b8 = Int8<1>, 2;
-    cmv_sbvr_gemv_i8_n2_b16 = Int8<2>, 2;
-    cmv_sbvr_gemv_i8_n3_b8 = Int8<1>, 3;
-    cmv_sbvr_gemv_i8_n3_b16 = Int8<2>, 3;
-    cmv_sbvr_gemv_i8_n4_b8 = Int8<1>, 4;
-    cmv_sbvr_gemv_i8_n4_b16 = Int8<2>, 4;
-    cmv_sbvr_gemv_i8_n8_b8 = Int8<1>, 8;
-    cmv_sbvr_gemv_i8_n8_b16 = Int8<2>, 8;
-}
-
-/// Launch bounds of every kernel here (`cargo xtask ptx` turns this into `.maxntid`): the
-/// launchers use blocks of `GEMV_WARPS` (= `QUANT_WARPS`) warps.
-#[unsafe(no_mangle)]
-pub static CMV_MAXNTID: u32 = GEMV_WARPS * 32;
-
-// The int8 kernels for 16 vectors in at most 128 registers (`.minnctapersm 2`), so that two
-// blocks (16 warps) share an SM.
-cmv_device::launch_bounds! {
-    CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n2_b16 = 2;
-    CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n3_b16 = 2;
-    CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n4_b16 = 2;
-}
+#[cfg(feature = "entries")]
+crate::entry_points!(false);

@@ -22,8 +22,11 @@
 
 pub mod layout;
 
+/// The kernels' bodies; the entry points are [`entry_points!`] (here with the `entries`
+/// feature, and in `sbvr-kernels-sm90` with programmatic dependent launch).
 #[cfg(target_arch = "nvptx64")]
-mod kernels;
+#[doc(hidden)]
+pub mod kernels;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 

@@ -187,7 +187,7 @@ unsafe fn tile_epilogue(
 /// launch; the dynamic shared memory holds `nogaps_smem_bytes(B, A.row_words)` bytes.
 #[inline(always)]
 unsafe fn gemv_nogaps<const B: u32>(p: &GemvParams) {
-    let (a, bm, out) = (p.a, p.b, p.c);
+    let (a, bm) = (p.a, p.b);
     let (rows, rw) = (a.rows, a.row_words);
     let xs = dyn_smem() as *mut u32;
     let slots = p.xp_len;
@@ -524,7 +524,7 @@ unsafe fn gemv_ring<const B: u32>(p: &GemvParams) {
 /// As [`gemv_ring`], and `WIDE` is `ring_wide(A.row_words)`.
 #[inline(always)]
 unsafe fn ring_body<const B: u32, const WIDE: bool>(p: &GemvParams) {
-    let (a, bm, out) = (p.a, p.b, p.c);
+    let (a, bm) = (p.a, p.b);
     let (rows, rw) = (a.rows, a.row_words);
     let xs = dyn_smem() as *mut u32;
     let slots = p.xp_len;
