@@ -684,22 +684,6 @@ pub unsafe fn fence_proxy_async_shared() {
     unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
 }
 
-/// `cp.async.bulk.prefetch.L2.global` (sm_90): asks the L2 cache to fetch `bytes` bytes from
-/// `src` in the background (no data comes back to the thread, nothing to wait for).
-///
-/// # Safety
-/// Device code for sm_90 or later; `src` is a 16-byte-aligned global address and `bytes` a
-/// multiple of 16 (a prefetch reads nothing the program can see, but the range should lie in
-/// one allocation).
-#[inline(always)]
-pub unsafe fn prefetch_l2_bulk(src: *const u8, bytes: u32) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        asm!("cp.async.bulk.prefetch.L2.global [{s}], {n};", s = in(reg64) src,
-             n = in(reg32) bytes, options(nostack));
-    }
-}
-
 /// `griddepcontrol.launch_dependents` (sm_90): this block no longer holds back the launch of
 /// the grid launched after it with programmatic stream serialization (programmatic dependent
 /// launch). That grid starts once every block of this one has called it or exited; it may then

@@ -6,8 +6,8 @@ use cmv_device::{
     U32x4, ballot, block_idx_x, cp_async_16_ca_zfill, cp_async_commit, cp_async_wait, dyn_smem,
     dyn_smem_addr, f16_to_f32, f32_to_f16, fma_f32, grid_dim_x, griddepcontrol_launch_dependents,
     griddepcontrol_wait, lane_id, ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_v4,
-    mma_m16n8k32_u8s8, mma_m16n8k128_and_popc, popc, prefetch_l2_bulk, round_half_even_f32_to_i32,
-    shfl_idx, shfl_xor, sts_v4, sync_threads, thread_idx_x, warp_id,
+    mma_m16n8k32_u8s8, mma_m16n8k128_and_popc, popc, round_half_even_f32_to_i32, shfl_idx,
+    shfl_xor, sts_v4, sync_threads, thread_idx_x, warp_id,
 };
 
 use crate::layout::{
@@ -767,28 +767,6 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
     let b = W::B;
     let pairs = p.pairs;
     let n = if N < 8 { N } else { p.nbits as usize };
-    if PDL && thread_idx_x() == 0 && block_idx_x() < p.tiles {
-        // The block's first tile's bitvectors (its warps' first items, in their order) up to
-        // PDL_PREFETCH_BYTES, and its indices, into L2 while the quantization runs.
-        let tile_bytes = p.pairs as usize * n * 32 * 16;
-        let bytes = tile_bytes.min(crate::PDL_PREFETCH_BYTES as usize) as u32;
-        let index_bytes = p.pairs as usize * TILE_ROWS * 2 * (1 + p.index_u16 as usize);
-        // SAFETY: sm_90 code; the tile is below tiles: the ranges lie inside the bitvectors and the
-        // indices, 16-byte aligned with sizes in multiples of 16 (512 bytes per bitvector
-        // unit, 32 or 64 per pair of index rows).
-        unsafe {
-            if bytes > 0 {
-                prefetch_l2_bulk(
-                    (p.bits.as_ptr() as *const u8).add(block_idx_x() as usize * tile_bytes),
-                    bytes,
-                );
-            }
-            prefetch_l2_bulk(
-                p.index.as_ptr().add(block_idx_x() as usize * index_bytes),
-                index_bytes as u32,
-            );
-        }
-    }
     // Work items of this warp, in order: (tile, pair) for tile = block, block + grid, ... and
     // pair = warp, warp + GEMV_WARPS, ... (every warp of a block walks the same tiles).
     let first_pair = warp;

@@ -48,11 +48,6 @@ pub const fn gemv_red_bytes(batch: u32) -> u32 {
     GEMV_WARPS * batch * layout::TILE_ROWS as u32 * 4
 }
 
-/// Bytes of bitvectors a block of the Hopper GEMV (`sbvr-kernels-sm90`) asks L2 to prefetch
-/// from the start of its first tile while it waits for the quantized inputs (its warps' first
-/// items); 0 turns the prefetch of bitvectors off.
-pub const PDL_PREFETCH_BYTES: u32 = 32 * 1024;
-
 /// Slots of the int8 kernels' per-warp ring of quantized inputs in shared memory.
 pub const INT8_STAGES: u32 = 2;
 
