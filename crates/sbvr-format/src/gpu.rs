@@ -13,8 +13,8 @@ use cmv_runtime::{
 use half::f16;
 use sbvr_kernels::layout::{COEF_STRIDE, Geometry};
 use sbvr_kernels::{
-    GEMV_WARPS, GemvParams, MAX_BATCH, MAX_SMEM_ENTRIES, QUANT_WARPS, QuantParams, gemv_kernel,
-    gemv_kernel_names, gemv_smem_bytes,
+    GEMV_WARPS, GemvParams, MAX_BATCH, MAX_SMEM_ENTRIES, QUANT_WARPS, QuantParams, gemv_grid,
+    gemv_kernel, gemv_kernel_names, gemv_smem_bytes,
 };
 
 /// Cache entries as the kernel takes them (at most 65536: validated matrices).
@@ -129,6 +129,8 @@ pub struct SbvrGemv {
     /// The kernels come from [`PTX_SM90`] and the GEMV is launched programmatically after the
     /// quantization.
     pdl: bool,
+    /// EXPERIMENT: every slot of the GPU gets a block (`CMV_SBVR_GRID=full`).
+    full_grid: bool,
     quantize: Kernel,
     sm_count: u32,
     /// `(entry name, kernel)` of every GEMV kernel.
@@ -165,6 +167,7 @@ impl SbvrGemv {
         Ok(Self {
             stream: gpu.stream().clone(),
             pdl,
+            full_grid: std::env::var("CMV_SBVR_GRID").is_ok_and(|v| v == "full"),
             sm_count: gpu.info().sm_count,
             quantize: gpu.kernel(ptx, "cmv_sbvr_quantize")?,
             gemv,
@@ -322,11 +325,18 @@ impl SbvrGemv {
             entries,
             smem_cache: u32::from(entries <= MAX_SMEM_ENTRIES),
         };
-        // Blocks walk the tiles: as many as fit on the GPU at once, at most one per tile.
+        // Blocks walk the tiles: at most as many as fit on the GPU at once, each the same
+        // number of tiles or one fewer (gemv_grid).
         let smem = gemv_smem_bytes(way, kb, entries);
         let resident = self.resident_blocks(name, kernel, smem)?;
+        let slots = self.sm_count.saturating_mul(resident);
+        let grid = if self.full_grid {
+            tiles.min(slots)
+        } else {
+            gemv_grid(tiles, slots)
+        };
         let gcfg = LaunchConfig {
-            grid_dim: (tiles.min(self.sm_count.saturating_mul(resident)), 1, 1),
+            grid_dim: (grid, 1, 1),
             block_dim: (GEMV_WARPS * 32, 1, 1),
             shared_mem_bytes: smem,
         };

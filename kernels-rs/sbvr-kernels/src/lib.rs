@@ -48,6 +48,21 @@ pub const fn gemv_red_bytes(batch: u32) -> u32 {
     GEMV_WARPS * batch * layout::TILE_ROWS as u32 * 4
 }
 
+/// Blocks of a GEMV launch for `tiles` tiles when `slots` blocks fit on the GPU at once: the
+/// fewest rounds that cover the tiles (`ceil(tiles / slots)`), and as few blocks as give every
+/// block that many tiles or one fewer. Blocks walk the tiles `block, block + grid, ...`, so a
+/// grid of every slot would leave the last round to a few blocks (896 tiles on 396 slots: 104
+/// blocks walk a third tile while the other 292 are done); this one ends all blocks together.
+pub const fn gemv_grid(tiles: u32, slots: u32) -> u32 {
+    let slots = if slots == 0 { 1 } else { slots };
+    let rounds = tiles.div_ceil(slots);
+    if rounds == 0 {
+        1
+    } else {
+        tiles.div_ceil(rounds)
+    }
+}
+
 /// Slots of the int8 kernels' per-warp ring of quantized inputs in shared memory.
 pub const INT8_STAGES: u32 = 2;
 
@@ -260,6 +275,31 @@ pub fn gemv_kernel_names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The grid never exceeds the slots or the tiles, covers every tile, and every block walks
+    /// the fewest rounds or one tile fewer.
+    #[test]
+    fn the_gemv_grid_gives_every_block_the_same_tiles_within_one() {
+        for tiles in 1..3000u32 {
+            for slots in [1, 2, 7, 132, 264, 396, 528, 1056] {
+                let g = gemv_grid(tiles, slots);
+                assert!(
+                    g >= 1 && g <= slots.min(tiles),
+                    "{tiles} tiles, {slots} slots: {g}"
+                );
+                let rounds = tiles.div_ceil(slots);
+                // Block b walks tiles b, b + g, ...: ceil((tiles - b) / g) of them.
+                let most = tiles.div_ceil(g);
+                let fewest = (tiles - (g - 1)).div_ceil(g);
+                assert_eq!(most, rounds, "{tiles} tiles, {slots} slots: grid {g}");
+                assert!(most - fewest <= 1, "{tiles} tiles, {slots} slots: grid {g}");
+            }
+        }
+        assert_eq!(gemv_grid(896, 396), 299);
+        assert_eq!(gemv_grid(688, 396), 344);
+        assert_eq!(gemv_grid(256, 396), 256);
+        assert_eq!(gemv_grid(5, 0), 1);
+    }
 
     #[test]
     fn kernel_names_cover_every_batch() {
