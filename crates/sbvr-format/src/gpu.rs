@@ -129,8 +129,6 @@ pub struct SbvrGemv {
     /// The kernels come from [`PTX_SM90`] and the GEMV is launched programmatically after the
     /// quantization.
     pdl: bool,
-    /// EXPERIMENT: every slot of the GPU gets a block (`CMV_SBVR_GRID=full`).
-    full_grid: bool,
     quantize: Kernel,
     sm_count: u32,
     /// `(entry name, kernel)` of every GEMV kernel.
@@ -167,7 +165,6 @@ impl SbvrGemv {
         Ok(Self {
             stream: gpu.stream().clone(),
             pdl,
-            full_grid: std::env::var("CMV_SBVR_GRID").is_ok_and(|v| v == "full"),
             sm_count: gpu.info().sm_count,
             quantize: gpu.kernel(ptx, "cmv_sbvr_quantize")?,
             gemv,
@@ -325,15 +322,16 @@ impl SbvrGemv {
             entries,
             smem_cache: u32::from(entries <= MAX_SMEM_ENTRIES),
         };
-        // Blocks walk the tiles: at most as many as fit on the GPU at once, each the same
-        // number of tiles or one fewer (gemv_grid).
+        // Blocks walk the tiles: at most as many as fit on the GPU at once; for one vector as
+        // few as give every block the same number of tiles or one fewer (gemv_grid: on an
+        // H100 0-5.7% faster at batch 1, mixed from -8% to +9% at 2 vectors, docs/SBVR.md).
         let smem = gemv_smem_bytes(way, kb, entries);
         let resident = self.resident_blocks(name, kernel, smem)?;
         let slots = self.sm_count.saturating_mul(resident);
-        let grid = if self.full_grid {
-            tiles.min(slots)
-        } else {
+        let grid = if batch == 1 {
             gemv_grid(tiles, slots)
+        } else {
+            tiles.min(slots)
         };
         let gcfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
