@@ -13,8 +13,8 @@ use cmv_runtime::{
 use half::f16;
 use sbvr_kernels::layout::{COEF_STRIDE, Geometry};
 use sbvr_kernels::{
-    GEMV_WARPS, GemvParams, MAX_BATCH, MAX_SMEM_ENTRIES, QUANT_WARPS, QuantParams, gemv_grid,
-    gemv_kernel, gemv_kernel_names, gemv_smem_bytes,
+    GEMV_WARPS, GemvParams, MAX_BATCH, MAX_SMEM_ENTRIES, QUANT_WARPS, QuantParams, deep_kernel,
+    gemv_grid, gemv_kernel, gemv_kernel_names, gemv_smem_bytes, prefer_deep,
 };
 
 /// Cache entries as the kernel takes them (at most 65536: validated matrices).
@@ -49,6 +49,8 @@ pub struct DeviceSbvrMatrix {
     shape: DeviceShape,
     /// The way [`SbvrGemv::gemv`] takes (`None`: [`Way::for_batch`]).
     way: Option<Way>,
+    /// Whether one vector runs the deep kernel (`None`: the rule).
+    deep: Option<bool>,
     geom: Geometry,
     wide_index: bool,
     bits: CudaSlice<u64>,
@@ -85,6 +87,7 @@ impl DeviceSbvrMatrix {
         Ok(Self {
             shape,
             way: None,
+            deep: None,
             geom,
             wide_index: m.wide_index(),
             bits: gpu.upload(m.bit_words())?,
@@ -111,6 +114,14 @@ impl DeviceSbvrMatrix {
     /// for comparisons; the results agree within [`GPU_TOLERANCE`].
     pub fn set_way(&mut self, way: Option<Way>) {
         self.way = way;
+    }
+
+    /// Fixes whether a one-vector product on binary tensor cores with 2, 3 or 4 bitvectors runs
+    /// the kernel with two items' loads in flight per warp ([`sbvr_kernels::deep_kernel`]):
+    /// `None` (the default) lets [`sbvr_kernels::prefer_deep`] pick from the shape and the
+    /// occupancy. Same results, bit for bit; for comparisons and tests.
+    pub fn set_deep(&mut self, deep: Option<bool>) {
+        self.deep = deep;
     }
 }
 
@@ -258,15 +269,17 @@ impl SbvrGemv {
             module,
             kernel: "cmv_sbvr_gemv",
         })?;
-        let kernel = self
-            .gemv
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, k)| k)
-            .ok_or(RuntimeError::MissingKernel {
-                module,
-                kernel: name,
-            })?;
+        let find = |name: &'static str| {
+            self.gemv
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, k)| k)
+                .ok_or(RuntimeError::MissingKernel {
+                    module,
+                    kernel: name,
+                })
+        };
+        let mut kernel = find(name)?;
         let entries = to_u32_entries(m.coeffs.len() / COEF_STRIDE);
         let g = &m.geom;
         let to_u32 = |v: usize| m.shape.to_u32(v);
@@ -326,8 +339,22 @@ impl SbvrGemv {
         // few as give every block the same number of tiles or one fewer (gemv_grid: on an
         // H100 0-5.7% faster at batch 1, mixed from -8% to +9% at 2 vectors, docs/SBVR.md).
         let smem = gemv_smem_bytes(way, kb, entries);
-        let resident = self.resident_blocks(name, kernel, smem)?;
-        let slots = self.sm_count.saturating_mul(resident);
+        let mut slots = self
+            .sm_count
+            .saturating_mul(self.resident_blocks(name, kernel, smem)?);
+        // One vector, 2-4 bitvectors: the kernel with two items in flight per warp when it
+        // needs no more rounds of resident blocks (same shared memory, same results).
+        if let (Way::Mma, 1, Some(deep)) = (way, batch, deep_kernel(m.bits())) {
+            let dk = find(deep)?;
+            let deep_slots = self
+                .sm_count
+                .saturating_mul(self.resident_blocks(deep, dk, smem)?);
+            if m.deep
+                .unwrap_or_else(|| prefer_deep(tiles, slots, deep_slots))
+            {
+                (kernel, slots) = (dk, deep_slots);
+            }
+        }
         let grid = if batch == 1 {
             gemv_grid(tiles, slots)
         } else {

@@ -58,21 +58,33 @@ fn every_way_matches_the_reference_for_every_bit_count_and_batch() {
     ];
     for (rows, cols, bits, entries) in cases {
         let m = matrix(&mut rng, rows, cols, bits, entries);
-        let dm = DeviceSbvrMatrix::upload(&gpu, &m).unwrap();
+        let mut dm = DeviceSbvrMatrix::upload(&gpu, &m).unwrap();
         for batch in [1, 2, 3, 4, 5, 8, 9, 16] {
             let x: Vec<f16> = (0..batch * cols)
                 .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
                 .collect();
             let want = m.reference(&x, batch).unwrap();
             let dx = gpu.upload(&x).unwrap();
-            for way in Way::ALL {
+            // One vector on binary tensor cores: both the kernel with one item in flight and the
+            // deep one (2-4 bitvectors), whatever the rule picks.
+            let deeps: &[Option<bool>] = if batch == 1 {
+                &[Some(false), Some(true)]
+            } else {
+                &[None]
+            };
+            for (way, &deep) in Way::ALL
+                .into_iter()
+                .flat_map(|w| deeps.iter().map(move |d| (w, d)))
+            {
+                dm.set_deep(deep);
                 let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
                 k.gemv_with(&dm, &dx, &mut dy, batch, way).unwrap();
                 let got = gpu.download(&dy).unwrap();
                 let err = relative_error(&got, &want);
                 assert!(
                     err < GPU_TOLERANCE,
-                    "{rows}x{cols} n={bits} L={} wide={} batch {batch} {way:?}: rel err {err:e}",
+                    "{rows}x{cols} n={bits} L={} wide={} batch {batch} {way:?} deep {deep:?}: \
+                     rel err {err:e}",
                     m.entries(),
                     m.wide_index()
                 );

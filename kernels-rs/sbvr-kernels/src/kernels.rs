@@ -288,6 +288,8 @@ pub trait Way<const N: usize> {
     const B: usize;
     /// Bytes of shared memory each warp's ring of loads takes (behind the cache).
     const RING: u32;
+    /// Items whose loads a warp keeps in flight while it computes one (1 or 2).
+    const DEPTH: u32;
     /// The loads of one pair, issued one pair ahead.
     type Stage: Copy;
     /// A warp's sums over its pairs of one tile.
@@ -371,11 +373,16 @@ pub trait Way<const N: usize> {
 /// The bit-plane ways (binary tensor cores or CUDA cores, [`Dot`]): `B` vectors, the first
 /// `X` of them loaded one pair ahead.
 #[doc(hidden)]
-pub struct Planes<D, const B: usize, const X: usize>(core::marker::PhantomData<D>);
+pub struct Planes<D, const B: usize, const X: usize, const DEEP: bool>(
+    core::marker::PhantomData<D>,
+);
 
-impl<D: Dot, const B: usize, const N: usize, const X: usize> Way<N> for Planes<D, B, X> {
+impl<D: Dot, const B: usize, const N: usize, const X: usize, const DEEP: bool> Way<N>
+    for Planes<D, B, X, DEEP>
+{
     const B: usize = B;
     const RING: u32 = 0;
+    const DEPTH: u32 = if DEEP { 2 } else { 1 };
     type Stage = Stage<N, X>;
     type Acc = [[f32; 2]; B];
 
@@ -540,6 +547,8 @@ impl<const H: usize> Int8<H> {
 impl<const N: usize, const H: usize> Way<N> for Int8<H> {
     const B: usize = 8 * H;
     const RING: u32 = crate::int8_ring_bytes(8 * H as u32);
+    // The ring has INT8_STAGES = 2 slots: the item computed and the next.
+    const DEPTH: u32 = 1;
     type Stage = Stage8<N, H>;
     type Acc = [[f32; 4]; H];
 
@@ -787,11 +796,23 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
     let smem_cache = p.smem_cache != 0;
     let ring = cache_addr + if smem_cache { 16 * p.entries } else { 0 } + warp * W::RING;
     let mut k = 0u32;
+    let deep = W::DEPTH == 2;
     // SAFETY: valid says whether the item is.
     let mut cur = unsafe { W::load_weights(p, tile, pair, n, valid(tile, pair)) };
+    // With DEPTH 2, the item after `cur` ((t1, p1)) is loaded too (else an empty stage).
+    let (mut t1, mut p1) = next_item(tile, pair);
+    let v1 = deep && valid(t1, p1);
+    // SAFETY: as above.
+    let mut ahead = unsafe { W::load_weights(p, t1, p1, n, v1) };
     if !PDL {
-        // SAFETY: as above, for the stage of the same item.
-        unsafe { W::load_inputs(p, &mut cur, pair, k, valid(tile, pair), ring) };
+        // SAFETY: as above, for the stages of the same items (`ahead` only used with DEPTH 2,
+        // whose ways have no ring).
+        unsafe {
+            W::load_inputs(p, &mut cur, pair, k, valid(tile, pair), ring);
+            if deep {
+                W::load_inputs(p, &mut ahead, p1, k, v1, ring);
+            }
+        }
     }
     let cp = p.coeffs.as_ptr();
     if smem_cache {
@@ -807,6 +828,9 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
         unsafe {
             griddepcontrol_wait();
             W::load_inputs(p, &mut cur, pair, k, valid(tile, pair), ring);
+            if deep {
+                W::load_inputs(p, &mut ahead, p1, k, v1, ring);
+            }
         }
     }
     // SAFETY: every thread reaches it.
@@ -828,8 +852,10 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
         while pair < pairs {
             let (nt, np) = next_item(tile, pair);
             k += 1;
+            // The loads of the item DEPTH after this one.
+            let (lt, lp) = if deep { next_item(t1, p1) } else { (nt, np) };
             // SAFETY: valid says whether the item is; the whole warp is here.
-            let nxt = unsafe { W::load(p, nt, np, n, k, valid(nt, np), ring) };
+            let nxt = unsafe { W::load(p, lt, lp, n, k, valid(lt, lp), ring) };
             let (i0, i1) = W::indices(&cur);
             let e = [
                 [entry(i0 & 0xffff), entry(i1 & 0xffff)],
@@ -838,7 +864,13 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
             // SAFETY: the whole warp runs this loop (pair is warp-uniform), after the next
             // item's loads.
             unsafe { W::pair(p, &cur, pair, n, &e, ring, &mut acc) };
-            cur = nxt;
+            if deep {
+                cur = ahead;
+                ahead = nxt;
+                (t1, p1) = (lt, lp);
+            } else {
+                cur = nxt;
+            }
             pair = np;
             if nt != tile {
                 break;
@@ -909,6 +941,9 @@ macro_rules! entry_points {
             cmv_sbvr_gemv_mma_n4_b4 = Mma1<4, 0>, 4;
             cmv_sbvr_gemv_mma_n4_b8 = Mma1<8, 0>, 4;
             cmv_sbvr_gemv_mma_n4_b16 = Mma1<16, 0>, 4;
+            cmv_sbvr_gemv_mma_n2_b1_deep = MmaDeep<1, 1>, 2;
+            cmv_sbvr_gemv_mma_n3_b1_deep = MmaDeep<1, 1>, 3;
+            cmv_sbvr_gemv_mma_n4_b1_deep = MmaDeep<1, 1>, 4;
             cmv_sbvr_gemv_mma_n8_b1 = Mma1<1, 1>, 8;
             cmv_sbvr_gemv_mma_n8_b2 = Mma1<2, 2>, 8;
             cmv_sbvr_gemv_mma_n8_b4 = Mma1<4, 0>, 8;
@@ -956,9 +991,12 @@ macro_rules! entry_points {
 }
 
 #[doc(hidden)]
-pub type Mma1<const B: usize, const X: usize> = Planes<Mma, B, X>;
+pub type Mma1<const B: usize, const X: usize> = Planes<Mma, B, X, false>;
+/// The binary way with the loads of two items in flight per warp (`_deep`).
 #[doc(hidden)]
-pub type Popc1<const B: usize, const X: usize> = Planes<Popc, B, X>;
+pub type MmaDeep<const B: usize, const X: usize> = Planes<Mma, B, X, true>;
+#[doc(hidden)]
+pub type Popc1<const B: usize, const X: usize> = Planes<Popc, B, X, false>;
 
 #[cfg(feature = "entries")]
 crate::entry_points!(false);

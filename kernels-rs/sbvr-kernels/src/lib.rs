@@ -263,13 +263,39 @@ pub fn gemv_kernel(way: Way, bits: u32, batch: u32) -> Option<(&'static str, u32
     Some((kernel_name(way, slots, kb), kb))
 }
 
-/// Every GEMV kernel's entry name.
+/// Every GEMV kernel's entry name (with the [`deep_kernel`]s).
 pub fn gemv_kernel_names() -> impl Iterator<Item = &'static str> {
-    Way::ALL.into_iter().flat_map(|w| {
-        w.slots()
-            .iter()
-            .flat_map(move |&n| w.batches().iter().map(move |&b| kernel_name(w, n, b)))
-    })
+    Way::ALL
+        .into_iter()
+        .flat_map(|w| {
+            w.slots()
+                .iter()
+                .flat_map(move |&n| w.batches().iter().map(move |&b| kernel_name(w, n, b)))
+        })
+        .chain((2..=4).filter_map(deep_kernel))
+}
+
+/// The binary kernel for one vector and exactly `bits` (2, 3 or 4) bitvectors that keeps the
+/// loads of two items in flight per warp instead of one (`cmv_sbvr_gemv_mma_n{bits}_b1_deep`):
+/// more bytes in flight per warp, more registers, fewer resident blocks. `None` for other
+/// counts.
+pub fn deep_kernel(bits: u32) -> Option<&'static str> {
+    match bits {
+        2 => Some("cmv_sbvr_gemv_mma_n2_b1_deep"),
+        3 => Some("cmv_sbvr_gemv_mma_n3_b1_deep"),
+        4 => Some("cmv_sbvr_gemv_mma_n4_b1_deep"),
+        _ => None,
+    }
+}
+
+/// Whether the [`deep_kernel`] serves `tiles` tiles: when it walks them in no more rounds of
+/// resident blocks (`slots_deep` fit on the GPU at once) than the kernel with one item in
+/// flight (`slots`). On an H100 this picked the faster of the two at every LLM shape but one
+/// (within 1.3%) at 2, 3 and 4 bitvectors (docs/SBVR.md).
+pub const fn prefer_deep(tiles: u32, slots: u32, slots_deep: u32) -> bool {
+    let s = if slots == 0 { 1 } else { slots };
+    let d = if slots_deep == 0 { 1 } else { slots_deep };
+    tiles.div_ceil(d) <= tiles.div_ceil(s)
 }
 
 #[cfg(test)]
@@ -299,6 +325,24 @@ mod tests {
         assert_eq!(gemv_grid(688, 396), 344);
         assert_eq!(gemv_grid(256, 396), 256);
         assert_eq!(gemv_grid(5, 0), 1);
+    }
+
+    #[test]
+    fn deep_kernels_and_their_rule() {
+        for bits in 2..=4 {
+            let name = deep_kernel(bits).unwrap();
+            assert!(name.ends_with(&format!("_n{bits}_b1_deep")), "{name}");
+            assert!(gemv_kernel_names().any(|n| n == name));
+        }
+        assert_eq!(deep_kernel(1), None);
+        assert_eq!(deep_kernel(5), None);
+        assert_eq!(deep_kernel(8), None);
+        // 4 bitvectors on an H100: 396 slots with one item in flight, 264 with two.
+        assert!(prefer_deep(256, 396, 264)); // 4096 rows: one round either way
+        assert!(prefer_deep(512, 396, 264)); // 8192 rows: two rounds either way
+        assert!(!prefer_deep(688, 396, 264)); // 11008 rows: 2 against 3 rounds
+        assert!(!prefer_deep(1792, 396, 264));
+        assert!(prefer_deep(5, 0, 0));
     }
 
     #[test]
@@ -357,7 +401,7 @@ mod tests {
         assert_eq!(Way::for_batch(3), Way::Int8);
         assert_eq!(Way::for_batch(16), Way::Int8);
         let names: Vec<_> = gemv_kernel_names().collect();
-        assert_eq!(names.len(), 4 * 5 + 5 + 4 * 2);
+        assert_eq!(names.len(), 4 * 5 + 5 + 4 * 2 + 3);
         assert!(names.iter().all(|n| !n.is_empty()));
         assert_eq!(Way::from_name("int8"), None);
         assert_eq!(gemv_red_bytes(16), GEMV_WARPS * 16 * 16 * 4);
