@@ -3,8 +3,8 @@
 
 use cmv_runtime::gpu_for_tests;
 use dense_gemv::{
-    CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, cpu,
-    relative_error, tc_plan, tc_stream_plan,
+    CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS, TC_I8_KERNELS, TCP_F16_KERNELS,
+    TCP_I8_KERNELS, TcKernel, cpu, relative_error, tc_plan, tc_stream_plan,
 };
 use half::f16;
 use rand::rngs::StdRng;
@@ -262,4 +262,134 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
             }
         }
     }
+}
+
+/// The persistent shared-input kernels (`dense_kernels::tcp`) against the CPU references,
+/// every kernel on grids of 1, 2 and 5 blocks, one per SM and the default, so that whole
+/// rounds, last-round row blocks cut into parts, partial last k-blocks and units with fewer
+/// groups than warps all run; each product twice (the parts' counters must be back to zero),
+/// on outputs poisoned before every launch. Then the default path at 16 vectors on a matrix
+/// with many rows, which takes them.
+#[test]
+fn persistent_kernels_match_the_reference_on_every_grid() {
+    let Some(gpu) = gpu_for_tests("persistent_kernels_match_the_reference_on_every_grid") else {
+        return;
+    };
+    let dense = DenseGemv::new(&gpu).unwrap();
+    let (kfs, kis) = dense.persistent_kernels();
+    let mut rng = StdRng::seed_from_u64(5);
+    let shapes = [(1, 16), (129, 48), (300, 1040), (1000, 4096), (2113, 4112)];
+    for (rows, cols) in shapes {
+        let wf = random_f16(&mut rng, rows * cols, 1.0);
+        let dwf = DeviceMatrix::upload_f16(&gpu, &wf, rows, cols).unwrap();
+        let wi: Vec<i8> = (0..rows * cols).map(|_| rng.r#gen()).collect();
+        let dwi = DeviceMatrix::upload_i8(&gpu, &wi, rows, cols).unwrap();
+        for (i, (tf, ti)) in TCP_F16_KERNELS.iter().zip(&TCP_I8_KERNELS).enumerate() {
+            for batch in [1, 5, tf.batch - 1, tf.batch] {
+                let x = random_f16(&mut rng, batch as usize * cols, 1.0);
+                let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
+                let dx = gpu.upload(&x).unwrap();
+                let xi: Vec<i8> = (0..batch as usize * cols).map(|_| rng.r#gen()).collect();
+                let want_i = cpu::gemv_i8(&wi, rows, cols, &xi, batch as usize).unwrap();
+                let dxi = gpu.upload(&xi).unwrap();
+                let n = batch as usize * rows;
+                for grid in [Some(1), Some(2), Some(5), Some(dense.sm_count()), None] {
+                    for rep in 0..2 {
+                        let mut dy = gpu.upload(&vec![f16::NAN; n]).unwrap();
+                        let plan = dense
+                            .launch_tcp_f16(&kfs[i], *tf, grid, &dwf, &dx, &mut dy, batch)
+                            .unwrap();
+                        let what = format!("{rows}x{cols} batch {batch} {plan:?} run {rep}");
+                        let got = gpu.download(&dy).unwrap();
+                        let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
+                        assert!(err < 1e-3, "{} {what}: relative error {err}", tf.name);
+                        let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
+                        let mut y8 = gpu.upload(&vec![0x55i8; n]).unwrap();
+                        let plan_i = dense
+                            .launch_tcp_i8(
+                                &kis[i],
+                                *ti,
+                                grid,
+                                &dwi,
+                                &dxi,
+                                (&mut y32, &mut y8),
+                                0.5,
+                                batch,
+                            )
+                            .unwrap();
+                        let what = format!("{rows}x{cols} batch {batch} {plan_i:?} run {rep}");
+                        assert_eq!(gpu.download(&y32).unwrap(), want_i, "{} {what}", ti.name);
+                        assert_eq!(
+                            gpu.download(&y8).unwrap(),
+                            cpu::requantize_all(&want_i, 0.5),
+                            "{} {what}",
+                            ti.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // The default path: 16 vectors on 4100 rows take the persistent kernel (where the GPU has
+    // at most 132 SMs: `tc_many_rows`).
+    let (rows, cols, batch) = (4100, 2064, 16);
+    if !dense.uses_persistent(batch, rows as u32, cols as u32 / 8) {
+        eprintln!("{rows}x{cols}: the default path does not take the persistent kernel here");
+        return;
+    }
+    let wf = random_f16(&mut rng, rows * cols, 1.0);
+    let dwf = DeviceMatrix::upload_f16(&gpu, &wf, rows, cols).unwrap();
+    let x = random_f16(&mut rng, batch as usize * cols, 1.0);
+    let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
+    let dx = gpu.upload(&x).unwrap();
+    let mut dy = gpu.upload(&vec![f16::NAN; batch as usize * rows]).unwrap();
+    dense.gemv_f16(&dwf, &dx, &mut dy, batch as usize).unwrap();
+    let got = gpu.download(&dy).unwrap();
+    let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
+    assert!(
+        err < 1e-3,
+        "default path {rows}x{cols} batch {batch}: relative error {err}"
+    );
+}
+
+/// Bad arguments to the persistent launchers are typed errors, before any launch.
+#[test]
+fn persistent_launchers_refuse_bad_arguments() {
+    let Some(gpu) = gpu_for_tests("persistent_launchers_refuse_bad_arguments") else {
+        return;
+    };
+    let dense = DenseGemv::new(&gpu).unwrap();
+    let (kfs, _) = dense.persistent_kernels();
+    let (rows, cols) = (64, 64);
+    let w = vec![f16::ONE; rows * cols];
+    let dw = DeviceMatrix::upload_f16(&gpu, &w, rows, cols).unwrap();
+    let dx = gpu.upload(&vec![f16::ONE; 17 * cols]).unwrap();
+    let mut dy = gpu.upload(&vec![f16::ZERO; 17 * rows]).unwrap();
+    let k = TCP_F16_KERNELS[0];
+    // Batch 0, and more vectors than the kernel takes.
+    for batch in [0, k.batch + 1] {
+        let e = dense
+            .launch_tcp_f16(&kfs[0], k, None, &dw, &dx, &mut dy, batch)
+            .unwrap_err();
+        assert!(e.to_string().contains("batch"), "{e}");
+    }
+    // A short output.
+    let mut short = gpu.upload(&vec![f16::ZERO; rows]).unwrap();
+    assert!(
+        dense
+            .launch_tcp_f16(&kfs[0], k, None, &dw, &dx, &mut short, 2)
+            .is_err()
+    );
+    // Vectors too long for the shared memory.
+    let cols = 1 << 16;
+    let w = vec![f16::ONE; 16 * cols];
+    let dw = DeviceMatrix::upload_f16(&gpu, &w, 16, cols).unwrap();
+    let dx = gpu.upload(&vec![f16::ONE; 16 * cols]).unwrap();
+    let mut dy = gpu.upload(&vec![f16::ZERO; 16 * 16]).unwrap();
+    let k = TCP_F16_KERNELS[1];
+    let e = dense
+        .launch_tcp_f16(&kfs[1], k, None, &dw, &dx, &mut dy, 16)
+        .unwrap_err();
+    assert!(e.to_string().contains("shared memory"), "{e}");
+    assert!(!dense.uses_persistent(16, 8192, (cols / 8) as u32));
 }
