@@ -69,28 +69,50 @@ unsafe fn gemv_tcp<E: Tc, const NT: usize, const U: usize>(
     let stride = crate::tc::tc_x_stride(plan.kblocks) as usize;
     let span = kblocks * TC_KBLOCK_CHUNKS as usize;
     let base = dyn_smem_addr();
-    // All of a thread's copies are in flight at once (`cp.async`, no registers): a loop of
-    // loads and stores waits for each load in turn (measured 1.7x slower at 16 vectors).
-    let mut i = tid as usize;
-    while i < batch as usize * span {
-        let (n, c) = (i / span, i % span);
-        let ok = c < chunks;
-        // SAFETY: n < batch and, when read, c < chunks: inside x; n * stride + c < batch *
-        // stride: inside the launch's shared memory (zero-filled past the row's end).
+    // Chunks `c0..c1` of every vector, `first, first + step, ...` of them by this thread:
+    // all of its copies in flight at once (`cp.async`, no registers; a loop of loads and
+    // stores waits for each load in turn: measured 1.7x slower at 16 vectors).
+    let copy = |c0: usize, c1: usize, first: usize, step: usize| {
+        let w = c1 - c0;
+        let mut i = first;
+        while i < batch as usize * w {
+            let (n, c) = (i / w, c0 + i % w);
+            let ok = c < chunks;
+            // SAFETY: n < batch and, when read, c < chunks: inside x; n * stride + c < batch *
+            // stride: inside the launch's shared memory (zero-filled past the row's end).
+            unsafe {
+                cp_async_16_zfill(
+                    base + (16 * (n * stride + c)) as u32,
+                    x.add(n * chunks + if ok { c } else { 0 }),
+                    if ok { 16 } else { 0 },
+                )
+            };
+            i += step;
+        }
+        // SAFETY: device code.
         unsafe {
-            cp_async_16_zfill(
-                base + (16 * (n * stride + c)) as u32,
-                x.add(n * chunks + if ok { c } else { 0 }),
-                if ok { 16 } else { 0 },
-            )
-        };
-        i += TC_THREADS as usize;
-    }
-    // SAFETY: every thread of the block reaches the barrier after its copies have landed.
-    unsafe {
-        cp_async_commit();
-        cp_async_wait::<0>();
-        sync_threads();
+            cp_async_commit();
+            cp_async_wait::<0>();
+        }
+    };
+    if plan.full > 0 {
+        // Every unit before the last round covers all k-blocks, so each warp reads only its
+        // own share of the vectors (the same in each): it copies that share and starts as
+        // soon as it has landed, without waiting for the block. The shares cover every
+        // k-block, and the barriers after the first unit make them all visible before a
+        // last-round part (whose range is any) reads them.
+        let (c0, c1) = (
+            lo * TC_KBLOCK_CHUNKS as usize,
+            hi * TC_KBLOCK_CHUNKS as usize,
+        );
+        copy(c0, c1, lane as usize, 32);
+        // SAFETY: the whole warp is here (the branch is block-uniform).
+        unsafe { sync_warp() };
+    } else {
+        copy(0, span, tid as usize, TC_THREADS as usize);
+        // SAFETY: every thread of the block reaches this barrier (the branch is
+        // block-uniform).
+        unsafe { sync_threads() };
     }
     let src = XSrc::<NT> {
         xok: core::array::from_fn(|nt| ((nt * 8 + g) as u32) < batch),
@@ -129,9 +151,14 @@ unsafe fn gemv_tcp<E: Tc, const NT: usize, const U: usize>(
             } else {
                 zero
             };
-            let xv = unsafe { load_x::<NT, U, true>(&src, kb, hi, chunks, t) };
-            // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
-            unsafe { mma_group::<E, 1, NT, NT, U, false>(&mut acc, &cur, &xv) };
+            // One k-block's inputs at a time (8 registers per group of 8 vectors instead of
+            // 8 U), so that twice the weights fit in flight.
+            for u in 0..U {
+                let xv = unsafe { load_x::<NT, 1, true>(&src, kb + u, hi, chunks, t) };
+                let wv = [[[cur[0][0][u]], [cur[0][1][u]]]];
+                // SAFETY: the loop bounds are warp-uniform: the whole warp is here.
+                unsafe { mma_group::<E, 1, NT, NT, 1, false>(&mut acc, &wv, &xv) };
+            }
             cur = next;
             kb += U;
         }
