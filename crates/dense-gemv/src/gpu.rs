@@ -13,10 +13,6 @@ use dense_kernels::tc::{
     TC_THREADS, TC_WORKSPACE_WORDS, TC_XS_MAX_KBLOCKS, TcKernel, TcPlan, tc_choice, tc_kblocks,
     tc_many_rows, tc_rows_per_block, tc_sliced, tc_smem_bytes, tc_split_words, tc_stream_words,
 };
-use dense_kernels::tcp::{
-    TCP_F16_KERNELS, TCP_I8_KERNELS, TcpKernel, TcpPlan, tcp_kernel, tcp_plan, tcp_smem_bytes,
-    tcp_workspace_words,
-};
 use dense_kernels::{
     BLOCK_THREADS, F16_COL_MULTIPLE, F16_KERNEL_BATCHES, GemvF16AnyParams, GemvF16Params,
     GemvI8AnyParams, GemvI8Params, I8_COL_MULTIPLE, KERNEL_BATCHES, STREAM_THREADS,
@@ -129,22 +125,8 @@ pub struct DenseGemv {
     /// The split-K workspace and zeroed counters of the tensor-core kernels (each launch
     /// leaves the counters zero); the lock keeps two launches from sharing them at once.
     tc_ws: Mutex<TcWorkspace>,
-    /// The persistent shared-input kernels (`dense_kernels::tcp`), in table order: fp16, int8.
-    tcp_f16: Vec<Kernel>,
-    tcp_i8: Vec<Kernel>,
-    /// The smallest batch that takes them ([`TCP_FROM_BATCH`], or `CMV_DENSE_TCP`).
-    tcp_from: u32,
-    /// The kernel (index in [`TCP_F16_KERNELS`]) for 9-16 vectors: [`tcp_kernel`]'s, or with
-    /// `CMV_DENSE_TCP_U8=1` the one with groups of 8 k-blocks (for comparisons).
-    tcp_wide: usize,
-    max_smem: u32,
     sm_count: u32,
 }
-
-/// The smallest batch the default path runs on the persistent shared-input kernels
-/// ([`DenseGemv::uses_persistent`]); the environment variable `CMV_DENSE_TCP` overrides it
-/// for comparisons (`0`: never, `N`: from `N` vectors on).
-pub const TCP_FROM_BATCH: u32 = 9;
 
 /// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
 /// The counters are zero between launches: a launch that completes leaves them so, and one that
@@ -182,26 +164,6 @@ fn check_tc_shape(
     batch: u32,
 ) -> Result<()> {
     if !cols.is_multiple_of(col_multiple as usize) {
-        return Err(DenseError::Shape { rows, cols });
-    }
-    if batch == 0 || batch > k.batch {
-        return Err(DenseError::Batch {
-            batch: batch as usize,
-        });
-    }
-    Ok(())
-}
-
-/// A matrix of at least one row whose columns are whole 16-byte chunks (`col_multiple`
-/// elements) and a batch of `1..=k.batch` vectors, as persistent kernel `k` needs.
-fn check_tcp_shape(
-    k: TcpKernel,
-    rows: usize,
-    cols: usize,
-    col_multiple: u32,
-    batch: u32,
-) -> Result<()> {
-    if rows == 0 || cols == 0 || !cols.is_multiple_of(col_multiple as usize) {
         return Err(DenseError::Shape { rows, cols });
     }
     if batch == 0 || batch > k.batch {
@@ -422,57 +384,8 @@ impl DenseGemv {
                 acc: gpu.alloc_zeros::<u32>(TC_WORKSPACE_WORDS)?,
                 counters: gpu.alloc_zeros::<u32>(TC_COUNTERS)?,
             }),
-            tcp_f16: TCP_F16_KERNELS
-                .iter()
-                .map(|k| load(k.name))
-                .collect::<std::result::Result<_, _>>()?,
-            tcp_i8: TCP_I8_KERNELS
-                .iter()
-                .map(|k| load(k.name))
-                .collect::<std::result::Result<_, _>>()?,
-            tcp_from: match std::env::var("CMV_DENSE_TCP") {
-                Ok(v) => match v.trim().parse::<u32>() {
-                    Ok(0) => u32::MAX,
-                    Ok(n) => n,
-                    Err(_) => TCP_FROM_BATCH,
-                },
-                Err(_) => TCP_FROM_BATCH,
-            },
-            tcp_wide: if std::env::var("CMV_DENSE_TCP_U8").is_ok_and(|v| v == "1") {
-                2
-            } else {
-                tcp_kernel(16)
-            },
-            max_smem: gpu.info().max_smem_per_block_optin,
             sm_count: gpu.info().sm_count,
         })
-    }
-
-    /// Whether the default path runs `batch` vectors on a `rows x cols` matrix of `chunks`
-    /// 16-byte chunks per row on the persistent shared-input kernels (`dense_kernels::tcp`):
-    /// from [`TCP_FROM_BATCH`] vectors on (or `CMV_DENSE_TCP`), on matrices with many rows
-    /// ([`tc_many_rows`]), when the vectors fit in a block's shared memory.
-    pub fn uses_persistent(&self, batch: u32, rows: u32, chunks: u32) -> bool {
-        let k = TCP_F16_KERNELS[self.tcp_index(batch)];
-        batch >= self.tcp_from
-            && batch <= dense_kernels::MAX_BATCH
-            && tc_many_rows(rows, self.sm_count)
-            && tcp_smem_bytes(chunks, batch, k.nt()) <= u64::from(self.max_smem)
-    }
-
-    /// The persistent kernel the default path takes for `batch` vectors.
-    fn tcp_index(&self, batch: u32) -> usize {
-        if batch > 8 {
-            self.tcp_wide
-        } else {
-            tcp_kernel(batch)
-        }
-    }
-
-    /// The persistent kernels, fp16 and int8, in the order of [`TCP_F16_KERNELS`] (for
-    /// comparisons of their variants).
-    pub fn persistent_kernels(&self) -> (&[Kernel], &[Kernel]) {
-        (&self.tcp_f16, &self.tcp_i8)
     }
 
     /// `y = x W^T` for `batch` fp16 vectors `x` (`batch * cols`), writing `batch * rows` fp16
@@ -492,10 +405,7 @@ impl DenseGemv {
         check_len("input", x.len(), batch * w.cols())?;
         check_len("output", y.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(F16_COL_MULTIPLE) && self.uses_persistent(b, rows, cols / 8) {
-            let i = self.tcp_index(b);
-            self.launch_tcp_f16(&self.tcp_f16[i], TCP_F16_KERNELS[i], None, w, x, y, b)?;
-        } else if cols.is_multiple_of(F16_COL_MULTIPLE)
+        if cols.is_multiple_of(F16_COL_MULTIPLE)
             && f16_on_tensor_cores(b, rows, cols, self.sm_count)
         {
             let (i, plan) = tc_choice(b, rows, cols, cols / 8, self.sm_count);
@@ -551,20 +461,7 @@ impl DenseGemv {
         check_len("int32 output", y32.len(), batch * w.rows())?;
         check_len("int8 output", y8.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(I8_COL_MULTIPLE) && self.uses_persistent(b, rows, cols / 16) {
-            let i = self.tcp_index(b);
-            self.launch_tcp_i8(
-                &self.tcp_i8[i],
-                TCP_I8_KERNELS[i],
-                None,
-                w,
-                x,
-                (y32, y8),
-                scale,
-                b,
-            )?;
-        } else if cols.is_multiple_of(I8_COL_MULTIPLE)
-            && i8_on_tensor_cores(b, rows, cols, self.sm_count)
+        if cols.is_multiple_of(I8_COL_MULTIPLE) && i8_on_tensor_cores(b, rows, cols, self.sm_count)
         {
             let (i, plan) = tc_choice(b, rows, cols, cols / 16, self.sm_count);
             self.launch_tc_i8(
@@ -868,156 +765,6 @@ impl DenseGemv {
         unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
-
-    /// The plan and launch configuration of persistent kernel `k` (`tk`) for `batch` vectors
-    /// on a `rows x chunks` matrix: `grid` blocks, or as many as fit on the GPU at once (one
-    /// per SM when the inputs fill the shared memory), at most one per row block.
-    fn tcp_launch_config(
-        &self,
-        k: &Kernel,
-        tk: TcpKernel,
-        grid: Option<u32>,
-        rows: u32,
-        chunks: u32,
-        batch: u32,
-    ) -> Result<(TcpPlan, LaunchConfig)> {
-        let invalid = |reason: String| {
-            DenseError::Runtime(RuntimeError::InvalidLaunch {
-                kernel: tk.name,
-                reason,
-            })
-        };
-        let smem = tcp_smem_bytes(chunks, batch, tk.nt());
-        if smem > u64::from(self.max_smem) {
-            return Err(invalid(format!(
-                "{batch} vectors of {chunks} 16-byte chunks need {smem} bytes of shared memory, \
-                 more than the device's {}; use gemv_f16 / gemv_i8, which fall back to the \
-                 other tensor-core kernels",
-                self.max_smem
-            )));
-        }
-        let mut cfg = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (TC_THREADS, 1, 1),
-            shared_mem_bytes: smem as u32,
-        };
-        // Raises the kernel's shared-memory limit, so that the occupancy query sees it.
-        k.check_config(&cfg)?;
-        let per_sm = k.max_active_blocks_per_sm(TC_THREADS, smem as u32)?;
-        if per_sm == 0 {
-            return Err(invalid(format!(
-                "no block of {TC_THREADS} threads with {smem} bytes of shared memory fits on an SM"
-            )));
-        }
-        let grid = grid
-            .unwrap_or(per_sm * self.sm_count)
-            .clamp(1, TC_COUNTERS as u32);
-        let plan = tcp_plan(rows, chunks, tk.unroll, grid);
-        if tcp_workspace_words(&plan, tk.nt()) > TC_WORKSPACE_WORDS as u64
-            || plan.rem as usize > TC_COUNTERS
-        {
-            return Err(invalid(format!(
-                "plan {plan:?} needs more than the split-K workspace; launch fewer blocks"
-            )));
-        }
-        cfg.grid_dim = (plan.grid, 1, 1);
-        Ok((plan, cfg))
-    }
-
-    /// Launches the fp16 persistent kernel `k` (loaded from [`PTX`] by the name `tk.name`,
-    /// whose shape `tk` describes) on `grid` blocks (`None`: as many as run at once), and
-    /// returns its plan. The inputs must fit in shared memory ([`DenseGemv::uses_persistent`]
-    /// says where the default path takes these kernels).
-    ///
-    /// # Errors
-    /// As [`DenseGemv::gemv_f16`], and inputs too large for the shared memory; the matrix
-    /// needs `cols % 8 == 0` and `batch <= tk.batch`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn launch_tcp_f16(
-        &self,
-        k: &Kernel,
-        tk: TcpKernel,
-        grid: Option<u32>,
-        w: &DeviceMatrix<f16>,
-        x: &CudaSlice<f16>,
-        y: &mut CudaSlice<f16>,
-        batch: u32,
-    ) -> Result<TcpPlan> {
-        check_len("input", x.len(), batch as usize * w.cols())?;
-        check_len("output", y.len(), batch as usize * w.rows())?;
-        check_tcp_shape(tk, w.rows(), w.cols(), F16_COL_MULTIPLE, batch)?;
-        let (plan, cfg) = self.tcp_launch_config(k, tk, grid, w.rows, w.cols / 8, batch)?;
-        let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
-        let ws = &mut *ws;
-        let params = GemvTcF16Params {
-            w: dev_ptr(&w.data).cast(),
-            x: dev_ptr(x).cast(),
-            y: dev_ptr_mut(y).cast(),
-            acc: dev_ptr_mut(&mut ws.acc),
-            counters: dev_ptr_mut(&mut ws.counters),
-            rows: w.rows,
-            cols: w.cols,
-            batch,
-            kblocks_per_split: plan.kblocks,
-        };
-        // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows
-        // (checked above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every
-        // row and vector starts on a 16-byte boundary; rows >= 1 and 1 <= batch <= tk.batch
-        // (check_tcp_shape); the grid is the plan's (at most one block per row block), the
-        // shared memory tcp_smem_bytes; a cut plan's partial slots fit the workspace and its
-        // row blocks the counters, which are zero (allocated zeroed, every launch leaves them
-        // so) and used by one launch at a time on this stream (the lock). `k` is a persistent
-        // fp16 kernel of shape `tk`, which takes `GemvTcF16Params` (the caller's contract).
-        unsafe { k.launch(&self.stream, cfg, &params)? };
-        Ok(plan)
-    }
-
-    /// Launches the int8 persistent kernel `k`; see [`DenseGemv::launch_tcp_f16`].
-    ///
-    /// # Errors
-    /// As [`DenseGemv::gemv_i8`], and inputs too large for the shared memory; the matrix needs
-    /// `cols % 16 == 0`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn launch_tcp_i8(
-        &self,
-        k: &Kernel,
-        tk: TcpKernel,
-        grid: Option<u32>,
-        w: &DeviceMatrix<i8>,
-        x: &CudaSlice<i8>,
-        (y32, y8): (&mut CudaSlice<i32>, &mut CudaSlice<i8>),
-        scale: f32,
-        batch: u32,
-    ) -> Result<TcpPlan> {
-        check_len("input", x.len(), batch as usize * w.cols())?;
-        check_len("int32 output", y32.len(), batch as usize * w.rows())?;
-        check_len("int8 output", y8.len(), batch as usize * w.rows())?;
-        check_tcp_shape(tk, w.rows(), w.cols(), I8_COL_MULTIPLE, batch)?;
-        if !scale.is_finite() {
-            return Err(DenseError::Scale { scale });
-        }
-        let (plan, cfg) = self.tcp_launch_config(k, tk, grid, w.rows, w.cols / 16, batch)?;
-        let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
-        let ws = &mut *ws;
-        let params = GemvTcI8Params {
-            w: dev_ptr(&w.data).cast(),
-            x: dev_ptr(x).cast(),
-            y32: dev_ptr_mut(y32),
-            y8: dev_ptr_mut(y8),
-            acc: dev_ptr_mut(&mut ws.acc),
-            counters: dev_ptr_mut(&mut ws.counters),
-            scale,
-            rows: w.rows,
-            cols: w.cols,
-            batch,
-            kblocks_per_split: plan.kblocks,
-            pad: 0,
-        };
-        // SAFETY: as in `launch_tcp_f16`, with cols % 16 == 0 for the 16-byte int8 chunks; `k`
-        // is a persistent int8 kernel of shape `tk`, which takes `GemvTcI8Params`.
-        unsafe { k.launch(&self.stream, cfg, &params)? };
-        Ok(plan)
-    }
 }
 
 /// cuBLAS fp16 GEMV (`cublasGemmEx`, fp16 in and out, fp32 compute), for reference.
@@ -1142,20 +889,12 @@ mod tests {
     #[test]
     fn every_tensor_core_kernel_is_an_entry_of_the_committed_ptx() {
         let ptx = include_str!("../ptx/dense_kernels.ptx");
-        let tcp = TCP_F16_KERNELS
-            .iter()
-            .chain(&TCP_I8_KERNELS)
-            .map(|k| k.name);
-        for name in TC_F16_KERNELS
-            .iter()
-            .chain(&TC_I8_KERNELS)
-            .map(|k| k.name)
-            .chain(tcp)
-        {
-            let entry = format!(".entry {name}(");
+        for k in TC_F16_KERNELS.iter().chain(&TC_I8_KERNELS) {
+            let entry = format!(".entry {}(", k.name);
             assert!(
                 ptx.contains(&entry),
-                "{name} is not in the PTX: run `cargo xtask ptx`"
+                "{} is not in the PTX: run `cargo xtask ptx`",
+                k.name
             );
         }
     }

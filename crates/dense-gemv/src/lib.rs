@@ -22,13 +22,10 @@ pub use dense_kernels::tc::{
     TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, TcPlan, tc_choice, tc_many_rows, tc_plan,
     tc_sliced, tc_stream_plan,
 };
-pub use dense_kernels::tcp::{
-    TCP_F16_KERNELS, TCP_I8_KERNELS, TcpKernel, TcpPlan, tcp_kernel, tcp_plan,
-};
 pub use dense_kernels::{MAX_BATCH, requantize};
 pub use gpu::{
-    CublasGemv, DenseGemv, DeviceMatrix, Split, TCP_FROM_BATCH, f16_on_tensor_cores, f16_split,
-    i8_on_tensor_cores, i8_split,
+    CublasGemv, DenseGemv, DeviceMatrix, Split, f16_on_tensor_cores, f16_split, i8_on_tensor_cores,
+    i8_split,
 };
 
 use cmv_runtime::{PtxModule, RuntimeError};

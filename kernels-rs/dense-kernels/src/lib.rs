@@ -10,9 +10,6 @@
 //!   `mma.m16n8k16` and int8 `mma.m16n8k32.s8`, with split-K), which `dense-gemv` runs from 5
 //!   fp16 vectors (2 on tall matrices) and 3 int8 vectors on; the older 16-rows-per-group
 //!   `cmv_gemv_f16_mma_n8` / `_n16` remain for comparison (`cmv-bench --explore-tc`).
-//! * [`tcp`]: persistent tensor-core kernels for 5 to 16 vectors (`cmv_gemv_{f16,i8}_tcp_*`)
-//!   that copy the vectors into shared memory once per block and walk many row blocks, which
-//!   `dense-gemv` runs where the vectors fit in shared memory.
 //! * `cmv_gemv_f16_any`, `cmv_gemv_i8_any`: any `cols`, any batch; slower fallbacks.
 //! * `cmv_stream_read`: reads a buffer once with 128-bit loads; the bandwidth ceiling.
 //!
@@ -32,7 +29,6 @@
 mod math;
 pub use math::*;
 pub mod tc;
-pub mod tcp;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
@@ -40,8 +36,6 @@ use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 mod kernels;
 #[cfg(target_arch = "nvptx64")]
 mod tc_kernels;
-#[cfg(target_arch = "nvptx64")]
-mod tcp_kernels;
 
 /// Threads per block of every dense GEMV kernel.
 pub const BLOCK_THREADS: u32 = 256;

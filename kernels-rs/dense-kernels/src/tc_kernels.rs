@@ -11,7 +11,7 @@ use cmv_device::{
 };
 
 /// One `mma` shape: the element type's instruction and its 32-bit accumulators.
-pub(crate) trait Tc {
+trait Tc {
     /// Accumulator of one output value.
     type Acc: Copy;
     const ZERO: Self::Acc;
@@ -28,7 +28,7 @@ pub(crate) trait Tc {
     fn add(a: Self::Acc, b: Self::Acc) -> Self::Acc;
 }
 
-pub(crate) struct F16;
+struct F16;
 impl Tc for F16 {
     type Acc = f32;
     const ZERO: f32 = 0.0;
@@ -51,7 +51,7 @@ impl Tc for F16 {
     }
 }
 
-pub(crate) struct I8;
+struct I8;
 impl Tc for I8 {
     type Acc = u32;
     const ZERO: u32 = 0;
@@ -80,7 +80,7 @@ impl Tc for I8 {
 /// # Safety
 /// `wrow` are row starts of `chunks` readable chunks.
 #[inline(always)]
-pub(crate) unsafe fn load_w<const MT: usize, const U: usize, const WB: bool>(
+unsafe fn load_w<const MT: usize, const U: usize, const WB: bool>(
     wrow: &[[*const U32x4; 2]; MT],
     kb: usize,
     kb1: usize,
@@ -105,15 +105,15 @@ pub(crate) unsafe fn load_w<const MT: usize, const U: usize, const WB: bool>(
 /// Where a warp reads its input chunks: global memory (through L1), or the block's copy of
 /// its k-range in shared memory (`XS`).
 #[derive(Clone, Copy)]
-pub(crate) struct XSrc<const NT: usize> {
+struct XSrc<const NT: usize> {
     /// Start of vector `8 nt + g` in global memory (clamped to a valid vector).
-    pub(crate) xrow: [*const U32x4; NT],
+    xrow: [*const U32x4; NT],
     /// Whether vector `8 nt + g` is below the batch (else its chunks are zeros).
-    pub(crate) xok: [bool; NT],
+    xok: [bool; NT],
     /// Shared-window address of chunk 0 of vector `8 nt + g`'s copy (`XS`).
-    pub(crate) srow: [u32; NT],
+    srow: [u32; NT],
     /// First k-block of the copy.
-    pub(crate) kb0: usize,
+    kb0: usize,
 }
 
 /// The input chunks of `U` k-blocks from `kb` of the vectors `8 nt + g` (zeros for vectors
@@ -123,7 +123,7 @@ pub(crate) struct XSrc<const NT: usize> {
 /// `src.xrow` are vector starts of `chunks` readable chunks where `xok`; with `XS`, the shared
 /// copy holds k-blocks `src.kb0..kb1` (zeros past `chunks`) at `src.srow`.
 #[inline(always)]
-pub(crate) unsafe fn load_x<const NT: usize, const U: usize, const XS: bool>(
+unsafe fn load_x<const NT: usize, const U: usize, const XS: bool>(
     src: &XSrc<NT>,
     kb: usize,
     kb1: usize,
@@ -160,7 +160,7 @@ pub(crate) unsafe fn load_x<const NT: usize, const U: usize, const XS: bool>(
 /// # Safety
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
-pub(crate) unsafe fn mma_group<
+unsafe fn mma_group<
     E: Tc,
     const MT: usize,
     const NT: usize,
@@ -609,7 +609,7 @@ unsafe fn gemv_tc<
 /// Stores a warp's fragment sums of the 16 rows from `row0` (rows below `rows`, vectors
 /// below `batch`) through `store(n * rows + row, bits)`.
 #[inline(always)]
-pub(crate) fn store_fragment<E: Tc, const NT: usize>(
+fn store_fragment<E: Tc, const NT: usize>(
     sums: &[[E::Acc; 4]; NT],
     row0: u32,
     rows: u32,
