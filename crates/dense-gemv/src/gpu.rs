@@ -8,6 +8,10 @@ use cmv_runtime::{
     CudaSlice, CudaStream, DeviceRepr, Gpu, Kernel, LaunchConfig, RuntimeError, dev_ptr,
     dev_ptr_mut,
 };
+use dense_kernels::bulk::{
+    BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_SMEM_BYTES, BULK_THREADS, BulkKernel, BulkPlan,
+    bulk_counters, bulk_kernel, bulk_plan, bulk_workspace_words,
+};
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
     TC_THREADS, TC_WORKSPACE_WORDS, TC_XS_MAX_KBLOCKS, TcKernel, TcPlan, tc_choice, tc_kblocks,
@@ -20,7 +24,7 @@ use dense_kernels::{
 };
 use half::f16;
 
-use crate::{DenseError, PTX, Result, check_batch, check_len, check_shape};
+use crate::{DenseError, PTX, PTX_SM90, Result, check_batch, check_len, check_shape};
 
 /// A row-major matrix on the GPU.
 #[derive(Debug)]
@@ -125,8 +129,21 @@ pub struct DenseGemv {
     /// The split-K workspace and zeroed counters of the tensor-core kernels (each launch
     /// leaves the counters zero); the lock keeps two launches from sharing them at once.
     tc_ws: Mutex<TcWorkspace>,
+    /// The bulk-copy kernels (`dense_kernels::bulk`, [`PTX_SM90`]) on compute capability 9.0,
+    /// in table order: fp16, int8.
+    bulk: Option<(Vec<Kernel>, Vec<Kernel>)>,
+    /// The smallest batch the default path runs on them ([`BULK_FROM_BATCH`] or [`BULK_ENV`]).
+    bulk_from: u32,
     sm_count: u32,
 }
+
+/// The smallest batch [`DenseGemv::gemv_f16`] and [`DenseGemv::gemv_i8`] run on the bulk-copy
+/// kernels ([`DenseGemv::uses_bulk`]).
+pub const BULK_FROM_BATCH: u32 = 9;
+
+/// The environment variable that overrides [`BULK_FROM_BATCH`] (for comparisons): `0` turns the
+/// bulk-copy kernels off, `N` takes them from `N` vectors on.
+pub const BULK_ENV: &str = "CMV_DENSE_BULK";
 
 /// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
 /// The counters are zero between launches: a launch that completes leaves them so, and one that
@@ -172,6 +189,13 @@ fn check_tc_shape(
         });
     }
     Ok(())
+}
+
+/// Whether a bulk-copy plan's partial sums and counters fit the split-K workspace (`nt`
+/// groups of 8 vectors).
+fn bulk_fits(p: &BulkPlan, nt: u32) -> bool {
+    bulk_workspace_words(p, nt) <= TC_WORKSPACE_WORDS as u64
+        && bulk_counters(p) <= TC_COUNTERS as u64
 }
 
 /// Whether the tensor-core kernels' column slices beat the CUDA-core kernel for 2 to 4 fp16
@@ -384,8 +408,49 @@ impl DenseGemv {
                 acc: gpu.alloc_zeros::<u32>(TC_WORKSPACE_WORDS)?,
                 counters: gpu.alloc_zeros::<u32>(TC_COUNTERS)?,
             }),
+            bulk: if gpu.info().compute_capability == (9, 0) {
+                let load = |k: &BulkKernel| gpu.kernel(&PTX_SM90, k.name);
+                Some((
+                    BULK_F16_KERNELS
+                        .iter()
+                        .map(load)
+                        .collect::<std::result::Result<_, _>>()?,
+                    BULK_I8_KERNELS
+                        .iter()
+                        .map(load)
+                        .collect::<std::result::Result<_, _>>()?,
+                ))
+            } else {
+                None
+            },
+            bulk_from: match std::env::var(BULK_ENV).map(|v| v.trim().parse::<u32>()) {
+                Ok(Ok(0)) => u32::MAX,
+                Ok(Ok(n)) => n,
+                _ => BULK_FROM_BATCH,
+            },
             sm_count: gpu.info().sm_count,
         })
+    }
+
+    /// Whether the default path runs `batch` vectors on a `rows x cols` matrix of `chunks`
+    /// 16-byte chunks per row on the bulk-copy kernels: on compute capability 9.0, from
+    /// [`BULK_FROM_BATCH`] vectors on, when the plan's blocks fit in one wave
+    /// ([`bulk_plan`]: one block per SM) and need no more than the split-K workspace.
+    pub fn uses_bulk(&self, batch: u32, rows: u32, chunks: u32) -> bool {
+        let p = bulk_plan(rows, chunks, self.sm_count);
+        self.bulk.is_some()
+            && batch >= self.bulk_from
+            && batch <= dense_kernels::MAX_BATCH
+            && u64::from(p.row_blocks) * u64::from(p.ksplit) <= u64::from(self.sm_count)
+            && bulk_fits(&p, 2)
+    }
+
+    /// The bulk-copy kernels, fp16 and int8, in the order of [`BULK_F16_KERNELS`]; `None`
+    /// off compute capability 9.0.
+    pub fn bulk_kernels(&self) -> Option<(&[Kernel], &[Kernel])> {
+        self.bulk
+            .as_ref()
+            .map(|(f, i)| (f.as_slice(), i.as_slice()))
     }
 
     /// `y = x W^T` for `batch` fp16 vectors `x` (`batch * cols`), writing `batch * rows` fp16
@@ -405,7 +470,14 @@ impl DenseGemv {
         check_len("input", x.len(), batch * w.cols())?;
         check_len("output", y.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(F16_COL_MULTIPLE)
+        if let Some((kf, _)) = &self.bulk
+            && cols.is_multiple_of(F16_COL_MULTIPLE)
+            && self.uses_bulk(b, rows, cols / 8)
+        {
+            let i = bulk_kernel(b);
+            let plan = bulk_plan(rows, cols / 8, self.sm_count);
+            self.launch_bulk_f16(&kf[i], BULK_F16_KERNELS[i], plan, w, x, y, b)?;
+        } else if cols.is_multiple_of(F16_COL_MULTIPLE)
             && f16_on_tensor_cores(b, rows, cols, self.sm_count)
         {
             let (i, plan) = tc_choice(b, rows, cols, cols / 8, self.sm_count);
@@ -461,7 +533,15 @@ impl DenseGemv {
         check_len("int32 output", y32.len(), batch * w.rows())?;
         check_len("int8 output", y8.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if cols.is_multiple_of(I8_COL_MULTIPLE) && i8_on_tensor_cores(b, rows, cols, self.sm_count)
+        if let Some((_, ki)) = &self.bulk
+            && cols.is_multiple_of(I8_COL_MULTIPLE)
+            && self.uses_bulk(b, rows, cols / 16)
+        {
+            let i = bulk_kernel(b);
+            let plan = bulk_plan(rows, cols / 16, self.sm_count);
+            self.launch_bulk_i8(&ki[i], BULK_I8_KERNELS[i], plan, w, x, (y32, y8), scale, b)?;
+        } else if cols.is_multiple_of(I8_COL_MULTIPLE)
+            && i8_on_tensor_cores(b, rows, cols, self.sm_count)
         {
             let (i, plan) = tc_choice(b, rows, cols, cols / 16, self.sm_count);
             self.launch_tc_i8(
@@ -765,6 +845,147 @@ impl DenseGemv {
         unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
+
+    /// Checks a bulk-copy launch of kernel `tk` with `plan` for `batch` vectors on a matrix of
+    /// `rows x chunks` and returns its configuration.
+    fn bulk_config(
+        &self,
+        tk: BulkKernel,
+        plan: BulkPlan,
+        rows: u32,
+        chunks: u32,
+        batch: u32,
+    ) -> Result<LaunchConfig> {
+        let want = bulk_plan(rows, chunks, 1);
+        let per = plan.stages_per_split;
+        let ok = plan.row_blocks == want.row_blocks
+            && plan.kstages == want.kstages
+            && plan.ksplit >= 1
+            && plan.ksplit <= 65535
+            && per >= 1
+            && u64::from(plan.ksplit) * u64::from(per) >= u64::from(plan.kstages)
+            && u64::from(plan.ksplit - 1) * u64::from(per) < u64::from(plan.kstages.max(1))
+            && bulk_fits(&plan, tk.nt());
+        if !ok || batch == 0 || batch > tk.batch {
+            return Err(DenseError::Runtime(RuntimeError::InvalidLaunch {
+                kernel: tk.name,
+                reason: format!(
+                    "plan {plan:?} does not cover {rows} rows of {chunks} chunks within the \
+                     split-K workspace, or {batch} vectors are not 1..={}; use \
+                     dense_gemv::bulk_plan",
+                    tk.batch
+                ),
+            }));
+        }
+        Ok(LaunchConfig {
+            grid_dim: (plan.row_blocks, plan.ksplit, 1),
+            block_dim: (BULK_THREADS, 1, 1),
+            shared_mem_bytes: BULK_SMEM_BYTES,
+        })
+    }
+
+    /// Launches the fp16 bulk-copy kernel `k` (loaded from [`PTX_SM90`] by the name `tk.name`)
+    /// with `plan` ([`bulk_plan`]; other splits for comparisons).
+    ///
+    /// # Errors
+    /// As [`DenseGemv::gemv_f16`], and a plan that does not fit the shape or the workspace;
+    /// the matrix needs `cols % 8 == 0` and `batch <= tk.batch`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_bulk_f16(
+        &self,
+        k: &Kernel,
+        tk: BulkKernel,
+        plan: BulkPlan,
+        w: &DeviceMatrix<f16>,
+        x: &CudaSlice<f16>,
+        y: &mut CudaSlice<f16>,
+        batch: u32,
+    ) -> Result<()> {
+        check_len("input", x.len(), batch as usize * w.cols())?;
+        check_len("output", y.len(), batch as usize * w.rows())?;
+        if !w.cols().is_multiple_of(F16_COL_MULTIPLE as usize) {
+            return Err(DenseError::Shape {
+                rows: w.rows(),
+                cols: w.cols(),
+            });
+        }
+        let cfg = self.bulk_config(tk, plan, w.rows, w.cols / 8, batch)?;
+        let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
+        let ws = &mut *ws;
+        let params = GemvTcF16Params {
+            w: dev_ptr(&w.data).cast(),
+            x: dev_ptr(x).cast(),
+            y: dev_ptr_mut(y).cast(),
+            acc: dev_ptr_mut(&mut ws.acc),
+            counters: dev_ptr_mut(&mut ws.counters),
+            rows: w.rows,
+            cols: w.cols,
+            batch,
+            kblocks_per_split: plan.stages_per_split,
+        };
+        // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows
+        // (checked above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every
+        // row and vector starts on a 16-byte boundary; rows >= 1 (a DeviceMatrix); the grid is
+        // the plan's, which covers every row block and k-stage (bulk_config), with
+        // BULK_THREADS threads and BULK_SMEM_BYTES of shared memory; a split plan's slots fit
+        // the workspace and its tiles the counters, which are zero (allocated zeroed, every
+        // launch leaves them so) and used by one launch at a time on this stream (the lock).
+        // `k` is a bulk fp16 kernel of shape `tk`, which takes `GemvTcF16Params`.
+        unsafe { k.launch(&self.stream, cfg, &params)? };
+        Ok(())
+    }
+
+    /// Launches the int8 bulk-copy kernel `k`; see [`DenseGemv::launch_bulk_f16`].
+    ///
+    /// # Errors
+    /// As [`DenseGemv::gemv_i8`], and a plan that does not fit; the matrix needs
+    /// `cols % 16 == 0`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_bulk_i8(
+        &self,
+        k: &Kernel,
+        tk: BulkKernel,
+        plan: BulkPlan,
+        w: &DeviceMatrix<i8>,
+        x: &CudaSlice<i8>,
+        (y32, y8): (&mut CudaSlice<i32>, &mut CudaSlice<i8>),
+        scale: f32,
+        batch: u32,
+    ) -> Result<()> {
+        check_len("input", x.len(), batch as usize * w.cols())?;
+        check_len("int32 output", y32.len(), batch as usize * w.rows())?;
+        check_len("int8 output", y8.len(), batch as usize * w.rows())?;
+        if !w.cols().is_multiple_of(I8_COL_MULTIPLE as usize) {
+            return Err(DenseError::Shape {
+                rows: w.rows(),
+                cols: w.cols(),
+            });
+        }
+        if !scale.is_finite() {
+            return Err(DenseError::Scale { scale });
+        }
+        let cfg = self.bulk_config(tk, plan, w.rows, w.cols / 16, batch)?;
+        let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
+        let ws = &mut *ws;
+        let params = GemvTcI8Params {
+            w: dev_ptr(&w.data).cast(),
+            x: dev_ptr(x).cast(),
+            y32: dev_ptr_mut(y32),
+            y8: dev_ptr_mut(y8),
+            acc: dev_ptr_mut(&mut ws.acc),
+            counters: dev_ptr_mut(&mut ws.counters),
+            scale,
+            rows: w.rows,
+            cols: w.cols,
+            batch,
+            kblocks_per_split: plan.stages_per_split,
+            pad: 0,
+        };
+        // SAFETY: as in `launch_bulk_f16`, with cols % 16 == 0 for the 16-byte int8 chunks;
+        // `k` is a bulk int8 kernel of shape `tk`, which takes `GemvTcI8Params`.
+        unsafe { k.launch(&self.stream, cfg, &params)? };
+        Ok(())
+    }
 }
 
 /// cuBLAS fp16 GEMV (`cublasGemmEx`, fp16 in and out, fp32 compute), for reference.
@@ -897,6 +1118,18 @@ mod tests {
                 k.name
             );
         }
+        let sm90 = include_str!("../ptx/dense_kernels_sm90.ptx");
+        assert!(sm90.contains(".target sm_90a"));
+        for k in BULK_F16_KERNELS.iter().chain(&BULK_I8_KERNELS) {
+            let entry = format!(".entry {}(", k.name);
+            assert!(
+                sm90.contains(&entry) && !ptx.contains(&entry),
+                "{} is not in the sm_90a PTX only: run `cargo xtask ptx`",
+                k.name
+            );
+        }
+        // The sm_90a module holds the bulk kernels only (the sm_80 entries are off there).
+        assert_eq!(sm90.matches(".entry ").count(), 4);
     }
 
     #[test]

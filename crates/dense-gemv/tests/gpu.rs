@@ -3,8 +3,8 @@
 
 use cmv_runtime::gpu_for_tests;
 use dense_gemv::{
-    CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, cpu,
-    relative_error, tc_plan, tc_stream_plan,
+    BULK_F16_KERNELS, BULK_I8_KERNELS, CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS,
+    TC_I8_KERNELS, TcKernel, bulk_plan, cpu, relative_error, tc_plan, tc_stream_plan,
 };
 use half::f16;
 use rand::rngs::StdRng;
@@ -262,4 +262,124 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
             }
         }
     }
+}
+
+/// The Hopper bulk-copy kernels (`dense_kernels::bulk`) against the CPU references, on the
+/// default plan, no split and a 3-way split (where the k-stages allow), each product twice
+/// (the split counters must be back to zero), outputs poisoned before every launch: rows not a
+/// multiple of the block's 128, partial last k-stages and k-blocks, batches 1 to 16. Then the
+/// default path at 16 vectors, which takes them. Skipped (with a message) off compute
+/// capability 9.0.
+#[test]
+fn bulk_kernels_match_the_reference_on_every_plan() {
+    let Some(gpu) = gpu_for_tests("bulk_kernels_match_the_reference_on_every_plan") else {
+        return;
+    };
+    let dense = DenseGemv::new(&gpu).unwrap();
+    let Some((kfs, kis)) = dense.bulk_kernels() else {
+        eprintln!(
+            "bulk_kernels_match_the_reference_on_every_plan: skipped, compute capability {:?} \
+             is not 9.0",
+            gpu.info().compute_capability
+        );
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(6);
+    for (rows, cols) in [(1, 16), (129, 48), (300, 1040), (1000, 4096), (2113, 4112)] {
+        let wf = random_f16(&mut rng, rows * cols, 1.0);
+        let dwf = DeviceMatrix::upload_f16(&gpu, &wf, rows, cols).unwrap();
+        let wi: Vec<i8> = (0..rows * cols).map(|_| rng.r#gen()).collect();
+        let dwi = DeviceMatrix::upload_i8(&gpu, &wi, rows, cols).unwrap();
+        let (r, cf, ci) = (rows as u32, cols as u32 / 8, cols as u32 / 16);
+        for (i, (tf, ti)) in BULK_F16_KERNELS.iter().zip(&BULK_I8_KERNELS).enumerate() {
+            for batch in [1, 5, tf.batch - 1, tf.batch] {
+                let x = random_f16(&mut rng, batch as usize * cols, 1.0);
+                let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
+                let dx = gpu.upload(&x).unwrap();
+                let xi: Vec<i8> = (0..batch as usize * cols).map(|_| rng.r#gen()).collect();
+                let want_i = cpu::gemv_i8(&wi, rows, cols, &xi, batch as usize).unwrap();
+                let dxi = gpu.upload(&xi).unwrap();
+                let n = batch as usize * rows;
+                for sms in [dense.sm_count(), 1, 3 * r.div_ceil(128)] {
+                    let (pf, pi) = (bulk_plan(r, cf, sms), bulk_plan(r, ci, sms));
+                    for rep in 0..2 {
+                        let what = format!("{rows}x{cols} batch {batch} {pf:?} {pi:?} run {rep}");
+                        let mut dy = gpu.upload(&vec![f16::NAN; n]).unwrap();
+                        dense
+                            .launch_bulk_f16(&kfs[i], *tf, pf, &dwf, &dx, &mut dy, batch)
+                            .unwrap();
+                        let got = gpu.download(&dy).unwrap();
+                        let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
+                        assert!(err < 1e-3, "{} {what}: relative error {err}", tf.name);
+                        let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
+                        let mut y8 = gpu.upload(&vec![0x55i8; n]).unwrap();
+                        dense
+                            .launch_bulk_i8(
+                                &kis[i],
+                                *ti,
+                                pi,
+                                &dwi,
+                                &dxi,
+                                (&mut y32, &mut y8),
+                                0.5,
+                                batch,
+                            )
+                            .unwrap();
+                        assert_eq!(gpu.download(&y32).unwrap(), want_i, "{} {what}", ti.name);
+                        assert_eq!(
+                            gpu.download(&y8).unwrap(),
+                            cpu::requantize_all(&want_i, 0.5),
+                            "{} {what}",
+                            ti.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // A plan for another shape is refused before any launch.
+    let (rows, cols) = (300, 1040);
+    let w = random_f16(&mut rng, rows * cols, 1.0);
+    let dw = DeviceMatrix::upload_f16(&gpu, &w, rows, cols).unwrap();
+    let dx = gpu.upload(&random_f16(&mut rng, 16 * cols, 1.0)).unwrap();
+    let mut dy = gpu.upload(&vec![f16::ZERO; 16 * rows]).unwrap();
+    let wrong = bulk_plan(rows as u32 * 2, cols as u32 / 8, 132);
+    let k = BULK_F16_KERNELS[1];
+    assert!(
+        dense
+            .launch_bulk_f16(&kfs[1], k, wrong, &dw, &dx, &mut dy, 16)
+            .is_err()
+    );
+    assert!(
+        dense
+            .launch_bulk_f16(
+                &kfs[1],
+                k,
+                bulk_plan(rows as u32, cols as u32 / 8, 132),
+                &dw,
+                &dx,
+                &mut dy,
+                17
+            )
+            .is_err()
+    );
+    // The default path at 16 vectors on a matrix that fits one wave takes the bulk kernels.
+    let (rows, cols, batch) = (4100, 2064, 16usize);
+    assert!(
+        dense.uses_bulk(batch as u32, rows as u32, cols as u32 / 8)
+            || std::env::var("CMV_DENSE_BULK").is_ok()
+    );
+    let wf = random_f16(&mut rng, rows * cols, 1.0);
+    let dwf = DeviceMatrix::upload_f16(&gpu, &wf, rows, cols).unwrap();
+    let x = random_f16(&mut rng, batch * cols, 1.0);
+    let want = cpu::gemv_f16(&wf, rows, cols, &x, batch).unwrap();
+    let dx = gpu.upload(&x).unwrap();
+    let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+    dense.gemv_f16(&dwf, &dx, &mut dy, batch).unwrap();
+    let got = gpu.download(&dy).unwrap();
+    let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
+    assert!(
+        err < 1e-3,
+        "default path {rows}x{cols} batch {batch}: relative error {err}"
+    );
 }

@@ -684,6 +684,122 @@ pub unsafe fn fence_proxy_async_shared() {
     unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
 }
 
+/// `mbarrier.init.shared::cta.b64 [bar], count` (sm_80): a shared-memory barrier at the
+/// 8-byte-aligned shared-window address `bar` whose phases complete after `count` arrivals
+/// (and, sm_90, once the bytes announced by [`mbarrier_arrive_expect_tx`] have landed).
+///
+/// # Safety
+/// `bar` is 8-byte aligned inside the block's shared memory, used as nothing else; no thread
+/// uses the barrier before the initialization is visible to it ([`fence_mbarrier_init`], then a
+/// block barrier).
+#[inline(always)]
+pub unsafe fn mbarrier_init(bar: u32, count: u32) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) bar, c = in(reg32) count,
+             options(nostack));
+    }
+}
+
+/// `fence.mbarrier_init.release.cluster` (sm_90): makes this thread's earlier
+/// [`mbarrier_init`]s visible to the async proxy (bulk copies that complete on them) and, with
+/// the block barrier that follows, to the other threads.
+///
+/// # Safety
+/// None beyond being device code for sm_90 or later.
+#[inline(always)]
+pub unsafe fn fence_mbarrier_init() {
+    // SAFETY: no operands.
+    unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
+}
+
+/// `mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes` (sm_90): one arrival on the
+/// barrier's current phase, which then also waits for `bytes` more bytes of bulk copies
+/// ([`cp_async_bulk_g2s`]) to complete on it.
+///
+/// # Safety
+/// `bar` is an initialized barrier of this block; the phase expects this arrival.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_expect_tx(bar: u32, bytes: u32) {
+    // SAFETY: the caller guarantees the barrier.
+    unsafe {
+        asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};", b = in(reg32) bar,
+             n = in(reg32) bytes, options(nostack));
+    }
+}
+
+/// `mbarrier.arrive.shared::cta.b64 _, [bar]` (sm_80): one arrival on the barrier's current
+/// phase. Orders this thread's earlier memory accesses (release) before the phase completes.
+///
+/// # Safety
+/// `bar` is an initialized barrier of this block; the phase expects this arrival.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive(bar: u32) {
+    // SAFETY: the caller guarantees the barrier.
+    unsafe {
+        asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar, options(nostack))
+    };
+}
+
+/// Waits until the phase of parity `parity` (0 or 1) of the barrier has completed
+/// (`mbarrier.try_wait.parity.shared::cta.b64` in a loop, sm_90); the writes it covered (bulk
+/// copies, the arriving threads' earlier accesses) are then visible to this thread (acquire).
+///
+/// # Safety
+/// `bar` is an initialized barrier of this block; the phase waited for completes eventually
+/// (else the thread hangs).
+#[inline(always)]
+pub unsafe fn mbarrier_wait_parity(bar: u32, parity: u32) {
+    // (PTX has no local labels for a loop inside the asm, which is inlined many times.)
+    loop {
+        let done: u32;
+        // SAFETY: the caller guarantees the barrier; not `nomem`: a compiler barrier too.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred p;",
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q};",
+                "selp.u32 {d}, 1, 0, p;",
+                "}}",
+                b = in(reg32) bar,
+                q = in(reg32) parity,
+                d = out(reg32) done,
+                options(nostack)
+            );
+        }
+        if done != 0 {
+            break;
+        }
+    }
+}
+
+/// Starts a bulk copy of `bytes` bytes from global memory at `src` to the shared-window
+/// address `dst`, which completes on the barrier `bar` (`cp.async.bulk.shared::cluster.global
+/// .mbarrier::complete_tx::bytes`, sm_90; the copy engine moves the bytes, no registers are
+/// involved). The bytes may be read once a wait on the barrier's phase returns
+/// ([`mbarrier_wait_parity`]), the phase having been told to expect them
+/// ([`mbarrier_arrive_expect_tx`]).
+///
+/// # Safety
+/// `src` and `dst` are 16-byte aligned, `bytes` is a non-zero multiple of 16; `src` has `bytes`
+/// readable bytes of global memory and `dst` `bytes` of the block's shared memory that nothing
+/// reads or writes until the barrier's phase completes; `bar` is an initialized barrier of
+/// this block whose current phase counts these bytes.
+#[inline(always)]
+pub unsafe fn cp_async_bulk_g2s(dst: u32, src: *const u8, bytes: u32, bar: u32) {
+    // SAFETY: the caller guarantees the ranges and the barrier.
+    unsafe {
+        asm!(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
+            d = in(reg32) dst,
+            s = in(reg64) src,
+            n = in(reg32) bytes,
+            b = in(reg32) bar,
+            options(nostack)
+        );
+    }
+}
+
 /// `griddepcontrol.launch_dependents` (sm_90): this block no longer holds back the launch of
 /// the grid launched after it with programmatic stream serialization (programmatic dependent
 /// launch). That grid starts once every block of this one has called it or exited; it may then

@@ -10,6 +10,9 @@
 //!   `mma.m16n8k16` and int8 `mma.m16n8k32.s8`, with split-K), which `dense-gemv` runs from 5
 //!   fp16 vectors (2 on tall matrices) and 3 int8 vectors on; the older 16-rows-per-group
 //!   `cmv_gemv_f16_mma_n8` / `_n16` remain for comparison (`cmv-bench --explore-tc`).
+//! * [`bulk`]: the layout and plan of the Hopper kernels for 5 to 16 vectors
+//!   (`cmv_gemv_{f16,i8}_bulk_*`, crate `dense-kernels-sm90`), which stream the weights
+//!   through shared memory with bulk copies.
 //! * `cmv_gemv_f16_any`, `cmv_gemv_i8_any`: any `cols`, any batch; slower fallbacks.
 //! * `cmv_stream_read`: reads a buffer once with 128-bit loads; the bandwidth ceiling.
 //!
@@ -28,13 +31,14 @@
 
 mod math;
 pub use math::*;
+pub mod bulk;
 pub mod tc;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "entries"))]
 mod kernels;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "entries"))]
 mod tc_kernels;
 
 /// Threads per block of every dense GEMV kernel.
