@@ -10,7 +10,7 @@ use cmv_runtime::{
 };
 use dense_kernels::bulk::{
     BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_SMEM_BYTES, BULK_THREADS, BulkKernel, BulkPlan,
-    bulk_counters, bulk_kernel, bulk_plan, bulk_workspace_words,
+    bulk_kernel, bulk_plan,
 };
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
@@ -189,13 +189,6 @@ fn check_tc_shape(
         });
     }
     Ok(())
-}
-
-/// Whether a bulk-copy plan's partial sums and counters fit the split-K workspace (`nt`
-/// groups of 8 vectors).
-fn bulk_fits(p: &BulkPlan, nt: u32) -> bool {
-    bulk_workspace_words(p, nt) <= TC_WORKSPACE_WORDS as u64
-        && bulk_counters(p) <= TC_COUNTERS as u64
 }
 
 /// Whether the tensor-core kernels' column slices beat the CUDA-core kernel for 2 to 4 fp16
@@ -432,17 +425,10 @@ impl DenseGemv {
         })
     }
 
-    /// Whether the default path runs `batch` vectors on a `rows x cols` matrix of `chunks`
-    /// 16-byte chunks per row on the bulk-copy kernels: on compute capability 9.0, from
-    /// [`BULK_FROM_BATCH`] vectors on, when the plan's blocks fit in one wave
-    /// ([`bulk_plan`]: one block per SM) and need no more than the split-K workspace.
-    pub fn uses_bulk(&self, batch: u32, rows: u32, chunks: u32) -> bool {
-        let p = bulk_plan(rows, chunks, self.sm_count);
-        self.bulk.is_some()
-            && batch >= self.bulk_from
-            && batch <= dense_kernels::MAX_BATCH
-            && u64::from(p.row_blocks) * u64::from(p.ksplit) <= u64::from(self.sm_count)
-            && bulk_fits(&p, 2)
+    /// Whether the default path runs `batch` vectors on the bulk-copy kernels: on compute
+    /// capability 9.0, from [`BULK_FROM_BATCH`] vectors on (or as [`BULK_ENV`] says).
+    pub fn uses_bulk(&self, batch: u32) -> bool {
+        self.bulk.is_some() && batch >= self.bulk_from && batch <= dense_kernels::MAX_BATCH
     }
 
     /// The bulk-copy kernels, fp16 and int8, in the order of [`BULK_F16_KERNELS`]; `None`
@@ -472,7 +458,7 @@ impl DenseGemv {
         let (rows, cols) = (w.rows, w.cols);
         if let Some((kf, _)) = &self.bulk
             && cols.is_multiple_of(F16_COL_MULTIPLE)
-            && self.uses_bulk(b, rows, cols / 8)
+            && self.uses_bulk(b)
         {
             let i = bulk_kernel(b);
             let plan = bulk_plan(rows, cols / 8, self.sm_count);
@@ -535,7 +521,7 @@ impl DenseGemv {
         let (rows, cols) = (w.rows, w.cols);
         if let Some((_, ki)) = &self.bulk
             && cols.is_multiple_of(I8_COL_MULTIPLE)
-            && self.uses_bulk(b, rows, cols / 16)
+            && self.uses_bulk(b)
         {
             let i = bulk_kernel(b);
             let plan = bulk_plan(rows, cols / 16, self.sm_count);
@@ -856,29 +842,18 @@ impl DenseGemv {
         chunks: u32,
         batch: u32,
     ) -> Result<LaunchConfig> {
-        let want = bulk_plan(rows, chunks, 1);
-        let per = plan.stages_per_split;
-        let ok = plan.row_blocks == want.row_blocks
-            && plan.kstages == want.kstages
-            && plan.ksplit >= 1
-            && plan.ksplit <= 65535
-            && per >= 1
-            && u64::from(plan.ksplit) * u64::from(per) >= u64::from(plan.kstages)
-            && u64::from(plan.ksplit - 1) * u64::from(per) < u64::from(plan.kstages.max(1))
-            && bulk_fits(&plan, tk.nt());
-        if !ok || batch == 0 || batch > tk.batch {
+        if plan != bulk_plan(rows, chunks, plan.grid) || batch == 0 || batch > tk.batch {
             return Err(DenseError::Runtime(RuntimeError::InvalidLaunch {
                 kernel: tk.name,
                 reason: format!(
-                    "plan {plan:?} does not cover {rows} rows of {chunks} chunks within the \
-                     split-K workspace, or {batch} vectors are not 1..={}; use \
-                     dense_gemv::bulk_plan",
+                    "plan {plan:?} is not one for {rows} rows of {chunks} chunks, or {batch} \
+                     vectors are not 1..={}; use dense_gemv::bulk_plan",
                     tk.batch
                 ),
             }));
         }
         Ok(LaunchConfig {
-            grid_dim: (plan.row_blocks, plan.ksplit, 1),
+            grid_dim: (plan.grid, 1, 1),
             block_dim: (BULK_THREADS, 1, 1),
             shared_mem_bytes: BULK_SMEM_BYTES,
         })
@@ -921,16 +896,15 @@ impl DenseGemv {
             rows: w.rows,
             cols: w.cols,
             batch,
-            kblocks_per_split: plan.stages_per_split,
+            kblocks_per_split: plan.kstages,
         };
         // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows
         // (checked above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every
-        // row and vector starts on a 16-byte boundary; rows >= 1 (a DeviceMatrix); the grid is
-        // the plan's, which covers every row block and k-stage (bulk_config), with
-        // BULK_THREADS threads and BULK_SMEM_BYTES of shared memory; a split plan's slots fit
-        // the workspace and its tiles the counters, which are zero (allocated zeroed, every
-        // launch leaves them so) and used by one launch at a time on this stream (the lock).
-        // `k` is a bulk fp16 kernel of shape `tk`, which takes `GemvTcF16Params`.
+        // row and vector starts on a 16-byte boundary; rows >= 1 (a DeviceMatrix) and
+        // 1 <= batch <= tk.batch; the grid is the plan's (at most one block per 16-row tile,
+        // bulk_config), with BULK_THREADS threads and BULK_SMEM_BYTES of shared memory. `k`
+        // is a bulk fp16 kernel of shape `tk`, which takes `GemvTcF16Params` (the workspace
+        // pointers are passed but unused).
         unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
@@ -978,7 +952,7 @@ impl DenseGemv {
             rows: w.rows,
             cols: w.cols,
             batch,
-            kblocks_per_split: plan.stages_per_split,
+            kblocks_per_split: plan.kstages,
             pad: 0,
         };
         // SAFETY: as in `launch_bulk_f16`, with cols % 16 == 0 for the 16-byte int8 chunks;

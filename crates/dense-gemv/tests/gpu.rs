@@ -264,12 +264,11 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
     }
 }
 
-/// The Hopper bulk-copy kernels (`dense_kernels::bulk`) against the CPU references, on the
-/// default plan, no split and a 3-way split (where the k-stages allow), each product twice
-/// (the split counters must be back to zero), outputs poisoned before every launch: rows not a
-/// multiple of the block's 128, partial last k-stages and k-blocks, batches 1 to 16. Then the
-/// default path at 16 vectors, which takes them. Skipped (with a message) off compute
-/// capability 9.0.
+/// The Hopper bulk-copy kernels (`dense_kernels::bulk`) against the CPU references, on one
+/// block per SM, 1 block (every tile and stage through one ring, many times round) and 5,
+/// each product twice, outputs poisoned before every launch: rows not a multiple of 16,
+/// partial last k-stages and k-blocks, batches 1 to 16. Then the default path at 16 vectors,
+/// which takes them. Skipped (with a message) off compute capability 9.0.
 #[test]
 fn bulk_kernels_match_the_reference_on_every_plan() {
     let Some(gpu) = gpu_for_tests("bulk_kernels_match_the_reference_on_every_plan") else {
@@ -300,8 +299,8 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
                 let want_i = cpu::gemv_i8(&wi, rows, cols, &xi, batch as usize).unwrap();
                 let dxi = gpu.upload(&xi).unwrap();
                 let n = batch as usize * rows;
-                for sms in [dense.sm_count(), 1, 3 * r.div_ceil(128)] {
-                    let (pf, pi) = (bulk_plan(r, cf, sms), bulk_plan(r, ci, sms));
+                for blocks in [dense.sm_count(), 1, 5] {
+                    let (pf, pi) = (bulk_plan(r, cf, blocks), bulk_plan(r, ci, blocks));
                     for rep in 0..2 {
                         let what = format!("{rows}x{cols} batch {batch} {pf:?} {pi:?} run {rep}");
                         let mut dy = gpu.upload(&vec![f16::NAN; n]).unwrap();
@@ -363,12 +362,9 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
             )
             .is_err()
     );
-    // The default path at 16 vectors on a matrix that fits one wave takes the bulk kernels.
+    // The default path at 16 vectors takes the bulk kernels.
     let (rows, cols, batch) = (4100, 2064, 16usize);
-    assert!(
-        dense.uses_bulk(batch as u32, rows as u32, cols as u32 / 8)
-            || std::env::var("CMV_DENSE_BULK").is_ok()
-    );
+    assert!(dense.uses_bulk(batch as u32) || std::env::var(dense_gemv::BULK_ENV).is_ok());
     let wf = random_f16(&mut rng, rows * cols, 1.0);
     let dwf = DeviceMatrix::upload_f16(&gpu, &wf, rows, cols).unwrap();
     let x = random_f16(&mut rng, batch * cols, 1.0);

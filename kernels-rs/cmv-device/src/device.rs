@@ -684,6 +684,22 @@ pub unsafe fn fence_proxy_async_shared() {
     unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
 }
 
+/// `bar.sync id, threads`: waits until `threads` threads (a multiple of 32, whole warps) have
+/// arrived at named barrier `id` (1..=15; 0 is [`sync_threads`]'s), and orders their shared-
+/// memory accesses like a block barrier. For a subset of the block's warps, e.g. the consumers
+/// of a warp-specialized kernel while its producer warp runs on.
+///
+/// # Safety
+/// Exactly `threads` threads, all lanes of their warps, reach every use of barrier `id`, and
+/// no other code of the kernel uses that id.
+#[inline(always)]
+pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+    // SAFETY: the caller guarantees who arrives.
+    unsafe {
+        asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack))
+    };
+}
+
 /// `mbarrier.init.shared::cta.b64 [bar], count` (sm_80): a shared-memory barrier at the
 /// 8-byte-aligned shared-window address `bar` whose phases complete after `count` arrivals
 /// (and, sm_90, once the bytes announced by [`mbarrier_arrive_expect_tx`] have landed).

@@ -1,15 +1,15 @@
 //! The bulk-copy kernels (NVPTX only); see `dense_kernels::bulk`.
 
 use cmv_device::{
-    U32x4, atomic_add_u32, block_idx_x, block_idx_y, cp_async_bulk_g2s, dyn_smem_addr, f32_to_f16,
-    fence_gpu, fence_mbarrier_init, grid_dim_y, lane_id, ld_cg_v4, lds_v4, mbarrier_arrive,
-    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait_parity, mma_m16n8k16_f16_f32,
-    mma_m16n8k32_s8, requantize, shfl_idx, st_global_v4, sync_threads, sync_warp, thread_idx_x,
-    warp_id,
+    U32x4, block_idx_x, cp_async_bulk_g2s, dyn_smem_addr, f32_to_f16, fence_mbarrier_init,
+    grid_dim_x, lane_id, ld_nc_v4, lds_v4, mbarrier_arrive, mbarrier_arrive_expect_tx,
+    mbarrier_init, mbarrier_wait_parity, mma_m16n8k16_f16_f32, mma_m16n8k32_s8, named_barrier_sync,
+    requantize, sts_v4, sync_threads, sync_warp, thread_idx_x, warp_id,
 };
 use dense_kernels::bulk::{
-    BULK_CONSUMERS, BULK_KBLOCKS, BULK_ROWS, BULK_STAGES, bulk_empty_bar, bulk_full_bar,
-    bulk_row_offset, bulk_slot, bulk_stage_bytes, bulk_x_offset,
+    BULK_CONSUMERS, BULK_SLICE_KBLOCKS, BULK_STAGE_CHUNKS, BULK_STAGES, BULK_TILE_ROWS,
+    bulk_block_tiles, bulk_empty_bar, bulk_full_bar, bulk_plan, bulk_row_offset, bulk_stage_bytes,
+    bulk_sums_offset,
 };
 use dense_kernels::tc::{GemvTcF16Params, GemvTcI8Params, TC_KBLOCK_CHUNKS};
 
@@ -79,33 +79,21 @@ impl Tc for I8 {
 /// # Safety
 /// Every thread of the block calls it; the block has `BULK_THREADS` threads and
 /// `BULK_SMEM_BYTES` of dynamic shared memory; `w` holds `rows * chunks` and `x` `batch *
-/// chunks` readable 16-byte chunks, 16-byte aligned; `rows >= 1`, `1 <= batch <= 8 NT`; the
-/// grid is the plan's (`row_blocks x ksplit`, `per` k-stages per split); when split, `ws` holds
-/// `dense_kernels::bulk::bulk_workspace_words` 16-byte-aligned words and `counters`
-/// `bulk_counters` words, all zero.
+/// chunks` readable 16-byte chunks, 16-byte aligned; `rows >= 1`, `1 <= batch <= 8 NT`; a 1-D
+/// grid of at most `ceil(rows / 16)` blocks.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn gemv_bulk<E: Tc, const NT: usize>(
     w: *const U32x4,
     x: *const U32x4,
     rows: u32,
     chunks: u32,
     batch: u32,
-    per: u32,
-    ws: *mut u32,
-    counters: *mut u32,
     store: impl Fn(usize, u32),
 ) {
     let base = dyn_smem_addr();
-    let (rb, split, ksplit) = (block_idx_x(), block_idx_y(), grid_dim_y());
-    let kstages = (chunks.div_ceil(TC_KBLOCK_CHUNKS)).div_ceil(BULK_KBLOCKS);
-    let s0 = split * per;
-    let s1 = if s0 + per < kstages {
-        s0 + per
-    } else {
-        kstages
-    };
-    let n = s1.saturating_sub(s0);
+    let plan = bulk_plan(rows, chunks, grid_dim_x());
+    let b = block_idx_x();
+    let total = bulk_block_tiles(&plan, b) * plan.kstages;
     let lane = lane_id();
     let warp = warp_id();
     if thread_idx_x() == 0 {
@@ -121,86 +109,92 @@ unsafe fn gemv_bulk<E: Tc, const NT: usize>(
     }
     // SAFETY: every thread of the block reaches this barrier.
     unsafe { sync_threads() };
-    let row0 = rb * BULK_ROWS;
+    // Stage i of this block: k-stage i % kstages of tile b + (i / kstages) grid.
+    let tile_of = |i: u32| b + (i / plan.kstages) * plan.grid;
     if warp == BULK_CONSUMERS {
-        // The producer: k-stage i into ring slot i % STAGES, once the consumers have released
-        // the slot's previous k-stage (i - STAGES).
-        for i in 0..n {
+        // The producer: stage i into ring slot i % STAGES, once the consumers have released
+        // the slot's previous stage (i - STAGES).
+        for i in 0..total {
             let s = i % BULK_STAGES;
             if i >= BULK_STAGES {
-                // SAFETY: an initialized barrier; its phase completes when the 8 consumers
-                // are done with k-stage i - STAGES.
+                // SAFETY: an initialized barrier; its phase completes when the consumers are
+                // done with stage i - STAGES.
                 unsafe {
                     mbarrier_wait_parity(base + bulk_empty_bar(s), (i / BULK_STAGES - 1) & 1)
                 };
             }
-            let k = s0 + i;
+            let k = i % plan.kstages;
             let bytes = bulk_stage_bytes(chunks, k);
-            let at = (k * BULK_KBLOCKS * TC_KBLOCK_CHUNKS) as usize;
             let full = base + bulk_full_bar(s);
             if lane == 0 {
-                // SAFETY: the phase of slot s's full barrier for k-stage i expects one
-                // arrival: this one.
-                unsafe { mbarrier_arrive_expect_tx(full, (BULK_ROWS + batch) * bytes) };
+                // SAFETY: the phase of slot s's full barrier for stage i expects one arrival:
+                // this one.
+                unsafe { mbarrier_arrive_expect_tx(full, BULK_TILE_ROWS * bytes) };
             }
             // SAFETY: the whole warp is here (the loop is warp-uniform).
             unsafe { sync_warp() };
-            let mut r = lane;
-            while r < BULK_ROWS {
+            if lane < BULK_TILE_ROWS {
                 // Rows past the end copy the last row (a valid read; not stored).
-                let row = if row0 + r < rows { row0 + r } else { rows - 1 };
+                let row = (tile_of(i) * BULK_TILE_ROWS + lane).min(rows - 1);
+                let at = (k * BULK_STAGE_CHUNKS) as usize;
                 // SAFETY: `bytes` (a non-zero multiple of 16) from chunk `at` of a row lie
-                // inside it; the destination is row r's segment of slot s, which no one
+                // inside it; the destination is row `lane`'s segment of slot s, which no one
                 // reads until the full barrier's phase completes.
                 unsafe {
                     let src = w.add(row as usize * chunks as usize + at) as *const u8;
-                    cp_async_bulk_g2s(base + bulk_row_offset(s, r), src, bytes, full);
-                }
-                r += 32;
-            }
-            if lane < batch {
-                // SAFETY: as above, for vector `lane` (< batch).
-                unsafe {
-                    let src = x.add(lane as usize * chunks as usize + at) as *const u8;
-                    cp_async_bulk_g2s(base + bulk_x_offset(s, lane), src, bytes, full);
+                    cp_async_bulk_g2s(base + bulk_row_offset(s, lane), src, bytes, full);
                 }
             }
         }
         return;
     }
-    // A consumer: rows `row0 + 16 warp + g` and `+ 8`, vectors `8 nt + g`.
+    // A consumer: slice `warp` of every k-stage, rows g and g + 8 of the tile, vectors 8 nt + g.
     let (g, t) = (lane >> 2, lane & 3);
+    let tid = thread_idx_x();
+    let xrow: [Option<*const U32x4>; NT] = core::array::from_fn(|nt| {
+        let v = 8 * nt as u32 + g;
+        // SAFETY: v < batch: the vector starts inside x.
+        (v < batch).then(|| unsafe { x.add(v as usize * chunks as usize) })
+    });
     let mut acc = [[E::ZERO; 4]; NT];
-    for i in 0..n {
+    for i in 0..total {
         let s = i % BULK_STAGES;
-        // SAFETY: an initialized barrier; the producer fills k-stage i.
+        let k = i % plan.kstages;
+        // This warp's chunks of the stage: c0 + 4 u + t.
+        let c0 = k * BULK_STAGE_CHUNKS + warp * BULK_SLICE_KBLOCKS * TC_KBLOCK_CHUNKS;
+        // The inputs first, from global memory (through L1), while the stage may still land.
+        let mut xv = [[[0u32; 4]; BULK_SLICE_KBLOCKS as usize]; NT];
+        for (nt, xs) in xv.iter_mut().enumerate() {
+            if let Some(p) = xrow[nt] {
+                for (u, v) in xs.iter_mut().enumerate() {
+                    let c = c0 + u as u32 * TC_KBLOCK_CHUNKS + t;
+                    if c < chunks {
+                        // SAFETY: c < chunks: inside the vector.
+                        *v = unsafe { ld_nc_v4(p.add(c as usize)) }.0;
+                    }
+                }
+            }
+        }
+        // SAFETY: an initialized barrier; the producer fills stage i.
         unsafe { mbarrier_wait_parity(base + bulk_full_bar(s), (i / BULK_STAGES) & 1) };
-        let c0 = (s0 + i) * BULK_KBLOCKS * TC_KBLOCK_CHUNKS;
-        for u in 0..BULK_KBLOCKS {
-            let q = u * TC_KBLOCK_CHUNKS + t;
-            let ok = c0 + q < chunks;
-            let zero = U32x4([0; 4]);
-            let load = |off: u32| {
+        for u in 0..BULK_SLICE_KBLOCKS {
+            let q = warp * BULK_SLICE_KBLOCKS * TC_KBLOCK_CHUNKS + u * TC_KBLOCK_CHUNKS + t;
+            let ok = k * BULK_STAGE_CHUNKS + q < chunks;
+            let load = |r: u32| {
                 if ok {
                     // SAFETY: inside slot s, landed (the full barrier's phase completed).
-                    unsafe { lds_v4(base + off + 16 * q) }
-                } else {
-                    zero
-                }
-            };
-            let a = load(bulk_row_offset(s, 16 * warp + g)).0;
-            let b = load(bulk_row_offset(s, 16 * warp + g + 8)).0;
-            for (nt, tile) in acc.iter_mut().enumerate() {
-                let v = 8 * nt as u32 + g;
-                let xx = if v < batch {
-                    load(bulk_x_offset(s, v)).0
+                    unsafe { lds_v4(base + bulk_row_offset(s, r) + 16 * q) }.0
                 } else {
                     [0; 4]
-                };
+                }
+            };
+            let (a, bb) = (load(g), load(g + 8));
+            for (nt, tile) in acc.iter_mut().enumerate() {
+                let xx = xv[nt][u as usize];
                 // SAFETY: the whole warp is here (warp-uniform loops).
                 unsafe {
-                    *tile = E::mma([a[0], b[0], a[1], b[1]], [xx[0], xx[1]], *tile);
-                    *tile = E::mma([a[2], b[2], a[3], b[3]], [xx[2], xx[3]], *tile);
+                    *tile = E::mma([a[0], bb[0], a[1], bb[1]], [xx[0], xx[1]], *tile);
+                    *tile = E::mma([a[2], bb[2], a[3], bb[3]], [xx[2], xx[3]], *tile);
                 }
             }
         }
@@ -213,71 +207,43 @@ unsafe fn gemv_bulk<E: Tc, const NT: usize>(
                 mbarrier_arrive(base + bulk_empty_bar(s));
             }
         }
-    }
-    let tile_row0 = row0 + 16 * warp;
-    if ksplit > 1 {
-        let tile = rb * BULK_CONSUMERS + warp;
-        let slot = |part: u32, nt: usize| {
-            let i = bulk_slot(tile, part, ksplit, lane, nt as u32, NT as u32);
-            // SAFETY: inside the workspace (the plan's size).
-            unsafe { (ws as *mut U32x4).add(i as usize) }
-        };
+        if k + 1 < plan.kstages {
+            continue;
+        }
+        // The tile's end: the consumers' sums, added in warp order by warp 0.
         for (nt, a) in acc.iter().enumerate() {
             let v = U32x4([E::bits(a[0]), E::bits(a[1]), E::bits(a[2]), E::bits(a[3])]);
-            // SAFETY: this lane's chunk of this split's slot.
-            unsafe { st_global_v4(slot(split, nt), v) };
+            // SAFETY: this thread's sums slot.
+            unsafe { sts_v4(base + bulk_sums_offset(tid, nt as u32), v) };
         }
-        // Publish the partials, then count the split in once every lane has.
-        // SAFETY: the whole warp is here; the counter is this tile's.
-        let last = unsafe {
-            fence_gpu();
-            sync_warp();
-            let mut last = 0;
-            if lane == 0 {
-                last = u32::from(atomic_add_u32(counters.add(tile as usize), 1) == ksplit - 1);
+        // SAFETY: the consumers (all lanes of the 8 warps) reach both barriers at every tile's
+        // end; the producer never uses barrier 1.
+        unsafe { named_barrier_sync(1, BULK_CONSUMERS * 32) };
+        if warp == 0 {
+            for sw in 1..BULK_CONSUMERS {
+                for (nt, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: warp sw's thread of this lane.
+                    let v = unsafe { lds_v4(base + bulk_sums_offset(tid + 32 * sw, nt as u32)) }.0;
+                    for j in 0..4 {
+                        a[j] = E::add(a[j], E::from_bits(v[j]));
+                    }
+                }
             }
-            shfl_idx(last, 0) != 0
-        };
-        if !last {
-            return;
-        }
-        // SAFETY: no operands; orders the reads below after the other splits' stores.
-        unsafe { fence_gpu() };
-        if lane == 0 {
-            // SAFETY: this tile's counter; every split has counted in.
-            unsafe { *counters.add(tile as usize) = 0 };
-        }
-        let own = acc;
-        acc = [[E::ZERO; 4]; NT];
-        for part in 0..ksplit {
-            for (nt, tot) in acc.iter_mut().enumerate() {
-                let v = if part == split {
-                    own[nt]
-                } else {
-                    // SAFETY: split part's slot, written and published before its count.
-                    let v = unsafe { ld_cg_v4(slot(part, nt)) }.0;
-                    [
-                        E::from_bits(v[0]),
-                        E::from_bits(v[1]),
-                        E::from_bits(v[2]),
-                        E::from_bits(v[3]),
-                    ]
-                };
-                for j in 0..4 {
-                    tot[j] = E::add(tot[j], v[j]);
+            let row0 = tile_of(i) * BULK_TILE_ROWS;
+            for (nt, a) in acc.iter().enumerate() {
+                for (j, &v) in a.iter().enumerate() {
+                    // The accumulator layout of `mma`: D[g (+8)][2t (+1)].
+                    let row = row0 + g + if j >= 2 { 8 } else { 0 };
+                    let n = 8 * nt as u32 + 2 * t + (j as u32 & 1);
+                    if row < rows && n < batch {
+                        store(n as usize * rows as usize + row as usize, E::bits(v));
+                    }
                 }
             }
         }
-    }
-    for (nt, a) in acc.iter().enumerate() {
-        for (j, &v) in a.iter().enumerate() {
-            // The accumulator layout of `mma`: D[g (+8)][2t (+1)].
-            let row = tile_row0 + g + if j >= 2 { 8 } else { 0 };
-            let n = 8 * nt as u32 + 2 * t + (j as u32 & 1);
-            if row < rows && n < batch {
-                store(n as usize * rows as usize + row as usize, E::bits(v));
-            }
-        }
+        // SAFETY: as above (warp 0 has read the sums before anyone rewrites them).
+        unsafe { named_barrier_sync(1, BULK_CONSUMERS * 32) };
+        acc = [[E::ZERO; 4]; NT];
     }
 }
 
@@ -287,9 +253,8 @@ macro_rules! bulk_entries {
         /// by bulk copies; see `dense_kernels::bulk`.
         ///
         /// # Safety
-        /// Launched by `dense-gemv`, which validates sizes, alignment, the grid (the plan), the
-        /// shared memory, the workspace and the zeroed counters (`kblocks_per_split` holds
-        /// the k-stages per split).
+        /// Launched by `dense-gemv`, which validates sizes, alignment, the grid (the plan) and
+        /// the shared memory (`acc`, `counters` and `kblocks_per_split` are unused).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $f16(p: GemvTcF16Params) {
             let y = p.y.as_mut_ptr();
@@ -300,8 +265,7 @@ macro_rules! bulk_entries {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_bulk::<F16, $nt>(
-                    p.w.as_ptr(), p.x.as_ptr(), p.rows, p.cols / 8, p.batch,
-                    p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
+                    p.w.as_ptr(), p.x.as_ptr(), p.rows, p.cols / 8, p.batch, store,
                 )
             }
         }
@@ -325,8 +289,7 @@ macro_rules! bulk_entries {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_bulk::<I8, $nt>(
-                    p.w.as_ptr(), p.x.as_ptr(), p.rows, p.cols / 16, p.batch,
-                    p.kblocks_per_split, p.acc.as_mut_ptr(), p.counters.as_mut_ptr(), store,
+                    p.w.as_ptr(), p.x.as_ptr(), p.rows, p.cols / 16, p.batch, store,
                 )
             }
         }
