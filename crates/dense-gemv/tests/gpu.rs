@@ -379,3 +379,80 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
         "default path {rows}x{cols} batch {batch}: relative error {err}"
     );
 }
+
+/// Repeats one bulk-copy product many times (`CMV_BULK_STRESS=ROWS,COLS,REPS[,BLOCKS]`, int8 and
+/// fp16 at 16 vectors), each checked against the CPU reference: for hunting rare failures and
+/// for the race checkers on a small grid. Skipped (saying so) when the variable is unset.
+#[test]
+fn bulk_stress() {
+    let Ok(spec) = std::env::var("CMV_BULK_STRESS") else {
+        eprintln!("bulk_stress: skipped, CMV_BULK_STRESS=ROWS,COLS,REPS[,BLOCKS] is not set");
+        return;
+    };
+    let Some(gpu) = gpu_for_tests("bulk_stress") else {
+        return;
+    };
+    let dense = DenseGemv::new(&gpu).unwrap();
+    let Some((kfs, kis)) = dense.bulk_kernels() else {
+        eprintln!("bulk_stress: skipped, compute capability is not 9.0");
+        return;
+    };
+    let v: Vec<usize> = spec.split(',').map(|p| p.trim().parse().unwrap()).collect();
+    let (rows, cols, reps) = (v[0], v[1], v[2]);
+    let blocks = v.get(3).map_or(dense.sm_count(), |&b| b as u32);
+    let batch = 16u32;
+    let mut rng = StdRng::seed_from_u64(7);
+    let wi: Vec<i8> = (0..rows * cols).map(|_| rng.r#gen()).collect();
+    let dwi = DeviceMatrix::upload_i8(&gpu, &wi, rows, cols).unwrap();
+    let xi: Vec<i8> = (0..batch as usize * cols).map(|_| rng.r#gen()).collect();
+    let want_i = cpu::gemv_i8(&wi, rows, cols, &xi, batch as usize).unwrap();
+    let dxi = gpu.upload(&xi).unwrap();
+    let wf = random_f16(&mut rng, rows * cols, 1.0);
+    let dwf = DeviceMatrix::upload_f16(&gpu, &wf, rows, cols).unwrap();
+    let x = random_f16(&mut rng, batch as usize * cols, 1.0);
+    let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
+    let dx = gpu.upload(&x).unwrap();
+    let n = batch as usize * rows;
+    let (pi, pf) = (
+        bulk_plan(rows as u32, cols as u32 / 16, blocks),
+        bulk_plan(rows as u32, cols as u32 / 8, blocks),
+    );
+    let mut bad = 0;
+    for rep in 0..reps {
+        let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
+        let mut y8 = gpu.upload(&vec![0x55i8; n]).unwrap();
+        let k = BULK_I8_KERNELS[1];
+        dense
+            .launch_bulk_i8(&kis[1], k, pi, &dwi, &dxi, (&mut y32, &mut y8), 0.5, batch)
+            .unwrap();
+        let got = gpu.download(&y32).unwrap();
+        let wrong: Vec<usize> = (0..n).filter(|&i| got[i] != want_i[i]).collect();
+        if !wrong.is_empty() {
+            bad += 1;
+            let first: Vec<(usize, usize, i32, i32)> = wrong
+                .iter()
+                .take(8)
+                .map(|&i| (i / rows, i % rows, got[i], want_i[i]))
+                .collect();
+            eprintln!(
+                "int8 rep {rep}: {} wrong (vector, row, got, want): {first:?}",
+                wrong.len()
+            );
+        }
+        let mut dy = gpu.upload(&vec![f16::NAN; n]).unwrap();
+        let k = BULK_F16_KERNELS[1];
+        dense
+            .launch_bulk_f16(&kfs[1], k, pf, &dwf, &dx, &mut dy, batch)
+            .unwrap();
+        let got = gpu.download(&dy).unwrap();
+        let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
+        if err >= 1e-3 {
+            bad += 1;
+            eprintln!("fp16 rep {rep}: relative error {err}");
+        }
+    }
+    assert_eq!(
+        bad, 0,
+        "{bad} of {reps} repetitions wrong ({rows}x{cols}, {pi:?})"
+    );
+}

@@ -2,9 +2,10 @@
 
 use cmv_device::{
     U32x4, block_idx_x, cp_async_bulk_g2s, dyn_smem_addr, f32_to_f16, fence_mbarrier_init,
-    grid_dim_x, lane_id, ld_nc_v4, lds_v4, mbarrier_arrive, mbarrier_arrive_expect_tx,
-    mbarrier_init, mbarrier_wait_parity, mma_m16n8k16_f16_f32, mma_m16n8k32_s8, named_barrier_sync,
-    requantize, sts_v4, sync_threads, sync_warp, thread_idx_x, warp_id,
+    fence_proxy_async_shared, grid_dim_x, lane_id, ld_nc_v4, lds_v4, mbarrier_arrive,
+    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait_parity, mma_m16n8k16_f16_f32,
+    mma_m16n8k32_s8, named_barrier_sync, requantize, sts_v4, sync_threads, sync_warp, thread_idx_x,
+    warp_id,
 };
 use dense_kernels::bulk::{
     BULK_CONSUMERS, BULK_SLICE_KBLOCKS, BULK_STAGE_CHUNKS, BULK_STAGES, BULK_TILE_ROWS,
@@ -146,6 +147,17 @@ unsafe fn gemv_bulk<E: Tc, const NT: usize>(
                 }
             }
         }
+        // The producer stays until the consumers have released every stage, so that none of
+        // its copies is in flight when it exits.
+        for i in total.saturating_sub(BULK_STAGES)..total {
+            // SAFETY: an initialized barrier; the consumers release stage i.
+            unsafe {
+                mbarrier_wait_parity(
+                    base + bulk_empty_bar(i % BULK_STAGES),
+                    (i / BULK_STAGES) & 1,
+                )
+            };
+        }
         return;
     }
     // A consumer: slice `warp` of every k-stage, rows g and g + 8 of the tile, vectors 8 nt + g.
@@ -198,10 +210,12 @@ unsafe fn gemv_bulk<E: Tc, const NT: usize>(
                 }
             }
         }
-        // Every lane has read slot s (the warp barrier orders the reads before lane 0's
-        // arrival, which releases them).
+        // Every lane has read slot s: a proxy fence orders the reads (generic proxy) before
+        // the producer's next bulk copy into the slot (async proxy), and the warp barrier
+        // before lane 0's arrival, which releases the slot.
         // SAFETY: the whole warp is here; the barrier expects one arrival per consumer.
         unsafe {
+            fence_proxy_async_shared();
             sync_warp();
             if lane == 0 {
                 mbarrier_arrive(base + bulk_empty_bar(s));
