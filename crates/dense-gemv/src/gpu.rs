@@ -132,17 +132,17 @@ pub struct DenseGemv {
     /// The bulk-copy kernels (`dense_kernels::bulk`, [`PTX_SM90`]) on compute capability 9.0,
     /// in table order: fp16, int8.
     bulk: Option<(Vec<Kernel>, Vec<Kernel>)>,
-    /// The smallest batch the default path runs on them ([`BULK_FROM_BATCH`] or [`BULK_ENV`]).
+    /// The smallest batch the default path runs on them ([`BULK_ENV`]; none without it).
     bulk_from: u32,
     sm_count: u32,
 }
 
-/// The smallest batch [`DenseGemv::gemv_f16`] and [`DenseGemv::gemv_i8`] run on the bulk-copy
-/// kernels ([`DenseGemv::uses_bulk`]).
-pub const BULK_FROM_BATCH: u32 = 9;
-
-/// The environment variable that overrides [`BULK_FROM_BATCH`] (for comparisons): `0` turns the
-/// bulk-copy kernels off, `N` takes them from `N` vectors on.
+/// The environment variable that puts the bulk-copy kernels (`dense_kernels::bulk`) in the
+/// default path of [`DenseGemv::gemv_f16`] and [`DenseGemv::gemv_i8`] from `N` vectors on
+/// (`CMV_DENSE_BULK=N`, for comparisons; compute capability 9.0 only). Without it they are off:
+/// on an H200 they were 1-7% faster than the default kernels at 2 vectors on matrices with
+/// at least 8192 rows and no more columns than rows, slower elsewhere and at 16 vectors
+/// (docs/PERF.md), so the default path does not take them yet.
 pub const BULK_ENV: &str = "CMV_DENSE_BULK";
 
 /// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
@@ -417,16 +417,15 @@ impl DenseGemv {
                 None
             },
             bulk_from: match std::env::var(BULK_ENV).map(|v| v.trim().parse::<u32>()) {
-                Ok(Ok(0)) => u32::MAX,
-                Ok(Ok(n)) => n,
-                _ => BULK_FROM_BATCH,
+                Ok(Ok(n)) if n > 0 => n,
+                _ => u32::MAX,
             },
             sm_count: gpu.info().sm_count,
         })
     }
 
     /// Whether the default path runs `batch` vectors on the bulk-copy kernels: on compute
-    /// capability 9.0, from [`BULK_FROM_BATCH`] vectors on (or as [`BULK_ENV`] says).
+    /// capability 9.0, from the batch [`BULK_ENV`] names on (never without it).
     pub fn uses_bulk(&self, batch: u32) -> bool {
         self.bulk.is_some() && batch >= self.bulk_from && batch <= dense_kernels::MAX_BATCH
     }

@@ -9,6 +9,14 @@
 //! rows, each streaming its weights through 11 shared-memory stages filled by the copy engine
 //! (219 KiB of shared memory; docs/PERF.md). This kernel does the same with plain bulk copies.
 //!
+//! # Status
+//! Correct (bit-exact int8, fp16 within the tolerance, every plan, under memcheck and under
+//! load: `bulk_stress`) but not the default path: on an H200 it is 1-7% faster than the
+//! default kernels at 2 vectors on matrices with at least 8192 rows and no more columns than
+//! rows, slower on wide and small ones, and 10-25% slower at 16 vectors (docs/PERF.md, "Dense
+//! batch 9-16 on an H200"). `dense_gemv::BULK_ENV` puts it in the default path for
+//! comparisons.
+//!
 //! # The kernel
 //! A block is a producer warp and [`BULK_CONSUMERS`] consumer warps, one block per SM
 //! (persistent: block `b` of `grid` takes the 16-row tiles `b, b + grid, ...`, so the blocks
