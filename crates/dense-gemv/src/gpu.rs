@@ -171,6 +171,55 @@ fn tc_config(k: TcKernel, plan: TcPlan, batch: u32) -> LaunchConfig {
     }
 }
 
+/// The parameters of an fp16 tensor-core or bulk-copy launch (`per`: the plan's k-blocks or
+/// k-stages per split).
+fn f16_params(
+    w: &DeviceMatrix<f16>,
+    x: &CudaSlice<f16>,
+    y: &mut CudaSlice<f16>,
+    ws: &mut TcWorkspace,
+    batch: u32,
+    per: u32,
+) -> GemvTcF16Params {
+    GemvTcF16Params {
+        w: dev_ptr(&w.data).cast(),
+        x: dev_ptr(x).cast(),
+        y: dev_ptr_mut(y).cast(),
+        acc: dev_ptr_mut(&mut ws.acc),
+        counters: dev_ptr_mut(&mut ws.counters),
+        rows: w.rows,
+        cols: w.cols,
+        batch,
+        kblocks_per_split: per,
+    }
+}
+
+/// The parameters of an int8 tensor-core or bulk-copy launch; see [`f16_params`].
+fn i8_params(
+    w: &DeviceMatrix<i8>,
+    x: &CudaSlice<i8>,
+    (y32, y8): (&mut CudaSlice<i32>, &mut CudaSlice<i8>),
+    scale: f32,
+    ws: &mut TcWorkspace,
+    batch: u32,
+    per: u32,
+) -> GemvTcI8Params {
+    GemvTcI8Params {
+        w: dev_ptr(&w.data).cast(),
+        x: dev_ptr(x).cast(),
+        y32: dev_ptr_mut(y32),
+        y8: dev_ptr_mut(y8),
+        acc: dev_ptr_mut(&mut ws.acc),
+        counters: dev_ptr_mut(&mut ws.counters),
+        scale,
+        rows: w.rows,
+        cols: w.cols,
+        batch,
+        kblocks_per_split: per,
+        pad: 0,
+    }
+}
+
 /// A matrix whose columns are whole 16-byte chunks (`col_multiple` elements) and a batch of
 /// `1..=k.batch` vectors, as tensor-core kernel `k` needs.
 fn check_tc_shape(
@@ -759,17 +808,7 @@ impl DenseGemv {
         check_tc_plan(tk, plan, w.rows, w.cols / 8)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
-        let params = GemvTcF16Params {
-            w: dev_ptr(&w.data).cast(),
-            x: dev_ptr(x).cast(),
-            y: dev_ptr_mut(y).cast(),
-            acc: dev_ptr_mut(&mut ws.acc),
-            counters: dev_ptr_mut(&mut ws.counters),
-            rows: w.rows,
-            cols: w.cols,
-            batch,
-            kblocks_per_split: plan.kblocks_per_split,
-        };
+        let params = f16_params(w, x, y, ws, batch, plan.kblocks_per_split);
         let cfg = tc_config(tk, plan, batch);
         // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows (checked
         // above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every row and
@@ -810,20 +849,7 @@ impl DenseGemv {
         check_tc_plan(tk, plan, w.rows, w.cols / 16)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
-        let params = GemvTcI8Params {
-            w: dev_ptr(&w.data).cast(),
-            x: dev_ptr(x).cast(),
-            y32: dev_ptr_mut(y32),
-            y8: dev_ptr_mut(y8),
-            acc: dev_ptr_mut(&mut ws.acc),
-            counters: dev_ptr_mut(&mut ws.counters),
-            scale,
-            rows: w.rows,
-            cols: w.cols,
-            batch,
-            kblocks_per_split: plan.kblocks_per_split,
-            pad: 0,
-        };
+        let params = i8_params(w, x, (y32, y8), scale, ws, batch, plan.kblocks_per_split);
         let cfg = tc_config(tk, plan, batch);
         // SAFETY: as in `launch_tc_f16`, with cols % 16 == 0 for the 16-byte int8 chunks; `k`
         // is a tensor-core int8 kernel of shape `tk`, which takes `GemvTcI8Params`.
@@ -886,17 +912,7 @@ impl DenseGemv {
         let cfg = self.bulk_config(tk, plan, w.rows, w.cols / 8, batch)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
-        let params = GemvTcF16Params {
-            w: dev_ptr(&w.data).cast(),
-            x: dev_ptr(x).cast(),
-            y: dev_ptr_mut(y).cast(),
-            acc: dev_ptr_mut(&mut ws.acc),
-            counters: dev_ptr_mut(&mut ws.counters),
-            rows: w.rows,
-            cols: w.cols,
-            batch,
-            kblocks_per_split: plan.kstages,
-        };
+        let params = f16_params(w, x, y, ws, batch, plan.kstages);
         // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows
         // (checked above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every
         // row and vector starts on a 16-byte boundary; rows >= 1 (a DeviceMatrix) and
@@ -940,20 +956,7 @@ impl DenseGemv {
         let cfg = self.bulk_config(tk, plan, w.rows, w.cols / 16, batch)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
-        let params = GemvTcI8Params {
-            w: dev_ptr(&w.data).cast(),
-            x: dev_ptr(x).cast(),
-            y32: dev_ptr_mut(y32),
-            y8: dev_ptr_mut(y8),
-            acc: dev_ptr_mut(&mut ws.acc),
-            counters: dev_ptr_mut(&mut ws.counters),
-            scale,
-            rows: w.rows,
-            cols: w.cols,
-            batch,
-            kblocks_per_split: plan.kstages,
-            pad: 0,
-        };
+        let params = i8_params(w, x, (y32, y8), scale, ws, batch, plan.kstages);
         // SAFETY: as in `launch_bulk_f16`, with cols % 16 == 0 for the 16-byte int8 chunks;
         // `k` is a bulk int8 kernel of shape `tk`, which takes `GemvTcI8Params`.
         unsafe { k.launch(&self.stream, cfg, &params)? };

@@ -267,9 +267,8 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
 /// The Hopper bulk-copy kernels (`dense_kernels::bulk`) against the CPU references, on one
 /// block per SM, 1 block (every tile and stage through one ring, many times round) and 5,
 /// each product twice, outputs poisoned before every launch: rows not a multiple of 16,
-/// partial last k-stages and k-blocks, batches 1 to 16. Then the default path at 16 vectors
-/// (which takes them only with `CMV_DENSE_BULK`). Skipped (with a message) off compute
-/// capability 9.0.
+/// partial last k-stages and k-blocks, batches 1 to 16; plans for another shape and too many
+/// vectors are refused. Skipped (with a message) off compute capability 9.0.
 #[test]
 fn bulk_kernels_match_the_reference_on_every_plan() {
     let Some(gpu) = gpu_for_tests("bulk_kernels_match_the_reference_on_every_plan") else {
@@ -363,25 +362,10 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
             )
             .is_err()
     );
-    // The default path takes them only when asked to (CMV_DENSE_BULK); its result is right
-    // either way.
-    let (rows, cols, batch) = (4100, 2064, 16usize);
+    // The default path takes them only when asked to (CMV_DENSE_BULK).
     if std::env::var(dense_gemv::BULK_ENV).is_err() {
-        assert!(!dense.uses_bulk(batch as u32));
+        assert!(!dense.uses_bulk(16));
     }
-    let wf = random_f16(&mut rng, rows * cols, 1.0);
-    let dwf = DeviceMatrix::upload_f16(&gpu, &wf, rows, cols).unwrap();
-    let x = random_f16(&mut rng, batch * cols, 1.0);
-    let want = cpu::gemv_f16(&wf, rows, cols, &x, batch).unwrap();
-    let dx = gpu.upload(&x).unwrap();
-    let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
-    dense.gemv_f16(&dwf, &dx, &mut dy, batch).unwrap();
-    let got = gpu.download(&dy).unwrap();
-    let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
-    assert!(
-        err < 1e-3,
-        "default path {rows}x{cols} batch {batch}: relative error {err}"
-    );
 }
 
 /// Repeats one bulk-copy product many times (`CMV_BULK_STRESS=ROWS,COLS,REPS[,BLOCKS]`, int8 and

@@ -3,9 +3,8 @@
 use cmv_device::{
     U32x4, block_idx_x, cp_async_bulk_g2s, dyn_smem_addr, f32_to_f16, fence_mbarrier_init,
     fence_proxy_async_shared, grid_dim_x, lane_id, ld_nc_v4, lds_v4, mbarrier_arrive,
-    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait_parity, mma_m16n8k16_f16_f32,
-    mma_m16n8k32_s8, named_barrier_sync, requantize, sts_v4, sync_threads, sync_warp, thread_idx_x,
-    warp_id,
+    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait_parity, named_barrier_sync, requantize,
+    sts_v4, sync_threads, sync_warp, thread_idx_x, warp_id,
 };
 use dense_kernels::bulk::{
     BULK_CONSUMERS, BULK_SLICE_KBLOCKS, BULK_STAGE_CHUNKS, BULK_STAGES, BULK_TILE_ROWS,
@@ -13,66 +12,7 @@ use dense_kernels::bulk::{
     bulk_sums_offset,
 };
 use dense_kernels::tc::{GemvTcF16Params, GemvTcI8Params, TC_KBLOCK_CHUNKS};
-
-/// One `mma` shape: the element type's instruction and its 32-bit accumulators.
-trait Tc {
-    type Acc: Copy;
-    const ZERO: Self::Acc;
-    /// `c + A B` for one 16-row tile and 8 vectors.
-    ///
-    /// # Safety
-    /// All 32 lanes of the warp call it together.
-    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [Self::Acc; 4]) -> [Self::Acc; 4];
-    fn bits(a: Self::Acc) -> u32;
-    fn from_bits(b: u32) -> Self::Acc;
-    fn add(a: Self::Acc, b: Self::Acc) -> Self::Acc;
-}
-
-struct F16;
-impl Tc for F16 {
-    type Acc = f32;
-    const ZERO: f32 = 0.0;
-    #[inline(always)]
-    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
-        // SAFETY: forwarded from the caller.
-        unsafe { mma_m16n8k16_f16_f32(a, b, c) }
-    }
-    #[inline(always)]
-    fn bits(a: f32) -> u32 {
-        a.to_bits()
-    }
-    #[inline(always)]
-    fn from_bits(b: u32) -> f32 {
-        f32::from_bits(b)
-    }
-    #[inline(always)]
-    fn add(a: f32, b: f32) -> f32 {
-        a + b
-    }
-}
-
-struct I8;
-impl Tc for I8 {
-    type Acc = u32;
-    const ZERO: u32 = 0;
-    #[inline(always)]
-    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
-        // SAFETY: forwarded from the caller.
-        unsafe { mma_m16n8k32_s8(a, b, c) }
-    }
-    #[inline(always)]
-    fn bits(a: u32) -> u32 {
-        a
-    }
-    #[inline(always)]
-    fn from_bits(b: u32) -> u32 {
-        b
-    }
-    #[inline(always)]
-    fn add(a: u32, b: u32) -> u32 {
-        a.wrapping_add(b)
-    }
-}
+use dense_kernels::tc_dev::{F16, I8, Tc};
 
 /// The whole kernel for element `E` and `NT` groups of 8 vectors: see `dense_kernels::bulk`.
 /// `store(i, v)` writes output `i = n * rows + row` from its 32-bit sum.

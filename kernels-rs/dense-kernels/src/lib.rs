@@ -38,6 +38,8 @@ use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
 #[cfg(all(target_arch = "nvptx64", feature = "entries"))]
 mod kernels;
+#[cfg(target_arch = "nvptx64")]
+pub mod tc_dev;
 #[cfg(all(target_arch = "nvptx64", feature = "entries"))]
 mod tc_kernels;
 

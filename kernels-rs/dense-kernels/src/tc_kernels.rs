@@ -3,76 +3,13 @@
 
 use crate::math::requantize;
 use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_KBLOCK_CHUNKS};
+use crate::tc_dev::{F16, I8, Tc};
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, block_idx_y, cp_async_16_zfill, cp_async_commit,
     cp_async_wait, dyn_smem_addr, f32_to_f16, fence_gpu, grid_dim_x, grid_dim_y, lane_id, ld_cg_v4,
-    ld_nc_na_v4, ld_nc_v4, lds_v4, mma_m16n8k16_f16_f32, mma_m16n8k32_s8, st_global_v4, sts_v4,
-    sync_threads, sync_threads_or, sync_warp, thread_idx_x, warp_id,
+    ld_nc_na_v4, ld_nc_v4, lds_v4, st_global_v4, sts_v4, sync_threads, sync_threads_or, sync_warp,
+    thread_idx_x, warp_id,
 };
-
-/// One `mma` shape: the element type's instruction and its 32-bit accumulators.
-trait Tc {
-    /// Accumulator of one output value.
-    type Acc: Copy;
-    const ZERO: Self::Acc;
-    /// `c + A B` for one 16-row tile and 8 vectors (fragments as in [`crate::tc`]).
-    ///
-    /// # Safety
-    /// All 32 lanes of the warp call it together.
-    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [Self::Acc; 4]) -> [Self::Acc; 4];
-    /// The accumulator's 32 bits, as the workspace holds them.
-    fn bits(a: Self::Acc) -> u32;
-    /// The accumulator from its bits.
-    fn from_bits(b: u32) -> Self::Acc;
-    /// The sum of two partial sums (fp32 add, or wrapping int32 add: exact).
-    fn add(a: Self::Acc, b: Self::Acc) -> Self::Acc;
-}
-
-struct F16;
-impl Tc for F16 {
-    type Acc = f32;
-    const ZERO: f32 = 0.0;
-    #[inline(always)]
-    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
-        // SAFETY: forwarded from the caller.
-        unsafe { mma_m16n8k16_f16_f32(a, b, c) }
-    }
-    #[inline(always)]
-    fn bits(a: f32) -> u32 {
-        a.to_bits()
-    }
-    #[inline(always)]
-    fn from_bits(b: u32) -> f32 {
-        f32::from_bits(b)
-    }
-    #[inline(always)]
-    fn add(a: f32, b: f32) -> f32 {
-        a + b
-    }
-}
-
-struct I8;
-impl Tc for I8 {
-    type Acc = u32;
-    const ZERO: u32 = 0;
-    #[inline(always)]
-    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
-        // SAFETY: forwarded from the caller.
-        unsafe { mma_m16n8k32_s8(a, b, c) }
-    }
-    #[inline(always)]
-    fn bits(a: u32) -> u32 {
-        a
-    }
-    #[inline(always)]
-    fn from_bits(b: u32) -> u32 {
-        b
-    }
-    #[inline(always)]
-    fn add(a: u32, b: u32) -> u32 {
-        a.wrapping_add(b)
-    }
-}
 
 /// The weight chunks of `U` k-blocks from `kb` (zeros past `kb1` or the row's end) of a
 /// warp's `MT` tiles (rows `g` and `g + 8` of each; row `g` only with `WB`).

@@ -1,0 +1,68 @@
+//! Device helpers shared by the tensor-core kernels here and by `dense-kernels-sm90` (NVPTX
+//! only): the `mma` of each element type.
+
+use cmv_device::{mma_m16n8k16_f16_f32, mma_m16n8k32_s8};
+
+/// One `mma` shape: the element type's instruction and its 32-bit accumulators.
+pub trait Tc {
+    /// Accumulator of one output value.
+    type Acc: Copy;
+    const ZERO: Self::Acc;
+    /// `c + A B` for one 16-row tile and 8 vectors (fragments as in [`crate::tc`]).
+    ///
+    /// # Safety
+    /// All 32 lanes of the warp call it together.
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [Self::Acc; 4]) -> [Self::Acc; 4];
+    /// The accumulator's 32 bits, as the workspace holds them.
+    fn bits(a: Self::Acc) -> u32;
+    /// The accumulator from its bits.
+    fn from_bits(b: u32) -> Self::Acc;
+    /// The sum of two partial sums (fp32 add, or wrapping int32 add: exact).
+    fn add(a: Self::Acc, b: Self::Acc) -> Self::Acc;
+}
+
+pub struct F16;
+impl Tc for F16 {
+    type Acc = f32;
+    const ZERO: f32 = 0.0;
+    #[inline(always)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+        // SAFETY: forwarded from the caller.
+        unsafe { mma_m16n8k16_f16_f32(a, b, c) }
+    }
+    #[inline(always)]
+    fn bits(a: f32) -> u32 {
+        a.to_bits()
+    }
+    #[inline(always)]
+    fn from_bits(b: u32) -> f32 {
+        f32::from_bits(b)
+    }
+    #[inline(always)]
+    fn add(a: f32, b: f32) -> f32 {
+        a + b
+    }
+}
+
+pub struct I8;
+impl Tc for I8 {
+    type Acc = u32;
+    const ZERO: u32 = 0;
+    #[inline(always)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [u32; 4]) -> [u32; 4] {
+        // SAFETY: forwarded from the caller.
+        unsafe { mma_m16n8k32_s8(a, b, c) }
+    }
+    #[inline(always)]
+    fn bits(a: u32) -> u32 {
+        a
+    }
+    #[inline(always)]
+    fn from_bits(b: u32) -> u32 {
+        b
+    }
+    #[inline(always)]
+    fn add(a: u32, b: u32) -> u32 {
+        a.wrapping_add(b)
+    }
+}
