@@ -140,9 +140,9 @@ pub struct DenseGemv {
 /// The environment variable that puts the bulk-copy kernels (`dense_kernels::bulk`) in the
 /// default path of [`DenseGemv::gemv_f16`] and [`DenseGemv::gemv_i8`] from `N` vectors on
 /// (`CMV_DENSE_BULK=N`, for comparisons; compute capability 9.0 only). Without it they are off:
-/// on an H200 they were 1-7% faster than the default kernels at 2 vectors on matrices with
-/// at least 8192 rows and no more columns than rows, slower elsewhere and at 16 vectors
-/// (docs/PERF.md), so the default path does not take them yet.
+/// on an H200 at 2 vectors they were 0.6-7% faster than the default kernels at 5 of the 8 LLM
+/// shapes and slower at the other 3, and slower everywhere at 16 vectors (docs/PERF.md), so
+/// the default path does not take them yet.
 pub const BULK_ENV: &str = "CMV_DENSE_BULK";
 
 /// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
@@ -169,6 +169,30 @@ fn tc_config(k: TcKernel, plan: TcPlan, batch: u32) -> LaunchConfig {
         block_dim: (TC_THREADS, 1, 1),
         shared_mem_bytes: tc_smem_bytes(k, plan.kblocks_per_split, batch),
     }
+}
+
+/// The buffers of an fp16 launch for `batch` vectors hold `batch` rows of `w`'s columns (`x`)
+/// and of its rows (`y`).
+fn check_io_f16(
+    w: &DeviceMatrix<f16>,
+    x: &CudaSlice<f16>,
+    y: &CudaSlice<f16>,
+    batch: u32,
+) -> Result<()> {
+    check_len("input", x.len(), batch as usize * w.cols())?;
+    check_len("output", y.len(), batch as usize * w.rows())
+}
+
+/// As [`check_io_f16`] for an int8 launch and its two outputs.
+fn check_io_i8(
+    w: &DeviceMatrix<i8>,
+    x: &CudaSlice<i8>,
+    (y32, y8): (&CudaSlice<i32>, &CudaSlice<i8>),
+    batch: u32,
+) -> Result<()> {
+    check_len("input", x.len(), batch as usize * w.cols())?;
+    check_len("int32 output", y32.len(), batch as usize * w.rows())?;
+    check_len("int8 output", y8.len(), batch as usize * w.rows())
 }
 
 /// The parameters of an fp16 tensor-core or bulk-copy launch (`per`: the plan's k-blocks or
@@ -702,8 +726,7 @@ impl DenseGemv {
         y: &mut CudaSlice<f16>,
         batch: u32,
     ) -> Result<()> {
-        check_len("input", x.len(), batch as usize * w.cols())?;
-        check_len("output", y.len(), batch as usize * w.rows())?;
+        check_io_f16(w, x, y, batch)?;
         if !w.cols.is_multiple_of(F16_COL_MULTIPLE) || batch == 0 || batch > kernel_batch {
             return Err(DenseError::Shape {
                 rows: w.rows(),
@@ -746,9 +769,7 @@ impl DenseGemv {
         scale: f32,
         batch: u32,
     ) -> Result<()> {
-        check_len("input", x.len(), batch as usize * w.cols())?;
-        check_len("int32 output", y32.len(), batch as usize * w.rows())?;
-        check_len("int8 output", y8.len(), batch as usize * w.rows())?;
+        check_io_i8(w, x, (y32, y8), batch)?;
         if !w.cols.is_multiple_of(I8_COL_MULTIPLE) || batch == 0 || batch > kernel_batch {
             return Err(DenseError::Shape {
                 rows: w.rows(),
@@ -802,8 +823,7 @@ impl DenseGemv {
         y: &mut CudaSlice<f16>,
         batch: u32,
     ) -> Result<()> {
-        check_len("input", x.len(), batch as usize * w.cols())?;
-        check_len("output", y.len(), batch as usize * w.rows())?;
+        check_io_f16(w, x, y, batch)?;
         check_tc_shape(tk, w.rows(), w.cols(), F16_COL_MULTIPLE, batch)?;
         check_tc_plan(tk, plan, w.rows, w.cols / 8)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
@@ -839,9 +859,7 @@ impl DenseGemv {
         scale: f32,
         batch: u32,
     ) -> Result<()> {
-        check_len("input", x.len(), batch as usize * w.cols())?;
-        check_len("int32 output", y32.len(), batch as usize * w.rows())?;
-        check_len("int8 output", y8.len(), batch as usize * w.rows())?;
+        check_io_i8(w, x, (y32, y8), batch)?;
         check_tc_shape(tk, w.rows(), w.cols(), I8_COL_MULTIPLE, batch)?;
         if !scale.is_finite() {
             return Err(DenseError::Scale { scale });
@@ -901,8 +919,7 @@ impl DenseGemv {
         y: &mut CudaSlice<f16>,
         batch: u32,
     ) -> Result<()> {
-        check_len("input", x.len(), batch as usize * w.cols())?;
-        check_len("output", y.len(), batch as usize * w.rows())?;
+        check_io_f16(w, x, y, batch)?;
         if !w.cols().is_multiple_of(F16_COL_MULTIPLE as usize) {
             return Err(DenseError::Shape {
                 rows: w.rows(),
@@ -941,9 +958,7 @@ impl DenseGemv {
         scale: f32,
         batch: u32,
     ) -> Result<()> {
-        check_len("input", x.len(), batch as usize * w.cols())?;
-        check_len("int32 output", y32.len(), batch as usize * w.rows())?;
-        check_len("int8 output", y8.len(), batch as usize * w.rows())?;
+        check_io_i8(w, x, (y32, y8), batch)?;
         if !w.cols().is_multiple_of(I8_COL_MULTIPLE as usize) {
             return Err(DenseError::Shape {
                 rows: w.rows(),

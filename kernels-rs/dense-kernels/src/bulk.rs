@@ -11,9 +11,9 @@
 //!
 //! # Status
 //! Correct (bit-exact int8, fp16 within the tolerance, every plan, under memcheck and under
-//! load: `bulk_stress`) but not the default path: on an H200 it is 1-7% faster than the
-//! default kernels at 2 vectors on matrices with at least 8192 rows and no more columns than
-//! rows, slower on wide and small ones, and 10-25% slower at 16 vectors (docs/PERF.md, "Dense
+//! load: `bulk_stress`) but not the default path: on an H200 at 2 vectors it is 0.6-7% faster
+//! than the default kernels at 5 of the 8 LLM shapes and 3-16% slower at 4096x4096,
+//! 4096x14336 and 8192x28672, and 11-33% slower at 16 vectors (docs/PERF.md, "Dense
 //! batch 9-16 on an H200"). `dense_gemv::BULK_ENV` puts it in the default path for
 //! comparisons.
 //!
