@@ -10,6 +10,38 @@ use half::f16;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+/// One fp16 and one int8 launch into outputs poisoned first (every element must be written),
+/// checked against the CPU references `want` (fp16: within 1e-3 relative) and `want_i` (int8:
+/// exact, and its requantization with scale 0.5); `what` names each in a failure.
+fn check_pair(
+    gpu: &cmv_runtime::Gpu,
+    (want, want_i): (&[f64], &[i32]),
+    (what_f, what_i): (&str, &str),
+    f16_launch: impl FnOnce(&mut cmv_runtime::CudaSlice<f16>) -> dense_gemv::Result<()>,
+    i8_launch: impl FnOnce(
+        (
+            &mut cmv_runtime::CudaSlice<i32>,
+            &mut cmv_runtime::CudaSlice<i8>,
+        ),
+    ) -> dense_gemv::Result<()>,
+) {
+    let n = want.len();
+    let mut dy = gpu.upload(&vec![f16::NAN; n]).unwrap();
+    f16_launch(&mut dy).unwrap();
+    let got = gpu.download(&dy).unwrap();
+    let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), want);
+    assert!(err < 1e-3, "{what_f}: relative error {err}");
+    let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
+    let mut y8 = gpu.upload(&vec![0x55i8; n]).unwrap();
+    i8_launch((&mut y32, &mut y8)).unwrap();
+    assert_eq!(gpu.download(&y32).unwrap(), want_i, "{what_i}");
+    assert_eq!(
+        gpu.download(&y8).unwrap(),
+        cpu::requantize_all(want_i, 0.5),
+        "{what_i}"
+    );
+}
+
 fn random_f16(rng: &mut StdRng, n: usize, scale: f32) -> Vec<f16> {
     (0..n)
         .map(|_| f16::from_f32(rng.gen_range(-1.0f32..1.0) * scale))
@@ -237,25 +269,15 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
                 for (pf, pi) in plans_f.into_iter().zip(plans_i) {
                     for rep in 0..2 {
                         let what = format!("{rows}x{cols} batch {batch} {pf:?} {pi:?} run {rep}");
-                        let mut dy = gpu.upload(&vec![f16::NAN; batch as usize * rows]).unwrap();
-                        dense
-                            .launch_tc_f16(&kf, *tf, pf, &dwf, &dx, &mut dy, batch)
-                            .unwrap();
-                        let got = gpu.download(&dy).unwrap();
-                        let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
-                        assert!(err < 1e-3, "{} {what}: relative error {err}", tf.name);
-                        let n = batch as usize * rows;
-                        let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
-                        let mut y8 = gpu.upload(&vec![0x55i8; n]).unwrap();
-                        dense
-                            .launch_tc_i8(&ki, *ti, pi, &dwi, &dxi, (&mut y32, &mut y8), 0.5, batch)
-                            .unwrap();
-                        assert_eq!(gpu.download(&y32).unwrap(), want_i, "{} {what}", ti.name);
-                        assert_eq!(
-                            gpu.download(&y8).unwrap(),
-                            cpu::requantize_all(&want_i, 0.5),
-                            "{} {what}",
-                            ti.name
+                        check_pair(
+                            &gpu,
+                            (&want, &want_i),
+                            (
+                                &format!("{} {what}", tf.name),
+                                &format!("{} {what}", ti.name),
+                            ),
+                            |dy| dense.launch_tc_f16(&kf, *tf, pf, &dwf, &dx, dy, batch),
+                            |ys| dense.launch_tc_i8(&ki, *ti, pi, &dwi, &dxi, ys, 0.5, batch),
                         );
                     }
                 }
@@ -298,38 +320,19 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
                 let xi: Vec<i8> = (0..batch as usize * cols).map(|_| rng.r#gen()).collect();
                 let want_i = cpu::gemv_i8(&wi, rows, cols, &xi, batch as usize).unwrap();
                 let dxi = gpu.upload(&xi).unwrap();
-                let n = batch as usize * rows;
                 for blocks in [dense.sm_count(), 1, 5] {
                     let (pf, pi) = (bulk_plan(r, cf, blocks), bulk_plan(r, ci, blocks));
                     for rep in 0..2 {
                         let what = format!("{rows}x{cols} batch {batch} {pf:?} {pi:?} run {rep}");
-                        let mut dy = gpu.upload(&vec![f16::NAN; n]).unwrap();
-                        dense
-                            .launch_bulk_f16(&kfs[i], *tf, pf, &dwf, &dx, &mut dy, batch)
-                            .unwrap();
-                        let got = gpu.download(&dy).unwrap();
-                        let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
-                        assert!(err < 1e-3, "{} {what}: relative error {err}", tf.name);
-                        let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
-                        let mut y8 = gpu.upload(&vec![0x55i8; n]).unwrap();
-                        dense
-                            .launch_bulk_i8(
-                                &kis[i],
-                                *ti,
-                                pi,
-                                &dwi,
-                                &dxi,
-                                (&mut y32, &mut y8),
-                                0.5,
-                                batch,
-                            )
-                            .unwrap();
-                        assert_eq!(gpu.download(&y32).unwrap(), want_i, "{} {what}", ti.name);
-                        assert_eq!(
-                            gpu.download(&y8).unwrap(),
-                            cpu::requantize_all(&want_i, 0.5),
-                            "{} {what}",
-                            ti.name
+                        check_pair(
+                            &gpu,
+                            (&want, &want_i),
+                            (
+                                &format!("{} {what}", tf.name),
+                                &format!("{} {what}", ti.name),
+                            ),
+                            |dy| dense.launch_bulk_f16(&kfs[i], *tf, pf, &dwf, &dx, dy, batch),
+                            |ys| dense.launch_bulk_i8(&kis[i], *ti, pi, &dwi, &dxi, ys, 0.5, batch),
                         );
                     }
                 }

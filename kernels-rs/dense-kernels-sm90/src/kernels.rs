@@ -1,10 +1,10 @@
 //! The bulk-copy kernels (NVPTX only); see `dense_kernels::bulk`.
 
 use cmv_device::{
-    U32x4, block_idx_x, cp_async_bulk_g2s, dyn_smem_addr, f32_to_f16, fence_mbarrier_init,
+    U32x4, block_idx_x, cp_async_bulk_g2s, dyn_smem_addr, fence_mbarrier_init,
     fence_proxy_async_shared, grid_dim_x, lane_id, ld_nc_v4, lds_v4, mbarrier_arrive,
-    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait_parity, named_barrier_sync, requantize,
-    sts_v4, sync_threads, sync_warp, thread_idx_x, warp_id,
+    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait_parity, named_barrier_sync, sts_v4,
+    sync_threads, sync_warp, thread_idx_x, warp_id,
 };
 use dense_kernels::bulk::{
     BULK_CONSUMERS, BULK_SLICE_KBLOCKS, BULK_STAGE_CHUNKS, BULK_STAGES, BULK_TILE_ROWS,
@@ -211,11 +211,8 @@ macro_rules! bulk_entries {
         /// the shared memory (`acc`, `counters` and `kblocks_per_split` are unused).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $f16(p: GemvTcF16Params) {
-            let y = p.y.as_mut_ptr();
-            let store = |at: usize, v: u32| {
-                // SAFETY: at < batch * rows: inside y.
-                unsafe { *y.add(at) = f32_to_f16(f32::from_bits(v)) };
-            };
+            // SAFETY: the launcher's checks: y holds batch * rows values.
+            let store = unsafe { dense_kernels::tc_dev::f16_store(&p) };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_bulk::<F16, $nt>(
@@ -232,14 +229,8 @@ macro_rules! bulk_entries {
         /// As the fp16 entry point.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $i8(p: GemvTcI8Params) {
-            let (y32, y8, scale) = (p.y32.as_mut_ptr(), p.y8.as_mut_ptr(), p.scale);
-            let store = |at: usize, v: u32| {
-                // SAFETY: at < batch * rows: inside y32 and y8.
-                unsafe {
-                    *y32.add(at) = v as i32;
-                    *y8.add(at) = requantize(v as i32, scale);
-                }
-            };
+            // SAFETY: the launcher's checks: y32 and y8 hold batch * rows values.
+            let store = unsafe { dense_kernels::tc_dev::i8_store(&p) };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_bulk::<I8, $nt>(

@@ -1,7 +1,40 @@
 //! Device helpers shared by the tensor-core kernels here and by `dense-kernels-sm90` (NVPTX
 //! only): the `mma` of each element type.
 
-use cmv_device::{mma_m16n8k16_f16_f32, mma_m16n8k32_s8};
+use crate::math::requantize;
+use crate::tc::{GemvTcF16Params, GemvTcI8Params};
+use cmv_device::{f32_to_f16, mma_m16n8k16_f16_f32, mma_m16n8k32_s8};
+
+/// The output store of the fp16 tensor-core kernels: `store(i, v)` writes output `i`
+/// (`n * rows + row`) as the fp16 of the fp32 sum whose bits are `v`.
+///
+/// # Safety
+/// `p.y` holds `p.batch * p.rows` values and the caller stores only below that.
+#[inline(always)]
+pub unsafe fn f16_store(p: &GemvTcF16Params) -> impl Fn(usize, u32) {
+    let y = p.y.as_mut_ptr();
+    move |at: usize, v: u32| {
+        // SAFETY: at < batch * rows: inside y (the caller's contract).
+        unsafe { *y.add(at) = f32_to_f16(f32::from_bits(v)) };
+    }
+}
+
+/// The output store of the int8 tensor-core kernels: the int32 sum `v` and its requantization
+/// to output `i` of `y32` and `y8`.
+///
+/// # Safety
+/// `p.y32` and `p.y8` hold `p.batch * p.rows` values and the caller stores only below that.
+#[inline(always)]
+pub unsafe fn i8_store(p: &GemvTcI8Params) -> impl Fn(usize, u32) {
+    let (y32, y8, scale) = (p.y32.as_mut_ptr(), p.y8.as_mut_ptr(), p.scale);
+    move |at: usize, v: u32| {
+        // SAFETY: at < batch * rows: inside y32 and y8 (the caller's contract).
+        unsafe {
+            *y32.add(at) = v as i32;
+            *y8.add(at) = requantize(v as i32, scale);
+        }
+    }
+}
 
 /// One `mma` shape: the element type's instruction and its 32-bit accumulators.
 pub trait Tc {
@@ -21,6 +54,7 @@ pub trait Tc {
     fn add(a: Self::Acc, b: Self::Acc) -> Self::Acc;
 }
 
+#[derive(Debug)]
 pub struct F16;
 impl Tc for F16 {
     type Acc = f32;
@@ -44,6 +78,7 @@ impl Tc for F16 {
     }
 }
 
+#[derive(Debug)]
 pub struct I8;
 impl Tc for I8 {
     type Acc = u32;

@@ -1,12 +1,11 @@
 //! Tensor-core GEMV entry points for 2 to 16 vectors (NVPTX only); the design is in
 //! [`crate::tc`].
 
-use crate::math::requantize;
 use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_KBLOCK_CHUNKS};
 use crate::tc_dev::{F16, I8, Tc};
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, block_idx_y, cp_async_16_zfill, cp_async_commit,
-    cp_async_wait, dyn_smem_addr, f32_to_f16, fence_gpu, grid_dim_x, grid_dim_y, lane_id, ld_cg_v4,
+    cp_async_wait, dyn_smem_addr, fence_gpu, grid_dim_x, grid_dim_y, lane_id, ld_cg_v4,
     ld_nc_na_v4, ld_nc_v4, lds_v4, st_global_v4, sts_v4, sync_threads, sync_threads_or, sync_warp,
     thread_idx_x, warp_id,
 };
@@ -700,11 +699,8 @@ macro_rules! tc_stream_entries {
         /// ([`crate::tc::tc_stream_plan`]), the workspace and the zeroed counters.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $f16(p: GemvTcF16Params) {
-            let y = p.y.as_mut_ptr();
-            let store = |at: usize, v: u32| {
-                // SAFETY: at < batch * rows: inside y.
-                unsafe { *y.add(at) = f32_to_f16(f32::from_bits(v)) };
-            };
+            // SAFETY: the launcher's checks: y holds batch * rows values.
+            let store = unsafe { crate::tc_dev::f16_store(&p) };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_tc_stream::<F16, $nt, $u>(
@@ -721,14 +717,8 @@ macro_rules! tc_stream_entries {
         /// As the fp16 entry point.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $i8(p: GemvTcI8Params) {
-            let (y32, y8, scale) = (p.y32.as_mut_ptr(), p.y8.as_mut_ptr(), p.scale);
-            let store = |at: usize, v: u32| {
-                // SAFETY: at < batch * rows: inside y32 and y8.
-                unsafe {
-                    *y32.add(at) = v as i32;
-                    *y8.add(at) = requantize(v as i32, scale);
-                }
-            };
+            // SAFETY: the launcher's checks: y32 and y8 hold batch * rows values.
+            let store = unsafe { crate::tc_dev::i8_store(&p) };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_tc_stream::<I8, $nt, $u>(
@@ -755,11 +745,8 @@ macro_rules! tc_entries {
         /// ([`crate::tc::tc_plan`]), the workspace and the zeroed counters.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $f16(p: GemvTcF16Params) {
-            let y = p.y.as_mut_ptr();
-            let store = |at: usize, v: u32| {
-                // SAFETY: at < batch * rows: inside y.
-                unsafe { *y.add(at) = f32_to_f16(f32::from_bits(v)) };
-            };
+            // SAFETY: the launcher's checks: y holds batch * rows values.
+            let store = unsafe { crate::tc_dev::f16_store(&p) };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_tc::<F16, $mt, $nt, $na, $u, $pf, $xs, $r, $s, $wb, $cs>(
@@ -776,14 +763,8 @@ macro_rules! tc_entries {
         /// As the fp16 entry point.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $i8(p: GemvTcI8Params) {
-            let (y32, y8, scale) = (p.y32.as_mut_ptr(), p.y8.as_mut_ptr(), p.scale);
-            let store = |at: usize, v: u32| {
-                // SAFETY: at < batch * rows: inside y32 and y8.
-                unsafe {
-                    *y32.add(at) = v as i32;
-                    *y8.add(at) = requantize(v as i32, scale);
-                }
-            };
+            // SAFETY: the launcher's checks: y32 and y8 hold batch * rows values.
+            let store = unsafe { crate::tc_dev::i8_store(&p) };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_tc::<I8, $mt, $nt, $na, $u, $pf, $xs, $r, $s, $wb, $cs>(
