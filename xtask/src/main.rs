@@ -36,6 +36,10 @@ enum Cmd {
         /// Skip the ptxas report.
         #[arg(long)]
         no_report: bool,
+        /// Build only these device crates (package names; repeatable), e.g. while working on
+        /// one kernel; the others' committed PTX is left as it is.
+        #[arg(long, value_name = "PACKAGE")]
+        only: Vec<String>,
     },
     /// Unpack ptxas from PyPI's nvidia-cuda-nvcc wheel into target/xtask/nvcc (for the reports).
     PtxasInstall {
@@ -122,10 +126,15 @@ fn bench(args: Vec<OsString>) -> ExitCode {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Ptx { check, no_report } => ptx::run(ptx::Options {
+        Cmd::Ptx {
+            check,
+            no_report,
+            only,
+        } => ptx::run(ptx::Options {
             check,
             report: !no_report,
             quiet: false,
+            only,
         }),
         Cmd::PtxasInstall { wheel, force } => ptxas::install(wheel, force),
         Cmd::Bench { args } => return bench(args),

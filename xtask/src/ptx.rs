@@ -54,7 +54,7 @@ const PASS_ENV: &[&str] = &[
 ];
 
 /// What `cargo xtask ptx` does.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Compare with the committed PTX instead of writing it.
     pub check: bool,
@@ -62,6 +62,8 @@ pub struct Options {
     pub report: bool,
     /// Capture the nested builds' output (shown only on failure).
     pub quiet: bool,
+    /// Build only the device crates of these packages (all when empty).
+    pub only: Vec<String>,
 }
 
 /// The installed PTX toolchain.
@@ -407,7 +409,24 @@ pub fn run(opts: Options) -> Result<()> {
     let linker = build_linker(&tc, &ws, opts.quiet)?;
     let mut stale = Vec::new();
     let mut reported = Vec::new();
-    let devices = Workspace::load(&ws)?.device_crates();
+    let mut devices = Workspace::load(&ws)?.device_crates();
+    if !opts.only.is_empty() {
+        if let Some(bad) = opts
+            .only
+            .iter()
+            .find(|p| !devices.iter().any(|k| &k.package == *p))
+        {
+            return Err(Error::Msg(format!(
+                "--only {bad}: not a device crate (they are: {})",
+                devices
+                    .iter()
+                    .map(|k| k.package.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        devices.retain(|k| opts.only.contains(&k.package));
+    }
     for krate in &devices {
         let built = build_ptx(krate, &tc, &linker, &ws, opts.quiet)?;
         let dest = ws.join(&krate.ptx);
@@ -476,6 +495,7 @@ mod tests {
             check: true,
             report: false,
             quiet: true,
+            only: Vec::new(),
         };
         match run(opts) {
             Ok(()) => {}

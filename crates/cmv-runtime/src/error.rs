@@ -77,6 +77,12 @@ pub enum RuntimeError {
         /// The entry point asked for.
         kernel: &'static str,
     },
+    /// A tensor map the copy engine cannot take ([`crate::tensor_map_2d`]).
+    #[error("tensor map refused: {reason}")]
+    TensorMap {
+        /// What is wrong, with the values.
+        reason: String,
+    },
     /// A launch configuration outside the device's limits.
     #[error("launch of {kernel} refused: {reason}")]
     InvalidLaunch {

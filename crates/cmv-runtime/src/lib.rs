@@ -8,6 +8,7 @@
 //!   [`DevPtr`] / [`DevPtrMut`] fields from device buffers.
 //! * [`time_launches`]: CUDA-event timing with warm-up, and [`time_graph`], the same over
 //!   replays of a captured CUDA graph; [`Timings`] gives median and spread.
+//! * [`tensor_map_2d`]: the tensor map a Hopper kernel's copy engine reads a matrix by.
 //! * [`rotation_copies`]: how many weight copies make every timed call read from HBM.
 //!
 //! Nothing CUDA is needed to build or to run the CPU tests: `libcuda` is loaded at run time,
@@ -19,13 +20,15 @@
 mod device;
 mod error;
 mod timing;
+mod tma;
 
-pub use cmv_device::{DevPtr, DevPtrMut, KernelParams};
+pub use cmv_device::{DevPtr, DevPtrMut, KernelParams, TensorMap};
 pub use cudarc;
 pub use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig};
 pub use device::{DeviceInfo, Gpu, Kernel, PtxModule, dev_ptr, dev_ptr_mut, gpu_for_tests};
 pub use error::{DriverResultExt, RuntimeError};
 pub use timing::{Timings, rotation_copies, time_graph, time_launches};
+pub use tma::{TmaElem, tensor_map_2d};
 
 /// Result alias of this crate.
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

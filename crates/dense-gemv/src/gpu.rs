@@ -5,12 +5,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use cmv_runtime::cudarc::cublas::sys::cublasOperation_t;
 use cmv_runtime::cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cmv_runtime::{
-    CudaSlice, CudaStream, DeviceRepr, Gpu, Kernel, LaunchConfig, RuntimeError, dev_ptr,
-    dev_ptr_mut,
+    CudaSlice, CudaStream, DeviceRepr, Gpu, Kernel, LaunchConfig, RuntimeError, TensorMap, TmaElem,
+    dev_ptr, dev_ptr_mut, tensor_map_2d,
 };
 use dense_kernels::bulk::{
-    BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_SMEM_BYTES, BULK_THREADS, BulkKernel, BulkPlan,
-    bulk_kernel, bulk_plan,
+    BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_ROW_BYTES, BULK_SMEM_BYTES, BULK_THREADS,
+    BULK_TILE_ROWS, BulkKernel, BulkPlan, GemvBulkF16Params, GemvBulkI8Params, bulk_kernel,
+    bulk_plan, bulk_plan_fits, bulk_plan_for,
 };
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
@@ -533,7 +534,7 @@ impl DenseGemv {
             && self.uses_bulk(b)
         {
             let i = bulk_kernel(b);
-            let plan = bulk_plan(rows, cols / 8, self.sm_count);
+            let plan = bulk_plan(rows, 2 * cols, BULK_F16_KERNELS[i].batch / 8, self.sm_count);
             self.launch_bulk_f16(&kf[i], BULK_F16_KERNELS[i], plan, w, x, y, b)?;
         } else if cols.is_multiple_of(F16_COL_MULTIPLE)
             && f16_on_tensor_cores(b, rows, cols, self.sm_count)
@@ -596,7 +597,7 @@ impl DenseGemv {
             && self.uses_bulk(b)
         {
             let i = bulk_kernel(b);
-            let plan = bulk_plan(rows, cols / 16, self.sm_count);
+            let plan = bulk_plan(rows, cols, BULK_I8_KERNELS[i].batch / 8, self.sm_count);
             self.launch_bulk_i8(&ki[i], BULK_I8_KERNELS[i], plan, w, x, (y32, y8), scale, b)?;
         } else if cols.is_multiple_of(I8_COL_MULTIPLE)
             && i8_on_tensor_cores(b, rows, cols, self.sm_count)
@@ -875,22 +876,27 @@ impl DenseGemv {
         Ok(())
     }
 
-    /// Checks a bulk-copy launch of kernel `tk` with `plan` for `batch` vectors on a matrix of
-    /// `rows x chunks` and returns its configuration.
+    /// Checks a copy-engine launch of kernel `tk` with `plan` for `batch` vectors on a matrix
+    /// of `rows` rows of `row_bytes` bytes and returns its configuration.
     fn bulk_config(
         &self,
         tk: BulkKernel,
         plan: BulkPlan,
         rows: u32,
-        chunks: u32,
+        row_bytes: u32,
         batch: u32,
     ) -> Result<LaunchConfig> {
-        if plan != bulk_plan(rows, chunks, plan.grid) || batch == 0 || batch > tk.batch {
+        if plan != bulk_plan_for(rows, row_bytes, plan.per, plan.grid)
+            || !bulk_plan_fits(&plan, tk.batch / 8)
+            || batch == 0
+            || batch > tk.batch
+        {
             return Err(DenseError::Runtime(RuntimeError::InvalidLaunch {
                 kernel: tk.name,
                 reason: format!(
-                    "plan {plan:?} is not one for {rows} rows of {chunks} chunks, or {batch} \
-                     vectors are not 1..={}; use dense_gemv::bulk_plan",
+                    "plan {plan:?} is not one for {rows} rows of {row_bytes} bytes within the \
+                     split-K workspace, or {batch} vectors are not 1..={}; use \
+                     dense_gemv::bulk_plan",
                     tk.batch
                 ),
             }));
@@ -902,8 +908,8 @@ impl DenseGemv {
         })
     }
 
-    /// Launches the fp16 bulk-copy kernel `k` (loaded from [`PTX_SM90`] by the name `tk.name`)
-    /// with `plan` ([`bulk_plan`]; other splits for comparisons).
+    /// Launches the fp16 copy-engine kernel `k` (loaded from [`PTX_SM90`] by the name
+    /// `tk.name`) with `plan` ([`bulk_plan`]; other splits and grids for comparisons).
     ///
     /// # Errors
     /// As [`DenseGemv::gemv_f16`], and a plan that does not fit the shape or the workspace;
@@ -926,22 +932,27 @@ impl DenseGemv {
                 cols: w.cols(),
             });
         }
-        let cfg = self.bulk_config(tk, plan, w.rows, w.cols / 8, batch)?;
+        let cfg = self.bulk_config(tk, plan, w.rows, 2 * w.cols, batch)?;
+        let (wmap, xmap) = bulk_maps(&w.data, x, TmaElem::F16, w.rows, w.cols, batch, tk)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
-        let params = f16_params(w, x, y, ws, batch, plan.kstages);
-        // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows
-        // (checked above); cols % 8 == 0 and cudarc allocations are 256-byte aligned, so every
-        // row and vector starts on a 16-byte boundary; rows >= 1 (a DeviceMatrix) and
-        // 1 <= batch <= tk.batch; the grid is the plan's (at most one block per 16-row tile,
-        // bulk_config), with BULK_THREADS threads and BULK_SMEM_BYTES of shared memory. `k`
-        // is a bulk fp16 kernel of shape `tk`, which takes `GemvTcF16Params` (the workspace
-        // pointers are passed but unused).
+        let params = GemvBulkF16Params {
+            wmap,
+            xmap,
+            p: f16_params(w, x, y, ws, batch, plan.per),
+        };
+        // SAFETY: the maps describe w (rows x cols) and x (batch x cols), which hold those
+        // values (checked above), with the boxes the kernel copies (128 rows or tk.batch
+        // vectors by 128 bytes, 128-byte swizzle: bulk_maps); y holds batch * rows values;
+        // 1 <= batch <= tk.batch; the grid is the plan's for this shape, within the split-K
+        // workspace and counters (bulk_config), with BULK_THREADS threads and BULK_SMEM_BYTES
+        // of shared memory. `k` is a bulk fp16 kernel of shape `tk`, which takes
+        // `GemvBulkF16Params`.
         unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
 
-    /// Launches the int8 bulk-copy kernel `k`; see [`DenseGemv::launch_bulk_f16`].
+    /// Launches the int8 copy-engine kernel `k`; see [`DenseGemv::launch_bulk_f16`].
     ///
     /// # Errors
     /// As [`DenseGemv::gemv_i8`], and a plan that does not fit; the matrix needs
@@ -968,15 +979,39 @@ impl DenseGemv {
         if !scale.is_finite() {
             return Err(DenseError::Scale { scale });
         }
-        let cfg = self.bulk_config(tk, plan, w.rows, w.cols / 16, batch)?;
+        let cfg = self.bulk_config(tk, plan, w.rows, w.cols, batch)?;
+        let (wmap, xmap) = bulk_maps(&w.data, x, TmaElem::U8, w.rows, w.cols, batch, tk)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
-        let params = i8_params(w, x, (y32, y8), scale, ws, batch, plan.kstages);
-        // SAFETY: as in `launch_bulk_f16`, with cols % 16 == 0 for the 16-byte int8 chunks;
-        // `k` is a bulk int8 kernel of shape `tk`, which takes `GemvTcI8Params`.
+        let params = GemvBulkI8Params {
+            wmap,
+            xmap,
+            p: i8_params(w, x, (y32, y8), scale, ws, batch, plan.per),
+        };
+        // SAFETY: as in `launch_bulk_f16`, with int8 values; `k` is a bulk int8 kernel of
+        // shape `tk`, which takes `GemvBulkI8Params`.
         unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
+}
+
+/// The tensor maps of a copy-engine launch: `w` (`rows x cols`) in boxes of 128 rows and `x`
+/// (`batch x cols`) in boxes of `tk.batch` vectors, both 128 bytes wide with the 128-byte
+/// swizzle (`dense_kernels::bulk`).
+fn bulk_maps<T, U>(
+    w: &CudaSlice<T>,
+    x: &CudaSlice<U>,
+    elem: TmaElem,
+    rows: u32,
+    cols: u32,
+    batch: u32,
+    tk: BulkKernel,
+) -> Result<(TensorMap, TensorMap)> {
+    let box_cols = BULK_ROW_BYTES / elem.bytes() as u32;
+    Ok((
+        tensor_map_2d(w, elem, rows.into(), cols.into(), BULK_TILE_ROWS, box_cols)?,
+        tensor_map_2d(x, elem, batch.into(), cols.into(), tk.batch, box_cols)?,
+    ))
 }
 
 /// cuBLAS fp16 GEMV (`cublasGemmEx`, fp16 in and out, fp32 compute), for reference.

@@ -4,7 +4,8 @@
 use cmv_runtime::gpu_for_tests;
 use dense_gemv::{
     BULK_F16_KERNELS, BULK_I8_KERNELS, CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS,
-    TC_I8_KERNELS, TcKernel, bulk_plan, cpu, relative_error, tc_plan, tc_stream_plan,
+    TC_I8_KERNELS, TcKernel, bulk_plan, bulk_plan_for, cpu, relative_error, tc_plan,
+    tc_stream_plan,
 };
 use half::f16;
 use rand::rngs::StdRng;
@@ -286,11 +287,13 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
     }
 }
 
-/// The Hopper bulk-copy kernels (`dense_kernels::bulk`) against the CPU references, on one
-/// block per SM, 1 block (every tile and stage through one ring, many times round) and 5,
-/// each product twice, outputs poisoned before every launch: rows not a multiple of 16,
-/// partial last k-stages and k-blocks, batches 1 to 16; plans for another shape and too many
-/// vectors are refused. Skipped (with a message) off compute capability 9.0.
+/// The Hopper copy-engine kernels (`dense_kernels::bulk`) against the CPU references, on
+/// their default plan and on forced ones (one k-stage per item: every tile split across
+/// blocks; 3 per item; one block, taking every item and stage through one ring many times
+/// round; 5 blocks), each product twice (the split-K counters must be back at zero), outputs
+/// poisoned before every launch: rows not a multiple of 128, partial last k-stages (columns
+/// not a multiple of 64 or 128), batches 1 to 16; plans for another shape and too many vectors
+/// are refused. Skipped (with a message) off compute capability 9.0.
 #[test]
 fn bulk_kernels_match_the_reference_on_every_plan() {
     let Some(gpu) = gpu_for_tests("bulk_kernels_match_the_reference_on_every_plan") else {
@@ -306,13 +309,24 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
         return;
     };
     let mut rng = StdRng::seed_from_u64(6);
+    let sms = dense.sm_count();
     for (rows, cols) in [(1, 16), (129, 48), (300, 1040), (1000, 4096), (2113, 4112)] {
         let wf = random_f16(&mut rng, rows * cols, 1.0);
         let dwf = DeviceMatrix::upload_f16(&gpu, &wf, rows, cols).unwrap();
         let wi: Vec<i8> = (0..rows * cols).map(|_| rng.r#gen()).collect();
         let dwi = DeviceMatrix::upload_i8(&gpu, &wi, rows, cols).unwrap();
-        let (r, cf, ci) = (rows as u32, cols as u32 / 8, cols as u32 / 16);
+        let (r, bytes) = (rows as u32, 2 * cols as u32);
         for (i, (tf, ti)) in BULK_F16_KERNELS.iter().zip(&BULK_I8_KERNELS).enumerate() {
+            let groups = tf.batch / 8;
+            let plans = |row_bytes: u32| {
+                [
+                    bulk_plan(r, row_bytes, groups, sms),
+                    bulk_plan_for(r, row_bytes, 1, sms),
+                    bulk_plan_for(r, row_bytes, 3, sms),
+                    bulk_plan_for(r, row_bytes, 2, 1),
+                    bulk_plan_for(r, row_bytes, 0, 5),
+                ]
+            };
             for batch in [1, 5, tf.batch - 1, tf.batch] {
                 let x = random_f16(&mut rng, batch as usize * cols, 1.0);
                 let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
@@ -320,8 +334,7 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
                 let xi: Vec<i8> = (0..batch as usize * cols).map(|_| rng.r#gen()).collect();
                 let want_i = cpu::gemv_i8(&wi, rows, cols, &xi, batch as usize).unwrap();
                 let dxi = gpu.upload(&xi).unwrap();
-                for blocks in [dense.sm_count(), 1, 5] {
-                    let (pf, pi) = (bulk_plan(r, cf, blocks), bulk_plan(r, ci, blocks));
+                for (pf, pi) in plans(bytes).into_iter().zip(plans(bytes / 2)) {
                     for rep in 0..2 {
                         let what = format!("{rows}x{cols} batch {batch} {pf:?} {pi:?} run {rep}");
                         check_pair(
@@ -345,7 +358,7 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
     let dw = DeviceMatrix::upload_f16(&gpu, &w, rows, cols).unwrap();
     let dx = gpu.upload(&random_f16(&mut rng, 16 * cols, 1.0)).unwrap();
     let mut dy = gpu.upload(&vec![f16::ZERO; 16 * rows]).unwrap();
-    let wrong = bulk_plan(rows as u32 * 2, cols as u32 / 8, 132);
+    let wrong = bulk_plan(rows as u32 * 2, 2 * cols as u32, 2, 132);
     let k = BULK_F16_KERNELS[1];
     assert!(
         dense
@@ -357,7 +370,7 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
             .launch_bulk_f16(
                 &kfs[1],
                 k,
-                bulk_plan(rows as u32, cols as u32 / 8, 132),
+                bulk_plan(rows as u32, 2 * cols as u32, 2, 132),
                 &dw,
                 &dx,
                 &mut dy,
@@ -390,7 +403,6 @@ fn bulk_stress() {
     };
     let v: Vec<usize> = spec.split(',').map(|p| p.trim().parse().unwrap()).collect();
     let (rows, cols, reps) = (v[0], v[1], v[2]);
-    let blocks = v.get(3).map_or(dense.sm_count(), |&b| b as u32);
     let batch = 16u32;
     let mut rng = StdRng::seed_from_u64(7);
     let wi: Vec<i8> = (0..rows * cols).map(|_| rng.r#gen()).collect();
@@ -404,10 +416,14 @@ fn bulk_stress() {
     let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
     let dx = gpu.upload(&x).unwrap();
     let n = batch as usize * rows;
-    let (pi, pf) = (
-        bulk_plan(rows as u32, cols as u32 / 16, blocks),
-        bulk_plan(rows as u32, cols as u32 / 8, blocks),
-    );
+    // BLOCKS given: that grid with the default split; else the default plan.
+    let plan = |row_bytes: u32| {
+        let p = bulk_plan(rows as u32, row_bytes, 2, dense.sm_count());
+        v.get(3).map_or(p, |&b| {
+            bulk_plan_for(rows as u32, row_bytes, p.per, b as u32)
+        })
+    };
+    let (pi, pf) = (plan(cols as u32), plan(2 * cols as u32));
     let mut bad = 0;
     for rep in 0..reps {
         let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();

@@ -816,6 +816,91 @@ pub unsafe fn cp_async_bulk_g2s(dst: u32, src: *const u8, bytes: u32, bar: u32) 
     }
 }
 
+/// Starts a 2-D tensor copy (TMA) of one box from global memory to the shared-window address
+/// `dst`, completing on the barrier `bar` (`cp.async.bulk.tensor.2d.shared::cluster.global
+/// .mbarrier::complete_tx::bytes`, sm_90). `map` is the generic address of the tensor map (a
+/// `CUtensorMap` made by `cuTensorMapEncodeTiled` on the host: the tensor's address, sizes,
+/// strides, box and swizzle), `(c0, c1)` the box's first element (innermost dimension first).
+/// Elements of the box outside the tensor are written as zeros; the copy writes the whole box
+/// and counts all its bytes on `bar`.
+///
+/// # Safety
+/// `map` points at a valid tensor map in parameter, constant or global memory, 64-byte
+/// aligned, whose global memory is readable; `dst` has the box's bytes of the block's shared
+/// memory, aligned as the map's swizzle needs (1024 bytes for 128-byte swizzling), that nothing
+/// reads or writes until the barrier's phase completes; `bar` is an initialized barrier of
+/// this block whose current phase counts the box's bytes.
+#[inline(always)]
+pub unsafe fn cp_async_bulk_tensor_2d_g2s(dst: u32, map: u64, c0: u32, c1: u32, bar: u32) {
+    // SAFETY: the caller guarantees the map, the ranges and the barrier.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}}}], [{b}];",
+            d = in(reg32) dst,
+            m = in(reg64) map,
+            c0 = in(reg32) c0,
+            c1 = in(reg32) c1,
+            b = in(reg32) bar,
+            options(nostack)
+        );
+    }
+}
+
+/// `prefetch.tensormap` (sm_90): brings the tensor map at the generic address `map` into the
+/// copy engine's cache before its first use.
+///
+/// # Safety
+/// `map` is the generic address of a tensor map, as for [`cp_async_bulk_tensor_2d_g2s`].
+#[inline(always)]
+pub unsafe fn prefetch_tensormap(map: u64) {
+    // SAFETY: a hint; the caller guarantees the address.
+    unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) map, options(nostack)) };
+}
+
+/// `ldmatrix.sync.aligned.m8n8.x4.shared.b16` (sm_75+): four 8x8 matrices of 16-bit values
+/// from shared memory. Lanes `8 i .. 8 i + 8` give the shared-window addresses of matrix `i`'s
+/// 8 rows (16 bytes each, 16-byte aligned); word `i` of the result is, in lane `(g, t) = (lane
+/// / 4, lane % 4)`, the 32-bit word `t` of matrix `i`'s row `g`: the fragment layout of the
+/// `mma` operands.
+///
+/// # Safety
+/// All 32 lanes of the warp execute it together; every lane's address is 16 bytes of the
+/// block's shared memory, 16-byte aligned.
+#[inline(always)]
+pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
+    let (r0, r1, r2, r3): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees the addresses and that the whole warp is here.
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [{a}];",
+            r0 = out(reg32) r0, r1 = out(reg32) r1, r2 = out(reg32) r2, r3 = out(reg32) r3,
+            a = in(reg32) addr,
+            options(nostack, readonly)
+        );
+    }
+    [r0, r1, r2, r3]
+}
+
+/// As [`ldmatrix_x4`] for two matrices (`.x2`): lanes 0-15 give the rows' addresses (lanes
+/// 16-31 give addresses too, which are ignored but must be valid shared addresses).
+///
+/// # Safety
+/// As [`ldmatrix_x4`].
+#[inline(always)]
+pub unsafe fn ldmatrix_x2(addr: u32) -> [u32; 2] {
+    let (r0, r1): (u32, u32);
+    // SAFETY: the caller guarantees the addresses and that the whole warp is here.
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {{{r0}, {r1}}}, [{a}];",
+            r0 = out(reg32) r0, r1 = out(reg32) r1,
+            a = in(reg32) addr,
+            options(nostack, readonly)
+        );
+    }
+    [r0, r1]
+}
+
 /// `griddepcontrol.launch_dependents` (sm_90): this block no longer holds back the launch of
 /// the grid launched after it with programmatic stream serialization (programmatic dependent
 /// launch). That grid starts once every block of this one has called it or exited; it may then

@@ -28,7 +28,7 @@ mod math;
 pub use math::*;
 
 mod params;
-pub use params::{DevPtr, DevPtrMut, KernelParams};
+pub use params::{DevPtr, DevPtrMut, KernelParams, TensorMap};
 
 #[cfg(target_arch = "nvptx64")]
 mod device;

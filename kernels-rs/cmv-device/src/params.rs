@@ -156,3 +156,34 @@ impl<T> DevPtrMut<T> {
         DevPtr(self.0, PhantomData)
     }
 }
+
+/// A CUDA tensor map (`CUtensorMap`: 128 opaque bytes saying where a tensor is, its sizes and
+/// strides, the box one copy moves and how the box is laid out in shared memory), as it
+/// travels in a parameter struct: 32 words, aligned to 4 like the rest of the struct.
+///
+/// The host makes one with `cmv_runtime::tensor_map_2d` (`cuTensorMapEncodeTiled`). A kernel
+/// uses it in place, in its parameter space, by the generic address of its parameter struct
+/// (`cvta.param` of the parameter's symbol, as `nvcc` does for a `__grid_constant__`
+/// parameter): the tensor copy needs the map 64-byte aligned, which holds for maps at offsets
+/// that are multiples of 64 from the start of a kernel's first parameter (parameter space
+/// starts 64-byte aligned, as `nvcc`'s `.align 64` tensor-map parameters at offset 0 rely on).
+#[repr(C)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TensorMap(pub [u32; 32]);
+
+const _: () = assert!(core::mem::size_of::<TensorMap>() == 128);
+const _: () = assert!(core::mem::align_of::<TensorMap>() == 4);
+
+impl TensorMap {
+    /// All zero: not a valid map, for a field the launched kernel does not use.
+    pub const ZERO: Self = Self([0; 32]);
+}
+
+impl fmt::Debug for TensorMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The first 8 bytes hold the tensor's address on every driver seen so far, but the
+        // layout is opaque: print a digest, not fields.
+        let sum = self.0.iter().fold(0u32, |a, &w| a.rotate_left(5) ^ w);
+        write!(f, "TensorMap({sum:#010x})")
+    }
+}

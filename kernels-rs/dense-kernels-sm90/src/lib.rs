@@ -4,7 +4,7 @@
 //! `dense_kernels::tc`. Built to PTX by `cargo xtask ptx` (arch `sm_90a`); nothing here on the
 //! host.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels;

@@ -3,7 +3,7 @@
 
 use crate::math::requantize;
 use crate::tc::{GemvTcF16Params, GemvTcI8Params};
-use cmv_device::{f32_to_f16, mma_m16n8k16_f16_f32, mma_m16n8k32_s8};
+use cmv_device::{f32_to_f16, lane_id, mma_m16n8k16_f16_f32, mma_m16n8k32_s8};
 
 /// The output store of the fp16 tensor-core kernels: `store(i, v)` writes output `i`
 /// (`n * rows + row`) as the fp16 of the fp32 sum whose bits are `v`.
@@ -32,6 +32,29 @@ pub unsafe fn i8_store(p: &GemvTcI8Params) -> impl Fn(usize, u32) {
         unsafe {
             *y32.add(at) = v as i32;
             *y8.add(at) = requantize(v as i32, scale);
+        }
+    }
+}
+
+/// Stores a warp's fragment sums of the 16 rows from `row0` (rows below `rows`, vectors
+/// below `batch`) through `store(n * rows + row, bits)`.
+#[inline(always)]
+pub fn store_fragment<E: Tc, const NT: usize>(
+    sums: &[[E::Acc; 4]; NT],
+    row0: u32,
+    rows: u32,
+    batch: u32,
+    store: &impl Fn(usize, u32),
+) {
+    let lane = lane_id();
+    let (g, t) = (lane >> 2, lane & 3);
+    for (nt, a) in sums.iter().enumerate() {
+        for (i, &v) in a.iter().enumerate() {
+            let row = row0 + g + if i >= 2 { 8 } else { 0 };
+            let n = (nt * 8) as u32 + 2 * t + (i as u32 & 1);
+            if row < rows && n < batch {
+                store(n as usize * rows as usize + row as usize, E::bits(v));
+            }
         }
     }
 }

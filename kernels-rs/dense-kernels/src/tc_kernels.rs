@@ -2,7 +2,7 @@
 //! [`crate::tc`].
 
 use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_KBLOCK_CHUNKS};
-use crate::tc_dev::{F16, I8, Tc};
+use crate::tc_dev::{F16, I8, Tc, store_fragment};
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, block_idx_y, cp_async_16_zfill, cp_async_commit,
     cp_async_wait, dyn_smem_addr, fence_gpu, grid_dim_x, grid_dim_y, lane_id, ld_cg_v4,
@@ -537,29 +537,6 @@ unsafe fn gemv_tc<
                 if slice == 0 && row < rows && n < batch {
                     store(n as usize * rows as usize + row as usize, E::bits(v));
                 }
-            }
-        }
-    }
-}
-
-/// Stores a warp's fragment sums of the 16 rows from `row0` (rows below `rows`, vectors
-/// below `batch`) through `store(n * rows + row, bits)`.
-#[inline(always)]
-fn store_fragment<E: Tc, const NT: usize>(
-    sums: &[[E::Acc; 4]; NT],
-    row0: u32,
-    rows: u32,
-    batch: u32,
-    store: &impl Fn(usize, u32),
-) {
-    let lane = lane_id();
-    let (g, t) = (lane >> 2, lane & 3);
-    for (nt, a) in sums.iter().enumerate() {
-        for (i, &v) in a.iter().enumerate() {
-            let row = row0 + g + if i >= 2 { 8 } else { 0 };
-            let n = (nt * 8) as u32 + 2 * t + (i as u32 & 1);
-            if row < rows && n < batch {
-                store(n as usize * rows as usize + row as usize, E::bits(v));
             }
         }
     }
