@@ -293,7 +293,47 @@ fn build_ptx(
             start.elapsed().as_secs_f64()
         );
     }
-    Ok(header(krate, tc) + &apply_launch_bounds(&normalize(&raw, ws))?)
+    let ptx = apply_param_align(&apply_launch_bounds(&normalize(&raw, ws))?)?;
+    Ok(header(krate, tc) + &ptx)
+}
+
+/// The symbol prefix that sets the declared alignment of an entry's first parameter:
+/// `CMV_PARAMALIGN_cmv_foo = 64` makes `.param .align 4 .b8 cmv_foo_param_0[N]` into `.param
+/// .align 64 ...`. Rust's kernel ABI declares a parameter struct with its fields' alignment
+/// (4) and cannot declare more (rustc stops at 16), but a tensor map read in place from the
+/// parameter space (`cvta.param`, as `nvcc` does for a `__grid_constant__ CUtensorMap`) must
+/// be 64-byte aligned; `ptxas` then places the parameter at such an offset and the driver
+/// copies the struct there. The bytes and their offsets inside the struct do not change.
+const PARAM_ALIGN: &str = "CMV_PARAMALIGN_";
+
+/// Applies every [`PARAM_ALIGN`] symbol of a module (values 4 to 128, powers of two).
+fn apply_param_align(ptx: &str) -> Result<String> {
+    if !ptx.contains(PARAM_ALIGN) {
+        return Ok(ptx.to_owned());
+    }
+    let mut out = ptx.to_owned();
+    for line in ptx.lines() {
+        let Some(rest) = line.split_once(&format!(" {PARAM_ALIGN}")).map(|(_, r)| r) else {
+            continue;
+        };
+        let entry = rest.split(['[', ' ', ';']).next().unwrap_or(rest);
+        let symbol = format!("{PARAM_ALIGN}{entry}");
+        let n = ptx_static_u32(ptx, &symbol)
+            .ok_or_else(|| Error::Msg(format!("{symbol}: no u32 value in the PTX")))?;
+        if !(4..=128).contains(&n) || !n.is_power_of_two() {
+            return Err(Error::Msg(format!(
+                "{symbol} = {n}: must be a power of two in 4..=128"
+            )));
+        }
+        let from = format!(".param .align 4 .b8 {entry}_param_0[");
+        if !out.contains(&from) {
+            return Err(Error::Msg(format!(
+                "{symbol}: entry {entry} has no 4-aligned struct parameter `{from}...]`"
+            )));
+        }
+        out = out.replace(&from, &format!(".param .align {n} .b8 {entry}_param_0["));
+    }
+    Ok(out)
 }
 
 /// Symbols a device crate exports to give every kernel of its module a performance directive
@@ -486,6 +526,19 @@ pub fn run(opts: Options) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn param_align_symbols_realign_their_entry_parameter() {
+        let ptx = ".visible .global .align 4 .b8 CMV_PARAMALIGN_k[4] = {64};\n\
+                   .visible .entry k(\n\t.param .align 4 .b8 k_param_0[312]\n)\n\
+                   .visible .entry j(\n\t.param .align 4 .b8 j_param_0[312]\n)\n";
+        let out = apply_param_align(ptx).unwrap();
+        assert!(out.contains(".param .align 64 .b8 k_param_0[312]"));
+        assert!(out.contains(".param .align 4 .b8 j_param_0[312]"));
+        assert!(apply_param_align(&ptx.replace("{64}", "{48}")).is_err());
+        assert!(apply_param_align(&ptx.replace("k_param_0", "q_param_0")).is_err());
+        assert_eq!(apply_param_align("no symbols").unwrap(), "no symbols");
+    }
 
     /// The committed PTX matches the device crates (in the style of rust-analyzer's
     /// generated-file tests). Skips, passing, where the PTX toolchain is not installed.

@@ -300,4 +300,10 @@ cmv_device::launch_bounds! {
     CMV_MINNCTAPERSM_cmv_gemv_i8_bulk_n8 = 1;
     CMV_MAXNTID_cmv_gemv_i8_bulk_n16 = dense_kernels::bulk::BULK_THREADS;
     CMV_MINNCTAPERSM_cmv_gemv_i8_bulk_n16 = 1;
+    // The tensor maps at the parameter's offsets 0 and 128 must be 64-byte aligned
+    // (`dense_kernels::bulk`; `cargo xtask ptx` declares the parameter `.align 64`).
+    CMV_PARAMALIGN_cmv_gemv_f16_bulk_n8 = 64;
+    CMV_PARAMALIGN_cmv_gemv_f16_bulk_n16 = 64;
+    CMV_PARAMALIGN_cmv_gemv_i8_bulk_n8 = 64;
+    CMV_PARAMALIGN_cmv_gemv_i8_bulk_n16 = 64;
 }
