@@ -886,7 +886,7 @@ impl DenseGemv {
         row_bytes: u32,
         batch: u32,
     ) -> Result<LaunchConfig> {
-        if plan != bulk_plan_for(rows, row_bytes, plan.per, plan.grid)
+        if plan != bulk_plan_for(rows, row_bytes, plan.grid)
             || !bulk_plan_fits(&plan, tk.batch / 8)
             || batch == 0
             || batch > tk.batch
@@ -909,7 +909,7 @@ impl DenseGemv {
     }
 
     /// Launches the fp16 copy-engine kernel `k` (loaded from [`PTX_SM90`] by the name
-    /// `tk.name`) with `plan` ([`bulk_plan`]; other splits and grids for comparisons).
+    /// `tk.name`) with `plan` ([`bulk_plan`]; other grids for comparisons).
     ///
     /// # Errors
     /// As [`DenseGemv::gemv_f16`], and a plan that does not fit the shape or the workspace;
@@ -939,7 +939,7 @@ impl DenseGemv {
         let params = GemvBulkF16Params {
             wmap,
             xmap,
-            p: f16_params(w, x, y, ws, batch, plan.per),
+            p: f16_params(w, x, y, ws, batch, 0),
         };
         // SAFETY: the maps describe w (rows x cols) and x (batch x cols), which hold those
         // values (checked above), with the boxes the kernel copies (128 rows or tk.batch
@@ -986,7 +986,7 @@ impl DenseGemv {
         let params = GemvBulkI8Params {
             wmap,
             xmap,
-            p: i8_params(w, x, (y32, y8), scale, ws, batch, plan.per),
+            p: i8_params(w, x, (y32, y8), scale, ws, batch, 0),
         };
         // SAFETY: as in `launch_bulk_f16`, with int8 values; `k` is a bulk int8 kernel of
         // shape `tk`, which takes `GemvBulkI8Params`.

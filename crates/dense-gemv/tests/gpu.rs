@@ -288,9 +288,9 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
 }
 
 /// The Hopper copy-engine kernels (`dense_kernels::bulk`) against the CPU references, on
-/// their default plan and on forced ones (one k-stage per item: every tile split across
-/// blocks; 3 per item; one block, taking every item and stage through one ring many times
-/// round; 5 blocks), each product twice (the split-K counters must be back at zero), outputs
+/// their default plan and on forced grids (one block, taking every tile and stage through one
+/// ring many times round; 5 blocks; one per tile; 3 per k-stage count, so that blocks share
+/// tiles three and four ways), each product twice (the split-K counters must be back at zero), outputs
 /// poisoned before every launch: rows not a multiple of 128, partial last k-stages (columns
 /// not a multiple of 64 or 128), batches 1 to 16; plans for another shape and too many vectors
 /// are refused. Skipped (with a message) off compute capability 9.0.
@@ -319,12 +319,13 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
         for (i, (tf, ti)) in BULK_F16_KERNELS.iter().zip(&BULK_I8_KERNELS).enumerate() {
             let groups = tf.batch / 8;
             let plans = |row_bytes: u32| {
+                let tiles = r.div_ceil(128);
                 [
                     bulk_plan(r, row_bytes, groups, sms),
-                    bulk_plan_for(r, row_bytes, 1, sms),
-                    bulk_plan_for(r, row_bytes, 3, sms),
-                    bulk_plan_for(r, row_bytes, 2, 1),
-                    bulk_plan_for(r, row_bytes, 0, 5),
+                    bulk_plan_for(r, row_bytes, 1),
+                    bulk_plan_for(r, row_bytes, 5),
+                    bulk_plan_for(r, row_bytes, tiles),
+                    bulk_plan_for(r, row_bytes, 3 * tiles + 1),
                 ]
             };
             for batch in [1, 5, tf.batch - 1, tf.batch] {
@@ -416,12 +417,12 @@ fn bulk_stress() {
     let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
     let dx = gpu.upload(&x).unwrap();
     let n = batch as usize * rows;
-    // BLOCKS given: that grid with the default split; else the default plan.
+    // BLOCKS given: that grid; else the default plan.
     let plan = |row_bytes: u32| {
-        let p = bulk_plan(rows as u32, row_bytes, 2, dense.sm_count());
-        v.get(3).map_or(p, |&b| {
-            bulk_plan_for(rows as u32, row_bytes, p.per, b as u32)
-        })
+        v.get(3).map_or(
+            bulk_plan(rows as u32, row_bytes, 2, dense.sm_count()),
+            |&b| bulk_plan_for(rows as u32, row_bytes, b as u32),
+        )
     };
     let (pi, pf) = (plan(cols as u32), plan(2 * cols as u32));
     let mut bad = 0;

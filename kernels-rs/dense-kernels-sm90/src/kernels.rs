@@ -8,8 +8,8 @@ use cmv_device::{
 };
 use dense_kernels::bulk::{
     BULK_CONSUMERS, BULK_ROW_BYTES, BULK_STAGE_BYTES, BULK_STAGES, BULK_TILE_ROWS, BULK_W_BYTES,
-    bulk_a_offset, bulk_b_offset, bulk_block_items, bulk_empty_bar, bulk_full_bar, bulk_item,
-    bulk_plan_for, bulk_ring, swizzle128,
+    bulk_a_offset, bulk_b_offset, bulk_empty_bar, bulk_full_bar, bulk_plan_for, bulk_ring,
+    bulk_tile_part, swizzle128,
 };
 use dense_kernels::tc_dev::{F16, I8, Tc, store_fragment};
 
@@ -32,16 +32,17 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
     rows: u32,
     row_bytes: u32,
     batch: u32,
-    per: u32,
     ws: *mut U32x4,
     counters: *mut u32,
     store: impl Fn(usize, u32),
 ) {
     let base = dyn_smem_addr();
     let ring = bulk_ring(base);
-    let plan = bulk_plan_for(rows, row_bytes, per, grid_dim_x());
+    let plan = bulk_plan_for(rows, row_bytes, grid_dim_x());
     let b = block_idx_x();
-    let items = bulk_block_items(&plan, b);
+    let sk = plan.stream();
+    // This block's units (tile-major k-stages).
+    let (u0, u1) = (sk.start(b as u64), sk.start(b as u64 + 1));
     let lane = lane_id();
     let warp = warp_id();
     if thread_idx_x() == 0 {
@@ -70,42 +71,28 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
         }
         let box_cols = BULK_ROW_BYTES / EB;
         let mut i = 0u32;
-        for n in 0..items {
-            let (tile, _, k0, k1) = bulk_item(&plan, b + n * plan.grid);
-            for k in k0..k1 {
-                let s = i % BULK_STAGES;
-                if i >= BULK_STAGES {
-                    // SAFETY: an initialized barrier; its phase completes when the consumers
-                    // are done with stage i - STAGES.
-                    unsafe {
-                        mbarrier_wait_parity(base + bulk_empty_bar(s), (i / BULK_STAGES - 1) & 1)
-                    };
-                }
-                let full = base + bulk_full_bar(s);
-                let dst = ring + s * BULK_STAGE_BYTES;
-                // SAFETY: the phase of slot s's full barrier expects one arrival (this one) and
-                // both boxes' bytes; the destinations are slot s's weights and inputs (1024-byte
-                // aligned), which no one reads until the phase completes; boxes outside the
-                // tensors are zero-filled by the copy engine, never read out of bounds.
+        for u in u0..u1 {
+            let (tile, k) = ((u / sk.kbs) as u32, (u % sk.kbs) as u32);
+            let s = i % BULK_STAGES;
+            if i >= BULK_STAGES {
+                // SAFETY: an initialized barrier; its phase completes when the consumers
+                // are done with stage i - STAGES.
                 unsafe {
-                    mbarrier_arrive_expect_tx(full, BULK_W_BYTES + 8 * NT as u32 * BULK_ROW_BYTES);
-                    cp_async_bulk_tensor_2d_g2s(
-                        dst,
-                        maps,
-                        k * box_cols,
-                        tile * BULK_TILE_ROWS,
-                        full,
-                    );
-                    cp_async_bulk_tensor_2d_g2s(
-                        dst + BULK_W_BYTES,
-                        maps + 128,
-                        k * box_cols,
-                        0,
-                        full,
-                    );
-                }
-                i += 1;
+                    mbarrier_wait_parity(base + bulk_empty_bar(s), (i / BULK_STAGES - 1) & 1)
+                };
             }
+            let full = base + bulk_full_bar(s);
+            let dst = ring + s * BULK_STAGE_BYTES;
+            // SAFETY: the phase of slot s's full barrier expects one arrival (this one) and
+            // both boxes' bytes; the destinations are slot s's weights and inputs (1024-byte
+            // aligned), which no one reads until the phase completes; boxes outside the
+            // tensors are zero-filled by the copy engine, never read out of bounds.
+            unsafe {
+                mbarrier_arrive_expect_tx(full, BULK_W_BYTES + 8 * NT as u32 * BULK_ROW_BYTES);
+                cp_async_bulk_tensor_2d_g2s(dst, maps, k * box_cols, tile * BULK_TILE_ROWS, full);
+                cp_async_bulk_tensor_2d_g2s(dst + BULK_W_BYTES, maps + 128, k * box_cols, 0, full);
+            }
+            i += 1;
         }
         // Stay until the consumers have released every stage, so that no copy of this block
         // is in flight when it exits.
@@ -126,9 +113,11 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
     let b_off: [u32; 4] =
         core::array::from_fn(|j| BULK_W_BYTES + swizzle128(bulk_b_offset(lane, j as u32)));
     let mut i = 0u32;
-    for n in 0..items {
-        let id = b + n * plan.grid;
-        let (tile, split, k0, k1) = bulk_item(&plan, id);
+    let mut u = u0;
+    while u < u1 {
+        let tile = (u / sk.kbs) as u32;
+        let (k0, k1) = bulk_tile_part(&plan, tile, u0, u1);
+        u += (k1 - k0) as u64;
         let mut acc = [[E::ZERO; 4]; NT];
         for _ in k0..k1 {
             let s = i % BULK_STAGES;
@@ -163,23 +152,29 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
             i += 1;
         }
         let row0 = tile * BULK_TILE_ROWS + 16 * warp;
-        if plan.ksplit == 1 {
+        if k1 - k0 == plan.kstages {
             store_fragment::<E, NT>(&acc, row0, rows, batch, &store);
             continue;
         }
-        // Split-K: this warp's partial fragments to its slot, then count in; the last of the
-        // tile's splits adds all of them in split order.
-        let slot = |sp: u32, nt: usize| {
-            let at = (((tile * plan.ksplit + sp) * BULK_CONSUMERS + warp) as usize * NT + nt) * 32
+        // A shared tile: this warp's partial fragments to its block's slot, then count in; the
+        // last of the tile's blocks adds all of them in block order.
+        let slot = |blk: u64, nt: usize| {
+            let side = sk.side(blk, tile as u64);
+            let at = (((blk as usize * 2 + side) * BULK_CONSUMERS as usize + warp as usize) * NT
+                + nt)
+                * 32
                 + lane as usize;
-            // SAFETY: inside the workspace (bulk_split_words).
+            // SAFETY: blk < grid: inside the workspace (bulk_split_words).
             unsafe { ws.add(at) }
         };
         for (nt, a) in acc.iter().enumerate() {
             let v = U32x4([E::bits(a[0]), E::bits(a[1]), E::bits(a[2]), E::bits(a[3])]);
             // SAFETY: this lane's slot.
-            unsafe { st_global_v4(slot(split, nt), v) };
+            unsafe { st_global_v4(slot(b as u64, nt), v) };
         }
+        let t0 = tile as u64 * sk.kbs;
+        let (first, last_blk) = (sk.owner(t0), sk.owner(t0 + sk.kbs - 1));
+        let parts = (last_blk - first + 1) as u32;
         let counter = (tile * BULK_CONSUMERS + warp) as usize;
         // SAFETY: the whole warp is here; the counter is inside `counters`.
         let last = unsafe {
@@ -187,7 +182,7 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
             sync_warp();
             let mut last = 0;
             if lane == 0 {
-                last = u32::from(atomic_add_u32(counters.add(counter), 1) == plan.ksplit - 1);
+                last = u32::from(atomic_add_u32(counters.add(counter), 1) == parts - 1);
             }
             shfl_idx(last, 0) != 0
         };
@@ -201,13 +196,13 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
             unsafe { *counters.add(counter) = 0 };
         }
         let mut sums = [[E::ZERO; 4]; NT];
-        for sp in 0..plan.ksplit {
+        for blk in first..=last_blk {
             for (nt, sum) in sums.iter_mut().enumerate() {
-                let part = if sp == split {
+                let part = if blk == b as u64 {
                     acc[nt]
                 } else {
-                    // SAFETY: split sp's slot, written and published before its count.
-                    let v = unsafe { ld_cg_v4(slot(sp, nt)) }.0;
+                    // SAFETY: block blk's slot, written and published before its count.
+                    let v = unsafe { ld_cg_v4(slot(blk, nt)) }.0;
                     core::array::from_fn(|q| E::from_bits(v[q]))
                 };
                 for q in 0..4 {
@@ -254,7 +249,7 @@ macro_rules! bulk_entries {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_bulk::<F16, 2, $nt>(
-                    maps, q.rows, 2 * q.cols, q.batch, q.kblocks_per_split,
+                    maps, q.rows, 2 * q.cols, q.batch,
                     q.acc.as_mut_ptr() as *mut U32x4, q.counters.as_mut_ptr(), store,
                 )
             }
@@ -275,7 +270,7 @@ macro_rules! bulk_entries {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_bulk::<I8, 1, $nt>(
-                    maps, q.rows, q.cols, q.batch, q.kblocks_per_split,
+                    maps, q.rows, q.cols, q.batch,
                     q.acc.as_mut_ptr() as *mut U32x4, q.counters.as_mut_ptr(), store,
                 )
             }

@@ -24,7 +24,7 @@
 //! the end, columns past a row's end, vectors past the batch) arrive as zeros: no bounds
 //! checks, and partial tiles and stages need no special case.
 //!
-//! Consumer warp `w` owns rows `16 w .. 16 w + 16` of every tile and all k. Per stage it does
+//! Consumer warp `w` owns rows `16 w .. 16 w + 16` of every tile. Per stage it does
 //! 4 k-steps of 32 bytes; each reads the weights' `mma` A fragment with one `ldmatrix.x4`
 //! ([`bulk_a_offset`]) and the inputs' B fragments with one `ldmatrix.x4` (16 vectors) or
 //! `.x2` (8; [`bulk_b_offset`]), then runs one `mma` per group of 8 vectors (fp16
@@ -32,16 +32,19 @@
 //! every `ldmatrix` phase (8 rows, one 16-byte chunk each) hit 8 different bank groups. The
 //! inputs are read once per 128 rows (the register kernels read them once per 16).
 //!
-//! # Split-K
-//! When the tiles alone leave SMs idle, the k-stages are split into `ksplit` ranges of `per`
-//! ([`bulk_plan`] picks the split with the fewest k-stages on the busiest block). Item `id`
-//! is split `id % ksplit` of tile `id / ksplit`, so the splits of a tile run side by side.
-//! Each warp stores its partial fragments to the workspace, then counts itself into its
-//! (tile, warp) counter; the warp that counts last adds every split's partials in split order
-//! (the same order every run: deterministic fp32 sums, exact int32 ones), stores the outputs
-//! and sets the counter back to zero.
+//! # Stream-K
+//! The units (a tile's k-stage) are cut into equal contiguous ranges, one per block
+//! ([`BulkPlan`]), so every SM reads the same bytes whatever the shape. A tile a block covers
+//! whole is stored at once; a block's first and last tile may be shared with other blocks:
+//! each warp then stores its partial fragments to its block's slot in the workspace and counts
+//! itself into the (tile, warp) counter; the warp that counts last adds every sharer's
+//! partials in block order (the same order every run: deterministic fp32 sums, exact int32
+//! ones), stores the outputs and sets the counter back to zero. A first version split every
+//! tile into equal items taken round-robin: each item's end stalled the consumers (a fence and
+//! an atomic), and shapes with many short items (14336x4096: 7 per block) ran at 56-60% of
+//! the read ceiling on an H200 against 78-90% for shapes with one or two (docs/PERF.md).
 
-use crate::tc::{GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_WORKSPACE_WORDS};
+use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_COUNTERS, TC_WORKSPACE_WORDS};
 use cmv_device::{KernelParams, TensorMap};
 
 /// Consumer warps per block.
@@ -113,117 +116,98 @@ pub const fn bulk_b_offset(lane: u32, j: u32) -> u32 {
     ((lane & 7) + 8 * (lane >> 4)) * BULK_ROW_BYTES + 16 * (2 * j + ((lane >> 3) & 1))
 }
 
-/// How a launch divides the work: items of (tile, `per` k-stages), `grid` persistent blocks.
+/// How a launch divides the work: `tiles * kstages` *units* (a tile's k-stage), in tile-major
+/// order, cut into `grid` equal contiguous ranges, one per (persistent) block: stream-K
+/// ([`StreamK`]). A block's range covers whole tiles, whose outputs it stores, and at most two
+/// partial ones (its first and its last), whose sums it adds through the workspace with the
+/// other blocks that share them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BulkPlan {
     /// Tiles of [`BULK_TILE_ROWS`] rows.
     pub tiles: u32,
     /// k-stages of a row (128 bytes each; the last may be partial).
     pub kstages: u32,
-    /// k-stages per item (the last split of a tile may have fewer).
-    pub per: u32,
-    /// Items per tile: `ceil(kstages / per)`, each non-empty.
-    pub ksplit: u32,
-    /// Blocks (`gridDim.x`), `1..=tiles * ksplit`.
+    /// Blocks (`gridDim.x`), `1..=tiles * kstages`.
     pub grid: u32,
 }
 
-/// The plan with `per` k-stages per item on `grid` blocks for `rows` rows of `row_bytes`
-/// bytes (`per` and `grid` are clamped to what the shape can use; `per` 0 means 1). The
-/// kernel rebuilds its plan with this from its parameters.
-pub const fn bulk_plan_for(rows: u32, row_bytes: u32, per: u32, grid: u32) -> BulkPlan {
+impl BulkPlan {
+    /// The stream-K schedule of the plan.
+    pub const fn stream(&self) -> StreamK {
+        StreamK {
+            kbs: self.kstages as u64,
+            units: self.tiles as u64 * self.kstages as u64,
+            blocks: self.grid as u64,
+        }
+    }
+
+    /// Whether some tile is shared by several blocks (so the workspace and counters are used):
+    /// not when every block's range is whole tiles.
+    pub const fn shares_tiles(&self) -> bool {
+        !(self.kstages == 0 || self.grid == self.tiles || self.grid == 1)
+    }
+}
+
+/// The plan on `grid` blocks for `rows` rows of `row_bytes` bytes (`grid` clamped to
+/// `1..=units`). The kernel rebuilds its plan with this from its parameters.
+pub const fn bulk_plan_for(rows: u32, row_bytes: u32, grid: u32) -> BulkPlan {
     let tiles = rows.div_ceil(BULK_TILE_ROWS);
     let kstages = row_bytes.div_ceil(BULK_ROW_BYTES);
-    let mut per = if per == 0 { 1 } else { per };
-    if per > kstages && kstages > 0 {
-        per = kstages;
-    }
-    let ksplit = if kstages == 0 {
-        1
-    } else {
-        kstages.div_ceil(per)
-    };
-    let items = tiles * ksplit;
+    let units = tiles * kstages;
     let mut grid = if grid == 0 { 1 } else { grid };
-    if items > 0 && grid > items {
-        grid = items;
+    if units > 0 && grid > units {
+        grid = units;
     }
     BulkPlan {
         tiles,
         kstages,
-        per,
-        ksplit,
         grid,
     }
 }
 
-/// Workspace words (32-bit partial sums) of a split launch of `p` for `groups` groups of 8
-/// vectors: one slot of 4 words per lane, group and warp of every item.
+/// Workspace words (32-bit partial sums) of a launch of `p` for `groups` groups of 8 vectors:
+/// two slots per block (its first and last tile) of 4 words per lane, group and warp.
 pub const fn bulk_split_words(p: &BulkPlan, groups: u32) -> usize {
-    p.tiles as usize * p.ksplit as usize * (BULK_CONSUMERS * 32 * 4 * groups) as usize
+    2 * p.grid as usize * (BULK_CONSUMERS * 32 * 4 * groups) as usize
 }
 
-/// Whether `p` fits the split-K workspace and counters ([`TC_WORKSPACE_WORDS`],
-/// [`TC_COUNTERS`]: one counter per tile and warp) for `groups` groups of 8 vectors; unsplit
-/// plans always fit.
+/// Whether `p` fits the workspace ([`TC_WORKSPACE_WORDS`]) and the counters ([`TC_COUNTERS`]:
+/// one per tile and warp) for `groups` groups of 8 vectors; plans without shared tiles always
+/// fit.
 pub const fn bulk_plan_fits(p: &BulkPlan, groups: u32) -> bool {
-    p.ksplit == 1
+    !p.shares_tiles()
         || (p.tiles as usize * BULK_CONSUMERS as usize <= TC_COUNTERS
             && bulk_split_words(p, groups) <= TC_WORKSPACE_WORDS)
 }
 
 /// The plan for `rows` rows of `row_bytes` bytes and `groups` groups of 8 vectors on `sms`
-/// SMs (one block each): the split (up to [`BULK_MAX_SPLIT`]) whose busiest block has the
-/// fewest k-stages, the fewest splits among equals; within the workspace.
+/// SMs: one block per SM with equal ranges, or, where the counters cannot take the tiles
+/// (more than 65536 rows), one block per tile.
 pub const fn bulk_plan(rows: u32, row_bytes: u32, groups: u32, sms: u32) -> BulkPlan {
-    let sms = if sms == 0 { 1 } else { sms };
-    let mut best = bulk_plan_for(rows, row_bytes, row_bytes.div_ceil(BULK_ROW_BYTES), sms);
-    let mut best_cost = bulk_busiest(&best);
-    let mut s = 2;
-    while s <= BULK_MAX_SPLIT {
-        let per = best.kstages.div_ceil(s);
-        let p = bulk_plan_for(rows, row_bytes, per, sms);
-        let cost = bulk_busiest(&p);
-        if p.ksplit > best.ksplit && bulk_plan_fits(&p, groups) && cost < best_cost {
-            best = p;
-            best_cost = cost;
-        }
-        s += 1;
-    }
-    best
-}
-
-/// k-stages of the busiest block of plan `p` (every item counted as `per`).
-pub const fn bulk_busiest(p: &BulkPlan) -> u32 {
-    (p.tiles * p.ksplit).div_ceil(p.grid) * p.per
-}
-
-/// Items block `b` takes: `b, b + grid, ...` below `tiles * ksplit`.
-pub const fn bulk_block_items(p: &BulkPlan, b: u32) -> u32 {
-    let items = p.tiles * p.ksplit;
-    if b < items {
-        (items - b).div_ceil(p.grid)
+    let p = bulk_plan_for(rows, row_bytes, sms);
+    if bulk_plan_fits(&p, groups) {
+        p
     } else {
-        0
+        bulk_plan_for(rows, row_bytes, p.tiles)
     }
 }
 
-/// Item `id`'s tile, split and k-stages `k0..k1`.
-pub const fn bulk_item(p: &BulkPlan, id: u32) -> (u32, u32, u32, u32) {
-    let (tile, split) = (id / p.ksplit, id % p.ksplit);
-    let k0 = split * p.per;
-    let k1 = if k0 + p.per < p.kstages {
-        k0 + p.per
+/// The part of tile `tile` that the range `u0..u1` of plan `p` covers: k-stages `k0..k1`.
+pub const fn bulk_tile_part(p: &BulkPlan, tile: u32, u0: u64, u1: u64) -> (u32, u32) {
+    let t0 = tile as u64 * p.kstages as u64;
+    let lo = u0.saturating_sub(t0);
+    let hi = if u1 < t0 + p.kstages as u64 {
+        u1 - t0
     } else {
-        p.kstages
+        p.kstages as u64
     };
-    (tile, split, k0, k1)
+    (lo as u32, hi as u32)
 }
 
 /// Parameters of the fp16 copy-engine kernels: the tensor maps of the weights (`rows x cols`,
 /// boxes of 128 rows x 64 columns) and of the inputs (`batch x cols`, boxes of 8 or 16
 /// vectors, the kernel's capacity, x 64 columns), then the tensor-core kernels' parameters
-/// (`kblocks_per_split` is the plan's `per`, `acc` and `counters` the split-K workspace).
+/// (`acc` and `counters` are the workspace of shared tiles; `kblocks_per_split` is unused).
 /// The maps sit at offsets 0 and 128 of the kernel's parameter, 64-byte aligned.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -399,22 +383,43 @@ mod tests {
     fn the_blocks_take_every_unit_once() {
         for rows in [1, 127, 128, 129, 300, 4096, 11008] {
             for row_bytes in [16, 128, 144, 2080, 8192] {
-                for per in [0, 1, 3, 1000] {
-                    for grid in [1, 2, 7, 132, 10_000] {
-                        let p = bulk_plan_for(rows, row_bytes, per, grid);
-                        let items = p.tiles * p.ksplit;
-                        assert!(p.grid >= 1 && p.grid <= items.max(1));
-                        let mut seen = vec![0u8; (p.tiles * p.kstages) as usize];
-                        for b in 0..p.grid {
-                            for n in 0..bulk_block_items(&p, b) {
-                                let (tile, split, k0, k1) = bulk_item(&p, b + n * p.grid);
-                                assert!(k0 < k1, "{p:?}: empty split {split}");
-                                for k in k0..k1 {
-                                    seen[(tile * p.kstages + k) as usize] += 1;
-                                }
+                for grid in [1, 2, 7, 33, 132, 10_000] {
+                    let p = bulk_plan_for(rows, row_bytes, grid);
+                    let sk = p.stream();
+                    assert!(p.grid >= 1 && u64::from(p.grid) <= sk.units.max(1));
+                    let mut seen = vec![0u8; sk.units as usize];
+                    let mut sharers = vec![0u32; p.tiles as usize];
+                    for b in 0..u64::from(p.grid) {
+                        let (u0, u1) = (sk.start(b), sk.start(b + 1));
+                        assert!(u0 < u1, "{p:?}: block {b} has no work");
+                        let (mut partial, mut u) = (0, u0);
+                        while u < u1 {
+                            let tile = (u / sk.kbs) as u32;
+                            let (k0, k1) = bulk_tile_part(&p, tile, u0, u1);
+                            assert!(k0 < k1 && u64::from(k0) == u % sk.kbs);
+                            for k in k0..k1 {
+                                seen[(u64::from(tile) * sk.kbs + u64::from(k)) as usize] += 1;
                             }
+                            if k1 - k0 < p.kstages {
+                                partial += 1;
+                                // Its slot: 0 for the tile the range starts in, else 1.
+                                assert_eq!(sk.side(b, u64::from(tile)), usize::from(u != u0));
+                            }
+                            sharers[tile as usize] += 1;
+                            u += u64::from(k1 - k0);
                         }
-                        assert!(seen.iter().all(|&c| c == 1), "{rows} {row_bytes} {p:?}");
+                        assert!(partial <= 2);
+                    }
+                    assert!(seen.iter().all(|&c| c == 1), "{rows} {row_bytes} {p:?}");
+                    // The sharers of a tile are the blocks from the owner of its first unit to
+                    // that of its last.
+                    for (t, &n) in sharers.iter().enumerate() {
+                        let t0 = t as u64 * sk.kbs;
+                        let parts = sk.owner(t0 + sk.kbs - 1) - sk.owner(t0) + 1;
+                        assert_eq!(u64::from(n), parts, "tile {t} {p:?}");
+                        if !p.shares_tiles() {
+                            assert_eq!(n, 1, "{p:?}");
+                        }
                     }
                 }
             }
@@ -423,31 +428,16 @@ mod tests {
 
     #[test]
     fn plans_fill_the_sms_within_the_workspace() {
-        // 11008x4096 fp16 on 132 SMs: 86 tiles of 64 k-stages; 3 splits of 22 give 258 items,
-        // at most 2 per block: 44 k-stages on the busiest (ideal 41.7).
         let p = bulk_plan(11008, 8192, 2, 132);
-        assert_eq!(
-            (p.tiles, p.kstages, p.ksplit, p.per, p.grid),
-            (86, 64, 3, 22, 132)
-        );
-        assert_eq!(bulk_busiest(&p), 44);
-        for (rows, cols) in [(4096, 4096), (8192, 8192), (14336, 4096), (4096, 14336)] {
-            for (eb, groups) in [(2, 2), (1, 2), (2, 1)] {
-                for sms in [114, 132] {
-                    let p = bulk_plan(rows, cols * eb, groups, sms);
-                    assert!(bulk_plan_fits(&p, groups));
-                    let ideal = (p.tiles * p.kstages) as f64 / f64::from(sms);
-                    assert!(
-                        f64::from(bulk_busiest(&p)) <= 1.25 * ideal,
-                        "{rows}x{cols} {p:?}: {} against {ideal}",
-                        bulk_busiest(&p)
-                    );
-                }
-            }
-        }
-        // Too many tiles for the counters: unsplit.
+        assert_eq!((p.tiles, p.kstages, p.grid), (86, 64, 132));
+        assert!(p.shares_tiles() && bulk_plan_fits(&p, 2));
+        // Small matrices: at most one block per unit.
+        assert_eq!(bulk_plan(1, 16, 2, 132).grid, 1);
+        // Too many tiles for the counters: one block per tile, none shared.
         let p = bulk_plan(600_000, 256, 2, 132);
-        assert_eq!(p.ksplit, 1);
+        assert_eq!(p.grid, p.tiles);
+        assert!(!p.shares_tiles() && bulk_plan_fits(&p, 2));
+        assert!(!bulk_plan_fits(&bulk_plan_for(600_000, 256, 132), 2));
         assert_eq!(bulk_kernel(8), 0);
         assert_eq!(bulk_kernel(9), 1);
     }
