@@ -71,8 +71,10 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
         }
         let box_cols = BULK_ROW_BYTES / EB;
         let mut i = 0u32;
-        for u in u0..u1 {
-            let (tile, k) = ((u / sk.kbs) as u32, (u % sk.kbs) as u32);
+        // The first unit's tile and k-stage, then counted on (a 64-bit division per stage
+        // would delay every refill).
+        let (mut tile, mut k) = ((u0 / sk.kbs) as u32, (u0 % sk.kbs) as u32);
+        for _ in u0..u1 {
             let s = i % BULK_STAGES;
             if i >= BULK_STAGES {
                 // SAFETY: an initialized barrier; its phase completes when the consumers
@@ -93,6 +95,11 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
                 cp_async_bulk_tensor_2d_g2s(dst + BULK_W_BYTES, maps + 128, k * box_cols, 0, full);
             }
             i += 1;
+            k += 1;
+            if k == plan.kstages {
+                k = 0;
+                tile += 1;
+            }
         }
         // Stay until the consumers have released every stage, so that no copy of this block
         // is in flight when it exits.
@@ -114,8 +121,10 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
         core::array::from_fn(|j| BULK_W_BYTES + swizzle128(bulk_b_offset(lane, j as u32)));
     let mut i = 0u32;
     let mut u = u0;
+    let mut next_tile = (u0 / sk.kbs) as u32;
     while u < u1 {
-        let tile = (u / sk.kbs) as u32;
+        let tile = next_tile;
+        next_tile += 1;
         let (k0, k1) = bulk_tile_part(&plan, tile, u0, u1);
         u += (k1 - k0) as u64;
         let mut acc = [[E::ZERO; 4]; NT];
