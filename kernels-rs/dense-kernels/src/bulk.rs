@@ -36,13 +36,19 @@
 //! The units (a tile's k-stage) are cut into equal contiguous ranges, one per block
 //! ([`BulkPlan`]), so every SM reads the same bytes whatever the shape. A tile a block covers
 //! whole is stored at once; a block's first and last tile may be shared with other blocks:
-//! each warp then stores its partial fragments to its block's slot in the workspace and counts
-//! itself into the (tile, warp) counter; the warp that counts last adds every sharer's
-//! partials in block order (the same order every run: deterministic fp32 sums, exact int32
-//! ones), stores the outputs and sets the counter back to zero. A first version split every
-//! tile into equal items taken round-robin: each item's end stalled the consumers (a fence and
-//! an atomic), and shapes with many short items (14336x4096: 7 per block) ran at 56-60% of
-//! the read ceiling on an H200 against 78-90% for shapes with one or two (docs/PERF.md).
+//! each warp then stores its partial fragments to its block's slot in the workspace, and after
+//! its last stage publishes them (one fence) and counts itself into each shared tile's (tile,
+//! warp) counter; the warp that counts last adds every sharer's partials in block order (the
+//! same order every run: deterministic fp32 sums, exact int32 ones), stores the outputs and
+//! sets the counter back to zero. Nothing waits for another block.
+//!
+//! Why so: a fence and an atomic hold a warp up for microseconds, and while the consumers wait
+//! the ring drains (a refill waits for its slot's release), so every such stop in the middle
+//! of a block's work costs about its length in bandwidth. A first version split each tile
+//! into equal items taken round-robin and counted in at each item's end: shapes with many
+//! short items per block (28672x8192: 7) ran at 67% of the read ceiling on an H200, shapes
+//! with one item 80-90%; stream-K with the count at each shared tile's end fixed the first
+//! and cost 4-6 us on the others (one stop in the middle of every block's range).
 
 use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_COUNTERS, TC_WORKSPACE_WORDS};
 use cmv_device::{KernelParams, TensorMap};
