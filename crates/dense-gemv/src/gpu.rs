@@ -135,6 +135,8 @@ pub struct DenseGemv {
     bulk: Option<(Vec<Kernel>, Vec<Kernel>)>,
     /// The smallest batch the default path runs on them ([`BULK_ENV`]; none without it).
     bulk_from: u32,
+    /// The grid the default path gives them ([`BULK_GRID_ENV`]; one block per SM without it).
+    bulk_grid: Option<u32>,
     sm_count: u32,
 }
 
@@ -145,6 +147,10 @@ pub struct DenseGemv {
 /// shapes and slower at the other 3, and slower everywhere at 16 vectors (docs/PERF.md), so
 /// the default path does not take them yet.
 pub const BULK_ENV: &str = "CMV_DENSE_BULK";
+
+/// The environment variable that sets the grid of the bulk kernels in the default path
+/// (`CMV_DENSE_BULK_GRID=N` blocks instead of one per SM; for experiments with the schedule).
+pub const BULK_GRID_ENV: &str = "CMV_DENSE_BULK_GRID";
 
 /// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
 /// The counters are zero between launches: a launch that completes leaves them so, and one that
@@ -490,6 +496,10 @@ impl DenseGemv {
             } else {
                 None
             },
+            bulk_grid: match std::env::var(BULK_GRID_ENV).map(|v| v.trim().parse::<u32>()) {
+                Ok(Ok(n)) if n > 0 => Some(n),
+                _ => None,
+            },
             bulk_from: match std::env::var(BULK_ENV).map(|v| v.trim().parse::<u32>()) {
                 Ok(Ok(n)) if n > 0 => n,
                 _ => u32::MAX,
@@ -502,6 +512,19 @@ impl DenseGemv {
     /// capability 9.0, from the batch [`BULK_ENV`] names on (never without it).
     pub fn uses_bulk(&self, batch: u32) -> bool {
         self.bulk.is_some() && batch >= self.bulk_from && batch <= dense_kernels::MAX_BATCH
+    }
+
+    /// The default path's plan for the bulk kernels: [`bulk_plan`], or the grid of
+    /// [`BULK_GRID_ENV`] where it fits the workspace.
+    fn bulk_default_plan(&self, rows: u32, row_bytes: u32, groups: u32) -> BulkPlan {
+        let p = bulk_plan(rows, row_bytes, groups, self.sm_count);
+        match self.bulk_grid {
+            Some(g) => {
+                let q = bulk_plan_for(rows, row_bytes, g);
+                if bulk_plan_fits(&q, groups) { q } else { p }
+            }
+            None => p,
+        }
     }
 
     /// The bulk-copy kernels, fp16 and int8, in the order of [`BULK_F16_KERNELS`]; `None`
@@ -534,7 +557,7 @@ impl DenseGemv {
             && self.uses_bulk(b)
         {
             let i = bulk_kernel(b);
-            let plan = bulk_plan(rows, 2 * cols, BULK_F16_KERNELS[i].batch / 8, self.sm_count);
+            let plan = self.bulk_default_plan(rows, 2 * cols, BULK_F16_KERNELS[i].batch / 8);
             self.launch_bulk_f16(&kf[i], BULK_F16_KERNELS[i], plan, w, x, y, b)?;
         } else if cols.is_multiple_of(F16_COL_MULTIPLE)
             && f16_on_tensor_cores(b, rows, cols, self.sm_count)
@@ -597,7 +620,7 @@ impl DenseGemv {
             && self.uses_bulk(b)
         {
             let i = bulk_kernel(b);
-            let plan = bulk_plan(rows, cols, BULK_I8_KERNELS[i].batch / 8, self.sm_count);
+            let plan = self.bulk_default_plan(rows, cols, BULK_I8_KERNELS[i].batch / 8);
             self.launch_bulk_i8(&ki[i], BULK_I8_KERNELS[i], plan, w, x, (y32, y8), scale, b)?;
         } else if cols.is_multiple_of(I8_COL_MULTIPLE)
             && i8_on_tensor_cores(b, rows, cols, self.sm_count)
