@@ -120,19 +120,6 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
     let b_off: [u32; 4] =
         core::array::from_fn(|j| BULK_W_BYTES + swizzle128(bulk_b_offset(lane, j as u32)));
     let mut i = 0u32;
-    // Block blk's slot of tile `tile` (0: the tile its range starts in, else 1), this warp and
-    // lane, group nt.
-    let slot = |blk: u64, tile: u32, nt: usize| {
-        let side = sk.side(blk, tile as u64);
-        let at = (((blk as usize * 2 + side) * BULK_CONSUMERS as usize + warp as usize) * NT + nt)
-            * 32
-            + lane as usize;
-        // SAFETY: blk < grid: inside the workspace (bulk_split_words).
-        unsafe { ws.add(at) }
-    };
-    // The shared tiles this block has summed its part of (at most two) and its sums.
-    let mut shared = [(0u32, [[E::ZERO; 4]; NT]); 2];
-    let mut n_shared = 0;
     let mut u = u0;
     let mut next_tile = (u0 / sk.kbs) as u32;
     while u < u1 {
@@ -178,36 +165,30 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
             store_fragment::<E, NT>(&acc, row0, rows, batch, &store);
             continue;
         }
-        // A shared tile (the range's first or last): this warp's partial fragments to its
-        // block's slot now (plain stores, which do not hold the warp up), the count at the end.
+        // A shared tile: this warp's partial fragments to its block's slot, then count in; the
+        // last of the tile's blocks adds all of them in block order.
+        let slot = |blk: u64, nt: usize| {
+            let side = sk.side(blk, tile as u64);
+            let at = (((blk as usize * 2 + side) * BULK_CONSUMERS as usize + warp as usize) * NT
+                + nt)
+                * 32
+                + lane as usize;
+            // SAFETY: blk < grid: inside the workspace (bulk_split_words).
+            unsafe { ws.add(at) }
+        };
         for (nt, a) in acc.iter().enumerate() {
             let v = U32x4([E::bits(a[0]), E::bits(a[1]), E::bits(a[2]), E::bits(a[3])]);
             // SAFETY: this lane's slot.
-            unsafe { st_global_v4(slot(b as u64, tile, nt), v) };
+            unsafe { st_global_v4(slot(b as u64, nt), v) };
         }
-        // At most two (dense_kernels::bulk tests); the min keeps a bounds check out.
-        shared[n_shared.min(1)] = (tile, acc);
-        n_shared += 1;
-    }
-    if n_shared == 0 {
-        return;
-    }
-    // Publish the partials once, after the last stage (a fence and an atomic in the middle of
-    // the range held the consumers up for microseconds while the ring drained: docs/PERF.md),
-    // then count in for each shared tile; the last of a tile's blocks to count adds all of
-    // their partials in block order.
-    // SAFETY: no operands; the whole warp is here.
-    unsafe {
-        fence_gpu();
-        sync_warp();
-    }
-    for &(tile, acc) in shared.iter().take(n_shared.min(2)) {
         let t0 = tile as u64 * sk.kbs;
         let (first, last_blk) = (sk.owner(t0), sk.owner(t0 + sk.kbs - 1));
         let parts = (last_blk - first + 1) as u32;
         let counter = (tile * BULK_CONSUMERS + warp) as usize;
         // SAFETY: the whole warp is here; the counter is inside `counters`.
         let last = unsafe {
+            fence_gpu();
+            sync_warp();
             let mut last = 0;
             if lane == 0 {
                 last = u32::from(atomic_add_u32(counters.add(counter), 1) == parts - 1);
@@ -230,7 +211,7 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
                     acc[nt]
                 } else {
                     // SAFETY: block blk's slot, written and published before its count.
-                    let v = unsafe { ld_cg_v4(slot(blk, tile, nt)) }.0;
+                    let v = unsafe { ld_cg_v4(slot(blk, nt)) }.0;
                     core::array::from_fn(|q| E::from_bits(v[q]))
                 };
                 for q in 0..4 {
@@ -238,13 +219,7 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
                 }
             }
         }
-        store_fragment::<E, NT>(
-            &sums,
-            tile * BULK_TILE_ROWS + 16 * warp,
-            rows,
-            batch,
-            &store,
-        );
+        store_fragment::<E, NT>(&sums, row0, rows, batch, &store);
     }
 }
 

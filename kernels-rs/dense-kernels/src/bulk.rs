@@ -36,19 +36,16 @@
 //! The units (a tile's k-stage) are cut into equal contiguous ranges, one per block
 //! ([`BulkPlan`]), so every SM reads the same bytes whatever the shape. A tile a block covers
 //! whole is stored at once; a block's first and last tile may be shared with other blocks:
-//! each warp then stores its partial fragments to its block's slot in the workspace, and after
-//! its last stage publishes them (one fence) and counts itself into each shared tile's (tile,
-//! warp) counter; the warp that counts last adds every sharer's partials in block order (the
-//! same order every run: deterministic fp32 sums, exact int32 ones), stores the outputs and
-//! sets the counter back to zero. Nothing waits for another block.
+//! each warp then stores its partial fragments to its block's slot in the workspace, publishes
+//! them (a fence) and counts itself into the (tile, warp) counter; the warp that counts last
+//! adds every sharer's partials in block order (the same order every run: deterministic fp32
+//! sums, exact int32 ones), stores the outputs and sets the counter back to zero. Nothing waits
+//! for another block. [`bulk_plan`] aligns the ranges to tiles where it can.
 //!
-//! Why so: a fence and an atomic hold a warp up for microseconds, and while the consumers wait
-//! the ring drains (a refill waits for its slot's release), so every such stop in the middle
-//! of a block's work costs about its length in bandwidth. A first version split each tile
-//! into equal items taken round-robin and counted in at each item's end: shapes with many
-//! short items per block (28672x8192: 7) ran at 67% of the read ceiling on an H200, shapes
-//! with one item 80-90%; stream-K with the count at each shared tile's end fixed the first
-//! and cost 4-6 us on the others (one stop in the middle of every block's range).
+//! A first version split each tile into equal items taken round-robin by the blocks: shapes
+//! with many items per block (28672x8192: 7) ran at 67% of the read ceiling on an H200.
+//! Counting in after the last stage instead of at each shared tile's end was no faster (and
+//! slower at 16 vectors), so the count stays where the tile ends (docs/PERF.md).
 
 use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_COUNTERS, TC_WORKSPACE_WORDS};
 use cmv_device::{KernelParams, TensorMap};
@@ -187,14 +184,34 @@ pub const fn bulk_plan_fits(p: &BulkPlan, groups: u32) -> bool {
 }
 
 /// The plan for `rows` rows of `row_bytes` bytes and `groups` groups of 8 vectors on `sms`
-/// SMs: one block per SM with equal ranges, or, where the counters cannot take the tiles
-/// (more than 65536 rows), one block per tile.
+/// SMs. Ranges aligned to tiles: with at most `sms` tiles, `n = sms / tiles` blocks per tile
+/// (each sums `1 / n` of one tile); with more, `m = ceil(tiles / sms)` whole tiles per block
+/// where `m` divides the tiles; otherwise one block per SM. Where the counters cannot take the
+/// tiles (more than 65536 rows), one block per tile.
+///
+/// On an H200 (docs/PERF.md) ranges that cut tiles unevenly cost up to 15% against the same
+/// work aligned to tiles (4096x4096: 16.7 us on 132 blocks, 14.2 on 128), while leaving a
+/// third of the SMs idle costs little (66 blocks: within 12% of 132 at every LLM shape).
 pub const fn bulk_plan(rows: u32, row_bytes: u32, groups: u32, sms: u32) -> BulkPlan {
-    let p = bulk_plan_for(rows, row_bytes, sms);
+    let sms = if sms == 0 { 1 } else { sms };
+    let tiles = rows.div_ceil(BULK_TILE_ROWS);
+    let grid = if tiles == 0 {
+        1
+    } else if tiles <= sms {
+        tiles * (sms / tiles)
+    } else {
+        let m = tiles.div_ceil(sms);
+        if tiles.is_multiple_of(m) {
+            tiles / m
+        } else {
+            sms
+        }
+    };
+    let p = bulk_plan_for(rows, row_bytes, grid);
     if bulk_plan_fits(&p, groups) {
         p
     } else {
-        bulk_plan_for(rows, row_bytes, p.tiles)
+        bulk_plan_for(rows, row_bytes, tiles)
     }
 }
 
@@ -434,9 +451,18 @@ mod tests {
 
     #[test]
     fn plans_fill_the_sms_within_the_workspace() {
-        let p = bulk_plan(11008, 8192, 2, 132);
-        assert_eq!((p.tiles, p.kstages, p.grid), (86, 64, 132));
+        // Aligned to tiles: n blocks per tile, or m tiles per block.
+        let grid = |rows: u32, cols: u32| bulk_plan(rows, 2 * cols, 2, 132).grid;
+        assert_eq!(grid(4096, 4096), 128);
+        assert_eq!(grid(8192, 28672), 128);
+        assert_eq!(grid(11008, 4096), 86);
+        assert_eq!(grid(14336, 4096), 112);
+        assert_eq!(grid(28672, 8192), 112);
+        assert_eq!(grid(128 * 133, 4096), 132);
+        let p = bulk_plan(4096, 8192, 2, 132);
         assert!(p.shares_tiles() && bulk_plan_fits(&p, 2));
+        let sk = p.stream();
+        assert!((0..128).all(|b| sk.start(b) % 16 == 0));
         // Small matrices: at most one block per unit.
         assert_eq!(bulk_plan(1, 16, 2, 132).grid, 1);
         // Too many tiles for the counters: one block per tile, none shared.
