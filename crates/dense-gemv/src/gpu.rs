@@ -11,7 +11,7 @@ use cmv_runtime::{
 use dense_kernels::bulk::{
     BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_ROW_BYTES, BULK_SMEM_BYTES, BULK_THREADS,
     BULK_TILE_ROWS, BulkKernel, BulkPlan, GemvBulkF16Params, GemvBulkI8Params, bulk_kernel,
-    bulk_plan, bulk_plan_fits, bulk_plan_for,
+    bulk_plan, bulk_plan_fits, bulk_plan_for, bulk_preferred,
 };
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
@@ -133,19 +133,19 @@ pub struct DenseGemv {
     /// The bulk-copy kernels (`dense_kernels::bulk`, [`PTX_SM90`]) on compute capability 9.0,
     /// in table order: fp16, int8.
     bulk: Option<(Vec<Kernel>, Vec<Kernel>)>,
-    /// The smallest batch the default path runs on them ([`BULK_ENV`]; none without it).
-    bulk_from: u32,
-    /// The grid the default path gives them ([`BULK_GRID_ENV`]; one block per SM without it).
+    /// The smallest batch the default path runs on them at every shape ([`BULK_ENV`]; `None`:
+    /// where `bulk_preferred` says).
+    bulk_from: Option<u32>,
+    /// The grid the default path gives them ([`BULK_GRID_ENV`]; `bulk_plan`'s without it).
     bulk_grid: Option<u32>,
     sm_count: u32,
 }
 
-/// The environment variable that puts the bulk-copy kernels (`dense_kernels::bulk`) in the
-/// default path of [`DenseGemv::gemv_f16`] and [`DenseGemv::gemv_i8`] from `N` vectors on
-/// (`CMV_DENSE_BULK=N`, for comparisons; compute capability 9.0 only). Without it they are off:
-/// on an H200 at 2 vectors they were 0.6-7% faster than the default kernels at 5 of the 8 LLM
-/// shapes and slower at the other 3, and slower everywhere at 16 vectors (docs/PERF.md), so
-/// the default path does not take them yet.
+/// The environment variable that overrides where the default path of [`DenseGemv::gemv_f16`]
+/// and [`DenseGemv::gemv_i8`] runs the copy-engine kernels (`dense_kernels::bulk`; compute
+/// capability 9.0 only), for comparisons: `CMV_DENSE_BULK=N` runs them from `N` vectors on at
+/// every shape, `CMV_DENSE_BULK=0` never. Without it the default path follows
+/// `dense_kernels::bulk::bulk_preferred` (the shapes where they were measured faster).
 pub const BULK_ENV: &str = "CMV_DENSE_BULK";
 
 /// The environment variable that sets the grid of the bulk kernels in the default path
@@ -501,17 +501,24 @@ impl DenseGemv {
                 _ => None,
             },
             bulk_from: match std::env::var(BULK_ENV).map(|v| v.trim().parse::<u32>()) {
-                Ok(Ok(n)) if n > 0 => n,
-                _ => u32::MAX,
+                Ok(Ok(0)) => Some(u32::MAX),
+                Ok(Ok(n)) => Some(n),
+                _ => None,
             },
             sm_count: gpu.info().sm_count,
         })
     }
 
-    /// Whether the default path runs `batch` vectors on the bulk-copy kernels: on compute
-    /// capability 9.0, from the batch [`BULK_ENV`] names on (never without it).
-    pub fn uses_bulk(&self, batch: u32) -> bool {
-        self.bulk.is_some() && batch >= self.bulk_from && batch <= dense_kernels::MAX_BATCH
+    /// Whether the default path runs `batch` vectors of a `rows x cols` matrix (int8 or fp16)
+    /// on the copy-engine kernels: on compute capability 9.0, where
+    /// `dense_kernels::bulk::bulk_preferred` says, or from the batch [`BULK_ENV`] names on.
+    pub fn uses_bulk(&self, rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
+        self.bulk.is_some()
+            && batch <= dense_kernels::MAX_BATCH
+            && match self.bulk_from {
+                Some(n) => batch >= n,
+                None => bulk_preferred(rows, cols, batch, int8),
+            }
     }
 
     /// The default path's plan for the bulk kernels: [`bulk_plan`], or the grid of
@@ -554,7 +561,7 @@ impl DenseGemv {
         let (rows, cols) = (w.rows, w.cols);
         if let Some((kf, _)) = &self.bulk
             && cols.is_multiple_of(F16_COL_MULTIPLE)
-            && self.uses_bulk(b)
+            && self.uses_bulk(rows, cols, b, false)
         {
             let i = bulk_kernel(b);
             let plan = self.bulk_default_plan(rows, 2 * cols, BULK_F16_KERNELS[i].batch / 8);
@@ -617,7 +624,7 @@ impl DenseGemv {
         let (rows, cols) = (w.rows, w.cols);
         if let Some((_, ki)) = &self.bulk
             && cols.is_multiple_of(I8_COL_MULTIPLE)
-            && self.uses_bulk(b)
+            && self.uses_bulk(rows, cols, b, true)
         {
             let i = bulk_kernel(b);
             let plan = self.bulk_default_plan(rows, cols, BULK_I8_KERNELS[i].batch / 8);

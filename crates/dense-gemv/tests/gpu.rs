@@ -379,9 +379,11 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
             )
             .is_err()
     );
-    // The default path takes them only when asked to (CMV_DENSE_BULK).
+    // The default path takes them where the measured rule says (unless CMV_DENSE_BULK).
     if std::env::var(dense_gemv::BULK_ENV).is_err() {
-        assert!(!dense.uses_bulk(16));
+        assert!(dense.uses_bulk(28672, 8192, 16, false));
+        assert!(!dense.uses_bulk(4096, 4096, 16, false));
+        assert!(!dense.uses_bulk(28672, 8192, 1, true));
     }
 }
 

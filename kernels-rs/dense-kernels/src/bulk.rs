@@ -215,6 +215,25 @@ pub const fn bulk_plan(rows: u32, row_bytes: u32, groups: u32, sms: u32) -> Bulk
     }
 }
 
+/// Whether the default path runs `batch` vectors of a `rows x cols` matrix (`int8` or fp16)
+/// on the copy-engine kernels, on compute capability 9.0: the shapes where they were faster
+/// than the register-fed kernels on both an H200 and an H100 (docs/PERF.md, build `b0dd9a5`):
+/// from 2 vectors on at least 96 tiles (14336x4096, 28672x8192: 2-13% faster at 2 and 16
+/// vectors on the H200, equal to 5% on the H100), and at 64 tiles of at least 16384 columns
+/// (8192x28672) from 2 fp16 or 9 int8 vectors (int8 at 2 vectors was 3% slower there). Never
+/// at 1 vector (the batch-1 kernels reach 92-97% of the ceiling at these shapes) nor on
+/// smaller or wider matrices (4096 rows, 8192x8192: 2-45% slower).
+pub const fn bulk_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
+    let tiles = rows.div_ceil(BULK_TILE_ROWS);
+    if batch < 2 || batch > 16 {
+        false
+    } else if tiles >= 96 {
+        true
+    } else {
+        tiles >= 64 && cols >= 16384 && (!int8 || batch >= 9)
+    }
+}
+
 /// The part of tile `tile` that the range `u0..u1` of plan `p` covers: k-stages `k0..k1`.
 pub const fn bulk_tile_part(p: &BulkPlan, tile: u32, u0: u64, u1: u64) -> (u32, u32) {
     let t0 = tile as u64 * p.kstages as u64;
@@ -462,7 +481,7 @@ mod tests {
         let p = bulk_plan(4096, 8192, 2, 132);
         assert!(p.shares_tiles() && bulk_plan_fits(&p, 2));
         let sk = p.stream();
-        assert!((0..128).all(|b| sk.start(b) % 16 == 0));
+        assert!((0..128).all(|b| sk.start(b).is_multiple_of(16)));
         // Small matrices: at most one block per unit.
         assert_eq!(bulk_plan(1, 16, 2, 132).grid, 1);
         // Too many tiles for the counters: one block per tile, none shared.
@@ -472,5 +491,25 @@ mod tests {
         assert!(!bulk_plan_fits(&bulk_plan_for(600_000, 256, 132), 2));
         assert_eq!(bulk_kernel(8), 0);
         assert_eq!(bulk_kernel(9), 1);
+    }
+
+    #[test]
+    fn the_default_path_takes_them_where_they_were_measured_faster() {
+        let pick = |rows, cols, batch, int8| bulk_preferred(rows, cols, batch, int8);
+        for int8 in [false, true] {
+            for batch in [2, 5, 16] {
+                assert!(pick(14336, 4096, batch, int8));
+                assert!(pick(28672, 8192, batch, int8));
+                assert!(!pick(4096, 14336, batch, int8));
+                assert!(!pick(8192, 8192, batch, int8));
+                assert!(!pick(11008, 4096, batch, int8));
+                assert!(!pick(4096, 4096, batch, int8));
+            }
+            assert!(!pick(28672, 8192, 1, int8));
+            assert!(!pick(28672, 8192, 17, int8));
+        }
+        assert!(pick(8192, 28672, 2, false));
+        assert!(!pick(8192, 28672, 8, true));
+        assert!(pick(8192, 28672, 9, true));
     }
 }
