@@ -130,7 +130,7 @@ pub struct DenseGemv {
     /// The split-K workspace and zeroed counters of the tensor-core kernels (each launch
     /// leaves the counters zero); the lock keeps two launches from sharing them at once.
     tc_ws: Mutex<TcWorkspace>,
-    /// The bulk-copy kernels (`dense_kernels::bulk`, [`PTX_SM90`]) on compute capability 9.0,
+    /// The copy-engine kernels (`dense_kernels::bulk`, [`PTX_SM90`]) on compute capability 9.0,
     /// in table order: fp16, int8.
     bulk: Option<(Vec<Kernel>, Vec<Kernel>)>,
     /// The smallest batch the default path runs on them at every shape ([`BULK_ENV`]; `None`:
@@ -202,8 +202,8 @@ fn check_io_i8(
     check_len("int8 output", y8.len(), batch as usize * w.rows())
 }
 
-/// The parameters of an fp16 tensor-core or bulk-copy launch (`per`: the plan's k-blocks or
-/// k-stages per split).
+/// The parameters of an fp16 tensor-core or copy-engine launch (`per`: the plan's k-blocks
+/// per split; unused by the copy-engine kernels).
 fn f16_params(
     w: &DeviceMatrix<f16>,
     x: &CudaSlice<f16>,
@@ -225,7 +225,7 @@ fn f16_params(
     }
 }
 
-/// The parameters of an int8 tensor-core or bulk-copy launch; see [`f16_params`].
+/// The parameters of an int8 tensor-core or copy-engine launch; see [`f16_params`].
 fn i8_params(
     w: &DeviceMatrix<i8>,
     x: &CudaSlice<i8>,
@@ -534,7 +534,7 @@ impl DenseGemv {
         }
     }
 
-    /// The bulk-copy kernels, fp16 and int8, in the order of [`BULK_F16_KERNELS`]; `None`
+    /// The copy-engine kernels, fp16 and int8, in the order of [`BULK_F16_KERNELS`]; `None`
     /// off compute capability 9.0.
     pub fn bulk_kernels(&self) -> Option<(&[Kernel], &[Kernel])> {
         self.bulk

@@ -387,7 +387,7 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
     }
 }
 
-/// Repeats one bulk-copy product many times (`CMV_BULK_STRESS=ROWS,COLS,REPS[,BLOCKS]`, int8 and
+/// Repeats one copy-engine product many times (`CMV_BULK_STRESS=ROWS,COLS,REPS[,BLOCKS]`, int8 and
 /// fp16 at 16 vectors), each checked against the CPU reference: for hunting rare failures and
 /// for the race checkers on a small grid. Skipped (saying so) when the variable is unset.
 #[test]

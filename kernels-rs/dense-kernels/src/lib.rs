@@ -10,9 +10,11 @@
 //!   `mma.m16n8k16` and int8 `mma.m16n8k32.s8`, with split-K), which `dense-gemv` runs from 5
 //!   fp16 vectors (2 on tall matrices) and 3 int8 vectors on; the older 16-rows-per-group
 //!   `cmv_gemv_f16_mma_n8` / `_n16` remain for comparison (`cmv-bench --explore-tc`).
-//! * [`bulk`]: the layout and plan of the Hopper kernels for 1 to 16 vectors
-//!   (`cmv_gemv_{f16,i8}_bulk_*`, crate `dense-kernels-sm90`), which stream the weights
-//!   through shared memory with bulk copies (not the default path yet: see there).
+//! * [`bulk`]: the layout, plan and parameters of the Hopper kernels for 1 to 16 vectors
+//!   (`cmv_gemv_{f16,i8}_bulk_*`, crate `dense-kernels-sm90`), which stream 2-D boxes of
+//!   weights and inputs through shared memory with the copy engine (TMA); `dense-gemv` runs
+//!   them from 2 vectors on the shapes where they were measured faster
+//!   ([`bulk::bulk_preferred`]).
 //! * `cmv_gemv_f16_any`, `cmv_gemv_i8_any`: any `cols`, any batch; slower fallbacks.
 //! * `cmv_stream_read`: reads a buffer once with 128-bit loads; the bandwidth ceiling.
 //!
