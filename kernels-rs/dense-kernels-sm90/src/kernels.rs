@@ -204,20 +204,41 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
             // SAFETY: this (tile, warp)'s counter; nothing touches it again in this launch.
             unsafe { *counters.add(counter) = 0 };
         }
+        // The sharers' partials in groups of SHARE_LOADS: every load of a group is issued
+        // before the first add (one round trip to L2 per group, not per sharer), then added in
+        // block order.
+        const SHARE_LOADS: u64 = 4;
         let mut sums = [[E::ZERO; 4]; NT];
-        for blk in first..=last_blk {
-            for (nt, sum) in sums.iter_mut().enumerate() {
-                let part = if blk == b as u64 {
-                    acc[nt]
-                } else {
-                    // SAFETY: block blk's slot, written and published before its count.
-                    let v = unsafe { ld_cg_v4(slot(blk, nt)) }.0;
-                    core::array::from_fn(|q| E::from_bits(v[q]))
-                };
-                for q in 0..4 {
-                    sum[q] = E::add(sum[q], part[q]);
+        let mut blk = first;
+        while blk <= last_blk {
+            let parts: [[U32x4; NT]; SHARE_LOADS as usize] = core::array::from_fn(|j| {
+                let c = blk + j as u64;
+                core::array::from_fn(|nt| {
+                    if c > last_blk || c == b as u64 {
+                        U32x4([0; 4])
+                    } else {
+                        // SAFETY: block c's slot, written and published before its count.
+                        unsafe { ld_cg_v4(slot(c, nt)) }
+                    }
+                })
+            });
+            for (j, part) in parts.iter().enumerate() {
+                let c = blk + j as u64;
+                if c > last_blk {
+                    break;
+                }
+                for (nt, sum) in sums.iter_mut().enumerate() {
+                    let v: [E::Acc; 4] = if c == b as u64 {
+                        acc[nt]
+                    } else {
+                        core::array::from_fn(|q| E::from_bits(part[nt].0[q]))
+                    };
+                    for q in 0..4 {
+                        sum[q] = E::add(sum[q], v[q]);
+                    }
                 }
             }
+            blk += SHARE_LOADS;
         }
         store_fragment::<E, NT>(&sums, row0, rows, batch, &store);
     }
