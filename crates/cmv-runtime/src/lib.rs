@@ -28,7 +28,7 @@ pub use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig};
 pub use device::{DeviceInfo, Gpu, Kernel, PtxModule, dev_ptr, dev_ptr_mut, gpu_for_tests};
 pub use error::{DriverResultExt, RuntimeError};
 pub use timing::{Timings, rotation_copies, time_graph, time_launches};
-pub use tma::{TmaElem, tensor_map_2d};
+pub use tma::{TmaElem, check_tensor_map_2d, tensor_map_2d};
 
 /// Result alias of this crate.
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

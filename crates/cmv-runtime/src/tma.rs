@@ -26,27 +26,21 @@ impl TmaElem {
     }
 }
 
-/// The tensor map of a row-major `rows x cols` matrix of `elem`s at the start of `buf`, copied
-/// in boxes of `box_rows x box_cols` elements into shared memory with the 128-byte swizzle
-/// (`CU_TENSOR_MAP_SWIZZLE_128B`: in every 1024 bytes, 16-byte chunk `c` of 128-byte row `r`
-/// lands at chunk `c ^ (r % 8)`). Elements of a box outside the matrix are written as zeros.
+/// The checks of [`tensor_map_2d`] on a buffer of `buf_bytes` bytes, before any driver call:
+/// what the copy engine takes with the 128-byte swizzle.
 ///
 /// # Errors
-/// [`RuntimeError::TensorMap`] for a shape the copy engine cannot take (rows not a multiple of
-/// 16 bytes, a box row other than 16-128 bytes in 16-byte steps, more than 256 box rows, an
-/// empty matrix, a buffer shorter than the matrix); [`RuntimeError::Driver`] when the driver
-/// refuses the map.
-pub fn tensor_map_2d<T>(
-    buf: &CudaSlice<T>,
+/// [`RuntimeError::TensorMap`], naming the offending value.
+pub fn check_tensor_map_2d(
+    buf_bytes: u64,
     elem: TmaElem,
     rows: u64,
     cols: u64,
     box_rows: u32,
     box_cols: u32,
-) -> Result<TensorMap> {
+) -> Result<()> {
     let eb = elem.bytes();
     let bad = |reason: String| Err(RuntimeError::TensorMap { reason });
-    let buf_bytes = (buf.len() * std::mem::size_of::<T>()) as u64;
     if rows == 0 || cols == 0 {
         return bad(format!("an empty {rows}x{cols} matrix"));
     }
@@ -73,6 +67,36 @@ pub fn tensor_map_2d<T>(
             "a {rows}x{cols} {elem:?} matrix does not fit its buffer of {buf_bytes} bytes"
         ));
     }
+    Ok(())
+}
+
+/// The tensor map of a row-major `rows x cols` matrix of `elem`s at the start of `buf`, copied
+/// in boxes of `box_rows x box_cols` elements into shared memory with the 128-byte swizzle
+/// (`CU_TENSOR_MAP_SWIZZLE_128B`: in every 1024 bytes, 16-byte chunk `c` of 128-byte row `r`
+/// lands at chunk `c ^ (r % 8)`). Elements of a box outside the matrix are written as zeros.
+///
+/// # Errors
+/// [`RuntimeError::TensorMap`] for a shape the copy engine cannot take (rows not a multiple of
+/// 16 bytes, a box row other than 16-128 bytes in 16-byte steps, more than 256 box rows, an
+/// empty matrix, a buffer shorter than the matrix); [`RuntimeError::Driver`] when the driver
+/// refuses the map.
+pub fn tensor_map_2d<T>(
+    buf: &CudaSlice<T>,
+    elem: TmaElem,
+    rows: u64,
+    cols: u64,
+    box_rows: u32,
+    box_cols: u32,
+) -> Result<TensorMap> {
+    check_tensor_map_2d(
+        (buf.len() * std::mem::size_of::<T>()) as u64,
+        elem,
+        rows,
+        cols,
+        box_rows,
+        box_cols,
+    )?;
+    let eb = elem.bytes();
     let (addr, _guard) = buf.device_ptr(buf.stream());
     let dtype = match elem {
         TmaElem::U8 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
@@ -116,4 +140,30 @@ pub fn tensor_map_2d<T>(
         words[2 * i + 1] = (*q >> 32) as u32;
     }
     Ok(TensorMap(words))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_the_copy_engine_cannot_take_are_refused_with_the_value() {
+        let ok = |b, e, r, c, br, bc| check_tensor_map_2d(b, e, r, c, br, bc).is_ok();
+        assert!(ok(4096 * 8192, TmaElem::F16, 4096, 4096, 128, 64));
+        assert!(ok(4096 * 4096, TmaElem::U8, 4096, 4096, 16, 128));
+        assert!(ok(32, TmaElem::F16, 1, 16, 128, 64));
+        let msg = |b, e, r, c, br, bc| match check_tensor_map_2d(b, e, r, c, br, bc) {
+            Err(RuntimeError::TensorMap { reason }) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert!(msg(1 << 20, TmaElem::F16, 0, 16, 128, 64).contains("empty 0x16"));
+        assert!(msg(1 << 20, TmaElem::F16, 4, 12, 128, 64).contains("24 bytes"));
+        assert!(msg(1 << 20, TmaElem::U8, 4, 8, 128, 128).contains("8 bytes"));
+        assert!(msg(1 << 20, TmaElem::F16, 4, 64, 128, 128).contains("256 bytes"));
+        assert!(msg(1 << 20, TmaElem::U8, 4, 64, 128, 8).contains("8 bytes"));
+        assert!(msg(1 << 20, TmaElem::U8, 4, 64, 257, 128).contains("257 box rows"));
+        assert!(msg(1 << 20, TmaElem::U8, 4, 64, 0, 128).contains("0 box rows"));
+        assert!(msg(255, TmaElem::U8, 4, 64, 4, 64).contains("buffer of 255 bytes"));
+        assert!(msg(1 << 40, TmaElem::F16, u64::MAX, 16, 1, 16).contains("does not fit"));
+    }
 }
