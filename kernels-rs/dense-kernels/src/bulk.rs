@@ -64,8 +64,10 @@ pub const BULK_W_BYTES: u32 = BULK_TILE_ROWS * BULK_ROW_BYTES;
 pub const BULK_X_BYTES: u32 = 16 * BULK_ROW_BYTES;
 /// Bytes of one stage (a multiple of 1024, so every stage keeps the swizzle's alignment).
 pub const BULK_STAGE_BYTES: u32 = BULK_W_BYTES + BULK_X_BYTES;
-/// Stages of the ring.
-pub const BULK_STAGES: u32 = 12;
+/// Stages of the ring (96 KiB of weights in flight per SM): 6 ran 0.5-4% faster than 12 at
+/// every shape and both GPU kinds in one A/B call each (docs/PERF.md), so the ring depth does
+/// not limit the kernel.
+pub const BULK_STAGES: u32 = 6;
 /// Bytes at the start of the shared memory for the barriers (full, then empty, 8 bytes each).
 pub const BULK_HEADER_BYTES: u32 = 256;
 /// Dynamic shared memory of a launch: the header, up to 1008 bytes to the ring's 1024-byte
