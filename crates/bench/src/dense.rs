@@ -207,6 +207,8 @@ struct Timed {
     copies: usize,
     check: String,
     algorithm: Option<LibraryAlgorithm>,
+    /// Our kernel's PTX name (`dense-*/cmv`).
+    kernel: Option<&'static str>,
 }
 
 /// The GPU context the GEMV suites share: the dense kernels, cuBLAS, cuBLASLt, the ceiling, and
@@ -428,11 +430,14 @@ impl<'a> Baselines<'a> {
             })?;
         // The output of the last timed call is checked too.
         check_f16(&format!("{what} (timed)"), &gpu.download(&y)?, &want)?;
+        let kernel = matches!(kernel, Baseline::CmvFp16)
+            .then(|| dense.f16_kernel(rows as u32, cols as u32, batch as u32));
         Ok(Timed {
             timings,
             copies,
             check,
             algorithm,
+            kernel,
         })
     }
 
@@ -476,6 +481,7 @@ impl<'a> Baselines<'a> {
             copies,
             check: "exact".into(),
             algorithm: None,
+            kernel: Some(dense.i8_kernel(rows as u32, cols as u32, batch as u32)),
         })
     }
 
@@ -539,6 +545,7 @@ impl<'a> Baselines<'a> {
             check: t.check.clone(),
         });
         row.algorithm = t.algorithm.clone();
+        row.kernel = t.kernel.map(String::from);
         Ok(Some(row))
     }
 }

@@ -217,6 +217,10 @@ pub struct Row {
     /// The library's own choice of algorithm, for a vendor baseline that reports one
     /// (`dense-fp16/cublaslt`: cuBLASLt's heuristic's first choice); `null` for every other row.
     pub algorithm: Option<dense::LibraryAlgorithm>,
+    /// The PTX entry point our dense baseline ran (`dense-*/cmv` rows: the default path's
+    /// choice for this shape and batch, `dense_gemv::DenseGemv::f16_kernel`); `null` for every
+    /// other row.
+    pub kernel: Option<String>,
 }
 
 /// What a [`Row`] is derived from: the times and sizes measured for it.
@@ -278,6 +282,7 @@ impl Row {
             speedup_vs_dense: t.dense_us.map(|b| b / median_us),
             check: t.check,
             algorithm: None,
+            kernel: None,
         }
     }
 }

@@ -447,6 +447,15 @@ mod tests {
     }
 
     #[test]
+    fn dense_rows_carry_our_kernel_name_into_the_json() {
+        let mut r = row("dense-fp16", "cmv", 16, 20.0, Some(22.0));
+        assert!(serde_json::to_value(&r).unwrap()["kernel"].is_null());
+        r.kernel = Some("cmv_gemv_f16_bulk_n16".into());
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["kernel"], "cmv_gemv_f16_bulk_n16");
+    }
+
+    #[test]
     fn rows_carry_the_library_algorithm_into_the_json_and_the_table() {
         let mut r = row("dense-fp16", "cublaslt", 4, 20.0, Some(22.0));
         let plain = serde_json::to_value(&r).unwrap();

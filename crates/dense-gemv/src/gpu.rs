@@ -447,6 +447,21 @@ fn batch_index(batch: u32) -> usize {
         .unwrap_or(KERNEL_BATCHES.len() - 1)
 }
 
+/// The kernel family the default path of [`DenseGemv::gemv_f16`] / [`DenseGemv::gemv_i8`]
+/// runs for one shape and batch ([`DenseGemv::f16_path`], [`DenseGemv::i8_path`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DensePath {
+    /// The copy-engine kernel at this index of `BULK_F16_KERNELS` / `BULK_I8_KERNELS`
+    /// (compute capability 9.0, where `dense_kernels::bulk::bulk_preferred` says).
+    Bulk(usize),
+    /// The tensor-core kernel at this index of `TC_F16_KERNELS` / `TC_I8_KERNELS`, with its plan.
+    Tc(usize, TcPlan),
+    /// The CUDA-core kernel at this index of the loaded fast kernels (one per kernel batch).
+    Cuda(usize),
+    /// The scalar fallback, for columns that are not whole 16-byte chunks.
+    Any,
+}
+
 impl DenseGemv {
     /// Loads the kernels (JIT-compiling the PTX on first use in this process).
     ///
@@ -559,41 +574,36 @@ impl DenseGemv {
         check_len("input", x.len(), batch * w.cols())?;
         check_len("output", y.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if let Some((kf, _)) = &self.bulk
-            && cols.is_multiple_of(F16_COL_MULTIPLE)
-            && self.uses_bulk(rows, cols, b, false)
-        {
-            let i = bulk_kernel(b);
-            let plan = self.bulk_default_plan(rows, 2 * cols, BULK_F16_KERNELS[i].batch / 8);
-            self.launch_bulk_f16(&kf[i], BULK_F16_KERNELS[i], plan, w, x, y, b)?;
-        } else if cols.is_multiple_of(F16_COL_MULTIPLE)
-            && f16_on_tensor_cores(b, rows, cols, self.sm_count)
-        {
-            let (i, plan) = tc_choice(b, rows, cols, cols / 8, self.sm_count);
-            self.launch_tc_f16(&self.tc_f16[i], TC_F16_KERNELS[i], plan, w, x, y, b)?;
-        } else if cols.is_multiple_of(F16_COL_MULTIPLE) {
-            let kb = f16_kernel_batch(b).unwrap_or(16);
-            let split = f16_split(rows, cols, b);
-            let k = F16_KERNEL_BATCHES
-                .iter()
-                .position(|&v| v == kb)
-                .unwrap_or(F16_KERNEL_BATCHES.len() - 1);
-            self.launch_f16(&self.f16[k], split, kb, w, x, y, b)?;
-        } else {
-            let params = GemvF16AnyParams {
-                w: dev_ptr(&w.data).cast(),
-                x: dev_ptr(x).cast(),
-                y: dev_ptr_mut(y).cast(),
-                rows,
-                cols,
-                batch: b,
-                pad: 0,
-            };
-            // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch * rows
-            // (checked above); one warp per row, as the kernel assumes.
-            unsafe {
-                self.f16_any
-                    .launch(&self.stream, scalar_grid(rows), &params)?;
+        match self.f16_path(rows, cols, b) {
+            DensePath::Bulk(i) => {
+                let kf = &self.bulk_loaded(BULK_F16_KERNELS[i])?.0;
+                let plan = self.bulk_default_plan(rows, 2 * cols, BULK_F16_KERNELS[i].batch / 8);
+                self.launch_bulk_f16(&kf[i], BULK_F16_KERNELS[i], plan, w, x, y, b)?;
+            }
+            DensePath::Tc(i, plan) => {
+                self.launch_tc_f16(&self.tc_f16[i], TC_F16_KERNELS[i], plan, w, x, y, b)?;
+            }
+            DensePath::Cuda(k) => {
+                let kb = f16_kernel_batch(b).unwrap_or(16);
+                let split = f16_split(rows, cols, b);
+                self.launch_f16(&self.f16[k], split, kb, w, x, y, b)?;
+            }
+            DensePath::Any => {
+                let params = GemvF16AnyParams {
+                    w: dev_ptr(&w.data).cast(),
+                    x: dev_ptr(x).cast(),
+                    y: dev_ptr_mut(y).cast(),
+                    rows,
+                    cols,
+                    batch: b,
+                    pad: 0,
+                };
+                // SAFETY: w holds rows * cols values and x, y hold batch * cols and batch *
+                // rows (checked above); one warp per row, as the kernel assumes.
+                unsafe {
+                    self.f16_any
+                        .launch(&self.stream, scalar_grid(rows), &params)?;
+                }
             }
         }
         Ok(())
@@ -622,59 +632,117 @@ impl DenseGemv {
         check_len("int32 output", y32.len(), batch * w.rows())?;
         check_len("int8 output", y8.len(), batch * w.rows())?;
         let (rows, cols) = (w.rows, w.cols);
-        if let Some((_, ki)) = &self.bulk
-            && cols.is_multiple_of(I8_COL_MULTIPLE)
-            && self.uses_bulk(rows, cols, b, true)
-        {
-            let i = bulk_kernel(b);
-            let plan = self.bulk_default_plan(rows, cols, BULK_I8_KERNELS[i].batch / 8);
-            self.launch_bulk_i8(&ki[i], BULK_I8_KERNELS[i], plan, w, x, (y32, y8), scale, b)?;
-        } else if cols.is_multiple_of(I8_COL_MULTIPLE)
-            && i8_on_tensor_cores(b, rows, cols, self.sm_count)
-        {
-            let (i, plan) = tc_choice(b, rows, cols, cols / 16, self.sm_count);
-            self.launch_tc_i8(
-                &self.tc_i8[i],
-                TC_I8_KERNELS[i],
-                plan,
-                w,
-                x,
-                (y32, y8),
-                scale,
-                b,
-            )?;
-        } else if cols.is_multiple_of(I8_COL_MULTIPLE) {
-            let kb = kernel_batch(b).unwrap_or(16);
-            let split = i8_split(rows, cols, b);
-            self.launch_i8(
-                &self.i8[batch_index(b)],
-                split,
-                kb,
-                w,
-                x,
-                (y32, y8),
-                scale,
-                b,
-            )?;
-        } else {
-            let params = GemvI8AnyParams {
-                w: dev_ptr(&w.data).cast(),
-                x: dev_ptr(x).cast(),
-                y32: dev_ptr_mut(y32),
-                y8: dev_ptr_mut(y8),
-                scale,
-                rows,
-                cols,
-                batch: b,
-            };
-            // SAFETY: w holds rows * cols values, x batch * cols and y32, y8 batch * rows
-            // (checked above); one warp per row, as the kernel assumes.
-            unsafe {
-                self.i8_any
-                    .launch(&self.stream, scalar_grid(rows), &params)?;
+        match self.i8_path(rows, cols, b) {
+            DensePath::Bulk(i) => {
+                let ki = &self.bulk_loaded(BULK_I8_KERNELS[i])?.1;
+                let plan = self.bulk_default_plan(rows, cols, BULK_I8_KERNELS[i].batch / 8);
+                self.launch_bulk_i8(&ki[i], BULK_I8_KERNELS[i], plan, w, x, (y32, y8), scale, b)?;
+            }
+            DensePath::Tc(i, plan) => {
+                self.launch_tc_i8(
+                    &self.tc_i8[i],
+                    TC_I8_KERNELS[i],
+                    plan,
+                    w,
+                    x,
+                    (y32, y8),
+                    scale,
+                    b,
+                )?;
+            }
+            DensePath::Cuda(k) => {
+                let kb = kernel_batch(b).unwrap_or(16);
+                let split = i8_split(rows, cols, b);
+                self.launch_i8(&self.i8[k], split, kb, w, x, (y32, y8), scale, b)?;
+            }
+            DensePath::Any => {
+                let params = GemvI8AnyParams {
+                    w: dev_ptr(&w.data).cast(),
+                    x: dev_ptr(x).cast(),
+                    y32: dev_ptr_mut(y32),
+                    y8: dev_ptr_mut(y8),
+                    scale,
+                    rows,
+                    cols,
+                    batch: b,
+                };
+                // SAFETY: w holds rows * cols values, x batch * cols and y32, y8 batch * rows
+                // (checked above); one warp per row, as the kernel assumes.
+                unsafe {
+                    self.i8_any
+                        .launch(&self.stream, scalar_grid(rows), &params)?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// The copy-engine kernels (present wherever a path is `DensePath::Bulk`).
+    fn bulk_loaded(&self, tk: BulkKernel) -> Result<&(Vec<Kernel>, Vec<Kernel>)> {
+        self.bulk.as_ref().ok_or_else(|| {
+            DenseError::Runtime(RuntimeError::InvalidLaunch {
+                kernel: tk.name,
+                reason: "the copy-engine kernels are not loaded (compute capability 9.0 only)"
+                    .into(),
+            })
+        })
+    }
+
+    /// The path [`DenseGemv::gemv_f16`] takes for `batch` (`1..=16`) vectors of a `rows x
+    /// cols` matrix.
+    pub fn f16_path(&self, rows: u32, cols: u32, batch: u32) -> DensePath {
+        if !cols.is_multiple_of(F16_COL_MULTIPLE) {
+            DensePath::Any
+        } else if self.uses_bulk(rows, cols, batch, false) {
+            DensePath::Bulk(bulk_kernel(batch))
+        } else if f16_on_tensor_cores(batch, rows, cols, self.sm_count) {
+            let (i, plan) = tc_choice(batch, rows, cols, cols / 8, self.sm_count);
+            DensePath::Tc(i, plan)
+        } else {
+            let kb = f16_kernel_batch(batch).unwrap_or(16);
+            DensePath::Cuda(
+                F16_KERNEL_BATCHES
+                    .iter()
+                    .position(|&v| v == kb)
+                    .unwrap_or(F16_KERNEL_BATCHES.len() - 1),
+            )
+        }
+    }
+
+    /// The path [`DenseGemv::gemv_i8`] takes for `batch` (`1..=16`) vectors of a `rows x cols`
+    /// matrix.
+    pub fn i8_path(&self, rows: u32, cols: u32, batch: u32) -> DensePath {
+        if !cols.is_multiple_of(I8_COL_MULTIPLE) {
+            DensePath::Any
+        } else if self.uses_bulk(rows, cols, batch, true) {
+            DensePath::Bulk(bulk_kernel(batch))
+        } else if i8_on_tensor_cores(batch, rows, cols, self.sm_count) {
+            let (i, plan) = tc_choice(batch, rows, cols, cols / 16, self.sm_count);
+            DensePath::Tc(i, plan)
+        } else {
+            DensePath::Cuda(batch_index(batch))
+        }
+    }
+
+    /// The PTX name of the kernel [`DenseGemv::gemv_f16`] runs for this shape and batch (what
+    /// the bench reports next to its time).
+    pub fn f16_kernel(&self, rows: u32, cols: u32, batch: u32) -> &'static str {
+        match self.f16_path(rows, cols, batch) {
+            DensePath::Bulk(i) => BULK_F16_KERNELS[i].name,
+            DensePath::Tc(i, _) => TC_F16_KERNELS[i].name,
+            DensePath::Cuda(k) => self.f16[k].name(),
+            DensePath::Any => self.f16_any.name(),
+        }
+    }
+
+    /// The PTX name of the kernel [`DenseGemv::gemv_i8`] runs for this shape and batch.
+    pub fn i8_kernel(&self, rows: u32, cols: u32, batch: u32) -> &'static str {
+        match self.i8_path(rows, cols, batch) {
+            DensePath::Bulk(i) => BULK_I8_KERNELS[i].name,
+            DensePath::Tc(i, _) => TC_I8_KERNELS[i].name,
+            DensePath::Cuda(k) => self.i8[k].name(),
+            DensePath::Any => self.i8_any.name(),
+        }
     }
 
     /// Words [`DenseGemv::stream_read`] writes to its output.

@@ -379,12 +379,23 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
             )
             .is_err()
     );
-    // The default path takes them where the measured rule says (unless CMV_DENSE_BULK).
+    // The default path takes them where the measured rule says (unless CMV_DENSE_BULK), and
+    // names the kernel it runs.
     if std::env::var(dense_gemv::BULK_ENV).is_err() {
         assert!(dense.uses_bulk(28672, 8192, 16, false));
         assert!(!dense.uses_bulk(4096, 4096, 16, false));
         assert!(!dense.uses_bulk(28672, 8192, 1, true));
+        assert_eq!(
+            dense.f16_path(28672, 8192, 16),
+            dense_gemv::DensePath::Bulk(1)
+        );
+        assert_eq!(dense.f16_kernel(28672, 8192, 5), BULK_F16_KERNELS[0].name);
+        assert_eq!(dense.i8_kernel(14336, 4096, 16), BULK_I8_KERNELS[1].name);
+        assert!(!dense.f16_kernel(4096, 4096, 16).contains("bulk"));
     }
+    assert_eq!(dense.f16_path(100, 12, 3), dense_gemv::DensePath::Any);
+    assert_eq!(dense.f16_kernel(100, 12, 3), "cmv_gemv_f16_any");
+    assert_eq!(dense.i8_kernel(100, 24, 3), "cmv_gemv_i8_any");
 }
 
 /// Repeats one copy-engine product many times (`CMV_BULK_STRESS=ROWS,COLS,REPS[,BLOCKS]`, int8 and

@@ -358,7 +358,10 @@ fn progress_line(r: &Row) -> String {
         ratio(r.speedup_vs_dense),
         r.bits_per_weight,
         r.check
-    )
+    ) + &r
+        .kernel
+        .as_ref()
+        .map_or(String::new(), |k| format!(", kernel {k}"))
 }
 
 fn run(args: &Args) -> Result<(), BenchError> {
