@@ -21,14 +21,15 @@ impl CompressedMatrix for AnsMatrix {
         encode_weights(weights, options)
     }
 
-    /// One warp per row, one thread per row, one thread per row and segment (`ans-lanes`,
-    /// the default segment), and the encoder's choice ([`EncodeOptions::auto`] with the
+    /// One warp per row, one thread per row, one thread per row and segment (`ans-lanes` and
+    /// `ans-lanes-esc`, the default segment), and the encoder's choice ([`EncodeOptions::auto`] with the
     /// format's 0.1-bit budget: never larger than the int8 matrix).
     fn variants() -> Vec<(&'static str, EncodeOptions)> {
         [
             ("rows", Layout::WarpRows),
             ("stripes", Layout::WarpStripes),
             ("lanes", Layout::WarpLanes),
+            ("lanes-esc", Layout::WarpLanesEsc),
         ]
         .into_iter()
         .map(|(name, layout)| {

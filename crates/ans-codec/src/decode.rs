@@ -84,7 +84,7 @@ impl AnsMatrix {
                     })
                 })
                 .collect(),
-            Layout::WarpLanes => {
+            Layout::WarpLanes | Layout::WarpLanesEsc => {
                 // One task per row group, its segments in order.
                 let segments = self.segments();
                 out.par_chunks_mut(LANE_ROWS * cols)
@@ -160,7 +160,7 @@ impl AnsMatrix {
                     })
                 })
                 .collect(),
-            Layout::WarpLanes => {
+            Layout::WarpLanes | Layout::WarpLanesEsc => {
                 // One task per unit: its 32 rows' partial sums over its segment, added to the
                 // rows' accumulators afterwards (wrapping sums: any order gives the same).
                 let segments = self.segments();
@@ -258,8 +258,21 @@ impl AnsMatrix {
         let (lo, hi) = (self.offsets[u] as usize, self.offsets[u + 1] as usize);
         // The unit's length in its logical words (16-bit ones for ans-lanes).
         let per_word = 4 / self.layout.word_bytes();
+        if canonical
+            && u == 0
+            && let Some(escape) = self.escape_value()
+            && self.model.freq(escape) == 0
+        {
+            return Err(AnsError::Escape {
+                unit: 0,
+                found: escape,
+                expected: escape,
+            });
+        }
         let read = match result {
             Ok(read) => read,
+            // Not damage but another encoder's choice: refused.
+            Err(e @ AnsError::Escape { .. }) if canonical => return Err(e),
             // Kept as it is: decode, gemv_reference and the kernels report it.
             Err(_) => return Ok((per_word * (hi - lo)).saturating_sub(STATE_WORDS) as u32),
         };
@@ -271,10 +284,10 @@ impl AnsMatrix {
                 expected: padding,
             });
         }
-        if canonical && self.layout == Layout::WarpLanes {
+        if canonical && self.layout.is_lanes() {
             self.check_lane_end(u, read)?;
         }
-        if canonical && self.layout != Layout::WarpLanes {
+        if canonical && !self.layout.is_lanes() {
             let end = read.next_multiple_of(BLOCK_WORDS);
             if hi - lo != end {
                 return Err(self.unit_end_error(
@@ -337,6 +350,19 @@ impl AnsMatrix {
         Ok(())
     }
 
+    /// The escape value of an `ans-lanes-esc` matrix (what escaped values are coded as):
+    /// unit 0's, `None` when unit 0's header is unreadable or the layout has no escapes.
+    pub fn escape_value(&self) -> Option<i8> {
+        if !self.layout.has_exceptions() {
+            return None;
+        }
+        let (lo, hi) = (
+            *self.offsets.first()? as usize,
+            *self.offsets.get(1)? as usize,
+        );
+        lanes::unit_escape(self.stream.get(lo..hi)?)
+    }
+
     /// Decodes unit `unit` with `table` (the model's), calling `sink(lane, col, values)` for
     /// every group in decoding order (`col` is the group's first column in the padded matrix,
     /// `lane` the coder). Returns the words read.
@@ -362,7 +388,8 @@ impl AnsMatrix {
                 // table.
                 let lookup = |s: u32| Slot::from_packed(table[s as usize]);
                 let (_, cols) = geometry.unit(unit);
-                lanes::decode_unit(words, lookup, cols, sink, corrupted)
+                let escapes = self.layout.has_exceptions().then(|| self.escape_value());
+                lanes::decode_unit(words, lookup, cols, escapes, unit, sink, corrupted)
             }
             (None, 4) => self.decode_unit_g::<4>(table, words, sink, corrupted),
             (None, _) => self.decode_unit_g::<2>(table, words, sink, corrupted),
@@ -397,7 +424,9 @@ impl AnsMatrix {
         let (chunks, chunk_cols, lane_cols) = match self.layout {
             Layout::WarpRows => (self.shape.padded_cols() / CHUNK, CHUNK, QUAD),
             // Not reached: decode_unit decodes lane units.
-            Layout::WarpStripes | Layout::WarpLanes => (self.shape.padded_cols() / QUAD, QUAD, 0),
+            Layout::WarpStripes | Layout::WarpLanes | Layout::WarpLanesEsc => {
+                (self.shape.padded_cols() / QUAD, QUAD, 0)
+            }
         };
         for j in 0..chunks {
             for g in 0..steps {

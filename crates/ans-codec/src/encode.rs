@@ -52,7 +52,8 @@ pub fn encode_weights(weights: Weights<'_, i8>, opts: &EncodeOptions) -> Result<
     let limit = n as u64 + INT8_ALLOWANCE_BYTES as u64;
     let bytes = |m: &AnsMatrix| m.size_breakdown().container_bytes;
     let within = |m: &AnsMatrix| bytes(m) <= limit && m.bits_per_element() <= entropy + budget;
-    // ans-lanes first (the fast kernel), unless a forced precision rules it out.
+    // ans-lanes-esc first (the fast kernel; its escapes never cost more than a word per
+    // unit), unless a forced precision rules it out.
     if opts.precision.is_none_or(|p| p == LANE_PRECISION) {
         if let Some(segment) = opts.lane_segment {
             // A bad segment is the caller's mistake, not a reason to pick another layout.
@@ -62,7 +63,7 @@ pub fn encode_weights(weights: Weights<'_, i8>, opts: &EncodeOptions) -> Result<
         // past the budget (fewer flushed states), up to one segment per row; an error (a
         // matrix this layout cannot code) or no segment within the budget and the limit: the
         // other layouts.
-        let (_, padded_cols) = Layout::WarpLanes.padded_shape(weights.rows(), weights.cols())?;
+        let (_, padded_cols) = Layout::WarpLanesEsc.padded_shape(weights.rows(), weights.cols())?;
         let mut segment = opts
             .lane_segment
             .unwrap_or_else(|| crate::default_lane_segment(weights.rows(), weights.cols()))
@@ -72,7 +73,7 @@ pub fn encode_weights(weights: Weights<'_, i8>, opts: &EncodeOptions) -> Result<
                 lane_segment: Some(segment),
                 ..*opts
             };
-            match encode_layout(weights, &o, Layout::WarpLanes) {
+            match encode_layout(weights, &o, Layout::WarpLanesEsc) {
                 Ok(lanes) if within(&lanes) => return Ok(lanes),
                 Ok(_) if opts.lane_segment.is_none() && segment < padded_cols => {
                     segment = (2 * segment).min(padded_cols);
@@ -111,7 +112,7 @@ fn encode_layout(
     let (real, rows, cols) = (weights.data(), weights.rows(), weights.cols());
     let (padded_rows, padded_cols) = layout.padded_shape(rows, cols)?;
     let lanes = match layout {
-        Layout::WarpLanes => {
+        Layout::WarpLanes | Layout::WarpLanesEsc => {
             if let Some(precision) = opts.precision.filter(|&p| p != LANE_PRECISION) {
                 return Err(AnsError::LanePrecision { precision });
             }
@@ -130,6 +131,26 @@ fn encode_layout(
     let mut with_padding = counts;
     let top = (0..VALUES).fold(0, |best, i| if counts[i] > counts[best] { i } else { best });
     with_padding[top] += padded_rows as u64 * padded_cols as u64 - n as u64;
+    let escapes = match lanes {
+        Some(geometry) if layout.has_exceptions() => Some(choose_escapes(
+            real,
+            rows,
+            cols,
+            &with_padding,
+            index_value(top),
+            geometry,
+        )?),
+        _ => None,
+    };
+    if let Some(e) = &escapes {
+        // Escaped values are coded as the escape value.
+        for i in 0..VALUES {
+            if e.escaped[i] && i != index(e.escape) {
+                with_padding[index(e.escape)] += with_padding[i];
+                with_padding[i] = 0;
+            }
+        }
+    }
     let model = match lanes {
         // The lane coder's 8 bits, whatever the overhead.
         Some(_) => Model::fit_counts(
@@ -142,7 +163,8 @@ fn encode_layout(
         None => Model::fit_counts(&with_padding, opts)?,
     };
 
-    let coder = UnitCoder::new(&model, real, rows, cols, padded_cols, layout, lanes);
+    let mut coder = UnitCoder::new(&model, real, rows, cols, padded_cols, layout, lanes);
+    coder.escapes = escapes;
     let units = layout.units(padded_rows, lanes.map_or(1, |g| g.segments));
     let coded: Vec<(Vec<u32>, u64)> = match model.group() {
         4 => (0..units)
@@ -220,6 +242,8 @@ struct UnitCoder<'a> {
     layout: Layout,
     /// The units of `ans-lanes`; `None` for the other layouts.
     lanes: Option<LaneGeometry>,
+    /// The escapes of `ans-lanes-esc`; `None` for the other layouts.
+    escapes: Option<lanes::Escapes>,
 }
 
 impl<'a> UnitCoder<'a> {
@@ -243,6 +267,7 @@ impl<'a> UnitCoder<'a> {
             padded_cols,
             layout,
             lanes,
+            escapes: None,
         }
     }
 
@@ -290,7 +315,7 @@ impl<'a> UnitCoder<'a> {
                     }
                 }
             }
-            Layout::WarpLanes => return self.encode_lane_unit(unit),
+            Layout::WarpLanes | Layout::WarpLanesEsc => return self.encode_lane_unit(unit),
         }
         let data_words = emitted.len() as u64;
         // Flush lanes 31 down to 0, low half then high half; reversed, the stream starts with
@@ -315,7 +340,104 @@ impl<'a> UnitCoder<'a> {
         let geometry = self.lanes.expect("ans-lanes has a lane geometry");
         let (group, cols) = geometry.unit(unit);
         let model = |v: i8| (self.cdf[index(v)], self.freq[index(v)]);
-        lanes::encode_unit(|r, c| self.at(r, c), model, LANE_ROWS * group, cols)
+        lanes::encode_unit(
+            |r, c| self.at(r, c),
+            model,
+            LANE_ROWS * group,
+            cols,
+            self.escapes.as_ref(),
+        )
+    }
+}
+
+/// The value of model index `i` (the inverse of [`index`]).
+const fn index_value(i: usize) -> i8 {
+    (i as i32 - 128) as i8
+}
+
+/// The escapes of an `ans-lanes-esc` matrix with the value counts `counts` (padding included;
+/// `padding` the padding value, never escaped): the `k` rarest values coded as the most
+/// frequent of them, for the `k` that gives the smallest model cross-entropy plus exception
+/// entries (32 bits each), as long as no unit lists more than
+/// [`MAX_EXCEPTIONS`](ans_kernels::lanes::MAX_EXCEPTIONS) exceptions (else fewer values are
+/// escaped). Nothing is escaped when the segment is too wide for an exception key.
+///
+/// # Errors
+/// The model's errors (not expected: 8 bits hold any merged counts).
+fn choose_escapes(
+    real: &[i8],
+    rows: usize,
+    cols: usize,
+    counts: &[u64; VALUES],
+    padding: i8,
+    geometry: LaneGeometry,
+) -> Result<lanes::Escapes> {
+    let none = lanes::Escapes::none(padding);
+    if geometry.segment >= 1 << ans_kernels::lanes::EXC_COL_BITS {
+        return Ok(none);
+    }
+    // Candidates: occurring values but the padding value, rarest first.
+    let mut rare: Vec<usize> = (0..VALUES)
+        .filter(|&i| counts[i] > 0 && i != index(padding))
+        .collect();
+    rare.sort_by_key(|&i| (counts[i], i));
+    let escapes_of = |k: usize| {
+        if k < 2 {
+            return none;
+        }
+        let mut e = lanes::Escapes::none(index_value(rare[k - 1]));
+        for &i in &rare[..k] {
+            e.escaped[i] = true;
+        }
+        e
+    };
+    let cost = |k: usize| -> Result<f64> {
+        let e = escapes_of(k);
+        let mut merged = *counts;
+        let mut exceptions = 0u64;
+        for i in 0..VALUES {
+            if e.escaped[i] && i != index(e.escape) {
+                merged[index(e.escape)] += merged[i];
+                exceptions += merged[i];
+                merged[i] = 0;
+            }
+        }
+        let model = Model::quantize(&merged, LANE_PRECISION)?;
+        Ok(model.cross_entropy_bits(&merged) + 32.0 * exceptions as f64)
+    };
+    let mut best = (cost(0)?, 0);
+    // Escaping more than a quarter of the values never pays at 8 bits.
+    for k in 2..rare.len().min(64) {
+        let c = cost(k)?;
+        if c < best.0 {
+            best = (c, k);
+        }
+    }
+    // Fewer escaped values until every unit's list fits.
+    let padded_rows = rows.next_multiple_of(LANE_ROWS);
+    let units = Layout::WarpLanesEsc.units(padded_rows, geometry.segments);
+    let at = |r: usize, c: usize| {
+        if r < rows && c < cols {
+            real[r * cols + c]
+        } else {
+            padding
+        }
+    };
+    let mut k = best.1;
+    loop {
+        let e = escapes_of(k);
+        if k < 2 {
+            return Ok(e);
+        }
+        let fits = (0..units).into_par_iter().all(|u| {
+            let (group, unit_cols) = geometry.unit(u);
+            lanes::count_exceptions(at, &e, LANE_ROWS * group, unit_cols)
+                <= ans_kernels::lanes::MAX_EXCEPTIONS as usize
+        });
+        if fits {
+            return Ok(e);
+        }
+        k -= 1;
     }
 }
 

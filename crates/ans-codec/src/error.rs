@@ -174,6 +174,20 @@ pub enum AnsError {
         /// `2^precision`.
         expected: u64,
     },
+    /// An `ans-lanes-esc` unit whose escape value is not the matrix's (unit 0's), or an escape
+    /// value the model does not code: not the canonical container.
+    #[error(
+        "lane unit {unit} escapes to {found} but the matrix escapes to {expected}, a value its \
+         model must code: the container was not written by cmv; re-encode the matrix"
+    )]
+    Escape {
+        /// The unit.
+        unit: usize,
+        /// Its escape value.
+        found: i8,
+        /// The matrix's escape value (unit 0's).
+        expected: i8,
+    },
     /// A stream that decodes but does not code its padding with the padding value: the
     /// container is not the canonical one of its matrix.
     #[error(

@@ -49,7 +49,7 @@ impl DeviceAnsMatrix {
         let shape = DeviceShape::new("ans", m.shape)?;
         let units = m.offsets().len() - 1;
         let table: Vec<u32> = match (m.layout(), m.register_tables()) {
-            (Layout::WarpLanes, _) => lane_table(&m.table()),
+            (Layout::WarpLanes | Layout::WarpLanesEsc, _) => lane_table(&m.table()),
             (_, Some(t)) => t.iter().flatten().copied().collect(),
             (_, None) => m.table(),
         };
@@ -175,7 +175,9 @@ impl AnsGemv {
             (Layout::WarpRows, false) => &self.rows_smem,
             (Layout::WarpStripes, true) => &self.stripes_p7,
             (Layout::WarpStripes, false) => &self.stripes_smem,
-            (Layout::WarpLanes, _) => return self.gemv_lanes(m, x, y32, y8, scale),
+            (Layout::WarpLanes | Layout::WarpLanesEsc, _) => {
+                return self.gemv_lanes(m, x, y32, y8, scale);
+            }
         };
         let table_bytes = if register { 0 } else { 4u32 << m.precision };
         let smem = m.shape.padded_cols + table_bytes;
@@ -255,6 +257,7 @@ impl AnsGemv {
             padded_cols: m.shape.padded_cols,
             segment: m.segment,
             nseg: m.segments,
+            exceptions: u32::from(m.layout.has_exceptions()),
         };
         // SAFETY: `m` comes from a validated `AnsMatrix` in `ans-lanes` (offsets start at 0,
         // increase by multiples of 4 words of at least 32, end at the stream's length; there
@@ -291,6 +294,9 @@ impl AnsGemv {
         }
         if flags & ans_kernels::ERR_FINAL_STATE != 0 {
             reasons.push("a coder did not end in its initial state");
+        }
+        if flags & ans_kernels::ERR_EXCEPTIONS != 0 {
+            reasons.push("a unit's exception list was out of place");
         }
         Err(AnsError::Corrupted {
             unit: "matrix",

@@ -7,8 +7,8 @@ use crate::lanes::{LANE_ROWS, MIN_DEFAULT_SEGMENT, SEGMENT_MULTIPLE, SEGMENTS_PE
 
 cmv_format::header_code! {
     /// How a matrix is split among coders (`docs/ANS.md`); stored in the container header as
-    /// code 0 (`ans-warp-rows`), 1 (`ans-warp-stripes`) or 2 (`ans-lanes`), named by its name
-    /// in the docs.
+    /// code 0 (`ans-warp-rows`), 1 (`ans-warp-stripes`), 2 (`ans-lanes`) or 3
+    /// (`ans-lanes-esc`), named by its name in the docs.
     pub enum Layout("layout") {
         /// `ans-warp-rows` (the default): one warp per row, 32 coders per row, columns padded to
         /// 128.
@@ -21,6 +21,12 @@ cmv_format::header_code! {
         /// per step at 8 bits of precision, 16-bit stream words; rows padded to 32 and columns
         /// to 16.
         WarpLanes = 2 => "ans-lanes",
+        /// `ans-lanes-esc`: `ans-lanes` with escapes. The model merges the rarest values into
+        /// one *escape value* (coded in their place), and each unit lists, after its states,
+        /// the elements whose value differs from the escape value (at most
+        /// [`MAX_EXCEPTIONS`](ans_kernels::lanes::MAX_EXCEPTIONS) per unit). The rare values
+        /// stop taking slots of the 8-bit model: about 0.08 bits per element less at sigma 4.
+        WarpLanesEsc = 3 => "ans-lanes-esc",
     }
 }
 
@@ -30,8 +36,20 @@ impl Layout {
         match self {
             Layout::WarpRows => "row",
             Layout::WarpStripes => "stripe",
-            Layout::WarpLanes => "lane unit",
+            Layout::WarpLanes | Layout::WarpLanesEsc => "lane unit",
         }
+    }
+
+    /// Whether the layout is `ans-lanes` or `ans-lanes-esc` (units of 32 rows by a segment,
+    /// 32-bit coders, the `cmv_ans_lanes` kernel).
+    pub const fn is_lanes(self) -> bool {
+        matches!(self, Layout::WarpLanes | Layout::WarpLanesEsc)
+    }
+
+    /// Whether the units carry an exception header and list after their states
+    /// (`ans-lanes-esc`).
+    pub const fn has_exceptions(self) -> bool {
+        matches!(self, Layout::WarpLanesEsc)
     }
 
     /// Bytes of one word of the layout's logical streams: 4 (`u32`), or 2 (`u16`) for
@@ -39,7 +57,7 @@ impl Layout {
     pub const fn word_bytes(self) -> usize {
         match self {
             Layout::WarpRows | Layout::WarpStripes => 4,
-            Layout::WarpLanes => 2,
+            Layout::WarpLanes | Layout::WarpLanesEsc => 2,
         }
     }
 
@@ -52,7 +70,7 @@ impl Layout {
         let (row_mult, col_mult) = match self {
             Layout::WarpRows => (1, CHUNK),
             Layout::WarpStripes => (STRIPE_ROWS, QUAD),
-            Layout::WarpLanes => (LANE_ROWS, SEGMENT_MULTIPLE),
+            Layout::WarpLanes | Layout::WarpLanesEsc => (LANE_ROWS, SEGMENT_MULTIPLE),
         };
         let pad = |n: usize, m: usize| n.div_ceil(m).checked_mul(m);
         match (pad(rows, row_mult), pad(cols, col_mult)) {
@@ -74,7 +92,7 @@ impl Layout {
     pub const fn segments(self, padded_cols: usize, segment: usize) -> usize {
         match self {
             Layout::WarpRows | Layout::WarpStripes => 1,
-            Layout::WarpLanes => padded_cols.div_ceil(segment),
+            Layout::WarpLanes | Layout::WarpLanesEsc => padded_cols.div_ceil(segment),
         }
     }
 
@@ -86,7 +104,7 @@ impl Layout {
         match self {
             Layout::WarpRows => padded_rows,
             Layout::WarpStripes => padded_rows / STRIPE_ROWS,
-            Layout::WarpLanes => padded_rows / LANE_ROWS * segments,
+            Layout::WarpLanes | Layout::WarpLanesEsc => padded_rows / LANE_ROWS * segments,
         }
     }
 
@@ -96,7 +114,7 @@ impl Layout {
         match self {
             Layout::WarpRows => unit,
             Layout::WarpStripes => STRIPE_ROWS * unit + lane,
-            Layout::WarpLanes => LANE_ROWS * (unit / segments) + lane,
+            Layout::WarpLanes | Layout::WarpLanesEsc => LANE_ROWS * (unit / segments) + lane,
         }
     }
 }
@@ -185,7 +203,12 @@ mod tests {
         assert_eq!(Layout::WarpRows.padded_shape(3, 129).unwrap(), (3, 256));
         assert_eq!(Layout::WarpStripes.padded_shape(33, 5).unwrap(), (64, 8));
         assert_eq!(Layout::WarpStripes.padded_shape(32, 4).unwrap(), (32, 4));
-        for l in [Layout::WarpRows, Layout::WarpStripes, Layout::WarpLanes] {
+        for l in [
+            Layout::WarpRows,
+            Layout::WarpStripes,
+            Layout::WarpLanes,
+            Layout::WarpLanesEsc,
+        ] {
             assert!(matches!(
                 l.padded_shape(0, 5),
                 Err(AnsError::Format(FormatError::Shape {
@@ -214,11 +237,19 @@ mod tests {
         );
         assert_eq!(Layout::from_code(2).unwrap(), Layout::WarpLanes);
         assert_eq!(Layout::from_name("ans-lanes"), Some(Layout::WarpLanes));
+        assert_eq!(Layout::from_code(3).unwrap(), Layout::WarpLanesEsc);
+        assert_eq!(
+            Layout::from_name("ans-lanes-esc"),
+            Some(Layout::WarpLanesEsc)
+        );
+        assert!(Layout::WarpLanesEsc.is_lanes() && Layout::WarpLanesEsc.has_exceptions());
+        assert!(Layout::WarpLanes.is_lanes() && !Layout::WarpLanes.has_exceptions());
+        assert!(!Layout::WarpRows.is_lanes() && !Layout::WarpStripes.has_exceptions());
         assert!(matches!(
-            Layout::from_code(3),
+            Layout::from_code(4),
             Err(FormatError::Code {
                 field: "layout",
-                found: 3,
+                found: 4,
                 ..
             })
         ));

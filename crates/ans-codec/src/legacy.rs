@@ -46,7 +46,7 @@ pub(crate) fn read(blob: &[u8], limits: &Limits) -> Result<AnsMatrix> {
     };
     let (offset_count, stream_words) = (word(10), word(11));
     // Version 1 predates ans-lanes: only the first two layouts.
-    if fields.layout == Layout::WarpLanes.code() {
+    if fields.layout == Layout::WarpLanes.code() || fields.layout == Layout::WarpLanesEsc.code() {
         return Err(FormatError::Code {
             field: "layout",
             found: fields.layout,

@@ -106,7 +106,7 @@ impl AnsMatrix {
     /// Elements per ANS step: 4 when `P <= 8`, else 2; always 2 (a pair) for `ans-lanes`.
     pub fn group(&self) -> usize {
         match self.layout {
-            Layout::WarpLanes => LANE_GROUP,
+            Layout::WarpLanes | Layout::WarpLanesEsc => LANE_GROUP,
             Layout::WarpRows | Layout::WarpStripes => self.model.group(),
         }
     }
@@ -183,7 +183,7 @@ impl AnsMatrix {
 /// # Errors
 /// [`FormatError::Header`](cmv_format::FormatError::Header) (field `precision`) otherwise.
 pub(crate) fn check_lane_precision(layout: Layout, precision: u32) -> Result<()> {
-    if layout == Layout::WarpLanes {
+    if layout.is_lanes() {
         check_field("precision", precision.into(), LANE_PRECISION.into())?;
     }
     Ok(())
@@ -193,7 +193,7 @@ pub(crate) fn check_lane_precision(layout: Layout, precision: u32) -> Result<()>
 /// for `ans-lanes`.
 pub(crate) fn group_field(layout: Layout, precision: u32) -> usize {
     match layout {
-        Layout::WarpLanes => LANE_GROUP,
+        Layout::WarpLanes | Layout::WarpLanesEsc => LANE_GROUP,
         Layout::WarpRows | Layout::WarpStripes => ans_kernels::layout::group_size(precision),
     }
 }
@@ -223,7 +223,7 @@ pub(crate) fn check_segment(
             .into())
         }
         Layout::WarpRows | Layout::WarpStripes => Ok(None),
-        Layout::WarpLanes => {
+        Layout::WarpLanes | Layout::WarpLanesEsc => {
             let s = segment as usize;
             if s >= SEGMENT_MULTIPLE && s.is_multiple_of(SEGMENT_MULTIPLE) && s <= padded_cols {
                 Ok(Some(s))
@@ -245,6 +245,8 @@ pub(crate) fn offset_rules(layout: Layout, units: usize, stream_words: usize) ->
     let (multiple, min_gap) = match layout {
         Layout::WarpRows | Layout::WarpStripes => (BLOCK_WORDS, BLOCK_WORDS),
         Layout::WarpLanes => (lanes::BLOCK_WORDS, lanes::STATE_WORDS),
+        // The states and the exception header word.
+        Layout::WarpLanesEsc => (lanes::BLOCK_WORDS, lanes::STATE_WORDS + 1),
     };
     OffsetRules {
         table: "stream",

@@ -16,7 +16,7 @@ pub struct EncodeOptions {
     /// when the precision is chosen automatically (default 0.1, the goal the format is held to).
     pub max_overhead_bits: f64,
     /// `None` (the default): code in `layout` as given. `Some(budget)`: let the encoder choose
-    /// the layout ([`EncodeOptions::auto`]): `ans-lanes` (default segment, then longer ones
+    /// the layout ([`EncodeOptions::auto`]): `ans-lanes-esc` (default segment, then longer ones
     /// unless `lane_segment` is given), then `ans-warp-rows`, the first whose
     /// container stays within `budget` bits per element of the values' entropy and within the
     /// int8 limit, else the smaller of `ans-warp-rows` and `ans-warp-stripes`; and never a
@@ -37,14 +37,15 @@ pub struct EncodeOptions {
 pub const INT8_ALLOWANCE_BYTES: usize = 4096;
 
 impl EncodeOptions {
-    /// The encoder chooses the layout, in this order: `ans-lanes` (the fastest kernel from
+    /// The encoder chooses the layout, in this order: `ans-lanes-esc` (the fastest kernel from
     /// 4096 x 4096 on, docs/PERF.md) with its default segment, then with segments twice as
     /// long (fewer flushed states, a slower kernel) up to the row's length, then
     /// `ans-warp-rows`: the first whose container is within `budget_bits` bits per element of
     /// the entropy and no larger than the int8 matrix plus [`INT8_ALLOWANCE_BYTES`];
     /// else the smaller of `ans-warp-rows` and `ans-warp-stripes`, never larger than that
     /// limit. `ans-lanes` is skipped when it cannot code the matrix (a forced precision other
-    /// than 8 bits). The layout chosen is recorded in the container
+    /// than 8 bits). `ans-lanes-esc` is `ans-lanes` with the rare values escaped, at least
+    /// as small but for one word per unit. The layout chosen is recorded in the container
     /// ([`AnsMatrix::layout`](crate::AnsMatrix::layout)).
     pub fn auto(budget_bits: f64) -> Self {
         Self {

@@ -4,9 +4,8 @@
 use ans_kernels::layout::{BLOCK_WORDS, LANES, interleave};
 
 use crate::lanes;
-use crate::layout::Layout;
 use crate::matrix::{AnsMatrix, STATE_WORDS};
-use crate::model::{FREQ_BYTES, entropy_bits};
+use crate::model::{FREQ_BYTES, VALUES, entropy_bits, index};
 
 impl AnsMatrix {
     /// The stream's payload, flushed states and padding and the entropy figures of the
@@ -22,7 +21,18 @@ impl AnsMatrix {
         let stream = self.stream.len() * 4;
         // Data and state words are 16-bit for ans-lanes, 32-bit otherwise.
         let word = self.layout.word_bytes();
-        let payload_bytes = data * word;
+        // ans-lanes-esc: the units' exception headers and lists, counted among the data words.
+        let exception_bytes = if self.layout.has_exceptions() {
+            2 * self
+                .offsets
+                .windows(2)
+                .filter_map(|w| self.stream.get(w[0] as usize..w[1] as usize))
+                .map(lanes::exception_halfwords)
+                .sum::<usize>()
+        } else {
+            0
+        };
+        let payload_bytes = (data * word).saturating_sub(exception_bytes);
         let flushed_state_bytes = self.units() * STATE_WORDS * word;
         let table_bytes = FREQ_BYTES;
         let offset_bytes = self.offsets.len() * 4;
@@ -34,15 +44,35 @@ impl AnsMatrix {
             padded_elements: self.shape.padded_rows() * self.shape.padded_cols(),
             precision: self.precision(),
             payload_bytes,
+            exception_bytes,
             flushed_state_bytes,
-            padding_bytes: stream.saturating_sub(payload_bytes + flushed_state_bytes),
+            padding_bytes: stream
+                .saturating_sub(payload_bytes + exception_bytes + flushed_state_bytes),
             table_bytes,
             offset_bytes,
             header_bytes: total.saturating_sub(stream + table_bytes + offset_bytes),
             coded_bits: per(payload_bytes as f64 * 8.0 + self.state_information_bits()),
             entropy_bits: per(entropy_bits(&stats.counts)),
-            cross_entropy_bits: per(self.model.cross_entropy_bits(&stats.counts)),
+            cross_entropy_bits: per(self
+                .model
+                .cross_entropy_bits(&self.coded_counts(&stats.counts))),
         }
+    }
+
+    /// The counts of the values as coded: for `ans-lanes-esc`, the values the model does not
+    /// code (escaped ones) counted as the escape value.
+    fn coded_counts(&self, counts: &[u64; VALUES]) -> [u64; VALUES] {
+        let Some(escape) = self.escape_value() else {
+            return *counts;
+        };
+        let mut merged = *counts;
+        for i in 0..VALUES {
+            if self.model.freqs()[i] == 0 && merged[i] > 0 {
+                merged[index(escape)] += merged[i];
+                merged[i] = 0;
+            }
+        }
+        merged
     }
 
     /// Bits of information in the flushed states: `log2(state / 2^32)` summed over every
@@ -50,7 +80,7 @@ impl AnsMatrix {
     /// damaged stream, counts 0).
     fn state_information_bits(&self) -> f64 {
         let mut bits = 0.0;
-        if self.layout == Layout::WarpLanes {
+        if self.layout.is_lanes() {
             for w in self.offsets.windows(2) {
                 let Some(unit) = self.stream.get(w[0] as usize..w[1] as usize) else {
                     continue;
@@ -104,6 +134,8 @@ pub struct EntropyReport {
     pub precision: u32,
     /// Data words the coders emitted (the cost of the real elements and the padding).
     pub payload_bytes: usize,
+    /// `ans-lanes-esc`: the units' exception headers and lists (0 for the other layouts).
+    pub exception_bytes: usize,
     /// The coders' flushed final states: 64 words per row, stripe or lane unit (256 bytes, or
     /// 128 for `ans-lanes`' 16-bit words).
     pub flushed_state_bytes: usize,
@@ -124,14 +156,16 @@ pub struct EntropyReport {
     pub coded_bits: f64,
     /// Empirical entropy of the real elements, bits per element.
     pub entropy_bits: f64,
-    /// Cross-entropy of the real elements under the model, bits per element.
+    /// Cross-entropy of the real elements under the model, bits per element (for
+    /// `ans-lanes-esc`, of the values as coded, escaped ones as the escape value; their
+    /// exceptions cost `exception_bytes` more).
     pub cross_entropy_bits: f64,
 }
 
 impl EntropyReport {
-    /// Bytes of the stream: payload, states and padding.
+    /// Bytes of the stream: payload, exceptions, states and padding.
     pub fn stream_bytes(&self) -> usize {
-        self.payload_bytes + self.flushed_state_bytes + self.padding_bytes
+        self.payload_bytes + self.exception_bytes + self.flushed_state_bytes + self.padding_bytes
     }
 
     /// Bytes of the whole container.
@@ -160,12 +194,14 @@ impl std::fmt::Display for EntropyReport {
         write!(
             f,
             "P={} entropy {:.4} cross-entropy {:.4} coded {:.4} | bits/element: payload {:.4} \
-             states {:.4} padding {:.4} table {:.5} offsets {:.5} header {:.5} total {:.4}",
+             exceptions {:.4} states {:.4} padding {:.4} table {:.5} offsets {:.5} header {:.5} \
+             total {:.4}",
             self.precision,
             self.entropy_bits,
             self.cross_entropy_bits,
             self.coded_bits,
             self.payload_bits_per_element(),
+            self.per_element(self.exception_bytes),
             self.per_element(self.flushed_state_bytes),
             self.per_element(self.padding_bytes),
             self.per_element(self.table_bytes),

@@ -114,21 +114,22 @@ fn the_budget_decides_between_fast_and_small() {
     };
     assert_eq!(tight.layout(), want);
     assert_eq!(tight.decode().unwrap(), w);
-    // ans-lanes comes first: within its overhead it is kept, even where the rows would fit too.
-    let lanes = encode(&w, rows, cols, &fixed(Layout::WarpLanes)).unwrap();
+    // ans-lanes-esc comes first: within its overhead it is kept, even where the rows would fit
+    // too.
+    let lanes = encode(&w, rows, cols, &fixed(Layout::WarpLanesEsc)).unwrap();
     let lanes_over = over(&lanes);
     println!("overhead: lanes/{:?} {lanes_over:.4}", lanes.segment());
     let budget = lanes_over.max(rows_over) + 0.01;
     let first = encode(&w, rows, cols, &EncodeOptions::auto(budget)).unwrap();
-    assert_eq!(first.layout(), Layout::WarpLanes);
+    assert_eq!(first.layout(), Layout::WarpLanesEsc);
     assert_eq!(first.to_bytes(), lanes.to_bytes());
     assert_eq!(first.decode().unwrap(), w);
     let back = AnsMatrix::from_bytes(&first.to_bytes()).unwrap();
-    assert_eq!(back.layout(), Layout::WarpLanes);
+    assert_eq!(back.layout(), Layout::WarpLanesEsc);
     // Just under its overhead: ans-lanes with a longer segment (fewer flushed states) if one
     // fits, else another layout.
     let under = encode(&w, rows, cols, &EncodeOptions::auto(lanes_over - 0.001)).unwrap();
-    if under.layout() == Layout::WarpLanes {
+    if under.layout().is_lanes() {
         assert!(under.segment() > lanes.segment());
         assert!(over(&under) <= lanes_over - 0.001);
     }
@@ -137,19 +138,22 @@ fn the_budget_decides_between_fast_and_small() {
     // ans-lanes.
     let whole = EncodeOptions {
         lane_segment: Some(cols.next_multiple_of(16)),
-        ..fixed(Layout::WarpLanes)
+        ..fixed(Layout::WarpLanesEsc)
     };
     let longest = encode(&w, rows, cols, &whole).unwrap();
     let least = over(&longest).min(lanes_over);
     let none = encode(&w, rows, cols, &EncodeOptions::auto(least - 0.001)).unwrap();
-    assert_ne!(none.layout(), Layout::WarpLanes);
+    assert!(!none.layout().is_lanes());
     // The option's segment is the one tried.
     let long = EncodeOptions {
         lane_segment: Some(16384),
         ..EncodeOptions::auto(budget)
     };
     let m = encode(&w, rows, cols, &long).unwrap();
-    assert_eq!((m.layout(), m.segment()), (Layout::WarpLanes, Some(16384)));
+    assert_eq!(
+        (m.layout(), m.segment()),
+        (Layout::WarpLanesEsc, Some(16384))
+    );
 }
 
 #[test]
@@ -159,7 +163,7 @@ fn lanes_are_skipped_where_they_cannot_code() {
     let all_in = EncodeOptions::auto(10.0);
     assert_eq!(
         encode(&w, rows, cols, &all_in).unwrap().layout(),
-        Layout::WarpLanes
+        Layout::WarpLanesEsc
     );
     // A forced precision other than 8 bits: ans-lanes cannot honour it, the others can.
     for precision in [7, 10] {
@@ -176,7 +180,7 @@ fn lanes_are_skipped_where_they_cannot_code() {
     };
     assert_eq!(
         encode(&w, rows, cols, &eight).unwrap().layout(),
-        Layout::WarpLanes
+        Layout::WarpLanesEsc
     );
     // A bad segment is an error, not a reason to pick another layout.
     let bad = EncodeOptions {

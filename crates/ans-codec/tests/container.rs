@@ -92,7 +92,9 @@ fn blobs_round_trip() {
         for layout in LAYOUTS {
             // ans-lanes: 8 bits only, and a few segments instead.
             let settings: &[(Option<u32>, Option<usize>)] = match layout {
-                Layout::WarpLanes => &[(None, None), (Some(8), Some(16)), (None, Some(48))],
+                Layout::WarpLanes | Layout::WarpLanesEsc => {
+                    &[(None, None), (Some(8), Some(16)), (None, Some(48))]
+                }
                 _ => &[(None, None), (Some(7), None), (Some(12), None)],
             };
             for &(precision, lane_segment) in settings {
@@ -239,7 +241,7 @@ fn hostile_headers_are_errors() {
         });
         // A precision whose group differs from the stored one (ans-lanes: any other than 8).
         let other_p = if f.precision <= 8 { 10 } else { 7 };
-        if layout == Layout::WarpLanes {
+        if layout.is_lanes() {
             for p in [7, 9, 10, 12] {
                 check(
                     with_fields(&m, |f| f.precision = p),
@@ -436,7 +438,9 @@ fn hostile_headers_are_errors() {
         // shorter than its 32 words of states).
         let n = m.offsets().len();
         let cut = match layout {
-            Layout::WarpLanes => (m.offsets()[n - 1] - m.offsets()[n - 2]) as usize - 28,
+            Layout::WarpLanes | Layout::WarpLanesEsc => {
+                (m.offsets()[n - 1] - m.offsets()[n - 2]) as usize - 28
+            }
             _ => 64,
         };
         check(
@@ -467,7 +471,7 @@ fn hostile_offsets_and_frequencies_are_errors() {
             }
         };
         assert!(offset_err(0, |_| 128, "first").contains("first"));
-        if layout == Layout::WarpLanes {
+        if layout.is_lanes() {
             // Multiples of 4 words, at least 32 (the states) per unit.
             for off in [1, 2, 3, 6] {
                 let b = with_parts(&m, |p| p.offsets[1] += off);
@@ -939,7 +943,7 @@ fn damaged_streams_decode_safely() {
     let mut rng = SmallRng::seed_from_u64(0xbad);
     for layout in LAYOUTS {
         let precisions: &[Option<u32>] = match layout {
-            Layout::WarpLanes => &[None, Some(8)],
+            Layout::WarpLanes | Layout::WarpLanesEsc => &[None, Some(8)],
             _ => &[Some(7), Some(8), Some(12)],
         };
         for &precision in precisions {

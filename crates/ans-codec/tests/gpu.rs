@@ -122,23 +122,30 @@ fn the_lane_kernel_matches_the_cpu_reference() {
         (1000, 4096, &[None, Some(1024)]),
     ];
     let mut seed = 100;
+    let mut escaped = 0;
     for (rows, cols, segments) in cases {
         for sigma in [0.3, 4.0, 20.0] {
             seed += 1;
             let w = gaussian(rows * cols, sigma, seed);
             for &segment in segments {
-                let opts = EncodeOptions {
-                    layout: Layout::WarpLanes,
-                    lane_segment: segment,
-                    ..EncodeOptions::default()
-                };
-                let m = encode(&w, rows, cols, &opts).unwrap();
-                check_against_cpu(&gpu, &ans, &m, seed).unwrap_or_else(|e| {
-                    panic!("{rows}x{cols} sigma {sigma} segment {segment:?}: {e}")
-                });
+                for layout in [Layout::WarpLanes, Layout::WarpLanesEsc] {
+                    let opts = EncodeOptions {
+                        layout,
+                        lane_segment: segment,
+                        ..EncodeOptions::default()
+                    };
+                    let m = encode(&w, rows, cols, &opts).unwrap();
+                    if m.entropy_report().exception_bytes > 4 * m.units() {
+                        escaped += 1;
+                    }
+                    check_against_cpu(&gpu, &ans, &m, seed).unwrap_or_else(|e| {
+                        panic!("{rows}x{cols} sigma {sigma} {layout:?} segment {segment:?}: {e}")
+                    });
+                }
             }
         }
     }
+    assert!(escaped > 0, "no matrix listed exceptions");
 }
 
 #[test]
@@ -149,8 +156,13 @@ fn corrupted_streams_are_flagged_not_read_past() {
     let ans = AnsGemv::new(&gpu).unwrap();
     let w = gaussian(96 * 1000, 4.0, 77);
     let mut flagged = 0;
-    for layout in [Layout::WarpRows, Layout::WarpStripes, Layout::WarpLanes] {
-        let precisions: &[Option<u32>] = if layout == Layout::WarpLanes {
+    for layout in [
+        Layout::WarpRows,
+        Layout::WarpStripes,
+        Layout::WarpLanes,
+        Layout::WarpLanesEsc,
+    ] {
+        let precisions: &[Option<u32>] = if layout.is_lanes() {
             &[None]
         } else {
             &[Some(7), None, Some(11)]

@@ -39,7 +39,32 @@ fn matrices() -> Vec<(String, AnsMatrix)> {
             out.push((format!("{rows}x{cols} WarpLanes {lane_segment:?}"), m));
         }
     }
-    for layout in [Layout::WarpRows, Layout::WarpStripes, Layout::WarpLanes] {
+    // ans-lanes-esc with exceptions: values in -2..=2 but for rare ones, each its own value.
+    let skewed: Vec<i8> = seeded_vec::<i8>(9, 45 * 160)
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| if i % 41 == 7 { v } else { v % 3 })
+        .collect();
+    for lane_segment in [None, Some(32)] {
+        let opts = EncodeOptions {
+            layout: Layout::WarpLanesEsc,
+            lane_segment,
+            ..EncodeOptions::default()
+        };
+        let m = AnsMatrix::encode_slice(&skewed, 45, 160, &opts).unwrap();
+        let r = m.entropy_report();
+        assert!(
+            r.exception_bytes > 4 * m.units(),
+            "the skewed matrix lists exceptions: {r}"
+        );
+        out.push((format!("45x160 skewed WarpLanesEsc {lane_segment:?}"), m));
+    }
+    for layout in [
+        Layout::WarpRows,
+        Layout::WarpStripes,
+        Layout::WarpLanes,
+        Layout::WarpLanesEsc,
+    ] {
         let opts = EncodeOptions {
             layout,
             ..EncodeOptions::default()

@@ -20,11 +20,12 @@ use crate::BenchError;
 /// Matrices in a chain.
 pub const CHAIN: usize = 10;
 
-/// What is measured: the three layouts with the default model (within 0.1 bits of the
-/// entropy; `ans-lanes` always at 8 bits, with the default segment), and `ans-warp-rows`
+/// What is measured: the four layouts with the default model (within 0.1 bits of the
+/// entropy; `ans-lanes` and `ans-lanes-esc` always at 8 bits, with the default segment), and `ans-warp-rows`
 /// forced onto the 7-bit model, decoded from shared memory (the default) and from the seed's
 /// register tables (`-regs`).
-const VARIANTS: [(Layout, Option<u32>, &str); 5] = [
+const VARIANTS: [(Layout, Option<u32>, &str); 6] = [
+    (Layout::WarpLanesEsc, None, "ans-lanes-esc"),
     (Layout::WarpLanes, None, "ans-lanes"),
     (Layout::WarpRows, None, "ans-warp-rows"),
     (Layout::WarpRows, Some(7), "ans-warp-rows-p7"),
@@ -38,7 +39,7 @@ struct Variant {
     opts: EncodeOptions,
 }
 
-/// The variants of `cfg`: [`VARIANTS`] and `ans-lanes-s{S}` for each of
+/// The variants of `cfg`: [`VARIANTS`], `ans-lanes-s{S}` and `ans-lanes-esc-s{S}` for each of
 /// `cfg.lane_segments`, keeping those named in `cfg.variants` (all when it is empty).
 fn variants(cfg: &ChainConfig) -> Vec<Variant> {
     let fixed = VARIANTS.iter().map(|&(layout, precision, name)| Variant {
@@ -49,13 +50,19 @@ fn variants(cfg: &ChainConfig) -> Vec<Variant> {
             ..EncodeOptions::default()
         },
     });
-    let segments = cfg.lane_segments.iter().map(|&s| Variant {
-        name: format!("ans-lanes-s{s}"),
-        opts: EncodeOptions {
-            layout: Layout::WarpLanes,
-            lane_segment: Some(s),
-            ..EncodeOptions::default()
-        },
+    let segments = cfg.lane_segments.iter().flat_map(|&s| {
+        [
+            (Layout::WarpLanes, "ans-lanes"),
+            (Layout::WarpLanesEsc, "ans-lanes-esc"),
+        ]
+        .map(|(layout, name)| Variant {
+            name: format!("{name}-s{s}"),
+            opts: EncodeOptions {
+                layout,
+                lane_segment: Some(s),
+                ..EncodeOptions::default()
+            },
+        })
     });
     fixed
         .chain(segments)

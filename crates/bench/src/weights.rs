@@ -21,15 +21,16 @@ pub const DEFAULT_MODEL: &str = "target/models/all-MiniLM-L6-v2/model.safetensor
 /// The command that fetches [`DEFAULT_MODEL`].
 pub const FETCH_COMMAND: &str = "cargo xtask fetch-model";
 
-/// What is measured per tensor: the three layouts with the default model (within 0.1 bits of
-/// the entropy; `ans-lanes` at 8 bits and its default segment), `ans-warp-rows` forced onto
+/// What is measured per tensor: the four layouts with the default model (within 0.1 bits of
+/// the entropy; `ans-lanes` and `ans-lanes-esc` at 8 bits and their default segment), `ans-warp-rows` forced onto
 /// the 7-bit register-table path, and the encoder's own choice (`EncodeOptions::auto(0.1)`:
 /// the layout it picks is the one reported; never larger than the int8 matrix). Fields:
 /// layout (the preferred one for `auto`), forced precision, layout budget, name.
-pub const VARIANTS: [(Layout, Option<u32>, Option<f64>, &str); 5] = [
+pub const VARIANTS: [(Layout, Option<u32>, Option<f64>, &str); 6] = [
     (Layout::WarpRows, None, None, "rows"),
     (Layout::WarpStripes, None, None, "stripes"),
     (Layout::WarpLanes, None, None, "lanes"),
+    (Layout::WarpLanesEsc, None, None, "lanes-esc"),
     (Layout::WarpRows, Some(7), None, "rows-p7"),
     (Layout::WarpRows, None, Some(0.1), "auto"),
 ];
@@ -527,7 +528,7 @@ pub fn step_rows(tensors: &[&Tensor2d]) -> Result<Vec<StepRow>, BenchError> {
                     match m.layout() {
                         Layout::WarpRows => rows_l += 1,
                         Layout::WarpStripes => stripes_l += 1,
-                        Layout::WarpLanes => lanes_l += 1,
+                        Layout::WarpLanes | Layout::WarpLanesEsc => lanes_l += 1,
                     }
                 }
                 Err(AnsError::Incompressible { .. }) => {

@@ -43,11 +43,96 @@ pub const MAX_WARPS: u32 = 32;
 /// Bytes of a unit's stream before its data: 32 states of two 16-bit words.
 pub const STATE_BYTES: u32 = 128;
 
-/// Dynamic shared memory of a block of `warps` warps: the table and one ring per warp, the
-/// rings aligned to [`RING_BYTES`] (one ring's worth of slack; the block's partial sums reuse
-/// the table's bytes at the end).
+/// Bytes of the exception header word of an `ans-lanes-esc` unit, after its states.
+pub const EXC_HEADER_BYTES: u32 = 4;
+/// The most exceptions one `ans-lanes-esc` unit may list (the header's count field holds up
+/// to 255; the load refuses more than this, so that the exception list and the first data
+/// words fit the kernel's first ring copies).
+pub const MAX_EXCEPTIONS: u32 = 64;
+/// Exception columns are offsets inside the unit below `2^EXC_COL_BITS` (the encoder escapes
+/// nothing in wider segments).
+pub const EXC_COL_BITS: u32 = 19;
+/// Bytes of a warp's exception area in shared memory: the sums (one word per lane) at 0, the
+/// unit's exception check at [`EXC_CHECK_OFFSET`], 16-byte aligned.
+pub const EXC_SUM_BYTES: u32 = 4 * 32 + 16;
+/// Where a warp's exception area keeps the current unit's exception check.
+pub const EXC_CHECK_OFFSET: u32 = 4 * 32;
+/// The most stream bytes before a unit's data: states, exception header and list.
+pub const MAX_LEAD_BYTES: u32 = STATE_BYTES + EXC_HEADER_BYTES + 4 * MAX_EXCEPTIONS;
+
+/// An `ans-lanes-esc` unit's exception header word: `count` exceptions (bits 0-7) and the
+/// escape value `escape` (bits 8-15, as a byte); bits 16-31 are zero.
+#[inline(always)]
+pub const fn exception_header(count: u32, escape: i8) -> u32 {
+    (count & 0xff) | ((escape as u8 as u32) << 8)
+}
+
+/// The count and escape value of an exception header word, or `None` when its bits 16-31 are
+/// not zero.
+#[inline(always)]
+pub const fn parse_exception_header(h: u32) -> Option<(u32, i8)> {
+    if h >> 16 != 0 {
+        None
+    } else {
+        Some((h & 0xff, (h >> 8) as u8 as i8))
+    }
+}
+
+/// The order of element (`lane`, `col`) of a unit (`col` the offset of its column in the
+/// unit) in the decoding order: pair by pair, lane by lane, the pair's two columns in order.
+/// Exceptions are listed in increasing order of it. `None` when `col` does not fit
+/// [`EXC_COL_BITS`].
+#[inline(always)]
+pub const fn exception_key(lane: u32, col: u32) -> Option<u32> {
+    if col >= 1 << EXC_COL_BITS || lane >= 32 {
+        None
+    } else {
+        Some(((col >> 1) << 6) | (lane << 1) | (col & 1))
+    }
+}
+
+/// An exception entry: the element at `key` ([`exception_key`]) holds `value`, where the
+/// stream decodes the unit's escape value.
+#[inline(always)]
+pub const fn exception_entry(key: u32, value: i8) -> u32 {
+    (key << 8) | value as u8 as u32
+}
+
+/// The lane, column offset and value of an exception entry (the inverse of
+/// [`exception_entry`] and [`exception_key`]).
+#[inline(always)]
+pub const fn parse_exception(e: u32) -> (u32, u32, i8) {
+    let key = e >> 8;
+    (
+        (key >> 1) & 31,
+        ((key >> 6) << 1) | (key & 1),
+        e as u8 as i8,
+    )
+}
+
+/// One word's share of an exception list's check ([`exception_check`]): a multiply-xorshift
+/// mix of `w`.
+#[inline(always)]
+pub const fn exception_mix(w: u32) -> u32 {
+    let h = w.wrapping_mul(0x9e37_79b1);
+    (h ^ (h >> 15)).wrapping_mul(0x2c1b_3c6d) >> 16
+}
+
+/// The 16-bit check of an `ans-lanes-esc` unit's exception header `header` and list, which
+/// the encoder adds to lane 0's initial state (`2^16 + check`): a decoder that finds the
+/// state it ends in matching the list it read knows the list was not damaged. The sum of
+/// [`exception_mix`] of every word, modulo 2^16 (any order gives the same).
+pub fn exception_check(header: u32, list: &[u32]) -> u32 {
+    list.iter().fold(exception_mix(header), |h, &e| {
+        h.wrapping_add(exception_mix(e))
+    }) & 0xffff
+}
+
+/// Dynamic shared memory of a block of `warps` warps: the table, one ring per warp, the
+/// rings aligned to [`RING_BYTES`] (one ring's worth of slack), then each warp's exception
+/// sums ([`EXC_SUM_BYTES`]); the block's partial sums reuse the table's bytes at the end.
 pub const fn shared_bytes(warps: u32) -> u32 {
-    TABLE_BYTES + (warps + 1) * RING_BYTES
+    TABLE_BYTES + (warps + 1) * RING_BYTES + warps * EXC_SUM_BYTES
 }
 
 /// The table entry of `slot` for the packed entry `packed` of that slot
@@ -136,10 +221,13 @@ pub struct LanesParams {
     pub segment: u32,
     /// Segments per row group.
     pub nseg: u32,
+    /// 1 when every unit carries an exception header and list after its states
+    /// (`ans-lanes-esc`), 0 when its data follow the states (`ans-lanes`).
+    pub exceptions: u32,
 }
-const _: () = assert!(core::mem::size_of::<LanesParams>() == 80);
+const _: () = assert!(core::mem::size_of::<LanesParams>() == 84);
 const _: () = assert!(core::mem::align_of::<LanesParams>() == 4);
-// SAFETY: repr(C), no padding (seven 8-byte pointers at alignment 4 and six 32-bit fields,
+// SAFETY: repr(C), no padding (seven 8-byte pointers at alignment 4 and seven 32-bit fields,
 // size asserted), plain data and device pointers only; the one parameter of `cmv_ans_lanes`.
 unsafe impl KernelParams for LanesParams {}
 
@@ -157,7 +245,19 @@ const _: () = assert!(CHUNK_BYTES == 32 * 8);
 const _: () = assert!(RING_BYTES.is_power_of_two() && RING_BYTES >= 4 * CHUNK_BYTES);
 const _: () =
     assert!(CHUNK_BYTES >= CHECK_BYTES && RING_BYTES - CHUNK_BYTES >= CHECK_BYTES + CHUNK_BYTES);
-const _: () = assert!(3 * CHUNK_BYTES - STATE_BYTES >= CHECK_BYTES + CHUNK_BYTES);
+// The first check finds the three first chunks landed and at most `MAX_LEAD_BYTES` read, so
+// `D = fill - pos >= 3 CHUNK_BYTES - MAX_LEAD_BYTES`. At a check with `D <= RING_BYTES -
+// CHUNK_BYTES` a chunk is copied and every older one has landed: `D` bytes ahead, at least
+// `CHECK_BYTES`, and `D` does not shrink by the next check (a chunk in, at most `CHECK_BYTES`
+// read); with a larger `D` no copy is made and all but the newest chunk have landed: more than
+// `RING_BYTES - 2 CHUNK_BYTES >= CHECK_BYTES` ahead.
+const _: () = assert!(3 * CHUNK_BYTES - MAX_LEAD_BYTES >= CHECK_BYTES);
+const _: () = assert!(MAX_EXCEPTIONS <= 2 * 32 && MAX_EXCEPTIONS <= 0xff);
+// The largest key (the last column a key holds, lane 31) leaves 8 bits for the value.
+const _: () = assert!(match exception_key(31, (1 << EXC_COL_BITS) - 1) {
+    Some(k) => k < 1 << 24,
+    None => false,
+});
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {

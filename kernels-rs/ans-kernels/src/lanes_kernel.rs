@@ -2,16 +2,18 @@
 
 use cmv_device::{
     U32x4, ballot, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_commit, cp_async_wait,
-    dp4a, dyn_smem_addr, lane_id, ld_nc_u8, ld_nc_u32, ld_nc_v4, lds_u32, lds_v2, prmt, requantize,
-    sts_u32, sts_v2, sync_threads, sync_warp, thread_idx_x, warp_id,
+    dp4a, dyn_smem_addr, lane_id, ld_nc_u8, ld_nc_u32, ld_nc_v4, lds_u32, lds_v2, prmt,
+    red_shared_add_u32, redux_add_u32, requantize, sts_u32, sts_v2, sync_threads, sync_warp,
+    thread_idx_x, warp_id,
 };
 
 use crate::kernels::raise;
 use crate::lanes::{
-    CHUNK_BYTES, LANE_COLS, LanesParams, RING_BYTES, SLOT_STRIDE, SLOTS, STATE_BYTES, TABLE_BYTES,
-    TABLE_COPIES, WIDE_ENTRIES, narrow_entry,
+    CHUNK_BYTES, EXC_CHECK_OFFSET, EXC_HEADER_BYTES, EXC_SUM_BYTES, LANE_COLS, LanesParams,
+    MAX_EXCEPTIONS, RING_BYTES, SLOT_STRIDE, SLOTS, STATE_BYTES, TABLE_BYTES, TABLE_COPIES,
+    WIDE_ENTRIES, exception_mix, narrow_entry, parse_exception, parse_exception_header,
 };
-use crate::{ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
+use crate::{ERR_EXCEPTIONS, ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
 
 /// A warp's view of its unit's stream: the ring in shared memory and the global bytes behind
 /// it.
@@ -177,6 +179,13 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
     // The rings start at the first multiple of their size after the table.
     let rings = (smem + TABLE_BYTES + RING_BYTES - 1) & !(RING_BYTES - 1);
     let ring_addr = rings + warp * RING_BYTES;
+    // The warp's exception sums (`ans-lanes-esc`), after the rings.
+    let exc_sums = rings + warps * RING_BYTES + warp * EXC_SUM_BYTES;
+    if p.exceptions != 0 {
+        // SAFETY: inside the warp's sums (shared_bytes counts them); the unit loop's warp
+        // barriers order these stores before the first atomic add.
+        unsafe { sts_u32(exc_sums + 4 * lane, 0) };
+    }
     // The partial sums reuse the table's bytes once every warp is done with it.
     let sums = smem;
     let lt = crate::lanes::rank_multiplier(lane);
@@ -212,6 +221,52 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
         let mut pos = STATE_BYTES;
         let c0 = seg * p.segment;
         let c1 = (c0 + p.segment).min(p.padded_cols);
+        if p.exceptions != 0 {
+            // The exception list (in the first three chunks: at most `MAX_LEAD_BYTES`): lane
+            // `i` takes entries `i` and `i + 32`, adds `(value - escape) x[col]` to the row's
+            // sum. Anything out of place (a damaged unit the load kept) is flagged, not read.
+            // SAFETY: the header word is in the ring (landed above).
+            let h = unsafe { lds_u32(ring_addr + STATE_BYTES) };
+            let (n, escape) = match parse_exception_header(h) {
+                Some((n, e)) if n <= MAX_EXCEPTIONS => (n, e),
+                _ => {
+                    flags |= ERR_EXCEPTIONS;
+                    (0, 0)
+                }
+            };
+            // The list's check (`lanes::exception_check`), which lane 0's final state must
+            // carry: every word's mix, summed over the warp.
+            let mut part = if lane == 0 { exception_mix(h) } else { 0 };
+            let mut i = lane;
+            while i < n {
+                // SAFETY: entry i < MAX_EXCEPTIONS lies in the first three chunks.
+                let e = unsafe { lds_u32(ring_addr + STATE_BYTES + EXC_HEADER_BYTES + 4 * i) };
+                part = part.wrapping_add(exception_mix(e));
+                let (row_lane, dc, value) = parse_exception(e);
+                let col = c0 + dc;
+                if dc < c1 - c0 && col < p.cols {
+                    // SAFETY: col < cols; the sums word of lane row_lane < 32.
+                    unsafe {
+                        let xv = i32::from(ld_nc_u8(x8.add(col as usize)) as i8);
+                        let d = i32::from(value) - i32::from(escape);
+                        red_shared_add_u32(exc_sums + 4 * row_lane, d.wrapping_mul(xv) as u32);
+                    }
+                } else {
+                    flags |= ERR_EXCEPTIONS;
+                }
+                i += 32;
+            }
+            // SAFETY: every lane reaches them (converged after the loop); the check word is in
+            // the warp's area, read after the unit's decode (warp barriers between).
+            unsafe {
+                sync_warp();
+                let check = redux_add_u32(part) & 0xffff;
+                if lane == 0 {
+                    sts_u32(exc_sums + EXC_CHECK_OFFSET, check);
+                }
+            }
+            pos += EXC_HEADER_BYTES + 4 * n;
+        }
         let mut c = c0;
         while c < c1 {
             let xin = if c as usize + LANE_COLS <= p.cols as usize {
@@ -253,8 +308,15 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
             }
             c += LANE_COLS as u32;
         }
+        // Where the coders started: 2^16, and for lane 0 of an `ans-lanes-esc` unit 2^16 plus
+        // its exception check.
+        let mut expect = crate::coder32::STATE32_LOWER;
+        if p.exceptions != 0 && lane == 0 {
+            // SAFETY: stored by lane 0 before the unit's decode.
+            expect += unsafe { lds_u32(exc_sums + EXC_CHECK_OFFSET) };
+        }
         // SAFETY: converged warp.
-        let bad = unsafe { ballot(x != crate::coder32::STATE32_LOWER) } != 0;
+        let bad = unsafe { ballot(x != expect) } != 0;
         if bad {
             flags |= ERR_FINAL_STATE;
         }
@@ -268,6 +330,14 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
             sync_warp();
         }
         seg += warps;
+    }
+    if p.exceptions != 0 {
+        // SAFETY: converged warp (its atomic adds are ordered before by the barrier); inside
+        // the warp's sums.
+        unsafe {
+            sync_warp();
+            acc = acc.wrapping_add(lds_u32(exc_sums + 4 * lane) as i32);
+        }
     }
     // SAFETY: inside the sums (warps x 32 words, in the table's bytes, which no warp reads
     // after the first barrier).
@@ -290,6 +360,11 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
                 *p.y8.as_mut_ptr().add(row as usize) = requantize(total, p.scale);
             }
         }
+    }
+    // Exception flags are per lane: gather them for lane 0.
+    // SAFETY: converged warp (the branch above is uniform per warp).
+    if unsafe { ballot(flags & ERR_EXCEPTIONS != 0) } != 0 {
+        flags |= ERR_EXCEPTIONS;
     }
     if lane == 0 && flags != 0 {
         // SAFETY: err holds one word.

@@ -29,6 +29,10 @@ pub const MAX_BATCH: usize = 1;
 pub const ERR_STREAM_OVERRUN: u32 = 1;
 /// Error flag: a coder did not end in its initial state.
 pub const ERR_FINAL_STATE: u32 = 2;
+/// Error flag (`cmv_ans_lanes` on `ans-lanes-esc`): a unit's exception header or an entry was
+/// out of place (a count past the limit, set reserved bits, a column outside the unit or the
+/// matrix); the entry was skipped.
+pub const ERR_EXCEPTIONS: u32 = 4;
 
 /// Parameters of every ANS kernel (`cmv_ans_rows_p7`, `cmv_ans_rows_smem`,
 /// `cmv_ans_stripes_p7`, `cmv_ans_stripes_smem`), in the order of their former arguments.

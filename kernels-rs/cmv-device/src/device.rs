@@ -300,6 +300,22 @@ pub unsafe fn redux_max_u32(v: u32) -> u32 {
     r
 }
 
+/// `redux.sync.add.u32`: the sum of `v` over the warp (modulo 2^32), in every lane (sm_80+).
+///
+/// # Safety
+/// All 32 lanes of the warp must execute this call together.
+#[inline(always)]
+pub unsafe fn redux_add_u32(v: u32) -> u32 {
+    let r: u32;
+    // SAFETY: a register-only warp-collective instruction; the caller guarantees the whole
+    // warp executes it. Not `pure`, so it is never moved into divergent code.
+    unsafe {
+        asm!("redux.sync.add.u32 {r}, {v}, 0xffffffff;", r = out(reg32) r, v = in(reg32) v,
+             options(nomem, nostack));
+    }
+    r
+}
+
 /// `__syncwarp()`: the lanes of the warp wait for each other, and their shared-memory writes
 /// before it are visible to the others after it.
 ///
@@ -550,6 +566,21 @@ pub unsafe fn lds_u32(a: u32) -> u32 {
              options(readonly, nostack));
     }
     r
+}
+
+/// Atomic add of `v` to the `u32` at shared-window address `a`, without the old value
+/// (`red.shared.add.u32`; wraps modulo 2^32).
+///
+/// # Safety
+/// `a` is 4-byte aligned and 4 bytes at `a` lie inside the block's shared memory; other
+/// threads access that word only atomically until a barrier.
+#[inline(always)]
+pub unsafe fn red_shared_add_u32(a: u32, v: u32) {
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("red.shared.add.u32 [{a}], {v};", a = in(reg32) a, v = in(reg32) v,
+             options(nostack));
+    }
 }
 
 /// 16-bit shared-memory load (`ld.shared.u16`, zero-extended) at shared-window address `a`.

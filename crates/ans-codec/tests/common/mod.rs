@@ -7,7 +7,12 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Cauchy, Distribution, Normal};
 
 /// Every layout.
-pub const LAYOUTS: [Layout; 3] = [Layout::WarpRows, Layout::WarpStripes, Layout::WarpLanes];
+pub const LAYOUTS: [Layout; 4] = [
+    Layout::WarpRows,
+    Layout::WarpStripes,
+    Layout::WarpLanes,
+    Layout::WarpLanesEsc,
+];
 
 /// How the elements of a test matrix are drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]
