@@ -102,6 +102,11 @@ pub fn lane_warps(segments: u32) -> u32 {
     segments.div_ceil(rounds).clamp(1, max)
 }
 
+/// The environment variable that picks the `ans-lanes` kernel: `1` for `cmv_ans_lanes` (one
+/// row group per block), anything else or unset for `cmv_ans_lanes2` (two row groups per
+/// block, two units per warp side by side).
+pub const LANES_KERNEL_ENV: &str = "CMV_ANS_LANES_KERNEL";
+
 /// The ANS kernels, loaded once for a [`Gpu`], with the error word they report corruption in.
 /// Launches go to the `Gpu`'s stream, one after another.
 #[derive(Debug)]
@@ -112,6 +117,10 @@ pub struct AnsGemv {
     stripes_p7: Kernel,
     stripes_smem: Kernel,
     lanes: Kernel,
+    lanes2: Kernel,
+    /// Whether `ans-lanes` matrices run `cmv_ans_lanes2` (two row groups per block) rather
+    /// than `cmv_ans_lanes` ([`LANES_KERNEL_ENV`]).
+    paired_lanes: bool,
     sm_count: u32,
     /// The kernels OR their flags into it; [`AnsGemv::check`] reads and clears it in place
     /// (its address stays the same, so captured graphs keep working).
@@ -133,10 +142,19 @@ impl AnsGemv {
             stripes_p7: load("cmv_ans_stripes_p7")?,
             stripes_smem: load("cmv_ans_stripes_smem")?,
             lanes: load("cmv_ans_lanes")?,
+            lanes2: load("cmv_ans_lanes2")?,
+            paired_lanes: std::env::var(LANES_KERNEL_ENV).map_or(true, |v| v != "1"),
             sm_count: gpu.info().sm_count,
             err: Mutex::new(gpu.alloc_zeros::<u32>(1)?),
             shared_tables: true,
         })
+    }
+
+    /// Whether `ans-lanes` and `ans-lanes-esc` matrices run `cmv_ans_lanes2` (two row groups
+    /// per block, two units per warp side by side; the default) or `cmv_ans_lanes` (one row
+    /// group per block). Both give the same results.
+    pub fn set_paired_lanes(&mut self, on: bool) {
+        self.paired_lanes = on;
     }
 
     /// Whether 7-bit models are decoded from the packed table in shared memory (the default,
@@ -235,13 +253,23 @@ impl AnsGemv {
     ) -> Result<()> {
         let groups = m.shape.padded_rows / ans_kernels::layout::LANES as u32;
         let warps = lane_warps(m.segments);
-        let cfg = LaunchConfig {
-            grid_dim: (groups, 1, 1),
-            block_dim: (32 * warps, 1, 1),
-            shared_mem_bytes: ans_kernels::lanes::shared_bytes(warps),
+        let (kernel, cfg) = if self.paired_lanes {
+            let cfg = LaunchConfig {
+                grid_dim: (groups.div_ceil(2), 1, 1),
+                block_dim: (32 * warps, 1, 1),
+                shared_mem_bytes: ans_kernels::lanes::shared_bytes2(warps),
+            };
+            (&self.lanes2, cfg)
+        } else {
+            let cfg = LaunchConfig {
+                grid_dim: (groups, 1, 1),
+                block_dim: (32 * warps, 1, 1),
+                shared_mem_bytes: ans_kernels::lanes::shared_bytes(warps),
+            };
+            (&self.lanes, cfg)
         };
         // Above 48 KiB of shared memory this sets the kernel's opt-in limit.
-        self.lanes.check_config(&cfg)?;
+        kernel.check_config(&cfg)?;
         let mut err = self.err.lock().unwrap_or_else(PoisonError::into_inner);
         let params = ans_kernels::lanes::LanesParams {
             stream: dev_ptr(&m.stream).cast(),
@@ -263,10 +291,11 @@ impl AnsGemv {
         // increase by multiples of 4 words of at least 32, end at the stream's length; there
         // are padded_rows / 32 * segments units; padded columns and the segment are multiples
         // of 16; the table holds 256 two-word entries); x (a whole allocation: 16-byte
-        // aligned), y32 and y8 were checked against cols and rows; one block per row group of
-        // whole warps, at most MAX_WARPS, with shared_bytes(warps) of shared memory. The error
+        // aligned), y32 and y8 were checked against cols and rows; one block per row group
+        // (cmv_ans_lanes2: per two, the last one maybe one) of whole warps, at most MAX_WARPS,
+        // with shared_bytes(warps) (shared_bytes2(warps)) of shared memory. The error
         // word is taken under the lock, as in `gemv`.
-        unsafe { self.lanes.launch(&self.stream, cfg, &params)? };
+        unsafe { kernel.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
 

@@ -108,12 +108,14 @@ fn the_lane_kernel_matches_the_cpu_reference() {
     let Some(gpu) = gpu_for_tests("the_lane_kernel_matches_the_cpu_reference") else {
         return;
     };
-    let ans = AnsGemv::new(&gpu).unwrap();
+    let mut ans = AnsGemv::new(&gpu).unwrap();
     // Shapes with partial row groups and columns not a multiple of 16; segments from one
     // loop iteration to more than the columns (clamped), with a short last segment, and
     // more segments per row group than warps per block (9 and 40).
-    let cases: [(usize, usize, &[Option<usize>]); 7] = [
+    // An odd number of row groups (3: the paired kernel's last block holds one).
+    let cases: [(usize, usize, &[Option<usize>]); 8] = [
         (1, 1, &[None]),
+        (70, 520, &[None, Some(64)]),
         (1, 130, &[None, Some(16), Some(48)]),
         (37, 300, &[None, Some(32), Some(4096)]),
         (64, 4096, &[None, Some(256), Some(448)]),
@@ -138,9 +140,16 @@ fn the_lane_kernel_matches_the_cpu_reference() {
                     if m.entropy_report().exception_bytes > 4 * m.units() {
                         escaped += 1;
                     }
-                    check_against_cpu(&gpu, &ans, &m, seed).unwrap_or_else(|e| {
-                        panic!("{rows}x{cols} sigma {sigma} {layout:?} segment {segment:?}: {e}")
-                    });
+                    // Both lane kernels: two row groups per block (the default) and one.
+                    for paired in [true, false] {
+                        ans.set_paired_lanes(paired);
+                        check_against_cpu(&gpu, &ans, &m, seed).unwrap_or_else(|e| {
+                            panic!(
+                                "{rows}x{cols} sigma {sigma} {layout:?} segment {segment:?} \
+                                 paired {paired}: {e}"
+                            )
+                        });
+                    }
                 }
             }
         }
@@ -153,7 +162,7 @@ fn corrupted_streams_are_flagged_not_read_past() {
     let Some(gpu) = gpu_for_tests("corrupted_streams_are_flagged_not_read_past") else {
         return;
     };
-    let ans = AnsGemv::new(&gpu).unwrap();
+    let mut ans = AnsGemv::new(&gpu).unwrap();
     let w = gaussian(96 * 1000, 4.0, 77);
     let mut flagged = 0;
     for layout in [
@@ -193,9 +202,13 @@ fn corrupted_streams_are_flagged_not_read_past() {
                 let Ok(damaged) = AnsMatrix::from_bytes(&bad) else {
                     continue;
                 };
-                // Same verdict as the CPU decoder, and the same result when both accept it.
-                if check_against_cpu(&gpu, &ans, &damaged, 9).is_err() {
-                    flagged += 1;
+                // Same verdict as the CPU decoder, and the same result when both accept it
+                // (both lane kernels).
+                for paired in [true, false] {
+                    ans.set_paired_lanes(paired);
+                    if check_against_cpu(&gpu, &ans, &damaged, 9).is_err() {
+                        flagged += 1;
+                    }
                 }
             }
         }

@@ -128,6 +128,22 @@ pub fn exception_check(header: u32, list: &[u32]) -> u32 {
     }) & 0xffff
 }
 
+/// `cmv_ans_lanes2` (two row groups per block, two units per warp): bytes of each unit's
+/// stream ring (a power of two).
+pub const RING2_BYTES: u32 = 2048;
+/// `cmv_ans_lanes2`: bytes one ring refill copies (16 per lane).
+pub const CHUNK2_BYTES: u32 = 512;
+/// `cmv_ans_lanes2`: most stream bytes a unit consumes between two checks of its ring (one
+/// loop iteration: 8 pairs of at most one 16-bit word per lane).
+pub const CHECK2_BYTES: u32 = 8 * 32 * 2;
+
+/// Dynamic shared memory of a `cmv_ans_lanes2` block of `warps` warps: the table, two rings
+/// per warp aligned to [`RING2_BYTES`] (one ring's worth of slack), then two exception areas
+/// per warp; the block's partial sums (64 rows a warp) reuse the table's bytes at the end.
+pub const fn shared_bytes2(warps: u32) -> u32 {
+    TABLE_BYTES + (2 * warps + 1) * RING2_BYTES + 2 * warps * EXC_SUM_BYTES
+}
+
 /// Dynamic shared memory of a block of `warps` warps: the table, one ring per warp, the
 /// rings aligned to [`RING_BYTES`] (one ring's worth of slack), then each warp's exception
 /// sums ([`EXC_SUM_BYTES`]); the block's partial sums reuse the table's bytes at the end.
@@ -253,6 +269,13 @@ const _: () =
 // `RING_BYTES - 2 CHUNK_BYTES >= CHECK_BYTES` ahead.
 const _: () = assert!(3 * CHUNK_BYTES - MAX_LEAD_BYTES >= CHECK_BYTES);
 const _: () = assert!(MAX_EXCEPTIONS <= 2 * 32 && MAX_EXCEPTIONS <= 0xff);
+// The same schedule for `cmv_ans_lanes2`'s rings, checked once per loop iteration.
+const _: () = assert!(RING2_BYTES.is_power_of_two() && RING2_BYTES >= 4 * CHUNK2_BYTES);
+const _: () = assert!(CHUNK2_BYTES == 32 * 16 && CHUNK2_BYTES >= CHECK2_BYTES);
+const _: () = assert!(RING2_BYTES - 2 * CHUNK2_BYTES >= CHECK2_BYTES);
+const _: () = assert!(3 * CHUNK2_BYTES - MAX_LEAD_BYTES >= CHECK2_BYTES);
+const _: () = assert!(shared_bytes2(MAX_WARPS) <= 227 * 1024);
+const _: () = assert!(4 * 64 * MAX_WARPS <= TABLE_BYTES);
 // The largest key (the last column a key holds, lane 31) leaves 8 bits for the value.
 const _: () = assert!(match exception_key(31, (1 << EXC_COL_BITS) - 1) {
     Some(k) => k < 1 << 24,
