@@ -233,22 +233,26 @@ fn rt(e: cmv_runtime::RuntimeError) -> BenchError {
 }
 
 /// Times `run(copy)`, which must queue one chain on copy `copy` and download `v_10`; checks
-/// the downloaded result of every timed chain.
+/// the downloaded result of every timed chain, and runs `after()` (a check of the kernels'
+/// error flags, not part of a product) after each one, outside the timed part.
 fn time_chain(
     cfg: &ChainConfig,
     copies: usize,
     want: &[i8],
     what: &str,
     mut run: impl FnMut(usize) -> Result<Vec<i8>, BenchError>,
+    mut after: impl FnMut() -> Result<(), BenchError>,
 ) -> Result<f64, BenchError> {
     for i in 0..cfg.warmup {
         run(i % copies)?;
+        after()?;
     }
     let mut samples = Vec::with_capacity(cfg.iters);
     for i in 0..cfg.iters {
         let t0 = Instant::now();
         let v10 = run(i % copies)?;
         samples.push(t0.elapsed().as_secs_f64() * 1e6);
+        after()?;
         if v10 != want {
             return Err(BenchError::Mismatch {
                 what: what.into(),
@@ -346,6 +350,7 @@ pub fn run_gpu(
                 };
                 gpu.download(last).map_err(rt)
             },
+            || Ok(()),
         )?;
         drop(dmats);
         let macs = (CHAIN * d * d) as f64;
@@ -409,10 +414,9 @@ pub fn run_gpu(
                     } else {
                         &bufs[1]
                     };
-                    let v = gpu.download(last).map_err(rt)?;
-                    ans.check(gpu).map_err(runtime)?;
-                    Ok(v)
+                    gpu.download(last).map_err(rt)
                 },
+                || ans.check(gpu).map_err(runtime),
             )?;
             rows.push(ChainRow {
                 d,

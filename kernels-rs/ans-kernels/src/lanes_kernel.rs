@@ -193,7 +193,8 @@ unsafe fn build_table(p: &LanesParams, smem: u32, tid: u32, threads: u32) {
 /// `x8` holds `cols` bytes, 16-byte aligned; `c` is a multiple of 16.
 #[inline(always)]
 unsafe fn load_input(x8: *const u8, c: u32, cols: u32) -> U32x4 {
-    if c as usize + LANE_COLS <= cols as usize {
+    // 32-bit: c + 16 <= padded columns, which fit u32.
+    if c + LANE_COLS as u32 <= cols {
         // SAFETY: 16 bytes of x at a 16-byte-aligned column.
         unsafe { ld_nc_v4(x8.add(c as usize).cast::<U32x4>()) }
     } else {
