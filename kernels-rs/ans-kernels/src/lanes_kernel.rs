@@ -192,9 +192,15 @@ unsafe fn build_table(p: &LanesParams, smem: u32, tid: u32, threads: u32) {
 /// # Safety
 /// `x8` holds `cols` bytes, 16-byte aligned; `c` is a multiple of 16.
 #[inline(always)]
-unsafe fn load_input(x8: *const u8, c: u32, cols: u32) -> U32x4 {
-    // 32-bit: c + 16 <= padded columns, which fit u32.
-    if c + LANE_COLS as u32 <= cols {
+unsafe fn load_input<const WIDE: bool>(x8: *const u8, c: u32, cols: u32) -> U32x4 {
+    // c + 16 <= padded columns, which fit u32 (`WIDE`: compared as usize, as
+    // `cmv_ans_lanes` always did: its register allocation is tight).
+    let full = if WIDE {
+        c as usize + LANE_COLS <= cols as usize
+    } else {
+        c + LANE_COLS as u32 <= cols
+    };
+    if full {
         // SAFETY: 16 bytes of x at a 16-byte-aligned column.
         unsafe { ld_nc_v4(x8.add(c as usize).cast::<U32x4>()) }
     } else {
@@ -347,7 +353,7 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
         let mut c = c0;
         while c < c1 {
             // SAFETY: x holds cols bytes, 16-byte aligned.
-            let xin = unsafe { load_input(x8, c, p.cols) };
+            let xin = unsafe { load_input::<true>(x8, c, p.cols) };
             for q in 0..4 {
                 if q % 2 == 0 && r.fill.wrapping_sub(pos) <= RING_BYTES - CHUNK_BYTES {
                     // SAFETY: converged warp; stream bytes below `pos` are read (synchronised
@@ -615,7 +621,7 @@ unsafe fn decode_units<const TWO: bool>(
         let mut c = c0;
         while c < c1 {
             // SAFETY: x holds cols bytes, 16-byte aligned.
-            let xin = unsafe { load_input(x8, c, p.cols) };
+            let xin = unsafe { load_input::<true>(x8, c, p.cols) };
             // One check per iteration (at most CHECK2_BYTES read per unit until the next);
             // the schedule's conditions are asserted in `crate::lanes`.
             let ia = ra.wants(pos_a);
@@ -767,4 +773,12 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: LanesParams) {
         // SAFETY: err holds one word.
         unsafe { raise(p.err.as_mut_ptr(), flags) };
     }
+}
+
+// Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`):
+// `cmv_ans_lanes2` runs blocks of up to `MAX_WARPS` warps, one per SM (its shared memory
+// allows no more), so it may take up to 64 registers but no more.
+cmv_device::launch_bounds! {
+    CMV_MAXNTID_cmv_ans_lanes2 = 32 * crate::lanes::MAX_WARPS;
+    CMV_MINNCTAPERSM_cmv_ans_lanes2 = 1;
 }
