@@ -167,23 +167,36 @@ unsafe fn refill<const MASK: u32>(nx: &mut u32, pos: &mut u32, ring: u32, lt: u3
 /// [`TABLE_BYTES`]; thread `tid` of `threads`.
 #[inline(always)]
 unsafe fn build_table(p: &LanesParams, smem: u32, tid: u32, threads: u32) {
+    // Eight copies per thread in flight: their loads first, then their stores.
+    const BATCH: u32 = 8;
     let table = p.table.as_ptr();
+    let n = SLOTS * TABLE_COPIES;
     let mut i = tid;
-    while i < SLOTS * TABLE_COPIES {
-        let (e, c) = (i / TABLE_COPIES, i % TABLE_COPIES);
-        // SAFETY: e < 256 entries of two words; the stores are inside the table's bytes.
-        unsafe {
-            let w = [
-                ld_nc_u32(table.add(2 * e as usize)),
-                ld_nc_u32(table.add(2 * e as usize + 1)),
-            ];
-            if WIDE_ENTRIES {
-                sts_v2(smem + SLOT_STRIDE * e + 8 * c, w[0], w[1]);
-            } else {
-                sts_u32(smem + SLOT_STRIDE * e + 4 * c, narrow_entry(w));
+    while i < n {
+        let mut w = [[0u32; 2]; BATCH as usize];
+        for (k, wk) in w.iter_mut().enumerate() {
+            let j = i + k as u32 * threads;
+            if j < n {
+                let e = (j / TABLE_COPIES) as usize;
+                // SAFETY: e < 256 entries of two words.
+                *wk = unsafe { [ld_nc_u32(table.add(2 * e)), ld_nc_u32(table.add(2 * e + 1))] };
             }
         }
-        i += threads;
+        for (k, wk) in w.iter().enumerate() {
+            let j = i + k as u32 * threads;
+            if j < n {
+                let (e, c) = (j / TABLE_COPIES, j % TABLE_COPIES);
+                // SAFETY: the stores are inside the table's bytes.
+                unsafe {
+                    if WIDE_ENTRIES {
+                        sts_v2(smem + SLOT_STRIDE * e + 8 * c, wk[0], wk[1]);
+                    } else {
+                        sts_u32(smem + SLOT_STRIDE * e + 4 * c, narrow_entry(*wk));
+                    }
+                }
+            }
+        }
+        i += BATCH * threads;
     }
 }
 
@@ -443,6 +456,7 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
 
 /// A `cmv_ans_lanes2` unit's stream ring: [`RING2_BYTES`] in shared memory, filled
 /// [`CHUNK2_BYTES`] at a time (16 bytes per lane, zeros past the unit's end).
+#[derive(Clone, Copy)]
 struct Ring2 {
     /// Shared-window address of the ring (aligned to its size).
     ring: u32,
@@ -557,7 +571,8 @@ unsafe fn end_unit(p: &LanesParams, x: u32, pos: u32, r: &Ring2, exc: u32, lane:
 }
 
 /// The decoding of `cmv_ans_lanes2`: the warp's segments of row groups `group` and (with
-/// `TWO`) `group + 1`, two units decoded side by side (two independent chains per lane).
+/// `TWO`) `group + 1`, two units decoded side by side (two independent chains per lane);
+/// `first` are the rings of the first segment, their first chunks issued ([`open_units`]).
 /// Returns the two rows' sums and the error flags.
 ///
 /// # Safety
@@ -573,6 +588,7 @@ unsafe fn decode_units<const TWO: bool>(
     group: u32,
     rings: [u32; 2],
     excs: [u32; 2],
+    first: (Ring2, Ring2),
 ) -> (i32, i32, u32) {
     const MASK: u32 = RING2_BYTES - 2;
     let tl = 8 * lane;
@@ -580,30 +596,11 @@ unsafe fn decode_units<const TWO: bool>(
     let x8 = p.x.as_ptr();
     let (mut acc_a, mut acc_b, mut flags) = (0i32, 0i32, 0u32);
     let mut seg = warp;
+    let (mut ra, mut rb) = first;
     while seg < p.nseg {
-        let ua = group * p.nseg + seg;
-        // SAFETY: ua (and ua + nseg with TWO: the next group exists) is a unit.
-        let mut ra = unsafe { Ring2::open(p, ua, rings[0]) };
-        let mut rb = if TWO {
-            // SAFETY: as above.
-            unsafe { Ring2::open(p, ua + p.nseg, rings[1]) }
-        } else {
-            Ring2 {
-                ring: rings[1],
-                base: p.stream.as_ptr(),
-                words16: 0,
-                fill: 0,
-            }
-        };
-        // SAFETY: converged warp; the rings are unused (the previous units' reads are done:
-        // the warp synchronised at their end).
+        // SAFETY: converged warp; the rings' first chunks were issued (before the table was
+        // built, for the first segment).
         unsafe {
-            for _ in 0..3 {
-                ra.issue(lane);
-                if TWO {
-                    rb.issue(lane);
-                }
-            }
             cp_async_wait::<0>();
             sync_warp();
         }
@@ -621,7 +618,7 @@ unsafe fn decode_units<const TWO: bool>(
         let mut c = c0;
         while c < c1 {
             // SAFETY: x holds cols bytes, 16-byte aligned.
-            let xin = unsafe { load_input::<true>(x8, c, p.cols) };
+            let xin = unsafe { load_input::<false>(x8, c, p.cols) };
             // One check per iteration (at most CHECK2_BYTES read per unit until the next);
             // the schedule's conditions are asserted in `crate::lanes`.
             let ia = ra.wants(pos_a);
@@ -681,8 +678,52 @@ unsafe fn decode_units<const TWO: bool>(
             sync_warp();
         }
         seg += warps;
+        if seg < p.nseg {
+            // SAFETY: converged warp; the rings are free; seg is a segment.
+            (ra, rb) = unsafe { open_units::<TWO>(p, group, seg, rings, lane) };
+        }
     }
     (acc_a, acc_b, flags)
+}
+
+/// Opens the units of segment `seg` of row groups `group` and (with `TWO`) `group + 1` in the
+/// rings `rings` and issues their first three chunks (the caller waits for them).
+///
+/// # Safety
+/// All lanes call it together; `seg < nseg`, and the groups exist; nothing reads the rings
+/// until the copies land.
+#[inline(always)]
+unsafe fn open_units<const TWO: bool>(
+    p: &LanesParams,
+    group: u32,
+    seg: u32,
+    rings: [u32; 2],
+    lane: u32,
+) -> (Ring2, Ring2) {
+    let ua = group * p.nseg + seg;
+    // SAFETY: ua (and ua + nseg with TWO: the next group exists) is a unit.
+    let mut ra = unsafe { Ring2::open(p, ua, rings[0]) };
+    let mut rb = if TWO {
+        // SAFETY: as above.
+        unsafe { Ring2::open(p, ua + p.nseg, rings[1]) }
+    } else {
+        Ring2 {
+            ring: rings[1],
+            base: p.stream.as_ptr(),
+            words16: 0,
+            fill: 0,
+        }
+    };
+    // SAFETY: converged warp; the rings are free.
+    unsafe {
+        for _ in 0..3 {
+            ra.issue(lane);
+            if TWO {
+                rb.issue(lane);
+            }
+        }
+    }
+    (ra, rb)
 }
 
 /// `cmv_ans_lanes2`: as `cmv_ans_lanes`, with one block per *two* groups of 32 rows and each
@@ -699,12 +740,36 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: LanesParams) {
     let smem = dyn_smem_addr();
     let (tid, threads) = (thread_idx_x(), block_dim_x());
     let (lane, warp, warps) = (lane_id(), warp_id(), block_dim_x() / 32);
+    let rings = (smem + TABLE_BYTES + RING2_BYTES - 1) & !(RING2_BYTES - 1);
+    let ring_a = rings + 2 * warp * RING2_BYTES;
+    let groups = p.rows.div_ceil(32);
+    let group = 2 * block_idx_x();
+    let two = group + 1 < groups;
+    let ring_pair = [ring_a, ring_a + RING2_BYTES];
+    // The first units' streams start coming while the table is built (the rings lie past it).
+    let idle = Ring2 {
+        ring: ring_a,
+        base: p.stream.as_ptr(),
+        words16: 0,
+        fill: 0,
+    };
+    let idle2 = Ring2 {
+        ring: ring_a + RING2_BYTES,
+        ..idle
+    };
+    let first = if warp >= p.nseg {
+        (idle, idle2)
+    } else if two {
+        // SAFETY: converged warp; the rings are unused; warp < nseg.
+        unsafe { open_units::<true>(&p, group, warp, ring_pair, lane) }
+    } else {
+        // SAFETY: as above.
+        unsafe { open_units::<false>(&p, group, warp, ring_pair, lane) }
+    };
     // SAFETY: the block's dynamic shared memory holds the table.
     unsafe { build_table(&p, smem, tid, threads) };
     // SAFETY: every thread reaches it.
     unsafe { sync_threads() };
-    let rings = (smem + TABLE_BYTES + RING2_BYTES - 1) & !(RING2_BYTES - 1);
-    let ring_a = rings + 2 * warp * RING2_BYTES;
     let exc_a = rings + 2 * warps * RING2_BYTES + 2 * warp * EXC_SUM_BYTES;
     let excs = [exc_a, exc_a + EXC_SUM_BYTES];
     if p.exceptions != 0 {
@@ -715,16 +780,12 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: LanesParams) {
             sts_u32(excs[1] + 4 * lane, 0);
         }
     }
-    let groups = p.rows.div_ceil(32);
-    let group = 2 * block_idx_x();
-    let two = group + 1 < groups;
-    let ring_pair = [ring_a, ring_a + RING2_BYTES];
     // SAFETY: converged warp; the table is in place.
     let (mut acc_a, mut acc_b, mut flags) = unsafe {
         if two {
-            decode_units::<true>(&p, smem, lane, warp, warps, group, ring_pair, excs)
+            decode_units::<true>(&p, smem, lane, warp, warps, group, ring_pair, excs, first)
         } else {
-            decode_units::<false>(&p, smem, lane, warp, warps, group, ring_pair, excs)
+            decode_units::<false>(&p, smem, lane, warp, warps, group, ring_pair, excs, first)
         }
     };
     if p.exceptions != 0 {
