@@ -102,10 +102,32 @@ pub fn lane_warps(segments: u32) -> u32 {
     segments.div_ceil(rounds).clamp(1, max)
 }
 
-/// The environment variable that picks the `ans-lanes` kernel: `1` for `cmv_ans_lanes` (one
-/// row group per block), anything else or unset for `cmv_ans_lanes2` (two row groups per
-/// block, two units per warp side by side).
+/// The environment variable that forces the `ans-lanes` kernel: `1` for `cmv_ans_lanes` (one
+/// row group per block), `2` for `cmv_ans_lanes2` (two row groups per block, two units per
+/// warp side by side); unset or anything else: [`LaneKernel::Auto`].
 pub const LANES_KERNEL_ENV: &str = "CMV_ANS_LANES_KERNEL";
+
+/// Which kernel multiplies `ans-lanes` and `ans-lanes-esc` matrices (both give the same
+/// results).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneKernel {
+    /// [`paired_lanes_preferred`] decides by the matrix's row groups and the GPU's SMs.
+    Auto,
+    /// `cmv_ans_lanes`: one row group per block, two blocks per SM.
+    Single,
+    /// `cmv_ans_lanes2`: two row groups per block, one block per SM, each warp decoding two
+    /// units side by side.
+    Paired,
+}
+
+/// Whether `cmv_ans_lanes2` is the faster kernel for a matrix of `groups` row groups (rows
+/// over 32) on a GPU of `sm_count` SMs: when its blocks (`groups / 2`) fill nearly every SM,
+/// from `groups >= 15 / 8 sm_count` on. Measured on an H100 (docs/PERF.md): 5% faster than
+/// `cmv_ans_lanes` at 8192 x 8192 (256 groups on 132 SMs) and 16384 x 16384, but 1.3-1.4x
+/// slower at 2048 and 4096, where its half as many blocks leave SMs idle.
+pub fn paired_lanes_preferred(groups: u32, sm_count: u32) -> bool {
+    u64::from(groups) * 8 >= u64::from(sm_count) * 15
+}
 
 /// The ANS kernels, loaded once for a [`Gpu`], with the error word they report corruption in.
 /// Launches go to the `Gpu`'s stream, one after another.
@@ -118,9 +140,8 @@ pub struct AnsGemv {
     stripes_smem: Kernel,
     lanes: Kernel,
     lanes2: Kernel,
-    /// Whether `ans-lanes` matrices run `cmv_ans_lanes2` (two row groups per block) rather
-    /// than `cmv_ans_lanes` ([`LANES_KERNEL_ENV`]).
-    paired_lanes: bool,
+    /// The `ans-lanes` kernel ([`LANES_KERNEL_ENV`], [`AnsGemv::set_lane_kernel`]).
+    lane_kernel: LaneKernel,
     sm_count: u32,
     /// The kernels OR their flags into it; [`AnsGemv::check`] reads and clears it in place
     /// (its address stays the same, so captured graphs keep working).
@@ -143,18 +164,41 @@ impl AnsGemv {
             stripes_smem: load("cmv_ans_stripes_smem")?,
             lanes: load("cmv_ans_lanes")?,
             lanes2: load("cmv_ans_lanes2")?,
-            paired_lanes: std::env::var(LANES_KERNEL_ENV).map_or(true, |v| v != "1"),
+            lane_kernel: match std::env::var(LANES_KERNEL_ENV).as_deref() {
+                Ok("1") => LaneKernel::Single,
+                Ok("2") => LaneKernel::Paired,
+                _ => LaneKernel::Auto,
+            },
             sm_count: gpu.info().sm_count,
             err: Mutex::new(gpu.alloc_zeros::<u32>(1)?),
             shared_tables: true,
         })
     }
 
-    /// Whether `ans-lanes` and `ans-lanes-esc` matrices run `cmv_ans_lanes2` (two row groups
-    /// per block, two units per warp side by side; the default) or `cmv_ans_lanes` (one row
-    /// group per block). Both give the same results.
-    pub fn set_paired_lanes(&mut self, on: bool) {
-        self.paired_lanes = on;
+    /// Which kernel multiplies `ans-lanes` and `ans-lanes-esc` matrices (default
+    /// [`LaneKernel::Auto`], or as [`LANES_KERNEL_ENV`] says). Both give the same results.
+    pub fn set_lane_kernel(&mut self, kernel: LaneKernel) {
+        self.lane_kernel = kernel;
+    }
+
+    /// The kernel an `ans-lanes` product of `m` runs: `"cmv_ans_lanes"` or
+    /// `"cmv_ans_lanes2"`.
+    pub fn lane_kernel_name(&self, m: &DeviceAnsMatrix) -> &'static str {
+        if self.paired_for(m) {
+            "cmv_ans_lanes2"
+        } else {
+            "cmv_ans_lanes"
+        }
+    }
+
+    /// Whether `m` runs `cmv_ans_lanes2`.
+    fn paired_for(&self, m: &DeviceAnsMatrix) -> bool {
+        let groups = m.shape.padded_rows / ans_kernels::layout::LANES as u32;
+        match self.lane_kernel {
+            LaneKernel::Auto => paired_lanes_preferred(groups, self.sm_count),
+            LaneKernel::Single => false,
+            LaneKernel::Paired => true,
+        }
     }
 
     /// Whether 7-bit models are decoded from the packed table in shared memory (the default,
@@ -253,7 +297,7 @@ impl AnsGemv {
     ) -> Result<()> {
         let groups = m.shape.padded_rows / ans_kernels::layout::LANES as u32;
         let warps = lane_warps(m.segments);
-        let (kernel, cfg) = if self.paired_lanes {
+        let (kernel, cfg) = if self.paired_for(m) {
             let cfg = LaunchConfig {
                 grid_dim: (groups.div_ceil(2), 1, 1),
                 block_dim: (32 * warps, 1, 1),
@@ -399,5 +443,27 @@ impl DeviceGemv for AnsMatrix {
     fn check(gpu: &Gpu, out: &AnsOut, want: &[i32]) -> Result<Check> {
         check_len("reference", want.len(), out.y32.len())?;
         Ok(Check::exact(gpu.download(&out.y32)? == want))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_paired_lane_kernel_takes_matrices_that_fill_the_sms() {
+        // 132 SMs (H100 SXM, H200): 8192 and 16384 rows pair, 2048 and 4096 do not.
+        for (rows, want) in [
+            (2048, false),
+            (4096, false),
+            (7680, false),
+            (8192, true),
+            (16384, true),
+        ] {
+            assert_eq!(paired_lanes_preferred(rows / 32, 132), want, "{rows} rows");
+        }
+        assert!(paired_lanes_preferred(15, 8) && !paired_lanes_preferred(14, 8));
+        assert!(!paired_lanes_preferred(0, 1));
+        assert!(paired_lanes_preferred(u32::MAX, 132));
     }
 }

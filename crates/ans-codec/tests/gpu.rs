@@ -4,7 +4,7 @@
 
 use ans_codec::cmv_format::container::{CRC_OFFSET, checksum};
 use ans_codec::cmv_format::{CompressedMatrix, DeviceGemv};
-use ans_codec::gpu::{AnsGemv, DeviceAnsMatrix};
+use ans_codec::gpu::{AnsGemv, DeviceAnsMatrix, LaneKernel};
 use ans_codec::{AnsMatrix, EncodeOptions, Layout, encode};
 use cmv_runtime::{Gpu, gpu_for_tests};
 use rand::rngs::StdRng;
@@ -140,13 +140,13 @@ fn the_lane_kernel_matches_the_cpu_reference() {
                     if m.entropy_report().exception_bytes > 4 * m.units() {
                         escaped += 1;
                     }
-                    // Both lane kernels: two row groups per block (the default) and one.
-                    for paired in [true, false] {
-                        ans.set_paired_lanes(paired);
+                    // Both lane kernels: two row groups per block and one.
+                    for kernel in [LaneKernel::Paired, LaneKernel::Single] {
+                        ans.set_lane_kernel(kernel);
                         check_against_cpu(&gpu, &ans, &m, seed).unwrap_or_else(|e| {
                             panic!(
                                 "{rows}x{cols} sigma {sigma} {layout:?} segment {segment:?} \
-                                 paired {paired}: {e}"
+                                 {kernel:?}: {e}"
                             )
                         });
                     }
@@ -204,8 +204,8 @@ fn corrupted_streams_are_flagged_not_read_past() {
                 };
                 // Same verdict as the CPU decoder, and the same result when both accept it
                 // (both lane kernels).
-                for paired in [true, false] {
-                    ans.set_paired_lanes(paired);
+                for kernel in [LaneKernel::Paired, LaneKernel::Single] {
+                    ans.set_lane_kernel(kernel);
                     if check_against_cpu(&gpu, &ans, &damaged, 9).is_err() {
                         flagged += 1;
                     }
