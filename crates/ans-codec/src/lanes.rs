@@ -429,18 +429,30 @@ mod tests {
     /// Decodes one unit of 32 rows x `cols` from `words` with `model`: the 16-bit words read
     /// and the unit's values, or the corruption found.
     fn decode_words(words: &[u32], model: &Model, cols: usize) -> Result<(usize, Vec<i8>)> {
+        decode_with(words, model, cols, None, 0)
+    }
+
+    /// [`decode_unit`] of one unit of 32 rows x `cols` (unit `index`, `escapes` as it takes
+    /// them) into a row-major matrix.
+    fn decode_with(
+        words: &[u32],
+        model: &Model,
+        cols: usize,
+        escapes: Option<Option<i8>>,
+        index: usize,
+    ) -> Result<(usize, Vec<i8>)> {
         let table = model.table();
         let mut out = vec![0i8; 32 * cols];
         decode_unit(
             words,
             |s| Slot::from_packed(table[s as usize]),
             0..cols,
-            None,
-            0,
+            escapes,
+            index,
             |l, c, v| out[l * cols + c..l * cols + c + 2].copy_from_slice(v),
             |reason| AnsError::Corrupted {
                 unit: "lane unit",
-                index: 0,
+                index,
                 reason,
             },
         )
@@ -547,30 +559,15 @@ mod tests {
         assert_eq!(m.decode().unwrap(), w);
     }
 
-    /// Decodes one `ans-lanes-esc` unit of 32 rows x `cols` with `model`, the escape value
-    /// expected `expected`.
+    /// Decodes one `ans-lanes-esc` unit of 32 rows x `cols` with `model` as unit 3, the escape
+    /// value expected `expected`.
     fn decode_esc(
         words: &[u32],
         model: &Model,
         cols: usize,
         expected: Option<i8>,
     ) -> Result<(usize, Vec<i8>)> {
-        let table = model.table();
-        let mut out = vec![0i8; 32 * cols];
-        decode_unit(
-            words,
-            |s| Slot::from_packed(table[s as usize]),
-            0..cols,
-            Some(expected),
-            3,
-            |l, c, v| out[l * cols + c..l * cols + c + 2].copy_from_slice(v),
-            |reason| AnsError::Corrupted {
-                unit: "lane unit",
-                index: 3,
-                reason,
-            },
-        )
-        .map(|read| (read, out))
+        decode_with(words, model, cols, Some(expected), 3)
     }
 
     /// A unit with escapes: the values beyond +-`t` coded as the largest of them.

@@ -16,46 +16,104 @@ use crate::lanes::{
 };
 use crate::{ERR_EXCEPTIONS, ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
 
-/// A warp's view of its unit's stream: the ring in shared memory and the global bytes behind
-/// it.
-struct Ring {
-    /// Shared-window address of the warp's ring.
+/// A unit's stream ring in shared memory and the global bytes behind it: `SIZE` bytes (a power
+/// of two, the ring aligned to it), filled `32 PER_LANE` bytes at a time (`PER_LANE` = 8 or 16
+/// bytes per lane, zeros past the unit's end, so a damaged stream is never read past its unit).
+/// [`Ring`] is `cmv_ans_lanes`' (1 KiB, 8-byte copies), [`Ring2`] `cmv_ans_lanes2`'s (2 KiB,
+/// 16-byte copies).
+#[derive(Clone, Copy)]
+struct StreamRing<const SIZE: u32, const PER_LANE: u32> {
+    /// Shared-window address of the ring (aligned to its size).
     ring: u32,
     /// The unit's first 16-byte word in global memory.
     base: *const U32x4,
     /// 16-byte words of the unit.
     words16: u32,
-    /// Stream bytes copied (or zero-filled) into the ring so far; a multiple of
-    /// [`CHUNK_BYTES`].
+    /// Stream bytes copied (or zero-filled) into the ring so far.
     fill: u32,
 }
 
-impl Ring {
-    /// Copies the next [`CHUNK_BYTES`] of the stream (zeros past the unit's end) into the ring
-    /// as one commit group.
+/// `cmv_ans_lanes`' ring: [`RING_BYTES`], [`CHUNK_BYTES`] a copy.
+type Ring = StreamRing<RING_BYTES, { CHUNK_BYTES / 32 }>;
+/// `cmv_ans_lanes2`'s ring: [`RING2_BYTES`], [`CHUNK2_BYTES`] a copy.
+type Ring2 = StreamRing<RING2_BYTES, { CHUNK2_BYTES / 32 }>;
+
+impl<const SIZE: u32, const PER_LANE: u32> StreamRing<SIZE, PER_LANE> {
+    /// The ring of unit `u` at shared address `ring`, nothing copied yet.
+    ///
+    /// # Safety
+    /// `u + 1 <= units`: the offsets hold `units + 1` validated words.
+    #[inline(always)]
+    unsafe fn open(p: &LanesParams, u: u32, ring: u32) -> Self {
+        let (stream, offsets) = (p.stream.as_ptr(), p.offsets.as_ptr());
+        // SAFETY: u + 1 <= units.
+        let (o0, o1) = unsafe {
+            (
+                ld_nc_u32(offsets.add(u as usize)),
+                ld_nc_u32(offsets.add(u as usize + 1)),
+            )
+        };
+        Self {
+            ring,
+            // SAFETY: o0 is a multiple of 4 words inside the stream.
+            base: unsafe { stream.add(o0 as usize / 4) },
+            words16: (o1 - o0) / 4,
+            fill: 0,
+        }
+    }
+
+    /// A ring with no unit behind it (nothing is ever copied: the unit is empty).
+    #[inline(always)]
+    fn idle(p: &LanesParams, ring: u32) -> Self {
+        Self {
+            ring,
+            base: p.stream.as_ptr(),
+            words16: 0,
+            fill: 0,
+        }
+    }
+
+    /// Copies the next `32 PER_LANE` bytes of the stream (zeros past the unit's end) into the
+    /// ring as one commit group.
     ///
     /// # Safety
     /// All lanes call it together; nothing reads the ring bytes it overwrites (stream bytes
-    /// `fill - RING_BYTES .. fill - RING_BYTES + CHUNK_BYTES`) from now on.
+    /// `fill - SIZE .. fill - SIZE + 32 PER_LANE`) from now on.
     #[inline(always)]
     unsafe fn issue(&mut self, lane: u32) {
-        let i = self.fill / 8 + lane;
-        let base = self.base.cast::<u64>();
-        let (src, n) = if i < 2 * self.words16 {
-            // SAFETY: i < 2 words16: inside the unit.
-            (unsafe { base.add(i as usize) }, 8)
-        } else {
-            (base, 0)
-        };
-        let dst = self.ring + ((self.fill + 8 * lane) & (RING_BYTES - 1));
-        // SAFETY: dst is 8 bytes of this warp's ring; src holds n readable bytes.
+        let i = self.fill / PER_LANE + lane;
+        let inside = i < self.words16 * (16 / PER_LANE);
+        let n = if inside { PER_LANE } else { 0 };
+        let dst = self.ring + ((self.fill + PER_LANE * lane) & (SIZE - 1));
+        // SAFETY: dst is PER_LANE bytes of this ring; the source holds n readable bytes (the
+        // unit's i-th piece, or nothing read at its start).
         unsafe {
-            cp_async_8_zfill(dst, src, n);
+            if PER_LANE == 16 {
+                let src = if inside {
+                    self.base.add(i as usize)
+                } else {
+                    self.base
+                };
+                cp_async_16_zfill(dst, src, n);
+            } else {
+                let base = self.base.cast::<u64>();
+                let src = if inside { base.add(i as usize) } else { base };
+                cp_async_8_zfill(dst, src, n);
+            }
             cp_async_commit();
         }
-        self.fill += CHUNK_BYTES;
+        self.fill += 32 * PER_LANE;
+    }
+
+    /// Whether the ring takes a copy at a check with the decoder at stream byte `pos`: when
+    /// at most `SIZE - 32 PER_LANE` bytes lie ahead (so no unread byte is overwritten).
+    #[inline(always)]
+    fn wants(&self, pos: u32) -> bool {
+        self.fill.wrapping_sub(pos) <= SIZE - 32 * PER_LANE
     }
 }
+
+const _: () = assert!(CHUNK_BYTES == 32 * 8 && CHUNK2_BYTES == 32 * 16);
 
 /// Decodes one pair from lane state `x`: lane `l`'s entry of slot `s` is at shared offset
 /// `256 s + tl` (`tl = 4 l`, or `8 l` with [`WIDE_ENTRIES`]), so one byte permute makes each
@@ -328,22 +386,13 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
     let sums = smem;
     let lt = crate::lanes::rank_multiplier(lane);
     let group = block_idx_x();
-    let (stream, offsets) = (p.stream.as_ptr(), p.offsets.as_ptr());
     let x8 = p.x.as_ptr();
     let mut acc = 0i32;
     let mut flags = 0u32;
     let mut seg = warp;
     while seg < p.nseg {
-        let u = (group * p.nseg + seg) as usize;
-        // SAFETY: u + 1 <= units: offsets hold units + 1 words.
-        let (o0, o1) = unsafe { (ld_nc_u32(offsets.add(u)), ld_nc_u32(offsets.add(u + 1))) };
-        let mut r = Ring {
-            ring: ring_addr,
-            // SAFETY: o0 is a multiple of 4 words inside the stream.
-            base: unsafe { stream.add(o0 as usize / 4) },
-            words16: (o1 - o0) / 4,
-            fill: 0,
-        };
+        // SAFETY: the unit exists (group < groups, seg < nseg).
+        let mut r = unsafe { Ring::open(&p, group * p.nseg + seg, ring_addr) };
         // SAFETY: converged warp; the ring is unused (the previous unit's reads are done:
         // the warp synchronised at its end).
         unsafe {
@@ -368,7 +417,7 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
             // SAFETY: x holds cols bytes, 16-byte aligned.
             let xin = unsafe { load_input::<true>(x8, c, p.cols) };
             for q in 0..4 {
-                if q % 2 == 0 && r.fill.wrapping_sub(pos) <= RING_BYTES - CHUNK_BYTES {
+                if q % 2 == 0 && r.wants(pos) {
                     // SAFETY: converged warp; stream bytes below `pos` are read (synchronised
                     // by the warp barrier), and `fill - RING_BYTES + CHUNK_BYTES <= pos`
                     // (the schedule is checked in `crate::lanes`).
@@ -454,73 +503,6 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
     }
 }
 
-/// A `cmv_ans_lanes2` unit's stream ring: [`RING2_BYTES`] in shared memory, filled
-/// [`CHUNK2_BYTES`] at a time (16 bytes per lane, zeros past the unit's end).
-#[derive(Clone, Copy)]
-struct Ring2 {
-    /// Shared-window address of the ring (aligned to its size).
-    ring: u32,
-    /// The unit's first 16-byte word in global memory.
-    base: *const U32x4,
-    /// 16-byte words of the unit.
-    words16: u32,
-    /// Stream bytes copied (or zero-filled) into the ring so far.
-    fill: u32,
-}
-
-impl Ring2 {
-    /// The ring of unit `u` at shared address `ring`, nothing copied yet.
-    ///
-    /// # Safety
-    /// `u + 1 <= units`: the offsets hold `units + 1` validated words.
-    #[inline(always)]
-    unsafe fn open(p: &LanesParams, u: u32, ring: u32) -> Self {
-        let (stream, offsets) = (p.stream.as_ptr(), p.offsets.as_ptr());
-        // SAFETY: u + 1 <= units.
-        let (o0, o1) = unsafe {
-            (
-                ld_nc_u32(offsets.add(u as usize)),
-                ld_nc_u32(offsets.add(u as usize + 1)),
-            )
-        };
-        Self {
-            ring,
-            // SAFETY: o0 is a multiple of 4 words inside the stream.
-            base: unsafe { stream.add(o0 as usize / 4) },
-            words16: (o1 - o0) / 4,
-            fill: 0,
-        }
-    }
-
-    /// Copies the next [`CHUNK2_BYTES`] (zeros past the unit's end) as one commit group.
-    ///
-    /// # Safety
-    /// All lanes call it together; nothing reads the ring bytes it overwrites from now on.
-    #[inline(always)]
-    unsafe fn issue(&mut self, lane: u32) {
-        let i = self.fill / 16 + lane;
-        let (src, n) = if i < self.words16 {
-            // SAFETY: i < words16: inside the unit.
-            (unsafe { self.base.add(i as usize) }, 16)
-        } else {
-            (self.base, 0)
-        };
-        let dst = self.ring + ((self.fill + 16 * lane) & (RING2_BYTES - 1));
-        // SAFETY: dst is 16 bytes of this unit's ring; src holds n readable bytes.
-        unsafe {
-            cp_async_16_zfill(dst, src, n);
-            cp_async_commit();
-        }
-        self.fill += CHUNK2_BYTES;
-    }
-
-    /// Whether the ring takes a chunk at a check with the decoder at stream byte `pos`.
-    #[inline(always)]
-    fn wants(&self, pos: u32) -> bool {
-        self.fill.wrapping_sub(pos) <= RING2_BYTES - CHUNK2_BYTES
-    }
-}
-
 /// A unit's first steps once its first chunks landed: lane `lane`'s initial state and the
 /// stream byte its data start at (after the exception list for `ans-lanes-esc`).
 ///
@@ -548,12 +530,12 @@ unsafe fn start_unit(
 }
 
 /// A unit's end: every coder back in its initial state (lane 0 of an `ans-lanes-esc` unit
-/// in `2^16` plus the list's check), the stream not overrun.
+/// in `2^16` plus the list's check), the stream (`words16` 16-byte words) not overrun.
 ///
 /// # Safety
 /// All lanes call it together; `exc` is the unit's exception area.
 #[inline(always)]
-unsafe fn end_unit(p: &LanesParams, x: u32, pos: u32, r: &Ring2, exc: u32, lane: u32) -> u32 {
+unsafe fn end_unit(p: &LanesParams, x: u32, pos: u32, words16: u32, exc: u32, lane: u32) -> u32 {
     let mut flags = 0;
     let mut expect = crate::coder32::STATE32_LOWER;
     if p.exceptions != 0 && lane == 0 {
@@ -564,7 +546,7 @@ unsafe fn end_unit(p: &LanesParams, x: u32, pos: u32, r: &Ring2, exc: u32, lane:
     if unsafe { ballot(x != expect) } != 0 {
         flags |= ERR_FINAL_STATE;
     }
-    if pos > 16 * r.words16 {
+    if pos > 16 * words16 {
         flags |= ERR_STREAM_OVERRUN;
     }
     flags
@@ -666,9 +648,9 @@ unsafe fn decode_units<const TWO: bool>(
         }
         // SAFETY: converged warp.
         unsafe {
-            flags |= end_unit(p, xa, pos_a, &ra, excs[0], lane);
+            flags |= end_unit(p, xa, pos_a, ra.words16, excs[0], lane);
             if TWO {
-                flags |= end_unit(p, xb, pos_b, &rb, excs[1], lane);
+                flags |= end_unit(p, xb, pos_b, rb.words16, excs[1], lane);
             }
         }
         // SAFETY: converged warp: once the last copies have landed and every lane is past its
@@ -707,12 +689,7 @@ unsafe fn open_units<const TWO: bool>(
         // SAFETY: as above.
         unsafe { Ring2::open(p, ua + p.nseg, rings[1]) }
     } else {
-        Ring2 {
-            ring: rings[1],
-            base: p.stream.as_ptr(),
-            words16: 0,
-            fill: 0,
-        }
+        Ring2::idle(p, rings[1])
     };
     // SAFETY: converged warp; the rings are free.
     unsafe {
@@ -747,18 +724,8 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: LanesParams) {
     let two = group + 1 < groups;
     let ring_pair = [ring_a, ring_a + RING2_BYTES];
     // The first units' streams start coming while the table is built (the rings lie past it).
-    let idle = Ring2 {
-        ring: ring_a,
-        base: p.stream.as_ptr(),
-        words16: 0,
-        fill: 0,
-    };
-    let idle2 = Ring2 {
-        ring: ring_a + RING2_BYTES,
-        ..idle
-    };
     let first = if warp >= p.nseg {
-        (idle, idle2)
+        (Ring2::idle(&p, ring_pair[0]), Ring2::idle(&p, ring_pair[1]))
     } else if two {
         // SAFETY: converged warp; the rings are unused; warp < nseg.
         unsafe { open_units::<true>(&p, group, warp, ring_pair, lane) }
@@ -838,7 +805,9 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: LanesParams) {
 
 // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`):
 // `cmv_ans_lanes2` runs blocks of up to `MAX_WARPS` warps, one per SM (its shared memory
-// allows no more), so it may take up to 64 registers but no more.
+// allows no more), so it may take up to 64 registers but no more. (`cmv_ans_lanes` keeps its
+// state and exception steps inline: through `start_unit` / `end_unit` ptxas gave it 40
+// registers, and with a bound of 32, spills.)
 cmv_device::launch_bounds! {
     CMV_MAXNTID_cmv_ans_lanes2 = 32 * crate::lanes::MAX_WARPS;
     CMV_MINNCTAPERSM_cmv_ans_lanes2 = 1;
