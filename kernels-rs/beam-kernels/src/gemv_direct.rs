@@ -92,15 +92,28 @@ pub const fn direct_smem_bytes(slices: u32, bits: u32, nb: u32) -> u32 {
     }
 }
 
+/// Rows of at most this many chunks are split, with one vector, down to one chunk per lane
+/// (32 per slice) whatever the warp count: measured on an H100 (docs/PERF.md, "BEAM GEMV:
+/// slices for short rows"), 8 slices at 28672x8192 and 4 at 14336x4096 (4 and 6 bits) ran
+/// 2-6% faster than the warp cap's 1, and the rows of 4096 and 8192 columns at 8 and 12 bits
+/// up to 7%; on longer rows the cap's choice stayed as fast or faster.
+pub const DIRECT_SHORT_CHUNKS: u32 = 256;
+
 /// The slice count and the grid of a launch over `rows` rows of `row_words` words with `nb`
-/// vector slots: the most slices (1, 2, 4, 8) that keep the launch at or under
-/// [`DIRECT_MAX_WARPS`] warps and every slice at least one chunk per lane.
+/// vector slots: the most slices (1, 2, 4, 8) that keep every slice at least one chunk per
+/// lane and the launch at or under [`DIRECT_MAX_WARPS`] warps (no warp cap for one vector on
+/// rows of at most [`DIRECT_SHORT_CHUNKS`] chunks).
 pub fn direct_split(rows: u32, row_words: u32, bits: u32, nb: u32) -> (u32, u32) {
     let rpw = direct_rows(bits, nb);
     let warps = rows.div_ceil(rpw);
     let chunks = direct_chunks(row_words, bits);
+    let max_warps = if nb == 1 && chunks <= DIRECT_SHORT_CHUNKS {
+        u32::MAX
+    } else {
+        DIRECT_MAX_WARPS
+    };
     let mut s = 1;
-    while s < 8 && warps * s * 2 <= DIRECT_MAX_WARPS && chunks / (s * 2) >= 32 {
+    while s < 8 && warps.saturating_mul(s * 2) <= max_warps && chunks / (s * 2) >= 32 {
         s *= 2;
     }
     (s, direct_grid(rows, bits, nb, s))
@@ -397,6 +410,16 @@ mod tests {
         // The tall LLM shapes keep whole rows per warp; the wide ones split.
         assert_eq!(direct_split(28672, 1024, 8, 1).0, 1);
         assert_eq!(direct_split(4096, 1792, 8, 1).0, 4);
+        // Short rows (at most 256 chunks) split down to 32 chunks per slice with one vector:
+        // 4096 columns at 4 and 6 bits (128 chunks), 8192 at 4 bits and 4096 at 8 (256).
+        assert_eq!(direct_split(14336, 256, 4, 1).0, 4);
+        assert_eq!(direct_split(14336, 384, 6, 1).0, 4);
+        assert_eq!(direct_split(28672, 512, 4, 1).0, 8);
+        assert_eq!(direct_split(14336, 512, 8, 1).0, 8);
+        // Not with more vectors, nor on longer rows (4096 x 14336 at 4 bits: 448 chunks).
+        assert_eq!(direct_split(28672, 512, 4, 2).0, 1);
+        assert_eq!(direct_split(4096, 896, 4, 1).0, 4);
+        assert_eq!(direct_split(8192, 1792, 4, 1).0, 2);
         // Every vector-slot count covers the rows with its rows per warp.
         for nb in [1, 2, 4, 8, 16] {
             for rows in [1u32, 5, 300, 4096, 28672] {
