@@ -163,6 +163,8 @@ fn row_vectors_run_the_direct_kernel() {
         (33, 513),
         (700, 3000),
         (9, 4096),
+        // Short rows on many warps: split past the warp cap (2 slices at 4 bits).
+        (9000, 2048),
     ]);
     let plain = (OutputWidth::Sai, Overflow::Ovf);
     for bits in [4, 6, 8, 12, 16, 24, 32] {
