@@ -137,19 +137,13 @@ fn encode_layout(
             rows,
             cols,
             &with_padding,
-            index_value(top),
+            model::value(top),
             geometry,
         )?),
         _ => None,
     };
     if let Some(e) = &escapes {
-        // Escaped values are coded as the escape value.
-        for i in 0..VALUES {
-            if e.escaped[i] && i != index(e.escape) {
-                with_padding[index(e.escape)] += with_padding[i];
-                with_padding[i] = 0;
-            }
-        }
+        e.merge(&mut with_padding);
     }
     let model = match lanes {
         // The lane coder's 8 bits, whatever the overhead.
@@ -350,11 +344,6 @@ impl<'a> UnitCoder<'a> {
     }
 }
 
-/// The value of model index `i` (the inverse of [`index`]).
-const fn index_value(i: usize) -> i8 {
-    (i as i32 - 128) as i8
-}
-
 /// The escapes of an `ans-lanes-esc` matrix with the value counts `counts` (padding included;
 /// `padding` the padding value, never escaped): the `k` rarest values coded as the most
 /// frequent of them, for the `k` that gives the smallest model cross-entropy plus exception
@@ -385,23 +374,15 @@ fn choose_escapes(
         if k < 2 {
             return none;
         }
-        let mut e = lanes::Escapes::none(index_value(rare[k - 1]));
+        let mut e = lanes::Escapes::none(model::value(rare[k - 1]));
         for &i in &rare[..k] {
             e.escaped[i] = true;
         }
         e
     };
     let cost = |k: usize| -> Result<f64> {
-        let e = escapes_of(k);
         let mut merged = *counts;
-        let mut exceptions = 0u64;
-        for i in 0..VALUES {
-            if e.escaped[i] && i != index(e.escape) {
-                merged[index(e.escape)] += merged[i];
-                exceptions += merged[i];
-                merged[i] = 0;
-            }
-        }
+        let exceptions = escapes_of(k).merge(&mut merged);
         let model = Model::quantize(&merged, LANE_PRECISION)?;
         Ok(model.cross_entropy_bits(&merged) + 32.0 * exceptions as f64)
     };

@@ -90,6 +90,21 @@ impl Escapes {
         }
     }
 
+    /// Moves the counts of the escaped values (by [`crate::model::index`]) onto the escape
+    /// value, as the model codes them; returns how many were moved (the exceptions).
+    pub fn merge(&self, counts: &mut [u64; 256]) -> u64 {
+        let to = crate::model::index(self.escape);
+        let mut moved = 0;
+        for i in 0..counts.len() {
+            if self.escaped[i] && i != to {
+                moved += counts[i];
+                counts[to] += counts[i];
+                counts[i] = 0;
+            }
+        }
+        moved
+    }
+
     /// Whether `v` must be listed as an exception.
     #[inline(always)]
     pub fn is_exception(&self, v: i8) -> bool {
