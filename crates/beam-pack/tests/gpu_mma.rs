@@ -94,29 +94,67 @@ fn mma_matches_the_reference_for_every_width_and_layout() {
 }
 
 /// Both operands `nogaps` of one width: the kernels compiled for that width
-/// (`cmv_beam_gemm_mma_nogaps_b{bits}`, and `_wide` for `sat` and `maxv` past 32 bits).
+/// (`cmv_beam_gemm_mma_nogaps_b{bits}`, and `_wide` for `sat` and `maxv` past 32 bits), and on
+/// compute capability 9.0 the `wgmma` kernels (`cmv_beam_gemm90_nogaps_b{bits}`) where 32-bit
+/// sums suffice: both paths, each checked to be the one launched.
 #[test]
 fn mma_per_width_nogaps_kernels() {
     let Some(gpu) = gpu_for_tests("mma_per_width_nogaps_kernels") else {
         return;
     };
-    let bg = BeamGemm::new(&gpu).unwrap();
-    let mut rng = StdRng::seed_from_u64(16);
-    let shapes = [(1, 1, 1), (5, 67, 3), (130, 300, 129), (257, 64, 200)];
-    for bits in 1..=8u32 {
-        let (narrow, _) = beam_pack::beam_kernels::mma::NOGAPS_WIDTH_NAMES[bits as usize - 1];
-        assert_eq!(
-            beam_pack::beam_kernels::mma::kernel_name(3, 3, bits, bits, false),
-            narrow
+    let mut bg = BeamGemm::new(&gpu).unwrap();
+    let hopper_gpu = gpu.info().compute_capability == (9, 0);
+    if !hopper_gpu {
+        eprintln!(
+            "mma_per_width_nogaps_kernels: not compute capability 9.0, the wgmma kernels are not tested"
         );
-        for (i, &(m, k, n)) in shapes.iter().enumerate() {
-            let max = i % 2 == 1;
-            let a = random(&mut rng, m, k, bits, Layout::Nogaps, max);
-            let b = random(&mut rng, k, n, bits, Layout::Nogaps, max);
-            let lc = Layout::ALL[(i + bits as usize) % 4];
-            for &width in OutputWidth::ALL {
-                for overflow in [Overflow::Ovf, Overflow::Sat] {
-                    check(&gpu, &bg, &a, &b, width, overflow, lc);
+    }
+    let mut rng = StdRng::seed_from_u64(16);
+    let shapes = [
+        (1, 1, 1),
+        (5, 67, 3),
+        (130, 300, 129),
+        (257, 64, 200),
+        (520, 1000, 260),
+    ];
+    for hopper in [false, true] {
+        bg.set_hopper(hopper);
+        for bits in 1..=8u32 {
+            let (narrow, wide) =
+                beam_pack::beam_kernels::mma::NOGAPS_WIDTH_NAMES[bits as usize - 1];
+            let hopper_name = beam_pack::beam_kernels::gemm90::KERNEL_NAMES[bits as usize - 1];
+            assert_eq!(
+                beam_pack::beam_kernels::mma::kernel_name(3, 3, bits, bits, false),
+                narrow
+            );
+            for (i, &(m, k, n)) in shapes.iter().enumerate() {
+                let max = i % 2 == 1;
+                let a = random(&mut rng, m, k, bits, Layout::Nogaps, max);
+                let b = random(&mut rng, k, n, bits, Layout::Nogaps, max);
+                let (da, db) = (
+                    DeviceBeamMatrix::upload(&gpu, &a).unwrap(),
+                    DeviceBeamMatrix::upload(&gpu, &b).unwrap(),
+                );
+                let lc = Layout::ALL[(i + bits as usize) % 4];
+                for &width in OutputWidth::ALL {
+                    for overflow in [Overflow::Ovf, Overflow::Sat] {
+                        let out = BeamGemm::alloc_out(&gpu, &da, &db, width, lc).unwrap();
+                        let entry = bg.mma_entry_point(&da, &db, &out, overflow).unwrap();
+                        let needs_wide = beam_pack::beam_kernels::mma::needs_wide(
+                            bits,
+                            bits,
+                            k as u64,
+                            out.bits(),
+                            overflow.code(),
+                        );
+                        let expect = match (needs_wide, hopper && hopper_gpu) {
+                            (true, _) => wide,
+                            (false, true) => hopper_name,
+                            (false, false) => narrow,
+                        };
+                        assert_eq!(entry, expect, "bits {bits} {width:?} {overflow:?}");
+                        check(&gpu, &bg, &a, &b, width, overflow, lc);
+                    }
                 }
             }
         }

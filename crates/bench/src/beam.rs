@@ -1542,6 +1542,11 @@ fn time_gemm(
             }
         },
     };
+    // Which tensor-core entry point ran (the Hopper `wgmma` kernel or an `mma.sync` one).
+    let text = match (k, bg.mma_entry_point(a.get(0), b.get(0), &out, ovf)) {
+        (GemmKernel::Mma, Some(entry)) => format!("{text}; {entry}"),
+        _ => text,
+    };
     let median_ms = timings.median_ms();
     let (ab, bb, ob) = (a.get(0).bytes(), b.get(0).bytes(), out.bytes());
     let side = a.get(0).rows() as f64;

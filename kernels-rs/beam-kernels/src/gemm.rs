@@ -389,7 +389,7 @@ pub const fn locate(g: RowGeometry, row: u32, col: Col) -> Place {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "entries"))]
 mod kernels;
 
 #[cfg(test)]

@@ -369,7 +369,7 @@ pub fn nogaps_split(rows: u32, row_words: u32, bits: u32, resident: u32) -> (u32
     (s, rows.div_ceil(tile_rows(s)).min(resident))
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "entries"))]
 mod kernels;
 
 #[cfg(test)]

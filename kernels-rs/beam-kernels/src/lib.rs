@@ -6,7 +6,9 @@
 //! typed launch):
 //! * GEMM `C = A x B` on CUDA cores, the paper's kernels ([`GemmParams`], module `gemm`);
 //! * GEMM on integer tensor cores for operands of at most 8 bits, and for `nogaps` operands
-//!   of one width up to 24 bits as byte planes ([`GemmParams`], module `mma`);
+//!   of one width up to 24 bits as byte planes ([`GemmParams`], module `mma`); on Hopper,
+//!   `wgmma` for `nogaps` operands of one width up to 8 bits (module [`gemm90`], kernels in
+//!   the crate `beam-kernels-sm90`);
 //! * GEMV for `B` of 1 to [`MAX_BATCH`] columns, streaming `nogaps` weights (module `gemv`),
 //!   on integer tensor cores for widths up to 8 (module `gemv_mma`).
 //!
@@ -22,6 +24,7 @@
 #![cfg_attr(target_arch = "nvptx64", allow(incomplete_features))]
 
 pub mod gemm;
+pub mod gemm90;
 pub mod gemv;
 pub mod gemv_direct;
 pub mod gemv_mma;
@@ -36,7 +39,7 @@ mod testing;
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
 #[cfg(target_arch = "nvptx64")]
-mod access;
+pub mod access;
 
 /// Most columns of `B` (vectors) a GEMV kernel takes.
 pub const MAX_BATCH: u32 = 16;

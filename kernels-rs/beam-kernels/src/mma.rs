@@ -247,7 +247,7 @@ pub const fn spread8(win: u64, b: u32) -> u64 {
 /// Four elements of `b < 8` bits at bits `i * b ..` of `x` (bits above `4 * b` ignored) to the
 /// four bytes of a `u32`.
 #[inline(always)]
-const fn spread4(x: u32, b: u32) -> u32 {
+pub const fn spread4(x: u32, b: u32) -> u32 {
     let m = mask(b) as u32;
     (x & m)
         | ((x << (8 - b)) & (m << 8))
@@ -454,7 +454,7 @@ pub const fn needs_wide(a_bits: u32, b_bits: u32, k: u64, out: u32, overflow: u3
     )
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "entries"))]
 mod kernel {
     use super::*;
     use crate::access::store;

@@ -1,23 +1,31 @@
 //! GEMM on integer tensor cores for operands of at most 8 bits, and for `nogaps` operands of
-//! one width up to 24 bits as byte planes (`kernels-rs/beam-kernels`, module `mma`).
+//! one width up to 24 bits as byte planes (`kernels-rs/beam-kernels`, module `mma`); on
+//! Hopper, `nogaps` operands of one width up to 8 bits run the `wgmma` kernel
+//! (`beam_kernels::gemm90`, crate `beam-kernels-sm90`).
 
 use beam_kernels::GemmParams;
+use beam_kernels::gemm90;
 use beam_kernels::mma::{
     NOGAPS_PLANE_NAMES, THREADS, TILE_M, TILE_N, kernel_name, needs_wide, smem_bytes, supports,
 };
 use cmv_runtime::{Gpu, Kernel, LaunchConfig};
 use std::collections::HashMap;
 
-use super::{DeviceBeamMatrix, DeviceBeamOut, PTX};
+use super::{DeviceBeamMatrix, DeviceBeamOut, PTX, PTX_SM90};
 use crate::{BeamError, Overflow};
 
 /// The tensor-core GEMM kernels: one per width for `nogaps` operands of one width, one per
 /// layout shared by A and B and one for mixed layouts, each with 32-bit sums and with exact
 /// 64-bit sums; and for `nogaps` operands of one width in 9..=24 bits, one per width as two
-/// or three byte planes with 32-bit sums.
+/// or three byte planes with 32-bit sums. On compute capability 9.0 also the `wgmma` kernels
+/// (`nogaps` of one width up to 8 bits, 32-bit sums), used where they apply unless turned off
+/// ([`MmaGemm::set_hopper`], `CMV_BEAM_GEMM90=0`).
 #[derive(Debug)]
 pub struct MmaGemm {
     kernels: HashMap<&'static str, Kernel>,
+    /// The `wgmma` kernels by width - 1 (empty below compute capability 9.0).
+    hopper: Vec<Kernel>,
+    use_hopper: bool,
 }
 
 impl MmaGemm {
@@ -43,12 +51,75 @@ impl MmaGemm {
         for name in NOGAPS_PLANE_NAMES {
             kernels.insert(name, gpu.kernel(&PTX, name)?);
         }
-        Ok(Self { kernels })
+        let mut hopper = Vec::new();
+        if gpu.info().compute_capability == (9, 0) {
+            for (w, name) in (1..).zip(gemm90::KERNEL_NAMES) {
+                hopper.push(gpu.kernel_for(
+                    &PTX_SM90,
+                    name,
+                    gemm90::THREADS,
+                    gemm90::smem_bytes(w),
+                )?);
+            }
+        }
+        let use_hopper = std::env::var("CMV_BEAM_GEMM90").map_or(true, |v| v != "0");
+        Ok(Self {
+            kernels,
+            hopper,
+            use_hopper,
+        })
+    }
+
+    /// Whether the `wgmma` kernels run where they apply (they load only on compute capability
+    /// 9.0; elsewhere this changes nothing).
+    pub fn set_hopper(&mut self, on: bool) {
+        self.use_hopper = on;
+    }
+
+    /// The `wgmma` kernel for these operands, where it is loaded, turned on and applies.
+    fn hopper_kernel(
+        &self,
+        la: u32,
+        lb: u32,
+        a_bits: u32,
+        b_bits: u32,
+        wide: bool,
+    ) -> Option<&Kernel> {
+        if self.use_hopper && gemm90::supports(la, lb, a_bits, b_bits, wide) {
+            self.hopper.get(a_bits as usize - 1)
+        } else {
+            None
+        }
+    }
+
+    /// The entry point [`MmaGemm::launch`] runs for these operands and output, `None` where
+    /// it refuses them.
+    pub fn entry_point(
+        &self,
+        a: &DeviceBeamMatrix,
+        b: &DeviceBeamMatrix,
+        out: &DeviceBeamOut,
+        overflow: Overflow,
+    ) -> Option<&'static str> {
+        let wide = needs_wide(
+            a.bits(),
+            b.bits(),
+            a.cols() as u64,
+            out.bits(),
+            overflow.code(),
+        );
+        let (la, lb) = (a.layout().code(), b.layout().code());
+        if let Some(k) = self.hopper_kernel(la, lb, a.bits(), b.bits(), wide) {
+            return Some(k.name());
+        }
+        supports(la, lb, a.bits(), b.bits(), wide)
+            .then(|| kernel_name(la, lb, a.bits(), b.bits(), wide))
     }
 
     /// Launches `out = A x B` (validated by [`super::BeamGemm::gemm`]: shapes, operands
     /// [`GemmKernel::Mma`](super::GemmKernel::Mma) accepts, `out` zeroed unless naive; here
-    /// also whether the output needs sums the kernels can give).
+    /// also whether the output needs sums the kernels can give). Returns the entry point
+    /// launched.
     pub(crate) fn launch(
         &self,
         gpu: &Gpu,
@@ -56,7 +127,7 @@ impl MmaGemm {
         b: &DeviceBeamMatrix,
         out: &mut DeviceBeamOut,
         overflow: Overflow,
-    ) -> Result<(), BeamError> {
+    ) -> Result<&'static str, BeamError> {
         let wide = needs_wide(
             a.bits(),
             b.bits(),
@@ -84,6 +155,31 @@ impl MmaGemm {
                 ),
             });
         }
+        let params = GemmParams {
+            a: a.packed_ref(),
+            b: b.packed_ref(),
+            c: out.packed_out(),
+            overflow: overflow.code(),
+            pad: 0,
+        };
+        if let Some(k) = self.hopper_kernel(la, lb, a.bits(), b.bits(), wide) {
+            let grid_y =
+                u32::try_from(a.rows().div_ceil(gemm90::TILE_M as usize)).unwrap_or(u32::MAX);
+            let grid_x =
+                u32::try_from(b.cols().div_ceil(gemm90::TILE_N as usize)).unwrap_or(u32::MAX);
+            let cfg = LaunchConfig {
+                grid_dim: (grid_x, grid_y, 1),
+                block_dim: (gemm90::THREADS, 1, 1),
+                shared_mem_bytes: gemm90::smem_bytes(a.bits()),
+            };
+            // SAFETY: as below, for the wgmma kernel of a.bits() (loaded on compute
+            // capability 9.0 only): gemm90::supports holds (both operands nogaps of that
+            // width, sums modulo 2^32 suffice for the output); the grid covers C in
+            // gemm90::TILE_M x TILE_N tiles with gemm90::THREADS threads and
+            // gemm90::smem_bytes of shared memory, as the kernel expects.
+            unsafe { k.launch(gpu.stream(), cfg, &params)? };
+            return Ok(k.name());
+        }
         let name = kernel_name(la, lb, a.bits(), b.bits(), wide);
         let k = self.kernels.get(name).ok_or_else(|| BeamError::Kernel {
             kernel: "mma",
@@ -96,13 +192,6 @@ impl MmaGemm {
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: smem_bytes(la, lb, a.bits(), b.bits()),
         };
-        let params = GemmParams {
-            a: a.packed_ref(),
-            b: b.packed_ref(),
-            c: out.packed_out(),
-            overflow: overflow.code(),
-            pad: 0,
-        };
         // SAFETY: a, b and out are device buffers whose word counts match their geometries
         // (DeviceBeamMatrix holds a canonical PackedMatrix's words, DeviceBeamOut was
         // allocated for its own); `supports` holds for the operands and the sums the
@@ -112,6 +201,6 @@ impl MmaGemm {
         // shared memory for its operands, as the kernel expects (check_config in launch
         // refuses a grid beyond the device's limits); every kernel takes GemmParams.
         unsafe { k.launch(gpu.stream(), cfg, &params)? };
-        Ok(())
+        Ok(name)
     }
 }

@@ -1,0 +1,656 @@
+// The Hopper BEAM GEMM (see `beam_kernels::gemm90`), NVPTX for sm_90a only.
+
+use core::arch::asm;
+
+use beam_kernels::access::store;
+use beam_kernels::gemm90::{
+    A_TILE_BYTES, BUFFER_BYTES, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K, TILE_M, TILE_N,
+    a_descriptor, a_offset, a_unit, b_descriptor, b_offset, b_unit, raw_b_word, raw_stage_bytes,
+    spread32,
+};
+use beam_kernels::layout;
+use beam_kernels::mma::{chunk_window, chunk_words, spread8, transpose4x8};
+use beam_kernels::{GemmParams, PackedOut, PackedRef};
+use cmv_device::{
+    U32x4, block_idx_x, block_idx_y, cp_async_8_zfill, cp_async_commit, cp_async_wait_at_most,
+    dyn_smem_addr, fence_proxy_async_shared, lds_u32, lds_v2, lds_v4, sts_u32, sts_v4,
+    sync_threads, thread_idx_x,
+};
+
+/// The register list `{d0}, .. {d63}` of one `m64n128` tile's 64 accumulators.
+macro_rules! acc_regs64 {
+    () => {
+        "{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}"
+    };
+}
+
+/// The register list `{d0}, .. {d127}` of a warpgroup's two tiles.
+macro_rules! acc_regs128 {
+    () => {
+        "{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}"
+    };
+}
+
+/// `asm!` with the 64 accumulators `$acc[$off..$off + 64]` as operands `d0` .. `d63`.
+macro_rules! acc_asm64 {
+    ($acc:expr, $off:expr; $tmpl:expr; $($rest:tt)*) => {
+        asm!(
+            $tmpl,
+            d0 = inout(reg32) $acc[$off + 0],
+            d1 = inout(reg32) $acc[$off + 1],
+            d2 = inout(reg32) $acc[$off + 2],
+            d3 = inout(reg32) $acc[$off + 3],
+            d4 = inout(reg32) $acc[$off + 4],
+            d5 = inout(reg32) $acc[$off + 5],
+            d6 = inout(reg32) $acc[$off + 6],
+            d7 = inout(reg32) $acc[$off + 7],
+            d8 = inout(reg32) $acc[$off + 8],
+            d9 = inout(reg32) $acc[$off + 9],
+            d10 = inout(reg32) $acc[$off + 10],
+            d11 = inout(reg32) $acc[$off + 11],
+            d12 = inout(reg32) $acc[$off + 12],
+            d13 = inout(reg32) $acc[$off + 13],
+            d14 = inout(reg32) $acc[$off + 14],
+            d15 = inout(reg32) $acc[$off + 15],
+            d16 = inout(reg32) $acc[$off + 16],
+            d17 = inout(reg32) $acc[$off + 17],
+            d18 = inout(reg32) $acc[$off + 18],
+            d19 = inout(reg32) $acc[$off + 19],
+            d20 = inout(reg32) $acc[$off + 20],
+            d21 = inout(reg32) $acc[$off + 21],
+            d22 = inout(reg32) $acc[$off + 22],
+            d23 = inout(reg32) $acc[$off + 23],
+            d24 = inout(reg32) $acc[$off + 24],
+            d25 = inout(reg32) $acc[$off + 25],
+            d26 = inout(reg32) $acc[$off + 26],
+            d27 = inout(reg32) $acc[$off + 27],
+            d28 = inout(reg32) $acc[$off + 28],
+            d29 = inout(reg32) $acc[$off + 29],
+            d30 = inout(reg32) $acc[$off + 30],
+            d31 = inout(reg32) $acc[$off + 31],
+            d32 = inout(reg32) $acc[$off + 32],
+            d33 = inout(reg32) $acc[$off + 33],
+            d34 = inout(reg32) $acc[$off + 34],
+            d35 = inout(reg32) $acc[$off + 35],
+            d36 = inout(reg32) $acc[$off + 36],
+            d37 = inout(reg32) $acc[$off + 37],
+            d38 = inout(reg32) $acc[$off + 38],
+            d39 = inout(reg32) $acc[$off + 39],
+            d40 = inout(reg32) $acc[$off + 40],
+            d41 = inout(reg32) $acc[$off + 41],
+            d42 = inout(reg32) $acc[$off + 42],
+            d43 = inout(reg32) $acc[$off + 43],
+            d44 = inout(reg32) $acc[$off + 44],
+            d45 = inout(reg32) $acc[$off + 45],
+            d46 = inout(reg32) $acc[$off + 46],
+            d47 = inout(reg32) $acc[$off + 47],
+            d48 = inout(reg32) $acc[$off + 48],
+            d49 = inout(reg32) $acc[$off + 49],
+            d50 = inout(reg32) $acc[$off + 50],
+            d51 = inout(reg32) $acc[$off + 51],
+            d52 = inout(reg32) $acc[$off + 52],
+            d53 = inout(reg32) $acc[$off + 53],
+            d54 = inout(reg32) $acc[$off + 54],
+            d55 = inout(reg32) $acc[$off + 55],
+            d56 = inout(reg32) $acc[$off + 56],
+            d57 = inout(reg32) $acc[$off + 57],
+            d58 = inout(reg32) $acc[$off + 58],
+            d59 = inout(reg32) $acc[$off + 59],
+            d60 = inout(reg32) $acc[$off + 60],
+            d61 = inout(reg32) $acc[$off + 61],
+            d62 = inout(reg32) $acc[$off + 62],
+            d63 = inout(reg32) $acc[$off + 63],
+            $($rest)*
+        )
+    };
+}
+
+/// `asm!` with the 128 accumulators `$acc[0..128]` as operands `d0` .. `d127`.
+macro_rules! acc_asm128 {
+    ($acc:expr; $tmpl:expr; $($rest:tt)*) => {
+        asm!(
+            $tmpl,
+            d0 = inout(reg32) $acc[0],
+            d1 = inout(reg32) $acc[1],
+            d2 = inout(reg32) $acc[2],
+            d3 = inout(reg32) $acc[3],
+            d4 = inout(reg32) $acc[4],
+            d5 = inout(reg32) $acc[5],
+            d6 = inout(reg32) $acc[6],
+            d7 = inout(reg32) $acc[7],
+            d8 = inout(reg32) $acc[8],
+            d9 = inout(reg32) $acc[9],
+            d10 = inout(reg32) $acc[10],
+            d11 = inout(reg32) $acc[11],
+            d12 = inout(reg32) $acc[12],
+            d13 = inout(reg32) $acc[13],
+            d14 = inout(reg32) $acc[14],
+            d15 = inout(reg32) $acc[15],
+            d16 = inout(reg32) $acc[16],
+            d17 = inout(reg32) $acc[17],
+            d18 = inout(reg32) $acc[18],
+            d19 = inout(reg32) $acc[19],
+            d20 = inout(reg32) $acc[20],
+            d21 = inout(reg32) $acc[21],
+            d22 = inout(reg32) $acc[22],
+            d23 = inout(reg32) $acc[23],
+            d24 = inout(reg32) $acc[24],
+            d25 = inout(reg32) $acc[25],
+            d26 = inout(reg32) $acc[26],
+            d27 = inout(reg32) $acc[27],
+            d28 = inout(reg32) $acc[28],
+            d29 = inout(reg32) $acc[29],
+            d30 = inout(reg32) $acc[30],
+            d31 = inout(reg32) $acc[31],
+            d32 = inout(reg32) $acc[32],
+            d33 = inout(reg32) $acc[33],
+            d34 = inout(reg32) $acc[34],
+            d35 = inout(reg32) $acc[35],
+            d36 = inout(reg32) $acc[36],
+            d37 = inout(reg32) $acc[37],
+            d38 = inout(reg32) $acc[38],
+            d39 = inout(reg32) $acc[39],
+            d40 = inout(reg32) $acc[40],
+            d41 = inout(reg32) $acc[41],
+            d42 = inout(reg32) $acc[42],
+            d43 = inout(reg32) $acc[43],
+            d44 = inout(reg32) $acc[44],
+            d45 = inout(reg32) $acc[45],
+            d46 = inout(reg32) $acc[46],
+            d47 = inout(reg32) $acc[47],
+            d48 = inout(reg32) $acc[48],
+            d49 = inout(reg32) $acc[49],
+            d50 = inout(reg32) $acc[50],
+            d51 = inout(reg32) $acc[51],
+            d52 = inout(reg32) $acc[52],
+            d53 = inout(reg32) $acc[53],
+            d54 = inout(reg32) $acc[54],
+            d55 = inout(reg32) $acc[55],
+            d56 = inout(reg32) $acc[56],
+            d57 = inout(reg32) $acc[57],
+            d58 = inout(reg32) $acc[58],
+            d59 = inout(reg32) $acc[59],
+            d60 = inout(reg32) $acc[60],
+            d61 = inout(reg32) $acc[61],
+            d62 = inout(reg32) $acc[62],
+            d63 = inout(reg32) $acc[63],
+            d64 = inout(reg32) $acc[64],
+            d65 = inout(reg32) $acc[65],
+            d66 = inout(reg32) $acc[66],
+            d67 = inout(reg32) $acc[67],
+            d68 = inout(reg32) $acc[68],
+            d69 = inout(reg32) $acc[69],
+            d70 = inout(reg32) $acc[70],
+            d71 = inout(reg32) $acc[71],
+            d72 = inout(reg32) $acc[72],
+            d73 = inout(reg32) $acc[73],
+            d74 = inout(reg32) $acc[74],
+            d75 = inout(reg32) $acc[75],
+            d76 = inout(reg32) $acc[76],
+            d77 = inout(reg32) $acc[77],
+            d78 = inout(reg32) $acc[78],
+            d79 = inout(reg32) $acc[79],
+            d80 = inout(reg32) $acc[80],
+            d81 = inout(reg32) $acc[81],
+            d82 = inout(reg32) $acc[82],
+            d83 = inout(reg32) $acc[83],
+            d84 = inout(reg32) $acc[84],
+            d85 = inout(reg32) $acc[85],
+            d86 = inout(reg32) $acc[86],
+            d87 = inout(reg32) $acc[87],
+            d88 = inout(reg32) $acc[88],
+            d89 = inout(reg32) $acc[89],
+            d90 = inout(reg32) $acc[90],
+            d91 = inout(reg32) $acc[91],
+            d92 = inout(reg32) $acc[92],
+            d93 = inout(reg32) $acc[93],
+            d94 = inout(reg32) $acc[94],
+            d95 = inout(reg32) $acc[95],
+            d96 = inout(reg32) $acc[96],
+            d97 = inout(reg32) $acc[97],
+            d98 = inout(reg32) $acc[98],
+            d99 = inout(reg32) $acc[99],
+            d100 = inout(reg32) $acc[100],
+            d101 = inout(reg32) $acc[101],
+            d102 = inout(reg32) $acc[102],
+            d103 = inout(reg32) $acc[103],
+            d104 = inout(reg32) $acc[104],
+            d105 = inout(reg32) $acc[105],
+            d106 = inout(reg32) $acc[106],
+            d107 = inout(reg32) $acc[107],
+            d108 = inout(reg32) $acc[108],
+            d109 = inout(reg32) $acc[109],
+            d110 = inout(reg32) $acc[110],
+            d111 = inout(reg32) $acc[111],
+            d112 = inout(reg32) $acc[112],
+            d113 = inout(reg32) $acc[113],
+            d114 = inout(reg32) $acc[114],
+            d115 = inout(reg32) $acc[115],
+            d116 = inout(reg32) $acc[116],
+            d117 = inout(reg32) $acc[117],
+            d118 = inout(reg32) $acc[118],
+            d119 = inout(reg32) $acc[119],
+            d120 = inout(reg32) $acc[120],
+            d121 = inout(reg32) $acc[121],
+            d122 = inout(reg32) $acc[122],
+            d123 = inout(reg32) $acc[123],
+            d124 = inout(reg32) $acc[124],
+            d125 = inout(reg32) $acc[125],
+            d126 = inout(reg32) $acc[126],
+            d127 = inout(reg32) $acc[127],
+            $($rest)*
+        )
+    };
+}
+
+/// `wgmma.fence.sync.aligned`: orders this thread's register accesses before the
+/// warpgroup's next `wgmma`.
+///
+/// # Safety
+/// All threads of the warpgroup run it together.
+#[inline(always)]
+unsafe fn wgmma_fence() {
+    // SAFETY: warpgroup-collective, no operands.
+    unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
+}
+
+/// `wgmma.commit_group.sync.aligned`: closes the warpgroup's current group of `wgmma`s.
+///
+/// # Safety
+/// All threads of the warpgroup run it together.
+#[inline(always)]
+unsafe fn wgmma_commit() {
+    // SAFETY: warpgroup-collective, no operands.
+    unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+}
+
+/// `D += A B` for the 64 x 128 tile whose sums are `acc[off..off + 64]` and 32 of `K`
+/// (`wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8`, sums modulo 2^32): A (64 x 32) and
+/// B (32 x 128) K-major from shared memory by the descriptors `da`, `db`. Lane `(g, t)` of
+/// warp `q` of the warpgroup holds, for column group `j`, `acc[off + 4j ..][0..2]` at row
+/// `16q + g`, columns `8j + 2t, +1`, and `[2..4]` at row `16q + g + 8`. Asynchronous: `acc`
+/// must not be touched until [`wgmma_wait`] covers it.
+///
+/// # Safety
+/// All threads of the warpgroup run it together, after [`wgmma_fence`]; the descriptors
+/// describe shared memory that nothing writes until the wait.
+#[inline(always)]
+unsafe fn wgmma_m64n128k32(acc: &mut [u32; 128], off: usize, da: u64, db: u64) {
+    // SAFETY: warpgroup-collective; the caller guarantees the operands.
+    unsafe {
+        acc_asm64!(acc, off;
+            concat!(
+                "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8 {{",
+                acc_regs64!(),
+                "}}, {da}, {db}, 1;"
+            );
+            da = in(reg64) da,
+            db = in(reg64) db,
+            options(nostack)
+        );
+    }
+}
+
+/// `wgmma.wait_group.sync.aligned N`: waits until at most `N` of the warpgroup's `wgmma`
+/// groups are in flight. The accumulators are operands, so the compiler keeps them (and does
+/// not read the sums) until here.
+///
+/// # Safety
+/// All threads of the warpgroup run it together.
+#[inline(always)]
+unsafe fn wgmma_wait<const N: u32>(acc: &mut [u32; 128]) {
+    // SAFETY: warpgroup-collective; the operands only pin registers.
+    unsafe {
+        acc_asm128!(acc;
+            concat!("wgmma.wait_group.sync.aligned {n}; // ", acc_regs128!());
+            n = const N,
+            options(nostack)
+        );
+    }
+}
+
+/// `W` (1..=8) 32-bit words of shared memory at `at`, in the widest loads its alignment
+/// allows (`at = 8W r + 4W q`: 16-byte aligned at 4 and 8 bits, 8-byte at 2 and 6).
+///
+/// # Safety
+/// The `W` words lie in shared memory.
+#[inline(always)]
+unsafe fn load_words<const W: u32>(at: u32) -> [u32; 8] {
+    let mut x = [0u32; 8];
+    // SAFETY: the caller's words; the alignments above.
+    unsafe {
+        match W {
+            2 => {
+                let v = lds_v2(at);
+                x[0] = v[0];
+                x[1] = v[1];
+            }
+            4 | 8 => {
+                for h in 0..(W / 4) as usize {
+                    let v = lds_v4(at + 16 * h as u32).0;
+                    x[4 * h..4 * h + 4].copy_from_slice(&v);
+                }
+            }
+            6 => {
+                for h in 0..3 {
+                    let v = lds_v2(at + 8 * h as u32);
+                    x[2 * h] = v[0];
+                    x[2 * h + 1] = v[1];
+                }
+            }
+            _ => {
+                for (j, x) in x.iter_mut().enumerate().take(W as usize) {
+                    *x = lds_u32(at + 4 * j as u32);
+                }
+            }
+        }
+    }
+    x
+}
+
+/// Issues this thread's copies of step `k0`'s packed words (both operands `nogaps` of `W`
+/// bits) to the raw stage at `dst`: 8-byte word `q = tid + THREADS c` of the stage, A's rows
+/// first (`W` words each), then B's (`2W`, placed by [`raw_b_word`]); a word outside its
+/// matrix is not read and its destination becomes zero.
+///
+/// # Safety
+/// `a` and `b` describe live buffers of the words their geometries imply; `dst` is a raw
+/// stage in the block's shared memory.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn issue_raw<const W: u32>(
+    a: PackedRef,
+    b: PackedRef,
+    tid: u32,
+    m0: u32,
+    n0: u32,
+    k0: u32,
+    dst: u32,
+) {
+    let (aw, bw) = (a.words.as_ptr(), b.words.as_ptr());
+    // Word offsets of the step in a row of A and of the block's columns in a row of B.
+    let (ka, nb) = (k0 / 64 * W, n0 / 64 * W);
+    let total = (TILE_M + TILE_N) * W;
+    for c in 0..total.div_ceil(THREADS) {
+        let q = tid + THREADS * c;
+        if q >= total {
+            // Block-uniform per c up to whole warps: total is a multiple of 128.
+            break;
+        }
+        // Warp-uniform: TILE_M * W is a multiple of 256.
+        let (src, ok, at) = if q < TILE_M * W {
+            let (r, w) = (q / W, ka + q % W);
+            let row = m0 + r;
+            let i = row as usize * a.row_words as usize + w as usize;
+            (aw.wrapping_add(i), row < a.rows && w < a.row_words, q)
+        } else {
+            let q = q - TILE_M * W;
+            let (k, w) = (q / (2 * W), q % (2 * W));
+            let row = k0 + k;
+            let i = row as usize * b.row_words as usize + (nb + w) as usize;
+            (
+                bw.wrapping_add(i),
+                row < b.rows && nb + w < b.row_words,
+                raw_b_word(W, k, w),
+            )
+        };
+        // SAFETY: `src` is a word of its matrix when `ok` (row and word inside it); else
+        // nothing is read. `dst + 8 at` is inside the stage, 8-byte aligned.
+        unsafe {
+            cp_async_8_zfill(
+                dst + 8 * at,
+                if ok { src } else { aw },
+                if ok { 8 } else { 0 },
+            )
+        };
+    }
+}
+
+/// Unpacks a step from the raw stage at `raw` into the tile buffer at `buf`: this thread's two
+/// units of 32 elements of a row of A ([`a_unit`], [`spread32`]) and its 4 x 8 unit of B
+/// ([`b_unit`], transposed). No bounds: the stage holds zeros for every word outside the
+/// matrices and a canonical packing zeros in every other bit outside them.
+///
+/// # Safety
+/// The stage holds the step's words, visible to this thread; nothing reads the buffer until
+/// the next barrier (and, for `wgmma`, the proxy fence).
+#[inline(always)]
+unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
+    for i in 0..2 {
+        let (r, q) = a_unit(tid, i);
+        // SAFETY: the unit's W words lie in the stage's A part.
+        let x = unsafe { load_words::<W>(raw + 8 * W * r + 4 * W * q) };
+        let v = spread32(&x, W);
+        let at = buf + a_offset(r, 32 * q);
+        // SAFETY: two core-matrix rows of the A tile, 16-byte aligned.
+        unsafe {
+            sts_v4(at, U32x4([v[0], v[1], v[2], v[3]]));
+            sts_v4(at + a_offset(0, 16), U32x4([v[4], v[5], v[6], v[7]]));
+        }
+    }
+    let (kq, nj) = b_unit(tid);
+    // The chunk of 8 elements at shared byte `at` (byte nj * W of a row of the B step).
+    // SAFETY (all): the words of a chunk lie in its row, or (the last chunk's last word) in
+    // its group's spare word; aligned.
+    let chunk = |at: u32| -> u64 {
+        if W == 8 {
+            let v = unsafe { lds_v2(at) };
+            return v[0] as u64 | (v[1] as u64) << 32;
+        }
+        let (w0, o) = (at & !3, at & 3);
+        let n = chunk_words(W);
+        let x = unsafe {
+            [
+                lds_u32(w0),
+                if n > 1 { lds_u32(w0 + 4) } else { 0 },
+                if n > 2 { lds_u32(w0 + 8) } else { 0 },
+            ]
+        };
+        spread8(chunk_window(x, o), W)
+    };
+    let b_raw = raw + 8 * raw_b_word(W, 4 * kq, 0) + nj * W;
+    let rows = [
+        chunk(b_raw),
+        chunk(b_raw + 8 * 2 * W),
+        chunk(b_raw + 8 * 4 * W),
+        chunk(b_raw + 8 * 6 * W),
+    ];
+    for (c, &v) in transpose4x8(rows).iter().enumerate() {
+        // SAFETY: inside the B tile (b_offset), 4-byte aligned.
+        unsafe { sts_u32(buf + A_TILE_BYTES + b_offset(4 * kq, 8 * nj + c as u32), v) };
+    }
+}
+
+/// Writes one lane's four outputs of a column group: `(row, col)`, `(row, col + 1)`,
+/// `(row + 8, col)`, `(row + 8, col + 1)`, those inside `C`. Not inlined, so that the
+/// epilogue stays a loop and the sums stay in registers.
+///
+/// # Safety
+/// As the kernel; no other thread writes these elements.
+#[inline(never)]
+unsafe fn store4(out: PackedOut, overflow: u32, row: u32, col: u32, sums: [u32; 4]) {
+    for (e, &sum) in sums.iter().enumerate() {
+        let (r, c) = (row + 8 * (e as u32 / 2), col + e as u32 % 2);
+        if r < out.rows && c < out.cols {
+            let v = layout::finish(sum as u64, out.bits, overflow);
+            // SAFETY: inside C, written once.
+            unsafe { store(&out, r, c, v) };
+        }
+    }
+}
+
+/// The steps of `gemm90` after the first copies were issued: unpacks step 0, then per step
+/// one barrier, the step's `wgmma`s, the next copies and the next step's unpacking; returns
+/// with every `wgmma` done. Only called with `steps > 0`, so that no path reaches the final
+/// wait without a `wgmma` (ptxas serializes the `wgmma`s of a function where one does).
+///
+/// # Safety
+/// As `gemm90`; the whole block runs it; the copies of steps `0 .. RAW_STAGES - 1` were
+/// issued, one commit group each.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn main_loop<const W: u32>(
+    p: &GemmParams,
+    acc: &mut [u32; 128],
+    (m0, n0): (u32, u32),
+    steps: u32,
+    smem: u32,
+    tid: u32,
+    h: u32,
+) {
+    let buffer = |i: u32| smem + (i % TILE_BUFFERS) * BUFFER_BYTES;
+    let ring = smem + TILE_BUFFERS * BUFFER_BYTES;
+    let stage = |i: u32| ring + (i % RAW_STAGES) * raw_stage_bytes(W);
+    let (a, b) = (p.a, p.b);
+    // SAFETY: step 0's copies (the oldest group) are done, then visible to all after the
+    // barrier; buffer 0 is ours.
+    unsafe {
+        cp_async_wait_at_most(RAW_STAGES - 2);
+        sync_threads();
+        unpack::<W>(tid, stage(0), buffer(0));
+        fence_proxy_async_shared();
+    }
+    let mut i = 0u32;
+    while i < steps {
+        // Groups committed: steps 0 ..= i + RAW_STAGES - 2; step i + 1's are done when at
+        // most RAW_STAGES - 3 remain. After the barrier: step i + 1's words are visible to
+        // all, step i's buffer is complete (unpacked and fenced in step i - 1), both
+        // warpgroups have waited for their step i - 2 `wgmma`s (so buffer i + 1 is free), and
+        // raw stage i - 1 (unpacked in step i - 2) is free.
+        // SAFETY: all threads reach it.
+        unsafe {
+            cp_async_wait_at_most(RAW_STAGES - 3);
+            sync_threads();
+        }
+        let buf = buffer(i);
+        // SAFETY: the whole warpgroup runs these (block-uniform control flow); the buffer
+        // holds step i and nothing writes it until this group has been waited for.
+        unsafe {
+            wgmma_fence();
+            for s in 0..2 {
+                for sub in 0..2 {
+                    wgmma_m64n128k32(
+                        acc,
+                        64 * sub as usize,
+                        a_descriptor(buf, 2 * h + sub, s),
+                        b_descriptor(buf, s),
+                    );
+                }
+            }
+            wgmma_commit();
+        }
+        let next = i + RAW_STAGES - 1;
+        if next < steps {
+            // SAFETY: forwarded; stage `next` = stage i - 1 is free (above).
+            unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * next, stage(next)) };
+        }
+        // SAFETY: as above.
+        unsafe { cp_async_commit() };
+        if i + 1 < steps {
+            // SAFETY: step i + 1's stage is visible and its buffer free (above).
+            unsafe {
+                unpack::<W>(tid, stage(i + 1), buffer(i + 1));
+                fence_proxy_async_shared();
+            }
+        }
+        // SAFETY: warpgroup-collective; step i - 1's group is done after it.
+        unsafe { wgmma_wait::<1>(acc) };
+        i += 1;
+    }
+    // SAFETY: as above; every group done.
+    unsafe { wgmma_wait::<0>(acc) };
+}
+
+/// The kernel body for both operands `nogaps` of `W` bits (see `beam_kernels::gemm90`).
+///
+/// # Safety
+/// The launcher's contract: `a`, `b`, `c` describe live buffers of the words their
+/// geometries imply, both operands `nogaps` of `W` bits, `a.cols == b.rows`, `c` is
+/// `a.rows x b.cols` (zeroed unless naive), the output needs only sums modulo 2^32; the grid
+/// covers `C` in `TILE_M x TILE_N` tiles (x: columns, y: rows), `THREADS` threads, and
+/// `gemm90::smem_bytes(W)` bytes of dynamic shared memory.
+#[inline(always)]
+unsafe fn gemm90<const W: u32>(p: &GemmParams) {
+    let tid = thread_idx_x();
+    let (warp, lane) = (tid / 32, tid % 32);
+    let h = warp / 4;
+    let m0 = block_idx_y() * TILE_M;
+    let n0 = block_idx_x() * TILE_N;
+    let steps = p.a.cols.div_ceil(TILE_K);
+    let smem = dyn_smem_addr();
+    let ring = smem + TILE_BUFFERS * BUFFER_BYTES;
+    let stage = |i: u32| ring + (i % RAW_STAGES) * raw_stage_bytes(W);
+    let (a, b) = (p.a, p.b);
+    let mut acc = [0u32; 128];
+
+    // One commit group per step, empty past the last, so that the waits' counts hold.
+    for i in 0..RAW_STAGES - 1 {
+        if i < steps {
+            // SAFETY: forwarded; stage i of the ring.
+            unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * i, stage(i)) };
+        }
+        // SAFETY: closes this thread's copies.
+        unsafe { cp_async_commit() };
+    }
+    if steps > 0 {
+        // SAFETY: forwarded (the whole block runs it).
+        unsafe { main_loop::<W>(p, &mut acc, (m0, n0), steps, smem, tid, h) };
+    }
+
+    let (g, t) = (lane / 4, lane % 4);
+    let row0 = m0 + 128 * h + 16 * (warp % 4) + g;
+    let col0 = n0 + 2 * t;
+    for sub in 0..2 {
+        for j in 0..16 {
+            let o = 64 * sub + 4 * j;
+            // SAFETY: forwarded; each element of C belongs to one lane of one warp.
+            unsafe {
+                store4(
+                    p.c,
+                    p.overflow,
+                    row0 + 64 * sub as u32,
+                    col0 + 8 * j as u32,
+                    [acc[o], acc[o + 1], acc[o + 2], acc[o + 3]],
+                )
+            };
+        }
+    }
+}
+
+macro_rules! entries {
+    ($($name:ident: $w:expr;)*) => {$(
+        /// `C = A x B` for `nogaps` operands of the name's width, sums modulo 2^32
+        /// (`beam_kernels::gemm90`).
+        ///
+        /// # Safety
+        /// As `gemm90`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: GemmParams) {
+            // SAFETY: forwarded.
+            unsafe { gemm90::<{ $w }>(&p) }
+        }
+    )*};
+}
+
+entries! {
+    cmv_beam_gemm90_nogaps_b1: 1;
+    cmv_beam_gemm90_nogaps_b2: 2;
+    cmv_beam_gemm90_nogaps_b3: 3;
+    cmv_beam_gemm90_nogaps_b4: 4;
+    cmv_beam_gemm90_nogaps_b5: 5;
+    cmv_beam_gemm90_nogaps_b6: 6;
+    cmv_beam_gemm90_nogaps_b7: 7;
+    cmv_beam_gemm90_nogaps_b8: 8;
+}
+
+// One block of two warpgroups per SM (128 sums per thread): up to 255 registers.
+cmv_device::launch_bounds! {
+    CMV_MAXNTID_cmv_beam_gemm90_nogaps_b1 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90_nogaps_b2 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90_nogaps_b3 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90_nogaps_b4 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90_nogaps_b5 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90_nogaps_b6 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90_nogaps_b7 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90_nogaps_b8 = THREADS;
+}
