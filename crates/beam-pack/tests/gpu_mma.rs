@@ -115,7 +115,7 @@ fn mma_per_width_nogaps_kernels() {
         (5, 67, 3),
         (130, 300, 129),
         (257, 64, 200),
-        (520, 1000, 260),
+        (300, 400, 136),
     ];
     for hopper in [false, true] {
         bg.set_hopper(hopper);
@@ -138,6 +138,12 @@ fn mma_per_width_nogaps_kernels() {
                 let lc = Layout::ALL[(i + bits as usize) % 4];
                 for &width in OutputWidth::ALL {
                     for overflow in [Overflow::Ovf, Overflow::Sat] {
+                        // The largest shape (two row tiles of the wgmma kernel, 7 steps of
+                        // K, so its raw ring wraps) in two modes only, to keep the CPU
+                        // reference quick.
+                        if i == 4 && (width == OutputWidth::Sai) != (overflow == Overflow::Ovf) {
+                            continue;
+                        }
                         let out = BeamGemm::alloc_out(&gpu, &da, &db, width, lc).unwrap();
                         let entry = bg.mma_entry_point(&da, &db, &out, overflow).unwrap();
                         let needs_wide = beam_pack::beam_kernels::mma::needs_wide(

@@ -4,9 +4,9 @@ use core::arch::asm;
 
 use beam_kernels::access::store;
 use beam_kernels::gemm90::{
-    A_TILE_BYTES, BUFFER_BYTES, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K, TILE_M, TILE_N,
-    a_descriptor, a_offset, a_unit, b_descriptor, b_offset, b_unit, raw_b_word, raw_stage_bytes,
-    spread32,
+    A_TILE_BYTES, BUFFER_BYTES, LEAD, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K, TILE_M, TILE_N,
+    a_descriptor, a_offset, a_unit, b_descriptor, b_offset, b_unit, raw_a_offset, raw_b_word,
+    raw_stage_bytes, spread32,
 };
 use beam_kernels::layout;
 use beam_kernels::mma::{chunk_window, chunk_words, spread8, transpose4x8};
@@ -349,9 +349,12 @@ unsafe fn load_words<const W: u32>(at: u32) -> [u32; 8] {
 }
 
 /// Issues this thread's copies of step `k0`'s packed words (both operands `nogaps` of `W`
-/// bits) to the raw stage at `dst`: 8-byte word `q = tid + THREADS c` of the stage, A's rows
-/// first (`W` words each), then B's (`2W`, placed by [`raw_b_word`]); a word outside its
-/// matrix is not read and its destination becomes zero.
+/// bits) to the raw stage at `dst`: the 8-byte words `q = tid + THREADS c` of A's rows (`W`
+/// each, placed by [`raw_a_offset`]), then of B's (`2W` each, placed by [`raw_b_word`]); a
+/// word outside its matrix is not read and its destination becomes zero. Consecutive lanes
+/// copy consecutive words of a row. Where `W` divides 32 a thread's words of the step lie in
+/// one column of words, `256 / W` rows apart (A) and `128 / W` rows apart (B): one address
+/// per step and operand, then constant strides; other widths compute each word's place.
 ///
 /// # Safety
 /// `a` and `b` describe live buffers of the words their geometries imply; `dst` is a raw
@@ -370,6 +373,34 @@ unsafe fn issue_raw<const W: u32>(
     let (aw, bw) = (a.words.as_ptr(), b.words.as_ptr());
     // Word offsets of the step in a row of A and of the block's columns in a row of B.
     let (ka, nb) = (k0 / 64 * W, n0 / 64 * W);
+    // SAFETY (every copy below): `src` is a word of its matrix when `ok` (row and word inside
+    // it); else nothing is read. The destination is inside the stage, 8-byte aligned.
+    let copy = |to: u32, src: *const u64, ok: bool| unsafe {
+        cp_async_8_zfill(dst + to, if ok { src } else { aw }, if ok { 8 } else { 0 })
+    };
+    if 32 % W == 0 {
+        // A: rows r0 + (256 / W) c, word w of the step.
+        let (r0, w) = (tid / W, tid % W);
+        let word_ok = ka + w < a.row_words;
+        let at = (m0 + r0) as usize * a.row_words as usize + (ka + w) as usize;
+        let stride = (THREADS / W) as usize * a.row_words as usize;
+        for c in 0..W {
+            let r = r0 + (THREADS / W) * c;
+            let src = aw.wrapping_add(at + stride * c as usize);
+            copy(raw_a_offset(W, r, w), src, word_ok && m0 + r < a.rows);
+        }
+        // B: rows k1 + (128 / W) c of the step, word x of the block's 2W.
+        let (k1, x) = (tid / (2 * W), tid % (2 * W));
+        let word_ok = nb + x < b.row_words;
+        let at = (k0 + k1) as usize * b.row_words as usize + (nb + x) as usize;
+        let stride = (THREADS / (2 * W)) as usize * b.row_words as usize;
+        for c in 0..W.div_ceil(2) {
+            let k = k1 + (THREADS / (2 * W)) * c;
+            let src = bw.wrapping_add(at + stride * c as usize);
+            copy(8 * raw_b_word(W, k, x), src, word_ok && k0 + k < b.rows);
+        }
+        return;
+    }
     let total = (TILE_M + TILE_N) * W;
     for c in 0..total.div_ceil(THREADS) {
         let q = tid + THREADS * c;
@@ -378,36 +409,32 @@ unsafe fn issue_raw<const W: u32>(
             break;
         }
         // Warp-uniform: TILE_M * W is a multiple of 256.
-        let (src, ok, at) = if q < TILE_M * W {
-            let (r, w) = (q / W, ka + q % W);
+        if q < TILE_M * W {
+            let (r, w) = (q / W, q % W);
             let row = m0 + r;
-            let i = row as usize * a.row_words as usize + w as usize;
-            (aw.wrapping_add(i), row < a.rows && w < a.row_words, q)
+            let i = row as usize * a.row_words as usize + (ka + w) as usize;
+            copy(
+                raw_a_offset(W, r, w),
+                aw.wrapping_add(i),
+                row < a.rows && ka + w < a.row_words,
+            );
         } else {
             let q = q - TILE_M * W;
-            let (k, w) = (q / (2 * W), q % (2 * W));
+            let (k, x) = (q / (2 * W), q % (2 * W));
             let row = k0 + k;
-            let i = row as usize * b.row_words as usize + (nb + w) as usize;
-            (
+            let i = row as usize * b.row_words as usize + (nb + x) as usize;
+            copy(
+                8 * raw_b_word(W, k, x),
                 bw.wrapping_add(i),
-                row < b.rows && nb + w < b.row_words,
-                raw_b_word(W, k, w),
-            )
-        };
-        // SAFETY: `src` is a word of its matrix when `ok` (row and word inside it); else
-        // nothing is read. `dst + 8 at` is inside the stage, 8-byte aligned.
-        unsafe {
-            cp_async_8_zfill(
-                dst + 8 * at,
-                if ok { src } else { aw },
-                if ok { 8 } else { 0 },
-            )
-        };
+                row < b.rows && nb + x < b.row_words,
+            );
+        }
     }
 }
 
 /// Unpacks a step from the raw stage at `raw` into the tile buffer at `buf`: this thread's two
-/// units of 32 elements of a row of A ([`a_unit`], [`spread32`]) and its 4 x 8 unit of B
+/// units of 32 elements of a row of A ([`a_unit`], [`spread32`]; none at 8 bits) and its 4 x 8
+/// unit of B
 /// ([`b_unit`], transposed). No bounds: the stage holds zeros for every word outside the
 /// matrices and a canonical packing zeros in every other bit outside them.
 ///
@@ -416,7 +443,8 @@ unsafe fn issue_raw<const W: u32>(
 /// the next barrier (and, for `wgmma`, the proxy fence).
 #[inline(always)]
 unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
-    for i in 0..2 {
+    // At 8 bits `wgmma` reads A from the raw stage (`raw_a_offset`).
+    for i in 0..if W == 8 { 0 } else { 2 } {
         let (r, q) = a_unit(tid, i);
         // SAFETY: the unit's W words lie in the stage's A part.
         let x = unsafe { load_words::<W>(raw + 8 * W * r + 4 * W * q) };
@@ -480,13 +508,14 @@ unsafe fn store4(out: PackedOut, overflow: u32, row: u32, col: u32, sums: [u32; 
 }
 
 /// The steps of `gemm90` after the first copies were issued: unpacks step 0, then per step
-/// one barrier, the step's `wgmma`s, the next copies and the next step's unpacking; returns
-/// with every `wgmma` done. Only called with `steps > 0`, so that no path reaches the final
-/// wait without a `wgmma` (ptxas serializes the `wgmma`s of a function where one does).
+/// one barrier, the step's `wgmma`s, the copies of step `i + LEAD` and the next step's
+/// unpacking; returns with every `wgmma` done. Only called with `steps > 0`, so that no path
+/// reaches the final wait without a `wgmma` (ptxas serializes the `wgmma`s of a function
+/// where one does).
 ///
 /// # Safety
-/// As `gemm90`; the whole block runs it; the copies of steps `0 .. RAW_STAGES - 1` were
-/// issued, one commit group each.
+/// As `gemm90`; the whole block runs it; the copies of steps `0 .. LEAD` were issued, one
+/// commit group each.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn main_loop<const W: u32>(
@@ -503,28 +532,32 @@ unsafe fn main_loop<const W: u32>(
     let stage = |i: u32| ring + (i % RAW_STAGES) * raw_stage_bytes(W);
     let (a, b) = (p.a, p.b);
     // SAFETY: step 0's copies (the oldest group) are done, then visible to all after the
-    // barrier; buffer 0 is ours.
+    // barrier; buffer 0 is ours. The proxy fence after the unpacking also covers this
+    // thread's copies of step 0 (waited for before it), which `wgmma` reads at 8 bits.
     unsafe {
-        cp_async_wait_at_most(RAW_STAGES - 2);
+        cp_async_wait_at_most(LEAD - 1);
         sync_threads();
         unpack::<W>(tid, stage(0), buffer(0));
         fence_proxy_async_shared();
     }
     let mut i = 0u32;
     while i < steps {
-        // Groups committed: steps 0 ..= i + RAW_STAGES - 2; step i + 1's are done when at
-        // most RAW_STAGES - 3 remain. After the barrier: step i + 1's words are visible to
-        // all, step i's buffer is complete (unpacked and fenced in step i - 1), both
-        // warpgroups have waited for their step i - 2 `wgmma`s (so buffer i + 1 is free), and
-        // raw stage i - 1 (unpacked in step i - 2) is free.
+        // Groups committed: steps 0 ..= i + LEAD - 1; step i + 1's are done when at most
+        // LEAD - 2 remain (and the proxy fence after this step's unpacking covers them).
+        // After the barrier: step i + 1's words are visible to all; step i's tiles are
+        // complete (unpacked and fenced in step i - 1); both warpgroups have waited for
+        // their step i - 2 `wgmma`s, so buffer i + 1 and raw stage i - 2 (= i + LEAD) are
+        // free.
         // SAFETY: all threads reach it.
         unsafe {
-            cp_async_wait_at_most(RAW_STAGES - 3);
+            cp_async_wait_at_most(LEAD - 2);
             sync_threads();
         }
         let buf = buffer(i);
+        let a_tiles = if W == 8 { stage(i) } else { buf };
         // SAFETY: the whole warpgroup runs these (block-uniform control flow); the buffer
-        // holds step i and nothing writes it until this group has been waited for.
+        // and the stage hold step i and nothing writes them until every warpgroup has
+        // waited for this group (two barriers on).
         unsafe {
             wgmma_fence();
             for s in 0..2 {
@@ -532,19 +565,19 @@ unsafe fn main_loop<const W: u32>(
                     wgmma_m64n128k32(
                         acc,
                         64 * sub as usize,
-                        a_descriptor(buf, 2 * h + sub, s),
+                        a_descriptor(a_tiles, 2 * h + sub, s),
                         b_descriptor(buf, s),
                     );
                 }
             }
             wgmma_commit();
         }
-        let next = i + RAW_STAGES - 1;
+        let next = i + LEAD;
         if next < steps {
-            // SAFETY: forwarded; stage `next` = stage i - 1 is free (above).
+            // SAFETY: forwarded; stage `next` is free (above).
             unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * next, stage(next)) };
         }
-        // SAFETY: as above.
+        // SAFETY: closes this thread's copies (an empty group past the last step).
         unsafe { cp_async_commit() };
         if i + 1 < steps {
             // SAFETY: step i + 1's stage is visible and its buffer free (above).
@@ -584,7 +617,7 @@ unsafe fn gemm90<const W: u32>(p: &GemmParams) {
     let mut acc = [0u32; 128];
 
     // One commit group per step, empty past the last, so that the waits' counts hold.
-    for i in 0..RAW_STAGES - 1 {
+    for i in 0..LEAD {
         if i < steps {
             // SAFETY: forwarded; stage i of the ring.
             unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * i, stage(i)) };
