@@ -5,8 +5,8 @@ use core::arch::asm;
 use beam_kernels::access::store;
 use beam_kernels::gemm90::{
     A_TILE_BYTES, BUFFER_BYTES, LEAD, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K, TILE_M, TILE_N,
-    a_descriptor, a_offset, a_unit, b_descriptor, b_offset, b_unit, raw_a_offset, raw_b_word,
-    raw_stage_bytes, spread32,
+    a_copy, a_descriptor, a_offset, a_unit, b_copies, b_copy, b_descriptor, b_offset, b_unit,
+    raw_a_offset, raw_b_word, raw_stage_bytes, spread32,
 };
 use beam_kernels::layout;
 use beam_kernels::mma::{chunk_window, chunk_words, spread8, transpose4x8};
@@ -349,12 +349,9 @@ unsafe fn load_words<const W: u32>(at: u32) -> [u32; 8] {
 }
 
 /// Issues this thread's copies of step `k0`'s packed words (both operands `nogaps` of `W`
-/// bits) to the raw stage at `dst`: the 8-byte words `q = tid + THREADS c` of A's rows (`W`
-/// each, placed by [`raw_a_offset`]), then of B's (`2W` each, placed by [`raw_b_word`]); a
-/// word outside its matrix is not read and its destination becomes zero. Consecutive lanes
-/// copy consecutive words of a row. Where `W` divides 32 a thread's words of the step lie in
-/// one column of words, `256 / W` rows apart (A) and `128 / W` rows apart (B): one address
-/// per step and operand, then constant strides; other widths compute each word's place.
+/// bits) to the raw stage at `dst`: A's words [`a_copy`] (placed by [`raw_a_offset`]), B's
+/// [`b_copy`] (placed by [`raw_b_word`]); a word outside its matrix is not read and its
+/// destination becomes zero.
 ///
 /// # Safety
 /// `a` and `b` describe live buffers of the words their geometries imply; `dst` is a raw
@@ -378,49 +375,19 @@ unsafe fn issue_raw<const W: u32>(
     let copy = |to: u32, src: *const u64, ok: bool| unsafe {
         cp_async_8_zfill(dst + to, if ok { src } else { aw }, if ok { 8 } else { 0 })
     };
-    if 32 % W == 0 {
-        // A: rows r0 + (256 / W) c, word w of the step.
-        let (r0, w) = (tid / W, tid % W);
-        let word_ok = ka + w < a.row_words;
-        let at = (m0 + r0) as usize * a.row_words as usize + (ka + w) as usize;
-        let stride = (THREADS / W) as usize * a.row_words as usize;
-        for c in 0..W {
-            let r = r0 + (THREADS / W) * c;
-            let src = aw.wrapping_add(at + stride * c as usize);
-            copy(raw_a_offset(W, r, w), src, word_ok && m0 + r < a.rows);
-        }
-        // B: rows k1 + (128 / W) c of the step, word x of the block's 2W.
-        let (k1, x) = (tid / (2 * W), tid % (2 * W));
-        let word_ok = nb + x < b.row_words;
-        let at = (k0 + k1) as usize * b.row_words as usize + (nb + x) as usize;
-        let stride = (THREADS / (2 * W)) as usize * b.row_words as usize;
-        for c in 0..W.div_ceil(2) {
-            let k = k1 + (THREADS / (2 * W)) * c;
-            let src = bw.wrapping_add(at + stride * c as usize);
-            copy(8 * raw_b_word(W, k, x), src, word_ok && k0 + k < b.rows);
-        }
-        return;
+    for c in 0..W {
+        let (r, x) = a_copy(W, tid, c);
+        let row = m0 + r;
+        let i = row as usize * a.row_words as usize + (ka + x) as usize;
+        copy(
+            raw_a_offset(W, r, x),
+            aw.wrapping_add(i),
+            row < a.rows && ka + x < a.row_words,
+        );
     }
-    let total = (TILE_M + TILE_N) * W;
-    for c in 0..total.div_ceil(THREADS) {
-        let q = tid + THREADS * c;
-        if q >= total {
-            // Block-uniform per c up to whole warps: total is a multiple of 128.
-            break;
-        }
-        // Warp-uniform: TILE_M * W is a multiple of 256.
-        if q < TILE_M * W {
-            let (r, w) = (q / W, q % W);
-            let row = m0 + r;
-            let i = row as usize * a.row_words as usize + (ka + w) as usize;
-            copy(
-                raw_a_offset(W, r, w),
-                aw.wrapping_add(i),
-                row < a.rows && ka + w < a.row_words,
-            );
-        } else {
-            let q = q - TILE_M * W;
-            let (k, x) = (q / (2 * W), q % (2 * W));
+    for c in 0..b_copies(W) {
+        // Warp-uniform (b_copy).
+        if let Some((k, x)) = b_copy(W, tid, c) {
             let row = k0 + k;
             let i = row as usize * b.row_words as usize + (nb + x) as usize;
             copy(

@@ -173,6 +173,40 @@ pub const fn kernel_name(w: u32) -> Option<&'static str> {
     }
 }
 
+/// Copy `c` (0..`w`) of thread `tid` of a step's `A` words: (row of the tile, word of the
+/// row's `w`). Consecutive threads copy consecutive words of a row; where `w` divides 32 a
+/// thread's words lie in one column, `256 / w` rows apart.
+#[inline(always)]
+pub const fn a_copy(w: u32, tid: u32, c: u32) -> (u32, u32) {
+    if 32 % w == 0 {
+        (tid / w + (THREADS / w) * c, tid % w)
+    } else {
+        let q = tid + THREADS * c;
+        (q / w, q % w)
+    }
+}
+
+/// Copies of a step's `B` words per thread: `ceil(w / 2)` (the last one on half the threads
+/// where `w` is odd).
+#[inline(always)]
+pub const fn b_copies(w: u32) -> u32 {
+    w.div_ceil(2)
+}
+
+/// Copy `c` (0..[`b_copies`]) of thread `tid` of a step's `B` words: (row `k` of the step,
+/// word of the block's `2w` in it), or `None` past the `128 w` words (whole warps: at `w` = 1
+/// and the last copy of odd widths, threads 128..256).
+#[inline(always)]
+pub const fn b_copy(w: u32, tid: u32, c: u32) -> Option<(u32, u32)> {
+    let (k, x) = if 32 % w == 0 {
+        (tid / (2 * w) + (THREADS / (2 * w)) * c, tid % (2 * w))
+    } else {
+        let q = tid + THREADS * c;
+        (q / (2 * w), q % (2 * w))
+    };
+    if k < TILE_K { Some((k, x)) } else { None }
+}
+
 /// This thread's rows of `A` in a step: row `r = tid / 2 + 128 i` (`i` in 0..2), elements
 /// `32 q ..` of its 64 with `q = tid % 2`. A warp's lanes then read 16 rows' segments as one
 /// contiguous run of the raw stage and write 4 whole core matrices per store.
@@ -409,6 +443,41 @@ mod tests {
         // At 8 bits the descriptors read A from the raw stage as from a tile buffer.
         assert_eq!(raw_a_offset(8, 37, 5), a_offset(37, 40));
         assert_eq!(8 * TILE_M * 8, A_TILE_BYTES);
+    }
+
+    #[test]
+    fn the_copies_cover_every_word_of_a_stage_once() {
+        for w in 1..=MAX_BITS {
+            let mut a = vec![0u8; (TILE_M * w) as usize];
+            let mut b = vec![0u8; (TILE_K * 2 * w) as usize];
+            for warp in 0..THREADS / 32 {
+                for c in 0..w {
+                    for lane in 0..32 {
+                        let (r, x) = a_copy(w, 32 * warp + lane, c);
+                        assert!(r < TILE_M && x < w, "w {w} tid {} c {c}", 32 * warp + lane);
+                        a[(r * w + x) as usize] += 1;
+                    }
+                }
+                for c in 0..b_copies(w) {
+                    let some: Vec<bool> = (0..32)
+                        .map(|lane| b_copy(w, 32 * warp + lane, c).is_some())
+                        .collect();
+                    // Whole warps copy or not.
+                    assert!(
+                        some.iter().all(|&x| x == some[0]),
+                        "w {w} warp {warp} c {c}"
+                    );
+                    for lane in 0..32 {
+                        if let Some((k, x)) = b_copy(w, 32 * warp + lane, c) {
+                            assert!(x < 2 * w);
+                            b[(k * 2 * w + x) as usize] += 1;
+                        }
+                    }
+                }
+            }
+            assert!(a.iter().all(|&n| n == 1), "w {w}: A");
+            assert!(b.iter().all(|&n| n == 1), "w {w}: B");
+        }
     }
 
     /// The whole unpacking of a step on the CPU, as the kernel does it (thread by thread, from
