@@ -375,6 +375,36 @@ unsafe fn issue_raw<const W: u32>(
     let copy = |to: u32, src: *const u64, ok: bool| unsafe {
         cp_async_8_zfill(dst + to, if ok { src } else { aw }, if ok { 8 } else { 0 })
     };
+    if W == 8 {
+        // One loop over both operands' words `q = tid + THREADS c` (the same places as
+        // a_copy and b_copy at 8 bits): measured faster at 8 bits than the two loops below
+        // (docs/PERF.md), slower at 4.
+        for c in 0..(TILE_M + TILE_N) * W / THREADS {
+            let q = tid + THREADS * c;
+            // Block-uniform: TILE_M * W is a multiple of THREADS.
+            if q < TILE_M * W {
+                let (r, x) = (q / W, q % W);
+                let row = m0 + r;
+                let i = row as usize * a.row_words as usize + (ka + x) as usize;
+                copy(
+                    raw_a_offset(W, r, x),
+                    aw.wrapping_add(i),
+                    row < a.rows && ka + x < a.row_words,
+                );
+            } else {
+                let q = q - TILE_M * W;
+                let (k, x) = (q / (2 * W), q % (2 * W));
+                let row = k0 + k;
+                let i = row as usize * b.row_words as usize + (nb + x) as usize;
+                copy(
+                    8 * raw_b_word(W, k, x),
+                    bw.wrapping_add(i),
+                    row < b.rows && nb + x < b.row_words,
+                );
+            }
+        }
+        return;
+    }
     for c in 0..W {
         let (r, x) = a_copy(W, tid, c);
         let row = m0 + r;
@@ -400,8 +430,7 @@ unsafe fn issue_raw<const W: u32>(
 }
 
 /// Unpacks a step from the raw stage at `raw` into the tile buffer at `buf`: this thread's two
-/// units of 32 elements of a row of A ([`a_unit`], [`spread32`]; none at 8 bits) and its 4 x 8
-/// unit of B
+/// units of 32 elements of a row of A ([`a_unit`], [`spread32`]) and its 4 x 8 unit of B
 /// ([`b_unit`], transposed). No bounds: the stage holds zeros for every word outside the
 /// matrices and a canonical packing zeros in every other bit outside them.
 ///
@@ -410,8 +439,7 @@ unsafe fn issue_raw<const W: u32>(
 /// the next barrier (and, for `wgmma`, the proxy fence).
 #[inline(always)]
 unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
-    // At 8 bits `wgmma` reads A from the raw stage (`raw_a_offset`).
-    for i in 0..if W == 8 { 0 } else { 2 } {
+    for i in 0..2 {
         let (r, q) = a_unit(tid, i);
         // SAFETY: the unit's W words lie in the stage's A part.
         let x = unsafe { load_words::<W>(raw + 8 * W * r + 4 * W * q) };
@@ -499,8 +527,7 @@ unsafe fn main_loop<const W: u32>(
     let stage = |i: u32| ring + (i % RAW_STAGES) * raw_stage_bytes(W);
     let (a, b) = (p.a, p.b);
     // SAFETY: step 0's copies (the oldest group) are done, then visible to all after the
-    // barrier; buffer 0 is ours. The proxy fence after the unpacking also covers this
-    // thread's copies of step 0 (waited for before it), which `wgmma` reads at 8 bits.
+    // barrier; buffer 0 is ours.
     unsafe {
         cp_async_wait_at_most(LEAD - 1);
         sync_threads();
@@ -510,21 +537,20 @@ unsafe fn main_loop<const W: u32>(
     let mut i = 0u32;
     while i < steps {
         // Groups committed: steps 0 ..= i + LEAD - 1; step i + 1's are done when at most
-        // LEAD - 2 remain (and the proxy fence after this step's unpacking covers them).
+        // LEAD - 2 remain.
         // After the barrier: step i + 1's words are visible to all; step i's tiles are
         // complete (unpacked and fenced in step i - 1); both warpgroups have waited for
-        // their step i - 2 `wgmma`s, so buffer i + 1 and raw stage i - 2 (= i + LEAD) are
-        // free.
+        // their step i - 2 `wgmma`s, so buffer i + 1 is free; raw stage i - 1 (= i + LEAD)
+        // was unpacked in step i - 2, so it is free.
         // SAFETY: all threads reach it.
         unsafe {
             cp_async_wait_at_most(LEAD - 2);
             sync_threads();
         }
         let buf = buffer(i);
-        let a_tiles = if W == 8 { stage(i) } else { buf };
         // SAFETY: the whole warpgroup runs these (block-uniform control flow); the buffer
-        // and the stage hold step i and nothing writes them until every warpgroup has
-        // waited for this group (two barriers on).
+        // holds step i and nothing writes it until every warpgroup has waited for this group
+        // (two barriers on).
         unsafe {
             wgmma_fence();
             for s in 0..2 {
@@ -532,7 +558,7 @@ unsafe fn main_loop<const W: u32>(
                     wgmma_m64n128k32(
                         acc,
                         64 * sub as usize,
-                        a_descriptor(a_tiles, 2 * h + sub, s),
+                        a_descriptor(buf, 2 * h + sub, s),
                         b_descriptor(buf, s),
                     );
                 }

@@ -38,10 +38,10 @@ pub const THREADS: u32 = 256;
 /// Steps ahead whose copies are issued: during step `i`, those of step `i + LEAD` (two steps
 /// before it is unpacked).
 pub const LEAD: u32 = 3;
-/// Raw stages (packed words, `cp.async`): [`LEAD`] + 2, so that the stage a step's copies
-/// fill was last read by the `wgmma`s of two steps before, which every warpgroup has waited
-/// for (at 8 bits `wgmma` reads `A` straight from its raw stage: [`raw_a_offset`]).
-pub const RAW_STAGES: u32 = LEAD + 2;
+/// Raw stages (packed words, `cp.async`): [`LEAD`] + 1; the stage a step's copies fill was
+/// unpacked two steps before. (`LEAD + 2` stages, with `wgmma` reading `A` straight from its
+/// raw stage at 8 bits, measured slower on an H100: docs/PERF.md.)
+pub const RAW_STAGES: u32 = LEAD + 1;
 /// Unpacked tile buffers: step `i` is multiplied from buffer `i % 3` while step `i + 1` is
 /// unpacked into the next, and step `i - 1`'s `wgmma`s may still read the third.
 pub const TILE_BUFFERS: u32 = 3;
@@ -124,16 +124,10 @@ pub const fn raw_b_word(w: u32, k: u32, word: u32) -> u32 {
 }
 
 /// Byte offset in a raw stage of 8-byte word `word` (0..`w`) of row `r` of the `A` tile's
-/// step: the row's `w` words in order below 8 bits; at 8 bits the words go where the
-/// unpacked tile would put their bytes ([`a_offset`]), so that `wgmma` reads `A` from the raw
-/// stage and nothing unpacks it.
+/// step: the row's `w` words in order.
 #[inline(always)]
 pub const fn raw_a_offset(w: u32, r: u32, word: u32) -> u32 {
-    if w == 8 {
-        a_offset(r, 8 * word)
-    } else {
-        8 * (r * w + word)
-    }
+    8 * (r * w + word)
 }
 
 /// Bytes of one raw stage at width `w` (rounded up to 16).
@@ -425,27 +419,6 @@ mod tests {
     }
 
     #[test]
-    fn raw_a_words_fill_their_region_once() {
-        for w in 1..=MAX_BITS {
-            let mut seen = vec![0u8; (8 * TILE_M * w) as usize];
-            for r in 0..TILE_M {
-                for x in 0..w {
-                    let o = raw_a_offset(w, r, x) as usize;
-                    assert_eq!(o % 8, 0);
-                    seen[o / 8 * 8] += 1;
-                }
-            }
-            assert_eq!(
-                seen.iter().filter(|&&c| c == 1).count(),
-                (TILE_M * w) as usize
-            );
-        }
-        // At 8 bits the descriptors read A from the raw stage as from a tile buffer.
-        assert_eq!(raw_a_offset(8, 37, 5), a_offset(37, 40));
-        assert_eq!(8 * TILE_M * 8, A_TILE_BYTES);
-    }
-
-    #[test]
     fn the_copies_cover_every_word_of_a_stage_once() {
         for w in 1..=MAX_BITS {
             let mut a = vec![0u8; (TILE_M * w) as usize];
@@ -517,14 +490,8 @@ mod tests {
                 .collect();
             let lds = |byte: u32| raw32[(byte / 4) as usize];
             let mut tile = vec![0u8; BUFFER_BYTES as usize];
-            if w == 8 {
-                // No unpacking: `wgmma` reads A from the raw stage.
-                for (o, byte) in tile.iter_mut().enumerate().take(A_TILE_BYTES as usize) {
-                    *byte = (raw32[o / 4] >> (8 * (o % 4))) as u8;
-                }
-            }
             for tid in 0..THREADS {
-                for i in 0..if w == 8 { 0 } else { 2 } {
+                for i in 0..2 {
                     let (r, q) = a_unit(tid, i);
                     let at = 8 * w * r + 4 * w * q;
                     let mut x = [0u32; 8];
