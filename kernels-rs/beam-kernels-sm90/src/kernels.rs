@@ -377,31 +377,37 @@ unsafe fn issue_raw<const W: u32>(
     };
     if W == 8 {
         // One loop over both operands' words `q = tid + THREADS c` (the same places as
-        // a_copy and b_copy at 8 bits): measured faster at 8 bits than the two loops below
-        // (docs/PERF.md), slower at 4.
-        for c in 0..(TILE_M + TILE_N) * W / THREADS {
+        // a_copy and b_copy at 8 bits), written as in the first build of this kernel: the
+        // two loops below compile to a slower kernel at 8 bits (9.30 against 8.27 ms at
+        // 11585^3, docs/PERF.md) though they are faster at 4.
+        let total = (TILE_M + TILE_N) * W;
+        for c in 0..total.div_ceil(THREADS) {
             let q = tid + THREADS * c;
-            // Block-uniform: TILE_M * W is a multiple of THREADS.
-            if q < TILE_M * W {
-                let (r, x) = (q / W, q % W);
+            if q >= total {
+                break;
+            }
+            // Warp-uniform: TILE_M * W is a multiple of 256.
+            let (src, ok, at) = if q < TILE_M * W {
+                let (r, w) = (q / W, ka + q % W);
                 let row = m0 + r;
-                let i = row as usize * a.row_words as usize + (ka + x) as usize;
-                copy(
-                    raw_a_offset(W, r, x),
-                    aw.wrapping_add(i),
-                    row < a.rows && ka + x < a.row_words,
-                );
+                let i = row as usize * a.row_words as usize + w as usize;
+                (aw.wrapping_add(i), row < a.rows && w < a.row_words, 8 * q)
             } else {
                 let q = q - TILE_M * W;
-                let (k, x) = (q / (2 * W), q % (2 * W));
+                let (k, w) = (q / (2 * W), q % (2 * W));
                 let row = k0 + k;
-                let i = row as usize * b.row_words as usize + (nb + x) as usize;
-                copy(
-                    8 * raw_b_word(W, k, x),
+                let i = row as usize * b.row_words as usize + (nb + w) as usize;
+                (
                     bw.wrapping_add(i),
-                    row < b.rows && nb + x < b.row_words,
-                );
-            }
+                    row < b.rows && nb + w < b.row_words,
+                    8 * raw_b_word(W, k, w),
+                )
+            };
+            // SAFETY: `src` is a word of its matrix when `ok`; else nothing is read. The
+            // destination is inside the stage, 8-byte aligned.
+            unsafe {
+                cp_async_8_zfill(dst + at, if ok { src } else { aw }, if ok { 8 } else { 0 })
+            };
         }
         return;
     }
