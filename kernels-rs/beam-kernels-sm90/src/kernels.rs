@@ -14,7 +14,7 @@ use beam_kernels::{GemmParams, PackedOut, PackedRef};
 use cmv_device::{
     U32x4, block_idx_x, block_idx_y, cp_async_8_zfill, cp_async_commit, cp_async_wait_at_most,
     dyn_smem_addr, fence_proxy_async_shared, lds_u32, lds_v2, lds_v4, sts_u32, sts_v4,
-    sync_threads, thread_idx_x,
+    sync_threads, thread_idx_x, wgmma_commit_group, wgmma_fence,
 };
 
 /// The register list `{d0}, .. {d63}` of one `m64n128` tile's 64 accumulators.
@@ -241,27 +241,6 @@ macro_rules! acc_asm128 {
             $($rest)*
         )
     };
-}
-
-/// `wgmma.fence.sync.aligned`: orders this thread's register accesses before the
-/// warpgroup's next `wgmma`.
-///
-/// # Safety
-/// All threads of the warpgroup run it together.
-#[inline(always)]
-unsafe fn wgmma_fence() {
-    // SAFETY: warpgroup-collective, no operands.
-    unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
-}
-
-/// `wgmma.commit_group.sync.aligned`: closes the warpgroup's current group of `wgmma`s.
-///
-/// # Safety
-/// All threads of the warpgroup run it together.
-#[inline(always)]
-unsafe fn wgmma_commit() {
-    // SAFETY: warpgroup-collective, no operands.
-    unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
 }
 
 /// `D += A B` for the 64 x 128 tile whose sums are `acc[off..off + 64]` and 32 of `K`
@@ -569,7 +548,7 @@ unsafe fn main_loop<const W: u32>(
                     );
                 }
             }
-            wgmma_commit();
+            wgmma_commit_group();
         }
         let next = i + LEAD;
         if next < steps {

@@ -703,6 +703,28 @@ pub unsafe fn cp_async_8_zfill(dst: u32, src: *const u64, src_bytes: u32) {
     }
 }
 
+/// `wgmma.fence.sync.aligned` (sm_90a): orders this thread's earlier register accesses (the
+/// accumulators, A fragments) before the warpgroup's next `wgmma.mma_async`.
+///
+/// # Safety
+/// All threads of the warpgroup run it together, in code built for sm_90a.
+#[inline(always)]
+pub unsafe fn wgmma_fence() {
+    // SAFETY: warpgroup-collective (the caller's contract), no operands.
+    unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
+}
+
+/// `wgmma.commit_group.sync.aligned` (sm_90a): closes the warpgroup's current group of
+/// `wgmma.mma_async`s, which `wgmma.wait_group` then counts.
+///
+/// # Safety
+/// All threads of the warpgroup run it together, in code built for sm_90a.
+#[inline(always)]
+pub unsafe fn wgmma_commit_group() {
+    // SAFETY: warpgroup-collective (the caller's contract), no operands.
+    unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+}
+
 /// `fence.proxy.async.shared::cta` (sm_90): orders this thread's earlier generic-proxy writes
 /// to shared memory (stores, `cp.async` copies once waited for) before later async-proxy reads
 /// of it (`wgmma` operands from shared memory), once a barrier passes them on.

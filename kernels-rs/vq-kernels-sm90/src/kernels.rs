@@ -5,7 +5,7 @@ use core::arch::asm;
 use cmv_device::{
     U32x4, block_idx_x, block_idx_y, block_idx_z, cp_async_16_zfill, cp_async_commit,
     cp_async_wait_at_most, dyn_smem_addr, f32_to_f16, fence_proxy_async_shared, ld_relaxed_u32,
-    lds_v4, red_add_f32_global, sync_threads, thread_idx_x,
+    lds_v4, red_add_f32_global, sync_threads, thread_idx_x, wgmma_commit_group, wgmma_fence,
 };
 use vq_kernels::dev::{copy_codes, count_in, frag_regs, load_entry, write_entry};
 use vq_kernels::gemm::{GEMM_ROWS, GEMM_TOKENS, VqGemmParams, code_stage_offset};
@@ -97,27 +97,6 @@ macro_rules! acc_asm {
             $($rest)*
         )
     };
-}
-
-/// `wgmma.fence.sync.aligned`: orders this thread's register writes (the A fragments) before
-/// the warpgroup's next `wgmma`.
-///
-/// # Safety
-/// All threads of the warpgroup run it together.
-#[inline(always)]
-unsafe fn wgmma_fence() {
-    // SAFETY: warpgroup-collective, no operands.
-    unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
-}
-
-/// `wgmma.commit_group.sync.aligned`: closes the warpgroup's current group of `wgmma`s.
-///
-/// # Safety
-/// All threads of the warpgroup run it together.
-#[inline(always)]
-unsafe fn wgmma_commit() {
-    // SAFETY: warpgroup-collective, no operands.
-    unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
 }
 
 /// `D += A B` for the warpgroup's 64 x 128 tile and one K step of 16
@@ -288,7 +267,7 @@ unsafe fn compute<const V: usize, const P: u32>(
         unsafe {
             wgmma_fence();
             wgmma_m64n128k16(acc, a, b_descriptor(xs, s as u32));
-            wgmma_commit();
+            wgmma_commit_group();
         }
         let next = if s + 1 < STEPS {
             // SAFETY: as above.

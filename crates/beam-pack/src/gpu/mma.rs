@@ -92,6 +92,31 @@ impl MmaGemm {
         }
     }
 
+    /// What a launch of these operands and output runs: the `wgmma` kernel, or the name of
+    /// an `mma.sync` entry point; `None` where the sums the output needs are beyond every
+    /// tensor-core kernel (or the operands are).
+    fn choose(
+        &self,
+        a: &DeviceBeamMatrix,
+        b: &DeviceBeamMatrix,
+        out_bits: u32,
+        overflow: Overflow,
+    ) -> Option<Result<&Kernel, &'static str>> {
+        let wide = needs_wide(
+            a.bits(),
+            b.bits(),
+            a.cols() as u64,
+            out_bits,
+            overflow.code(),
+        );
+        let (la, lb) = (a.layout().code(), b.layout().code());
+        if let Some(k) = self.hopper_kernel(la, lb, a.bits(), b.bits(), wide) {
+            return Some(Ok(k));
+        }
+        supports(la, lb, a.bits(), b.bits(), wide)
+            .then(|| Err(kernel_name(la, lb, a.bits(), b.bits(), wide)))
+    }
+
     /// The entry point [`MmaGemm::launch`] runs for these operands and output, `None` where
     /// it refuses them.
     pub fn entry_point(
@@ -101,19 +126,8 @@ impl MmaGemm {
         out: &DeviceBeamOut,
         overflow: Overflow,
     ) -> Option<&'static str> {
-        let wide = needs_wide(
-            a.bits(),
-            b.bits(),
-            a.cols() as u64,
-            out.bits(),
-            overflow.code(),
-        );
-        let (la, lb) = (a.layout().code(), b.layout().code());
-        if let Some(k) = self.hopper_kernel(la, lb, a.bits(), b.bits(), wide) {
-            return Some(k.name());
-        }
-        supports(la, lb, a.bits(), b.bits(), wide)
-            .then(|| kernel_name(la, lb, a.bits(), b.bits(), wide))
+        self.choose(a, b, out.bits(), overflow)
+            .map(|c| c.map_or_else(|name| name, Kernel::name))
     }
 
     /// Launches `out = A x B` (validated by [`super::BeamGemm::gemm`]: shapes, operands
@@ -128,15 +142,8 @@ impl MmaGemm {
         out: &mut DeviceBeamOut,
         overflow: Overflow,
     ) -> Result<&'static str, BeamError> {
-        let wide = needs_wide(
-            a.bits(),
-            b.bits(),
-            a.cols() as u64,
-            out.bits(),
-            overflow.code(),
-        );
-        let (la, lb) = (a.layout().code(), b.layout().code());
-        if !supports(la, lb, a.bits(), b.bits(), wide) || a.cols() != b.rows() {
+        let choice = self.choose(a, b, out.bits(), overflow);
+        let Some(choice) = choice.filter(|_| a.cols() == b.rows()) else {
             return Err(BeamError::Kernel {
                 kernel: "mma",
                 reason: format!(
@@ -154,7 +161,7 @@ impl MmaGemm {
                     b.rows()
                 ),
             });
-        }
+        };
         let params = GemmParams {
             a: a.packed_ref(),
             b: b.packed_ref(),
@@ -162,33 +169,30 @@ impl MmaGemm {
             overflow: overflow.code(),
             pad: 0,
         };
-        if let Some(k) = self.hopper_kernel(la, lb, a.bits(), b.bits(), wide) {
-            let grid_y =
-                u32::try_from(a.rows().div_ceil(gemm90::TILE_M as usize)).unwrap_or(u32::MAX);
-            let grid_x =
-                u32::try_from(b.cols().div_ceil(gemm90::TILE_N as usize)).unwrap_or(u32::MAX);
-            let cfg = LaunchConfig {
-                grid_dim: (grid_x, grid_y, 1),
-                block_dim: (gemm90::THREADS, 1, 1),
-                shared_mem_bytes: gemm90::smem_bytes(a.bits()),
-            };
-            // SAFETY: as below, for the wgmma kernel of a.bits() (loaded on compute
-            // capability 9.0 only): gemm90::supports holds (both operands nogaps of that
-            // width, sums modulo 2^32 suffice for the output); the grid covers C in
-            // gemm90::TILE_M x TILE_N tiles with gemm90::THREADS threads and
-            // gemm90::smem_bytes of shared memory, as the kernel expects.
-            unsafe { k.launch(gpu.stream(), cfg, &params)? };
-            return Ok(k.name());
-        }
-        let name = kernel_name(la, lb, a.bits(), b.bits(), wide);
+        let name = match choice {
+            Ok(k) => {
+                let cfg = LaunchConfig {
+                    grid_dim: grid(a, b, gemm90::TILE_M, gemm90::TILE_N),
+                    block_dim: (gemm90::THREADS, 1, 1),
+                    shared_mem_bytes: gemm90::smem_bytes(a.bits()),
+                };
+                // SAFETY: as below, for the wgmma kernel of a.bits() (loaded on compute
+                // capability 9.0 only): gemm90::supports holds (both operands nogaps of that
+                // width, sums modulo 2^32 suffice for the output); the grid covers C in
+                // gemm90::TILE_M x TILE_N tiles with gemm90::THREADS threads and
+                // gemm90::smem_bytes of shared memory, as the kernel expects.
+                unsafe { k.launch(gpu.stream(), cfg, &params)? };
+                return Ok(k.name());
+            }
+            Err(name) => name,
+        };
+        let (la, lb) = (a.layout().code(), b.layout().code());
         let k = self.kernels.get(name).ok_or_else(|| BeamError::Kernel {
             kernel: "mma",
             reason: format!("entry point {name} was not loaded"),
         })?;
-        let grid_y = u32::try_from(a.rows().div_ceil(TILE_M as usize)).unwrap_or(u32::MAX);
-        let grid_x = u32::try_from(b.cols().div_ceil(TILE_N as usize)).unwrap_or(u32::MAX);
         let cfg = LaunchConfig {
-            grid_dim: (grid_x, grid_y, 1),
+            grid_dim: grid(a, b, TILE_M, TILE_N),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: smem_bytes(la, lb, a.bits(), b.bits()),
         };
@@ -203,4 +207,11 @@ impl MmaGemm {
         unsafe { k.launch(gpu.stream(), cfg, &params)? };
         Ok(name)
     }
+}
+
+/// The grid of `tile_m x tile_n` tiles covering `C = A x B` (x: columns, y: rows); a side past
+/// `u32` becomes `u32::MAX`, which the launch's configuration check refuses.
+fn grid(a: &DeviceBeamMatrix, b: &DeviceBeamMatrix, tile_m: u32, tile_n: u32) -> (u32, u32, u32) {
+    let tiles = |n: usize, t: u32| u32::try_from(n.div_ceil(t as usize)).unwrap_or(u32::MAX);
+    (tiles(b.cols(), tile_n), tiles(a.rows(), tile_m), 1)
 }
