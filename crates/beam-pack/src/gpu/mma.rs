@@ -117,8 +117,9 @@ impl MmaGemm {
             .then(|| Err(kernel_name(la, lb, a.bits(), b.bits(), wide)))
     }
 
-    /// The entry point [`MmaGemm::launch`] runs for these operands and output, `None` where
-    /// it refuses them.
+    /// The entry point a tensor-core product of these operands into `out` launches
+    /// ([`BeamGemm::gemm`](super::BeamGemm::gemm) with `GemmKernel::Mma`), `None` where it
+    /// refuses them.
     pub fn entry_point(
         &self,
         a: &DeviceBeamMatrix,
