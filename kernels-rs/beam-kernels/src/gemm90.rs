@@ -8,10 +8,10 @@
 //!   `wgmma.mma_async.m64n128k32.s32.u8.u8` with both operands from shared memory: 4 `wgmma`
 //!   per warpgroup and step of [`TILE_K`] = 64.
 //! * **The packed words** of a step (a row of `A` contributes `w` 8-byte words, a row of `B`
-//!   `2w`) go to a ring of [`RAW_STAGES`] raw stages by 8-byte `cp.async`, issued
-//!   `RAW_STAGES - 1` steps ahead ([`raw_stage_words`], [`raw_b_word`]; a word outside its
-//!   matrix is zero-filled, so with the canonical packing every element outside the matrix
-//!   unpacks to 0 and nothing needs bounds).
+//!   `2w`) go to a ring of [`RAW_STAGES`] raw stages by 8-byte `cp.async`, issued [`LEAD`]
+//!   steps ahead ([`a_copy`], [`b_copy`], [`raw_a_offset`], [`raw_b_word`]; a word outside
+//!   its matrix is zero-filled, so with the canonical packing every element outside the
+//!   matrix unpacks to 0 and nothing needs bounds).
 //! * **Unpacking to bytes** in one of [`TILE_BUFFERS`] tile buffers, in the layout `wgmma`
 //!   reads (K-major, no swizzle: core matrices of 8 rows x 16 bytes): a thread turns 32
 //!   elements of a row of `A` ([`spread32`]) into two core-matrix rows ([`a_offset`]), and a
@@ -19,7 +19,7 @@
 //!   [`b_offset`]); the strides of `B`'s core matrices are padded so that the transposed
 //!   stores of a warp fall in 32 banks.
 //! * **One barrier per step**: after it the warpgroups issue step `i`'s `wgmma`s, the copies
-//!   of step `i + RAW_STAGES - 1`, unpack step `i + 1` while the `wgmma`s run, fence the
+//!   of step `i + LEAD`, unpack step `i + 1` while the `wgmma`s run, fence the
 //!   writes to the async proxy and wait for step `i - 1`'s `wgmma`s; with three buffers the
 //!   one a step writes was last read two steps before.
 //! * Outputs as the other tensor-core kernels: wrapped or clamped by `layout::finish`, written
