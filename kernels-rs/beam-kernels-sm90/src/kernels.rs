@@ -17,91 +17,10 @@ use cmv_device::{
     sync_threads, thread_idx_x, wgmma_commit_group, wgmma_fence,
 };
 
-/// The register list `{d0}, .. {d63}` of one `m64n128` tile's 64 accumulators.
-macro_rules! acc_regs64 {
-    () => {
-        "{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}"
-    };
-}
-
 /// The register list `{d0}, .. {d127}` of a warpgroup's two tiles.
 macro_rules! acc_regs128 {
     () => {
         "{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}"
-    };
-}
-
-/// `asm!` with the 64 accumulators `$acc[$off..$off + 64]` as operands `d0` .. `d63`.
-macro_rules! acc_asm64 {
-    ($acc:expr, $off:expr; $tmpl:expr; $($rest:tt)*) => {
-        asm!(
-            $tmpl,
-            d0 = inout(reg32) $acc[$off + 0],
-            d1 = inout(reg32) $acc[$off + 1],
-            d2 = inout(reg32) $acc[$off + 2],
-            d3 = inout(reg32) $acc[$off + 3],
-            d4 = inout(reg32) $acc[$off + 4],
-            d5 = inout(reg32) $acc[$off + 5],
-            d6 = inout(reg32) $acc[$off + 6],
-            d7 = inout(reg32) $acc[$off + 7],
-            d8 = inout(reg32) $acc[$off + 8],
-            d9 = inout(reg32) $acc[$off + 9],
-            d10 = inout(reg32) $acc[$off + 10],
-            d11 = inout(reg32) $acc[$off + 11],
-            d12 = inout(reg32) $acc[$off + 12],
-            d13 = inout(reg32) $acc[$off + 13],
-            d14 = inout(reg32) $acc[$off + 14],
-            d15 = inout(reg32) $acc[$off + 15],
-            d16 = inout(reg32) $acc[$off + 16],
-            d17 = inout(reg32) $acc[$off + 17],
-            d18 = inout(reg32) $acc[$off + 18],
-            d19 = inout(reg32) $acc[$off + 19],
-            d20 = inout(reg32) $acc[$off + 20],
-            d21 = inout(reg32) $acc[$off + 21],
-            d22 = inout(reg32) $acc[$off + 22],
-            d23 = inout(reg32) $acc[$off + 23],
-            d24 = inout(reg32) $acc[$off + 24],
-            d25 = inout(reg32) $acc[$off + 25],
-            d26 = inout(reg32) $acc[$off + 26],
-            d27 = inout(reg32) $acc[$off + 27],
-            d28 = inout(reg32) $acc[$off + 28],
-            d29 = inout(reg32) $acc[$off + 29],
-            d30 = inout(reg32) $acc[$off + 30],
-            d31 = inout(reg32) $acc[$off + 31],
-            d32 = inout(reg32) $acc[$off + 32],
-            d33 = inout(reg32) $acc[$off + 33],
-            d34 = inout(reg32) $acc[$off + 34],
-            d35 = inout(reg32) $acc[$off + 35],
-            d36 = inout(reg32) $acc[$off + 36],
-            d37 = inout(reg32) $acc[$off + 37],
-            d38 = inout(reg32) $acc[$off + 38],
-            d39 = inout(reg32) $acc[$off + 39],
-            d40 = inout(reg32) $acc[$off + 40],
-            d41 = inout(reg32) $acc[$off + 41],
-            d42 = inout(reg32) $acc[$off + 42],
-            d43 = inout(reg32) $acc[$off + 43],
-            d44 = inout(reg32) $acc[$off + 44],
-            d45 = inout(reg32) $acc[$off + 45],
-            d46 = inout(reg32) $acc[$off + 46],
-            d47 = inout(reg32) $acc[$off + 47],
-            d48 = inout(reg32) $acc[$off + 48],
-            d49 = inout(reg32) $acc[$off + 49],
-            d50 = inout(reg32) $acc[$off + 50],
-            d51 = inout(reg32) $acc[$off + 51],
-            d52 = inout(reg32) $acc[$off + 52],
-            d53 = inout(reg32) $acc[$off + 53],
-            d54 = inout(reg32) $acc[$off + 54],
-            d55 = inout(reg32) $acc[$off + 55],
-            d56 = inout(reg32) $acc[$off + 56],
-            d57 = inout(reg32) $acc[$off + 57],
-            d58 = inout(reg32) $acc[$off + 58],
-            d59 = inout(reg32) $acc[$off + 59],
-            d60 = inout(reg32) $acc[$off + 60],
-            d61 = inout(reg32) $acc[$off + 61],
-            d62 = inout(reg32) $acc[$off + 62],
-            d63 = inout(reg32) $acc[$off + 63],
-            $($rest)*
-        )
     };
 }
 
@@ -257,10 +176,10 @@ macro_rules! acc_asm128 {
 unsafe fn wgmma_m64n128k32(acc: &mut [u32; 128], off: usize, da: u64, db: u64) {
     // SAFETY: warpgroup-collective; the caller guarantees the operands.
     unsafe {
-        acc_asm64!(acc, off;
+        cmv_device::wgmma_acc_asm64!(acc, off;
             concat!(
                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8 {{",
-                acc_regs64!(),
+                cmv_device::wgmma_acc_regs64!(),
                 "}}, {da}, {db}, 1;"
             );
             da = in(reg64) da,

@@ -703,6 +703,92 @@ pub unsafe fn cp_async_8_zfill(dst: u32, src: *const u64, src_bytes: u32) {
     }
 }
 
+/// The operand list `{d0}, {d1}, .. {d63}` of a `wgmma` tile's 64 accumulators per thread
+/// (`m64n128` with 32-bit sums), for [`wgmma_acc_asm64!`] templates.
+#[macro_export]
+macro_rules! wgmma_acc_regs64 {
+    () => {
+        "{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}"
+    };
+}
+
+/// `asm!` with the 64 accumulators `$acc[$off .. $off + 64]` (32-bit values: `u32` or `f32`)
+/// as `inout` operands `d0` .. `d63` (named by [`wgmma_acc_regs64!`]), then the template's
+/// other operands. Must be called inside an `unsafe` block.
+#[macro_export]
+macro_rules! wgmma_acc_asm64 {
+    ($acc:expr, $off:expr; $tmpl:expr; $($rest:tt)*) => {
+        ::core::arch::asm!(
+            $tmpl,
+            d0 = inout(reg32) $acc[$off + 0],
+            d1 = inout(reg32) $acc[$off + 1],
+            d2 = inout(reg32) $acc[$off + 2],
+            d3 = inout(reg32) $acc[$off + 3],
+            d4 = inout(reg32) $acc[$off + 4],
+            d5 = inout(reg32) $acc[$off + 5],
+            d6 = inout(reg32) $acc[$off + 6],
+            d7 = inout(reg32) $acc[$off + 7],
+            d8 = inout(reg32) $acc[$off + 8],
+            d9 = inout(reg32) $acc[$off + 9],
+            d10 = inout(reg32) $acc[$off + 10],
+            d11 = inout(reg32) $acc[$off + 11],
+            d12 = inout(reg32) $acc[$off + 12],
+            d13 = inout(reg32) $acc[$off + 13],
+            d14 = inout(reg32) $acc[$off + 14],
+            d15 = inout(reg32) $acc[$off + 15],
+            d16 = inout(reg32) $acc[$off + 16],
+            d17 = inout(reg32) $acc[$off + 17],
+            d18 = inout(reg32) $acc[$off + 18],
+            d19 = inout(reg32) $acc[$off + 19],
+            d20 = inout(reg32) $acc[$off + 20],
+            d21 = inout(reg32) $acc[$off + 21],
+            d22 = inout(reg32) $acc[$off + 22],
+            d23 = inout(reg32) $acc[$off + 23],
+            d24 = inout(reg32) $acc[$off + 24],
+            d25 = inout(reg32) $acc[$off + 25],
+            d26 = inout(reg32) $acc[$off + 26],
+            d27 = inout(reg32) $acc[$off + 27],
+            d28 = inout(reg32) $acc[$off + 28],
+            d29 = inout(reg32) $acc[$off + 29],
+            d30 = inout(reg32) $acc[$off + 30],
+            d31 = inout(reg32) $acc[$off + 31],
+            d32 = inout(reg32) $acc[$off + 32],
+            d33 = inout(reg32) $acc[$off + 33],
+            d34 = inout(reg32) $acc[$off + 34],
+            d35 = inout(reg32) $acc[$off + 35],
+            d36 = inout(reg32) $acc[$off + 36],
+            d37 = inout(reg32) $acc[$off + 37],
+            d38 = inout(reg32) $acc[$off + 38],
+            d39 = inout(reg32) $acc[$off + 39],
+            d40 = inout(reg32) $acc[$off + 40],
+            d41 = inout(reg32) $acc[$off + 41],
+            d42 = inout(reg32) $acc[$off + 42],
+            d43 = inout(reg32) $acc[$off + 43],
+            d44 = inout(reg32) $acc[$off + 44],
+            d45 = inout(reg32) $acc[$off + 45],
+            d46 = inout(reg32) $acc[$off + 46],
+            d47 = inout(reg32) $acc[$off + 47],
+            d48 = inout(reg32) $acc[$off + 48],
+            d49 = inout(reg32) $acc[$off + 49],
+            d50 = inout(reg32) $acc[$off + 50],
+            d51 = inout(reg32) $acc[$off + 51],
+            d52 = inout(reg32) $acc[$off + 52],
+            d53 = inout(reg32) $acc[$off + 53],
+            d54 = inout(reg32) $acc[$off + 54],
+            d55 = inout(reg32) $acc[$off + 55],
+            d56 = inout(reg32) $acc[$off + 56],
+            d57 = inout(reg32) $acc[$off + 57],
+            d58 = inout(reg32) $acc[$off + 58],
+            d59 = inout(reg32) $acc[$off + 59],
+            d60 = inout(reg32) $acc[$off + 60],
+            d61 = inout(reg32) $acc[$off + 61],
+            d62 = inout(reg32) $acc[$off + 62],
+            d63 = inout(reg32) $acc[$off + 63],
+            $($rest)*
+        )
+    };
+}
+
 /// `wgmma.fence.sync.aligned` (sm_90a): orders this thread's earlier register accesses (the
 /// accumulators, A fragments) before the warpgroup's next `wgmma.mma_async`.
 ///

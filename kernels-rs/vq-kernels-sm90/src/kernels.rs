@@ -16,89 +16,6 @@ use vq_kernels::gemm90::{
 use vq_kernels::mma::{SLAB_COLS, STEPS, lookup_offset};
 use vq_kernels::unroll;
 
-/// The register list `{d0}, {d1}, .. {d63}` of an `m64n128` tile's 64 accumulators, for
-/// [`acc_asm!`] templates.
-macro_rules! acc_regs {
-    () => {
-        "{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}"
-    };
-}
-
-/// `asm!` with the 64 accumulators `$acc[0..64]` as operands `d0` .. `d63` (`inout`, as
-/// [`acc_regs!`] names them), then the template's other operands.
-macro_rules! acc_asm {
-    ($acc:expr; $tmpl:expr; $($rest:tt)*) => {
-        asm!(
-            $tmpl,
-            d0 = inout(reg32) $acc[0],
-            d1 = inout(reg32) $acc[1],
-            d2 = inout(reg32) $acc[2],
-            d3 = inout(reg32) $acc[3],
-            d4 = inout(reg32) $acc[4],
-            d5 = inout(reg32) $acc[5],
-            d6 = inout(reg32) $acc[6],
-            d7 = inout(reg32) $acc[7],
-            d8 = inout(reg32) $acc[8],
-            d9 = inout(reg32) $acc[9],
-            d10 = inout(reg32) $acc[10],
-            d11 = inout(reg32) $acc[11],
-            d12 = inout(reg32) $acc[12],
-            d13 = inout(reg32) $acc[13],
-            d14 = inout(reg32) $acc[14],
-            d15 = inout(reg32) $acc[15],
-            d16 = inout(reg32) $acc[16],
-            d17 = inout(reg32) $acc[17],
-            d18 = inout(reg32) $acc[18],
-            d19 = inout(reg32) $acc[19],
-            d20 = inout(reg32) $acc[20],
-            d21 = inout(reg32) $acc[21],
-            d22 = inout(reg32) $acc[22],
-            d23 = inout(reg32) $acc[23],
-            d24 = inout(reg32) $acc[24],
-            d25 = inout(reg32) $acc[25],
-            d26 = inout(reg32) $acc[26],
-            d27 = inout(reg32) $acc[27],
-            d28 = inout(reg32) $acc[28],
-            d29 = inout(reg32) $acc[29],
-            d30 = inout(reg32) $acc[30],
-            d31 = inout(reg32) $acc[31],
-            d32 = inout(reg32) $acc[32],
-            d33 = inout(reg32) $acc[33],
-            d34 = inout(reg32) $acc[34],
-            d35 = inout(reg32) $acc[35],
-            d36 = inout(reg32) $acc[36],
-            d37 = inout(reg32) $acc[37],
-            d38 = inout(reg32) $acc[38],
-            d39 = inout(reg32) $acc[39],
-            d40 = inout(reg32) $acc[40],
-            d41 = inout(reg32) $acc[41],
-            d42 = inout(reg32) $acc[42],
-            d43 = inout(reg32) $acc[43],
-            d44 = inout(reg32) $acc[44],
-            d45 = inout(reg32) $acc[45],
-            d46 = inout(reg32) $acc[46],
-            d47 = inout(reg32) $acc[47],
-            d48 = inout(reg32) $acc[48],
-            d49 = inout(reg32) $acc[49],
-            d50 = inout(reg32) $acc[50],
-            d51 = inout(reg32) $acc[51],
-            d52 = inout(reg32) $acc[52],
-            d53 = inout(reg32) $acc[53],
-            d54 = inout(reg32) $acc[54],
-            d55 = inout(reg32) $acc[55],
-            d56 = inout(reg32) $acc[56],
-            d57 = inout(reg32) $acc[57],
-            d58 = inout(reg32) $acc[58],
-            d59 = inout(reg32) $acc[59],
-            d60 = inout(reg32) $acc[60],
-            d61 = inout(reg32) $acc[61],
-            d62 = inout(reg32) $acc[62],
-            d63 = inout(reg32) $acc[63],
-            $($rest)*
-        )
-    };
-}
-
 /// `D += A B` for the warpgroup's 64 x 128 tile and one K step of 16
 /// (`wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16`): A (this warp's 16 rows) from the
 /// registers `a` in the `mma.m16n8k16` A layout, B (16 x 128, K-major) from shared memory by
@@ -113,11 +30,11 @@ macro_rules! acc_asm {
 unsafe fn wgmma_m64n128k16(acc: &mut [f32; 64], a: [u32; 4], desc: u64) {
     // SAFETY: warpgroup-collective; the caller guarantees the operands.
     unsafe {
-        acc_asm!(acc;
+        cmv_device::wgmma_acc_asm64!(acc, 0;
             concat!(
                 "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{",
-                acc_regs!(),
+                cmv_device::wgmma_acc_regs64!(),
                 "}}, {{{a0}, {a1}, {a2}, {a3}}}, {desc}, p, 1, 1, 0; }}"
             );
             a0 = in(reg32) a[0],
@@ -141,10 +58,10 @@ unsafe fn wgmma_m64n128k16(acc: &mut [f32; 64], a: [u32; 4], desc: u64) {
 unsafe fn wgmma_wait<const N: u32>(acc: &mut [f32; 64], a: &[u32; 4]) {
     // SAFETY: warpgroup-collective; the operands only pin registers.
     unsafe {
-        acc_asm!(acc;
+        cmv_device::wgmma_acc_asm64!(acc, 0;
             concat!(
                 "wgmma.wait_group.sync.aligned {n}; // ",
-                acc_regs!(),
+                cmv_device::wgmma_acc_regs64!(),
                 " {a0} {a1} {a2} {a3}"
             );
             n = const N,
