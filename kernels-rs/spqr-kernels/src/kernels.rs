@@ -21,9 +21,9 @@
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
-    dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, ld_nc_u16, ld_nc_u32, ld_nc_v4,
-    ld_relaxed_u32, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4, sync_threads,
-    sync_threads_or, sync_warp, thread_idx_x,
+    dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, ld_nc_u16, ld_nc_u32, ld_nc_u64,
+    ld_nc_v4, ld_relaxed_u32, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4,
+    sync_threads, sync_threads_or, sync_warp, thread_idx_x,
 };
 
 use crate::layout::{
@@ -519,6 +519,124 @@ pub(crate) unsafe fn outlier_sums<const B: usize>(
     o
 }
 
+/// Outlier entries a thread of the kernels for 4 and 8 vectors has in flight with
+/// [`outlier_sums_t`] (their inputs: 16 registers at 4 vectors, 32 at 8); 4 for 16 vectors
+/// (32 registers).
+const OUTLIER_LOADS_T: usize = 8;
+
+/// The `B` transposed inputs (`crate::transposed_index`) of column `c`, as `half2` words.
+///
+/// # Safety
+/// `xt` holds `cols * B` values and `c < cols`; `B` is 4, 8 or 16.
+#[inline(always)]
+unsafe fn column_inputs<const B: usize>(xt: *const u16, c: u32) -> [u32; 8] {
+    let mut r = [0u32; 8];
+    // SAFETY: the column's B values are inside xt (the caller's guarantee), 8 B (B = 4) or
+    // 16 B aligned (B >= 8: the allocation is 256-byte aligned, each column 2 B bytes).
+    unsafe {
+        let p = xt.add(crate::transposed_index(c, 0, B as u32));
+        if B == 4 {
+            let w = ld_nc_u64(p as *const u64);
+            r[0] = w as u32;
+            r[1] = (w >> 32) as u32;
+        } else {
+            let a = ld_nc_v4(p as *const U32x4).0;
+            r[..4].copy_from_slice(&a);
+            if B == 16 {
+                let b = ld_nc_v4((p as *const U32x4).add(1)).0;
+                r[4..].copy_from_slice(&b);
+            }
+        }
+    }
+    r
+}
+
+/// As [`outlier_sums`] for 4 to 16 vectors, with the inputs by column (`xt`,
+/// [`crate::SpqrGemvScaledParams::xt`]): an entry's inputs for all vectors are one or two
+/// 16-byte loads (one 2-byte load per vector, each from another vector's row, before), and the
+/// next entries' words are loaded before this round's inputs are used, so a round waits for
+/// one load, not two in a chain.
+///
+/// # Safety
+/// The launcher's checks: outlier words validated, outlier columns below `cols`, `xt` holding
+/// `cols * B` values ([`crate::transposed_index`]); `walk` from [`outlier_walk`].
+#[inline(always)]
+pub(crate) unsafe fn outlier_sums_t<const B: usize>(
+    walk: OutlierWalk,
+    col_vals: *const u32,
+    xt: *const u16,
+) -> [f32; B] {
+    let OutlierWalk { first, end, stride } = walk;
+    let n = if B >= 16 { 4 } else { OUTLIER_LOADS_T };
+    let words = |e: u32| {
+        let mut wv = [0u32; OUTLIER_LOADS_T];
+        for (k, w) in wv.iter_mut().enumerate().take(n) {
+            let ek = e + k as u32 * stride;
+            if ek < end {
+                // SAFETY: ek < end <= the outlier words' length (validated on the host).
+                *w = unsafe { ld_nc_u32(col_vals.add(ek as usize)) };
+            }
+        }
+        wv
+    };
+    let mut o = [0.0f32; B];
+    let mut e = first;
+    let mut wv = words(e);
+    while e < end {
+        let mut xs = [[0u32; 8]; OUTLIER_LOADS_T];
+        for (w, xk) in wv.iter().zip(xs.iter_mut()).take(n) {
+            // SAFETY: the column is below cols (validated, or 0 for a zero word).
+            *xk = unsafe { column_inputs::<B>(xt, outlier_col(*w)) };
+        }
+        let next = e + n as u32 * stride;
+        let wn = words(next);
+        for (w, xk) in wv.iter().zip(xs.iter()).take(n) {
+            // A zero word is PTCSR padding (or past the end).
+            if *w != 0 {
+                let v = f16_to_f32(outlier_value(*w));
+                for (j, ob) in o.iter_mut().enumerate() {
+                    let h = (xk[j / 2] >> (16 * (j % 2))) as u16;
+                    *ob += v * f16_to_f32(h);
+                }
+            }
+        }
+        wv = wn;
+        e = next;
+    }
+    o
+}
+
+/// Transposes the inputs for the outlier warps of the kernels for 4 to 16 vectors: thread
+/// `c` writes column `c`'s `slots` values ([`crate::transposed_index`]), zeros past `batch`.
+///
+/// # Safety
+/// Launched by `spqr-format` with `ceil(cols / TRANSPOSE_THREADS)` blocks of
+/// [`crate::TRANSPOSE_THREADS`] threads, `x` holding `batch * cols` values, `xt` `cols * slots`
+/// 4-byte aligned, `1 <= batch <= slots`, `slots` even.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn cmv_spqr_transpose_inputs(p: crate::TransposeParams) {
+    let c = block_idx_x() * crate::TRANSPOSE_THREADS + thread_idx_x();
+    if c >= p.cols {
+        return;
+    }
+    let (x, xt) = (p.x.as_ptr(), p.xt.as_mut_ptr() as *mut u32);
+    let at = |v: u32| {
+        if v < p.batch {
+            // SAFETY: v < batch and c < cols: inside x.
+            u32::from(unsafe { ld_nc_u16(x.add(v as usize * p.cols as usize + c as usize)) })
+        } else {
+            0
+        }
+    };
+    let mut v = 0;
+    while v < p.slots {
+        // SAFETY: transposed_index(c, v, slots) + 1 < cols * slots, even, so the u32 at
+        // half its index is inside xt and aligned.
+        unsafe { *xt.add(crate::transposed_index(c, v, p.slots) / 2) = at(v) | (at(v + 1) << 16) };
+        v += 2;
+    }
+}
+
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn spqr_gemv<const B: usize, const PT: bool>(
@@ -540,7 +658,20 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let (red, outl) = sum_areas::<B>(warps);
     if warp == warps {
         // SAFETY: forwarded from the launcher's checks.
-        unsafe { outlier_warp::<B, PT>(offsets, col_vals, x, outl, &split, cols, batch, lane, 32) };
+        unsafe {
+            outlier_warp::<B, PT>(
+                offsets,
+                col_vals,
+                x,
+                core::ptr::null(),
+                outl,
+                &split,
+                cols,
+                batch,
+                lane,
+                32,
+            )
+        };
     } else {
         // SAFETY: forwarded.
         unsafe {
@@ -567,15 +698,19 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
 /// every `othreads`-th entry of the tile row's outlier walk (row `otid % 16`) and stores its
 /// sums in slot `otid / 16` of the outlier area `outl`.
 ///
+/// From 4 vectors on, the inputs come transposed (`xt`, [`outlier_sums_t`]); below, from `x`.
+///
 /// # Safety
-/// As [`outlier_sums`]; `outl` from [`sum_areas`] of a block with at least one weight warp,
-/// holding `othreads / 16` slots (`crate::outlier_slots`).
+/// As [`outlier_sums`] (and, for `B >= 4`, [`outlier_sums_t`]); `outl` from [`sum_areas`]
+/// of a block with at least one weight warp, holding `othreads / 16` slots
+/// (`crate::outlier_slots`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
     offsets: *const u32,
     col_vals: *const u32,
     x: *const u16,
+    xt: *const u16,
     outl: *mut f32,
     split: &Split,
     cols: u32,
@@ -586,7 +721,11 @@ pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
     // SAFETY: forwarded from the caller.
     let o = unsafe {
         let walk = outlier_walk::<PT>(offsets, split, otid, othreads);
-        outlier_sums::<B>(walk, col_vals, x, cols, batch)
+        if B >= 4 {
+            outlier_sums_t::<B>(walk, col_vals, xt)
+        } else {
+            outlier_sums::<B>(walk, col_vals, x, cols, batch)
+        }
     };
     for (b, ob) in o.iter().enumerate() {
         // SAFETY: slot otid / 16 < othreads / 16 slots (the caller's guarantee), row

@@ -98,6 +98,7 @@ unsafe fn step<const B: usize>(
 unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     dense: *const u64,
     x: *const u16,
+    xt: *const u16,
     y: *mut u16,
     offsets: *const u32,
     col_vals: *const u32,
@@ -124,6 +125,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
                 offsets,
                 col_vals,
                 x,
+                xt,
                 outl,
                 &split,
                 cols,
@@ -280,7 +282,8 @@ macro_rules! entries {
         /// `bands * splits * 16 * B` values and `counters` one zero per tile row.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: SpqrGemvScaledParams) {
-            let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
+            let (dense, x, xt, y) =
+                (p.dense.as_ptr(), p.x.as_ptr(), p.xt.as_ptr(), p.y.as_mut_ptr());
             let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
             let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
             let SpqrGemvScaledParams {
@@ -290,7 +293,7 @@ macro_rules! entries {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 spqr_gemv::<$b, $pt>(
-                    dense, x, y, offsets, col_vals, split, rows, cols, padded_cols, batch, pre,
+                    dense, x, xt, y, offsets, col_vals, split, rows, cols, padded_cols, batch, pre,
                     post, aligned,
                 )
             }

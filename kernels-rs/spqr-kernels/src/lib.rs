@@ -251,8 +251,9 @@ const _: () = assert!(core::mem::align_of::<SpqrGemvParams>() == 4);
 unsafe impl KernelParams for SpqrGemvParams {}
 
 impl SpqrGemvParams {
-    /// The parameters of a scaled-weights kernel: these fields with `pre` and `post`.
-    pub const fn with_prescale(self, pre: f32, post: f32) -> SpqrGemvScaledParams {
+    /// The parameters of a scaled-weights kernel: these fields with the transposed inputs
+    /// `xt` and `pre` and `post`.
+    pub const fn with_prescale(self, xt: DevPtr<u16>, pre: f32, post: f32) -> SpqrGemvScaledParams {
         let Self {
             dense,
             x,
@@ -274,6 +275,7 @@ impl SpqrGemvParams {
             y,
             offsets,
             col_vals,
+            xt,
             partials,
             counters,
             rows,
@@ -305,6 +307,10 @@ pub struct SpqrGemvScaledParams {
     pub offsets: DevPtr<u32>,
     /// The outlier words of that encoding.
     pub col_vals: DevPtr<u32>,
+    /// The inputs by column for the outlier warps: `cols * B` fp16 values (as bits), column
+    /// `c`'s `B` inputs at `c * B` (zeros past `batch`), written by
+    /// `cmv_spqr_transpose_inputs` ([`TransposeParams`]) before the launch.
+    pub xt: DevPtr<u16>,
     /// With `splits > 1`, the parts' fp32 sums, `bands * splits * 16 * B` values.
     pub partials: DevPtrMut<f32>,
     /// With `splits > 1`, one counter per tile row, zero between launches.
@@ -327,15 +333,71 @@ pub struct SpqrGemvScaledParams {
     /// 1 where every input vector is 16-byte aligned and `cols % 8 == 0`, else 0.
     pub aligned: u32,
 }
-const _: () = assert!(core::mem::size_of::<SpqrGemvScaledParams>() == 88);
+const _: () = assert!(core::mem::size_of::<SpqrGemvScaledParams>() == 96);
 const _: () = assert!(core::mem::align_of::<SpqrGemvScaledParams>() == 4);
-// SAFETY: repr(C), no padding (size asserted: 7 pointers of 8 bytes and 8 words, alignment
+// SAFETY: repr(C), no padding (size asserted: 8 pointers of 8 bytes and 8 words, alignment
 // 4), plain data and device pointers only; the one parameter of the kernels named above.
 unsafe impl KernelParams for SpqrGemvScaledParams {}
+
+/// Threads per block of `cmv_spqr_transpose_inputs` (one column each).
+pub const TRANSPOSE_THREADS: u32 = 256;
+
+/// Where input `v` of column `c` sits in the transposed inputs of the kernel for
+/// `kernel_batch` vectors ([`SpqrGemvScaledParams::xt`]): the column's `kernel_batch` inputs
+/// are contiguous, so an outlier's inputs for every vector are one or two 16-byte loads
+/// instead of one scattered 2-byte load per vector.
+pub const fn transposed_index(c: u32, v: u32, kernel_batch: u32) -> usize {
+    c as usize * kernel_batch as usize + v as usize
+}
+
+/// Parameters of `cmv_spqr_transpose_inputs`: `xt[transposed_index(c, v, slots)] = x[v *
+/// cols + c]` for `v < batch`, zero for `batch <= v < slots`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransposeParams {
+    /// `batch * cols` fp16 values (as bits), vector by vector.
+    pub x: DevPtr<u16>,
+    /// `cols * slots` fp16 values (as bits), column by column.
+    pub xt: DevPtrMut<u16>,
+    /// Columns.
+    pub cols: u32,
+    /// Input vectors, `1..=slots`.
+    pub batch: u32,
+    /// Values per column of `xt`: the kernel batch, 4, 8 or 16.
+    pub slots: u32,
+    /// Unused; keeps the struct free of padding.
+    pub pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<TransposeParams>() == 32);
+const _: () = assert!(core::mem::align_of::<TransposeParams>() == 4);
+// SAFETY: repr(C), no padding (size asserted: 2 pointers of 8 bytes and 4 words, alignment
+// 4), plain data and device pointers only; the parameter of `cmv_spqr_transpose_inputs`.
+unsafe impl KernelParams for TransposeParams {}
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod split_tests {
     use super::*;
+
+    #[test]
+    fn transposed_inputs_are_a_bijection_with_aligned_columns() {
+        for kb in [4u32, 8, 16] {
+            let cols = 37;
+            let mut seen = vec![false; (cols * kb) as usize];
+            for c in 0..cols {
+                // A column's inputs are contiguous and start where one 8-byte (4 vectors) or
+                // 16-byte load (8, 16) of the outlier warps can read them.
+                let base = transposed_index(c, 0, kb);
+                assert_eq!((2 * base) % (2 * kb as usize).min(16), 0);
+                for v in 0..kb {
+                    let i = transposed_index(c, v, kb);
+                    assert_eq!(i, base + v as usize);
+                    assert!(!seen[i], "kb {kb}: ({c}, {v}) lands on a taken slot");
+                    seen[i] = true;
+                }
+            }
+            assert!(seen.iter().all(|&s| s));
+        }
+    }
 
     #[test]
     fn parts_cover_the_steps_once_in_order() {
