@@ -21,9 +21,9 @@
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
-    dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, ld_nc_u16, ld_nc_u32, ld_nc_u64,
-    ld_nc_v4, ld_relaxed_u32, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4,
-    sync_threads, sync_threads_or, sync_warp, thread_idx_x,
+    dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, fma_f32, ld_nc_u16, ld_nc_u32,
+    ld_nc_u64, ld_nc_v4, ld_relaxed_u32, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor,
+    sts_v4, sync_threads, sync_threads_or, sync_warp, thread_idx_x,
 };
 
 use crate::layout::{
@@ -596,7 +596,7 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
                 let v = f16_to_f32(outlier_value(*w));
                 for (j, ob) in o.iter_mut().enumerate() {
                     let h = (xk[j / 2] >> (16 * (j % 2))) as u16;
-                    *ob += v * f16_to_f32(h);
+                    *ob = fma_f32(v, f16_to_f32(h), *ob);
                 }
             }
         }

@@ -60,14 +60,23 @@ pub const fn block_threads(padded_rows: u32, padded_cols: u32) -> u32 {
     32 * if warps == 0 { 1 } else { warps }
 }
 
-/// Warps of a block of the kernel for `kernel_batch` vectors that walk the outliers: one, or
-/// two for 16 vectors. A walk is a chain of dependent loads (an entry, then its inputs), and
-/// 16 vectors' inputs leave room for 2 entries in flight per lane instead of 4 at 8 vectors:
-/// with one warp the walk took longer than the weights (8192x28672 at batch 16 ran 2.5-3x
-/// batch 8's time, docs/PERF.md).
+/// Warps of a block of the kernel for `kernel_batch` vectors that walk the outliers: one
+/// ([`OUTLIER_WARPS_16`] for 16 vectors). A walk is a chain of dependent loads (an entry, then
+/// its inputs). While the outlier warps read each input with its own 2-byte load, one warp's
+/// walk took longer than the weights at 16 vectors and two walked them (8192x28672 at batch 16
+/// ran 2.5-3x batch 8's time, docs/PERF.md); with the inputs by column (one or two 16-byte
+/// loads per entry, `transposed_index`) one warp keeps up, and the block of 4 weight warps
+/// and 1 outlier warp fits 3 times per SM at 112 registers instead of 2.
 pub const fn outlier_warps(kernel_batch: u32) -> u32 {
-    if kernel_batch > 8 { 2 } else { 1 }
+    if kernel_batch > 8 {
+        OUTLIER_WARPS_16
+    } else {
+        1
+    }
 }
+
+/// Outlier warps of the 16-vector kernels (see [`outlier_warps`]).
+pub const OUTLIER_WARPS_16: u32 = 1;
 
 /// Threads per block of the kernel for `kernel_batch` vectors and how many of their warps
 /// multiply weights, for a matrix of `padded_rows x padded_cols`: the weight warps of
@@ -440,11 +449,11 @@ mod split_tests {
         // 256 tile rows: 8 warps, of which 7 multiply; 512: 4 weight warps and the outlier warp.
         assert_eq!(launch_warps(4096, 14336, 8), (256, 7));
         assert_eq!(launch_warps(8192, 8192, 1), (160, 4));
-        // 16 vectors: two outlier warps.
-        assert_eq!(launch_warps(4096, 14336, 16), (256, 6));
-        assert_eq!(launch_warps(8192, 8192, 16), (192, 4));
-        assert_eq!(launch_warps(16, 64, 16), (96, 1));
-        assert_eq!(outlier_slots(1, 16), 4);
+        // 16 vectors: one outlier warp too (OUTLIER_WARPS_16).
+        assert_eq!(launch_warps(4096, 14336, 16), (256, 7));
+        assert_eq!(launch_warps(8192, 8192, 16), (160, 4));
+        assert_eq!(launch_warps(16, 64, 16), (64, 1));
+        assert_eq!(outlier_slots(1, 16), 2);
     }
 
     #[test]
