@@ -16,7 +16,7 @@ use spqr_kernels::layout::{
 use spqr_kernels::{
     BLOCK_THREADS, MAX_BATCH, MAX_SPLITS, SpqrGemvParams, TRANSPOSE_THREADS, TransposeParams,
     block_threads, choose_splits, is_scaled_kernel, kernel_batch, kernel_name, launch_warps,
-    smem_bytes, tc_scaled,
+    reads_transposed, smem_bytes, tc_scaled,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -263,10 +263,19 @@ impl SpqrGemv {
     }
 
     /// Threads per block and weight warps of a launch of `m` by the kernel for `kb` vectors:
-    /// [`launch_warps`], or the [`WARPS_ENV`] override within the block's limits.
+    /// [`launch_warps`], or the [`WARPS_ENV`] override within the block's limits. One
+    /// exception: 16 vectors on at most 4 tile rows per SM (8192 rows on 132 SMs) run 3
+    /// weight warps instead of 4, so that 4 blocks fit per SM (112 registers) and the grid
+    /// is one wave: on an H100, 8192x28672 took 113.0 us against 136.9 and 8192x8192 38.1
+    /// against 39.7; with more tile rows (28672x8192) 4 warps stayed faster (114.6 against
+    /// 116.6 us; docs/PERF.md).
     fn block(&self, m: &DeviceSpqrMatrix, kb: u32) -> (u32, u32) {
         let (threads, warps) = launch_warps(m.shape.padded_rows, m.shape.padded_cols, kb);
-        match self.weight_warps {
+        let bands = m.shape.padded_rows / 16;
+        let override_warps = self
+            .weight_warps
+            .or_else(|| (kb == MAX_BATCH && warps == 4 && bands <= 4 * self.sm_count).then_some(3));
+        match override_warps {
             Some(w) => {
                 let ow = threads / 32 - warps;
                 let steps = m.shape.padded_cols.div_ceil(64).max(1);
@@ -367,10 +376,11 @@ impl SpqrGemv {
             ws.counters = self.stream.alloc_zeros(bands as usize).map_err(alloc)?;
         }
         let scaled = is_scaled_kernel(kb);
+        let transposed = reads_transposed(kb);
         let xt_len = (m.shape.cols as usize)
             .checked_mul(kb as usize)
             .ok_or_else(split_err)?;
-        if scaled && ws.xt.len() < xt_len {
+        if transposed && ws.xt.len() < xt_len {
             ws.xt = self
                 .stream
                 .alloc_zeros(xt_len)
@@ -409,14 +419,14 @@ impl SpqrGemv {
         // row's last part; launches on this one stream do not overlap); the scaled-weights
         // kernels take `SpqrGemvScaledParams`, with `pre`/`post` from `tc_scaled::prescale` of
         // this matrix's scales and `xt`, the routed kernels `SpqrGemvParams`; the shared memory
-        // is `smem_bytes` for the block's warps and the kernel batch. Before a scaled-weights
-        // kernel, on the same stream, the transpose covers every column (cols.div_ceil(256)
+        // is `smem_bytes` for the block's warps and the kernel batch. Before a kernel that
+        // `reads_transposed`, on the same stream, the transpose covers every column (cols.div_ceil(256)
         // blocks of TRANSPOSE_THREADS) and writes `xt` (cols * kb values, grown above, a whole
         // allocation so 16-byte aligned) from x (batch * cols values, 1 <= batch <= kb, kb
         // even); the kernel reads `xt` only after it, and no other launch uses this workspace
         // meanwhile (the lock).
         unsafe {
-            if scaled {
+            if transposed {
                 let tp = TransposeParams {
                     x: dev_ptr(x).cast(),
                     xt: dev_ptr_mut(xt),
@@ -431,6 +441,8 @@ impl SpqrGemv {
                     shared_mem_bytes: 0,
                 };
                 self.transpose.launch(&self.stream, tcfg, &tp)?;
+            }
+            if scaled {
                 let sp = params.with_prescale(dev_ptr(xt), m.pre, m.post);
                 k.launch(&self.stream, cfg, &sp)?;
             } else {

@@ -698,10 +698,11 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
 /// every `othreads`-th entry of the tile row's outlier walk (row `otid % 16`) and stores its
 /// sums in slot `otid / 16` of the outlier area `outl`.
 ///
-/// From 4 vectors on, the inputs come transposed (`xt`, [`outlier_sums_t`]); below, from `x`.
+/// Where `crate::reads_transposed(B)`, the inputs come by column (`xt`, [`outlier_sums_t`]);
+/// elsewhere from `x`.
 ///
 /// # Safety
-/// As [`outlier_sums`] (and, for `B >= 4`, [`outlier_sums_t`]); `outl` from [`sum_areas`]
+/// As [`outlier_sums`] (and, where `crate::reads_transposed(B)`, [`outlier_sums_t`]); `outl` from [`sum_areas`]
 /// of a block with at least one weight warp, holding `othreads / 16` slots
 /// (`crate::outlier_slots`).
 #[inline(always)]
@@ -721,7 +722,7 @@ pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
     // SAFETY: forwarded from the caller.
     let o = unsafe {
         let walk = outlier_walk::<PT>(offsets, split, otid, othreads);
-        if B >= 4 {
+        if crate::reads_transposed(B as u32) {
             outlier_sums_t::<B>(walk, col_vals, xt)
         } else {
             outlier_sums::<B>(walk, col_vals, x, cols, batch)

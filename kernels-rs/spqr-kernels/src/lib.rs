@@ -316,9 +316,9 @@ pub struct SpqrGemvScaledParams {
     pub offsets: DevPtr<u32>,
     /// The outlier words of that encoding.
     pub col_vals: DevPtr<u32>,
-    /// The inputs by column for the outlier warps: `cols * B` fp16 values (as bits), column
-    /// `c`'s `B` inputs at `c * B` (zeros past `batch`), written by
-    /// `cmv_spqr_transpose_inputs` ([`TransposeParams`]) before the launch.
+    /// The inputs by column for the outlier warps where [`reads_transposed`]: `cols * B` fp16
+    /// values (as bits), column `c`'s `B` inputs at `c * B` (zeros past `batch`), written by
+    /// `cmv_spqr_transpose_inputs` ([`TransposeParams`]) before the launch; unused otherwise.
     pub xt: DevPtr<u16>,
     /// With `splits > 1`, the parts' fp32 sums, `bands * splits * 16 * B` values.
     pub partials: DevPtrMut<f32>,
@@ -347,6 +347,14 @@ const _: () = assert!(core::mem::align_of::<SpqrGemvScaledParams>() == 4);
 // SAFETY: repr(C), no padding (size asserted: 8 pointers of 8 bytes and 8 words, alignment
 // 4), plain data and device pointers only; the one parameter of the kernels named above.
 unsafe impl KernelParams for SpqrGemvScaledParams {}
+
+/// Whether the kernel for `kernel_batch` vectors walks its outliers with the inputs by column
+/// ([`SpqrGemvScaledParams::xt`], written by `cmv_spqr_transpose_inputs` before it): from 8
+/// vectors on. At 4 vectors the transpose's launch cost more than it saved (an H100: 0-6%
+/// slower at the five benchmark shapes, docs/PERF.md); at 8 and 16 it saved up to 22%.
+pub const fn reads_transposed(kernel_batch: u32) -> bool {
+    kernel_batch >= 8
+}
 
 /// Threads per block of `cmv_spqr_transpose_inputs` (one column each).
 pub const TRANSPOSE_THREADS: u32 = 256;
