@@ -7,7 +7,8 @@ use cmv_format::{
     Check, DeviceGemv, DeviceShape, batch_len, check_batch, check_len_at_least, upload_nonempty,
 };
 use cmv_runtime::{
-    CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
+    CudaSlice, CudaStream, DevPtr, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr,
+    dev_ptr_mut,
 };
 use half::f16;
 use spqr_kernels::layout::{
@@ -16,7 +17,7 @@ use spqr_kernels::layout::{
 use spqr_kernels::{
     BLOCK_THREADS, MAX_BATCH, MAX_SPLITS, SpqrGemvParams, TRANSPOSE_THREADS, TransposeParams,
     block_threads, choose_splits, is_scaled_kernel, kernel_batch, kernel_name, launch_warps,
-    reads_transposed, smem_bytes, tc_scaled,
+    smem_bytes, tc_scaled, walk_transposed,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -341,6 +342,8 @@ impl SpqrGemv {
         let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
         // The weight warps and those that walk the outliers (`launch_warps`).
         let (threads, weight_warps) = self.block(m, kb);
+        let transposed =
+            walk_transposed(kb, weight_warps, m.shape.padded_rows, m.shape.padded_cols);
         let bands = m.shape.padded_rows / 16;
         let splits = self.splits_for(m);
         debug_assert!(splits <= m.max_splits());
@@ -376,7 +379,6 @@ impl SpqrGemv {
             ws.counters = self.stream.alloc_zeros(bands as usize).map_err(alloc)?;
         }
         let scaled = is_scaled_kernel(kb);
-        let transposed = reads_transposed(kb);
         let xt_len = (m.shape.cols as usize)
             .checked_mul(kb as usize)
             .ok_or_else(split_err)?;
@@ -420,7 +422,7 @@ impl SpqrGemv {
         // kernels take `SpqrGemvScaledParams`, with `pre`/`post` from `tc_scaled::prescale` of
         // this matrix's scales and `xt`, the routed kernels `SpqrGemvParams`; the shared memory
         // is `smem_bytes` for the block's warps and the kernel batch. Before a kernel that
-        // `reads_transposed`, on the same stream, the transpose covers every column (cols.div_ceil(256)
+        // `walk_transposed` (null `xt` otherwise), on the same stream, the transpose covers every column (cols.div_ceil(256)
         // blocks of TRANSPOSE_THREADS) and writes `xt` (cols * kb values, grown above, a whole
         // allocation so 16-byte aligned) from x (batch * cols values, 1 <= batch <= kb, kb
         // even); the kernel reads `xt` only after it, and no other launch uses this workspace
@@ -443,7 +445,12 @@ impl SpqrGemv {
                 self.transpose.launch(&self.stream, tcfg, &tp)?;
             }
             if scaled {
-                let sp = params.with_prescale(dev_ptr(xt), m.pre, m.post);
+                let xt = if transposed {
+                    dev_ptr(xt)
+                } else {
+                    DevPtr::null()
+                };
+                let sp = params.with_prescale(xt, m.pre, m.post);
                 k.launch(&self.stream, cfg, &sp)?;
             } else {
                 k.launch(&self.stream, cfg, &params)?;

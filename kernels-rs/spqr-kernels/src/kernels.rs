@@ -698,8 +698,8 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
 /// every `othreads`-th entry of the tile row's outlier walk (row `otid % 16`) and stores its
 /// sums in slot `otid / 16` of the outlier area `outl`.
 ///
-/// Where `crate::reads_transposed(B)`, the inputs come by column (`xt`, [`outlier_sums_t`]);
-/// elsewhere from `x`.
+/// Where `crate::reads_transposed(B)` and `xt` is not null, the inputs come by column (`xt`,
+/// [`outlier_sums_t`]); elsewhere from `x`.
 ///
 /// # Safety
 /// As [`outlier_sums`] (and, where `crate::reads_transposed(B)`, [`outlier_sums_t`]); `outl` from [`sum_areas`]
@@ -722,7 +722,7 @@ pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
     // SAFETY: forwarded from the caller.
     let o = unsafe {
         let walk = outlier_walk::<PT>(offsets, split, otid, othreads);
-        if crate::reads_transposed(B as u32) {
+        if crate::reads_transposed(B as u32) && !xt.is_null() {
             outlier_sums_t::<B>(walk, col_vals, xt)
         } else {
             outlier_sums::<B>(walk, col_vals, x, cols, batch)

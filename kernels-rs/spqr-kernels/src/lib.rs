@@ -316,9 +316,9 @@ pub struct SpqrGemvScaledParams {
     pub offsets: DevPtr<u32>,
     /// The outlier words of that encoding.
     pub col_vals: DevPtr<u32>,
-    /// The inputs by column for the outlier warps where [`reads_transposed`]: `cols * B` fp16
+    /// The inputs by column for the outlier warps where [`walk_transposed`]: `cols * B` fp16
     /// values (as bits), column `c`'s `B` inputs at `c * B` (zeros past `batch`), written by
-    /// `cmv_spqr_transpose_inputs` ([`TransposeParams`]) before the launch; unused otherwise.
+    /// `cmv_spqr_transpose_inputs` ([`TransposeParams`]) before the launch; null otherwise.
     pub xt: DevPtr<u16>,
     /// With `splits > 1`, the parts' fp32 sums, `bands * splits * 16 * B` values.
     pub partials: DevPtrMut<f32>,
@@ -348,12 +348,32 @@ const _: () = assert!(core::mem::align_of::<SpqrGemvScaledParams>() == 4);
 // 4), plain data and device pointers only; the one parameter of the kernels named above.
 unsafe impl KernelParams for SpqrGemvScaledParams {}
 
-/// Whether the kernel for `kernel_batch` vectors walks its outliers with the inputs by column
-/// ([`SpqrGemvScaledParams::xt`], written by `cmv_spqr_transpose_inputs` before it): from 8
-/// vectors on. At 4 vectors the transpose's launch cost more than it saved (an H100: 0-6%
-/// slower at the five benchmark shapes, docs/PERF.md); at 8 and 16 it saved up to 22%.
+/// Whether the kernel for `kernel_batch` vectors can walk its outliers with the inputs by
+/// column ([`SpqrGemvScaledParams::xt`], written by `cmv_spqr_transpose_inputs` before it;
+/// a null `xt` walks with one load per input as the smaller batches do): 8 and 16 vectors.
 pub const fn reads_transposed(kernel_batch: u32) -> bool {
     kernel_batch >= 8
+}
+
+/// Whether a launch of the kernel for `kernel_batch` vectors with `weight_warps` weight warps
+/// per block on a `padded_rows x padded_cols` matrix walks the inputs by column: always at
+/// 16 vectors; at 8 where the outlier warp has more than 4 weight warps' worth of weights to
+/// keep up with (fewer than 512 tile rows) or the matrix has 2^27 weights or more, so that
+/// the transpose's launch is small against the product. Measured on an H100 (docs/PERF.md):
+/// at 8 vectors 4096x14336 (7 weight warps) took 23.7 against 29.4 us, 28672x8192 and
+/// 8192x28672 5-10% less, while 8192x8192 and 11008x4096 took 1-2% more; at 4 vectors the
+/// transpose never paid (0-6% slower).
+pub const fn walk_transposed(
+    kernel_batch: u32,
+    weight_warps: u32,
+    padded_rows: u32,
+    padded_cols: u32,
+) -> bool {
+    match kernel_batch {
+        16 => true,
+        8 => weight_warps > 4 || (padded_rows as u64) * (padded_cols as u64) >= 1 << 27,
+        _ => false,
+    }
 }
 
 /// Threads per block of `cmv_spqr_transpose_inputs` (one column each).
@@ -394,6 +414,22 @@ unsafe impl KernelParams for TransposeParams {}
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod split_tests {
     use super::*;
+
+    #[test]
+    fn only_kernels_that_can_walk_by_column_are_asked_to() {
+        for kb in [1, 2, 4, 8, 16] {
+            for (rows, cols, w) in [(4096, 14336, 7), (8192, 8192, 4), (28672, 8192, 4)] {
+                if walk_transposed(kb, w, rows, cols) {
+                    assert!(reads_transposed(kb) && is_scaled_kernel(kb), "{kb}");
+                }
+            }
+        }
+        assert!(walk_transposed(16, 4, 8192, 8192));
+        assert!(walk_transposed(8, 7, 4096, 14336));
+        assert!(walk_transposed(8, 4, 28672, 8192));
+        assert!(!walk_transposed(8, 4, 8192, 8192));
+        assert!(!walk_transposed(4, 7, 28672, 8192));
+    }
 
     #[test]
     fn transposed_inputs_are_a_bijection_with_aligned_columns() {
