@@ -362,7 +362,7 @@ pub const fn reads_transposed(kernel_batch: u32) -> bool {
 /// the transpose's launch is small against the product. Measured on an H100 (docs/PERF.md):
 /// at 8 vectors 4096x14336 (7 weight warps) took 23.7 against 29.4 us, 28672x8192 and
 /// 8192x28672 5-10% less, while 8192x8192 and 11008x4096 took 1-2% more; at 4 vectors the
-/// transpose never paid (0-6% slower).
+/// transpose cost 2-6% at three of the five benchmark shapes and saved 1-2% at the others.
 pub const fn walk_transposed(
     kernel_batch: u32,
     weight_warps: u32,
