@@ -94,6 +94,17 @@ pub enum SpqrError {
         /// The most this matrix allows.
         max: u32,
     },
+    /// Tile rows per block outside what the kernels have (`SpqrGemv::set_block_rows`).
+    #[error(
+        "{rows} tile rows per block is not possible: pass 1 to {max} (the kernels for 8 and 16 \
+         vectors have a two-row version), or None for the default rule"
+    )]
+    BlockRows {
+        /// The number asked for.
+        rows: u32,
+        /// The most a kernel computes.
+        max: u32,
+    },
     /// A dense word that breaks one of its rules.
     #[error(
         "dense word {index} ({word:#018x}) is invalid: {rule}; the matrix is damaged, re-encode \

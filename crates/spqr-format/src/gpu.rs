@@ -15,9 +15,10 @@ use spqr_kernels::layout::{
     SecondOrder, TILE, device_order, first_order, row_qs, row_qz, row_stat_byte,
 };
 use spqr_kernels::{
-    BLOCK_THREADS, MAX_BATCH, MAX_SPLITS, SpqrGemvParams, TRANSPOSE_THREADS, TransposeParams,
-    block_threads, choose_splits, is_scaled_kernel, kernel_batch, kernel_name, launch_warps,
-    smem_bytes, tc_scaled, walk_transposed,
+    BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, SpqrGemvParams, TRANSPOSE_THREADS,
+    TransposeParams, block_rows_kernel, block_rows_warps, block_threads, choose_splits,
+    default_block_rows, is_scaled_kernel, kernel_batch, kernel_name_rows, launch_warps,
+    smem_bytes_rows, tc_scaled, walk_transposed,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -31,6 +32,33 @@ pub static PTX: PtxModule = PtxModule::new("spqr-kernels", include_str!("../ptx/
 /// (`CMV_SPQR_WARPS=N`, at most 8 less the kernel's outlier warps and the tile row's steps),
 /// in place of [`launch_warps`]' rule; for experiments with the block size.
 pub const WARPS_ENV: &str = "CMV_SPQR_WARPS";
+
+/// The environment variable that sets the tile rows per block of the kernels that have a
+/// two-row version (8 and 16 vectors; `CMV_SPQR_ROWS=1` or `2`), in place of
+/// [`SpqrGemv`]'s rule ([`block_rows`]); for experiments. A matrix whose tile rows the
+/// number does not divide runs one per block.
+pub const ROWS_ENV: &str = "CMV_SPQR_ROWS";
+
+/// Tile rows per block for the kernel of `kernel_batch` vectors on a `padded_rows x
+/// padded_cols` matrix on a GPU of `sms` SMs: `wanted` (the [`ROWS_ENV`] override, or
+/// [`SpqrGemv::set_block_rows`]) or [`default_block_rows`], where a kernel with that many
+/// exists ([`block_rows_kernel`]) and divides the tile rows, else 1.
+pub fn block_rows(
+    kernel_batch: u32,
+    padded_rows: u32,
+    padded_cols: u32,
+    sms: u32,
+    wanted: Option<u32>,
+) -> u32 {
+    let want = wanted
+        .unwrap_or_else(|| default_block_rows(kernel_batch, padded_rows, padded_cols, sms))
+        .clamp(1, MAX_BLOCK_ROWS);
+    if block_rows_kernel(kernel_batch, want) && (padded_rows / 16).is_multiple_of(want) {
+        want
+    } else {
+        1
+    }
+}
 
 /// A validated SpQR matrix on the GPU, with both outlier encodings.
 #[derive(Debug)]
@@ -179,6 +207,8 @@ pub struct SpqrGemv {
     transpose: Kernel,
     /// Weight warps per block from [`WARPS_ENV`], in place of [`launch_warps`]' rule.
     weight_warps: Option<u32>,
+    /// Tile rows per block from [`ROWS_ENV`], in place of [`block_rows`]' rule.
+    rows_env: Option<u32>,
     kernels: Vec<Loaded>,
     workspace: Mutex<Workspace>,
 }
@@ -222,14 +252,18 @@ impl SpqrGemv {
     /// Runtime errors (a driver that rejects the PTX, a missing entry point).
     pub fn new(gpu: &Gpu) -> Result<Self, SpqrError> {
         let mut kernels = Vec::new();
-        // One kernel per kernel batch (1, 2, 4, 8, 16) and outlier encoding.
+        // One kernel per kernel batch (1, 2, 4, 8, 16), outlier encoding and tile rows per
+        // block.
         for b in (1..=MAX_BATCH).filter(|&b| kernel_batch(b) == Some(b)) {
             for pt in [false, true] {
-                let name = kernel_name(b, pt).unwrap_or("cmv_spqr_csr_b1");
-                kernels.push(Loaded {
-                    name,
-                    kernel: gpu.kernel(&PTX, name)?,
-                });
+                for rows in 1..=MAX_BLOCK_ROWS {
+                    if let Some(name) = kernel_name_rows(b, pt, rows) {
+                        kernels.push(Loaded {
+                            name,
+                            kernel: gpu.kernel(&PTX, name)?,
+                        });
+                    }
+                }
             }
         }
         let workspace = Mutex::new(Workspace {
@@ -242,11 +276,16 @@ impl SpqrGemv {
             .ok()
             .and_then(|v| v.trim().parse::<u32>().ok())
             .filter(|&w| w > 0);
+        let rows_env = std::env::var(ROWS_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .filter(|&r| r > 0);
         Ok(Self {
             stream: gpu.stream().clone(),
             sm_count: gpu.info().sm_count,
             transpose,
             weight_warps,
+            rows_env,
             kernels,
             workspace,
         })
@@ -259,23 +298,69 @@ impl SpqrGemv {
     /// [`FormatError::Batch`](cmv_format::FormatError::Batch);
     /// [`RuntimeError::MissingKernel`] for a kernel [`SpqrGemv::new`] did not load.
     pub fn splits(&self, m: &DeviceSpqrMatrix, batch: usize) -> Result<u32, SpqrError> {
-        self.kernel(m, batch)?;
-        Ok(self.splits_for(m))
+        let (_, _, rows) = self.kernel(m, batch)?;
+        Ok(self.splits_for(m, rows))
     }
 
-    /// Threads per block and weight warps of a launch of `m` by the kernel for `kb` vectors:
-    /// [`launch_warps`], or the [`WARPS_ENV`] override within the block's limits. One
+    /// Fixes the tile rows per block of the kernels that have a two-row version (8 and 16
+    /// vectors), in place of [`block_rows`]' default rule and of [`ROWS_ENV`] (`None`: back
+    /// to those). For tuning and tests; a matrix whose tile rows the number does not divide
+    /// runs one per block, and the result does not depend on it beyond fp32 rounding.
+    ///
+    /// # Errors
+    /// [`SpqrError::BlockRows`] outside `1..=MAX_BLOCK_ROWS`.
+    pub fn set_block_rows(&mut self, rows: Option<u32>) -> Result<(), SpqrError> {
+        if let Some(r) = rows
+            && !(1..=MAX_BLOCK_ROWS).contains(&r)
+        {
+            return Err(SpqrError::BlockRows {
+                rows: r,
+                max: MAX_BLOCK_ROWS,
+            });
+        }
+        self.rows_env = rows;
+        Ok(())
+    }
+
+    /// Tile rows per block of a launch of `m` with `batch` vectors ([`block_rows`]).
+    ///
+    /// # Errors
+    /// [`FormatError::Batch`](cmv_format::FormatError::Batch).
+    pub fn block_rows(&self, m: &DeviceSpqrMatrix, batch: usize) -> Result<u32, SpqrError> {
+        check_batch(batch, MAX_BATCH as usize)?;
+        Ok(self.rows_for(m, kernel_batch(batch as u32).unwrap_or(MAX_BATCH)))
+    }
+
+    /// Tile rows per block of a launch of `m` by the kernel for `kb` vectors ([`block_rows`]).
+    fn rows_for(&self, m: &DeviceSpqrMatrix, kb: u32) -> u32 {
+        block_rows(
+            kb,
+            m.shape.padded_rows,
+            m.shape.padded_cols,
+            self.sm_count,
+            self.rows_env,
+        )
+    }
+
+    /// Threads per block and weight warps of a launch of `m` by the kernel for `kb` vectors
+    /// with `rows` tile rows per block: [`launch_warps`], or the [`WARPS_ENV`] override within
+    /// the block's limits; blocks of two tile rows take [`block_rows_warps`]. One more
     /// exception: 16 vectors on at most 4 tile rows per SM (8192 rows on 132 SMs) run 3
     /// weight warps instead of 4, so that 4 blocks fit per SM (112 registers) and the grid
     /// is one wave: on an H100, 8192x28672 took 113.0 us against 136.9 and 8192x8192 38.1
     /// against 39.7; with more tile rows (28672x8192) 4 warps stayed faster (114.6 against
     /// 116.6 us; docs/PERF.md).
-    fn block(&self, m: &DeviceSpqrMatrix, kb: u32) -> (u32, u32) {
+    fn block(&self, m: &DeviceSpqrMatrix, kb: u32, rows: u32) -> (u32, u32) {
         let (threads, warps) = launch_warps(m.shape.padded_rows, m.shape.padded_cols, kb);
         let bands = m.shape.padded_rows / 16;
-        let override_warps = self
-            .weight_warps
-            .or_else(|| (kb == MAX_BATCH && warps == 4 && bands <= 4 * self.sm_count).then_some(3));
+        let steps = m.shape.padded_cols.div_ceil(64);
+        let override_warps = self.weight_warps.or_else(|| {
+            if rows > 1 {
+                Some(block_rows_warps(bands, steps, self.sm_count))
+            } else {
+                (kb == MAX_BATCH && warps == 4 && bands <= 4 * self.sm_count).then_some(3)
+            }
+        });
         match override_warps {
             Some(w) => {
                 let ow = threads / 32 - warps;
@@ -287,14 +372,15 @@ impl SpqrGemv {
         }
     }
 
-    fn splits_for(&self, m: &DeviceSpqrMatrix) -> u32 {
+    fn splits_for(&self, m: &DeviceSpqrMatrix, rows: u32) -> u32 {
         m.splits.unwrap_or_else(|| {
-            let warps = match self.weight_warps {
-                Some(_) => self.block(m, 1).1,
-                None => block_threads(m.shape.padded_rows, m.shape.padded_cols) / 32,
+            let warps = match (self.weight_warps, rows) {
+                (Some(_), _) => self.block(m, 1, 1).1,
+                (None, 1) => block_threads(m.shape.padded_rows, m.shape.padded_cols) / 32,
+                (None, _) => self.block(m, MAX_BATCH, rows).1,
             };
             choose_splits(
-                m.shape.padded_rows / 16,
+                m.shape.padded_rows / 16 / rows,
                 m.shape.padded_cols.div_ceil(64),
                 warps,
                 self.sm_count,
@@ -303,11 +389,15 @@ impl SpqrGemv {
         })
     }
 
-    /// The kernel for `batch` vectors and the matrix's outlier encoding, with its batch.
-    fn kernel(&self, m: &DeviceSpqrMatrix, batch: usize) -> Result<(u32, &Loaded), SpqrError> {
+    /// The kernel for `batch` vectors and the matrix's outlier encoding, with its batch and
+    /// its tile rows per block.
+    fn kernel(&self, m: &DeviceSpqrMatrix, batch: usize) -> Result<(u32, &Loaded, u32), SpqrError> {
         check_batch(batch, MAX_BATCH as usize)?;
         let b = batch as u32;
-        let name = kernel_name(b, m.format == OutlierFormat::Ptcsr).unwrap_or("cmv_spqr_csr_b1");
+        let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
+        let rows = self.rows_for(m, kb);
+        let name = kernel_name_rows(b, m.format == OutlierFormat::Ptcsr, rows)
+            .unwrap_or("cmv_spqr_csr_b1");
         let k =
             self.kernels
                 .iter()
@@ -316,7 +406,7 @@ impl SpqrGemv {
                     module: PTX.name,
                     kernel: name,
                 })?;
-        Ok((b, k))
+        Ok((b, k, rows))
     }
 
     /// `y = W' x` for `batch` (1..=16) fp16 vectors `x` (`batch * cols`, in the matrix's input
@@ -334,28 +424,30 @@ impl SpqrGemv {
         y: &mut CudaSlice<f16>,
         batch: usize,
     ) -> Result<(), SpqrError> {
-        let (b, loaded) = self.kernel(m, batch)?;
+        let (b, loaded, rows) = self.kernel(m, batch)?;
         check_len_at_least("input", x.len(), batch_len(batch, m.cols())?)?;
         check_len_at_least("output", y.len(), batch_len(batch, m.rows())?)?;
         let pt = m.format == OutlierFormat::Ptcsr;
         let k = &loaded.kernel;
         let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
         // The weight warps and those that walk the outliers (`launch_warps`).
-        let (threads, weight_warps) = self.block(m, kb);
+        let (threads, weight_warps) = self.block(m, kb, rows);
         let transposed =
             walk_transposed(kb, weight_warps, m.shape.padded_rows, m.shape.padded_cols);
         let bands = m.shape.padded_rows / 16;
-        let splits = self.splits_for(m);
-        debug_assert!(splits <= m.max_splits());
+        // Blocks of `rows` tile rows (`block_rows` keeps it a divisor of the tile rows).
+        let groups = bands / rows;
+        let splits = self.splits_for(m, rows);
+        debug_assert!(splits <= m.max_splits() && groups * rows == bands);
         let split_err = || SpqrError::from(m.shape.error());
-        let blocks = bands.checked_mul(splits).ok_or_else(split_err)?;
+        let blocks = groups.checked_mul(splits).ok_or_else(split_err)?;
         let partials_len = (blocks as usize)
-            .checked_mul(16 * kb as usize)
+            .checked_mul(16 * rows as usize * kb as usize)
             .ok_or_else(split_err)?;
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: smem_bytes(weight_warps, kb),
+            shared_mem_bytes: smem_bytes_rows(weight_warps, kb, rows),
         };
         let (offsets, vals) = if pt {
             (&m.pt_offsets, &m.pt_vals)
@@ -415,13 +507,14 @@ impl SpqrGemv {
         // offsets monotone and inside the outlier words, outlier columns below cols); x and y
         // were checked against batch, cols and rows; blocks of whole warps (`launch` checks
         // `cfg`); `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte
-        // aligned); `splits` blocks per tile row with 1 <= splits <= max_splits() <= its
-        // steps, and with splits > 1 a workspace of bands * splits * 16 * kb partial sums and
-        // `bands` counters, zero between launches (zeroed at allocation, reset by each tile
+        // aligned); `splits` blocks per group of `rows` tile rows (a divisor of the tile
+        // rows, `block_rows`, with a kernel of that many, `kernel_name_rows`) with 1 <= splits
+        // <= max_splits() <= its steps, and with splits > 1 a workspace of bands * splits * 16
+        // * kb partial sums and `bands` >= groups counters, zero between launches (zeroed at allocation, reset by each tile
         // row's last part; launches on this one stream do not overlap); the scaled-weights
         // kernels take `SpqrGemvScaledParams`, with `pre`/`post` from `tc_scaled::prescale` of
         // this matrix's scales and `xt`, the routed kernels `SpqrGemvParams`; the shared memory
-        // is `smem_bytes` for the block's warps and the kernel batch. Before a kernel that
+        // is `smem_bytes_rows` for the block's warps, the kernel batch and its tile rows. Before a kernel that
         // `walk_transposed` (null `xt` otherwise), on the same stream, the transpose covers every column (cols.div_ceil(256)
         // blocks of TRANSPOSE_THREADS) and writes `xt` (cols * kb values, grown above, a whole
         // allocation so 16-byte aligned) from x (batch * cols values, 1 <= batch <= kb, kb
@@ -505,5 +598,43 @@ impl DeviceGemv for SpqrMatrix {
 
     fn check(gpu: &Gpu, out: &CudaSlice<f16>, want: &[f64]) -> Result<Check, SpqrError> {
         Ok(cmv_format::check_f16(gpu, out, want, GPU_TOLERANCE)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_rows_keeps_to_the_kernels_that_exist() {
+        // The override wins where a kernel has that many rows and they divide the tile rows.
+        assert_eq!(block_rows(8, 8192, 8192, 132, Some(2)), 2);
+        assert_eq!(block_rows(16, 4096, 14336, 132, Some(2)), 2);
+        assert_eq!(block_rows(8, 28672, 8192, 132, Some(1)), 1);
+        // No two-row kernel at 4 vectors; 7 tile rows are odd; larger numbers clamp to 2.
+        assert_eq!(block_rows(4, 8192, 8192, 132, Some(2)), 1);
+        assert_eq!(block_rows(16, 112, 3008, 132, Some(2)), 1);
+        assert_eq!(block_rows(16, 128, 3008, 132, Some(9)), 2);
+        // Without one, the default rule.
+        assert_eq!(block_rows(8, 28672, 8192, 132, None), 2);
+        assert_eq!(block_rows(8, 8192, 8192, 132, None), 1);
+        assert_eq!(block_rows(16, 11008, 4096, 132, None), 2);
+    }
+
+    #[test]
+    fn every_kernel_the_launcher_names_is_in_the_ptx() {
+        let ptx = PTX.ptx;
+        for b in 1..=MAX_BATCH {
+            for pt in [false, true] {
+                for rows in 1..=MAX_BLOCK_ROWS {
+                    if let Some(name) = kernel_name_rows(b, pt, rows) {
+                        assert!(
+                            ptx.contains(&format!(".entry {name}(")),
+                            "{name} is not in the PTX: run `cargo xtask ptx`"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -20,6 +20,11 @@ fn kernel_matches_the_cpu_reference() {
         return;
     };
     let spqr = SpqrGemv::new(&gpu).unwrap();
+    // Blocks of one and of two tile rows (8 and 16 vectors; one where the tile rows are odd).
+    let mut spqr1 = SpqrGemv::new(&gpu).unwrap();
+    spqr1.set_block_rows(Some(1)).unwrap();
+    let mut spqr2 = SpqrGemv::new(&gpu).unwrap();
+    spqr2.set_block_rows(Some(2)).unwrap();
     let mut rng = StdRng::seed_from_u64(1);
     let normal = Normal::new(0.0f32, 1.0).unwrap();
     for (rows, cols) in [
@@ -45,16 +50,32 @@ fn kernel_matches_the_cpu_reference() {
                     .collect();
                 let want = m.gemv_reference(&x, batch).unwrap();
                 let dx = gpu.upload(&x).unwrap();
+                let bands = rows.div_ceil(16);
+                if batch >= 5 {
+                    let want_rows = if bands % 2 == 0 { 2 } else { 1 };
+                    assert_eq!(spqr2.block_rows(&dm, batch).unwrap(), want_rows);
+                    assert_eq!(spqr1.block_rows(&dm, batch).unwrap(), 1);
+                } else {
+                    assert_eq!(spqr2.block_rows(&dm, batch).unwrap(), 1);
+                }
                 for format in [OutlierFormat::Csr, OutlierFormat::Ptcsr] {
                     dm.set_outlier_format(format);
-                    let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
-                    spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
-                    let got = gpu.download(&dy).unwrap();
-                    let err = relative_error(&got, &want);
-                    assert!(
-                        err < 1e-3,
-                        "{rows}x{cols} outliers {fraction} batch {batch} {format:?}: relative error {err}"
-                    );
+                    let runs: &[(&SpqrGemv, &str)] = if batch >= 5 {
+                        &[(&spqr, "default"), (&spqr1, "1 row"), (&spqr2, "2 rows")]
+                    } else {
+                        &[(&spqr, "default")]
+                    };
+                    for &(k, which) in runs {
+                        let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+                        k.gemv(&dm, &dx, &mut dy, batch).unwrap();
+                        let got = gpu.download(&dy).unwrap();
+                        let err = relative_error(&got, &want);
+                        assert!(
+                            err < 1e-3,
+                            "{rows}x{cols} outliers {fraction} batch {batch} {format:?} \
+                             {which}: relative error {err}"
+                        );
+                    }
                 }
             }
         }
@@ -71,6 +92,8 @@ fn large_and_small_weights_keep_their_accuracy() {
         return;
     };
     let spqr = SpqrGemv::new(&gpu).unwrap();
+    let mut spqr2 = SpqrGemv::new(&gpu).unwrap();
+    spqr2.set_block_rows(Some(2)).unwrap();
     let mut rng = StdRng::seed_from_u64(7);
     let normal = Normal::new(0.0f32, 1.0).unwrap();
     let (rows, cols) = (64, 1024);
@@ -92,13 +115,17 @@ fn large_and_small_weights_keep_their_accuracy() {
                 .collect();
             let want = m.gemv_reference(&x, batch).unwrap();
             let dx = gpu.upload(&x).unwrap();
-            let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
-            spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
-            let err = relative_error(&gpu.download(&dy).unwrap(), &want);
-            assert!(
-                err < 1e-3,
-                "weights x{wscale}, inputs x{xscale}, batch {batch}: {err}"
-            );
+            for k in [&spqr, &spqr2] {
+                let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+                k.gemv(&dm, &dx, &mut dy, batch).unwrap();
+                let err = relative_error(&gpu.download(&dy).unwrap(), &want);
+                assert!(
+                    err < 1e-3,
+                    "weights x{wscale}, inputs x{xscale}, batch {batch}, {} tile rows per \
+                     block: {err}",
+                    k.block_rows(&dm, batch).unwrap()
+                );
+            }
         }
     }
 }
@@ -111,17 +138,31 @@ fn split_tile_rows_add_up_and_reset_their_counters() {
     let Some(gpu) = gpu_for_tests("split_tile_rows_add_up_and_reset_their_counters") else {
         return;
     };
-    let spqr = SpqrGemv::new(&gpu).unwrap();
     let mut rng = StdRng::seed_from_u64(11);
     let normal = Normal::new(0.0f32, 1.0).unwrap();
-    let (rows, cols) = (100, 3000);
-    let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+    // 7 tile rows, and 8 (which blocks of two tile rows split at 8 and 16 vectors).
+    for ((rows, cols), block_rows) in [((100, 3000), 1), ((128, 3000), 1), ((128, 3000), 2)] {
+        let mut spqr = SpqrGemv::new(&gpu).unwrap();
+        spqr.set_block_rows(Some(block_rows)).unwrap();
+        split_shape(&gpu, &spqr, &mut rng, &normal, rows, cols);
+    }
+}
+
+fn split_shape(
+    gpu: &spqr_format::cmv_runtime::Gpu,
+    spqr: &SpqrGemv,
+    rng: &mut StdRng,
+    normal: &Normal<f32>,
+    rows: usize,
+    cols: usize,
+) {
+    let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut *rng)).collect();
     let opts = QuantizeOptions {
         outlier_fraction: 0.03,
         ..QuantizeOptions::default()
     };
     let m = quantize(&w, rows, cols, &opts).unwrap();
-    let mut dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+    let mut dm = DeviceSpqrMatrix::upload(gpu, &m).unwrap();
     // 3000 columns: 47 steps of 64.
     assert_eq!(dm.max_splits(), 16);
     assert!(matches!(
@@ -151,7 +192,9 @@ fn split_tile_rows_add_up_and_reset_their_counters() {
                 let err = relative_error(&first, &want);
                 assert!(
                     err < 1e-3,
-                    "batch {batch} {format:?} splits {splits:?}: relative error {err}"
+                    "{rows}x{cols}, {} tile rows per block, batch {batch} {format:?} splits \
+                     {splits:?}: relative error {err}",
+                    spqr.block_rows(&dm, batch).unwrap()
                 );
                 spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
                 let again = gpu.download(&dy).unwrap();
@@ -160,7 +203,8 @@ fn split_tile_rows_add_up_and_reset_their_counters() {
                         .iter()
                         .zip(&again)
                         .all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "batch {batch} {format:?} splits {splits:?}: a second launch differs"
+                    "{rows}x{cols} batch {batch} {format:?} splits {splits:?}: a second launch \
+                     differs"
                 );
             }
         }

@@ -254,18 +254,22 @@ pub(crate) fn sum_areas<const B: usize>(warps: u32) -> (*mut f32, *mut f32) {
 }
 
 /// After a block barrier, adds the warps' results and the outlier sums of each row and
-/// vector in a fixed order and writes the fp16 outputs of the tile row; a part of a split
-/// tile row stores its sums in `split.partials` instead, and the last part to arrive adds
-/// all parts' sums in part order (a deterministic result) and resets the tile row's counter.
+/// vector in a fixed order and writes the fp16 outputs of the block's `R` tile rows (tile
+/// rows `R band .. R band + R` for `split.band`, the block's group of tile rows); a part of a
+/// split group stores its sums in `split.partials` instead, and the last part to arrive adds
+/// all parts' sums in part order (a deterministic result) and resets the group's counter.
+/// The areas hold tile row `r`'s values after those of tile rows `0..r`: `red[r][warp][row]
+/// [vector]`, `outl[r][slot][row][vector]`.
 ///
 /// # Safety
-/// Every thread of the block calls it; `red` and `outl` from [`store_outliers`], every warp's
-/// part of `red` written; `y` holds `batch` vectors of `rows` outputs; with `split.splits > 1`,
-/// `split.partials` holds `[bands][splits][16][B]` values and the tile row's counter counts
-/// the parts that arrived (zero before the launch).
+/// Every thread of the block calls it; `red` and `outl` from [`sum_areas`] (or the `R`-row
+/// areas of `kernels_scaled`), every warp's part of `red` written; `y` holds `batch` vectors
+/// of `rows` outputs; with `split.splits > 1`, `split.partials` holds `[groups][splits][16 R]
+/// [B]` values and the group's counter counts the parts that arrived (zero before the
+/// launch).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn write_rows<const B: usize>(
+pub(crate) unsafe fn write_rows<const B: usize, const R: usize>(
     red: *const f32,
     outl: *const f32,
     y: *mut u16,
@@ -278,18 +282,20 @@ pub(crate) unsafe fn write_rows<const B: usize>(
 ) {
     // SAFETY: every thread reaches this barrier (the caller's guarantee).
     unsafe { sync_threads() };
-    let n = 16 * B as u32;
-    // This block's sum of row `idx / B`, vector `idx % B`.
+    let n = (16 * R * B) as u32;
+    // This block's sum of row `idx / B` (of its 16 R), vector `idx % B`.
     let block_sum = |idx: u32| {
         let (rr, b) = ((idx / B as u32) as usize, (idx % B as u32) as usize);
+        let (r, rr) = (rr / TILE, rr % TILE);
+        let (warps, slots) = (warps as usize, slots as usize);
         let mut total = 0.0f32;
-        for w in 0..warps as usize {
+        for w in 0..warps {
             // SAFETY: inside the reduction area.
-            total += unsafe { *red.add((w * TILE + rr) * area::<B>() + b) };
+            total += unsafe { *red.add(((r * warps + w) * TILE + rr) * area::<B>() + b) };
         }
-        for slot in 0..slots as usize {
+        for slot in 0..slots {
             // SAFETY: inside the outlier area.
-            total += unsafe { *outl.add((slot * TILE + rr) * area::<B>() + b) };
+            total += unsafe { *outl.add(((r * slots + slot) * TILE + rr) * area::<B>() + b) };
         }
         total
     };
@@ -347,7 +353,7 @@ pub(crate) unsafe fn write_rows<const B: usize>(
             block_sum(idx)
         };
         let (rr, b) = (idx / B as u32, idx % B as u32);
-        let row = 16 * split.band + rr;
+        let row = (16 * R) as u32 * split.band + rr;
         if row < rows && b < batch {
             // SAFETY: row < rows and b < batch outputs.
             unsafe { *y.add(b as usize * rows as usize + row as usize) = f32_to_f16(total) };
@@ -691,7 +697,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         };
     }
     // SAFETY: every thread gets here; every warp wrote its part of `red`, the last `outl`.
-    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps, 2) };
+    unsafe { write_rows::<B, 1>(red, outl, y, rows, batch, &split, tid, warps, 2) };
 }
 
 /// The outlier warps' work: thread `otid` of the `othreads` threads of the outlier warps adds

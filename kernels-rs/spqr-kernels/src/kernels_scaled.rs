@@ -17,18 +17,141 @@
 //! warps and the final sums are those of [`crate::kernels`] (the outlier warp measured faster for 4 and 8 vectors
 //! than all warps adding the outliers before the weights: docs/PERF.md).
 
-use cmv_device::{block_dim_x, cp_async_wait, half2_to_f32x2, mma_m16n8k16_f16_f32, thread_idx_x};
+use cmv_device::{
+    U32x4, block_dim_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr,
+    half2_to_f32x2, lds_v4, mma_m16n8k16_f16_f32, thread_idx_x,
+};
 
 use crate::kernels::{
     Split, WeightRing, area, gather_stats, load_inputs, outlier_warp, sum_areas, write_rows,
 };
 use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
 use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
-use crate::{RING_DEPTH, RING_SLOTS, SpqrGemvScaledParams, part_steps};
+use crate::{
+    RING_DEPTH, RING_SLOTS, SpqrGemvScaledParams, WARP_RING_BYTES, outlier_slots_rows, part_steps,
+    ring_offset_rows,
+};
+
+/// A warp's ring of weight copies for `R` tile rows: as `kernels::WeightRing` (each lane
+/// copies and reads back only its own bytes, so no barrier), with slots of `R * 512` bytes,
+/// tile row `r`'s 512 bytes of a step at `512 r` of its slot, one commit group per step.
+#[derive(Clone, Copy)]
+struct RowsRing<const R: usize> {
+    /// This lane's 16 bytes of slot 0, tile row 0 (shared-window address).
+    slot0: u32,
+    /// This lane's words of the part's step 0 of the group's first tile row.
+    lane_words: *const u64,
+    /// Words from one tile row to the next.
+    band_words: usize,
+    warp: u32,
+    warps: u32,
+    last_step: u32,
+}
+
+impl<const R: usize> RowsRing<R> {
+    /// The ring of warp `warp` (of `warps`) over parts of `nsteps >= 1` steps of `R`
+    /// consecutive tile rows, the first starting at `part_words` and each `band_words` after
+    /// the one before, in the block's ring area (`ring_offset_rows(warps, B, R)`), with the
+    /// copies of its first [`RING_DEPTH`] steps started; and how many steps the warp takes.
+    ///
+    /// # Safety
+    /// The `R` tile rows' parts hold `nsteps` steps each in device order; the block has the
+    /// ring area of `warps` warps.
+    #[inline(always)]
+    unsafe fn start<const B: usize>(
+        part_words: *const u64,
+        band_words: usize,
+        lane: u32,
+        warp: u32,
+        warps: u32,
+        nsteps: u32,
+    ) -> (Self, u32) {
+        let mine = if warp < nsteps {
+            (nsteps - warp).div_ceil(warps)
+        } else {
+            0
+        };
+        let ring = Self {
+            slot0: dyn_smem_addr()
+                + ring_offset_rows(warps, B as u32, R as u32)
+                + warp * R as u32 * WARP_RING_BYTES
+                + 16 * lane,
+            lane_words: part_words.wrapping_add(2 * lane as usize),
+            band_words,
+            warp,
+            warps,
+            last_step: nsteps - 1,
+        };
+        for d in 0..RING_DEPTH {
+            // SAFETY: the caller's guarantees; nothing read yet.
+            unsafe { ring.copy(d, d) };
+        }
+        (ring, mine)
+    }
+
+    /// Starts the copies of this warp's step `i` (past the part's last step, the last step
+    /// again, which nothing reads) of every tile row into `slot` (`i % RING_SLOTS`), as one
+    /// commit group.
+    ///
+    /// # Safety
+    /// As [`RowsRing::start`]; `slot == i % RING_SLOTS`; step `i - (RING_SLOTS -
+    /// RING_DEPTH)`'s slot was read already.
+    #[inline(always)]
+    unsafe fn copy(&self, i: u32, slot: u32) {
+        let step = (self.warp + i * self.warps).min(self.last_step) as usize;
+        for r in 0..R {
+            // SAFETY: 16 aligned bytes of a step of tile row r's part into this lane's 16
+            // bytes of the slot (the caller's guarantees).
+            unsafe {
+                cp_async_16(
+                    self.slot0 + 512 * (R as u32 * slot + r as u32),
+                    self.lane_words.add(r * self.band_words + step * STEP_WORDS) as *const U32x4,
+                )
+            };
+        }
+        // SAFETY: no operands.
+        unsafe { cp_async_commit() };
+    }
+
+    /// Waits for step `i`'s copies and reads this lane's 16 bytes of each tile row from
+    /// `slot` (`i % RING_SLOTS`).
+    ///
+    /// # Safety
+    /// Steps `0..i + RING_DEPTH` were copied, one [`RowsRing::copy`] each, in order.
+    #[inline(always)]
+    unsafe fn read(&self, slot: u32) -> [[u32; 4]; R] {
+        // SAFETY: at most RING_DEPTH - 1 groups newer than step i's are pending.
+        unsafe { cp_async_wait::<{ RING_DEPTH - 1 }>() };
+        core::array::from_fn(|r| {
+            // SAFETY: the slot holds this lane's bytes of step i, tile row r.
+            unsafe { lds_v4(self.slot0 + 512 * (R as u32 * slot + r as u32)).0 }
+        })
+    }
+}
+
+/// The reduction area (`red[r][warp][row][vector]`) and the outlier area
+/// (`out[r][slot][row][vector]`) of a block of `R` tile rows with `warps` weight warps, in
+/// dynamic shared memory (`smem_bytes_rows(warps, B, R)` bytes); for `R = 1` those of
+/// `kernels::sum_areas`.
+#[inline(always)]
+fn sum_areas_rows<const B: usize, const R: usize>(warps: u32) -> (*mut f32, *mut f32) {
+    let red = dyn_smem() as *mut f32;
+    (
+        red,
+        red.wrapping_add(R * warps as usize * TILE * area::<B>()),
+    )
+}
 
 /// Groups of 8 vectors (the MMA's N) of the kernel for `B` vectors.
 const fn groups<const B: usize>() -> usize {
     B.div_ceil(8)
+}
+
+/// Whether the kernel for `B` vectors and `R` tile rows per block keeps one zero-term
+/// accumulator per group instead of two ([`step`]'s `merge_zero`): 16 vectors on two tile rows, which
+/// spill otherwise.
+const fn merged_zero(b: usize, r: usize) -> bool {
+    b > 8 && r > 1
 }
 
 /// Most groups of a kernel.
@@ -45,7 +168,9 @@ struct Acc {
 }
 
 /// One step: the MMAs of two rows of one tile per lane, for each group of 8 vectors (`x[j]`,
-/// `acc[j]`, `j < groups::<B>()`).
+/// `acc[j]`, `j < groups::<B>()`). With `merge_zero`, both parts of the zero term go into
+/// `zero_hi` (8 fewer registers a group, for kernels that would spill otherwise; the fp32
+/// sums are the same terms in another order).
 ///
 /// # Safety
 /// All 32 lanes of the warp call it together.
@@ -57,6 +182,7 @@ unsafe fn step<const B: usize>(
     pre: f32,
     masks: [u32; 2],
     acc: &mut [Acc; MAX_GROUPS],
+    merge_zero: bool,
 ) {
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
@@ -86,8 +212,12 @@ unsafe fn step<const B: usize>(
                 );
                 acc.zero_hi =
                     mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
-                acc.zero_lo =
-                    mma_m16n8k16_f16_f32([c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo], b, acc.zero_lo);
+                let lo = [c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo];
+                if merge_zero {
+                    acc.zero_hi = mma_m16n8k16_f16_f32(lo, b, acc.zero_hi);
+                } else {
+                    acc.zero_lo = mma_m16n8k16_f16_f32(lo, b, acc.zero_lo);
+                }
             }
         }
     }
@@ -155,7 +285,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
         };
     }
     // SAFETY: every thread gets here; every warp wrote its part of `red`, the last `outl`.
-    unsafe { write_rows::<B>(red, outl, y, rows, batch, &split, tid, warps, 2 * ow) };
+    unsafe { write_rows::<B, 1>(red, outl, y, rows, batch, &split, tid, warps, 2 * ow) };
 }
 
 /// The weights' part of the tile row (or of its part) for weight warp `warp` of `warps`,
@@ -250,7 +380,7 @@ unsafe fn weights<const B: usize>(
         let w = unsafe { ring.read(i % RING_SLOTS) };
         unsafe { ring.copy(i + RING_DEPTH, (i + RING_DEPTH) % RING_SLOTS) };
         // SAFETY: converged warp (`mine` is warp-uniform).
-        unsafe { step::<B>(w, &x, g, pre, masks, &mut acc) };
+        unsafe { step::<B>(w, &x, g, pre, masks, &mut acc, false) };
         i += 1;
     }
     // The copies past the last step finish before the block ends.
@@ -268,18 +398,214 @@ unsafe fn weights<const B: usize>(
     }
 }
 
+/// [`spqr_gemv`] for blocks of `R >= 2` tile rows (`crate::block_rows_kernel`).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize>(
+    dense: *const u64,
+    x: *const u16,
+    xt: *const u16,
+    y: *mut u16,
+    offsets: *const u32,
+    col_vals: *const u32,
+    split: Split,
+    rows: u32,
+    cols: u32,
+    padded_cols: u32,
+    batch: u32,
+    pre: f32,
+    post: f32,
+    aligned: u32,
+) {
+    let tid = thread_idx_x();
+    // The last warps (`outlier_warps`) walk the outliers while the others multiply the
+    // weights.
+    let ow = crate::outlier_warps(B as u32);
+    let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - ow);
+    let slots = outlier_slots_rows(warps, B as u32, R as u32);
+    let (red, outl) = sum_areas_rows::<B, R>(warps);
+    if warp >= warps {
+        for r in 0..R {
+            // Tile row r of the block's group: its walk, into its outlier area.
+            let split_r = Split {
+                band: R as u32 * split.band + r as u32,
+                ..split
+            };
+            let outl_r = outl.wrapping_add(r * slots as usize * TILE * area::<B>());
+            // SAFETY: forwarded from the launcher's checks (every tile row of the group
+            // exists); tile row r's area has slots >= 2 ow slots.
+            unsafe {
+                outlier_warp::<B, PT>(
+                    offsets,
+                    col_vals,
+                    x,
+                    xt,
+                    outl_r,
+                    &split_r,
+                    cols,
+                    batch,
+                    tid - 32 * warps,
+                    32 * ow,
+                )
+            };
+        }
+    } else {
+        // SAFETY: forwarded.
+        unsafe {
+            weights_rows::<B, R>(
+                dense,
+                x,
+                red,
+                &split,
+                cols,
+                padded_cols,
+                batch,
+                pre,
+                post,
+                aligned,
+                lane,
+                warp,
+                warps,
+            )
+        };
+    }
+    // SAFETY: every thread gets here; every warp wrote its part of `red`, the last `outl`.
+    unsafe { write_rows::<B, R>(red, outl, y, rows, batch, &split, tid, warps, 2 * ow) };
+}
+
+/// The weights' part of the block's `R` tile rows (or of their parts) for weight warp `warp`
+/// of `warps`, into `red[r][warp]`: [`weights`] with one load of the inputs for `R` tile
+/// rows. (For one tile row the kernels keep [`weights`]: this code with `R = 1`, the same
+/// work, compiled to 10 more instructions per step at 8 vectors, moves that `ptxas` put
+/// between dependent MMAs, and measured 3-13% slower on an H100.)
+///
+/// # Safety
+/// As the entry points; all lanes of the warp call it.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn weights_rows<const B: usize, const R: usize>(
+    dense: *const u64,
+    x: *const u16,
+    red: *mut f32,
+    split: &Split,
+    cols: u32,
+    padded_cols: u32,
+    batch: u32,
+    pre: f32,
+    post: f32,
+    aligned: u32,
+    lane: u32,
+    warp: u32,
+    warps: u32,
+) {
+    let (g, t) = (lane >> 2, lane & 3);
+    let nsteps = (padded_cols / TILE as u32).div_ceil(4);
+    // This block's steps of its tile rows: s0..s1.
+    let (s0, s1) = part_steps(nsteps, split.splits, split.part);
+    let band_words = device_band_words(padded_cols as usize);
+    // SAFETY: the part's words are inside the dense part (the device order: tile row `band`
+    // starts at word `band * device_band_words(padded_cols)`, see `layout::device_word`, and
+    // s1 <= nsteps); the group's first tile row is R band.
+    let part_words =
+        unsafe { dense.add(R * split.band as usize * band_words + s0 as usize * STEP_WORDS) };
+    // Vectors g and g + 8 (16 vectors).
+    let xv: [*const u16; MAX_GROUPS] = core::array::from_fn(|j| {
+        if j < groups::<B>() {
+            // SAFETY: vector min(v, batch - 1) < batch is inside the input.
+            unsafe { x.add((g + 8 * j as u32).min(batch - 1) as usize * cols as usize) }
+        } else {
+            x
+        }
+    });
+    // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 16):
+    // see `tc::scaled_pairs`.
+    let unknown_zero = batch >> 16;
+    let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
+    let mut acc: [[Acc; MAX_GROUPS]; R] = core::array::from_fn(|_| {
+        core::array::from_fn(|_| Acc {
+            codes: [0.0; 4],
+            zero_hi: [0.0; 4],
+            zero_lo: [0.0; 4],
+        })
+    });
+    // This warp's steps are s0 + warp + i * warps for i < mine; the weights (of every tile
+    // row) are copied into the warp's ring in shared memory RING_DEPTH steps ahead, the
+    // inputs of step i + 1 loaded into registers while step i is computed: one load of the
+    // inputs serves the R tile rows.
+    // SAFETY: the parts' steps in device order (s1 > s0, the launcher's guarantee); the
+    // launcher gave the ring area.
+    let (ring, mine) =
+        unsafe { RowsRing::<R>::start::<B>(part_words, band_words, lane, warp, warps, s1 - s0) };
+    let load_x = |i: u32| {
+        let col0 = (4 * (s0 + warp + i * warps) + t) * TILE as u32;
+        let mut r = [[0u32; 8]; MAX_GROUPS];
+        if B <= 8 {
+            // SAFETY: xv[0] is a vector of the input (above); `aligned` was checked by the
+            // launcher; reads are bounded by cols.
+            r[0] = unsafe { load_inputs(xv[0], col0, cols, aligned != 0) };
+        } else if aligned != 0 && col0 + TILE as u32 <= cols {
+            // One branch for both groups: with a test per group, the compiler evaluated the
+            // bounds of the per-input path on every step (83 more instructions per step).
+            for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
+                // SAFETY: as `load_inputs`' aligned path: 16 inputs from col0 inside the
+                // vector, 16-byte aligned.
+                *rj = unsafe { load_inputs(xj, col0, cols, true) };
+            }
+        } else {
+            for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
+                // SAFETY: reads bounded by cols.
+                *rj = unsafe { load_inputs(xj, col0, cols, false) };
+            }
+        }
+        r
+    };
+    let mut next = load_x(0);
+    let mut i = 0;
+    while i < mine {
+        let x = next;
+        next = load_x(i + 1);
+        // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step i + RING_DEPTH goes
+        // into the slot of step i - 1, read in the previous iteration.
+        let w = unsafe { ring.read(i % RING_SLOTS) };
+        unsafe { ring.copy(i + RING_DEPTH, (i + RING_DEPTH) % RING_SLOTS) };
+        for (wr, ar) in w.iter().zip(acc.iter_mut()) {
+            // SAFETY: converged warp (`mine` is warp-uniform).
+            unsafe { step::<B>(*wr, &x, g, pre, masks, ar, merged_zero(B, R)) };
+        }
+        i += 1;
+    }
+    // The copies past the last step finish before the block ends.
+    // SAFETY: no operands.
+    unsafe { cp_async_wait::<0>() };
+    for (r, ar) in acc.iter().enumerate() {
+        for (j, a) in ar.iter().enumerate().take(groups::<B>()) {
+            for i in 0..4 {
+                let (row, n) = (2 * g as usize + i / 2, 8 * j + 2 * t as usize + i % 2);
+                // SAFETY: r < R, warp < warps, row < 16, n < 8 * groups <= area::<B>().
+                unsafe {
+                    *red.add(
+                        ((r * warps as usize + warp as usize) * TILE + row) * area::<B>() + n,
+                    ) = (a.codes[i] + (a.zero_hi[i] + a.zero_lo[i])) * post
+                };
+            }
+        }
+    }
+}
+
 macro_rules! entries {
-    ($($name:ident = $b:literal, $pt:literal;)*) => {$(
-        /// SpQR GEMV for up to this many input vectors; see the module documentation.
+    ($($name:ident = $b:literal, $pt:literal, $r:literal;)*) => {$(
+        /// SpQR GEMV for up to this many input vectors, this many tile rows per block; see
+        /// the module documentation.
         ///
         /// # Safety
         /// Launched by `spqr-format` with [`SpqrGemvScaledParams`], having validated the
         /// matrix (lengths, offsets, outlier columns), sized the inputs and outputs, checked
         /// `aligned` (input 16-byte aligned and `cols % 8 == 0`), chosen `pre`/`post` from the
-        /// matrix's scales, and launched `splits` blocks per tile row (`1 <= splits <=` its
-        /// steps) of `launch_warps` threads (at least 2 warps) with `smem_bytes(weight warps,
-        /// B)` bytes of shared memory; with `splits > 1`, `partials` holds
-        /// `bands * splits * 16 * B` values and `counters` one zero per tile row.
+        /// matrix's scales, and launched `splits` blocks per group of R tile rows (a number
+        /// of tile rows that R divides; `1 <= splits <=` a tile row's steps) of
+        /// `launch_warps` threads (at least 2 warps) with `smem_bytes_rows(weight warps, B,
+        /// R)` bytes of shared memory; with `splits > 1`, `partials` holds
+        /// `bands * splits * 16 * B` values and `counters` one zero per group.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: SpqrGemvScaledParams) {
             let (dense, x, xt, y) =
@@ -292,22 +618,33 @@ macro_rules! entries {
             let split = Split::of_block(partials, counters, splits);
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                spqr_gemv::<$b, $pt>(
-                    dense, x, xt, y, offsets, col_vals, split, rows, cols, padded_cols, batch, pre,
-                    post, aligned,
-                )
+                if $r == 1 {
+                    spqr_gemv::<$b, $pt>(
+                        dense, x, xt, y, offsets, col_vals, split, rows, cols, padded_cols,
+                        batch, pre, post, aligned,
+                    )
+                } else {
+                    spqr_gemv_rows::<$b, $pt, $r>(
+                        dense, x, xt, y, offsets, col_vals, split, rows, cols, padded_cols,
+                        batch, pre, post, aligned,
+                    )
+                }
             }
         }
     )*};
 }
 
 entries! {
-    cmv_spqr_csr_b4 = 4, false;
-    cmv_spqr_csr_b8 = 8, false;
-    cmv_spqr_csr_b16 = 16, false;
-    cmv_spqr_ptcsr_b4 = 4, true;
-    cmv_spqr_ptcsr_b8 = 8, true;
-    cmv_spqr_ptcsr_b16 = 16, true;
+    cmv_spqr_csr_b4 = 4, false, 1;
+    cmv_spqr_csr_b8 = 8, false, 1;
+    cmv_spqr_csr_b16 = 16, false, 1;
+    cmv_spqr_ptcsr_b4 = 4, true, 1;
+    cmv_spqr_ptcsr_b8 = 8, true, 1;
+    cmv_spqr_ptcsr_b16 = 16, true, 1;
+    cmv_spqr_csr_b8_r2 = 8, false, 2;
+    cmv_spqr_csr_b16_r2 = 16, false, 2;
+    cmv_spqr_ptcsr_b8_r2 = 8, true, 2;
+    cmv_spqr_ptcsr_b16_r2 = 16, true, 2;
 }
 
 /// Sixteen vectors: 2 blocks of the largest size per SM, up to 128 registers (112 on sm_90).
@@ -322,3 +659,24 @@ pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16: u32 = 2;
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
 pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16: u32 = 2;
+
+/// Two tile rows and 8 vectors: 2 blocks of the largest size per SM, up to 128 registers
+/// (the second tile row's accumulators and weights).
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2: u32 = 2;
+
+/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2`].
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b8_r2: u32 = 2;
+
+/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2`], for 16 vectors.
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16_r2: u32 = 2;
+
+/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b16_r2`].
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16_r2: u32 = 2;

@@ -213,6 +213,93 @@ pub const fn stage_offset(warps: u32, kernel_batch: u32) -> u32 {
     ring_offset(warps, kernel_batch) + warps * WARP_RING_BYTES
 }
 
+/// Most tile rows a block of the scaled-weights kernels computes ([`block_rows_kernel`]).
+pub const MAX_BLOCK_ROWS: u32 = 2;
+
+/// Whether a kernel computing `rows` tile rows per block exists for `kernel_batch` vectors:
+/// one tile row for every batch, two for 8 and 16 vectors (`cmv_spqr_*_b8_r2`, `_b16_r2`).
+/// With two, a weight warp multiplies the same 4 tiles' columns of both tile rows per step,
+/// so each input it loads serves twice the weights.
+pub const fn block_rows_kernel(kernel_batch: u32, rows: u32) -> bool {
+    rows == 1 || (rows == 2 && kernel_batch >= 8)
+}
+
+/// Tile rows per block the launcher picks for the kernel of `kernel_batch` vectors on a
+/// `padded_rows x padded_cols` matrix on a GPU of `sms` SMs: two ([`block_rows_kernel`]) at 8
+/// vectors on matrices of 2^27 weights or more, at 16 vectors there and where the pairs of
+/// tile rows fill more than two blocks per SM; one elsewhere (and where the tile rows are
+/// odd). Measured on an H100 (docs/PERF.md), two against one tile row: 28672x8192 and
+/// 8192x28672 at 8 vectors 70.5-72.4 against 76.5-77.5 us, at 16 vectors 103.4-106.7 against
+/// 113.8-116.6; 11008x4096 at 16 vectors 28.4-28.9 against 31.6-31.7 (4 weight warps); two
+/// lost at 8 vectors on 8192x8192 (26.6 against 26.0 us) and 11008x4096 (21.3-23.6 against
+/// 21.4-22.0), and at 4096x14336 (128 pairs, split in two: 30.3 / 45.1 against 24.1 / 35.1
+/// at 8 / 16 vectors); 8192x8192 at 16 vectors was even.
+pub const fn default_block_rows(
+    kernel_batch: u32,
+    padded_rows: u32,
+    padded_cols: u32,
+    sms: u32,
+) -> u32 {
+    let bands = padded_rows / 16;
+    let big = (padded_rows as u64) * (padded_cols as u64) >= 1 << 27;
+    let two = match kernel_batch {
+        16 => big || bands / 2 > 2 * sms,
+        8 => big,
+        _ => false,
+    };
+    if two && bands.is_multiple_of(2) { 2 } else { 1 }
+}
+
+/// Weight warps per block of the kernels of two tile rows on a matrix of `bands` tile rows
+/// and `steps` steps per tile row, on a GPU of `sms` SMs: 7 (the most next to the outlier
+/// warp) where the pairs fit one wave of 2 blocks per SM (the registers of 8-warp blocks at
+/// 106-122 registers), else 4 (3 blocks of 5 warps per SM). At 11008x4096 (344 pairs), 16
+/// vectors: 28.4 us with 4 weight warps, 38.5 with 7 (on an H100, docs/PERF.md); at
+/// 8192x28672 (256 pairs) 7 and 3 warps were even.
+pub const fn block_rows_warps(bands: u32, steps: u32, sms: u32) -> u32 {
+    let w = if bands / 2 <= 2 * sms { 7 } else { 4 };
+    if steps < w {
+        if steps == 0 { 1 } else { steps }
+    } else {
+        w
+    }
+}
+
+/// Outlier slots of a block of `rows` tile rows ([`outlier_slots`] for one; for more, the
+/// two of each outlier warp, per tile row).
+pub const fn outlier_slots_rows(warps: u32, kernel_batch: u32, rows: u32) -> u32 {
+    if rows == 1 {
+        outlier_slots(warps, kernel_batch)
+    } else {
+        2 * outlier_warps(kernel_batch)
+    }
+}
+
+/// Where the weight rings start in a block of `rows` tile rows ([`ring_offset`] for one):
+/// after `rows` reduction areas (`[rows][warps][16][area]`) and `rows` outlier areas
+/// (`[rows][slots][16][area]`).
+pub const fn ring_offset_rows(warps: u32, kernel_batch: u32, rows: u32) -> u32 {
+    4 * rows
+        * (warps + outlier_slots_rows(warps, kernel_batch, rows))
+        * 16
+        * area_batch(kernel_batch)
+}
+
+/// Bytes of dynamic shared memory of a block of `warps` weight warps computing `rows` tile
+/// rows ([`smem_bytes`] for one): the areas, then each warp's ring of `rows * 512`-byte slots.
+pub const fn smem_bytes_rows(warps: u32, kernel_batch: u32, rows: u32) -> u32 {
+    if rows == 1 {
+        smem_bytes(warps, kernel_batch)
+    } else {
+        ring_offset_rows(warps, kernel_batch, rows) + rows * warps * WARP_RING_BYTES
+    }
+}
+
+const _: () = assert!(ring_offset_rows(5, 8, 1) == ring_offset(5, 8));
+const _: () = assert!(smem_bytes_rows(7, 16, 1) == smem_bytes(7, 16));
+// The largest two-row block fits an SM (227 KB) twice.
+const _: () = assert!(2 * smem_bytes_rows(BLOCK_THREADS / 32, MAX_BATCH, 2) <= 227 * 1024);
+
 // The largest block stays within the 48 KB a launch gets without opting in.
 const _: () = assert!(smem_bytes(BLOCK_THREADS / 32, 1) <= 48 * 1024);
 const _: () =
@@ -432,6 +519,94 @@ mod split_tests {
     }
 
     #[test]
+    fn two_tile_rows_where_measured_faster_and_only_where_a_kernel_has_them() {
+        let sms = 132;
+        let pick = |kb, rows, cols| default_block_rows(kb, rows, cols, sms);
+        // The benchmark shapes (docs/PERF.md).
+        for (rows, cols, b8, b16) in [
+            (8192, 8192, 1, 1),
+            (11008, 4096, 1, 2),
+            (4096, 14336, 1, 1),
+            (28672, 8192, 2, 2),
+            (8192, 28672, 2, 2),
+        ] {
+            assert_eq!(pick(8, rows, cols), b8, "{rows}x{cols} b8");
+            assert_eq!(pick(16, rows, cols), b16, "{rows}x{cols} b16");
+            for kb in [1, 2, 4] {
+                assert_eq!(pick(kb, rows, cols), 1, "{rows}x{cols} b{kb}");
+            }
+        }
+        // An odd number of tile rows runs one per block, however large.
+        assert_eq!(pick(16, 16 * 4097, 65536), 1);
+        assert_eq!(pick(16, 16 * 4098, 65536), 2);
+        for kb in [1, 2, 4, 8, 16] {
+            for (rows, cols) in [(16, 16), (32, 1 << 24), (1 << 20, 4096), (48, 64)] {
+                let r = default_block_rows(kb, rows, cols, sms);
+                assert!(
+                    block_rows_kernel(kb, r) && (rows / 16) % r == 0,
+                    "{kb} {rows}x{cols}"
+                );
+            }
+        }
+        assert!(!block_rows_kernel(4, 2) && !block_rows_kernel(16, 3));
+    }
+
+    #[test]
+    fn two_row_blocks_take_one_wave_of_seven_warps_or_four() {
+        // 8192x28672: 256 pairs fit 2 blocks on each of 132 SMs; 11008x4096 and 28672x8192
+        // do not.
+        assert_eq!(block_rows_warps(512, 448, 132), 7);
+        assert_eq!(block_rows_warps(688, 64, 132), 4);
+        assert_eq!(block_rows_warps(1792, 128, 132), 4);
+        // Never more warps than steps, never none.
+        assert_eq!(block_rows_warps(4, 3, 132), 3);
+        assert_eq!(block_rows_warps(4, 0, 132), 1);
+        for w in [1, 4, 7] {
+            assert!(32 * (w + outlier_warps(16)) <= BLOCK_THREADS);
+        }
+    }
+
+    #[test]
+    fn two_row_areas_and_rings_do_not_overlap() {
+        for kb in [8u32, 16] {
+            for warps in 1..=BLOCK_THREADS / 32 - outlier_warps(kb) {
+                let rows = 2;
+                let area = 4 * 16 * area_batch(kb);
+                let slots = outlier_slots_rows(warps, kb, rows);
+                // The outlier warps fill two slots each, per tile row.
+                assert!(2 * outlier_warps(kb) <= slots);
+                let red = rows * warps * area;
+                let outl = rows * slots * area;
+                assert_eq!(ring_offset_rows(warps, kb, rows), red + outl);
+                assert_eq!(
+                    smem_bytes_rows(warps, kb, rows),
+                    red + outl + rows * warps * WARP_RING_BYTES
+                );
+                // One tile row: the layout of the one-row kernels.
+                assert_eq!(smem_bytes_rows(warps, kb, 1), smem_bytes(warps, kb));
+            }
+        }
+    }
+
+    #[test]
+    fn two_row_kernels_are_named_for_8_and_16_vectors() {
+        for b in 1..=MAX_BATCH {
+            for pt in [false, true] {
+                assert_eq!(kernel_name_rows(b, pt, 1), kernel_name(b, pt));
+                let two = kernel_name_rows(b, pt, 2);
+                assert_eq!(two.is_some(), b > 4, "batch {b}");
+                if let Some(n) = two {
+                    let one = kernel_name(b, pt).unwrap();
+                    assert_eq!(n, format!("{one}_r2"));
+                }
+                assert_eq!(kernel_name_rows(b, pt, 3), None);
+            }
+        }
+        assert_eq!(kernel_name_rows(0, false, 2), None);
+        assert_eq!(kernel_name_rows(17, false, 1), None);
+    }
+
+    #[test]
     fn transposed_inputs_are_a_bijection_with_aligned_columns() {
         for kb in [4u32, 8, 16] {
             let cols = 37;
@@ -537,6 +712,24 @@ mod split_tests {
         }
         assert_eq!(choose_splits(10, 100, 4, 0), 1);
     }
+}
+
+/// PTX name of the kernel for `batch` vectors, the outlier format and `rows` tile rows per
+/// block ([`block_rows_kernel`]).
+pub fn kernel_name_rows(batch: u32, ptcsr: bool, rows: u32) -> Option<&'static str> {
+    let kb = kernel_batch(batch)?;
+    if rows == 1 {
+        return kernel_name(batch, ptcsr);
+    }
+    if !block_rows_kernel(kb, rows) {
+        return None;
+    }
+    Some(match (kb, ptcsr) {
+        (8, false) => "cmv_spqr_csr_b8_r2",
+        (8, true) => "cmv_spqr_ptcsr_b8_r2",
+        (_, false) => "cmv_spqr_csr_b16_r2",
+        (_, true) => "cmv_spqr_ptcsr_b16_r2",
+    })
 }
 
 /// PTX name of the kernel for `batch` vectors and the outlier format.
