@@ -34,7 +34,7 @@ pub static PTX: PtxModule = PtxModule::new("spqr-kernels", include_str!("../ptx/
 pub const WARPS_ENV: &str = "CMV_SPQR_WARPS";
 
 /// The environment variable that sets the tile rows per block of the kernels that have a
-/// two-row version (8 and 16 vectors; `CMV_SPQR_ROWS=1` or `2`), in place of
+/// two-row version (4, 8 and 16 vectors; `CMV_SPQR_ROWS=1` or `2`), in place of
 /// [`SpqrGemv`]'s rule ([`block_rows`]); for experiments. A matrix whose tile rows the
 /// number does not divide runs one per block.
 pub const ROWS_ENV: &str = "CMV_SPQR_ROWS";
@@ -302,8 +302,8 @@ impl SpqrGemv {
         Ok(self.splits_for(m, rows))
     }
 
-    /// Fixes the tile rows per block of the kernels that have a two-row version (8 and 16
-    /// vectors), in place of [`block_rows`]' default rule and of [`ROWS_ENV`] (`None`: back
+    /// Fixes the tile rows per block of the kernels that have a two-row version (4, 8 and
+    /// 16 vectors), in place of [`block_rows`]' default rule and of [`ROWS_ENV`] (`None`: back
     /// to those). For tuning and tests; a matrix whose tile rows the number does not divide
     /// runs one per block, and the result does not depend on it beyond fp32 rounding.
     ///
@@ -611,8 +611,9 @@ mod tests {
         assert_eq!(block_rows(8, 8192, 8192, 132, Some(2)), 2);
         assert_eq!(block_rows(16, 4096, 14336, 132, Some(2)), 2);
         assert_eq!(block_rows(8, 28672, 8192, 132, Some(1)), 1);
-        // No two-row kernel at 4 vectors; 7 tile rows are odd; larger numbers clamp to 2.
-        assert_eq!(block_rows(4, 8192, 8192, 132, Some(2)), 1);
+        // No two-row kernel at 2 vectors; 7 tile rows are odd; larger numbers clamp to 2.
+        assert_eq!(block_rows(2, 8192, 8192, 132, Some(2)), 1);
+        assert_eq!(block_rows(4, 8192, 8192, 132, Some(2)), 2);
         assert_eq!(block_rows(16, 112, 3008, 132, Some(2)), 1);
         assert_eq!(block_rows(16, 128, 3008, 132, Some(9)), 2);
         // Without one, the default rule.

@@ -641,6 +641,8 @@ entries! {
     cmv_spqr_ptcsr_b4 = 4, true, 1;
     cmv_spqr_ptcsr_b8 = 8, true, 1;
     cmv_spqr_ptcsr_b16 = 16, true, 1;
+    cmv_spqr_csr_b4_r2 = 4, false, 2;
+    cmv_spqr_ptcsr_b4_r2 = 4, true, 2;
     cmv_spqr_csr_b8_r2 = 8, false, 2;
     cmv_spqr_csr_b16_r2 = 16, false, 2;
     cmv_spqr_ptcsr_b8_r2 = 8, true, 2;
@@ -659,6 +661,16 @@ pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16: u32 = 2;
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
 pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16: u32 = 2;
+
+/// Two tile rows and 4 vectors: as [`CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2`].
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r2: u32 = 2;
+
+/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r2`].
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b4_r2: u32 = 2;
 
 /// Two tile rows and 8 vectors: 2 blocks of the largest size per SM, up to 128 registers
 /// (the second tile row's accumulators and weights).

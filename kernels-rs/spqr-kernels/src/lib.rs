@@ -217,11 +217,12 @@ pub const fn stage_offset(warps: u32, kernel_batch: u32) -> u32 {
 pub const MAX_BLOCK_ROWS: u32 = 2;
 
 /// Whether a kernel computing `rows` tile rows per block exists for `kernel_batch` vectors:
-/// one tile row for every batch, two for 8 and 16 vectors (`cmv_spqr_*_b8_r2`, `_b16_r2`).
+/// one tile row for every batch, two for the scaled-weights kernels (4, 8 and 16 vectors:
+/// `cmv_spqr_*_b4_r2`, `_b8_r2`, `_b16_r2`).
 /// With two, a weight warp multiplies the same 4 tiles' columns of both tile rows per step,
 /// so each input it loads serves twice the weights.
 pub const fn block_rows_kernel(kernel_batch: u32, rows: u32) -> bool {
-    rows == 1 || (rows == 2 && kernel_batch >= 8)
+    rows == 1 || (rows == 2 && is_scaled_kernel(kernel_batch))
 }
 
 /// Tile rows per block the launcher picks for the kernel of `kernel_batch` vectors on a
@@ -548,7 +549,7 @@ mod split_tests {
                 );
             }
         }
-        assert!(!block_rows_kernel(4, 2) && !block_rows_kernel(16, 3));
+        assert!(!block_rows_kernel(2, 2) && !block_rows_kernel(16, 3));
     }
 
     #[test]
@@ -594,7 +595,7 @@ mod split_tests {
             for pt in [false, true] {
                 assert_eq!(kernel_name_rows(b, pt, 1), kernel_name(b, pt));
                 let two = kernel_name_rows(b, pt, 2);
-                assert_eq!(two.is_some(), b > 4, "batch {b}");
+                assert_eq!(two.is_some(), b > 2, "batch {b}");
                 if let Some(n) = two {
                     let one = kernel_name(b, pt).unwrap();
                     assert_eq!(n, format!("{one}_r2"));
@@ -725,6 +726,8 @@ pub fn kernel_name_rows(batch: u32, ptcsr: bool, rows: u32) -> Option<&'static s
         return None;
     }
     Some(match (kb, ptcsr) {
+        (4, false) => "cmv_spqr_csr_b4_r2",
+        (4, true) => "cmv_spqr_ptcsr_b4_r2",
         (8, false) => "cmv_spqr_csr_b8_r2",
         (8, true) => "cmv_spqr_ptcsr_b8_r2",
         (_, false) => "cmv_spqr_csr_b16_r2",
