@@ -227,14 +227,18 @@ pub const fn block_rows_kernel(kernel_batch: u32, rows: u32) -> bool {
 
 /// Tile rows per block the launcher picks for the kernel of `kernel_batch` vectors on a
 /// `padded_rows x padded_cols` matrix on a GPU of `sms` SMs: two ([`block_rows_kernel`]) at 8
-/// vectors on matrices of 2^27 weights or more, at 16 vectors there and where the pairs of
-/// tile rows fill more than two blocks per SM; one elsewhere (and where the tile rows are
-/// odd). Measured on an H100 (docs/PERF.md), two against one tile row: 28672x8192 and
-/// 8192x28672 at 8 vectors 70.5-72.4 against 76.5-77.5 us, at 16 vectors 103.4-106.7 against
-/// 113.8-116.6; 11008x4096 at 16 vectors 28.4-28.9 against 31.6-31.7 (4 weight warps); two
-/// lost at 8 vectors on 8192x8192 (26.6 against 26.0 us) and 11008x4096 (21.3-23.6 against
-/// 21.4-22.0), and at 4096x14336 (128 pairs, split in two: 30.3 / 45.1 against 24.1 / 35.1
-/// at 8 / 16 vectors); 8192x8192 at 16 vectors was even.
+/// vectors on matrices of 2^27 weights or more; at 4 vectors where the pairs of tile rows
+/// are more than two per SM (they then run 4 weight warps, [`block_rows_warps`]); at 16
+/// vectors in both cases; one elsewhere (and where the tile rows are odd). Measured on an
+/// H100 (docs/PERF.md), two against one tile row, us:
+/// - 28672x8192: 69.7 / 70.5 / 103.4 against 73.6 / 76.5 / 115.5 at 4 / 8 / 16 vectors;
+/// - 8192x28672 (256 pairs): 71.2-72.4 / 104.7-106.7 against 77.0-77.5 / 113.8-116.6 at 8 /
+///   16 vectors, but 74.9-76.2 against 73.4-73.8 at 4;
+/// - 11008x4096 (344 pairs): 18.3-18.8 / 28.4-28.9 against 19.7-19.8 / 31.6-31.7 at 4 / 16
+///   vectors, but 21.3-23.6 against 21.4-22.0 at 8;
+/// - 8192x8192 (256 pairs) and 4096x14336 (128 pairs, split in two): two lost or tied at
+///   every batch (8192x8192 at 8 vectors 26.6 against 26.0; 4096x14336 24.8 / 30.3 / 45.1
+///   against 21.8 / 24.1 / 35.1).
 pub const fn default_block_rows(
     kernel_batch: u32,
     padded_rows: u32,
@@ -243,9 +247,11 @@ pub const fn default_block_rows(
 ) -> u32 {
     let bands = padded_rows / 16;
     let big = (padded_rows as u64) * (padded_cols as u64) >= 1 << 27;
+    let many = bands / 2 > 2 * sms;
     let two = match kernel_batch {
-        16 => big || bands / 2 > 2 * sms,
+        16 => big || many,
         8 => big,
+        4 => many,
         _ => false,
     };
     if two && bands.is_multiple_of(2) { 2 } else { 1 }
@@ -524,16 +530,17 @@ mod split_tests {
         let sms = 132;
         let pick = |kb, rows, cols| default_block_rows(kb, rows, cols, sms);
         // The benchmark shapes (docs/PERF.md).
-        for (rows, cols, b8, b16) in [
-            (8192, 8192, 1, 1),
-            (11008, 4096, 1, 2),
-            (4096, 14336, 1, 1),
-            (28672, 8192, 2, 2),
-            (8192, 28672, 2, 2),
+        for (rows, cols, b4, b8, b16) in [
+            (8192, 8192, 1, 1, 1),
+            (11008, 4096, 2, 1, 2),
+            (4096, 14336, 1, 1, 1),
+            (28672, 8192, 2, 2, 2),
+            (8192, 28672, 1, 2, 2),
         ] {
+            assert_eq!(pick(4, rows, cols), b4, "{rows}x{cols} b4");
             assert_eq!(pick(8, rows, cols), b8, "{rows}x{cols} b8");
             assert_eq!(pick(16, rows, cols), b16, "{rows}x{cols} b16");
-            for kb in [1, 2, 4] {
+            for kb in [1, 2] {
                 assert_eq!(pick(kb, rows, cols), 1, "{rows}x{cols} b{kb}");
             }
         }
