@@ -167,6 +167,59 @@ struct Acc {
     zero_lo: [f32; 4],
 }
 
+/// The input rows lane `(g, t)` reads: vector `g`, and `g + 8` at 16 vectors (past the batch,
+/// the last vector again).
+#[inline(always)]
+fn vector_rows<const B: usize>(
+    x: *const u16,
+    g: u32,
+    batch: u32,
+    cols: u32,
+) -> [*const u16; MAX_GROUPS] {
+    core::array::from_fn(|j| {
+        if j < groups::<B>() {
+            // Vector min(v, batch - 1) < batch is inside the input (the launcher's sizes).
+            x.wrapping_add((g + 8 * j as u32).min(batch - 1) as usize * cols as usize)
+        } else {
+            x
+        }
+    })
+}
+
+/// The 16 inputs from `col0` of each of the lane's vector rows `xv` ([`vector_rows`]), zeros
+/// past `cols`.
+///
+/// # Safety
+/// `xv` from [`vector_rows`] of the input (`batch` vectors of `cols` values); `aligned` only
+/// where the launcher checked it (16-byte aligned input, `cols % 8 == 0`).
+#[inline(always)]
+unsafe fn step_inputs<const B: usize>(
+    xv: &[*const u16; MAX_GROUPS],
+    col0: u32,
+    cols: u32,
+    aligned: u32,
+) -> [[u32; 8]; MAX_GROUPS] {
+    let mut r = [[0u32; 8]; MAX_GROUPS];
+    if B <= 8 {
+        // SAFETY: xv[0] is a vector of the input; reads are bounded by cols.
+        r[0] = unsafe { load_inputs(xv[0], col0, cols, aligned != 0) };
+    } else if aligned != 0 && col0 + TILE as u32 <= cols {
+        // One branch for both groups: with a test per group, the compiler evaluated the
+        // bounds of the per-input path on every step (83 more instructions per step).
+        for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
+            // SAFETY: as `load_inputs`' aligned path: 16 inputs from col0 inside the
+            // vector, 16-byte aligned.
+            *rj = unsafe { load_inputs(xj, col0, cols, true) };
+        }
+    } else {
+        for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
+            // SAFETY: reads bounded by cols.
+            *rj = unsafe { load_inputs(xj, col0, cols, false) };
+        }
+    }
+    r
+}
+
 /// One step: the MMAs of two rows of one tile per lane, for each group of 8 vectors (`x[j]`,
 /// `acc[j]`, `j < groups::<B>()`). With `merge_zero`, both parts of the zero term go into
 /// `zero_hi` (8 fewer registers a group, for kernels that would spill otherwise; the fp32
@@ -324,14 +377,7 @@ unsafe fn weights<const B: usize>(
         )
     };
     // Vectors g and g + 8 (16 vectors).
-    let xv: [*const u16; MAX_GROUPS] = core::array::from_fn(|j| {
-        if j < groups::<B>() {
-            // SAFETY: vector min(v, batch - 1) < batch is inside the input.
-            unsafe { x.add((g + 8 * j as u32).min(batch - 1) as usize * cols as usize) }
-        } else {
-            x
-        }
-    });
+    let xv = vector_rows::<B>(x, g, batch, cols);
     // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 16):
     // see `tc::scaled_pairs`.
     let unknown_zero = batch >> 16;
@@ -348,27 +394,15 @@ unsafe fn weights<const B: usize>(
     // launcher gave the ring area.
     let (ring, mine) = unsafe { WeightRing::start::<B>(part_words, lane, warp, warps, s1 - s0) };
     let load_x = |i: u32| {
-        let col0 = (4 * (s0 + warp + i * warps) + t) * TILE as u32;
-        let mut r = [[0u32; 8]; MAX_GROUPS];
-        if B <= 8 {
-            // SAFETY: xv[0] is a vector of the input (above); `aligned` was checked by the
-            // launcher; reads are bounded by cols.
-            r[0] = unsafe { load_inputs(xv[0], col0, cols, aligned != 0) };
-        } else if aligned != 0 && col0 + TILE as u32 <= cols {
-            // One branch for both groups: with a test per group, the compiler evaluated the
-            // bounds of the per-input path on every step (83 more instructions per step).
-            for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
-                // SAFETY: as `load_inputs`' aligned path: 16 inputs from col0 inside the
-                // vector, 16-byte aligned.
-                *rj = unsafe { load_inputs(xj, col0, cols, true) };
-            }
-        } else {
-            for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
-                // SAFETY: reads bounded by cols.
-                *rj = unsafe { load_inputs(xj, col0, cols, false) };
-            }
+        // SAFETY: xv from `vector_rows`; `aligned` was checked by the launcher.
+        unsafe {
+            step_inputs::<B>(
+                &xv,
+                (4 * (s0 + warp + i * warps) + t) * TILE as u32,
+                cols,
+                aligned,
+            )
         }
-        r
     };
     let mut next = load_x(0);
     let mut i = 0;
@@ -509,14 +543,7 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
     let part_words =
         unsafe { dense.add(R * split.band as usize * band_words + s0 as usize * STEP_WORDS) };
     // Vectors g and g + 8 (16 vectors).
-    let xv: [*const u16; MAX_GROUPS] = core::array::from_fn(|j| {
-        if j < groups::<B>() {
-            // SAFETY: vector min(v, batch - 1) < batch is inside the input.
-            unsafe { x.add((g + 8 * j as u32).min(batch - 1) as usize * cols as usize) }
-        } else {
-            x
-        }
-    });
+    let xv = vector_rows::<B>(x, g, batch, cols);
     // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 16):
     // see `tc::scaled_pairs`.
     let unknown_zero = batch >> 16;
@@ -537,27 +564,15 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
     let (ring, mine) =
         unsafe { RowsRing::<R>::start::<B>(part_words, band_words, lane, warp, warps, s1 - s0) };
     let load_x = |i: u32| {
-        let col0 = (4 * (s0 + warp + i * warps) + t) * TILE as u32;
-        let mut r = [[0u32; 8]; MAX_GROUPS];
-        if B <= 8 {
-            // SAFETY: xv[0] is a vector of the input (above); `aligned` was checked by the
-            // launcher; reads are bounded by cols.
-            r[0] = unsafe { load_inputs(xv[0], col0, cols, aligned != 0) };
-        } else if aligned != 0 && col0 + TILE as u32 <= cols {
-            // One branch for both groups: with a test per group, the compiler evaluated the
-            // bounds of the per-input path on every step (83 more instructions per step).
-            for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
-                // SAFETY: as `load_inputs`' aligned path: 16 inputs from col0 inside the
-                // vector, 16-byte aligned.
-                *rj = unsafe { load_inputs(xj, col0, cols, true) };
-            }
-        } else {
-            for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
-                // SAFETY: reads bounded by cols.
-                *rj = unsafe { load_inputs(xj, col0, cols, false) };
-            }
+        // SAFETY: xv from `vector_rows`; `aligned` was checked by the launcher.
+        unsafe {
+            step_inputs::<B>(
+                &xv,
+                (4 * (s0 + warp + i * warps) + t) * TILE as u32,
+                cols,
+                aligned,
+            )
         }
-        r
     };
     let mut next = load_x(0);
     let mut i = 0;
