@@ -96,9 +96,8 @@ pub enum SpqrError {
     },
     /// Tile rows per block outside what the kernels have (`SpqrGemv::set_block_rows`).
     #[error(
-        "{rows} tile rows per block is not possible: pass 1, 2 or 4 (at most {max}; the \
-         kernels for 4, 8 and 16 vectors have two-row versions, 4 and 8 four-row ones), or \
-         None for the default rule"
+        "{rows} tile rows per block is not possible: pass 1 to {max} (the kernels for 4, 8 \
+         and 16 vectors have a two-row version), or None for the default rule"
     )]
     BlockRows {
         /// The number asked for.

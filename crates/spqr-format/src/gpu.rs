@@ -33,9 +33,8 @@ pub static PTX: PtxModule = PtxModule::new("spqr-kernels", include_str!("../ptx/
 /// in place of [`launch_warps`]' rule; for experiments with the block size.
 pub const WARPS_ENV: &str = "CMV_SPQR_WARPS";
 
-/// The environment variable that sets the tile rows per block of the kernels that have
-/// several-row versions (`CMV_SPQR_ROWS=1`, `2` or `4`; two rows at 4, 8 and 16 vectors, four
-/// at 4 and 8), in place of
+/// The environment variable that sets the tile rows per block of the kernels that have a
+/// two-row version (4, 8 and 16 vectors; `CMV_SPQR_ROWS=1` or `2`), in place of
 /// [`SpqrGemv`]'s rule ([`block_rows`]); for experiments. A matrix whose tile rows the
 /// number does not divide runs one per block.
 pub const ROWS_ENV: &str = "CMV_SPQR_ROWS";
@@ -303,16 +302,16 @@ impl SpqrGemv {
         Ok(self.splits_for(m, rows))
     }
 
-    /// Fixes the tile rows per block of the kernels that have several-row versions (two rows
-    /// at 4, 8 and 16 vectors, four at 4 and 8), in place of [`block_rows`]' default rule and of [`ROWS_ENV`] (`None`: back
+    /// Fixes the tile rows per block of the kernels that have a two-row version (4, 8 and
+    /// 16 vectors), in place of [`block_rows`]' default rule and of [`ROWS_ENV`] (`None`: back
     /// to those). For tuning and tests; a matrix whose tile rows the number does not divide
     /// runs one per block, and the result does not depend on it beyond fp32 rounding.
     ///
     /// # Errors
-    /// [`SpqrError::BlockRows`] for a number other than 1, 2 or 4 ([`MAX_BLOCK_ROWS`]).
+    /// [`SpqrError::BlockRows`] outside `1..=MAX_BLOCK_ROWS`.
     pub fn set_block_rows(&mut self, rows: Option<u32>) -> Result<(), SpqrError> {
         if let Some(r) = rows
-            && !(r.is_power_of_two() && r <= MAX_BLOCK_ROWS)
+            && !(1..=MAX_BLOCK_ROWS).contains(&r)
         {
             return Err(SpqrError::BlockRows {
                 rows: r,
@@ -357,7 +356,7 @@ impl SpqrGemv {
         let steps = m.shape.padded_cols.div_ceil(64);
         let override_warps = self.weight_warps.or_else(|| {
             if rows > 1 {
-                Some(block_rows_warps(bands / rows, steps, self.sm_count))
+                Some(block_rows_warps(bands, steps, self.sm_count))
             } else {
                 (kb == MAX_BATCH && warps == 4 && bands <= 4 * self.sm_count).then_some(3)
             }
@@ -612,15 +611,11 @@ mod tests {
         assert_eq!(block_rows(8, 8192, 8192, 132, Some(2)), 2);
         assert_eq!(block_rows(16, 4096, 14336, 132, Some(2)), 2);
         assert_eq!(block_rows(8, 28672, 8192, 132, Some(1)), 1);
-        // No two-row kernel at 2 vectors; 7 tile rows are odd; 9 has no kernel.
+        // No two-row kernel at 2 vectors; 7 tile rows are odd; larger numbers clamp to 2.
         assert_eq!(block_rows(2, 8192, 8192, 132, Some(2)), 1);
         assert_eq!(block_rows(4, 8192, 8192, 132, Some(2)), 2);
         assert_eq!(block_rows(16, 112, 3008, 132, Some(2)), 1);
-        assert_eq!(block_rows(16, 128, 3008, 132, Some(9)), 1);
-        // Four rows at 4 and 8 vectors where 4 divides the tile rows; 16 vectors have none.
-        assert_eq!(block_rows(8, 128, 3008, 132, Some(4)), 4);
-        assert_eq!(block_rows(4, 96, 3008, 132, Some(4)), 1);
-        assert_eq!(block_rows(16, 128, 3008, 132, Some(4)), 1);
+        assert_eq!(block_rows(16, 128, 3008, 132, Some(9)), 2);
         // Without one, the default rule.
         assert_eq!(block_rows(8, 28672, 8192, 132, None), 2);
         assert_eq!(block_rows(8, 8192, 8192, 132, None), 1);

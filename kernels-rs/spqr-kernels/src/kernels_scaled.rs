@@ -662,10 +662,6 @@ entries! {
     cmv_spqr_csr_b16_r2 = 16, false, 2;
     cmv_spqr_ptcsr_b8_r2 = 8, true, 2;
     cmv_spqr_ptcsr_b16_r2 = 16, true, 2;
-    cmv_spqr_csr_b4_r4 = 4, false, 4;
-    cmv_spqr_ptcsr_b4_r4 = 4, true, 4;
-    cmv_spqr_csr_b8_r4 = 8, false, 4;
-    cmv_spqr_ptcsr_b8_r4 = 8, true, 4;
 }
 
 /// Sixteen vectors: 2 blocks of the largest size per SM, up to 128 registers (112 on sm_90).
@@ -711,23 +707,3 @@ pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16_r2: u32 = 2;
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
 pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16_r2: u32 = 2;
-
-/// Four tile rows and 4 or 8 vectors: as [`CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2`].
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r4: u32 = 2;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r4`].
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b4_r4: u32 = 2;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r4`].
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r4: u32 = 2;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r4`].
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b8_r4: u32 = 2;

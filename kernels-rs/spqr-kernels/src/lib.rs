@@ -214,21 +214,15 @@ pub const fn stage_offset(warps: u32, kernel_batch: u32) -> u32 {
 }
 
 /// Most tile rows a block of the scaled-weights kernels computes ([`block_rows_kernel`]).
-pub const MAX_BLOCK_ROWS: u32 = 4;
+pub const MAX_BLOCK_ROWS: u32 = 2;
 
 /// Whether a kernel computing `rows` tile rows per block exists for `kernel_batch` vectors:
 /// one tile row for every batch, two for the scaled-weights kernels (4, 8 and 16 vectors:
-/// `cmv_spqr_*_b4_r2`, `_b8_r2`, `_b16_r2`), four for 4 and 8 vectors (`_b4_r4`, `_b8_r4`;
-/// at 16 vectors four rows' accumulators would spill). With several, a weight warp
-/// multiplies the same 4 tiles' columns of every row per step, so each input it loads serves
-/// that many times the weights.
+/// `cmv_spqr_*_b4_r2`, `_b8_r2`, `_b16_r2`).
+/// With two, a weight warp multiplies the same 4 tiles' columns of both tile rows per step,
+/// so each input it loads serves twice the weights.
 pub const fn block_rows_kernel(kernel_batch: u32, rows: u32) -> bool {
-    match rows {
-        1 => true,
-        2 => is_scaled_kernel(kernel_batch),
-        4 => is_scaled_kernel(kernel_batch) && kernel_batch <= 8,
-        _ => false,
-    }
+    rows == 1 || (rows == 2 && is_scaled_kernel(kernel_batch))
 }
 
 /// Tile rows per block the launcher picks for the kernel of `kernel_batch` vectors on a
@@ -263,14 +257,14 @@ pub const fn default_block_rows(
     if two && bands.is_multiple_of(2) { 2 } else { 1 }
 }
 
-/// Weight warps per block of the kernels of several tile rows on a matrix of `groups` groups
-/// of tile rows (one block each) and `steps` steps per tile row, on a GPU of `sms` SMs: 7
-/// (the most next to the outlier warp) where the groups fit one wave of 2 blocks per SM (the
-/// registers of 8-warp blocks at 106-128 registers), else 4 (3 blocks of 5 warps per SM). At
-/// 11008x4096 (344 pairs), 16 vectors: 28.4 us with 4 weight warps, 38.5 with 7 (on an H100,
-/// docs/PERF.md); at 8192x28672 (256 pairs) 7 and 3 warps were even.
-pub const fn block_rows_warps(groups: u32, steps: u32, sms: u32) -> u32 {
-    let w = if groups <= 2 * sms { 7 } else { 4 };
+/// Weight warps per block of the kernels of two tile rows on a matrix of `bands` tile rows
+/// and `steps` steps per tile row, on a GPU of `sms` SMs: 7 (the most next to the outlier
+/// warp) where the pairs fit one wave of 2 blocks per SM (the registers of 8-warp blocks at
+/// 106-122 registers), else 4 (3 blocks of 5 warps per SM). At 11008x4096 (344 pairs), 16
+/// vectors: 28.4 us with 4 weight warps, 38.5 with 7 (on an H100, docs/PERF.md); at
+/// 8192x28672 (256 pairs) 7 and 3 warps were even.
+pub const fn block_rows_warps(bands: u32, steps: u32, sms: u32) -> u32 {
+    let w = if bands / 2 <= 2 * sms { 7 } else { 4 };
     if steps < w {
         if steps == 0 { 1 } else { steps }
     } else {
@@ -563,18 +557,15 @@ mod split_tests {
             }
         }
         assert!(!block_rows_kernel(2, 2) && !block_rows_kernel(16, 3));
-        assert!(block_rows_kernel(8, 4) && !block_rows_kernel(16, 4) && !block_rows_kernel(2, 4));
     }
 
     #[test]
-    fn several_row_blocks_take_one_wave_of_seven_warps_or_four() {
+    fn two_row_blocks_take_one_wave_of_seven_warps_or_four() {
         // 8192x28672: 256 pairs fit 2 blocks on each of 132 SMs; 11008x4096 and 28672x8192
         // do not.
-        assert_eq!(block_rows_warps(512 / 2, 448, 132), 7);
-        assert_eq!(block_rows_warps(688 / 2, 64, 132), 4);
-        assert_eq!(block_rows_warps(1792 / 2, 128, 132), 4);
-        // Four tile rows of 28672x8192: 448 groups.
-        assert_eq!(block_rows_warps(1792 / 4, 128, 132), 4);
+        assert_eq!(block_rows_warps(512, 448, 132), 7);
+        assert_eq!(block_rows_warps(688, 64, 132), 4);
+        assert_eq!(block_rows_warps(1792, 128, 132), 4);
         // Never more warps than steps, never none.
         assert_eq!(block_rows_warps(4, 3, 132), 3);
         assert_eq!(block_rows_warps(4, 0, 132), 1);
@@ -584,10 +575,10 @@ mod split_tests {
     }
 
     #[test]
-    fn several_row_areas_and_rings_do_not_overlap() {
-        for (kb, rows) in [(4u32, 2u32), (8, 2), (16, 2), (4, 4), (8, 4)] {
-            assert!(block_rows_kernel(kb, rows));
+    fn two_row_areas_and_rings_do_not_overlap() {
+        for kb in [8u32, 16] {
             for warps in 1..=BLOCK_THREADS / 32 - outlier_warps(kb) {
+                let rows = 2;
                 let area = 4 * 16 * area_batch(kb);
                 let slots = outlier_slots_rows(warps, kb, rows);
                 // The outlier warps fill two slots each, per tile row.
@@ -610,16 +601,11 @@ mod split_tests {
         for b in 1..=MAX_BATCH {
             for pt in [false, true] {
                 assert_eq!(kernel_name_rows(b, pt, 1), kernel_name(b, pt));
-                let one = kernel_name(b, pt).unwrap();
                 let two = kernel_name_rows(b, pt, 2);
                 assert_eq!(two.is_some(), b > 2, "batch {b}");
                 if let Some(n) = two {
+                    let one = kernel_name(b, pt).unwrap();
                     assert_eq!(n, format!("{one}_r2"));
-                }
-                let four = kernel_name_rows(b, pt, 4);
-                assert_eq!(four.is_some(), (3..=8).contains(&b), "batch {b}");
-                if let Some(n) = four {
-                    assert_eq!(n, format!("{one}_r4"));
                 }
                 assert_eq!(kernel_name_rows(b, pt, 3), None);
             }
@@ -746,17 +732,13 @@ pub fn kernel_name_rows(batch: u32, ptcsr: bool, rows: u32) -> Option<&'static s
     if !block_rows_kernel(kb, rows) {
         return None;
     }
-    Some(match (kb, ptcsr, rows) {
-        (4, false, 2) => "cmv_spqr_csr_b4_r2",
-        (4, true, 2) => "cmv_spqr_ptcsr_b4_r2",
-        (8, false, 2) => "cmv_spqr_csr_b8_r2",
-        (8, true, 2) => "cmv_spqr_ptcsr_b8_r2",
-        (4, false, _) => "cmv_spqr_csr_b4_r4",
-        (4, true, _) => "cmv_spqr_ptcsr_b4_r4",
-        (8, false, _) => "cmv_spqr_csr_b8_r4",
-        (8, true, _) => "cmv_spqr_ptcsr_b8_r4",
-        (_, false, _) => "cmv_spqr_csr_b16_r2",
-        (_, true, _) => "cmv_spqr_ptcsr_b16_r2",
+    Some(match (kb, ptcsr) {
+        (4, false) => "cmv_spqr_csr_b4_r2",
+        (4, true) => "cmv_spqr_ptcsr_b4_r2",
+        (8, false) => "cmv_spqr_csr_b8_r2",
+        (8, true) => "cmv_spqr_ptcsr_b8_r2",
+        (_, false) => "cmv_spqr_csr_b16_r2",
+        (_, true) => "cmv_spqr_ptcsr_b16_r2",
     })
 }
 
