@@ -207,8 +207,9 @@ pub struct SpqrGemv {
     transpose: Kernel,
     /// Weight warps per block from [`WARPS_ENV`], in place of [`launch_warps`]' rule.
     weight_warps: Option<u32>,
-    /// Tile rows per block from [`ROWS_ENV`], in place of [`block_rows`]' rule.
-    rows_env: Option<u32>,
+    /// Tile rows per block from [`ROWS_ENV`] or [`SpqrGemv::set_block_rows`], in place of
+    /// [`block_rows`]' rule.
+    block_rows: Option<u32>,
     kernels: Vec<Loaded>,
     workspace: Mutex<Workspace>,
 }
@@ -272,20 +273,20 @@ impl SpqrGemv {
             xt: gpu.alloc_zeros(1)?,
         });
         let transpose = gpu.kernel(&PTX, "cmv_spqr_transpose_inputs")?;
-        let weight_warps = std::env::var(WARPS_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .filter(|&w| w > 0);
-        let rows_env = std::env::var(ROWS_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .filter(|&r| r > 0);
+        // A positive number from an environment variable (tuning knobs; anything else unset).
+        let knob = |name| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok())
+                .filter(|&n| n > 0)
+        };
+        let (weight_warps, block_rows) = (knob(WARPS_ENV), knob(ROWS_ENV));
         Ok(Self {
             stream: gpu.stream().clone(),
             sm_count: gpu.info().sm_count,
             transpose,
             weight_warps,
-            rows_env,
+            block_rows,
             kernels,
             workspace,
         })
@@ -318,7 +319,7 @@ impl SpqrGemv {
                 max: MAX_BLOCK_ROWS,
             });
         }
-        self.rows_env = rows;
+        self.block_rows = rows;
         Ok(())
     }
 
@@ -338,7 +339,7 @@ impl SpqrGemv {
             m.shape.padded_rows,
             m.shape.padded_cols,
             self.sm_count,
-            self.rows_env,
+            self.block_rows,
         )
     }
 
