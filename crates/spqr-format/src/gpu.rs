@@ -7,18 +7,18 @@ use cmv_format::{
     Check, DeviceGemv, DeviceShape, batch_len, check_batch, check_len_at_least, upload_nonempty,
 };
 use cmv_runtime::{
-    CudaSlice, CudaStream, DevPtr, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr,
-    dev_ptr_mut,
+    CudaSlice, CudaStream, DevPtr, DevPtrMut, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError,
+    dev_ptr, dev_ptr_mut,
 };
 use half::f16;
 use spqr_kernels::layout::{
     SecondOrder, TILE, device_order, first_order, row_qs, row_qz, row_stat_byte,
 };
 use spqr_kernels::{
-    BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, SpqrGemvParams, TRANSPOSE_THREADS,
-    TransposeParams, block_rows_kernel, block_rows_warps, block_threads, choose_splits,
-    default_block_rows, is_scaled_kernel, kernel_batch, kernel_name_rows, launch_warps,
-    smem_bytes_rows, tc_scaled, walk_transposed,
+    BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, PREP_THREADS, PrepParams, SpqrGemvParams,
+    block_rows_kernel, block_rows_warps, block_threads, choose_splits, default_block_rows,
+    is_scaled_kernel, kernel_batch, kernel_name_rows, launch_warps, smem_bytes_rows, sum_slots,
+    sum_tiles, tc_scaled, walk_transposed,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -188,6 +188,8 @@ struct Workspace {
     counters: CudaSlice<u32>,
     /// The inputs by column for the kernels of 4 to 16 vectors (`transposed_index`).
     xt: CudaSlice<u16>,
+    /// The inputs' tile sums for the kernels of 4 to 16 vectors (`tile_sum_index`).
+    sx: CudaSlice<u32>,
 }
 
 /// One loaded kernel.
@@ -203,8 +205,8 @@ struct Loaded {
 pub struct SpqrGemv {
     stream: Arc<CudaStream>,
     sm_count: u32,
-    /// `cmv_spqr_transpose_inputs`, run before the kernels of 4 to 16 vectors.
-    transpose: Kernel,
+    /// `cmv_spqr_prep_inputs`, run before the kernels of 4 to 16 vectors.
+    prep: Kernel,
     /// Weight warps per block from [`WARPS_ENV`], in place of [`launch_warps`]' rule.
     weight_warps: Option<u32>,
     /// Tile rows per block from [`ROWS_ENV`] or [`SpqrGemv::set_block_rows`], in place of
@@ -271,8 +273,9 @@ impl SpqrGemv {
             partials: gpu.alloc_zeros(1)?,
             counters: gpu.alloc_zeros(1)?,
             xt: gpu.alloc_zeros(1)?,
+            sx: gpu.alloc_zeros(1)?,
         });
-        let transpose = gpu.kernel(&PTX, "cmv_spqr_transpose_inputs")?;
+        let prep = gpu.kernel(&PTX, "cmv_spqr_prep_inputs")?;
         // A positive number from an environment variable (tuning knobs; anything else unset).
         let knob = |name| {
             std::env::var(name)
@@ -284,7 +287,7 @@ impl SpqrGemv {
         Ok(Self {
             stream: gpu.stream().clone(),
             sm_count: gpu.info().sm_count,
-            transpose,
+            prep,
             weight_warps,
             block_rows,
             kernels,
@@ -475,19 +478,25 @@ impl SpqrGemv {
         let xt_len = (m.shape.cols as usize)
             .checked_mul(kb as usize)
             .ok_or_else(split_err)?;
+        let alloc = |e| RuntimeError::Driver {
+            op: "cuMemAlloc",
+            source: e,
+        };
         if transposed && ws.xt.len() < xt_len {
-            ws.xt = self
-                .stream
-                .alloc_zeros(xt_len)
-                .map_err(|e| RuntimeError::Driver {
-                    op: "cuMemAlloc",
-                    source: e,
-                })?;
+            ws.xt = self.stream.alloc_zeros(xt_len).map_err(alloc)?;
+        }
+        let tiles = sum_tiles(m.shape.padded_cols);
+        let sx_len = (tiles as usize)
+            .checked_mul(sum_slots(kb) as usize)
+            .ok_or_else(split_err)?;
+        if scaled && ws.sx.len() < sx_len {
+            ws.sx = self.stream.alloc_zeros(sx_len).map_err(alloc)?;
         }
         let Workspace {
             partials,
             counters,
             xt,
+            sx,
         } = &mut *ws;
         let params = SpqrGemvParams {
             dense: dev_ptr(&m.dense),
@@ -514,37 +523,49 @@ impl SpqrGemv {
         // * kb partial sums and `bands` >= groups counters, zero between launches (zeroed at allocation, reset by each tile
         // row's last part; launches on this one stream do not overlap); the scaled-weights
         // kernels take `SpqrGemvScaledParams`, with `pre`/`post` from `tc_scaled::prescale` of
-        // this matrix's scales and `xt`, the routed kernels `SpqrGemvParams`; the shared memory
-        // is `smem_bytes_rows` for the block's warps, the kernel batch and its tile rows. Before a kernel that
-        // `walk_transposed` (null `xt` otherwise), on the same stream, the transpose covers every column (cols.div_ceil(256)
-        // blocks of TRANSPOSE_THREADS) and writes `xt` (cols * kb values, grown above, a whole
-        // allocation so 16-byte aligned) from x (batch * cols values, 1 <= batch <= kb, kb
-        // even); the kernel reads `xt` only after it, and no other launch uses this workspace
-        // meanwhile (the lock).
+        // this matrix's scales, `xt` and `sx`, the routed kernels `SpqrGemvParams`; the shared
+        // memory is `smem_bytes_rows` for the block's warps, the kernel batch and its tile
+        // rows. Before a scaled-weights kernel, on the same stream, the prep launch
+        // (`PrepParams::blocks` blocks of PREP_THREADS) writes the tile sums `sx` (sum_tiles *
+        // sum_slots(kb) words, grown above) and, for a kernel that `walk_transposed` (null
+        // `xt` otherwise), `xt` over every column (its first cols.div_ceil(PREP_THREADS)
+        // blocks; cols * kb values, grown above, a whole allocation so 16-byte aligned), from
+        // x (batch * cols values, 1 <= batch <= kb, kb even; `aligned` as for the kernel); the
+        // kernel reads them only after it, and no other launch uses this workspace meanwhile
+        // (the lock).
         unsafe {
-            if transposed {
-                let tp = TransposeParams {
+            if scaled {
+                let pp = PrepParams {
                     x: dev_ptr(x).cast(),
-                    xt: dev_ptr_mut(xt),
+                    xt: if transposed {
+                        dev_ptr_mut(xt)
+                    } else {
+                        DevPtrMut::null()
+                    },
+                    sx: dev_ptr_mut(sx),
                     cols: m.shape.cols,
                     batch: b,
                     slots: kb,
-                    pad: 0,
+                    sum_tiles: tiles,
+                    transpose_blocks: if transposed {
+                        m.shape.cols.div_ceil(PREP_THREADS)
+                    } else {
+                        0
+                    },
+                    aligned,
                 };
-                let tcfg = LaunchConfig {
-                    grid_dim: (m.shape.cols.div_ceil(TRANSPOSE_THREADS), 1, 1),
-                    block_dim: (TRANSPOSE_THREADS, 1, 1),
+                let pcfg = LaunchConfig {
+                    grid_dim: (pp.blocks(), 1, 1),
+                    block_dim: (PREP_THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                self.transpose.launch(&self.stream, tcfg, &tp)?;
-            }
-            if scaled {
+                self.prep.launch(&self.stream, pcfg, &pp)?;
                 let xt = if transposed {
                     dev_ptr(xt)
                 } else {
                     DevPtr::null()
                 };
-                let sp = params.with_prescale(xt, m.pre, m.post);
+                let sp = params.with_prescale(xt, dev_ptr(sx), m.pre, m.post);
                 k.launch(&self.stream, cfg, &sp)?;
             } else {
                 k.launch(&self.stream, cfg, &params)?;
@@ -638,5 +659,9 @@ mod tests {
                 }
             }
         }
+        assert!(
+            ptx.contains(".entry cmv_spqr_prep_inputs("),
+            "cmv_spqr_prep_inputs is not in the PTX: run `cargo xtask ptx`"
+        );
     }
 }

@@ -308,6 +308,36 @@ pub fn f32x2_to_half2(lo: f32, hi: f32) -> u32 {
     }
 }
 
+/// The `bf16x2` word of two `f32` values, each rounded to nearest even: `lo` in the low half
+/// (`cvt.rn.bf16x2.f32 d, hi, lo`, one instruction on sm_80+).
+#[inline(always)]
+pub fn f32x2_to_bf16x2(lo: f32, hi: f32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register conversion (sm_80+).
+        unsafe {
+            core::arch::asm!(
+                "cvt.rn.bf16x2.f32 {r}, {h}, {l};",
+                r = out(reg32) r, h = in(reg32) hi, l = in(reg32) lo,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let b = |v: f32| u32::from(half::bf16::from_f32(v).to_bits());
+        b(lo) | (b(hi) << 16)
+    }
+}
+
+/// bf16 bits to `f32` (exact: the bits are the top half of the `f32`).
+#[inline(always)]
+pub fn bf16_to_f32(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
 /// Host model of one fp16 lane of `fma.rn.f16x2`: the exact `a * b + c`, rounded once.
 #[cfg(not(target_arch = "nvptx64"))]
 fn fma_f16_lane(a: u16, b: u16, c: u16) -> u16 {
@@ -633,6 +663,32 @@ mod tests {
         // 2049 lies halfway between the binary16 neighbours 2048 and 2050: even wins.
         assert_eq!(f16_to_f32(f32_to_f16(2049.0)), 2048.0);
         assert_eq!(f16_to_f32(f32_to_f16(2051.0)), 2052.0);
+    }
+
+    #[test]
+    fn f32_to_bf16_rounds_half_to_even_and_converts_back_exactly() {
+        // bf16 keeps 8 significant bits: 257 lies halfway between 256 and 258, 259 between
+        // 258 and 260; even mantissas win.
+        let w = f32x2_to_bf16x2(257.0, 259.0);
+        assert_eq!(bf16_to_f32(w as u16), 256.0);
+        assert_eq!(bf16_to_f32((w >> 16) as u16), 260.0);
+        // Every bf16 value converts to f32 and back unchanged, the range of f32 included.
+        for bits in 0..=u16::MAX {
+            let f = bf16_to_f32(bits);
+            if f.is_nan() {
+                continue;
+            }
+            assert_eq!(
+                f32x2_to_bf16x2(f, 0.0) & 0xffff,
+                u32::from(bits),
+                "{bits:#06x}"
+            );
+        }
+        // Far outside fp16's range, within half a unit (2^-9 relative).
+        for v in [1.0e30f32, -3.3e-30, 7.77e5] {
+            let r = bf16_to_f32(f32x2_to_bf16x2(v, 0.0) as u16);
+            assert!((r - v).abs() <= v.abs() / 512.0, "{v} -> {r}");
+        }
     }
 
     #[test]

@@ -612,34 +612,73 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
     o
 }
 
-/// Transposes the inputs for the outlier warps of the kernels for 4 to 16 vectors: thread
-/// `c` writes column `c`'s `slots` values ([`crate::transposed_index`]), zeros past `batch`.
+/// Prepares the inputs of the kernels for 4 to 16 vectors ([`crate::PrepParams`]): its
+/// first `transpose_blocks` blocks transpose them for the outlier warps (thread `c` writes
+/// column `c`'s `slots` values, [`crate::transposed_index`], zeros past `batch`), the others
+/// write the tile sums of the zero terms (thread `i` the sum of tile `i % sum_tiles` of
+/// vector slot `i / sum_tiles`, [`crate::tc_scaled::tile_sum_pair`], at
+/// [`crate::tile_sum_index`]).
 ///
 /// # Safety
-/// Launched by `spqr-format` with `ceil(cols / TRANSPOSE_THREADS)` blocks of
-/// [`crate::TRANSPOSE_THREADS`] threads, `x` holding `batch * cols` values, `xt` `cols * slots`
-/// 4-byte aligned, `1 <= batch <= slots`, `slots` even.
+/// Launched by `spqr-format` with [`crate::PrepParams::blocks`] blocks of
+/// [`crate::PREP_THREADS`] threads, `x` holding `batch * cols` values (16-byte aligned with
+/// `cols % 8 == 0` where `aligned`), `sx` `sum_tiles * sum_slots(slots)` words, and where
+/// `transpose_blocks > 0` `xt` `cols * slots` values 4-byte aligned and `transpose_blocks =
+/// ceil(cols / PREP_THREADS)`; `1 <= batch <= slots`, `slots` even.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_spqr_transpose_inputs(p: crate::TransposeParams) {
-    let c = block_idx_x() * crate::TRANSPOSE_THREADS + thread_idx_x();
-    if c >= p.cols {
-        return;
-    }
-    let (x, xt) = (p.x.as_ptr(), p.xt.as_mut_ptr() as *mut u32);
-    let at = |v: u32| {
-        if v < p.batch {
-            // SAFETY: v < batch and c < cols: inside x.
-            u32::from(unsafe { ld_nc_u16(x.add(v as usize * p.cols as usize + c as usize)) })
+pub unsafe extern "ptx-kernel" fn cmv_spqr_prep_inputs(p: crate::PrepParams) {
+    let x = p.x.as_ptr();
+    let b = block_idx_x();
+    if b < p.transpose_blocks {
+        let c = b * crate::PREP_THREADS + thread_idx_x();
+        if c >= p.cols {
+            return;
+        }
+        let xt = p.xt.as_mut_ptr() as *mut u32;
+        let at = |v: u32| {
+            if v < p.batch {
+                // SAFETY: v < batch and c < cols: inside x.
+                u32::from(unsafe { ld_nc_u16(x.add(v as usize * p.cols as usize + c as usize)) })
+            } else {
+                0
+            }
+        };
+        let mut v = 0;
+        while v < p.slots {
+            // SAFETY: transposed_index(c, v, slots) + 1 < cols * slots, even, so the u32 at
+            // half its index is inside xt and aligned.
+            unsafe {
+                *xt.add(crate::transposed_index(c, v, p.slots) / 2) = at(v) | (at(v + 1) << 16)
+            };
+            v += 2;
+        }
+    } else {
+        let i = (b - p.transpose_blocks) * crate::PREP_THREADS + thread_idx_x();
+        if i >= p.sum_tiles * crate::sum_slots(p.slots) {
+            return;
+        }
+        let (v, tile) = (i / p.sum_tiles, i % p.sum_tiles);
+        let sum = if v < p.batch {
+            // SAFETY: vector v < batch is inside x; the reads are bounded by cols, and
+            // `aligned` is the launcher's check.
+            let xs = unsafe {
+                load_inputs(
+                    x.add(v as usize * p.cols as usize),
+                    tile * TILE as u32,
+                    p.cols,
+                    p.aligned != 0,
+                )
+            };
+            crate::tc_scaled::tile_sum_pair(&xs)
         } else {
             0
-        }
-    };
-    let mut v = 0;
-    while v < p.slots {
-        // SAFETY: transposed_index(c, v, slots) + 1 < cols * slots, even, so the u32 at
-        // half its index is inside xt and aligned.
-        unsafe { *xt.add(crate::transposed_index(c, v, p.slots) / 2) = at(v) | (at(v + 1) << 16) };
-        v += 2;
+        };
+        // SAFETY: tile < sum_tiles, v < sum_slots(slots): inside sx.
+        unsafe {
+            *p.sx
+                .as_mut_ptr()
+                .add(crate::tile_sum_index(tile, v, p.slots)) = sum
+        };
     }
 }
 

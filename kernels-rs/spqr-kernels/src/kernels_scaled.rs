@@ -11,25 +11,26 @@
 //! last vector, loaded into registers one step ahead), and of vector `g + 8` for 16; it
 //! rebuilds
 //! the tile's second-order statistics with two xor-shuffles, turns its 32 codes into 16
-//! scaled `half2` pairs, and issues 4 MMAs for the codes and 8 for the zeros (`-z s` in two
-//! fp16 parts), per group of 8 vectors. All 8 vectors of a group cost the same instructions;
-//! the second group adds its input loads and 12 MMAs, not the weights' work. The outlier
+//! scaled `half2` pairs, and issues 4 MMAs for the codes and one bf16 MMA for the zeros
+//! (`-z s` times the tiles' input sums, both in two bf16 parts, `tc_scaled::zero_fragment`),
+//! per group of 8 vectors. All 8 vectors of a group cost the same instructions; the second
+//! group adds its input loads and 5 MMAs, not the weights' work. The outlier
 //! warps and the final sums are those of [`crate::kernels`] (the outlier warp measured faster for 4 and 8 vectors
 //! than all warps adding the outliers before the weights: docs/PERF.md).
 
 use cmv_device::{
     U32x4, block_dim_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr,
-    half2_to_f32x2, lds_v4, mma_m16n8k16_f16_f32, thread_idx_x,
+    half2_to_f32x2, ld_nc_u32, lds_v4, mma_m16n8k16_bf16_f32, mma_m16n8k16_f16_f32, thread_idx_x,
 };
 
 use crate::kernels::{
     Split, WeightRing, area, gather_stats, load_inputs, outlier_warp, sum_areas, write_rows,
 };
 use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
-use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs};
+use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs, zero_fragment};
 use crate::{
     RING_DEPTH, RING_SLOTS, SpqrGemvScaledParams, WARP_RING_BYTES, outlier_slots_rows, part_steps,
-    ring_offset_rows,
+    ring_offset_rows, sum_tiles, tile_sum_index,
 };
 
 /// A warp's ring of weight copies for `R` tile rows: as `kernels::WeightRing` (each lane
@@ -147,13 +148,6 @@ const fn groups<const B: usize>() -> usize {
     B.div_ceil(8)
 }
 
-/// Whether the kernel for `B` vectors and `R` tile rows per block keeps one zero-term
-/// accumulator per group instead of two ([`step`]'s `merge_zero`): 16 vectors on two tile rows, which
-/// spill otherwise.
-const fn merged_zero(b: usize, r: usize) -> bool {
-    b > 8 && r > 1
-}
-
 /// Most groups of a kernel.
 const MAX_GROUPS: usize = 2;
 const _: () = assert!(groups::<{ crate::MAX_BATCH as usize }>() <= MAX_GROUPS);
@@ -162,9 +156,15 @@ const _: () = assert!(groups::<{ crate::MAX_BATCH as usize }>() <= MAX_GROUPS);
 struct Acc {
     /// The code MMAs' fragment: rows 2g, 2g + 1 of vectors 2t, 2t + 1.
     codes: [f32; 4],
-    /// The zero MMAs' fragments, for the fp16 high and low parts of `-z s`.
-    zero_hi: [f32; 4],
-    zero_lo: [f32; 4],
+    /// The zero MMA's fragment, the same rows and vectors.
+    zero: [f32; 4],
+}
+
+impl Acc {
+    const ZERO: Self = Self {
+        codes: [0.0; 4],
+        zero: [0.0; 4],
+    };
 }
 
 /// The input rows lane `(g, t)` reads: vector `g`, and `g + 8` at 16 vectors (past the batch,
@@ -220,10 +220,32 @@ unsafe fn step_inputs<const B: usize>(
     r
 }
 
+/// The tile sums ([`SpqrGemvScaledParams::sx`]) of lane `(g, t)` for tile `tile` (clamped
+/// to the last of the `tiles` tiles: the step after a warp's last one is loaded and not
+/// used): vector slots `g` and, at 16 vectors, `g + 8`.
+///
+/// # Safety
+/// `sx` holds `tiles * sum_slots(B)` words.
+#[inline(always)]
+unsafe fn step_sums<const B: usize>(
+    sx: *const u32,
+    tile: u32,
+    tiles: u32,
+    g: u32,
+) -> [u32; MAX_GROUPS] {
+    let tile = tile.min(tiles - 1);
+    core::array::from_fn(|j| {
+        if j < groups::<B>() {
+            // SAFETY: tile < tiles and g + 8 j < sum_slots(B): inside sx.
+            unsafe { ld_nc_u32(sx.add(tile_sum_index(tile, g + 8 * j as u32, B as u32))) }
+        } else {
+            0
+        }
+    })
+}
+
 /// One step: the MMAs of two rows of one tile per lane, for each group of 8 vectors (`x[j]`,
-/// `acc[j]`, `j < groups::<B>()`). With `merge_zero`, both parts of the zero term go into
-/// `zero_hi` (8 fewer registers a group, for kernels that would spill otherwise; the fp32
-/// sums are the same terms in another order).
+/// the tile sums `sums[j]`, `acc[j]`, `j < groups::<B>()`).
 ///
 /// # Safety
 /// All 32 lanes of the warp call it together.
@@ -231,11 +253,11 @@ unsafe fn step_inputs<const B: usize>(
 unsafe fn step<const B: usize>(
     w: [u32; 4],
     x: &[[u32; 8]; MAX_GROUPS],
+    sums: &[u32; MAX_GROUPS],
     g: u32,
     pre: f32,
     masks: [u32; 2],
     acc: &mut [Acc; MAX_GROUPS],
-    merge_zero: bool,
 ) {
     let w0 = u64::from(w[0]) | (u64::from(w[1]) << 32);
     let w1 = u64::from(w[2]) | (u64::from(w[3]) << 32);
@@ -252,7 +274,13 @@ unsafe fn step<const B: usize>(
     };
     let (c0, c1) = (row(w0), row(w1));
     let (p0, p1) = (scaled_pairs(w0, &c0, masks), scaled_pairs(w1, &c1, masks));
-    for (xj, acc) in x.iter().zip(acc.iter_mut()).take(groups::<B>()) {
+    let za = zero_fragment(&c0, &c1);
+    for ((xj, &sj), acc) in x
+        .iter()
+        .zip(sums.iter())
+        .zip(acc.iter_mut())
+        .take(groups::<B>())
+    {
         let xp = input_pairs(xj);
         for m in 0..4 {
             let b = [xp[2 * m], xp[2 * m + 1]];
@@ -263,16 +291,10 @@ unsafe fn step<const B: usize>(
                     b,
                     acc.codes,
                 );
-                acc.zero_hi =
-                    mma_m16n8k16_f16_f32([c0.nz_hi, c1.nz_hi, c0.nz_hi, c1.nz_hi], b, acc.zero_hi);
-                let lo = [c0.nz_lo, c1.nz_lo, c0.nz_lo, c1.nz_lo];
-                if merge_zero {
-                    acc.zero_hi = mma_m16n8k16_f16_f32(lo, b, acc.zero_hi);
-                } else {
-                    acc.zero_lo = mma_m16n8k16_f16_f32(lo, b, acc.zero_lo);
-                }
             }
         }
+        // SAFETY: as above.
+        acc.zero = unsafe { mma_m16n8k16_bf16_f32(za, [sj, sj], acc.zero) };
     }
 }
 
@@ -282,6 +304,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     dense: *const u64,
     x: *const u16,
     xt: *const u16,
+    sx: *const u32,
     y: *mut u16,
     offsets: *const u32,
     col_vals: *const u32,
@@ -323,6 +346,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
             weights::<B>(
                 dense,
                 x,
+                sx,
                 red,
                 &split,
                 cols,
@@ -351,6 +375,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
 unsafe fn weights<const B: usize>(
     dense: *const u64,
     x: *const u16,
+    sx: *const u32,
     red: *mut f32,
     split: &Split,
     cols: u32,
@@ -382,25 +407,22 @@ unsafe fn weights<const B: usize>(
     // see `tc::scaled_pairs`.
     let unknown_zero = batch >> 16;
     let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
-    let mut acc: [Acc; MAX_GROUPS] = core::array::from_fn(|_| Acc {
-        codes: [0.0; 4],
-        zero_hi: [0.0; 4],
-        zero_lo: [0.0; 4],
-    });
+    let mut acc = [Acc::ZERO; MAX_GROUPS];
     // This warp's steps are s0 + warp + i * warps for i < mine; the weights are copied into
     // the warp's ring in shared memory RING_DEPTH steps ahead, the inputs of step i + 1 loaded
     // into registers while step i is computed.
     // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
     // launcher gave the ring area.
     let (ring, mine) = unsafe { WeightRing::start::<B>(part_words, lane, warp, warps, s1 - s0) };
+    let tiles = sum_tiles(padded_cols);
     let load_x = |i: u32| {
-        // SAFETY: xv from `vector_rows`; `aligned` was checked by the launcher.
+        let tile = 4 * (s0 + warp + i * warps) + t;
+        // SAFETY: xv from `vector_rows`; `aligned` was checked by the launcher; sx holds
+        // `tiles * sum_slots(B)` words.
         unsafe {
-            step_inputs::<B>(
-                &xv,
-                (4 * (s0 + warp + i * warps) + t) * TILE as u32,
-                cols,
-                aligned,
+            (
+                step_inputs::<B>(&xv, tile * TILE as u32, cols, aligned),
+                step_sums::<B>(sx, tile, tiles, g),
             )
         }
     };
@@ -414,7 +436,7 @@ unsafe fn weights<const B: usize>(
         let w = unsafe { ring.read(i % RING_SLOTS) };
         unsafe { ring.copy(i + RING_DEPTH, (i + RING_DEPTH) % RING_SLOTS) };
         // SAFETY: converged warp (`mine` is warp-uniform).
-        unsafe { step::<B>(w, &x, g, pre, masks, &mut acc, false) };
+        unsafe { step::<B>(w, &x.0, &x.1, g, pre, masks, &mut acc) };
         i += 1;
     }
     // The copies past the last step finish before the block ends.
@@ -426,7 +448,7 @@ unsafe fn weights<const B: usize>(
             // SAFETY: warp < warps, r < 16, n < 8 * groups <= area::<B>().
             unsafe {
                 *red.add((warp as usize * TILE + r) * area::<B>() + n) =
-                    (a.codes[i] + (a.zero_hi[i] + a.zero_lo[i])) * post
+                    (a.codes[i] + a.zero[i]) * post
             };
         }
     }
@@ -439,6 +461,7 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize>(
     dense: *const u64,
     x: *const u16,
     xt: *const u16,
+    sx: *const u32,
     y: *mut u16,
     offsets: *const u32,
     col_vals: *const u32,
@@ -489,6 +512,7 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize>(
             weights_rows::<B, R>(
                 dense,
                 x,
+                sx,
                 red,
                 &split,
                 cols,
@@ -520,6 +544,7 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize>(
 unsafe fn weights_rows<const B: usize, const R: usize>(
     dense: *const u64,
     x: *const u16,
+    sx: *const u32,
     red: *mut f32,
     split: &Split,
     cols: u32,
@@ -548,13 +573,7 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
     // see `tc::scaled_pairs`.
     let unknown_zero = batch >> 16;
     let masks = [MASK_A | unknown_zero, MASK_B | unknown_zero];
-    let mut acc: [[Acc; MAX_GROUPS]; R] = core::array::from_fn(|_| {
-        core::array::from_fn(|_| Acc {
-            codes: [0.0; 4],
-            zero_hi: [0.0; 4],
-            zero_lo: [0.0; 4],
-        })
-    });
+    let mut acc: [[Acc; MAX_GROUPS]; R] = core::array::from_fn(|_| [Acc::ZERO; MAX_GROUPS]);
     // This warp's steps are s0 + warp + i * warps for i < mine; the weights (of every tile
     // row) are copied into the warp's ring in shared memory RING_DEPTH steps ahead, the
     // inputs of step i + 1 loaded into registers while step i is computed: one load of the
@@ -563,14 +582,15 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
     // launcher gave the ring area.
     let (ring, mine) =
         unsafe { RowsRing::<R>::start::<B>(part_words, band_words, lane, warp, warps, s1 - s0) };
+    let tiles = sum_tiles(padded_cols);
     let load_x = |i: u32| {
-        // SAFETY: xv from `vector_rows`; `aligned` was checked by the launcher.
+        let tile = 4 * (s0 + warp + i * warps) + t;
+        // SAFETY: xv from `vector_rows`; `aligned` was checked by the launcher; sx holds
+        // `tiles * sum_slots(B)` words.
         unsafe {
-            step_inputs::<B>(
-                &xv,
-                (4 * (s0 + warp + i * warps) + t) * TILE as u32,
-                cols,
-                aligned,
+            (
+                step_inputs::<B>(&xv, tile * TILE as u32, cols, aligned),
+                step_sums::<B>(sx, tile, tiles, g),
             )
         }
     };
@@ -585,7 +605,7 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
         unsafe { ring.copy(i + RING_DEPTH, (i + RING_DEPTH) % RING_SLOTS) };
         for (wr, ar) in w.iter().zip(acc.iter_mut()) {
             // SAFETY: converged warp (`mine` is warp-uniform).
-            unsafe { step::<B>(*wr, &x, g, pre, masks, ar, merged_zero(B, R)) };
+            unsafe { step::<B>(*wr, &x.0, &x.1, g, pre, masks, ar) };
         }
         i += 1;
     }
@@ -600,7 +620,7 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
                 unsafe {
                     *red.add(
                         ((r * warps as usize + warp as usize) * TILE + row) * area::<B>() + n,
-                    ) = (a.codes[i] + (a.zero_hi[i] + a.zero_lo[i])) * post
+                    ) = (a.codes[i] + a.zero[i]) * post
                 };
             }
         }
@@ -620,11 +640,18 @@ macro_rules! entries {
         /// of tile rows that R divides; `1 <= splits <=` a tile row's steps) of
         /// `launch_warps` threads (at least 2 warps) with `smem_bytes_rows(weight warps, B,
         /// R)` bytes of shared memory; with `splits > 1`, `partials` holds
-        /// `bands * splits * 16 * B` values and `counters` one zero per group.
+        /// `bands * splits * 16 * B` values and `counters` one zero per group; `sx` the
+        /// inputs' tile sums (`sum_tiles(padded_cols) * sum_slots(B)` words), written by
+        /// `cmv_spqr_prep_inputs` before the launch.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: SpqrGemvScaledParams) {
-            let (dense, x, xt, y) =
-                (p.dense.as_ptr(), p.x.as_ptr(), p.xt.as_ptr(), p.y.as_mut_ptr());
+            let (dense, x, xt, sx, y) = (
+                p.dense.as_ptr(),
+                p.x.as_ptr(),
+                p.xt.as_ptr(),
+                p.sx.as_ptr(),
+                p.y.as_mut_ptr(),
+            );
             let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
             let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
             let SpqrGemvScaledParams {
@@ -635,12 +662,12 @@ macro_rules! entries {
             unsafe {
                 if $r == 1 {
                     spqr_gemv::<$b, $pt>(
-                        dense, x, xt, y, offsets, col_vals, split, rows, cols, padded_cols,
+                        dense, x, xt, sx, y, offsets, col_vals, split, rows, cols, padded_cols,
                         batch, pre, post, aligned,
                     )
                 } else {
                     spqr_gemv_rows::<$b, $pt, $r>(
-                        dense, x, xt, y, offsets, col_vals, split, rows, cols, padded_cols,
+                        dense, x, xt, sx, y, offsets, col_vals, split, rows, cols, padded_cols,
                         batch, pre, post, aligned,
                     )
                 }

@@ -355,8 +355,14 @@ unsafe impl KernelParams for SpqrGemvParams {}
 
 impl SpqrGemvParams {
     /// The parameters of a scaled-weights kernel: these fields with the transposed inputs
-    /// `xt` and `pre` and `post`.
-    pub const fn with_prescale(self, xt: DevPtr<u16>, pre: f32, post: f32) -> SpqrGemvScaledParams {
+    /// `xt`, the tile sums `sx` and `pre` and `post`.
+    pub const fn with_prescale(
+        self,
+        xt: DevPtr<u16>,
+        sx: DevPtr<u32>,
+        pre: f32,
+        post: f32,
+    ) -> SpqrGemvScaledParams {
         let Self {
             dense,
             x,
@@ -379,6 +385,7 @@ impl SpqrGemvParams {
             offsets,
             col_vals,
             xt,
+            sx,
             partials,
             counters,
             rows,
@@ -412,8 +419,12 @@ pub struct SpqrGemvScaledParams {
     pub col_vals: DevPtr<u32>,
     /// The inputs by column for the outlier warps where [`walk_transposed`]: `cols * B` fp16
     /// values (as bits), column `c`'s `B` inputs at `c * B` (zeros past `batch`), written by
-    /// `cmv_spqr_transpose_inputs` ([`TransposeParams`]) before the launch; null otherwise.
+    /// `cmv_spqr_prep_inputs` ([`PrepParams`]) before the launch; null otherwise.
     pub xt: DevPtr<u16>,
+    /// The tile sums of the inputs for the zero terms (`tc_scaled::tile_sum_pair`), one
+    /// `bf16x2` word per tile and vector slot at [`tile_sum_index`], [`sum_tiles`] tiles of
+    /// [`sum_slots`] slots, written by `cmv_spqr_prep_inputs` before the launch.
+    pub sx: DevPtr<u32>,
     /// With `splits > 1`, the parts' fp32 sums, `bands * splits * 16 * B` values.
     pub partials: DevPtrMut<f32>,
     /// With `splits > 1`, one counter per tile row, zero between launches.
@@ -436,14 +447,14 @@ pub struct SpqrGemvScaledParams {
     /// 1 where every input vector is 16-byte aligned and `cols % 8 == 0`, else 0.
     pub aligned: u32,
 }
-const _: () = assert!(core::mem::size_of::<SpqrGemvScaledParams>() == 96);
+const _: () = assert!(core::mem::size_of::<SpqrGemvScaledParams>() == 104);
 const _: () = assert!(core::mem::align_of::<SpqrGemvScaledParams>() == 4);
-// SAFETY: repr(C), no padding (size asserted: 8 pointers of 8 bytes and 8 words, alignment
+// SAFETY: repr(C), no padding (size asserted: 9 pointers of 8 bytes and 8 words, alignment
 // 4), plain data and device pointers only; the one parameter of the kernels named above.
 unsafe impl KernelParams for SpqrGemvScaledParams {}
 
 /// Whether the kernel for `kernel_batch` vectors can walk its outliers with the inputs by
-/// column ([`SpqrGemvScaledParams::xt`], written by `cmv_spqr_transpose_inputs` before it;
+/// column ([`SpqrGemvScaledParams::xt`], written by `cmv_spqr_prep_inputs` before it;
 /// a null `xt` walks with one load per input as the smaller batches do): 8 and 16 vectors.
 pub const fn reads_transposed(kernel_batch: u32) -> bool {
     kernel_batch >= 8
@@ -470,8 +481,8 @@ pub const fn walk_transposed(
     }
 }
 
-/// Threads per block of `cmv_spqr_transpose_inputs` (one column each).
-pub const TRANSPOSE_THREADS: u32 = 256;
+/// Threads per block of `cmv_spqr_prep_inputs` (one column, or one tile sum, each).
+pub const PREP_THREADS: u32 = 256;
 
 /// Where input `v` of column `c` sits in the transposed inputs of the kernel for
 /// `kernel_batch` vectors ([`SpqrGemvScaledParams::xt`]): the column's `kernel_batch` inputs
@@ -481,29 +492,65 @@ pub const fn transposed_index(c: u32, v: u32, kernel_batch: u32) -> usize {
     c as usize * kernel_batch as usize + v as usize
 }
 
-/// Parameters of `cmv_spqr_transpose_inputs`: `xt[transposed_index(c, v, slots)] = x[v *
-/// cols + c]` for `v < batch`, zero for `batch <= v < slots`.
+/// Tiles of the tile sums ([`SpqrGemvScaledParams::sx`]) of a matrix of `padded_cols`
+/// columns: every tile of the weight steps (4 tiles each), so the last step's tiles past the
+/// columns have sums too (zero).
+pub const fn sum_tiles(padded_cols: u32) -> u32 {
+    (padded_cols / layout::TILE as u32).div_ceil(4) * 4
+}
+
+/// Vector slots per tile of the tile sums of the kernel for `kernel_batch` vectors: one per
+/// lane row `g` of each group of 8 (the MMA's columns), zeros past the batch.
+pub const fn sum_slots(kernel_batch: u32) -> u32 {
+    8 * kernel_batch.div_ceil(8)
+}
+
+/// Where the sum of tile `tile`'s inputs of vector slot `v` sits in the tile sums of the
+/// kernel for `kernel_batch` vectors: a step's 4 tiles are `4 * sum_slots` consecutive words.
+pub const fn tile_sum_index(tile: u32, v: u32, kernel_batch: u32) -> usize {
+    tile as usize * sum_slots(kernel_batch) as usize + v as usize
+}
+
+/// Parameters of `cmv_spqr_prep_inputs`, run before every scaled-weights kernel. Its first
+/// `transpose_blocks` blocks write `xt[transposed_index(c, v, slots)] = x[v * cols + c]` for
+/// `v < batch`, zero for `batch <= v < slots` (none where `xt` is null); the other blocks the
+/// tile sums `sx[tile_sum_index(tile, v, slots)]` (`tc_scaled::tile_sum_pair` of the
+/// inputs of vector `v` at columns `16 tile ..`, zeros past `cols`; zero for `v >= batch`)
+/// for `tile < sum_tiles`, `v < sum_slots(slots)`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TransposeParams {
+pub struct PrepParams {
     /// `batch * cols` fp16 values (as bits), vector by vector.
     pub x: DevPtr<u16>,
-    /// `cols * slots` fp16 values (as bits), column by column.
+    /// `cols * slots` fp16 values (as bits), column by column; null with no transpose.
     pub xt: DevPtrMut<u16>,
+    /// `sum_tiles * sum_slots(slots)` words.
+    pub sx: DevPtrMut<u32>,
     /// Columns.
     pub cols: u32,
     /// Input vectors, `1..=slots`.
     pub batch: u32,
-    /// Values per column of `xt`: the kernel batch, 4, 8 or 16.
+    /// The kernel batch, 4, 8 or 16.
     pub slots: u32,
-    /// Unused; keeps the struct free of padding.
-    pub pad: u32,
+    /// [`sum_tiles`] of the matrix.
+    pub sum_tiles: u32,
+    /// Blocks of the transpose: `cols.div_ceil(PREP_THREADS)`, or 0 where `xt` is null.
+    pub transpose_blocks: u32,
+    /// 1 where every input vector is 16-byte aligned and `cols % 8 == 0`, else 0.
+    pub aligned: u32,
 }
-const _: () = assert!(core::mem::size_of::<TransposeParams>() == 32);
-const _: () = assert!(core::mem::align_of::<TransposeParams>() == 4);
-// SAFETY: repr(C), no padding (size asserted: 2 pointers of 8 bytes and 4 words, alignment
-// 4), plain data and device pointers only; the parameter of `cmv_spqr_transpose_inputs`.
-unsafe impl KernelParams for TransposeParams {}
+const _: () = assert!(core::mem::size_of::<PrepParams>() == 48);
+const _: () = assert!(core::mem::align_of::<PrepParams>() == 4);
+// SAFETY: repr(C), no padding (size asserted: 3 pointers of 8 bytes and 6 words, alignment
+// 4), plain data and device pointers only; the parameter of `cmv_spqr_prep_inputs`.
+unsafe impl KernelParams for PrepParams {}
+
+impl PrepParams {
+    /// Blocks of [`PREP_THREADS`] of the launch: the transpose's, then one thread per tile sum.
+    pub const fn blocks(&self) -> u32 {
+        self.transpose_blocks + (self.sum_tiles * sum_slots(self.slots)).div_ceil(PREP_THREADS)
+    }
+}
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod split_tests {
@@ -632,6 +679,55 @@ mod split_tests {
                 }
             }
             assert!(seen.iter().all(|&s| s));
+        }
+    }
+
+    #[test]
+    fn tile_sums_cover_every_step_tile_and_lane_row_once() {
+        for kb in [4u32, 8, 16] {
+            for padded_cols in [16u32, 48, 64, 3008, 4096, 14336] {
+                let tiles = sum_tiles(padded_cols);
+                // Whole steps of 4 tiles, covering the matrix's tiles.
+                assert_eq!(tiles % 4, 0);
+                assert!(tiles * 16 >= padded_cols && (tiles - 4) * 16 < padded_cols);
+                let slots = sum_slots(kb);
+                // Every lane row g (and g + 8 at 16 vectors) has a slot.
+                assert_eq!(slots, if kb > 8 { 16 } else { 8 });
+                let mut seen = vec![false; (tiles * slots) as usize];
+                for tile in 0..tiles {
+                    for v in 0..slots {
+                        let i = tile_sum_index(tile, v, kb);
+                        assert!(!seen[i], "kb {kb}: ({tile}, {v}) twice");
+                        seen[i] = true;
+                    }
+                }
+                assert!(seen.iter().all(|&s| s));
+                // A step's 4 tiles are one contiguous run of words.
+                assert_eq!(tile_sum_index(4, 0, kb), 4 * slots as usize);
+                // The prep launch has a thread for every column and every sum.
+                for transpose in [false, true] {
+                    let cols = padded_cols - 3;
+                    let transpose_blocks = if transpose {
+                        cols.div_ceil(PREP_THREADS)
+                    } else {
+                        0
+                    };
+                    let p = PrepParams {
+                        x: DevPtr::null(),
+                        xt: DevPtrMut::null(),
+                        sx: DevPtrMut::null(),
+                        cols,
+                        batch: 1,
+                        slots: kb,
+                        sum_tiles: tiles,
+                        transpose_blocks,
+                        aligned: 0,
+                    };
+                    let sum_threads = (p.blocks() - transpose_blocks) * PREP_THREADS;
+                    assert!(sum_threads >= tiles * slots);
+                    assert!(sum_threads < tiles * slots + PREP_THREADS);
+                }
+            }
         }
     }
 

@@ -19,14 +19,22 @@
 //!   the FMA and `offset * s` is a power-of-two multiple of the fp16 scale `s`, so exact as
 //!   long as it is finite, which [`MAX_SCALE`] guarantees. Two instructions per two weights.
 //!
-//! The zero is not folded into the weights (a rounded `s z` there would cost accuracy): next
-//! to each MMA of codes, the same inputs go through two more, by `-z s` in every slot of a
-//! row's tile, split into an fp16 `hi` and the fp16 rest `lo`, adding `-z s sum(x)` almost
-//! exactly in fp32. So the weights the kernel uses are `s (q - z)` with `s` rounded to fp16
-//! and the products `s q` rounded to fp16 (each rounding at most 2^-11 relative); what that
-//! does to dot products is tested below.
+//! The zero is not folded into the weights (a rounded `s z` there would cost accuracy). A
+//! tile's zero term for one vector is `-z s sum(x)`, the row's `-z s` times the sum of the
+//! tile's 16 inputs: the sums are computed once per launch, before the kernel, in f32
+//! ([`tile_sum_pair`]), and a step adds the four tiles' zero terms of both rows with one
+//! bf16 MMA ([`zero_fragment`]): lane `(g, t)`'s four k-slots of tile `t` hold `-z s` split
+//! into a bf16 `hi` and the bf16 rest `lo` (`hi, hi, lo, lo`), its B slots the tile's sum
+//! for vector `g` split the same way (`hi, lo, hi, lo`), so the MMA adds
+//! `(hi + lo)(sum_hi + sum_lo)`, each factor within 2^-16 of its f32 value, in fp32 (bf16
+//! has the exponent range of f32: no tile sum overflows, none is subnormal). So the weights
+//! the kernel uses are `s (q - z)` with `s` rounded to fp16 and the products `s q` rounded
+//! to fp16 (each rounding at most 2^-11 relative); what that does to dot products is tested
+//! below.
 
-use cmv_device::{f32x2_to_half2, half2_to_f32x2, hfma2, hmul2, lop3};
+use cmv_device::{
+    bf16_to_f32, f32x2_to_bf16x2, f32x2_to_half2, half2_to_f32x2, hfma2, hmul2, lop3,
+};
 
 pub use crate::tc::{MASK_A, MASK_B, PAIRS, WINDOW_SHIFTS, input_pairs};
 
@@ -42,7 +50,8 @@ pub const NEG_OFFSET_B: u32 = 0xd800_c800;
 /// fp16 (at most 65504). A matrix with larger scales runs with all of them divided by a
 /// power of two and the result multiplied back ([`prescale`]).
 pub const MAX_SCALE: f32 = 63.0;
-/// Largest `|z s|` the kernel takes as it is (finite in fp16, with margin).
+/// Largest `|z s|` the kernel takes as it is. (The zero terms are bf16, with the range of
+/// f32; the bound keeps the scaled `s z` of the matrices of earlier builds' rule.)
 pub const MAX_ZERO_TERM: f32 = 65000.0;
 
 /// The per-row values of a tile row, as `half2` words (and the zero term in fp32).
@@ -54,9 +63,9 @@ pub struct RowConsts {
     pub ca: u32,
     /// `(-8 s, -128 s)`: removes the odd pairs' offsets.
     pub cb: u32,
-    /// `-z s` (with the fp16 `s`) rounded to fp16, in both halves.
+    /// `-z s` (with the fp16 `s`) rounded to bf16, in both halves.
     pub nz_hi: u32,
-    /// The rest, `-z s - hi`, rounded to fp16, in both halves.
+    /// The rest, `-z s - hi`, rounded to bf16, in both halves.
     pub nz_lo: u32,
 }
 
@@ -65,15 +74,48 @@ pub struct RowConsts {
 pub fn row_consts(s: f32, z: f32) -> RowConsts {
     let s2 = f32x2_to_half2(s, s);
     let nz = -(z * half2_to_f32x2(s2).0);
-    let nz_hi = f32x2_to_half2(nz, nz);
-    let rest = nz - half2_to_f32x2(nz_hi).0;
+    let nz_hi = f32x2_to_bf16x2(nz, nz);
+    let rest = nz - bf16_to_f32(nz_hi as u16);
     RowConsts {
         s2,
         ca: hmul2(s2, NEG_OFFSET_A),
         cb: hmul2(s2, NEG_OFFSET_B),
         nz_hi,
-        nz_lo: f32x2_to_half2(rest, rest),
+        nz_lo: f32x2_to_bf16x2(rest, rest),
     }
+}
+
+/// `v` as the `bf16x2` word `(hi, lo)`: `hi` is `v` rounded to bf16, `lo` the rest `v - hi`
+/// rounded to bf16, so `hi + lo` is within 2^-16 of `v` (relative).
+#[inline(always)]
+pub fn bf16_split(v: f32) -> u32 {
+    let hi = f32x2_to_bf16x2(v, v) & 0xffff;
+    let rest = v - bf16_to_f32(hi as u16);
+    hi | (f32x2_to_bf16x2(rest, rest) & 0xffff_0000)
+}
+
+/// The sum of a tile's 16 inputs (`half2` words, as the kernel loads them), added in f32 in
+/// order, as [`bf16_split`]: the B value of [`zero_fragment`]. Computed before the kernel
+/// by `cmv_spqr_prep_inputs`, once per tile and vector.
+#[inline(always)]
+pub fn tile_sum_pair(x: &[u32; 8]) -> u32 {
+    let mut sum = 0.0f32;
+    for &w in x {
+        let (a, b) = half2_to_f32x2(w);
+        sum += a;
+        sum += b;
+    }
+    bf16_split(sum)
+}
+
+/// The A fragment of the zero MMA (`mma.m16n8k16` in bf16) of lane `(g, t)`, whose rows
+/// `2g, 2g + 1` (the MMA's rows `g`, `g + 8`) have the constants `c0`, `c1`: k-slots `2t`,
+/// `2t + 1` hold `hi`, `2t + 8`, `2t + 9` `lo`. With B `[sum, sum]` (the lane's
+/// [`tile_sum_pair`] for tile `t`, vector `g`) the MMA adds, per row and vector, the four
+/// tiles' `(hi + lo)(sum_hi + sum_lo)`.
+#[inline(always)]
+pub fn zero_fragment(c0: &RowConsts, c1: &RowConsts) -> [u32; 4] {
+    [c0.nz_hi, c1.nz_hi, c0.nz_lo, c1.nz_lo]
 }
 
 /// The `half2` pair `2i + odd` of word `w` before scaling: `(base + q_low, base' + q_high)`.
@@ -126,6 +168,52 @@ mod tests {
 
     fn lanes(v: u32) -> (u16, u16) {
         (v as u16, (v >> 16) as u16)
+    }
+
+    /// The low bf16 half of `v`, exactly.
+    fn bf(v: u32) -> f64 {
+        f64::from(bf16_to_f32(v as u16))
+    }
+
+    fn half2_words(x: &[f16; TILE]) -> [u32; 8] {
+        core::array::from_fn(|j| {
+            u32::from(x[2 * j].to_bits()) | (u32::from(x[2 * j + 1].to_bits()) << 16)
+        })
+    }
+
+    #[test]
+    fn tile_sums_split_into_two_bf16_within_2_pow_minus_16() {
+        let mut state = 0x0dd5_eed5_u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state
+        };
+        let scales = [1.0f32, 65504.0, 6.0e-8, 1.0e-3, 300.0];
+        for i in 0..3000 {
+            let scale = scales[i % scales.len()];
+            let x: [f16; TILE] = core::array::from_fn(|_| {
+                let u = ((next() >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0;
+                f16::from_f32(u as f32 * scale)
+            });
+            let p = tile_sum_pair(&half2_words(&x));
+            let (hi, lo) = (bf(p & 0xffff), bf(p >> 16));
+            let exact: f64 = x.iter().map(|v| v.to_f64()).sum();
+            let mag: f64 = x.iter().map(|v| v.to_f64().abs()).sum();
+            // The f32 sum (15 roundings of 2^-24 of the running sum) and the split (2^-16).
+            let err = (hi + lo - exact).abs();
+            assert!(
+                err <= exact.abs() * 1.53e-5 + mag * 1e-6,
+                "tile {i}: {hi} + {lo} against {exact}"
+            );
+            assert!(hi.is_finite() && lo.abs() <= hi.abs() / 256.0);
+        }
+        // Sixteen fp16 maxima: far past fp16, still exact in bf16 pairs.
+        let big = [f16::MAX; TILE];
+        let p = tile_sum_pair(&half2_words(&big));
+        assert_eq!(bf(p & 0xffff) + bf(p >> 16), 16.0 * 65504.0);
+        assert_eq!(tile_sum_pair(&[0; 8]), 0);
     }
 
     #[test]
@@ -181,12 +269,13 @@ mod tests {
                         "s {s}, z {z}, pair {p}"
                     );
                 }
-                let h = |v: u32| f64::from(f16::from_bits(v as u16).to_f32());
                 let nz = -f64::from(z) * f64::from(sh);
-                let err = (h(c.nz_hi) + h(c.nz_lo) - nz).abs();
-                // 2^-22 relative, or half the smallest fp16 subnormal (2^-25) for tiny terms.
+                assert_eq!(c.nz_hi >> 16, c.nz_hi & 0xffff);
+                assert_eq!(c.nz_lo >> 16, c.nz_lo & 0xffff);
+                let err = (bf(c.nz_hi) + bf(c.nz_lo) - nz).abs();
+                // 2^-16 relative (bf16 has the range of f32: no floor for tiny terms).
                 assert!(
-                    err <= nz.abs() * 2.4e-7 + 3e-8,
+                    err <= nz.abs() * 1.53e-5,
                     "s {s}, z {z}: zero term off by {err}"
                 );
             }
@@ -204,8 +293,12 @@ mod tests {
             let (lo, hi) = lanes(pairs[p]);
             acc += h(lo) * f64::from(x[kl].to_f32()) + h(hi) * f64::from(x[kh].to_f32());
         }
-        let xsum: f64 = x.iter().map(|v| f64::from(v.to_f32())).sum();
-        acc + (h(c.nz_hi as u16) + h(c.nz_lo as u16)) * xsum
+        // The zero MMA: lane (g, t)'s A slots (hi, hi, lo, lo) times its B slots (sum_hi,
+        // sum_lo, sum_hi, sum_lo), each product exact.
+        let a = zero_fragment(&c, &c);
+        let sum = tile_sum_pair(&half2_words(x));
+        let (shi, slo) = (bf(sum & 0xffff), bf(sum >> 16));
+        acc + bf(a[0]) * shi + bf(a[0] >> 16) * slo + bf(a[2]) * shi + bf(a[2] >> 16) * slo
     }
 
     #[test]
