@@ -244,6 +244,41 @@ unsafe fn step_sums<const B: usize>(
     })
 }
 
+/// A warp's `mine` steps: `body(i, i % RING_SLOTS, inputs of step i)`, with step `i + 1`'s
+/// inputs (`load(i + 1)`) loaded before step `i` runs. With `unroll` (a constant), by the ring's slots, so
+/// the slot offsets are constants and the inputs alternate between sets of registers (one
+/// step at a time, `ptxas` copied the 8 prefetched input words every step).
+#[inline(always)]
+fn steps<X: Copy>(
+    unroll: bool,
+    mine: u32,
+    load: impl Fn(u32) -> X,
+    mut body: impl FnMut(u32, u32, &X),
+) {
+    const _: () = assert!(RING_SLOTS == 4);
+    let mut next = load(0);
+    let mut i = 0;
+    // Written out: as a loop over the slots, LLVM kept the loop.
+    while unroll && i + RING_SLOTS <= mine {
+        let x0 = next;
+        let x1 = load(i + 1);
+        body(i, 0, &x0);
+        let x2 = load(i + 2);
+        body(i + 1, 1, &x1);
+        let x3 = load(i + 3);
+        body(i + 2, 2, &x2);
+        next = load(i + 4);
+        body(i + 3, 3, &x3);
+        i += RING_SLOTS;
+    }
+    while i < mine {
+        let x = next;
+        next = load(i + 1);
+        body(i, i % RING_SLOTS, &x);
+        i += 1;
+    }
+}
+
 /// One step: the MMAs of two rows of one tile per lane, for each group of 8 vectors (`x[j]`,
 /// the tile sums `sums[j]`, `acc[j]`, `j < groups::<B>()`).
 ///
@@ -426,19 +461,14 @@ unsafe fn weights<const B: usize>(
             )
         }
     };
-    let mut next = load_x(0);
-    let mut i = 0;
-    while i < mine {
-        let x = next;
-        next = load_x(i + 1);
+    steps(true, mine, load_x, |i, slot, x| {
         // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step i + RING_DEPTH goes
         // into the slot of step i - 1, read in the previous iteration.
-        let w = unsafe { ring.read(i % RING_SLOTS) };
-        unsafe { ring.copy(i + RING_DEPTH, (i + RING_DEPTH) % RING_SLOTS) };
+        let w = unsafe { ring.read(slot) };
+        unsafe { ring.copy(i + RING_DEPTH, (slot + RING_DEPTH) % RING_SLOTS) };
         // SAFETY: converged warp (`mine` is warp-uniform).
         unsafe { step::<B>(w, &x.0, &x.1, g, pre, masks, &mut acc) };
-        i += 1;
-    }
+    });
     // The copies past the last step finish before the block ends.
     // SAFETY: no operands.
     unsafe { cp_async_wait::<0>() };
@@ -594,21 +624,17 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
             )
         }
     };
-    let mut next = load_x(0);
-    let mut i = 0;
-    while i < mine {
-        let x = next;
-        next = load_x(i + 1);
+    // (Unrolled, the kernel for 16 vectors spilled.)
+    steps(B <= 8, mine, load_x, |i, slot, x| {
         // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step i + RING_DEPTH goes
         // into the slot of step i - 1, read in the previous iteration.
-        let w = unsafe { ring.read(i % RING_SLOTS) };
-        unsafe { ring.copy(i + RING_DEPTH, (i + RING_DEPTH) % RING_SLOTS) };
+        let w = unsafe { ring.read(slot) };
+        unsafe { ring.copy(i + RING_DEPTH, (slot + RING_DEPTH) % RING_SLOTS) };
         for (wr, ar) in w.iter().zip(acc.iter_mut()) {
             // SAFETY: converged warp (`mine` is warp-uniform).
             unsafe { step::<B>(*wr, &x.0, &x.1, g, pre, masks, ar) };
         }
-        i += 1;
-    }
+    });
     // The copies past the last step finish before the block ends.
     // SAFETY: no operands.
     unsafe { cp_async_wait::<0>() };
