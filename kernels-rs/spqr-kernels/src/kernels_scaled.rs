@@ -624,8 +624,9 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
             )
         }
     };
-    // (Unrolled, the kernel for 16 vectors spilled.)
-    steps(B <= 8, mine, load_x, |i, slot, x| {
+    // Unrolled at 4 vectors only: at 16 the kernel spilled, and at 8 it measured 6% slower on
+    // 28672x8192 (H100, docs/PERF.md).
+    steps(B <= 4, mine, load_x, |i, slot, x| {
         // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step i + RING_DEPTH goes
         // into the slot of step i - 1, read in the previous iteration.
         let w = unsafe { ring.read(slot) };
