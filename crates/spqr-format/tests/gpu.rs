@@ -83,6 +83,75 @@ fn kernel_matches_the_cpu_reference() {
 }
 
 #[test]
+fn programmatic_launch_gives_the_same_bits() {
+    // The kernels of 4 to 16 vectors with programmatic dependent launch (compute capability
+    // 9.0) and without: the same bits, for launches queued back to back with different inputs
+    // (each product reads the tile sums of its own prep launch), one and two tile rows, CSR
+    // and PTCSR, aligned and unaligned inputs.
+    let Some(gpu) = gpu_for_tests("programmatic_launch_gives_the_same_bits") else {
+        return;
+    };
+    let hopper = gpu.info().compute_capability == (9, 0);
+    let mut rng = StdRng::seed_from_u64(21);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    for (rows, cols) in [(256, 4096), (96, 3000), (48, 8200), (32, 37)] {
+        let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+        let opts = QuantizeOptions {
+            outlier_fraction: 0.02,
+            ..QuantizeOptions::default()
+        };
+        let m = quantize(&w, rows, cols, &opts).unwrap();
+        let mut dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+        for block_rows in [1, 2] {
+            let mut on = SpqrGemv::with_pdl(&gpu, true).unwrap();
+            let mut off = SpqrGemv::with_pdl(&gpu, false).unwrap();
+            assert_eq!(on.uses_pdl(), hopper);
+            assert!(!off.uses_pdl());
+            on.set_block_rows(Some(block_rows)).unwrap();
+            off.set_block_rows(Some(block_rows)).unwrap();
+            for batch in [3, 4, 8, 11, 16] {
+                for format in [OutlierFormat::Csr, OutlierFormat::Ptcsr] {
+                    dm.set_outlier_format(format);
+                    let xs: Vec<Vec<f16>> = (0..3)
+                        .map(|_| {
+                            (0..batch * cols)
+                                .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                                .collect()
+                        })
+                        .collect();
+                    let run = |spqr: &SpqrGemv| -> Vec<Vec<f16>> {
+                        let dxs: Vec<_> = xs.iter().map(|x| gpu.upload(x).unwrap()).collect();
+                        let mut dys: Vec<_> = (0..xs.len())
+                            .map(|_| gpu.upload(&vec![f16::NAN; batch * rows]).unwrap())
+                            .collect();
+                        // Queued back to back, downloaded after the last.
+                        for (dx, dy) in dxs.iter().zip(dys.iter_mut()) {
+                            spqr.gemv(&dm, dx, dy, batch).unwrap();
+                        }
+                        dys.iter().map(|dy| gpu.download(dy).unwrap()).collect()
+                    };
+                    let (a, b) = (run(&on), run(&off));
+                    for (k, (ya, yb)) in a.iter().zip(&b).enumerate() {
+                        let want = m.gemv_reference(&xs[k], batch).unwrap();
+                        let err = relative_error(ya, &want);
+                        assert!(
+                            err < GPU_TOLERANCE,
+                            "{rows}x{cols} rows/block {block_rows} batch {batch} {format:?} \
+                             launch {k}: relative error {err}"
+                        );
+                        assert!(
+                            ya.iter().zip(yb).all(|(p, q)| p.to_bits() == q.to_bits()),
+                            "{rows}x{cols} rows/block {block_rows} batch {batch} {format:?} \
+                             launch {k}: programmatic launch changed the bits"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn large_and_small_weights_keep_their_accuracy() {
     // Scales above 63 do not fit the scaled-weights kernel's (3-8 vectors) fp16 arithmetic as
     // they are: the launcher divides them by a power of two and multiplies the result back.

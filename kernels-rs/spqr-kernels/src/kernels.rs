@@ -21,9 +21,10 @@
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
-    dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, fma_f32, ld_nc_u16, ld_nc_u32,
-    ld_nc_u64, ld_nc_v4, ld_relaxed_u32, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor,
-    sts_v4, sync_threads, sync_threads_or, sync_warp, thread_idx_x,
+    dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, fma_f32,
+    griddepcontrol_launch_dependents, ld_nc_u16, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32,
+    lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4, sync_threads, sync_threads_or,
+    sync_warp, thread_idx_x,
 };
 
 use crate::layout::{
@@ -35,9 +36,8 @@ use crate::tc::{
     result_scale, row_scale_zero, staged_pairs, tile_consts,
 };
 use crate::{
-    BLOCK_THREADS, MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvParams,
-    WARP_RING_BYTES, WARP_STAGE_BYTES, ZERO_BYTES, part_steps, ring_offset, round_steps, sets,
-    stage_offset,
+    MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvParams, WARP_RING_BYTES,
+    WARP_STAGE_BYTES, ZERO_BYTES, part_steps, ring_offset, round_steps, sets, stage_offset,
 };
 
 /// Values per row of the result and outlier areas of the kernel for `B` vectors
@@ -74,25 +74,18 @@ impl Split {
     }
 }
 
-/// Launch bounds of every kernel here (`cargo xtask ptx` turns this into `.maxntid`): the
-/// launcher never uses more threads, and `ptxas` may then use more than 64 registers.
-#[unsafe(no_mangle)]
-pub static CMV_MAXNTID: u32 = BLOCK_THREADS;
-
-/// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 3 blocks of the largest
-/// size (6 of the usual 4 warps), up to 85 registers, which keeps the loops of 2 to 8 vectors (16 vectors take 2 blocks, `kernels_scaled`)
-/// free of spills and of recomputed addresses (at 64, `ptxas` rebuilds them every step or
-/// spills).
-#[unsafe(no_mangle)]
-pub static CMV_MINNCTAPERSM: u32 = 3;
+// The module-wide launch bounds (`CMV_MAXNTID`, `CMV_MINNCTAPERSM`) are defined with the
+// scaled-weights kernels (`crate::scaled_entry_points!`), so that the sm_90a module has them too.
 
 /// One vector: 4 blocks of the largest size (8 of the usual 4 warps), 64 registers, a full
 /// SM's worth of warps; the kernel fits in them without spills.
+#[cfg(feature = "entries")]
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
 pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b1: u32 = 4;
 
 /// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b1`].
+#[cfg(feature = "entries")]
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
 pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b1: u32 = 4;
@@ -619,14 +612,22 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
 /// vector slot `i / sum_tiles`, [`crate::tc_scaled::tile_sum_pair`], at
 /// [`crate::tile_sum_index`]).
 ///
+/// With `PDL` (the sm_90a module), the kernel launched after it may start at once
+/// (`griddepcontrol.launch_dependents`); it waits for this one's writes
+/// (`griddepcontrol.wait`) before it reads the inputs.
+///
 /// # Safety
 /// Launched by `spqr-format` with [`crate::PrepParams::blocks`] blocks of
 /// [`crate::PREP_THREADS`] threads, `x` holding `batch * cols` values (16-byte aligned with
 /// `cols % 8 == 0` where `aligned`), `sx` `sum_tiles * sum_slots(slots)` words, and where
 /// `transpose_blocks > 0` `xt` `cols * slots` values 4-byte aligned and `transpose_blocks =
-/// ceil(cols / PREP_THREADS)`; `1 <= batch <= slots`, `slots` even.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_spqr_prep_inputs(p: crate::PrepParams) {
+/// ceil(cols / PREP_THREADS)`; `1 <= batch <= slots`, `slots` even. `PDL` only on sm_90.
+#[inline(always)]
+pub unsafe fn prep_inputs<const PDL: bool>(p: &crate::PrepParams) {
+    if PDL {
+        // SAFETY: sm_90 code (the caller's guarantee).
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let x = p.x.as_ptr();
     let b = block_idx_x();
     if b < p.transpose_blocks {
@@ -961,6 +962,7 @@ macro_rules! entries {
     )*};
 }
 
+#[cfg(feature = "entries")]
 entries! {
     cmv_spqr_csr_b1 = 1, false;
     cmv_spqr_csr_b2 = 2, false;

@@ -20,7 +20,8 @@
 
 use cmv_device::{
     U32x4, block_dim_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr,
-    half2_to_f32x2, ld_nc_u32, lds_v4, mma_m16n8k16_bf16_f32, mma_m16n8k16_f16_f32, thread_idx_x,
+    griddepcontrol_wait, half2_to_f32x2, ld_nc_u32, lds_v4, mma_m16n8k16_bf16_f32,
+    mma_m16n8k16_f16_f32, thread_idx_x,
 };
 
 use crate::kernels::{
@@ -335,7 +336,7 @@ unsafe fn step<const B: usize>(
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn spqr_gemv<const B: usize, const PT: bool>(
+unsafe fn spqr_gemv<const B: usize, const PT: bool, const PDL: bool>(
     dense: *const u64,
     x: *const u16,
     xt: *const u16,
@@ -359,6 +360,11 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - ow);
     let (red, outl) = sum_areas::<B>(warps);
     if warp >= warps {
+        if PDL {
+            // The prep launch's `xt` (sm_90, the launcher's guarantee).
+            // SAFETY: no operands.
+            unsafe { griddepcontrol_wait() };
+        }
         // SAFETY: forwarded from the launcher's checks; the area has outlier_slots(warps, B)
         // >= 2 ow slots.
         unsafe {
@@ -378,7 +384,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     } else {
         // SAFETY: forwarded.
         unsafe {
-            weights::<B>(
+            weights::<B, PDL>(
                 dense,
                 x,
                 sx,
@@ -407,7 +413,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
 /// As the entry points; all lanes of the warp call it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn weights<const B: usize>(
+unsafe fn weights<const B: usize, const PDL: bool>(
     dense: *const u64,
     x: *const u16,
     sx: *const u32,
@@ -449,6 +455,12 @@ unsafe fn weights<const B: usize>(
     // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
     // launcher gave the ring area.
     let (ring, mine) = unsafe { WeightRing::start::<B>(part_words, lane, warp, warps, s1 - s0) };
+    if PDL {
+        // The weights' first copies are on their way; the inputs and tile sums are the prep
+        // launch's (sm_90, the launcher's guarantee).
+        // SAFETY: no operands.
+        unsafe { griddepcontrol_wait() };
+    }
     let tiles = sum_tiles(padded_cols);
     let load_x = |i: u32| {
         let tile = 4 * (s0 + warp + i * warps) + t;
@@ -487,7 +499,7 @@ unsafe fn weights<const B: usize>(
 /// [`spqr_gemv`] for blocks of `R >= 2` tile rows (`crate::block_rows_kernel`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize>(
+unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize, const PDL: bool>(
     dense: *const u64,
     x: *const u16,
     xt: *const u16,
@@ -512,6 +524,11 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize>(
     let slots = outlier_slots_rows(warps, B as u32, R as u32);
     let (red, outl) = sum_areas_rows::<B, R>(warps);
     if warp >= warps {
+        if PDL {
+            // The prep launch's `xt` (sm_90, the launcher's guarantee).
+            // SAFETY: no operands.
+            unsafe { griddepcontrol_wait() };
+        }
         for r in 0..R {
             // Tile row r of the block's group: its walk, into its outlier area.
             let split_r = Split {
@@ -539,7 +556,7 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize>(
     } else {
         // SAFETY: forwarded.
         unsafe {
-            weights_rows::<B, R>(
+            weights_rows::<B, R, PDL>(
                 dense,
                 x,
                 sx,
@@ -571,7 +588,7 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize>(
 /// As the entry points; all lanes of the warp call it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn weights_rows<const B: usize, const R: usize>(
+unsafe fn weights_rows<const B: usize, const R: usize, const PDL: bool>(
     dense: *const u64,
     x: *const u16,
     sx: *const u32,
@@ -612,6 +629,11 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
     // launcher gave the ring area.
     let (ring, mine) =
         unsafe { RowsRing::<R>::start::<B>(part_words, band_words, lane, warp, warps, s1 - s0) };
+    if PDL {
+        // As in `weights`.
+        // SAFETY: no operands.
+        unsafe { griddepcontrol_wait() };
+    }
     let tiles = sum_tiles(padded_cols);
     let load_x = |i: u32| {
         let tile = 4 * (s0 + warp + i * warps) + t;
@@ -654,110 +676,160 @@ unsafe fn weights_rows<const B: usize, const R: usize>(
     }
 }
 
-macro_rules! entries {
-    ($($name:ident = $b:literal, $pt:literal, $r:literal;)*) => {$(
-        /// SpQR GEMV for up to this many input vectors, this many tile rows per block; see
-        /// the module documentation.
+/// The body of the scaled-weights kernel for `B` vectors, PTCSR outliers (`PT`) or CSR, `R`
+/// tile rows per block, with programmatic dependent launch (`PDL`, the sm_90a module: the
+/// weight warps start their copies before they wait for the prep launch's inputs).
+///
+/// # Safety
+/// Launched by `spqr-format` with [`SpqrGemvScaledParams`], having validated the matrix
+/// (lengths, offsets, outlier columns), sized the inputs and outputs, checked `aligned`
+/// (input 16-byte aligned and `cols % 8 == 0`), chosen `pre`/`post` from the matrix's
+/// scales, and launched `splits` blocks per group of R tile rows (a number of tile rows that
+/// R divides; `1 <= splits <=` a tile row's steps) of `launch_warps` threads (at least 2
+/// warps) with `smem_bytes_rows(weight warps, B, R)` bytes of shared memory; with
+/// `splits > 1`, `partials` holds `bands * splits * 16 * B` values and `counters` one zero
+/// per group; `sx` the inputs' tile sums (`sum_tiles(padded_cols) * sum_slots(B)` words),
+/// written by `cmv_spqr_prep_inputs` launched before it (with `PDL`, on sm_90, launched
+/// programmatically after it).
+#[inline(always)]
+pub unsafe fn scaled_entry<const B: usize, const PT: bool, const R: usize, const PDL: bool>(
+    p: &SpqrGemvScaledParams,
+) {
+    let (dense, x, xt, sx, y) = (
+        p.dense.as_ptr(),
+        p.x.as_ptr(),
+        p.xt.as_ptr(),
+        p.sx.as_ptr(),
+        p.y.as_mut_ptr(),
+    );
+    let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
+    let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
+    let SpqrGemvScaledParams {
+        rows,
+        cols,
+        padded_cols,
+        batch,
+        splits,
+        pre,
+        post,
+        aligned,
+        ..
+    } = *p;
+    let split = Split::of_block(partials, counters, splits);
+    // SAFETY: forwarded from the launcher's checks.
+    unsafe {
+        if R == 1 {
+            spqr_gemv::<B, PT, PDL>(
+                dense,
+                x,
+                xt,
+                sx,
+                y,
+                offsets,
+                col_vals,
+                split,
+                rows,
+                cols,
+                padded_cols,
+                batch,
+                pre,
+                post,
+                aligned,
+            )
+        } else {
+            spqr_gemv_rows::<B, PT, R, PDL>(
+                dense,
+                x,
+                xt,
+                sx,
+                y,
+                offsets,
+                col_vals,
+                split,
+                rows,
+                cols,
+                padded_cols,
+                batch,
+                pre,
+                post,
+                aligned,
+            )
+        }
+    }
+}
+
+/// Defines the entry points of the prep kernel and the scaled-weights kernels (4, 8 and 16
+/// vectors), with programmatic dependent launch when `$pdl` is `true` (the sm_90a module of
+/// `spqr-kernels-sm90`; `false` in this crate's module), and the module's launch bounds.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! scaled_entry_points {
+    ($pdl:literal) => {
+        /// The prep kernel (see `spqr_kernels::kernels::prep_inputs`).
         ///
         /// # Safety
-        /// Launched by `spqr-format` with [`SpqrGemvScaledParams`], having validated the
-        /// matrix (lengths, offsets, outlier columns), sized the inputs and outputs, checked
-        /// `aligned` (input 16-byte aligned and `cols % 8 == 0`), chosen `pre`/`post` from the
-        /// matrix's scales, and launched `splits` blocks per group of R tile rows (a number
-        /// of tile rows that R divides; `1 <= splits <=` a tile row's steps) of
-        /// `launch_warps` threads (at least 2 warps) with `smem_bytes_rows(weight warps, B,
-        /// R)` bytes of shared memory; with `splits > 1`, `partials` holds
-        /// `bands * splits * 16 * B` values and `counters` one zero per group; `sx` the
-        /// inputs' tile sums (`sum_tiles(padded_cols) * sum_slots(B)` words), written by
-        /// `cmv_spqr_prep_inputs` before the launch.
+        /// As `prep_inputs`.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: SpqrGemvScaledParams) {
-            let (dense, x, xt, sx, y) = (
-                p.dense.as_ptr(),
-                p.x.as_ptr(),
-                p.xt.as_ptr(),
-                p.sx.as_ptr(),
-                p.y.as_mut_ptr(),
-            );
-            let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
-            let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
-            let SpqrGemvScaledParams {
-                rows, cols, padded_cols, batch, splits, pre, post, aligned, ..
-            } = p;
-            let split = Split::of_block(partials, counters, splits);
-            // SAFETY: forwarded from the launcher's checks.
-            unsafe {
-                if $r == 1 {
-                    spqr_gemv::<$b, $pt>(
-                        dense, x, xt, sx, y, offsets, col_vals, split, rows, cols, padded_cols,
-                        batch, pre, post, aligned,
-                    )
-                } else {
-                    spqr_gemv_rows::<$b, $pt, $r>(
-                        dense, x, xt, sx, y, offsets, col_vals, split, rows, cols, padded_cols,
-                        batch, pre, post, aligned,
-                    )
-                }
-            }
+        pub unsafe extern "ptx-kernel" fn cmv_spqr_prep_inputs(p: $crate::PrepParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::kernels::prep_inputs::<$pdl>(&p) }
+        }
+
+        $crate::scaled_entry_points!(@gemv $pdl;
+            cmv_spqr_csr_b4 = 4, false, 1;
+            cmv_spqr_csr_b8 = 8, false, 1;
+            cmv_spqr_csr_b16 = 16, false, 1;
+            cmv_spqr_ptcsr_b4 = 4, true, 1;
+            cmv_spqr_ptcsr_b8 = 8, true, 1;
+            cmv_spqr_ptcsr_b16 = 16, true, 1;
+            cmv_spqr_csr_b4_r2 = 4, false, 2;
+            cmv_spqr_ptcsr_b4_r2 = 4, true, 2;
+            cmv_spqr_csr_b8_r2 = 8, false, 2;
+            cmv_spqr_csr_b16_r2 = 16, false, 2;
+            cmv_spqr_ptcsr_b8_r2 = 8, true, 2;
+            cmv_spqr_ptcsr_b16_r2 = 16, true, 2;
+        );
+
+        /// Launch bounds of every kernel of the module (`cargo xtask ptx` turns this into
+        /// `.maxntid`): the launcher never uses more threads, and `ptxas` may then use more
+        /// than 64 registers.
+        #[unsafe(no_mangle)]
+        pub static CMV_MAXNTID: u32 = $crate::BLOCK_THREADS;
+
+        /// Blocks per SM `ptxas` should plan registers for (`.minnctapersm`): 3 blocks of the
+        /// largest size (6 of the usual 4 warps), up to 85 registers, which keeps the loops of
+        /// 2 to 8 vectors free of spills and of recomputed addresses (at 64, `ptxas` rebuilds
+        /// them every step or spills). Sixteen vectors: 2 blocks of the largest size per SM, up
+        /// to 128 registers (at 80 the second group's inputs and accumulators spilled and the
+        /// kernel measured 3-38% slower on an H200, docs/PERF.md); two tile rows: 2 blocks, for
+        /// the second tile row's accumulators and weights.
+        #[unsafe(no_mangle)]
+        pub static CMV_MINNCTAPERSM: u32 = 3;
+
+        cmv_device::launch_bounds! {
+            CMV_MINNCTAPERSM_cmv_spqr_csr_b16 = 2;
+            CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16 = 2;
+            CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r2 = 2;
+            CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b4_r2 = 2;
+            CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2 = 2;
+            CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b8_r2 = 2;
+            CMV_MINNCTAPERSM_cmv_spqr_csr_b16_r2 = 2;
+            CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16_r2 = 2;
+        }
+    };
+    (@gemv $pdl:literal; $($name:ident = $b:literal, $pt:literal, $r:literal;)*) => {$(
+        /// SpQR GEMV for up to this many input vectors, this many tile rows per block (see
+        /// `spqr_kernels::kernels_scaled::scaled_entry`).
+        ///
+        /// # Safety
+        /// As `scaled_entry`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: $crate::SpqrGemvScaledParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::kernels_scaled::scaled_entry::<$b, $pt, $r, $pdl>(&p) }
         }
     )*};
 }
 
-entries! {
-    cmv_spqr_csr_b4 = 4, false, 1;
-    cmv_spqr_csr_b8 = 8, false, 1;
-    cmv_spqr_csr_b16 = 16, false, 1;
-    cmv_spqr_ptcsr_b4 = 4, true, 1;
-    cmv_spqr_ptcsr_b8 = 8, true, 1;
-    cmv_spqr_ptcsr_b16 = 16, true, 1;
-    cmv_spqr_csr_b4_r2 = 4, false, 2;
-    cmv_spqr_ptcsr_b4_r2 = 4, true, 2;
-    cmv_spqr_csr_b8_r2 = 8, false, 2;
-    cmv_spqr_csr_b16_r2 = 16, false, 2;
-    cmv_spqr_ptcsr_b8_r2 = 8, true, 2;
-    cmv_spqr_ptcsr_b16_r2 = 16, true, 2;
-}
-
-/// Sixteen vectors: 2 blocks of the largest size per SM, up to 128 registers (112 on sm_90).
-/// At 80 registers (3 blocks) the second group's inputs and accumulators spill, and with
-/// one accumulator per group instead of three (80 registers, 8 bytes spilled) the kernel
-/// measured 3-38% slower on an H200 (docs/PERF.md).
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16: u32 = 2;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b16`].
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16: u32 = 2;
-
-/// Two tile rows and 4 vectors: as [`CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2`].
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r2: u32 = 2;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r2`].
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b4_r2: u32 = 2;
-
-/// Two tile rows and 8 vectors: 2 blocks of the largest size per SM, up to 128 registers
-/// (the second tile row's accumulators and weights).
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2: u32 = 2;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2`].
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b8_r2: u32 = 2;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b8_r2`], for 16 vectors.
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b16_r2: u32 = 2;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b16_r2`].
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16_r2: u32 = 2;
+#[cfg(feature = "entries")]
+crate::scaled_entry_points!(false);

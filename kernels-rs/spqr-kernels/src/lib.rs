@@ -11,7 +11,7 @@
 //! pointers to be global); neither the struct's field order nor rebuilding the pointers
 //! where they are used changed that.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
 pub mod int8;
 pub mod layout;
@@ -20,10 +20,15 @@ pub mod tc_scaled;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
+/// The kernels' bodies. The entry points are defined here with the `entries` feature (the
+/// prep and scaled-weights ones by [`scaled_entry_points!`], which `spqr-kernels-sm90` defines
+/// again with programmatic dependent launch).
 #[cfg(target_arch = "nvptx64")]
-mod kernels;
+#[doc(hidden)]
+pub mod kernels;
 #[cfg(target_arch = "nvptx64")]
-mod kernels_scaled;
+#[doc(hidden)]
+pub mod kernels_scaled;
 
 /// Most threads per block of the kernel (one block per tile row); see [`block_threads`].
 pub const BLOCK_THREADS: u32 = 256;

@@ -1,0 +1,12 @@
+//! The prep and scaled-weights kernels of `spqr-kernels` (4 to 16 vectors) for Hopper
+//! (`sm_90a`), with programmatic dependent launch: `cmv_spqr_prep_inputs` lets the product
+//! launched after it start at once (`griddepcontrol.launch_dependents`), and the product's
+//! weight warps start their first weight copies before they wait for the prep's inputs and
+//! tile sums (`griddepcontrol.wait`), so that the second launch overlaps the first. Same entry
+//! names, parameters and results as the `sm_80` module; built to PTX by `cargo xtask ptx`
+//! (arch `sm_90a`); nothing here on the host.
+#![cfg_attr(target_arch = "nvptx64", no_std)]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+
+#[cfg(target_arch = "nvptx64")]
+spqr_kernels::scaled_entry_points!(true);
