@@ -612,9 +612,9 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
 /// vector slot `i / sum_tiles`, [`crate::tc_scaled::tile_sum_pair`], at
 /// [`crate::tile_sum_index`]).
 ///
-/// With `PDL` (the sm_90a module), the kernel launched after it may start at once
-/// (`griddepcontrol.launch_dependents`); it waits for this one's writes
-/// (`griddepcontrol.wait`) before it reads the inputs.
+/// With `PDL` (the sm_90a module), the kernel launched after it may start once every block has
+/// written its values (`griddepcontrol.launch_dependents`); it waits for this one's writes to
+/// be visible (`griddepcontrol.wait`) before it reads them.
 ///
 /// # Safety
 /// Launched by `spqr-format` with [`crate::PrepParams::blocks`] blocks of
@@ -624,62 +624,66 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
 /// ceil(cols / PREP_THREADS)`; `1 <= batch <= slots`, `slots` even. `PDL` only on sm_90.
 #[inline(always)]
 pub unsafe fn prep_inputs<const PDL: bool>(p: &crate::PrepParams) {
-    if PDL {
-        // SAFETY: sm_90 code (the caller's guarantee).
-        unsafe { griddepcontrol_launch_dependents() };
-    }
     let x = p.x.as_ptr();
     let b = block_idx_x();
     if b < p.transpose_blocks {
         let c = b * crate::PREP_THREADS + thread_idx_x();
-        if c >= p.cols {
-            return;
-        }
-        let xt = p.xt.as_mut_ptr() as *mut u32;
-        let at = |v: u32| {
-            if v < p.batch {
-                // SAFETY: v < batch and c < cols: inside x.
-                u32::from(unsafe { ld_nc_u16(x.add(v as usize * p.cols as usize + c as usize)) })
-            } else {
-                0
-            }
-        };
-        let mut v = 0;
-        while v < p.slots {
-            // SAFETY: transposed_index(c, v, slots) + 1 < cols * slots, even, so the u32 at
-            // half its index is inside xt and aligned.
-            unsafe {
-                *xt.add(crate::transposed_index(c, v, p.slots) / 2) = at(v) | (at(v + 1) << 16)
+        if c < p.cols {
+            let xt = p.xt.as_mut_ptr() as *mut u32;
+            let at = |v: u32| {
+                if v < p.batch {
+                    // SAFETY: v < batch and c < cols: inside x.
+                    u32::from(unsafe {
+                        ld_nc_u16(x.add(v as usize * p.cols as usize + c as usize))
+                    })
+                } else {
+                    0
+                }
             };
-            v += 2;
+            let mut v = 0;
+            while v < p.slots {
+                // SAFETY: transposed_index(c, v, slots) + 1 < cols * slots, even, so the u32
+                // at half its index is inside xt and aligned.
+                unsafe {
+                    *xt.add(crate::transposed_index(c, v, p.slots) / 2) = at(v) | (at(v + 1) << 16)
+                };
+                v += 2;
+            }
         }
     } else {
         let i = (b - p.transpose_blocks) * crate::PREP_THREADS + thread_idx_x();
-        if i >= p.sum_tiles * crate::sum_slots(p.slots) {
-            return;
-        }
-        let (v, tile) = (i / p.sum_tiles, i % p.sum_tiles);
-        let sum = if v < p.batch {
-            // SAFETY: vector v < batch is inside x; the reads are bounded by cols, and
-            // `aligned` is the launcher's check.
-            let xs = unsafe {
-                load_inputs(
-                    x.add(v as usize * p.cols as usize),
-                    tile * TILE as u32,
-                    p.cols,
-                    p.aligned != 0,
-                )
+        if i < p.sum_tiles * crate::sum_slots(p.slots) {
+            let (v, tile) = (i / p.sum_tiles, i % p.sum_tiles);
+            let sum = if v < p.batch {
+                // SAFETY: vector v < batch is inside x; the reads are bounded by cols, and
+                // `aligned` is the launcher's check.
+                let xs = unsafe {
+                    load_inputs(
+                        x.add(v as usize * p.cols as usize),
+                        tile * TILE as u32,
+                        p.cols,
+                        p.aligned != 0,
+                    )
+                };
+                crate::tc_scaled::tile_sum_pair(&xs)
+            } else {
+                0
             };
-            crate::tc_scaled::tile_sum_pair(&xs)
-        } else {
-            0
-        };
-        // SAFETY: tile < sum_tiles, v < sum_slots(slots): inside sx.
-        unsafe {
-            *p.sx
-                .as_mut_ptr()
-                .add(crate::tile_sum_index(tile, v, p.slots)) = sum
-        };
+            // SAFETY: tile < sum_tiles, v < sum_slots(slots): inside sx.
+            unsafe {
+                *p.sx
+                    .as_mut_ptr()
+                    .add(crate::tile_sum_index(tile, v, p.slots)) = sum
+            };
+        }
+    }
+    if PDL {
+        // At the end, not the start: launched early, the product's blocks took SM room the
+        // prep's blocks held, and grids sized to one wave of blocks came out uneven (up to
+        // 1.3x slower on an H100, docs/PERF.md). Now the product's launch overlaps only the
+        // prep's last blocks.
+        // SAFETY: sm_90 code (the caller's guarantee).
+        unsafe { griddepcontrol_launch_dependents() };
     }
 }
 
