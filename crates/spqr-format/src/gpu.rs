@@ -577,11 +577,11 @@ impl SpqrGemv {
         // x (batch * cols values, 1 <= batch <= kb, kb even; `aligned` as for the kernel); the
         // kernel reads them only after it, and no other launch uses this workspace meanwhile
         // (the lock). With `pdl` (compute capability 9.0, the kernels of PTX_SM90), the
-        // product is launched programmatically: it may start once every prep block has begun,
-        // after every earlier launch on the stream has finished (the prep's launch is not
-        // programmatic; its blocks signal after their writes), and it runs `griddepcontrol.wait`, which returns once the prep has
-        // finished and its writes are visible, before it reads x, xt or sx or writes y,
-        // partials or counters; before that it reads only the matrix's words.
+        // product is launched programmatically: it may start once every prep block has
+        // written its values, after every earlier launch on the stream has finished (the
+        // prep's launch is not programmatic), and it runs `griddepcontrol.wait`, which returns
+        // once the prep has finished and its writes are visible, before it reads x, xt or sx
+        // or writes y, partials or counters; before that it reads only the matrix's words.
         unsafe {
             if scaled {
                 let pp = PrepParams {
