@@ -1,7 +1,7 @@
 //! The prep and scaled-weights kernels of `spqr-kernels` (4 to 16 vectors) for Hopper
 //! (`sm_90a`), with programmatic dependent launch: `cmv_spqr_prep_inputs` lets the product
-//! launched after it start once each of its blocks has written its values
-//! (`griddepcontrol.launch_dependents`), and the product's
+//! launched after it start once each of its blocks has started or written its values
+//! (`griddepcontrol.launch_dependents`, `spqr_kernels::early_dependents`), and the product's
 //! weight warps start their first weight copies before they wait for the prep's inputs and
 //! tile sums (`griddepcontrol.wait`), so that the second launch overlaps the first. Same entry
 //! names, parameters and results as the `sm_80` module; built to PTX by `cargo xtask ptx`

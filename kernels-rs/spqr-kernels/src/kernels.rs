@@ -613,8 +613,8 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
 /// [`crate::tile_sum_index`]).
 ///
 /// With `PDL` (the sm_90a module), the kernel launched after it may start once every block has
-/// written its values (`griddepcontrol.launch_dependents`); it waits for this one's writes to
-/// be visible (`griddepcontrol.wait`) before it reads them.
+/// started (`early`) or written its values (`griddepcontrol.launch_dependents`); it waits for
+/// this one's writes to be visible (`griddepcontrol.wait`) before it reads them.
 ///
 /// # Safety
 /// Launched by `spqr-format` with [`crate::PrepParams::blocks`] blocks of
@@ -624,6 +624,10 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
 /// ceil(cols / PREP_THREADS)`; `1 <= batch <= slots`, `slots` even. `PDL` only on sm_90.
 #[inline(always)]
 pub unsafe fn prep_inputs<const PDL: bool>(p: &crate::PrepParams) {
+    if PDL && p.early != 0 {
+        // SAFETY: sm_90 code (the caller's guarantee).
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let x = p.x.as_ptr();
     let b = block_idx_x();
     if b < p.transpose_blocks {
@@ -677,11 +681,9 @@ pub unsafe fn prep_inputs<const PDL: bool>(p: &crate::PrepParams) {
             };
         }
     }
-    if PDL {
-        // At the end, not the start: launched early, the product's blocks took SM room the
-        // prep's blocks held, and grids sized to one wave of blocks came out uneven (up to
-        // 1.3x slower on an H100, docs/PERF.md). Now the product's launch overlaps only the
-        // prep's last blocks.
+    if PDL && p.early == 0 {
+        // At the end (`crate::early_dependents`): launched early, the product's blocks take SM
+        // room the prep's blocks hold, and grids sized to one wave of blocks came out uneven.
         // SAFETY: sm_90 code (the caller's guarantee).
         unsafe { griddepcontrol_launch_dependents() };
     }

@@ -543,12 +543,26 @@ pub struct PrepParams {
     pub transpose_blocks: u32,
     /// 1 where every input vector is 16-byte aligned and `cols % 8 == 0`, else 0.
     pub aligned: u32,
+    /// In the sm_90a module (programmatic dependent launch): 1 lets the product launch as
+    /// each block starts, 0 once each block has written its values ([`early_dependents`]).
+    /// Unused elsewhere.
+    pub early: u32,
 }
-const _: () = assert!(core::mem::size_of::<PrepParams>() == 48);
+const _: () = assert!(core::mem::size_of::<PrepParams>() == 52);
 const _: () = assert!(core::mem::align_of::<PrepParams>() == 4);
-// SAFETY: repr(C), no padding (size asserted: 3 pointers of 8 bytes and 6 words, alignment
+// SAFETY: repr(C), no padding (size asserted: 3 pointers of 8 bytes and 7 words, alignment
 // 4), plain data and device pointers only; the parameter of `cmv_spqr_prep_inputs`.
 unsafe impl KernelParams for PrepParams {}
+
+/// Whether the prep kernel lets a product of `weight_warps` weight warps per block launch as
+/// its blocks start ([`PrepParams::early`]) rather than once they have written their values.
+/// Measured on an H100 (docs/PERF.md): early, the product's blocks take SM room beside the
+/// prep's, which made the launches of 7 weight warps (grids sized to one wave of blocks) come
+/// out uneven, 1.2-1.3x slower; with at most 4 weight warps it saved 1-3% (16 vectors,
+/// 8192x8192 at 8), where signalling at the end saved nothing.
+pub const fn early_dependents(weight_warps: u32) -> bool {
+    weight_warps <= 4
+}
 
 impl PrepParams {
     /// Blocks of [`PREP_THREADS`] of the launch: the transpose's, then one thread per tile sum.
@@ -688,6 +702,12 @@ mod split_tests {
     }
 
     #[test]
+    fn the_prep_lets_only_blocks_of_at_most_4_weight_warps_launch_early() {
+        assert!(early_dependents(3) && early_dependents(4));
+        assert!(!early_dependents(5) && !early_dependents(7));
+    }
+
+    #[test]
     fn tile_sums_cover_every_step_tile_and_lane_row_once() {
         for kb in [4u32, 8, 16] {
             for padded_cols in [16u32, 48, 64, 3008, 4096, 14336] {
@@ -727,6 +747,7 @@ mod split_tests {
                         sum_tiles: tiles,
                         transpose_blocks,
                         aligned: 0,
+                        early: 1,
                     };
                     let sum_threads = (p.blocks() - transpose_blocks) * PREP_THREADS;
                     assert!(sum_threads >= tiles * slots);
