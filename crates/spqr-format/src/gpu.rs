@@ -602,7 +602,7 @@ impl SpqrGemv {
                         0
                     },
                     aligned,
-                    early: u32::from(early_dependents(weight_warps)),
+                    early: u32::from(early_dependents(kb)),
                 };
                 let pcfg = LaunchConfig {
                     grid_dim: (pp.blocks(), 1, 1),

@@ -554,14 +554,15 @@ const _: () = assert!(core::mem::align_of::<PrepParams>() == 4);
 // 4), plain data and device pointers only; the parameter of `cmv_spqr_prep_inputs`.
 unsafe impl KernelParams for PrepParams {}
 
-/// Whether the prep kernel lets a product of `weight_warps` weight warps per block launch as
-/// its blocks start ([`PrepParams::early`]) rather than once they have written their values.
-/// Measured on an H100 (docs/PERF.md): early, the product's blocks take SM room beside the
-/// prep's, which made the launches of 7 weight warps (grids sized to one wave of blocks) come
-/// out uneven, 1.2-1.3x slower; with at most 4 weight warps it saved 1-3% (16 vectors,
-/// 8192x8192 at 8), where signalling at the end saved nothing.
-pub const fn early_dependents(weight_warps: u32) -> bool {
-    weight_warps <= 4
+/// Whether the prep kernel lets the product for `kernel_batch` vectors launch as its blocks
+/// start ([`PrepParams::early`]) rather than once they have written their values. Measured on
+/// an H100 (docs/PERF.md "SpQR: tile sums for the zero terms"): early, 16 vectors took 1-3%
+/// less time at all five benchmark shapes; at 4 and 8 vectors the product's blocks took SM
+/// room beside the prep's and some grids of one wave came out uneven (8192x28672 at 4
+/// vectors and 4096x14336 at 8, 1.2-1.3x slower), and signalling at the end saved nothing
+/// and cost nothing.
+pub const fn early_dependents(kernel_batch: u32) -> bool {
+    kernel_batch == MAX_BATCH
 }
 
 impl PrepParams {
@@ -702,9 +703,9 @@ mod split_tests {
     }
 
     #[test]
-    fn the_prep_lets_only_blocks_of_at_most_4_weight_warps_launch_early() {
-        assert!(early_dependents(3) && early_dependents(4));
-        assert!(!early_dependents(5) && !early_dependents(7));
+    fn the_prep_lets_only_the_products_for_16_vectors_launch_early() {
+        assert!(early_dependents(16));
+        assert!(!early_dependents(4) && !early_dependents(8));
     }
 
     #[test]
