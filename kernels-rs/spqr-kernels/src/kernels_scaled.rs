@@ -716,44 +716,34 @@ pub unsafe fn scaled_entry<const B: usize, const PT: bool, const R: usize, const
         ..
     } = *p;
     let split = Split::of_block(partials, counters, splits);
+    // The same arguments for one tile row per block and for R.
+    macro_rules! with_args {
+        ($f:expr) => {
+            $f(
+                dense,
+                x,
+                xt,
+                sx,
+                y,
+                offsets,
+                col_vals,
+                split,
+                rows,
+                cols,
+                padded_cols,
+                batch,
+                pre,
+                post,
+                aligned,
+            )
+        };
+    }
     // SAFETY: forwarded from the launcher's checks.
     unsafe {
         if R == 1 {
-            spqr_gemv::<B, PT, PDL>(
-                dense,
-                x,
-                xt,
-                sx,
-                y,
-                offsets,
-                col_vals,
-                split,
-                rows,
-                cols,
-                padded_cols,
-                batch,
-                pre,
-                post,
-                aligned,
-            )
+            with_args!(spqr_gemv::<B, PT, PDL>)
         } else {
-            spqr_gemv_rows::<B, PT, R, PDL>(
-                dense,
-                x,
-                xt,
-                sx,
-                y,
-                offsets,
-                col_vals,
-                split,
-                rows,
-                cols,
-                padded_cols,
-                batch,
-                pre,
-                post,
-                aligned,
-            )
+            with_args!(spqr_gemv_rows::<B, PT, R, PDL>)
         }
     }
 }
