@@ -15,10 +15,10 @@ use spqr_kernels::layout::{
     SecondOrder, TILE, device_order, first_order, row_qs, row_qz, row_stat_byte,
 };
 use spqr_kernels::{
-    BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, PREP_THREADS, PrepParams, SpqrGemvParams,
-    block_rows_kernel, block_rows_warps, block_threads, choose_splits, default_block_rows,
-    early_dependents, is_scaled_kernel, kernel_batch, kernel_name_rows, launch_warps,
-    smem_bytes_rows, sum_slots, sum_tiles, tc_scaled, walk_transposed,
+    BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, PAIR_WORDS, PREP_THREADS, PrepParams,
+    SpqrGemvParams, block_rows_kernel, block_rows_warps, block_threads, choose_splits,
+    default_block_rows, early_dependents, is_scaled_kernel, kernel_batch, kernel_name_rows,
+    launch_warps, smem_bytes_rows, sum_slots, sum_tiles, tc_scaled, walk_transposed,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -203,6 +203,8 @@ struct Workspace {
     xt: CudaSlice<u16>,
     /// The inputs' tile sums for the kernels of 4 to 16 vectors (`tile_sum_index`).
     sx: CudaSlice<u32>,
+    /// The inputs as MMA pairs for the kernels of 4 to 16 vectors (`input_pair_index`).
+    xp: CudaSlice<u32>,
 }
 
 /// One loaded kernel.
@@ -311,6 +313,7 @@ impl SpqrGemv {
             counters: gpu.alloc_zeros(1)?,
             xt: gpu.alloc_zeros(1)?,
             sx: gpu.alloc_zeros(1)?,
+            xp: gpu.alloc_zeros(1)?,
         });
         let prep = gpu.kernel(scaled_ptx, "cmv_spqr_prep_inputs")?;
         // A positive number from an environment variable (tuning knobs; anything else unset).
@@ -533,14 +536,19 @@ impl SpqrGemv {
         let sx_len = (tiles as usize)
             .checked_mul(sum_slots(kb) as usize)
             .ok_or_else(split_err)?;
+        let xp_len = sx_len.checked_mul(PAIR_WORDS).ok_or_else(split_err)?;
         if scaled && ws.sx.len() < sx_len {
             ws.sx = self.stream.alloc_zeros(sx_len).map_err(alloc)?;
+        }
+        if scaled && ws.xp.len() < xp_len {
+            ws.xp = self.stream.alloc_zeros(xp_len).map_err(alloc)?;
         }
         let Workspace {
             partials,
             counters,
             xt,
             sx,
+            xp,
         } = &mut *ws;
         let params = SpqrGemvParams {
             dense: dev_ptr(&m.dense),
@@ -567,11 +575,12 @@ impl SpqrGemv {
         // * kb partial sums and `bands` >= groups counters, zero between launches (zeroed at allocation, reset by each tile
         // row's last part; launches on this one stream do not overlap); the scaled-weights
         // kernels take `SpqrGemvScaledParams`, with `pre`/`post` from `tc_scaled::prescale` of
-        // this matrix's scales, `xt` and `sx`, the routed kernels `SpqrGemvParams`; the shared
+        // this matrix's scales, `xt`, `sx` and `xp`, the routed kernels `SpqrGemvParams`; the shared
         // memory is `smem_bytes_rows` for the block's warps, the kernel batch and its tile
         // rows. Before a scaled-weights kernel, on the same stream, the prep launch
         // (`PrepParams::blocks` blocks of PREP_THREADS) writes the tile sums `sx` (sum_tiles *
-        // sum_slots(kb) words, grown above) and, for a kernel that `walk_transposed` (null
+        // sum_slots(kb) words, grown above) and the input pairs `xp` (PAIR_WORDS times that,
+        // grown above, a whole allocation so 16-byte aligned) and, for a kernel that `walk_transposed` (null
         // `xt` otherwise), `xt` over every column (its first cols.div_ceil(PREP_THREADS)
         // blocks; cols * kb values, grown above, a whole allocation so 16-byte aligned), from
         // x (batch * cols values, 1 <= batch <= kb, kb even; `aligned` as for the kernel); the
@@ -580,7 +589,7 @@ impl SpqrGemv {
         // product is launched programmatically: it may start once every prep block has
         // started or written its values (`early_dependents`), after every earlier launch on the stream has finished (the
         // prep's launch is not programmatic), and it runs `griddepcontrol.wait`, which returns
-        // once the prep has finished and its writes are visible, before it reads x, xt or sx
+        // once the prep has finished and its writes are visible, before it reads x, xt, sx or xp
         // or writes y, partials or counters; before that it reads only the matrix's words.
         unsafe {
             if scaled {
@@ -592,6 +601,7 @@ impl SpqrGemv {
                         DevPtrMut::null()
                     },
                     sx: dev_ptr_mut(sx),
+                    xp: dev_ptr_mut(xp),
                     cols: m.shape.cols,
                     batch: b,
                     slots: kb,
@@ -615,9 +625,9 @@ impl SpqrGemv {
                 } else {
                     DevPtr::null()
                 };
-                let sp = params.with_prescale(xt, dev_ptr(sx), m.pre, m.post);
+                let sp = params.with_prescale(xt, dev_ptr(sx), dev_ptr(xp), m.pre, m.post);
                 // With `pdl`, the kernels of PTX_SM90: the prep kernel lets the product start,
-                // and the product waits (`griddepcontrol.wait`) before it reads x, xt or sx
+                // and the product waits (`griddepcontrol.wait`) before it reads x, xt, sx or xp
                 // and before it writes anything.
                 if self.pdl {
                     k.launch_programmatic(&self.stream, cfg, &sp)?;

@@ -400,6 +400,30 @@ ld_v4! {
     /// # Safety
     /// As [`ld_nc_v4`].
     ld_cs_v4 = "ld.global.cs.v4.u32";
+    /// 128-bit coherent load (`ld.global.v4.u32`): for data an earlier grid writes while
+    /// this one may already run (programmatic dependent launch), read after
+    /// [`griddepcontrol_wait`], which the non-coherent loads must not read.
+    ///
+    /// # Safety
+    /// `p` must point to 16 readable, 16-byte-aligned bytes of global memory that no thread
+    /// of this grid writes while the kernel runs.
+    ld_v4 = "ld.global.v4.u32";
+}
+
+/// 32-bit coherent load (`ld.global.u32`), as [`ld_v4`].
+///
+/// # Safety
+/// `p` must point to 4 readable, 4-byte-aligned bytes of global memory that no thread of this
+/// grid writes while the kernel runs.
+#[inline(always)]
+pub unsafe fn ld_u32(p: *const u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller guarantees a valid, aligned global address.
+    unsafe {
+        asm!("ld.global.u32 {r}, [{p}];", p = in(reg64) p, r = out(reg32) r,
+             options(pure, readonly, nostack));
+    }
+    r
 }
 
 /// 32-bit read-only load (`ld.global.nc.u32`).

@@ -23,8 +23,8 @@ use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
     dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, fma_f32,
     griddepcontrol_launch_dependents, ld_nc_u16, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32,
-    lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, sts_v4, sync_threads, sync_threads_or,
-    sync_warp, thread_idx_x,
+    ld_u32, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, st_global_v4, sts_v4,
+    sync_threads, sync_threads_or, sync_warp, thread_idx_x,
 };
 
 use crate::layout::{
@@ -420,6 +420,18 @@ pub(crate) struct OutlierWalk {
     stride: u32,
 }
 
+/// A 32-bit load of the outlier walk: coherent (`ld.global`) where `C`, the kernels of the
+/// programmatic-launch module, which may start while the prep launch still runs (measured
+/// that way, docs/PERF.md "SpQR: the inputs as MMA pairs"), else read-only (`ld.global.nc`).
+///
+/// # Safety
+/// As `ld_nc_u32` (the offsets and outlier words are never written by a kernel).
+#[inline(always)]
+unsafe fn ld_word<const C: bool>(p: *const u32) -> u32 {
+    // SAFETY: the caller's guarantees.
+    unsafe { if C { ld_u32(p) } else { ld_nc_u32(p) } }
+}
+
 /// The outlier entries of row `tid % 16` of the tile row that this thread walks (PTCSR: entry
 /// k of row r sits at 16 k + r and the block stride is a multiple of 16; CSR: slot tid / 16
 /// walks the row with stride blockDim / 16), from the offsets.
@@ -428,7 +440,7 @@ pub(crate) struct OutlierWalk {
 /// The launcher's checks: offsets validated, one per padded row (CSR) or tile row (PTCSR),
 /// plus one.
 #[inline(always)]
-pub(crate) unsafe fn outlier_walk<const PT: bool>(
+pub(crate) unsafe fn outlier_walk<const PT: bool, const C: bool>(
     offsets: *const u32,
     split: &Split,
     tid: u32,
@@ -442,15 +454,20 @@ pub(crate) unsafe fn outlier_walk<const PT: bool>(
         // guarantee).
         let (a, b) = unsafe {
             (
-                ld_nc_u32(offsets.add(band as usize)),
-                ld_nc_u32(offsets.add(band as usize + 1)),
+                ld_word::<C>(offsets.add(band as usize)),
+                ld_word::<C>(offsets.add(band as usize + 1)),
             )
         };
         (a + split.part * threads + tid, b, split.splits * threads)
     } else {
         let row = (16 * band + (tid & 15)) as usize;
         // SAFETY: the row offsets have one entry per padded row, plus one.
-        let (a, b) = unsafe { (ld_nc_u32(offsets.add(row)), ld_nc_u32(offsets.add(row + 1))) };
+        let (a, b) = unsafe {
+            (
+                ld_word::<C>(offsets.add(row)),
+                ld_word::<C>(offsets.add(row + 1)),
+            )
+        };
         let slots = threads >> 4;
         (a + split.part * slots + (tid >> 4), b, split.splits * slots)
     };
@@ -464,7 +481,7 @@ pub(crate) unsafe fn outlier_walk<const PT: bool>(
 /// The launcher's checks: outlier words validated, outlier columns below `cols`, `x` holding
 /// `batch` vectors; `walk` from [`outlier_walk`].
 #[inline(always)]
-pub(crate) unsafe fn outlier_sums<const B: usize>(
+pub(crate) unsafe fn outlier_sums<const B: usize, const C: bool>(
     walk: OutlierWalk,
     col_vals: *const u32,
     x: *const u16,
@@ -491,7 +508,7 @@ pub(crate) unsafe fn outlier_sums<const B: usize>(
             let ek = e + k as u32 * stride;
             if ek < end {
                 // SAFETY: ek < end <= the outlier words' length (validated on the host).
-                *w = unsafe { ld_nc_u32(col_vals.add(ek as usize)) };
+                *w = unsafe { ld_word::<C>(col_vals.add(ek as usize)) };
             }
         }
         let mut xs = [[0u16; B]; OUTLIER_LOADS];
@@ -560,7 +577,7 @@ unsafe fn column_inputs<const B: usize>(xt: *const u16, c: u32) -> [u32; 8] {
 /// The launcher's checks: outlier words validated, outlier columns below `cols`, `xt` holding
 /// `cols * B` values ([`crate::transposed_index`]); `walk` from [`outlier_walk`].
 #[inline(always)]
-pub(crate) unsafe fn outlier_sums_t<const B: usize>(
+pub(crate) unsafe fn outlier_sums_t<const B: usize, const C: bool>(
     walk: OutlierWalk,
     col_vals: *const u32,
     xt: *const u16,
@@ -573,7 +590,7 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
             let ek = e + k as u32 * stride;
             if ek < end {
                 // SAFETY: ek < end <= the outlier words' length (validated on the host).
-                *w = unsafe { ld_nc_u32(col_vals.add(ek as usize)) };
+                *w = unsafe { ld_word::<C>(col_vals.add(ek as usize)) };
             }
         }
         wv
@@ -608,9 +625,10 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
 /// Prepares the inputs of the kernels for 4 to 16 vectors ([`crate::PrepParams`]): its
 /// first `transpose_blocks` blocks transpose them for the outlier warps (thread `c` writes
 /// column `c`'s `slots` values, [`crate::transposed_index`], zeros past `batch`), the others
-/// write the tile sums of the zero terms (thread `i` the sum of tile `i % sum_tiles` of
-/// vector slot `i / sum_tiles`, [`crate::tc_scaled::tile_sum_pair`], at
-/// [`crate::tile_sum_index`]).
+/// write what the weight warps read (thread `i` for tile `i % sum_tiles` of vector slot
+/// `i / sum_tiles`): the tile sum of the zero terms ([`crate::tc_scaled::tile_sum_pair`] at
+/// [`crate::tile_sum_index`]) and the tile's inputs as MMA pairs ([`crate::tc::input_pairs`]
+/// at [`crate::input_pair_index`]).
 ///
 /// With `PDL` (the sm_90a module), the kernel launched after it may start once every block has
 /// started (`early`) or written its values (`griddepcontrol.launch_dependents`); it waits for
@@ -619,7 +637,8 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize>(
 /// # Safety
 /// Launched by `spqr-format` with [`crate::PrepParams::blocks`] blocks of
 /// [`crate::PREP_THREADS`] threads, `x` holding `batch * cols` values (16-byte aligned with
-/// `cols % 8 == 0` where `aligned`), `sx` `sum_tiles * sum_slots(slots)` words, and where
+/// `cols % 8 == 0` where `aligned`), `sx` `sum_tiles * sum_slots(slots)` words, `xp`
+/// `PAIR_WORDS` times that, 16-byte aligned, and where
 /// `transpose_blocks > 0` `xt` `cols * slots` values 4-byte aligned and `transpose_blocks =
 /// ceil(cols / PREP_THREADS)`; `1 <= batch <= slots`, `slots` even. `PDL` only on sm_90.
 #[inline(always)]
@@ -658,7 +677,7 @@ pub unsafe fn prep_inputs<const PDL: bool>(p: &crate::PrepParams) {
         let i = (b - p.transpose_blocks) * crate::PREP_THREADS + thread_idx_x();
         if i < p.sum_tiles * crate::sum_slots(p.slots) {
             let (v, tile) = (i / p.sum_tiles, i % p.sum_tiles);
-            let sum = if v < p.batch {
+            let (sum, pairs) = if v < p.batch {
                 // SAFETY: vector v < batch is inside x; the reads are bounded by cols, and
                 // `aligned` is the launcher's check.
                 let xs = unsafe {
@@ -669,16 +688,34 @@ pub unsafe fn prep_inputs<const PDL: bool>(p: &crate::PrepParams) {
                         p.aligned != 0,
                     )
                 };
-                crate::tc_scaled::tile_sum_pair(&xs)
+                (
+                    crate::tc_scaled::tile_sum_pair(&xs),
+                    crate::tc::input_pairs(&xs),
+                )
             } else {
-                0
+                (0, [0; crate::PAIR_WORDS])
             };
-            // SAFETY: tile < sum_tiles, v < sum_slots(slots): inside sx.
+            // SAFETY: tile < sum_tiles, v < sum_slots(slots): inside sx, and the pair words
+            // inside xp, each half 16-byte aligned from a 16-byte aligned start
+            // (`input_pair_index`).
             unsafe {
                 *p.sx
                     .as_mut_ptr()
-                    .add(crate::tile_sum_index(tile, v, p.slots)) = sum
-            };
+                    .add(crate::tile_sum_index(tile, v, p.slots)) = sum;
+                let xp = p.xp.as_mut_ptr();
+                for h in 0..2 {
+                    let at = xp.add(crate::input_pair_index(tile, v, 4 * h as u32, p.slots));
+                    st_global_v4(
+                        at as *mut U32x4,
+                        U32x4([
+                            pairs[4 * h],
+                            pairs[4 * h + 1],
+                            pairs[4 * h + 2],
+                            pairs[4 * h + 3],
+                        ]),
+                    );
+                }
+            }
         }
     }
     if PDL && p.early == 0 {
@@ -711,7 +748,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     if warp == warps {
         // SAFETY: forwarded from the launcher's checks.
         unsafe {
-            outlier_warp::<B, PT>(
+            outlier_warp::<B, PT, false>(
                 offsets,
                 col_vals,
                 x,
@@ -759,7 +796,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
 /// (`crate::outlier_slots`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
+pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool, const C: bool>(
     offsets: *const u32,
     col_vals: *const u32,
     x: *const u16,
@@ -773,11 +810,11 @@ pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool>(
 ) {
     // SAFETY: forwarded from the caller.
     let o = unsafe {
-        let walk = outlier_walk::<PT>(offsets, split, otid, othreads);
+        let walk = outlier_walk::<PT, C>(offsets, split, otid, othreads);
         if crate::reads_transposed(B as u32) && !xt.is_null() {
-            outlier_sums_t::<B>(walk, col_vals, xt)
+            outlier_sums_t::<B, C>(walk, col_vals, xt)
         } else {
-            outlier_sums::<B>(walk, col_vals, x, cols, batch)
+            outlier_sums::<B, C>(walk, col_vals, x, cols, batch)
         }
     };
     for (b, ob) in o.iter().enumerate() {

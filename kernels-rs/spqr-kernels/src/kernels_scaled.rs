@@ -20,18 +20,17 @@
 
 use cmv_device::{
     U32x4, block_dim_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr,
-    griddepcontrol_wait, half2_to_f32x2, ld_nc_u32, lds_v4, mma_m16n8k16_bf16_f32,
+    griddepcontrol_wait, half2_to_f32x2, ld_u32, ld_v4, lds_v4, mma_m16n8k16_bf16_f32,
     mma_m16n8k16_f16_f32, thread_idx_x,
 };
 
-use crate::kernels::{
-    Split, WeightRing, area, gather_stats, load_inputs, outlier_warp, sum_areas, write_rows,
-};
+use crate::kernels::{Split, WeightRing, area, gather_stats, outlier_warp, sum_areas, write_rows};
 use crate::layout::{STEP_WORDS, TILE, device_band_words, row_qs, row_qz};
-use crate::tc_scaled::{MASK_A, MASK_B, input_pairs, row_consts, scaled_pairs, zero_fragment};
+use crate::tc_scaled::{MASK_A, MASK_B, row_consts, scaled_pairs, zero_fragment};
 use crate::{
-    RING_DEPTH, RING_SLOTS, SpqrGemvScaledParams, WARP_RING_BYTES, outlier_slots_rows, part_steps,
-    ring_offset_rows, sum_tiles, tile_sum_index,
+    RING_DEPTH, RING_SLOTS, SpqrGemvScaledParams, WARP_RING_BYTES, input_pair_index,
+    outlier_slots_rows, pair_step_words, part_steps, ring_offset_rows, sum_slots, sum_tiles,
+    tile_sum_index,
 };
 
 /// A warp's ring of weight copies for `R` tile rows: as `kernels::WeightRing` (each lane
@@ -168,81 +167,95 @@ impl Acc {
     };
 }
 
-/// The input rows lane `(g, t)` reads: vector `g`, and `g + 8` at 16 vectors (past the batch,
-/// the last vector again).
-#[inline(always)]
-fn vector_rows<const B: usize>(
-    x: *const u16,
-    g: u32,
-    batch: u32,
-    cols: u32,
-) -> [*const u16; MAX_GROUPS] {
-    core::array::from_fn(|j| {
-        if j < groups::<B>() {
-            // Vector min(v, batch - 1) < batch is inside the input (the launcher's sizes).
-            x.wrapping_add((g + 8 * j as u32).min(batch - 1) as usize * cols as usize)
-        } else {
-            x
-        }
-    })
+/// Lane `(g, t)`'s inputs of the steps, as the prep launch wrote them: tile `4 step + t`'s
+/// inputs as MMA pairs ([`SpqrGemvScaledParams::xp`], [`input_pair_index`]) and its tile sum
+/// (`sx`, [`tile_sum_index`]) of vector slot `g` and, at 16 vectors, `g + 8`, each clamped
+/// to the last vector of the batch (the MMA columns past the batch are not written out;
+/// lanes of the same step then read the same bytes instead of zeros): one offset per lane,
+/// one stride per step. Coherent loads: with programmatic launch the prep may still be
+/// writing them when the product starts (they are read after `griddepcontrol.wait`).
+#[derive(Clone, Copy)]
+struct StepInputs {
+    /// The lane's first pair word of step 0, group 0.
+    xp: *const u32,
+    /// The lane's tile sum of step 0, group 0.
+    sx: *const u32,
+    /// Words from the lane's pair words of group 0 to those of group 1 (16 vectors).
+    next_pairs: u32,
+    /// Slots from the lane's tile sum of group 0 to that of group 1 (16 vectors).
+    next_sum: u32,
+    /// The last step of the prep's tiles.
+    last: u32,
 }
 
-/// The 16 inputs from `col0` of each of the lane's vector rows `xv` ([`vector_rows`]), zeros
-/// past `cols`.
-///
-/// # Safety
-/// `xv` from [`vector_rows`] of the input (`batch` vectors of `cols` values); `aligned` only
-/// where the launcher checked it (16-byte aligned input, `cols % 8 == 0`).
-#[inline(always)]
-unsafe fn step_inputs<const B: usize>(
-    xv: &[*const u16; MAX_GROUPS],
-    col0: u32,
-    cols: u32,
-    aligned: u32,
-) -> [[u32; 8]; MAX_GROUPS] {
-    let mut r = [[0u32; 8]; MAX_GROUPS];
-    if B <= 8 {
-        // SAFETY: xv[0] is a vector of the input; reads are bounded by cols.
-        r[0] = unsafe { load_inputs(xv[0], col0, cols, aligned != 0) };
-    } else if aligned != 0 && col0 + TILE as u32 <= cols {
-        // One branch for both groups: with a test per group, the compiler evaluated the
-        // bounds of the per-input path on every step (83 more instructions per step).
-        for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
-            // SAFETY: as `load_inputs`' aligned path: 16 inputs from col0 inside the
-            // vector, 16-byte aligned.
-            *rj = unsafe { load_inputs(xj, col0, cols, true) };
-        }
-    } else {
-        for (rj, &xj) in r.iter_mut().zip(xv.iter()) {
-            // SAFETY: reads bounded by cols.
-            *rj = unsafe { load_inputs(xj, col0, cols, false) };
+impl StepInputs {
+    /// Lane `(g, t)`'s inputs in `xp` and `sx` for `batch` vectors of a matrix of
+    /// `padded_cols` columns.
+    #[inline(always)]
+    fn lane<const B: usize>(
+        xp: *const u32,
+        sx: *const u32,
+        g: u32,
+        t: u32,
+        batch: u32,
+        padded_cols: u32,
+    ) -> Self {
+        let (v0, v1) = (g.min(batch - 1), (g + 8).min(batch - 1));
+        let (p0, s0) = (
+            input_pair_index(t, v0, 0, B as u32),
+            tile_sum_index(t, v0, B as u32),
+        );
+        Self {
+            xp: xp.wrapping_add(p0),
+            sx: sx.wrapping_add(s0),
+            // Used at 16 vectors only, where batch > 8 and so v1 >= 8 > v0.
+            next_pairs: input_pair_index(t, v1, 0, B as u32).wrapping_sub(p0) as u32,
+            next_sum: tile_sum_index(t, v1, B as u32).wrapping_sub(s0) as u32,
+            last: sum_tiles(padded_cols) / 4 - 1,
         }
     }
-    r
-}
 
-/// The tile sums ([`SpqrGemvScaledParams::sx`]) of lane `(g, t)` for tile `tile` (clamped
-/// to the last of the `tiles` tiles: the step after a warp's last one is loaded and not
-/// used): vector slots `g` and, at 16 vectors, `g + 8`.
-///
-/// # Safety
-/// `sx` holds `tiles * sum_slots(B)` words.
-#[inline(always)]
-unsafe fn step_sums<const B: usize>(
-    sx: *const u32,
-    tile: u32,
-    tiles: u32,
-    g: u32,
-) -> [u32; MAX_GROUPS] {
-    let tile = tile.min(tiles - 1);
-    core::array::from_fn(|j| {
-        if j < groups::<B>() {
-            // SAFETY: tile < tiles and g + 8 j < sum_slots(B): inside sx.
-            unsafe { ld_nc_u32(sx.add(tile_sum_index(tile, g + 8 * j as u32, B as u32))) }
-        } else {
-            0
+    /// Step `step`'s inputs (clamped to the last step: the step after a warp's last one is
+    /// loaded and not used) of each group of 8 vectors, and their tile sums.
+    ///
+    /// # Safety
+    /// `xp` and `sx` hold the prep launch's `sum_tiles(padded_cols) * sum_slots(B)` slots
+    /// (the launcher's sizes; `xp` 16-byte aligned), visible to this grid.
+    #[inline(always)]
+    unsafe fn load<const B: usize>(
+        &self,
+        step: u32,
+    ) -> ([[u32; 8]; MAX_GROUPS], [u32; MAX_GROUPS]) {
+        let step = step.min(self.last) as usize;
+        // A step's pairs are one run of `pair_step_words`, its sums of 4 sum_slots words.
+        let (pbase, sbase) = (
+            step * pair_step_words(B as u32),
+            step * 4 * sum_slots(B as u32) as usize,
+        );
+        let mut pairs = [[0u32; 8]; MAX_GROUPS];
+        let mut sums = [0u32; MAX_GROUPS];
+        for j in 0..groups::<B>() {
+            let (pj, sj) = if j == 0 {
+                (pbase, sbase)
+            } else {
+                (
+                    pbase + self.next_pairs as usize,
+                    sbase + self.next_sum as usize,
+                )
+            };
+            // SAFETY: the slot is below sum_slots(B) and the tile below sum_tiles: inside
+            // both buffers; each half of the pair words is 16-byte aligned, the second 128
+            // words after the first (`input_pair_index`).
+            unsafe {
+                let p = self.xp.add(pj);
+                let a = ld_v4(p as *const U32x4).0;
+                let b = ld_v4(p.add(128) as *const U32x4).0;
+                pairs[j] = [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]];
+                sums[j] = ld_u32(self.sx.add(sj));
+            }
         }
-    })
+        (pairs, sums)
+    }
 }
 
 /// A warp's `mine` steps: `body(i, i % RING_SLOTS, inputs of step i)`, with step `i + 1`'s
@@ -281,7 +294,8 @@ fn steps<X: Copy>(
 }
 
 /// One step: the MMAs of two rows of one tile per lane, for each group of 8 vectors (`x[j]`,
-/// the tile sums `sums[j]`, `acc[j]`, `j < groups::<B>()`).
+/// the inputs as MMA pairs (`tc::input_pairs`), the tile sums `sums[j]`, `acc[j]`,
+/// `j < groups::<B>()`).
 ///
 /// # Safety
 /// All 32 lanes of the warp call it together.
@@ -311,13 +325,12 @@ unsafe fn step<const B: usize>(
     let (c0, c1) = (row(w0), row(w1));
     let (p0, p1) = (scaled_pairs(w0, &c0, masks), scaled_pairs(w1, &c1, masks));
     let za = zero_fragment(&c0, &c1);
-    for ((xj, &sj), acc) in x
+    for ((xp, &sj), acc) in x
         .iter()
         .zip(sums.iter())
         .zip(acc.iter_mut())
         .take(groups::<B>())
     {
-        let xp = input_pairs(xj);
         for m in 0..4 {
             let b = [xp[2 * m], xp[2 * m + 1]];
             // SAFETY: the caller guarantees a converged warp.
@@ -351,7 +364,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool, const PDL: bool>(
     batch: u32,
     pre: f32,
     post: f32,
-    aligned: u32,
+    xp: *const u32,
 ) {
     let tid = thread_idx_x();
     // The last warps (`outlier_warps`) walk the outliers while the others multiply the
@@ -368,7 +381,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool, const PDL: bool>(
         // SAFETY: forwarded from the launcher's checks; the area has outlier_slots(warps, B)
         // >= 2 ow slots.
         unsafe {
-            outlier_warp::<B, PT>(
+            outlier_warp::<B, PT, PDL>(
                 offsets,
                 col_vals,
                 x,
@@ -386,16 +399,14 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool, const PDL: bool>(
         unsafe {
             weights::<B, PDL>(
                 dense,
-                x,
+                xp,
                 sx,
                 red,
                 &split,
-                cols,
                 padded_cols,
                 batch,
                 pre,
                 post,
-                aligned,
                 lane,
                 warp,
                 warps,
@@ -415,16 +426,14 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool, const PDL: bool>(
 #[allow(clippy::too_many_arguments)]
 unsafe fn weights<const B: usize, const PDL: bool>(
     dense: *const u64,
-    x: *const u16,
+    xp: *const u32,
     sx: *const u32,
     red: *mut f32,
     split: &Split,
-    cols: u32,
     padded_cols: u32,
     batch: u32,
     pre: f32,
     post: f32,
-    aligned: u32,
     lane: u32,
     warp: u32,
     warps: u32,
@@ -442,8 +451,8 @@ unsafe fn weights<const B: usize, const PDL: bool>(
                 + s0 as usize * STEP_WORDS,
         )
     };
-    // Vectors g and g + 8 (16 vectors).
-    let xv = vector_rows::<B>(x, g, batch, cols);
+    // Tile t of each step, vectors g and g + 8 (16 vectors).
+    let inputs = StepInputs::lane::<B>(xp, sx, g, t, batch, padded_cols);
     // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 16):
     // see `tc::scaled_pairs`.
     let unknown_zero = batch >> 16;
@@ -461,18 +470,9 @@ unsafe fn weights<const B: usize, const PDL: bool>(
         // SAFETY: no operands.
         unsafe { griddepcontrol_wait() };
     }
-    let tiles = sum_tiles(padded_cols);
-    let load_x = |i: u32| {
-        let tile = 4 * (s0 + warp + i * warps) + t;
-        // SAFETY: xv from `vector_rows`; `aligned` was checked by the launcher; sx holds
-        // `tiles * sum_slots(B)` words.
-        unsafe {
-            (
-                step_inputs::<B>(&xv, tile * TILE as u32, cols, aligned),
-                step_sums::<B>(sx, tile, tiles, g),
-            )
-        }
-    };
+    // SAFETY: the prep launch wrote xp and sx for every step of the matrix (the launcher's
+    // sizes), visible after the wait above.
+    let load_x = |i: u32| unsafe { inputs.load::<B>(s0 + warp + i * warps) };
     steps(true, mine, load_x, |i, slot, x| {
         // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step i + RING_DEPTH goes
         // into the slot of step i - 1, read in the previous iteration.
@@ -514,7 +514,7 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize, const P
     batch: u32,
     pre: f32,
     post: f32,
-    aligned: u32,
+    xp: *const u32,
 ) {
     let tid = thread_idx_x();
     // The last warps (`outlier_warps`) walk the outliers while the others multiply the
@@ -539,7 +539,7 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize, const P
             // SAFETY: forwarded from the launcher's checks (every tile row of the group
             // exists); tile row r's area has slots >= 2 ow slots.
             unsafe {
-                outlier_warp::<B, PT>(
+                outlier_warp::<B, PT, PDL>(
                     offsets,
                     col_vals,
                     x,
@@ -558,16 +558,14 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize, const P
         unsafe {
             weights_rows::<B, R, PDL>(
                 dense,
-                x,
+                xp,
                 sx,
                 red,
                 &split,
-                cols,
                 padded_cols,
                 batch,
                 pre,
                 post,
-                aligned,
                 lane,
                 warp,
                 warps,
@@ -590,16 +588,14 @@ unsafe fn spqr_gemv_rows<const B: usize, const PT: bool, const R: usize, const P
 #[allow(clippy::too_many_arguments)]
 unsafe fn weights_rows<const B: usize, const R: usize, const PDL: bool>(
     dense: *const u64,
-    x: *const u16,
+    xp: *const u32,
     sx: *const u32,
     red: *mut f32,
     split: &Split,
-    cols: u32,
     padded_cols: u32,
     batch: u32,
     pre: f32,
     post: f32,
-    aligned: u32,
     lane: u32,
     warp: u32,
     warps: u32,
@@ -614,8 +610,8 @@ unsafe fn weights_rows<const B: usize, const R: usize, const PDL: bool>(
     // s1 <= nsteps); the group's first tile row is R band.
     let part_words =
         unsafe { dense.add(R * split.band as usize * band_words + s0 as usize * STEP_WORDS) };
-    // Vectors g and g + 8 (16 vectors).
-    let xv = vector_rows::<B>(x, g, batch, cols);
+    // Tile t of each step, vectors g and g + 8 (16 vectors).
+    let inputs = StepInputs::lane::<B>(xp, sx, g, t, batch, padded_cols);
     // The code masks, through a zero the compiler cannot prove (the launcher passes batch <= 16):
     // see `tc::scaled_pairs`.
     let unknown_zero = batch >> 16;
@@ -634,18 +630,9 @@ unsafe fn weights_rows<const B: usize, const R: usize, const PDL: bool>(
         // SAFETY: no operands.
         unsafe { griddepcontrol_wait() };
     }
-    let tiles = sum_tiles(padded_cols);
-    let load_x = |i: u32| {
-        let tile = 4 * (s0 + warp + i * warps) + t;
-        // SAFETY: xv from `vector_rows`; `aligned` was checked by the launcher; sx holds
-        // `tiles * sum_slots(B)` words.
-        unsafe {
-            (
-                step_inputs::<B>(&xv, tile * TILE as u32, cols, aligned),
-                step_sums::<B>(sx, tile, tiles, g),
-            )
-        }
-    };
+    // SAFETY: the prep launch wrote xp and sx for every step of the matrix (the launcher's
+    // sizes), visible after the wait above.
+    let load_x = |i: u32| unsafe { inputs.load::<B>(s0 + warp + i * warps) };
     // Unrolled at 4 vectors only: at 16 the kernel spilled, and at 8 it measured 6% slower on
     // 28672x8192 (H100, docs/PERF.md).
     steps(B <= 4, mine, load_x, |i, slot, x| {
@@ -682,24 +669,26 @@ unsafe fn weights_rows<const B: usize, const R: usize, const PDL: bool>(
 ///
 /// # Safety
 /// Launched by `spqr-format` with [`SpqrGemvScaledParams`], having validated the matrix
-/// (lengths, offsets, outlier columns), sized the inputs and outputs, checked `aligned`
-/// (input 16-byte aligned and `cols % 8 == 0`), chosen `pre`/`post` from the matrix's
+/// (lengths, offsets, outlier columns), sized the inputs and outputs, chosen `pre`/`post` from the matrix's
 /// scales, and launched `splits` blocks per group of R tile rows (a number of tile rows that
 /// R divides; `1 <= splits <=` a tile row's steps) of `launch_warps` threads (at least 2
 /// warps) with `smem_bytes_rows(weight warps, B, R)` bytes of shared memory; with
 /// `splits > 1`, `partials` holds `bands * splits * 16 * B` values and `counters` one zero
-/// per group; `sx` the inputs' tile sums (`sum_tiles(padded_cols) * sum_slots(B)` words),
-/// written by `cmv_spqr_prep_inputs` launched before it (with `PDL`, on sm_90, launched
+/// per group; `sx` and `xp` the tile sums and input pairs (`sum_tiles(padded_cols) *
+/// sum_slots(B)` slots, `xp` 16-byte aligned) and, where not null, `xt` the transposed
+/// inputs, written by
+/// `cmv_spqr_prep_inputs` launched before it (with `PDL`, on sm_90, launched
 /// programmatically after it).
 #[inline(always)]
 pub unsafe fn scaled_entry<const B: usize, const PT: bool, const R: usize, const PDL: bool>(
     p: &SpqrGemvScaledParams,
 ) {
-    let (dense, x, xt, sx, y) = (
+    let (dense, x, xt, sx, xp, y) = (
         p.dense.as_ptr(),
         p.x.as_ptr(),
         p.xt.as_ptr(),
         p.sx.as_ptr(),
+        p.xp.as_ptr(),
         p.y.as_mut_ptr(),
     );
     let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
@@ -712,7 +701,6 @@ pub unsafe fn scaled_entry<const B: usize, const PT: bool, const R: usize, const
         splits,
         pre,
         post,
-        aligned,
         ..
     } = *p;
     let split = Split::of_block(partials, counters, splits);
@@ -734,7 +722,7 @@ pub unsafe fn scaled_entry<const B: usize, const PT: bool, const R: usize, const
                 batch,
                 pre,
                 post,
-                aligned,
+                xp,
             )
         };
     }

@@ -360,11 +360,12 @@ unsafe impl KernelParams for SpqrGemvParams {}
 
 impl SpqrGemvParams {
     /// The parameters of a scaled-weights kernel: these fields with the transposed inputs
-    /// `xt`, the tile sums `sx` and `pre` and `post`.
+    /// `xt`, the tile sums `sx`, the inputs as MMA pairs `xp` and `pre` and `post`.
     pub const fn with_prescale(
         self,
         xt: DevPtr<u16>,
         sx: DevPtr<u32>,
+        xp: DevPtr<u32>,
         pre: f32,
         post: f32,
     ) -> SpqrGemvScaledParams {
@@ -391,6 +392,7 @@ impl SpqrGemvParams {
             col_vals,
             xt,
             sx,
+            xp,
             partials,
             counters,
             rows,
@@ -430,6 +432,11 @@ pub struct SpqrGemvScaledParams {
     /// `bf16x2` word per tile and vector slot at [`tile_sum_index`], [`sum_tiles`] tiles of
     /// [`sum_slots`] slots, written by `cmv_spqr_prep_inputs` before the launch.
     pub sx: DevPtr<u32>,
+    /// The inputs as the weight warps' MMAs take them: per tile and vector slot the 8 `half2`
+    /// words of `tc::input_pairs` at [`input_pair_index`] (zeros past the columns and the
+    /// batch), [`sum_tiles`] tiles of [`sum_slots`] slots, written by `cmv_spqr_prep_inputs`
+    /// before the launch.
+    pub xp: DevPtr<u32>,
     /// With `splits > 1`, the parts' fp32 sums, `bands * splits * 16 * B` values.
     pub partials: DevPtrMut<f32>,
     /// With `splits > 1`, one counter per tile row, zero between launches.
@@ -449,12 +456,14 @@ pub struct SpqrGemvScaledParams {
     pub pre: f32,
     /// Power of two the fp32 results are multiplied by, `1 / pre`.
     pub post: f32,
-    /// 1 where every input vector is 16-byte aligned and `cols % 8 == 0`, else 0.
+    /// 1 where every input vector is 16-byte aligned and `cols % 8 == 0`, else 0. (Kept
+    /// for the layout shared with [`SpqrGemvParams`]; the weight warps read the prep's input
+    /// pairs `xp`, which are always aligned, and the prep takes its own `aligned`.)
     pub aligned: u32,
 }
-const _: () = assert!(core::mem::size_of::<SpqrGemvScaledParams>() == 104);
+const _: () = assert!(core::mem::size_of::<SpqrGemvScaledParams>() == 112);
 const _: () = assert!(core::mem::align_of::<SpqrGemvScaledParams>() == 4);
-// SAFETY: repr(C), no padding (size asserted: 9 pointers of 8 bytes and 8 words, alignment
+// SAFETY: repr(C), no padding (size asserted: 10 pointers of 8 bytes and 8 words, alignment
 // 4), plain data and device pointers only; the one parameter of the kernels named above.
 unsafe impl KernelParams for SpqrGemvScaledParams {}
 
@@ -497,9 +506,9 @@ pub const fn transposed_index(c: u32, v: u32, kernel_batch: u32) -> usize {
     c as usize * kernel_batch as usize + v as usize
 }
 
-/// Tiles of the tile sums ([`SpqrGemvScaledParams::sx`]) of a matrix of `padded_cols`
-/// columns: every tile of the weight steps (4 tiles each), so the last step's tiles past the
-/// columns have sums too (zero).
+/// Tiles of the tile sums and input pairs ([`SpqrGemvScaledParams::sx`], `xp`) of a matrix
+/// of `padded_cols` columns: every tile of the weight steps (4 tiles each), so the last
+/// step's tiles past the columns have them too (zeros).
 pub const fn sum_tiles(padded_cols: u32) -> u32 {
     (padded_cols / layout::TILE as u32).div_ceil(4) * 4
 }
@@ -516,12 +525,37 @@ pub const fn tile_sum_index(tile: u32, v: u32, kernel_batch: u32) -> usize {
     tile as usize * sum_slots(kernel_batch) as usize + v as usize
 }
 
+/// Words of a tile's inputs of one vector as MMA pairs ([`SpqrGemvScaledParams::xp`]): the
+/// 8 `half2` words of `tc::input_pairs` (the B operands of a step's 4 code MMAs), 32 bytes.
+pub const PAIR_WORDS: usize = 8;
+
+/// Where word `w` (`< PAIR_WORDS`) of tile `tile`'s input pairs of vector slot `v` sits in
+/// the input pairs of the kernel for `kernel_batch` vectors ([`SpqrGemvScaledParams::xp`]).
+/// Laid out so that each 16-byte load of a weight warp reads 512 contiguous bytes: per step
+/// (4 tiles), per group `j` of 8 slots, per half (words `0..4`, `4..8`), the 16 bytes of
+/// lane `(g, t)` (slot `8 j + g`, tile `4 step + t`) at `16 (4 g + t)`. (Tile-major 32-byte
+/// pieces, one per lane, made a quarter warp's 16-byte loads touch 4 lines of 128 bytes
+/// instead of 2 and measured 15-30% slower than loading the inputs themselves: docs/PERF.md.)
+pub const fn input_pair_index(tile: u32, v: u32, w: u32, kernel_batch: u32) -> usize {
+    let (step, t) = (tile as usize / 4, tile as usize % 4);
+    let (j, g) = (v as usize / 8, v as usize % 8);
+    let groups = sum_slots(kernel_batch) as usize / 8;
+    ((step * groups + j) * 2 + w as usize / 4) * 128 + (4 * g + t) * 4 + w as usize % 4
+}
+
+/// Words of a step's input pairs ([`input_pair_index`]) for the kernel for `kernel_batch`
+/// vectors: `4 * sum_slots * PAIR_WORDS`.
+pub const fn pair_step_words(kernel_batch: u32) -> usize {
+    4 * sum_slots(kernel_batch) as usize * PAIR_WORDS
+}
+
 /// Parameters of `cmv_spqr_prep_inputs`, run before every scaled-weights kernel. Its first
 /// `transpose_blocks` blocks write `xt[transposed_index(c, v, slots)] = x[v * cols + c]` for
 /// `v < batch`, zero for `batch <= v < slots` (none where `xt` is null); the other blocks the
 /// tile sums `sx[tile_sum_index(tile, v, slots)]` (`tc_scaled::tile_sum_pair` of the
-/// inputs of vector `v` at columns `16 tile ..`, zeros past `cols`; zero for `v >= batch`)
-/// for `tile < sum_tiles`, `v < sum_slots(slots)`.
+/// inputs of vector `v` at columns `16 tile ..`, zeros past `cols`) and the same inputs as
+/// MMA pairs, `xp[input_pair_index(tile, v, slots)..][..PAIR_WORDS]` (`tc::input_pairs`),
+/// zeros for `v >= batch`, for `tile < sum_tiles`, `v < sum_slots(slots)`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PrepParams {
@@ -531,6 +565,8 @@ pub struct PrepParams {
     pub xt: DevPtrMut<u16>,
     /// `sum_tiles * sum_slots(slots)` words.
     pub sx: DevPtrMut<u32>,
+    /// `sum_tiles * sum_slots(slots) * PAIR_WORDS` words, 16-byte aligned.
+    pub xp: DevPtrMut<u32>,
     /// Columns.
     pub cols: u32,
     /// Input vectors, `1..=slots`.
@@ -548,9 +584,9 @@ pub struct PrepParams {
     /// Unused elsewhere.
     pub early: u32,
 }
-const _: () = assert!(core::mem::size_of::<PrepParams>() == 52);
+const _: () = assert!(core::mem::size_of::<PrepParams>() == 60);
 const _: () = assert!(core::mem::align_of::<PrepParams>() == 4);
-// SAFETY: repr(C), no padding (size asserted: 3 pointers of 8 bytes and 7 words, alignment
+// SAFETY: repr(C), no padding (size asserted: 4 pointers of 8 bytes and 7 words, alignment
 // 4), plain data and device pointers only; the parameter of `cmv_spqr_prep_inputs`.
 unsafe impl KernelParams for PrepParams {}
 
@@ -730,6 +766,39 @@ mod split_tests {
                 assert!(seen.iter().all(|&s| s));
                 // A step's 4 tiles are one contiguous run of words.
                 assert_eq!(tile_sum_index(4, 0, kb), 4 * slots as usize);
+                // The input pairs: every word of every tile and slot once; a step's words
+                // are its own run of `pair_step_words`; each 16-byte load of the warp (one
+                // group, one half) is 512 contiguous bytes in lane order, 16-byte aligned.
+                let step_words = pair_step_words(kb);
+                let mut seen = vec![false; tiles as usize * slots as usize * PAIR_WORDS];
+                for tile in 0..tiles {
+                    for v in 0..slots {
+                        for w in 0..PAIR_WORDS as u32 {
+                            let i = input_pair_index(tile, v, w, kb);
+                            assert!(!seen[i], "kb {kb}: ({tile}, {v}, {w}) twice");
+                            seen[i] = true;
+                            assert_eq!(i / step_words, (tile / 4) as usize);
+                        }
+                    }
+                }
+                assert!(seen.iter().all(|&s| s));
+                for step in 0..tiles / 4 {
+                    for j in 0..slots / 8 {
+                        for h in 0..2u32 {
+                            let first = input_pair_index(4 * step, 8 * j, 4 * h, kb);
+                            assert_eq!(first % 4, 0);
+                            for lane in 0..32u32 {
+                                let (g, t) = (lane / 4, lane % 4);
+                                for q in 0..4 {
+                                    assert_eq!(
+                                        input_pair_index(4 * step + t, 8 * j + g, 4 * h + q, kb),
+                                        first + 4 * lane as usize + q as usize
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
                 // The prep launch has a thread for every column and every sum.
                 for transpose in [false, true] {
                     let cols = padded_cols - 3;
@@ -742,6 +811,7 @@ mod split_tests {
                         x: DevPtr::null(),
                         xt: DevPtrMut::null(),
                         sx: DevPtrMut::null(),
+                        xp: DevPtrMut::null(),
                         cols,
                         batch: 1,
                         slots: kb,
