@@ -23,7 +23,7 @@ use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
     dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, fma_f32,
     griddepcontrol_launch_dependents, ld_nc_u16, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32,
-    ld_u32, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, st_global_v4, sts_v4,
+    ld_u32, ld_v4, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, st_global_v4, sts_v4,
     sync_threads, sync_threads_or, sync_warp, thread_idx_x,
 };
 
@@ -540,27 +540,37 @@ pub(crate) unsafe fn outlier_sums<const B: usize, const C: bool>(
 /// (32 registers).
 const OUTLIER_LOADS_T: usize = 8;
 
-/// The `B` transposed inputs (`crate::transposed_index`) of column `c`, as `half2` words.
+/// The `B` transposed inputs (`crate::transposed_index`) of column `c`, as `half2` words;
+/// with coherent loads where `C` (the programmatic-launch module: the prep launch writes
+/// `xt` and may still run when this kernel starts; a non-coherent load may then see what
+/// an earlier launch left, as a layout of the weight warps' inputs read with `ld.global.nc`
+/// did in `programmatic_launch_gives_the_same_bits`, docs/PERF.md).
 ///
 /// # Safety
-/// `xt` holds `cols * B` values and `c < cols`; `B` is 4, 8 or 16.
+/// `xt` holds `cols * B` values and `c < cols`; `B` is 4, 8 or 16; with `C`, read after
+/// `griddepcontrol.wait`.
 #[inline(always)]
-unsafe fn column_inputs<const B: usize>(xt: *const u16, c: u32) -> [u32; 8] {
+unsafe fn column_inputs<const B: usize, const C: bool>(xt: *const u16, c: u32) -> [u32; 8] {
     let mut r = [0u32; 8];
     // SAFETY: the column's B values are inside xt (the caller's guarantee), 8 B (B = 4) or
     // 16 B aligned (B >= 8: the allocation is 256-byte aligned, each column 2 B bytes).
     unsafe {
         let p = xt.add(crate::transposed_index(c, 0, B as u32));
+        let v4 = |q: *const U32x4| if C { ld_v4(q).0 } else { ld_nc_v4(q).0 };
         if B == 4 {
-            let w = ld_nc_u64(p as *const u64);
-            r[0] = w as u32;
-            r[1] = (w >> 32) as u32;
+            let q = p as *const u32;
+            if C {
+                r[0] = ld_u32(q);
+                r[1] = ld_u32(q.add(1));
+            } else {
+                let w = ld_nc_u64(q as *const u64);
+                r[0] = w as u32;
+                r[1] = (w >> 32) as u32;
+            }
         } else {
-            let a = ld_nc_v4(p as *const U32x4).0;
-            r[..4].copy_from_slice(&a);
+            r[..4].copy_from_slice(&v4(p as *const U32x4));
             if B == 16 {
-                let b = ld_nc_v4((p as *const U32x4).add(1)).0;
-                r[4..].copy_from_slice(&b);
+                r[4..].copy_from_slice(&v4((p as *const U32x4).add(1)));
             }
         }
     }
@@ -602,7 +612,7 @@ pub(crate) unsafe fn outlier_sums_t<const B: usize, const C: bool>(
         let mut xs = [[0u32; 8]; OUTLIER_LOADS_T];
         for (w, xk) in wv.iter().zip(xs.iter_mut()).take(n) {
             // SAFETY: the column is below cols (validated, or 0 for a zero word).
-            *xk = unsafe { column_inputs::<B>(xt, outlier_col(*w)) };
+            *xk = unsafe { column_inputs::<B, C>(xt, outlier_col(*w)) };
         }
         let next = e + n as u32 * stride;
         let wn = words(next);
