@@ -18,7 +18,8 @@ use spqr_kernels::{
     BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, PAIR_WORDS, PREP_THREADS, PrepParams,
     SpqrGemvParams, block_rows_kernel, block_rows_warps, block_threads, choose_splits,
     default_block_rows, early_dependents, is_scaled_kernel, kernel_batch, kernel_name_rows,
-    launch_warps, smem_bytes_rows, sum_slots, sum_tiles, tc_scaled, walk_transposed,
+    launch_warps, reads_transposed, smem_bytes_rows, sum_slots, sum_tiles, tc_scaled,
+    walk_transposed,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -51,6 +52,12 @@ pub const WARPS_ENV: &str = "CMV_SPQR_WARPS";
 /// [`SpqrGemv`]'s rule ([`block_rows`]); for experiments. A matrix whose tile rows the
 /// number does not divide runs one per block.
 pub const ROWS_ENV: &str = "CMV_SPQR_ROWS";
+
+/// The environment variable that decides whether the outlier warps of the kernels for 8 and
+/// 16 vectors walk the inputs by column (`CMV_SPQR_TRANSPOSED=1`: always; `0`: never, one
+/// 2-byte load per input as at 4 vectors), in place of [`walk_transposed`]' rule; for
+/// experiments (the kernel for 4 vectors always walks by vector). Both give the same bits.
+pub const TRANSPOSED_ENV: &str = "CMV_SPQR_TRANSPOSED";
 
 /// Tile rows per block for the kernel of `kernel_batch` vectors on a `padded_rows x
 /// padded_cols` matrix on a GPU of `sms` SMs: `wanted` (the [`ROWS_ENV`] override, or
@@ -230,6 +237,10 @@ pub struct SpqrGemv {
     /// Tile rows per block from [`ROWS_ENV`] or [`SpqrGemv::set_block_rows`], in place of
     /// [`block_rows`]' rule.
     block_rows: Option<u32>,
+    /// Whether the outlier walks of 8 and 16 vectors read the inputs by column, from
+    /// [`TRANSPOSED_ENV`] or [`SpqrGemv::set_transposed_walk`], in place of
+    /// [`walk_transposed`]' rule.
+    transposed: Option<bool>,
     kernels: Vec<Loaded>,
     workspace: Mutex<Workspace>,
 }
@@ -324,6 +335,11 @@ impl SpqrGemv {
                 .filter(|&n| n > 0)
         };
         let (weight_warps, block_rows) = (knob(WARPS_ENV), knob(ROWS_ENV));
+        let transposed = match std::env::var(TRANSPOSED_ENV).as_deref().map(str::trim) {
+            Ok("1") => Some(true),
+            Ok("0") => Some(false),
+            _ => None,
+        };
         Ok(Self {
             stream: gpu.stream().clone(),
             sm_count: gpu.info().sm_count,
@@ -331,6 +347,7 @@ impl SpqrGemv {
             pdl,
             weight_warps,
             block_rows,
+            transposed,
             kernels,
             workspace,
         })
@@ -365,6 +382,14 @@ impl SpqrGemv {
         }
         self.block_rows = rows;
         Ok(())
+    }
+
+    /// Fixes whether the outlier warps of the kernels for 8 and 16 vectors walk the inputs
+    /// by column (`Some(true)`), one load per input (`Some(false)`), or as
+    /// [`walk_transposed`] says (`None`), in place of [`TRANSPOSED_ENV`]. For tuning and
+    /// tests; the kernel for 4 vectors always walks by vector.
+    pub fn set_transposed_walk(&mut self, transposed: Option<bool>) {
+        self.transposed = transposed;
     }
 
     /// Whether the kernels of 4 to 16 vectors run with programmatic dependent launch
@@ -483,8 +508,10 @@ impl SpqrGemv {
         let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
         // The weight warps and those that walk the outliers (`launch_warps`).
         let (threads, weight_warps) = self.block(m, kb, rows);
-        let transposed =
-            walk_transposed(kb, weight_warps, m.shape.padded_rows, m.shape.padded_cols);
+        let transposed = reads_transposed(kb)
+            && self.transposed.unwrap_or_else(|| {
+                walk_transposed(kb, weight_warps, m.shape.padded_rows, m.shape.padded_cols)
+            });
         let bands = m.shape.padded_rows / 16;
         // Blocks of `rows` tile rows (`block_rows` keeps it a divisor of the tile rows).
         let groups = bands / rows;

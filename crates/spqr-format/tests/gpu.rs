@@ -152,6 +152,53 @@ fn programmatic_launch_gives_the_same_bits() {
 }
 
 #[test]
+fn both_outlier_walks_match_the_reference() {
+    // The outlier warps of 8 and 16 vectors walk the inputs by column or one load per input
+    // (`set_transposed_walk`, the `CMV_SPQR_TRANSPOSED` knob): both within the tolerance, with
+    // and without programmatic launch, one and two tile rows, CSR and PTCSR.
+    let Some(gpu) = gpu_for_tests("both_outlier_walks_match_the_reference") else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(33);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    let (rows, cols) = (96, 3000);
+    let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+    let opts = QuantizeOptions {
+        outlier_fraction: 0.03,
+        ..QuantizeOptions::default()
+    };
+    let m = quantize(&w, rows, cols, &opts).unwrap();
+    let mut dm = DeviceSpqrMatrix::upload(&gpu, &m).unwrap();
+    for pdl in [true, false] {
+        for block_rows in [1, 2] {
+            for walk in [Some(true), Some(false), None] {
+                let mut spqr = SpqrGemv::with_pdl(&gpu, pdl).unwrap();
+                spqr.set_block_rows(Some(block_rows)).unwrap();
+                spqr.set_transposed_walk(walk);
+                for batch in [5, 8, 9, 16] {
+                    for format in [OutlierFormat::Csr, OutlierFormat::Ptcsr] {
+                        dm.set_outlier_format(format);
+                        let x: Vec<f16> = (0..batch * cols)
+                            .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                            .collect();
+                        let want = m.gemv_reference(&x, batch).unwrap();
+                        let dx = gpu.upload(&x).unwrap();
+                        let mut dy = gpu.upload(&vec![f16::NAN; batch * rows]).unwrap();
+                        spqr.gemv(&dm, &dx, &mut dy, batch).unwrap();
+                        let err = relative_error(&gpu.download(&dy).unwrap(), &want);
+                        assert!(
+                            err < GPU_TOLERANCE,
+                            "pdl {pdl}, rows/block {block_rows}, walk {walk:?}, batch \
+                             {batch}, {format:?}: relative error {err}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn large_and_small_weights_keep_their_accuracy() {
     // Scales above 63 do not fit the scaled-weights kernel's (3-8 vectors) fp16 arithmetic as
     // they are: the launcher divides them by a power of two and multiplies the result back.
