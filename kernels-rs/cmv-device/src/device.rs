@@ -410,36 +410,36 @@ ld_v4! {
     ld_v4 = "ld.global.v4.u32";
 }
 
-/// 32-bit coherent load (`ld.global.u32`), as [`ld_v4`].
-///
-/// # Safety
-/// `p` must point to 4 readable, 4-byte-aligned bytes of global memory that no thread of this
-/// grid writes while the kernel runs.
-#[inline(always)]
-pub unsafe fn ld_u32(p: *const u32) -> u32 {
-    let r: u32;
-    // SAFETY: the caller guarantees a valid, aligned global address.
-    unsafe {
-        asm!("ld.global.u32 {r}, [{p}];", p = in(reg64) p, r = out(reg32) r,
-             options(pure, readonly, nostack));
-    }
-    r
+/// Defines 32-bit global loads: `unsafe fn name(p: *const u32) -> u32` issuing `insn`.
+macro_rules! ld_u32 {
+    ($($(#[$doc:meta])* $name:ident = $insn:literal;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub unsafe fn $name(p: *const u32) -> u32 {
+            let r: u32;
+            // SAFETY: the caller guarantees a valid, aligned global address.
+            unsafe {
+                asm!(concat!($insn, " {r}, [{p}];"), p = in(reg64) p, r = out(reg32) r,
+                     options(pure, readonly, nostack));
+            }
+            r
+        }
+    )*};
 }
 
-/// 32-bit read-only load (`ld.global.nc.u32`).
-///
-/// # Safety
-/// `p` must point to 4 readable, 4-byte-aligned bytes of global memory that no thread writes
-/// while the kernel runs.
-#[inline(always)]
-pub unsafe fn ld_nc_u32(p: *const u32) -> u32 {
-    let r: u32;
-    // SAFETY: the caller guarantees a valid, aligned, read-only global address.
-    unsafe {
-        asm!("ld.global.nc.u32 {r}, [{p}];", p = in(reg64) p, r = out(reg32) r,
-             options(pure, readonly, nostack));
-    }
-    r
+ld_u32! {
+    /// 32-bit coherent load (`ld.global.u32`), as [`ld_v4`].
+    ///
+    /// # Safety
+    /// `p` must point to 4 readable, 4-byte-aligned bytes of global memory that no thread of
+    /// this grid writes while the kernel runs.
+    ld_u32 = "ld.global.u32";
+    /// 32-bit read-only load (`ld.global.nc.u32`).
+    ///
+    /// # Safety
+    /// `p` must point to 4 readable, 4-byte-aligned bytes of global memory that no thread
+    /// writes while the kernel runs.
+    ld_nc_u32 = "ld.global.nc.u32";
 }
 
 /// 64-bit read-only load that does not allocate in L1 (`ld.global.nc.L1::no_allocate.u64`),
