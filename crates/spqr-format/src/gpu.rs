@@ -53,10 +53,10 @@ pub const WARPS_ENV: &str = "CMV_SPQR_WARPS";
 /// number does not divide runs one per block.
 pub const ROWS_ENV: &str = "CMV_SPQR_ROWS";
 
-/// The environment variable that decides whether the outlier warps of the kernels for 8 and
-/// 16 vectors walk the inputs by column (`CMV_SPQR_TRANSPOSED=1`: always; `0`: never, one
-/// 2-byte load per input as at 4 vectors), in place of [`walk_transposed`]' rule; for
-/// experiments (the kernel for 4 vectors always walks by vector). Both give the same bits.
+/// The environment variable that decides whether the outlier warps of the kernels for 4, 8
+/// and 16 vectors walk the inputs by column (`CMV_SPQR_TRANSPOSED=1`: always; `0`: never, one
+/// 2-byte load per input), in place of [`walk_transposed`]' rule; for experiments. Both give
+/// the same bits.
 pub const TRANSPOSED_ENV: &str = "CMV_SPQR_TRANSPOSED";
 
 /// Tile rows per block for the kernel of `kernel_batch` vectors on a `padded_rows x
@@ -237,7 +237,7 @@ pub struct SpqrGemv {
     /// Tile rows per block from [`ROWS_ENV`] or [`SpqrGemv::set_block_rows`], in place of
     /// [`block_rows`]' rule.
     block_rows: Option<u32>,
-    /// Whether the outlier walks of 8 and 16 vectors read the inputs by column, from
+    /// Whether the outlier walks of 4, 8 and 16 vectors read the inputs by column, from
     /// [`TRANSPOSED_ENV`] or [`SpqrGemv::set_transposed_walk`], in place of
     /// [`walk_transposed`]' rule.
     transposed: Option<bool>,
@@ -384,10 +384,10 @@ impl SpqrGemv {
         Ok(())
     }
 
-    /// Fixes whether the outlier warps of the kernels for 8 and 16 vectors walk the inputs
-    /// by column (`Some(true)`), one load per input (`Some(false)`), or as
+    /// Fixes whether the outlier warps of the kernels for 4, 8 and 16 vectors walk the
+    /// inputs by column (`Some(true)`), one load per input (`Some(false)`), or as
     /// [`walk_transposed`] says (`None`), in place of [`TRANSPOSED_ENV`]. For tuning and
-    /// tests; the kernel for 4 vectors always walks by vector.
+    /// tests.
     pub fn set_transposed_walk(&mut self, transposed: Option<bool>) {
         self.transposed = transposed;
     }

@@ -153,7 +153,7 @@ fn programmatic_launch_gives_the_same_bits() {
 
 #[test]
 fn both_outlier_walks_match_the_reference() {
-    // The outlier warps of 8 and 16 vectors walk the inputs by column or one load per input
+    // The outlier warps of 4, 8 and 16 vectors walk the inputs by column or one load per input
     // (`set_transposed_walk`, the `CMV_SPQR_TRANSPOSED` knob): both within the tolerance, with
     // and without programmatic launch, one and two tile rows, CSR and PTCSR.
     let Some(gpu) = gpu_for_tests("both_outlier_walks_match_the_reference") else {
@@ -175,7 +175,7 @@ fn both_outlier_walks_match_the_reference() {
                 let mut spqr = SpqrGemv::with_pdl(&gpu, pdl).unwrap();
                 spqr.set_block_rows(Some(block_rows)).unwrap();
                 spqr.set_transposed_walk(walk);
-                for batch in [5, 8, 9, 16] {
+                for batch in [3, 4, 5, 8, 9, 16] {
                     for format in [OutlierFormat::Csr, OutlierFormat::Ptcsr] {
                         dm.set_outlier_format(format);
                         let x: Vec<f16> = (0..batch * cols)

@@ -469,30 +469,28 @@ unsafe impl KernelParams for SpqrGemvScaledParams {}
 
 /// Whether the kernel for `kernel_batch` vectors can walk its outliers with the inputs by
 /// column ([`SpqrGemvScaledParams::xt`], written by `cmv_spqr_prep_inputs` before it;
-/// a null `xt` walks with one load per input as the smaller batches do): 8 and 16 vectors.
+/// a null `xt` walks with one load per input as the smaller batches do): 4, 8 and 16 vectors.
 pub const fn reads_transposed(kernel_batch: u32) -> bool {
-    kernel_batch >= 8
+    kernel_batch >= 4
 }
 
 /// Whether a launch of the kernel for `kernel_batch` vectors with `weight_warps` weight warps
-/// per block on a `padded_rows x padded_cols` matrix walks the inputs by column: always at
-/// 16 vectors; at 8 where the outlier warp has more than 4 weight warps' worth of weights to
-/// keep up with (fewer than 512 tile rows) or the matrix has 2^27 weights or more, so that
-/// the transpose's launch is small against the product. Measured on an H100 (docs/PERF.md):
-/// at 8 vectors 4096x14336 (7 weight warps) took 23.7 against 29.4 us, 28672x8192 and
-/// 8192x28672 5-10% less, while 8192x8192 and 11008x4096 took 1-2% more; at 4 vectors the
-/// transpose cost 2-6% at three of the five benchmark shapes and saved 1-2% at the others.
+/// per block on a `padded_rows x padded_cols` matrix walks the inputs by column: at 8 and 16
+/// vectors, where the prep launch runs anyway (the transpose is a few more of its blocks).
+/// Measured on an H100 (docs/PERF.md "SpQR: the outlier walk by column at 8 vectors"): at
+/// 8 vectors 8192x8192 took 21.1-21.3 against 25.0-25.6 us walking by vector, 11008x4096
+/// 20.0 against 23.4-24.1 (before the prep kernel existed at 8 vectors the transpose was a
+/// launch of its own and lost 1-2% at those two shapes). The kernel for 4 vectors can walk
+/// by column too ([`reads_transposed`]; `CMV_SPQR_TRANSPOSED=1` in `spqr-format`), but does
+/// not by default.
 pub const fn walk_transposed(
     kernel_batch: u32,
     weight_warps: u32,
     padded_rows: u32,
     padded_cols: u32,
 ) -> bool {
-    match kernel_batch {
-        16 => true,
-        8 => weight_warps > 4 || (padded_rows as u64) * (padded_cols as u64) >= 1 << 27,
-        _ => false,
-    }
+    let _ = (weight_warps, padded_rows, padded_cols);
+    kernel_batch >= 8
 }
 
 /// Threads per block of `cmv_spqr_prep_inputs` (one column, or one tile sum, each).
@@ -624,8 +622,9 @@ mod split_tests {
         assert!(walk_transposed(16, 4, 8192, 8192));
         assert!(walk_transposed(8, 7, 4096, 14336));
         assert!(walk_transposed(8, 4, 28672, 8192));
-        assert!(!walk_transposed(8, 4, 8192, 8192));
+        assert!(walk_transposed(8, 4, 8192, 8192));
         assert!(!walk_transposed(4, 7, 28672, 8192));
+        assert!(!walk_transposed(2, 4, 28672, 8192));
     }
 
     #[test]
