@@ -94,6 +94,15 @@ pub enum SpqrError {
         /// The most this matrix allows.
         max: u32,
     },
+    /// A product of more than one vector on a matrix uploaded for the integer kernel.
+    #[error(
+        "the integer-MMA kernel takes one vector, not {batch}: upload the matrix with \
+         DeviceSpqrMatrix::upload for 2 to 16 vectors"
+    )]
+    Int8Batch {
+        /// The batch asked for.
+        batch: usize,
+    },
     /// Tile rows per block outside what the kernels have (`SpqrGemv::set_block_rows`).
     #[error(
         "{rows} tile rows per block is not possible: pass 1 to {max} (the kernels for 4, 8 \

@@ -11,6 +11,7 @@ use cmv_runtime::{
     dev_ptr, dev_ptr_mut,
 };
 use half::f16;
+use spqr_kernels::int8::{byte_layout_word, row_word_of};
 use spqr_kernels::layout::{
     SecondOrder, TILE, device_order, first_order, row_qs, row_qz, row_stat_byte,
 };
@@ -37,6 +38,10 @@ pub static PTX_SM90: PtxModule = PtxModule::new(
     "spqr-kernels-sm90",
     include_str!("../ptx/spqr_kernels_sm90.ptx"),
 );
+
+/// The integer-MMA kernels of one vector (CSR, PTCSR), for matrices uploaded with
+/// [`DeviceSpqrMatrix::upload_int8`].
+pub const INT8_KERNELS: [&str; 2] = ["cmv_spqr_csr_i8_b1", "cmv_spqr_ptcsr_i8_b1"];
 
 /// The environment variable that turns programmatic dependent launch off when set to `0`
 /// (for comparisons; [`SpqrGemv::new`]).
@@ -97,6 +102,9 @@ pub struct DeviceSpqrMatrix {
     csr_vals: CudaSlice<u32>,
     pt_offsets: CudaSlice<u32>,
     pt_vals: CudaSlice<u32>,
+    /// The dense words are in the byte layout of the integer-MMA kernel
+    /// ([`DeviceSpqrMatrix::upload_int8`]).
+    int8: bool,
 }
 
 /// The largest first-order scale magnitude and the largest `|z s|` over every tile row.
@@ -120,7 +128,65 @@ impl DeviceSpqrMatrix {
     /// # Errors
     /// The validation's errors; runtime errors.
     pub fn upload(gpu: &Gpu, m: &SpqrMatrix) -> Result<Self, SpqrError> {
+        Self::upload_words(gpu, m, false)
+    }
+
+    /// As [`DeviceSpqrMatrix::upload`], with the dense words in the byte layout of the
+    /// integer-MMA kernel (`spqr_kernels::int8::byte_layout_word`: the same 64 bits per tile
+    /// row, rearranged), which takes products of one vector (`cmv_spqr_{csr,ptcsr}_i8_b1`:
+    /// the inputs as two int8 halves per tile, codes on `mma.m16n8k32`; docs/SPQR.md). A
+    /// product of more vectors on such a copy is [`SpqrError::Int8Batch`].
+    ///
+    /// # Errors
+    /// As [`DeviceSpqrMatrix::upload`].
+    pub fn upload_int8(gpu: &Gpu, m: &SpqrMatrix) -> Result<Self, SpqrError> {
+        Self::upload_words(gpu, m, true)
+    }
+
+    /// Whether the dense words are in the integer kernel's byte layout
+    /// ([`DeviceSpqrMatrix::upload_int8`]).
+    pub fn is_int8(&self) -> bool {
+        self.int8
+    }
+
+    /// Rewrites the dense words on the device into the integer kernel's byte layout (`true`)
+    /// or back (`false`), as [`DeviceSpqrMatrix::upload_int8`] and
+    /// [`DeviceSpqrMatrix::upload`] would have written them (through host memory; for
+    /// benchmarks that receive the default upload).
+    ///
+    /// # Errors
+    /// Runtime errors (the copies).
+    pub fn set_int8(&mut self, int8: bool) -> Result<(), SpqrError> {
+        if int8 == self.int8 {
+            return Ok(());
+        }
+        let stream = self.dense.stream().clone();
+        let copy = |op| move |source| RuntimeError::Driver { op, source };
+        let mut words = stream
+            .clone_dtoh(&self.dense)
+            .map_err(copy("cuMemcpyDtoH"))?;
+        for w in &mut words {
+            *w = if int8 {
+                byte_layout_word(*w)
+            } else {
+                row_word_of(*w)
+            };
+        }
+        stream
+            .memcpy_htod(&words, &mut self.dense)
+            .map_err(copy("cuMemcpyHtoD"))?;
+        self.int8 = int8;
+        Ok(())
+    }
+
+    fn upload_words(gpu: &Gpu, m: &SpqrMatrix, int8: bool) -> Result<Self, SpqrError> {
         m.validate()?;
+        let mut words = device_order(m.dense(), m.padded_cols());
+        if int8 {
+            for w in &mut words {
+                *w = byte_layout_word(*w);
+            }
+        }
         let (max_s, max_zs) = scale_extremes(m.dense());
         let (pre, post) = tc_scaled::prescale(max_s, max_zs);
         Ok(Self {
@@ -130,12 +196,13 @@ impl DeviceSpqrMatrix {
             format: m.outlier_format(),
             permuted: m.input_permutation().is_some(),
             splits: None,
-            dense: gpu.upload(&device_order(m.dense(), m.padded_cols()))?,
+            dense: gpu.upload(&words)?,
             csr_offsets: gpu.upload(m.csr_row_offsets())?,
             // A launch needs a valid pointer; the kernel reads no entry of an empty list.
             csr_vals: upload_nonempty(gpu, m.csr_col_vals())?,
             pt_offsets: gpu.upload(m.ptcsr_block_offsets())?,
             pt_vals: upload_nonempty(gpu, m.ptcsr_col_vals())?,
+            int8,
         })
     }
 
@@ -319,6 +386,12 @@ impl SpqrGemv {
                 }
             }
         }
+        for name in INT8_KERNELS {
+            kernels.push(Loaded {
+                name,
+                kernel: gpu.kernel(&PTX, name)?,
+            });
+        }
         let workspace = Mutex::new(Workspace {
             partials: gpu.alloc_zeros(1)?,
             counters: gpu.alloc_zeros(1)?,
@@ -472,8 +545,15 @@ impl SpqrGemv {
         let b = batch as u32;
         let kb = kernel_batch(b).unwrap_or(MAX_BATCH);
         let rows = self.rows_for(m, kb);
-        let name = kernel_name_rows(b, m.format == OutlierFormat::Ptcsr, rows)
-            .unwrap_or("cmv_spqr_csr_b1");
+        let pt = m.format == OutlierFormat::Ptcsr;
+        let name = if m.int8 {
+            if batch != 1 {
+                return Err(SpqrError::Int8Batch { batch });
+            }
+            INT8_KERNELS[usize::from(pt)]
+        } else {
+            kernel_name_rows(b, pt, rows).unwrap_or("cmv_spqr_csr_b1")
+        };
         let k =
             self.kernels
                 .iter()
@@ -592,7 +672,8 @@ impl SpqrGemv {
             splits,
             aligned,
         };
-        // SAFETY: `m` comes from a validated `SpqrMatrix` (dense words for every tile row,
+        // SAFETY: `m` comes from a validated `SpqrMatrix` (dense words for every tile row, in
+        // the byte layout exactly when the kernel is an integer one, `kernel`,
         // offsets monotone and inside the outlier words, outlier columns below cols); x and y
         // were checked against batch, cols and rows; blocks of whole warps (`launch` checks
         // `cfg`); `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte
@@ -771,6 +852,12 @@ mod tests {
                     }
                 }
             }
+        }
+        for name in INT8_KERNELS {
+            assert!(
+                ptx.contains(&format!(".entry {name}(")),
+                "{name} is not in the PTX: run `cargo xtask ptx`"
+            );
         }
         assert!(PTX_SM90.ptx.contains("griddepcontrol.wait"));
         assert!(PTX_SM90.ptx.contains("griddepcontrol.launch_dependents"));

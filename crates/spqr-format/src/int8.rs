@@ -1,5 +1,5 @@
-//! A CPU model of the integer-MMA SpQR product that issue 17 plans (the GPU kernel is not built
-//! yet): the dense part with the inputs as int8 halves per tile ([`spqr_kernels::int8`]), the
+//! A CPU model of the integer-MMA SpQR product (the kernels `cmv_spqr_{csr,ptcsr}_i8_b1` for one
+//! vector, `DeviceSpqrMatrix::upload_int8`): the dense part with the inputs as int8 halves per tile ([`spqr_kernels::int8`]), the
 //! outliers as the kernels add them (fp16 residual times fp16 input, in fp32), every row summed
 //! in fp32 in tile-column order; and, per output, a bound on its distance from the f64
 //! reference ([`SpqrMatrix::gemv_reference`]) that holds for any finite input. The tests
@@ -11,7 +11,7 @@ use crate::{Result, SpqrMatrix};
 use cmv_format::{FormatError, batch_len, check_reference_args};
 use half::f16;
 use spqr_kernels::int8::{
-    INPUT_MAX, quantize_input, tile_dot, tile_error_bound, tile_scale, tile_term,
+    INPUT_MAX, quantize_input, tile_dot, tile_error_bound, tile_sigma, tile_term,
 };
 use spqr_kernels::layout::{self, TILE, row_code, row_qs, row_qz};
 
@@ -72,7 +72,10 @@ impl SpqrMatrix {
             }
             let sigma: Vec<f32> = xv
                 .chunks(TILE)
-                .map(|t| tile_scale(t.iter().fold(0f32, |m, v| m.max(v.abs()))))
+                .map(|t| {
+                    let max_bits = t.iter().map(|v| f16::from_f32(*v).to_bits() & 0x7fff).max();
+                    tile_sigma(u32::from(max_bits.unwrap_or(0)))
+                })
                 .collect();
             let xq: Vec<[i32; TILE]> = xv
                 .chunks(TILE)

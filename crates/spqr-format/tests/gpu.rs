@@ -510,3 +510,114 @@ fn spqr_is_a_device_gemv() {
         ));
     }
 }
+
+#[test]
+fn integer_kernel_matches_the_reference_and_its_model() {
+    // `upload_int8`: one vector through `cmv_spqr_{csr,ptcsr}_i8_b1`, within the tolerance of
+    // the f64 reference and within the CPU model's bound (plus the fp16 output rounding) on
+    // ordinary and adversarial inputs, with split tile rows; NaN and infinities make the
+    // outputs non-finite; more than one vector is a typed error.
+    let Some(gpu) = gpu_for_tests("integer_kernel_matches_the_reference_and_its_model") else {
+        return;
+    };
+    let spqr = SpqrGemv::new(&gpu).unwrap();
+    let mut rng = StdRng::seed_from_u64(44);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    for (rows, cols) in [
+        (1, 1),
+        (16, 16),
+        (17, 33),
+        (100, 500),
+        (256, 4096),
+        (48, 8200),
+    ] {
+        let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+        for fraction in [0.0, 0.02] {
+            let opts = QuantizeOptions {
+                outlier_fraction: fraction,
+                ..QuantizeOptions::default()
+            };
+            let m = quantize(&w, rows, cols, &opts).unwrap();
+            let mut dm = DeviceSpqrMatrix::upload_int8(&gpu, &m).unwrap();
+            assert!(dm.is_int8());
+            for case in 0..3 {
+                if case > 0 && cols < 64 {
+                    // Outputs that small would be fp16 subnormals.
+                    continue;
+                }
+                let mut x: Vec<f16> = (0..cols)
+                    .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                    .collect();
+                if case == 1 {
+                    // One huge input per 16 columns among tiny ones.
+                    for (c, v) in x.iter_mut().enumerate() {
+                        *v = if c % 16 == 5 {
+                            f16::from_f32(3.0e4)
+                        } else {
+                            f16::from_f32(v.to_f32() * 1e-3)
+                        };
+                    }
+                } else if case == 2 {
+                    // Magnitudes from 1e-4 to 1e4.
+                    for (c, v) in x.iter_mut().enumerate() {
+                        *v = f16::from_f32(v.to_f32() * 10f32.powi((c % 9) as i32 - 4));
+                    }
+                }
+                let want = m.gemv_reference(&x, 1).unwrap();
+                let model = m.gemv_int8_model(&x, 1).unwrap();
+                let dx = gpu.upload(&x).unwrap();
+                for format in [OutlierFormat::Csr, OutlierFormat::Ptcsr] {
+                    dm.set_outlier_format(format);
+                    for splits in [None, Some(dm.max_splits())] {
+                        dm.set_splits(splits).unwrap();
+                        let mut dy = gpu.upload(&vec![f16::NAN; rows]).unwrap();
+                        spqr.gemv(&dm, &dx, &mut dy, 1).unwrap();
+                        let got = gpu.download(&dy).unwrap();
+                        let err = relative_error(&got, &want);
+                        assert!(
+                            err < GPU_TOLERANCE,
+                            "{rows}x{cols} case {case} {format:?} {splits:?}: {err}"
+                        );
+                        for (r, g) in got.iter().enumerate() {
+                            let g = f64::from(g.to_f32());
+                            // The model's bound, the fp16 rounding of the output and fp32
+                            // rounding in another order of the sums.
+                            let slack = model.bound[r] * 2.0
+                                + want[r].abs() * 2f64.powi(-10)
+                                + 2f64.powi(-25);
+                            assert!(
+                                (g - want[r]).abs() <= slack + 1e-30,
+                                "{rows}x{cols} case {case} {format:?} row {r}: GPU {g}, \
+                                 reference {}, bound {}",
+                                want[r],
+                                model.bound[r]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Non-finite inputs, and more than one vector.
+    let (rows, cols) = (48, 1000);
+    let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+    let m = quantize(&w, rows, cols, &QuantizeOptions::default()).unwrap();
+    let dm = DeviceSpqrMatrix::upload_int8(&gpu, &m).unwrap();
+    for bad in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY] {
+        let mut x: Vec<f16> = (0..cols)
+            .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+            .collect();
+        x[77] = bad;
+        let dx = gpu.upload(&x).unwrap();
+        let mut dy = gpu.upload(&vec![f16::ZERO; rows]).unwrap();
+        spqr.gemv(&dm, &dx, &mut dy, 1).unwrap();
+        let got = gpu.download(&dy).unwrap();
+        assert!(got.iter().all(|v| !v.is_finite()), "{bad}: {got:?}");
+    }
+    let dx = gpu.upload(&vec![f16::ONE; 2 * cols]).unwrap();
+    let mut dy = gpu.upload(&vec![f16::ZERO; 2 * rows]).unwrap();
+    assert!(matches!(
+        spqr.gemv(&dm, &dx, &mut dy, 2),
+        Err(SpqrError::Int8Batch { batch: 2 })
+    ));
+}

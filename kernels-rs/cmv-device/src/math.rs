@@ -436,6 +436,40 @@ fn max_f16_lane(a: u16, b: u16, _: u16) -> u16 {
     }
 }
 
+/// One half of [`hmax2_nan`] on the host: NaN (`0x7fff`) if either is NaN.
+#[cfg(not(target_arch = "nvptx64"))]
+fn max_nan_f16_lane(a: u16, b: u16, _: u16) -> u16 {
+    let nan = |v: u16| v & 0x7fff > 0x7c00;
+    if nan(a) || nan(b) {
+        0x7fff
+    } else {
+        max_f16_lane(a, b, 0)
+    }
+}
+
+/// `max.NaN.f16x2`: the larger of `a` and `b` per half, NaN (`0x7fff`) where either is NaN
+/// (sm_80+).
+#[inline(always)]
+pub fn hmax2_nan(a: u32, b: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a pure register instruction (sm_80+).
+        unsafe {
+            core::arch::asm!(
+                "max.NaN.f16x2 {r}, {a}, {b};",
+                r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
+                options(pure, nomem, nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        per_half(a, b, 0, max_nan_f16_lane)
+    }
+}
+
 /// `max.f16x2`: the larger of `a` and `b` per half (sm_80+).
 #[inline(always)]
 pub fn hmax2(a: u32, b: u32) -> u32 {

@@ -1,60 +1,133 @@
-//! The inputs as two int8 halves, for an integer-MMA SpQR product (issue 17's design; the
-//! kernel itself is not built yet): the arithmetic a kernel would do, shared with the host
-//! model (`spqr_format::int8::gemv_int8_model`) that checks its error bound on the CPU.
+//! The inputs as two int8 halves, for the integer-MMA SpQR product of 1 vector
+//! (`cmv_spqr_{csr,ptcsr}_i8_b1`, `crate::kernels_int8`): the arithmetic the kernel does, shared
+//! with the host model (`spqr_format::int8::gemv_int8_model`) that checks its error bound on
+//! the CPU.
 //!
-//! Per input vector and tile column `t` (16 columns), the staging would compute the largest
-//! magnitude `m_t` of the tile's inputs, the scale `σ_t = m_t / INPUT_MAX` ([`tile_scale`]),
-//! and each input's 15-bit integer `x̂ = round(x / σ_t)` in `[-INPUT_MAX, INPUT_MAX]`
-//! ([`quantize_input`]), stored as two int8 halves `x̂ = 128 h + l` with `h` in `[-128, 127]`
-//! and `l` in `[0, 127]` ([`split_input`]). A tile row's 3-bit codes `q_k` then give, through
-//! two `mma.m16n8k32` (codes as u8, halves as s8, exact int32 sums), `D = Σ q_k x̂_k`
-//! ([`tile_dot`]); the staging also keeps the exact `T = Σ x̂_k`. The tile row adds
-//! `s σ_t (D - z T)` to its row ([`tile_term`]), which equals `Σ s (q_k - z) σ_t x̂_k`.
+//! Per input vector and tile column `t` (16 columns), the staging takes the largest magnitude
+//! `m_t` of the tile's fp16 inputs and the power of two `σ_t = 2^E` that puts it in
+//! `[2^13, 2^14)` ([`tile_sigma`]); each input becomes the integer `x̂ = round(x / σ_t)` (half
+//! to even, exact division) in `[-INPUT_MAX, INPUT_MAX]`, one fused multiply-add with a magic
+//! constant ([`quantized_bits`]: the low 16 bits of the result are `x̂`), stored as two int8
+//! halves `x̂ = 128 h + l` with `h` in `[-128, 127]` and `l` in `[0, 127]` ([`split_input`],
+//! [`stage_tile`]). A tile row's 3-bit codes `q_k` then give, through two `mma.m16n8k32` (codes
+//! as u8, halves as s8, exact int32 sums), `D = Σ q_k x̂_k` ([`tile_dot`]); the staging also
+//! keeps the exact `T = Σ x̂_k`. The tile row adds `s σ_t (D - z T)` to its row ([`tile_term`]),
+//! which equals `Σ s (q_k - z) σ_t x̂_k`.
 //!
 //! **Error.** The only rounding besides fp32 arithmetic is `x̂`: `|x_k - σ_t x̂_k| <= σ_t / 2`,
 //! so a tile row's term is off from the exact `Σ s (q_k - z) x_k` by at most
-//! `|s| σ_t / 2 Σ |q_k - z|` ([`tile_error_bound`]), about `2^-15` of the tile's largest
+//! `|s| σ_t / 2 Σ |q_k - z|` ([`tile_error_bound`]), at most `2^-14` of the tile's largest
 //! input times the row's weights. The relative error of a row's output is that times the
 //! row's conditioning `Σ |w_k x_k| / |Σ w_k x_k|`; `spqr_format`'s tests check the bound on
 //! adversarial inputs (large dynamic range inside a tile, fp16's largest and subnormal
-//! values, huge and tiny weight scales).
+//! values, huge and tiny weight scales). A tile with a NaN or infinite input gets `σ = NaN`,
+//! so its vector's outputs are NaN (as the fp16 kernels give NaN or infinity).
 
 use crate::layout::{TILE, row_code};
+use crate::tc::TileConsts;
+use cmv_device::{fma_f32, half2_to_f32x2, hmax2_nan, prmt};
 
 /// Largest magnitude of a quantized input: 15-bit signed integers, so that `x̂ = 128 h + l`
-/// with `h` and `l` int8 (`h = x̂ >> 7` in `[-128, 127]`, `l = x̂ & 127`).
+/// with `h` and `l` int8 (`h = x̂ >> 7` in `[-128, 127]`, `l = x̂ & 127`). ([`tile_sigma`]
+/// keeps them below `2^14 - 8`.)
 pub const INPUT_MAX: i32 = (1 << 14) - 1;
 
-/// The scale of a tile whose largest input magnitude is `max_abs` (finite, `>= 0`):
-/// `max_abs / INPUT_MAX`, or 0 for an all-zero tile.
+/// `1.5 * 2^23`: `fma(x, 1 / σ, MAGIC)` rounds `x / σ` (with `|x / σ| < 2^22`) to an integer,
+/// half to even, whose 16-bit two's complement is the low 16 bits of the result.
+pub const MAGIC: f32 = 12_582_912.0;
+
+/// The exponent `E` of [`tile_sigma`] for a tile whose largest input magnitude has the finite
+/// fp16 bits `max_bits`: the fp16 exponent field less 28 (in `[-28, 2]`), so that the largest
+/// input over `2^E` lies in `[2^13, 2^14)` (below that for subnormals, which are then exact
+/// multiples of `2^4`).
 #[inline(always)]
-pub fn tile_scale(max_abs: f32) -> f32 {
-    max_abs / INPUT_MAX as f32
+const fn tile_exponent(max_bits: u32) -> i32 {
+    (max_bits >> 10) as i32 - 28
 }
 
-/// `x̂ = round(x / σ)`, half to even, in `[-INPUT_MAX, INPUT_MAX]` (0 when `σ == 0`). `x`
-/// finite with `|x| <= INPUT_MAX σ`, as every input of the tile whose scale `σ` is.
+/// The scale `σ = 2^E` of a tile whose largest input magnitude has fp16 bits `max_bits` (a
+/// NaN or infinity is `0x7c00` or more): NaN for those.
+#[inline(always)]
+pub fn tile_sigma(max_bits: u32) -> f32 {
+    if max_bits >= 0x7c00 {
+        f32::NAN
+    } else {
+        f32::from_bits(((127 + tile_exponent(max_bits)) as u32) << 23)
+    }
+}
+
+/// `1 / σ` ([`tile_sigma`]), exact; 1 for a tile with a NaN or infinity (its `σ` is NaN).
+#[inline(always)]
+pub fn tile_inverse(max_bits: u32) -> f32 {
+    if max_bits >= 0x7c00 {
+        1.0
+    } else {
+        f32::from_bits(((127 - tile_exponent(max_bits)) as u32) << 23)
+    }
+}
+
+/// The bits of `fma(x, inv, MAGIC)`: for finite `x` with `|x inv| < 2^14`, `MAGIC`'s bits plus
+/// `x̂ = round(x inv)` (half to even), so its low 16 bits are `x̂`'s two's complement.
+#[inline(always)]
+pub fn quantized_bits(x: f32, inv: f32) -> u32 {
+    fma_f32(x, inv, MAGIC).to_bits()
+}
+
+/// `x̂ = round(x / σ)`, half to even, for a finite `x` of the tile whose scale `σ`
+/// ([`tile_sigma`]) is: what [`quantized_bits`] encodes, as an integer (host model and tests).
 #[inline(always)]
 pub fn quantize_input(x: f32, sigma: f32) -> i32 {
-    if sigma == 0.0 {
-        return 0;
-    }
-    let q = round_half_even(x / sigma);
-    q.clamp(-INPUT_MAX, INPUT_MAX)
+    quantized_bits(x, 1.0 / sigma).wrapping_sub(MAGIC.to_bits()) as i32
 }
 
-/// Round half to even of a finite `v` with `|v| < 2^31`.
+/// One tile's staged inputs for the integer MMA ([`stage_tile`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StagedTile {
+    /// The high halves `h` of the 16 inputs, column `4i + j` in byte `j` of word `i`.
+    pub h: [u32; 4],
+    /// The low halves `l`, in the same places.
+    pub l: [u32; 4],
+    /// The tile's scale `σ` ([`tile_sigma`]).
+    pub sigma: f32,
+    /// `T = Σ x̂` (exact: `|T| <= 16 INPUT_MAX < 2^24`), as fp32.
+    pub t: f32,
+}
+
+/// The staging of one tile's 16 fp16 inputs (`r[j]` holds columns `2j`, `2j + 1`): the scale,
+/// the halves of the 15-bit integers as the MMA's B registers, and their sum. One multiply-add
+/// per input, a byte permute per two halves.
 #[inline(always)]
-fn round_half_even(v: f32) -> i32 {
-    let f = v as i32; // toward zero
-    let r = v - f as f32; // in (-1, 1), exact
-    let mut q = f;
-    if r > 0.5 || (r == 0.5 && f % 2 != 0) {
-        q += 1;
-    } else if r < -0.5 || (r == -0.5 && f % 2 != 0) {
-        q -= 1;
+pub fn stage_tile(r: &[u32; 8]) -> StagedTile {
+    // The largest magnitude's fp16 bits, NaN (0x7fff) if any input is NaN.
+    let mut m = 0u32;
+    for &v in r {
+        m = hmax2_nan(m, v & 0x7fff_7fff);
     }
-    q
+    let mx = hmax2_nan(m, m >> 16) & 0xffff;
+    let inv = tile_inverse(mx);
+    let mut bits = [0u32; TILE];
+    for (j, &w) in r.iter().enumerate() {
+        let (a, b) = half2_to_f32x2(w);
+        bits[2 * j] = quantized_bits(a, inv);
+        bits[2 * j + 1] = quantized_bits(b, inv);
+    }
+    let (mut h, mut l) = ([0u32; 4], [0u32; 4]);
+    for i in 0..4 {
+        // Two x̂ per word (16-bit two's complement each).
+        let v01 = prmt(bits[4 * i], bits[4 * i + 1], 0x5410);
+        let v23 = prmt(bits[4 * i + 2], bits[4 * i + 3], 0x5410);
+        // h: bits 7-14 of each x̂ (byte 1 and 3 of the word shifted left by one).
+        h[i] = prmt(v01 << 1, v23 << 1, 0x7531);
+        // l: bits 0-6.
+        l[i] = prmt(v01, v23, 0x6420) & 0x7f7f_7f7f;
+    }
+    let sum = bits.iter().fold(0u32, |a, &b| a.wrapping_add(b));
+    StagedTile {
+        h,
+        l,
+        sigma: tile_sigma(mx),
+        t: sum.wrapping_sub(MAGIC.to_bits().wrapping_mul(TILE as u32)) as i32 as f32,
+    }
 }
 
 /// The two int8 halves of `x̂`: `(h, l)` with `x̂ = 128 h + l`, `l` in `[0, 127]`.
@@ -237,6 +310,48 @@ pub const fn routed_a_fragment(b0: u64, b1: u64, m: usize) -> [u32; 4] {
     [r0[2 * m], r1[2 * m], r0[2 * m + 1], r1[2 * m + 1]]
 }
 
+/// The 16-bit quarter of the tile's statistics that a lane's two device rows hold in
+/// [`byte_layout_word`] form (low halves `lo0` of row `2g`, `lo1` of row `2g + 1`): the same
+/// quarter as `layout::stat_quarter` takes from the container's layout.
+#[inline(always)]
+pub fn stat_quarter_bytes(lo0: u32, lo1: u32) -> u32 {
+    (gather_spare(lo0) & 0xff) | ((gather_spare(lo1) << 8) & 0xff00)
+}
+
+/// `2^23`: `f32::from_bits(v | 0x4b00_0000) - TWO_23` is `v` for `v < 2^23`.
+const TWO_23: f32 = 8_388_608.0;
+
+/// The tile constants of [`row_scale_zero_bytes`]: `tc::tile_consts` with `c` divided by 8
+/// (exact).
+#[inline(always)]
+pub fn tile_consts_bytes(lo: u32, hi: u32, sigma: f32) -> TileConsts {
+    let c = crate::tc::tile_consts(lo, hi, sigma);
+    TileConsts {
+        c: c.c * 0.125,
+        ..c
+    }
+}
+
+/// A row's scale (times the tile's `σ`) and negated zero, `(s σ, -z)`, from the high half
+/// `hi` of its [`byte_layout_word`] (`qs`, `qz` in its spare bits) and the tile's
+/// [`tile_consts_bytes`]: `qs` and `8 qz` become floats by a mask into the mantissa of
+/// `2^23` and one subtraction each (the constants' `c / 8` takes the 8 back).
+#[inline(always)]
+pub fn row_scale_zero_bytes(hi: u32, c: &TileConsts) -> (f32, f32) {
+    let sp = gather_spare(hi);
+    let qs = f32::from_bits((sp & 7) | 0x4b00_0000) - TWO_23;
+    let qz8 = f32::from_bits((sp & 0x38) | 0x4b00_0000) - TWO_23;
+    (fma_f32(c.a, qs, c.b), fma_f32(c.c, qz8, c.d))
+}
+
+/// The exact `D` of the lane's two rows from the accumulators of the step's two chained
+/// `mma.m16n8k32` (lane `(g, t)`: column `2t` carries `Σ q h`, column `2t + 1` `Σ q l`, rows
+/// `g` and `g + 8` its rows `2g`, `2g + 1`): `(128 d0 + d1, 128 d2 + d3)`.
+#[inline(always)]
+pub const fn row_dots(d: [i32; 4]) -> (i32, i32) {
+    (128 * d[0] + d[1], 128 * d[2] + d[3])
+}
+
 /// The B fragment of MMA `m` for lane `(g, t)` of the routed product of one vector: the
 /// halves of tile `t`'s quantized inputs when `g / 2 == t` (`h` for even `g`, `l` for odd),
 /// zeros otherwise (`b0` columns `8m..8m + 4`, `b1` columns `8m + 4..8m + 8`).
@@ -254,6 +369,7 @@ pub fn routed_b_fragment(xq: &[i32; TILE], g: usize, t: usize, m: usize) -> [u32
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
+    use half::f16;
 
     #[test]
     fn halves_are_int8_and_join_back_for_every_input() {
@@ -271,27 +387,120 @@ mod tests {
         let xs = [
             0.0f32, 1.0, -1.0, 65504.0, -65504.0, 6.0e-8, 1.0e-3, 0.333, 12345.6, -0.5,
         ];
-        for &m in &[65504.0f32, 1.0, 6.0e-8, 0.1] {
-            let sigma = tile_scale(m);
-            for &x in xs.iter().filter(|x| x.abs() <= m) {
+        for &m in &[65504.0f32, 1.0, 6.0e-8, 0.1, 1.0e-5] {
+            let mb = u32::from(f16::from_f32(m).to_bits());
+            let (sigma, inv) = (tile_sigma(mb), tile_inverse(mb));
+            assert_eq!(sigma * inv, 1.0);
+            assert!(sigma.to_bits() & 0x7f_ffff == 0, "a power of two");
+            let mh = f16::from_bits(mb as u16).to_f32();
+            let top = quantize_input(mh, sigma);
+            assert!(
+                (8192 / 2..INPUT_MAX).contains(&top) || mb < 0x400,
+                "{m}: {top}"
+            );
+            for &x in xs.iter().filter(|x| x.abs() <= mh) {
+                let x = f16::from_f32(x).to_f32();
                 let q = quantize_input(x, sigma);
                 assert!(q.abs() <= INPUT_MAX);
+                // Exactly the rounding of x / σ, half to even.
+                assert_eq!(
+                    q,
+                    (f64::from(x) / f64::from(sigma)).round_ties_even() as i32
+                );
                 let back = f64::from(sigma) * f64::from(q);
-                // Half a step, plus the fp32 rounding of x / sigma.
-                let tol = f64::from(sigma) * (0.5 + 1e-3);
-                assert!((back - f64::from(x)).abs() <= tol, "{x} {m} {q}");
+                assert!(
+                    (back - f64::from(x)).abs() <= f64::from(sigma) / 2.0,
+                    "{x} {m}"
+                );
             }
-            // The largest input maps to the largest integer.
-            assert_eq!(quantize_input(m, sigma), INPUT_MAX);
-            assert_eq!(quantize_input(-m, sigma), -INPUT_MAX);
         }
-        assert_eq!(quantize_input(5.0, 0.0), 0);
-        // Half to even.
-        assert_eq!(round_half_even(2.5), 2);
-        assert_eq!(round_half_even(3.5), 4);
-        assert_eq!(round_half_even(-2.5), -2);
-        assert_eq!(round_half_even(-3.5), -4);
-        assert_eq!(round_half_even(-3.4), -3);
+        // Half to even through the magic constant.
+        assert_eq!(quantize_input(2.5, 1.0), 2);
+        assert_eq!(quantize_input(3.5, 1.0), 4);
+        assert_eq!(quantize_input(-2.5, 1.0), -2);
+        assert_eq!(quantize_input(-3.5, 1.0), -4);
+        assert_eq!(quantize_input(-3.4, 1.0), -3);
+        // Non-finite tiles get a NaN scale.
+        assert!(tile_sigma(0x7c00).is_nan() && tile_sigma(0x7e00).is_nan());
+        assert_eq!(tile_inverse(0x7c00), 1.0);
+    }
+
+    #[test]
+    fn staged_tiles_hold_the_halves_and_the_sum_of_every_input() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 11
+        };
+        for case in 0..3000 {
+            // Mixed magnitudes, subnormals, exact extremes, zeros.
+            let x: [f16; TILE] = core::array::from_fn(|k| {
+                let r = next();
+                match (r % 7, case % 5) {
+                    (0, _) => f16::from_f32(0.0),
+                    (1, 0) => f16::MAX,
+                    (1, 1) => f16::from_bits(1),
+                    (2, _) => f16::from_bits((r >> 8) as u16 & 0x83ff),
+                    _ => f16::from_f64(
+                        ((r >> 8) % 2001) as f64 / 1000.0 - 1.0 * 2f64.powi((k as i32 % 9) - 4),
+                    ),
+                }
+            });
+            let r: [u32; 8] = core::array::from_fn(|j| {
+                u32::from(x[2 * j].to_bits()) | u32::from(x[2 * j + 1].to_bits()) << 16
+            });
+            let st = stage_tile(&r);
+            let m = x.iter().fold(0f32, |m, v| m.max(v.to_f32().abs()));
+            let mb = u32::from(f16::from_f32(m).to_bits());
+            assert_eq!(st.sigma, tile_sigma(mb));
+            let xq: [i32; TILE] = core::array::from_fn(|k| quantize_input(x[k].to_f32(), st.sigma));
+            assert_eq!(st.t, xq.iter().sum::<i32>() as f32);
+            for i in 0..4 {
+                let (h, l) = input_bytes(&xq, i);
+                assert_eq!((st.h[i], st.l[i]), (h, l), "case {case} word {i}");
+            }
+        }
+        // A NaN or an infinity makes σ NaN.
+        let mut r = [0x3c00_3c00u32; 8];
+        r[3] = 0x7c00_0000;
+        assert!(stage_tile(&r).sigma.is_nan());
+        r[3] = 0x3c00_7e00;
+        assert!(stage_tile(&r).sigma.is_nan());
+    }
+
+    #[test]
+    fn byte_layout_rows_give_their_scales_zeros_and_statistics() {
+        use crate::layout::{SecondOrder, first_order, pack_row, stat_quarter};
+        let so = SecondOrder {
+            ss: f16::from_f32(0.0123).to_bits(),
+            sz: f16::from_f32(2.5).to_bits(),
+            zs: f16::from_f32(0.75).to_bits(),
+            zz: f16::from_f32(-1.25).to_bits(),
+        };
+        let c = tile_consts_bytes(
+            u32::from(so.ss) | u32::from(so.sz) << 16,
+            u32::from(so.zs) | u32::from(so.zz) << 16,
+            1.0,
+        );
+        for qs in 0..8 {
+            for qz in 0..8 {
+                let codes: [u8; TILE] = core::array::from_fn(|k| ((k as u32 + qs) % 8) as u8);
+                let w = pack_row(qs, qz, &codes, (qs * 8 + qz) as u8 ^ 0xa5);
+                let w1 = pack_row(qz, qs, &codes, (qz * 8 + qs) as u8);
+                let b = byte_layout_word(w);
+                let (s, nz) = row_scale_zero_bytes((b >> 32) as u32, &c);
+                let (s_want, z_want) = first_order(qs, qz, so);
+                assert_eq!((s, -nz), (s_want, z_want), "qs {qs} qz {qz}");
+                let b1 = byte_layout_word(w1);
+                assert_eq!(
+                    stat_quarter_bytes(b as u32, b1 as u32),
+                    stat_quarter((w >> 32) as u32, (w1 >> 32) as u32),
+                );
+            }
+        }
+        assert_eq!(row_dots([1, 2, -3, 4]), (130, -380));
     }
 
     /// `mma.m16n8k16` on integers, from the 32 lanes' fragments as the PTX ISA lays them out

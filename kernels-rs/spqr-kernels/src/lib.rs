@@ -28,6 +28,9 @@ use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 pub mod kernels;
 #[cfg(target_arch = "nvptx64")]
 #[doc(hidden)]
+pub mod kernels_int8;
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
 pub mod kernels_scaled;
 
 /// Most threads per block of the kernel (one block per tile row); see [`block_threads`].
@@ -475,14 +478,13 @@ pub const fn reads_transposed(kernel_batch: u32) -> bool {
 }
 
 /// Whether a launch of the kernel for `kernel_batch` vectors with `weight_warps` weight warps
-/// per block on a `padded_rows x padded_cols` matrix walks the inputs by column: at 8 and 16
-/// vectors, where the prep launch runs anyway (the transpose is a few more of its blocks).
-/// Measured on an H100 (docs/PERF.md "SpQR: the outlier walk by column at 8 vectors"): at
-/// 8 vectors 8192x8192 took 21.1-21.3 against 25.0-25.6 us walking by vector, 11008x4096
-/// 20.0 against 23.4-24.1 (before the prep kernel existed at 8 vectors the transpose was a
-/// launch of its own and lost 1-2% at those two shapes). The kernel for 4 vectors can walk
-/// by column too ([`reads_transposed`]; `CMV_SPQR_TRANSPOSED=1` in `spqr-format`), but does
-/// not by default.
+/// per block on a `padded_rows x padded_cols` matrix walks the inputs by column: at 4, 8 and
+/// 16 vectors, where the prep launch runs anyway (the transpose is a few more of its blocks).
+/// Measured on an H100 (docs/PERF.md "SpQR: the outlier walk by column at 4 and 8 vectors"):
+/// at 8 vectors 8192x8192 took 21.1-21.3 against 25.0-25.6 us walking by vector, 11008x4096
+/// 20.0 against 23.4-24.1; at 4 vectors every benchmark shape was 1-12% faster (28672x8192
+/// 65.8-67.4 against 74.3-75.0 us). (Before the prep kernel existed at 4 and 8 vectors the
+/// transpose was a launch of its own and lost 1-6% at some shapes.)
 pub const fn walk_transposed(
     kernel_batch: u32,
     weight_warps: u32,
@@ -490,7 +492,7 @@ pub const fn walk_transposed(
     padded_cols: u32,
 ) -> bool {
     let _ = (weight_warps, padded_rows, padded_cols);
-    kernel_batch >= 8
+    kernel_batch >= 4
 }
 
 /// Threads per block of `cmv_spqr_prep_inputs` (one column, or one tile sum, each).
@@ -623,7 +625,7 @@ mod split_tests {
         assert!(walk_transposed(8, 7, 4096, 14336));
         assert!(walk_transposed(8, 4, 28672, 8192));
         assert!(walk_transposed(8, 4, 8192, 8192));
-        assert!(!walk_transposed(4, 7, 28672, 8192));
+        assert!(walk_transposed(4, 7, 28672, 8192));
         assert!(!walk_transposed(2, 4, 28672, 8192));
     }
 

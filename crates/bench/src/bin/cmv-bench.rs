@@ -57,6 +57,10 @@ struct Args {
     /// for tuning; without `auto` only the fixed splits run.
     #[arg(long, value_delimiter = ',', default_value = "auto", value_parser = parse_splits)]
     spqr_splits: Vec<Option<u32>>,
+    /// SpQR suite: leave out the integer-MMA kernel's batch-1 rows (`csr/i8`, `ptcsr/i8`),
+    /// which run by default where the SpQR batches include 1.
+    #[arg(long)]
+    spqr_no_int8: bool,
     /// SBVR suite: also run these GEMV ways, comma-separated (`mma`: binary tensor cores, `i8`:
     /// int8 tensor cores, `popc`: CUDA cores), rows named like `n4/i8`, beside the default way.
     #[arg(long, value_delimiter = ',', value_parser = bench::sbvr::parse_way)]
@@ -513,6 +517,14 @@ fn run(args: &Args) -> Result<(), BenchError> {
                 );
                 let rows =
                     bench::spqr::run_splits(&mut bench, &cfg.shapes, &run, &fixed, &mut progress)?;
+                report.gpu.extend(rows);
+            }
+            if want("spqr")
+                && spqr_auto
+                && !args.spqr_no_int8
+                && cfg.batches_for("spqr").contains(&1)
+            {
+                let rows = bench::spqr::run_int8(&mut bench, &cfg.shapes, &mut progress)?;
                 report.gpu.extend(rows);
             }
             if want("sbvr") && !args.sbvr_ways.is_empty() {
