@@ -187,7 +187,11 @@ pub const fn bulk_plan_fits(p: &BulkPlan, groups: u32) -> bool {
 
 /// The plan for `rows` rows of `row_bytes` bytes and `groups` groups of 8 vectors on `sms`
 /// SMs. Ranges aligned to tiles: with at most `sms` tiles, `n = sms / tiles` blocks per tile
-/// (each sums `1 / n` of one tile); with more, `m = ceil(tiles / sms)` whole tiles per block
+/// (each sums `1 / n` of one tile), except one block per tile where `n` would be 2 and the
+/// rows have at most 16 KiB (64 tiles on 132 SMs: 8192x8192 on an H200 at 2-16 vectors
+/// 35.9-36.9 us on 64 blocks against 37.1-38.4 on 128, int8 19.7-20.9 against 21.2-22.2;
+/// 8192x28672 fp16 kept 128: 114.2-115.5 us against 116.1-118.5 on 64; docs/PERF.md); with
+/// more, `m = ceil(tiles / sms)` whole tiles per block
 /// where `m` divides the tiles; otherwise one block per SM. Where the counters cannot take the
 /// tiles (more than 65536 rows), one block per tile.
 ///
@@ -200,7 +204,8 @@ pub const fn bulk_plan(rows: u32, row_bytes: u32, groups: u32, sms: u32) -> Bulk
     let grid = if tiles == 0 {
         1
     } else if tiles <= sms {
-        tiles * (sms / tiles)
+        let n = sms / tiles;
+        tiles * if n == 2 && row_bytes <= 16384 { 1 } else { n }
     } else {
         let m = tiles.div_ceil(sms);
         if tiles.is_multiple_of(m) {
@@ -219,20 +224,24 @@ pub const fn bulk_plan(rows: u32, row_bytes: u32, groups: u32, sms: u32) -> Bulk
 
 /// Whether the default path runs `batch` vectors of a `rows x cols` matrix (`int8` or fp16)
 /// on the copy-engine kernels, on compute capability 9.0: the shapes where they were faster
-/// than the register-fed kernels on both an H200 and an H100 (docs/PERF.md, build `b0dd9a5`):
-/// from 2 vectors on at least 96 tiles (14336x4096, 28672x8192: 2-13% faster at 2 and 16
-/// vectors on the H200, equal to 5% on the H100), and at 64 tiles of at least 16384 columns
-/// (8192x28672) from 2 fp16 or 9 int8 vectors (int8 at 2 vectors was 3% slower there). Never
-/// at 1 vector (the batch-1 kernels reach 92-97% of the ceiling at these shapes) nor on
-/// smaller or wider matrices (4096 rows, 8192x8192: 2-45% slower).
+/// than the register-fed kernels on both an H200 and an H100 (docs/PERF.md, builds `b0dd9a5`
+/// and `8ec1f6d`): from 2 vectors on at least 80 tiles (11008x4096, 14336x4096, 28672x8192:
+/// 2-13% faster at 2 and 16 vectors on the H200, equal to 5% on the H100; 11008x4096 with the
+/// 6-stage ring 7-16% on the H200, 1-7% on the H100), at 64 tiles of 8192 to 16383 columns
+/// (8192x8192, one block per tile: 1-5% fp16, 3-8% int8 on the H200), and at 64 tiles of at
+/// least 16384 columns (8192x28672) from 2 fp16 or 9 int8 vectors (int8 at 2 vectors was 3%
+/// slower there). Never at 1 vector (the batch-1 kernels reach 92-97% of the ceiling at these
+/// shapes) nor on smaller matrices (4096 rows: 2-45% slower).
 pub const fn bulk_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
     let tiles = rows.div_ceil(BULK_TILE_ROWS);
     if batch < 2 || batch > 16 {
         false
-    } else if tiles >= 96 {
+    } else if tiles >= 80 {
         true
+    } else if tiles < 64 || cols < 8192 {
+        false
     } else {
-        tiles >= 64 && cols >= 16384 && (!int8 || batch >= 9)
+        cols < 16384 || !int8 || batch >= 9
     }
 }
 
@@ -476,6 +485,9 @@ mod tests {
         let grid = |rows: u32, cols: u32| bulk_plan(rows, 2 * cols, 2, 132).grid;
         assert_eq!(grid(4096, 4096), 128);
         assert_eq!(grid(8192, 28672), 128);
+        assert_eq!(grid(8192, 8192), 64);
+        assert_eq!(bulk_plan(8192, 8192, 2, 132).grid, 64);
+        assert_eq!(bulk_plan(8192, 16384 + 128, 2, 132).grid, 128);
         assert_eq!(grid(11008, 4096), 86);
         assert_eq!(grid(14336, 4096), 112);
         assert_eq!(grid(28672, 8192), 112);
@@ -503,8 +515,9 @@ mod tests {
                 assert!(pick(14336, 4096, batch, int8));
                 assert!(pick(28672, 8192, batch, int8));
                 assert!(!pick(4096, 14336, batch, int8));
-                assert!(!pick(8192, 8192, batch, int8));
-                assert!(!pick(11008, 4096, batch, int8));
+                assert!(pick(8192, 8192, batch, int8));
+                assert!(pick(11008, 4096, batch, int8));
+                assert!(!pick(8192, 4096, batch, int8));
                 assert!(!pick(4096, 4096, batch, int8));
             }
             assert!(!pick(28672, 8192, 1, int8));
