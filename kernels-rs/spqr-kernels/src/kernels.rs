@@ -134,7 +134,17 @@ pub(crate) unsafe fn load_inputs(xv: *const u16, col0: u32, cols: u32, aligned: 
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
 pub(crate) unsafe fn gather_stats(w: &[u32; 4], g: u32) -> (u32, u32) {
-    let quarter = stat_quarter(w[1], w[3]);
+    // SAFETY: the caller's guarantee.
+    unsafe { gather_quarters(stat_quarter(w[1], w[3]), g) }
+}
+
+/// The tile's statistics from the lane's quarter of them (`quarter`, see [`gather_stats`]),
+/// by two xor-shuffles.
+///
+/// # Safety
+/// All 32 lanes of the warp call it together.
+#[inline(always)]
+pub(crate) unsafe fn gather_quarters(quarter: u32, g: u32) -> (u32, u32) {
     // SAFETY: the caller guarantees a converged warp.
     let half = stat_half(quarter, unsafe { shfl_xor(quarter, 4) }, g);
     // SAFETY: as above.

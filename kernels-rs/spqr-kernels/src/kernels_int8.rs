@@ -24,8 +24,10 @@ use cmv_device::{
 use crate::int8::{
     code_regs, row_dots, row_scale_zero_bytes, stage_tile, stat_quarter_bytes, tile_consts_bytes,
 };
-use crate::kernels::{Split, WeightRing, load_inputs, outlier_warp, sum_areas, write_rows};
-use crate::layout::{STEP_WORDS, TILE, device_band_words, stat_half, stat_words};
+use crate::kernels::{
+    Split, WeightRing, gather_quarters, load_inputs, outlier_warp, sum_areas, write_rows,
+};
+use crate::layout::{STEP_WORDS, TILE, device_band_words};
 use crate::tc::accumulate;
 use crate::{
     RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvParams, WARP_STAGE_BYTES, ZERO_BYTES, part_steps,
@@ -61,11 +63,8 @@ pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_i8_b1: u32 = 4;
 /// All 32 lanes of the warp call it together.
 #[inline(always)]
 unsafe fn gather_stats_bytes(w: &[u32; 4], g: u32) -> (u32, u32) {
-    let quarter = stat_quarter_bytes(w[0], w[2]);
-    // SAFETY: the caller guarantees a converged warp.
-    let half = stat_half(quarter, unsafe { shfl_xor(quarter, 4) }, g);
-    // SAFETY: as above.
-    stat_words(half, unsafe { shfl_xor(half, 8) }, g)
+    // SAFETY: the caller's guarantee.
+    unsafe { gather_quarters(stat_quarter_bytes(w[0], w[2]), g) }
 }
 
 /// One step: lane `(g, t)`'s two rows of tile `t` times the staged halves of its B column
