@@ -157,6 +157,69 @@ fn the_lane_kernel_matches_the_cpu_reference() {
     assert!(escaped > 0, "no matrix listed exceptions");
 }
 
+/// A chain of products, each reading the output the one before wrote into the buffer the one
+/// before read (and all writing the same int32 buffer), as a model's layers run: with
+/// programmatic dependent launch (Hopper) a product starts while the one before ends, so its
+/// input and outputs must wait for it. Bit-exact against the CPU chain, with and without it,
+/// on both lane kernels.
+#[test]
+fn a_chain_matches_the_cpu_with_and_without_programmatic_launch() {
+    let Some(gpu) = gpu_for_tests("a_chain_matches_the_cpu_with_and_without_programmatic_launch")
+    else {
+        return;
+    };
+    // 1024: one row group per block; 8192: two per block, one block per SM.
+    for (d, layers) in [(1024, 6), (8192, 4)] {
+        let mats: Vec<AnsMatrix> = (0..layers)
+            .map(|i| {
+                let opts = EncodeOptions {
+                    layout: Layout::WarpLanesEsc,
+                    ..EncodeOptions::default()
+                };
+                encode(&gaussian(d * d, 4.0, 500 + i as u64), d, d, &opts).unwrap()
+            })
+            .collect();
+        let mut rng = StdRng::seed_from_u64(d as u64);
+        let x0: Vec<i8> = (0..d).map(|_| rng.r#gen()).collect();
+        // y32 is about sqrt(d) * 4 * 74 wide; a scale that keeps y8 around +-40.
+        let scale = 40.0 / (d as f32).sqrt() / 4.0 / 74.0;
+        let mut want = x0.clone();
+        for m in &mats {
+            want = m.gemv_reference(&want, scale).unwrap().1;
+        }
+        assert!(want.iter().any(|&v| v != 0), "the chain died out");
+        let dms: Vec<DeviceAnsMatrix> = mats
+            .iter()
+            .map(|m| DeviceAnsMatrix::upload(&gpu, m).unwrap())
+            .collect();
+        for pdl in [true, false] {
+            let mut ans = AnsGemv::with_pdl(&gpu, pdl).unwrap();
+            for kernel in [LaneKernel::Paired, LaneKernel::Single] {
+                ans.set_lane_kernel(kernel);
+                let mut bufs = [gpu.upload(&x0).unwrap(), gpu.alloc_zeros::<i8>(d).unwrap()];
+                let mut y32 = gpu.alloc_zeros::<i32>(d).unwrap();
+                for (i, dm) in dms.iter().enumerate() {
+                    let (a, b) = bufs.split_at_mut(1);
+                    let (src, dst) = if i % 2 == 0 {
+                        (&a[0], &mut b[0])
+                    } else {
+                        (&b[0], &mut a[0])
+                    };
+                    ans.gemv(dm, src, &mut y32, dst, scale).unwrap();
+                }
+                ans.check(&gpu).unwrap();
+                let got = gpu.download(&bufs[layers % 2]).unwrap();
+                assert_eq!(
+                    got,
+                    want,
+                    "d = {d}, programmatic launch {} (asked {pdl}), {kernel:?}",
+                    ans.uses_pdl()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn corrupted_streams_are_flagged_not_read_past() {
     let Some(gpu) = gpu_for_tests("corrupted_streams_are_flagged_not_read_past") else {

@@ -576,6 +576,8 @@ macro_rules! ans_entries {
     )*};
 }
 
+// The entry points (the `entries` feature: `ans-kernels-sm90` defines only the lane kernels).
+#[cfg(feature = "entries")]
 ans_entries! {
     /// `ans-warp-rows` with the 7-bit model's tables in registers (`table`: 3 x 32 words,
     /// `layout::register_tables`; `precision` is ignored).

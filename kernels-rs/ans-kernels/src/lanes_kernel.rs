@@ -2,17 +2,18 @@
 
 use cmv_device::{
     U32x4, ballot, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_16_zfill, cp_async_commit,
-    cp_async_wait, dp4a, dyn_smem_addr, lane_id, ld_nc_u8, ld_nc_u32, ld_nc_v4, lds_u32, lds_v2,
-    prmt, red_shared_add_u32, redux_add_u32, requantize, sts_u32, sts_v2, sync_threads, sync_warp,
-    thread_idx_x, warp_id,
+    cp_async_wait, dp4a, dyn_smem_addr, griddepcontrol_launch_dependents, griddepcontrol_wait,
+    lane_id, ld_nc_u8, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_u8, ld_v4, lds_u32, lds_v2, prmt,
+    red_shared_add_u32, redux_add_u32, requantize, sts_u32, sts_v2, sync_threads, sync_warp,
+    warp_id,
 };
 
 use crate::kernels::raise;
 use crate::lanes::{
     CHUNK_BYTES, CHUNK2_BYTES, EXC_CHECK_OFFSET, EXC_HEADER_BYTES, EXC_SUM_BYTES, LANE_COLS,
-    LanesParams, MAX_EXCEPTIONS, RING_BYTES, RING2_BYTES, SLOT_STRIDE, SLOTS, STATE_BYTES,
-    TABLE_BYTES, TABLE_COPIES, WIDE_ENTRIES, exception_mix, narrow_entry, parse_exception,
-    parse_exception_header,
+    LanesParams, MAX_EXCEPTIONS, RING_BYTES, RING2_BYTES, SLOT_STRIDE, STATE_BYTES, TABLE_BYTES,
+    TABLE_GROUPS, WIDE_ENTRIES, exception_mix, narrow_entry, parse_exception,
+    parse_exception_header, table_copy, table_slot,
 };
 use crate::{ERR_EXCEPTIONS, ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
 
@@ -217,53 +218,84 @@ unsafe fn refill<const MASK: u32>(nx: &mut u32, pos: &mut u32, ring: u32, lt: u3
     }
 }
 
-/// Copies the table into shared memory at `smem`: copy `c` of slot `s` at `256 s + 4 c`
-/// (narrow) or `256 s + 8 c` (wide). The caller synchronises the block after it.
+/// Lane `lane`'s part of slot group `g` of the table: the two-word entry of slot
+/// [`table_slot`]`(g, lane)`, one 8-byte load.
 ///
 /// # Safety
-/// `p.table` holds 256 two-word entries; `smem` is the block's dynamic shared memory, at least
-/// [`TABLE_BYTES`]; thread `tid` of `threads`.
+/// `p.table` holds 256 two-word entries, 8-byte aligned; `g < TABLE_GROUPS`.
 #[inline(always)]
-unsafe fn build_table(p: &LanesParams, smem: u32, tid: u32, threads: u32) {
-    // Eight copies per thread in flight: their loads first, then their stores.
-    const BATCH: u32 = 8;
-    let table = p.table.as_ptr();
-    let n = SLOTS * TABLE_COPIES;
-    let mut i = tid;
-    while i < n {
-        let mut w = [[0u32; 2]; BATCH as usize];
-        for (k, wk) in w.iter_mut().enumerate() {
-            let j = i + k as u32 * threads;
-            if j < n {
-                let e = (j / TABLE_COPIES) as usize;
-                // SAFETY: e < 256 entries of two words.
-                *wk = unsafe { [ld_nc_u32(table.add(2 * e)), ld_nc_u32(table.add(2 * e + 1))] };
+unsafe fn table_part(p: &LanesParams, g: u32, lane: u32) -> [u32; 2] {
+    let s = table_slot(g, lane) as usize;
+    // SAFETY: s < 256 entries of two words, 8-byte aligned.
+    let v = unsafe { ld_nc_u64(p.table.as_ptr().cast::<u64>().add(s)) };
+    [v as u32, (v >> 32) as u32]
+}
+
+/// Stores lane `lane`'s part `e` of slot group `g` ([`table_part`]) into its eight copies of
+/// the table at `smem`: copy `c` of slot `s` at `256 s + 8 c` (`4 c` with narrow entries).
+///
+/// # Safety
+/// `smem` is the block's dynamic shared memory, at least [`TABLE_BYTES`]; `g < TABLE_GROUPS`.
+#[inline(always)]
+unsafe fn store_table_part(smem: u32, g: u32, lane: u32, e: [u32; 2]) {
+    let row = smem + SLOT_STRIDE * table_slot(g, lane);
+    for k in 0..8 {
+        let c = table_copy(lane, k);
+        // SAFETY: slot < 256 and copy < 32: inside the table's bytes.
+        unsafe {
+            if WIDE_ENTRIES {
+                sts_v2(row + 8 * c, e[0], e[1]);
+            } else {
+                sts_u32(row + 4 * c, narrow_entry(e));
             }
         }
-        for (k, wk) in w.iter().enumerate() {
-            let j = i + k as u32 * threads;
-            if j < n {
-                let (e, c) = (j / TABLE_COPIES, j % TABLE_COPIES);
-                // SAFETY: the stores are inside the table's bytes.
-                unsafe {
-                    if WIDE_ENTRIES {
-                        sts_v2(smem + SLOT_STRIDE * e + 8 * c, wk[0], wk[1]);
-                    } else {
-                        sts_u32(smem + SLOT_STRIDE * e + 4 * c, narrow_entry(*wk));
-                    }
-                }
-            }
-        }
-        i += BATCH * threads;
     }
 }
 
-/// The 16 input bytes of columns `c .. c + 16` (zeros past `cols`).
+/// Copies slot groups `first, first + warps, ..` of the table into shared memory at `smem`
+/// (warp `warp` of `warps` calls it with `first = warp`, or past the group it copied itself).
+/// The caller synchronises the block after it.
+///
+/// # Safety
+/// As [`table_part`] and [`store_table_part`].
+#[inline(always)]
+unsafe fn build_table(p: &LanesParams, smem: u32, lane: u32, first: u32, warps: u32) {
+    let mut g = first;
+    while g < TABLE_GROUPS {
+        // SAFETY: g < TABLE_GROUPS; as this function's.
+        unsafe { store_table_part(smem, g, lane, table_part(p, g, lane)) };
+        g += warps;
+    }
+}
+
+/// Input byte `col` of `x8`, by a coherent load with `COHERENT` ([`load_input`]).
+///
+/// # Safety
+/// `col` is below the input's length.
+#[inline(always)]
+unsafe fn input_byte<const COHERENT: bool>(x8: *const u8, col: usize) -> u8 {
+    // SAFETY: as this function's.
+    unsafe {
+        if COHERENT {
+            ld_u8(x8.add(col))
+        } else {
+            ld_nc_u8(x8.add(col))
+        }
+    }
+}
+
+/// The 16 input bytes of columns `c .. c + 16` (zeros past `cols`); with `COHERENT`, by
+/// coherent loads (the programmatically launched kernels: the grid before may have written
+/// `x` while this one already ran, up to its `griddepcontrol.wait`).
 ///
 /// # Safety
 /// `x8` holds `cols` bytes, 16-byte aligned; `c` is a multiple of 16.
 #[inline(always)]
-unsafe fn load_input<const WIDE: bool>(x8: *const u8, c: u32, cols: u32) -> U32x4 {
+unsafe fn load_input<const WIDE: bool, const COHERENT: bool>(
+    x8: *const u8,
+    c: u32,
+    cols: u32,
+) -> U32x4 {
     // c + 16 <= padded columns, which fit u32 (`WIDE`: compared as usize, as
     // `cmv_ans_lanes` always did: its register allocation is tight).
     let full = if WIDE {
@@ -272,8 +304,9 @@ unsafe fn load_input<const WIDE: bool>(x8: *const u8, c: u32, cols: u32) -> U32x
         c + LANE_COLS as u32 <= cols
     };
     if full {
+        let p = x8.wrapping_add(c as usize).cast::<U32x4>();
         // SAFETY: 16 bytes of x at a 16-byte-aligned column.
-        unsafe { ld_nc_v4(x8.add(c as usize).cast::<U32x4>()) }
+        unsafe { if COHERENT { ld_v4(p) } else { ld_nc_v4(p) } }
     } else {
         let mut v = [0u32; 4];
         for (k, vk) in v.iter_mut().enumerate() {
@@ -281,7 +314,7 @@ unsafe fn load_input<const WIDE: bool>(x8: *const u8, c: u32, cols: u32) -> U32x
                 let col = c as usize + 4 * k + b;
                 if col < cols as usize {
                     // SAFETY: col < cols.
-                    *vk |= u32::from(unsafe { ld_nc_u8(x8.add(col)) }) << (8 * b);
+                    *vk |= u32::from(unsafe { input_byte::<COHERENT>(x8, col) }) << (8 * b);
                 }
             }
         }
@@ -300,7 +333,7 @@ unsafe fn load_input<const WIDE: bool>(x8: *const u8, c: u32, cols: u32) -> U32x
 /// All lanes call it together; `exc` is the warp's exception area; the unit covers the padded
 /// columns `c0 .. c1`.
 #[inline(always)]
-unsafe fn unit_exceptions(
+unsafe fn unit_exceptions<const COHERENT: bool>(
     p: &LanesParams,
     ring: u32,
     exc: u32,
@@ -332,7 +365,7 @@ unsafe fn unit_exceptions(
         if dc < c1 - c0 && col < p.cols {
             // SAFETY: col < cols; the sums word of lane row_lane < 32.
             unsafe {
-                let xv = i32::from(ld_nc_u8(x8.add(col as usize)) as i8);
+                let xv = i32::from(input_byte::<COHERENT>(x8, col as usize) as i8);
                 let d = i32::from(value) - i32::from(escape);
                 red_shared_add_u32(exc + 4 * row_lane, d.wrapping_mul(xv) as u32);
             }
@@ -361,15 +394,24 @@ unsafe fn unit_exceptions(
 /// of dynamic shared memory; `offsets` hold `rows_padded / 32 * nseg + 1` increasing
 /// multiples of 4 words, at least 32 apart, the last the stream's length; `table` 512 words;
 /// `x` `cols` bytes, 16-byte aligned; `y32`, `y8` `rows` values each.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
+#[inline(always)]
+pub unsafe fn lanes<const PDL: bool>(p: LanesParams) {
+    if PDL {
+        // SAFETY: device code for sm_90a (the PDL kernels' module).
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let smem = dyn_smem_addr();
-    let (tid, threads) = (thread_idx_x(), block_dim_x());
     let (lane, warp, warps) = (lane_id(), warp_id(), block_dim_x() / 32);
-    // SAFETY: the block's dynamic shared memory holds the table.
-    unsafe { build_table(&p, smem, tid, threads) };
+    // SAFETY: the block's dynamic shared memory holds the table; p.table 256 entries.
+    unsafe { build_table(&p, smem, lane, warp, warps) };
     // SAFETY: every thread reaches it.
     unsafe { sync_threads() };
+    if PDL {
+        // The input and the outputs are the grid before's (its output, its input or its
+        // outputs): nothing touches them before this.
+        // SAFETY: device code for sm_90a.
+        unsafe { griddepcontrol_wait() };
+    }
 
     let tl = if WIDE_ENTRIES { 8 * lane } else { 4 * lane };
     // The rings start at the first multiple of their size after the table.
@@ -410,12 +452,14 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
         let c1 = (c0 + p.segment).min(p.padded_cols);
         if p.exceptions != 0 {
             // SAFETY: converged warp; the ring holds the unit's first three chunks.
-            pos += unsafe { unit_exceptions(&p, ring_addr, exc_sums, c0, c1, lane, &mut flags) };
+            pos += unsafe {
+                unit_exceptions::<PDL>(&p, ring_addr, exc_sums, c0, c1, lane, &mut flags)
+            };
         }
         let mut c = c0;
         while c < c1 {
             // SAFETY: x holds cols bytes, 16-byte aligned.
-            let xin = unsafe { load_input::<true>(x8, c, p.cols) };
+            let xin = unsafe { load_input::<true, PDL>(x8, c, p.cols) };
             for q in 0..4 {
                 if q % 2 == 0 && r.wants(pos) {
                     // SAFETY: converged warp; stream bytes below `pos` are read (synchronised
@@ -510,7 +554,7 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: LanesParams) {
 /// All lanes call it together; the ring holds the unit's first three chunks; `exc` is the
 /// unit's exception area.
 #[inline(always)]
-unsafe fn start_unit(
+unsafe fn start_unit<const PDL: bool>(
     p: &LanesParams,
     ring: u32,
     exc: u32,
@@ -524,7 +568,7 @@ unsafe fn start_unit(
     let mut pos = STATE_BYTES;
     if p.exceptions != 0 {
         // SAFETY: as this function's.
-        pos += unsafe { unit_exceptions(p, ring, exc, c0, c1, lane, flags) };
+        pos += unsafe { unit_exceptions::<PDL>(p, ring, exc, c0, c1, lane, flags) };
     }
     (prmt(w, 0, 0x1032), pos)
 }
@@ -561,7 +605,7 @@ unsafe fn end_unit(p: &LanesParams, x: u32, pos: u32, words16: u32, exc: u32, la
 /// As `cmv_ans_lanes2`'s; all lanes call it together; the table is in shared memory.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn decode_units<const TWO: bool>(
+unsafe fn decode_units<const TWO: bool, const PDL: bool>(
     p: &LanesParams,
     smem: u32,
     lane: u32,
@@ -590,17 +634,17 @@ unsafe fn decode_units<const TWO: bool>(
         let c1 = (c0 + p.segment).min(p.padded_cols);
         // SAFETY: converged warp; the first three chunks landed.
         let (mut xa, mut pos_a) =
-            unsafe { start_unit(p, ra.ring, excs[0], c0, c1, lane, &mut flags) };
+            unsafe { start_unit::<PDL>(p, ra.ring, excs[0], c0, c1, lane, &mut flags) };
         let (mut xb, mut pos_b) = if TWO {
             // SAFETY: as above.
-            unsafe { start_unit(p, rb.ring, excs[1], c0, c1, lane, &mut flags) }
+            unsafe { start_unit::<PDL>(p, rb.ring, excs[1], c0, c1, lane, &mut flags) }
         } else {
             (0, 0)
         };
         let mut c = c0;
         while c < c1 {
             // SAFETY: x holds cols bytes, 16-byte aligned.
-            let xin = unsafe { load_input::<false>(x8, c, p.cols) };
+            let xin = unsafe { load_input::<false, PDL>(x8, c, p.cols) };
             // One check per iteration (at most CHECK2_BYTES read per unit until the next);
             // the schedule's conditions are asserted in `crate::lanes`.
             let ia = ra.wants(pos_a);
@@ -682,15 +726,44 @@ unsafe fn open_units<const TWO: bool>(
     rings: [u32; 2],
     lane: u32,
 ) -> (Ring2, Ring2) {
+    // SAFETY: as this function's.
+    unsafe {
+        let (mut ra, mut rb) = find_units::<TWO>(p, group, seg, rings);
+        issue_first::<TWO>(&mut ra, &mut rb, lane);
+        (ra, rb)
+    }
+}
+
+/// The rings `rings` of the units of segment `seg` of row groups `group` and (with `TWO`)
+/// `group + 1`, nothing copied yet (their offsets loaded).
+///
+/// # Safety
+/// `seg < nseg`, and the groups exist.
+#[inline(always)]
+unsafe fn find_units<const TWO: bool>(
+    p: &LanesParams,
+    group: u32,
+    seg: u32,
+    rings: [u32; 2],
+) -> (Ring2, Ring2) {
     let ua = group * p.nseg + seg;
     // SAFETY: ua (and ua + nseg with TWO: the next group exists) is a unit.
-    let mut ra = unsafe { Ring2::open(p, ua, rings[0]) };
-    let mut rb = if TWO {
+    let ra = unsafe { Ring2::open(p, ua, rings[0]) };
+    let rb = if TWO {
         // SAFETY: as above.
         unsafe { Ring2::open(p, ua + p.nseg, rings[1]) }
     } else {
         Ring2::idle(p, rings[1])
     };
+    (ra, rb)
+}
+
+/// Issues the first three chunks of the units of `ra` and (with `TWO`) `rb`.
+///
+/// # Safety
+/// All lanes call it together; the rings are free; nothing reads them until the copies land.
+#[inline(always)]
+unsafe fn issue_first<const TWO: bool>(ra: &mut Ring2, rb: &mut Ring2, lane: u32) {
     // SAFETY: converged warp; the rings are free.
     unsafe {
         for _ in 0..3 {
@@ -700,7 +773,6 @@ unsafe fn open_units<const TWO: bool>(
             }
         }
     }
-    (ra, rb)
 }
 
 /// `cmv_ans_lanes2`: as `cmv_ans_lanes`, with one block per *two* groups of 32 rows and each
@@ -712,10 +784,13 @@ unsafe fn open_units<const TWO: bool>(
 /// # Safety
 /// As `cmv_ans_lanes`, with `rows_padded / 64` blocks rounded up (the last one may hold one
 /// group) and [`shared_bytes2`](crate::lanes::shared_bytes2)`(warps)` bytes of dynamic shared memory.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: LanesParams) {
+#[inline(always)]
+pub unsafe fn lanes2<const PDL: bool>(p: LanesParams) {
+    if PDL {
+        // SAFETY: device code for sm_90a (the PDL kernels' module).
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let smem = dyn_smem_addr();
-    let (tid, threads) = (thread_idx_x(), block_dim_x());
     let (lane, warp, warps) = (lane_id(), warp_id(), block_dim_x() / 32);
     let rings = (smem + TABLE_BYTES + RING2_BYTES - 1) & !(RING2_BYTES - 1);
     let ring_a = rings + 2 * warp * RING2_BYTES;
@@ -723,20 +798,47 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: LanesParams) {
     let group = 2 * block_idx_x();
     let two = group + 1 < groups;
     let ring_pair = [ring_a, ring_a + RING2_BYTES];
-    // The first units' streams start coming while the table is built (the rings lie past it).
-    let first = if warp >= p.nseg {
+    // The warp's part of the table is loaded first and stored after the first units' chunks
+    // are issued (which wait for their offsets), so that the table's load overlaps the
+    // offsets' and the rest of the table is built while the chunks come (the rings lie past
+    // it).
+    // SAFETY: p.table holds 256 entries, 8-byte aligned; warp < MAX_WARPS <= TABLE_GROUPS.
+    let part = unsafe { table_part(&p, warp, lane) };
+    let (mut ra, mut rb) = if warp >= p.nseg {
         (Ring2::idle(&p, ring_pair[0]), Ring2::idle(&p, ring_pair[1]))
     } else if two {
-        // SAFETY: converged warp; the rings are unused; warp < nseg.
-        unsafe { open_units::<true>(&p, group, warp, ring_pair, lane) }
+        // SAFETY: warp < nseg; the groups exist.
+        unsafe { find_units::<true>(&p, group, warp, ring_pair) }
     } else {
         // SAFETY: as above.
-        unsafe { open_units::<false>(&p, group, warp, ring_pair, lane) }
+        unsafe { find_units::<false>(&p, group, warp, ring_pair) }
     };
-    // SAFETY: the block's dynamic shared memory holds the table.
-    unsafe { build_table(&p, smem, tid, threads) };
+    if warp < p.nseg {
+        // SAFETY: converged warp; the rings are unused.
+        unsafe {
+            if two {
+                issue_first::<true>(&mut ra, &mut rb, lane);
+            } else {
+                issue_first::<false>(&mut ra, &mut rb, lane);
+            }
+        }
+    }
+    // SAFETY: the block's dynamic shared memory holds the table; warp < TABLE_GROUPS.
+    unsafe { store_table_part(smem, warp, lane, part) };
+    let first = (ra, rb);
+    if warps < TABLE_GROUPS {
+        // SAFETY: the block's dynamic shared memory holds the table.
+        unsafe { build_table(&p, smem, lane, warp + warps, warps) };
+    }
     // SAFETY: every thread reaches it.
     unsafe { sync_threads() };
+    if PDL {
+        // The input and the outputs are the grid before's (its output, its input or its
+        // outputs): nothing touches them before this; the table, offsets and streams are
+        // the matrix's, which no kernel writes.
+        // SAFETY: device code for sm_90a.
+        unsafe { griddepcontrol_wait() };
+    }
     let exc_a = rings + 2 * warps * RING2_BYTES + 2 * warp * EXC_SUM_BYTES;
     let excs = [exc_a, exc_a + EXC_SUM_BYTES];
     if p.exceptions != 0 {
@@ -750,9 +852,9 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: LanesParams) {
     // SAFETY: converged warp; the table is in place.
     let (mut acc_a, mut acc_b, mut flags) = unsafe {
         if two {
-            decode_units::<true>(&p, smem, lane, warp, warps, group, ring_pair, excs, first)
+            decode_units::<true, PDL>(&p, smem, lane, warp, warps, group, ring_pair, excs, first)
         } else {
-            decode_units::<false>(&p, smem, lane, warp, warps, group, ring_pair, excs, first)
+            decode_units::<false, PDL>(&p, smem, lane, warp, warps, group, ring_pair, excs, first)
         }
     };
     if p.exceptions != 0 {
@@ -803,12 +905,45 @@ pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: LanesParams) {
     }
 }
 
-// Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`):
-// `cmv_ans_lanes2` runs blocks of up to `MAX_WARPS` warps, one per SM (its shared memory
-// allows no more), so it may take up to 64 registers but no more. (`cmv_ans_lanes` keeps its
-// state and exception steps inline: through `start_unit` / `end_unit` ptxas gave it 40
-// registers, and with a bound of 32, spills.)
-cmv_device::launch_bounds! {
-    CMV_MAXNTID_cmv_ans_lanes2 = 32 * crate::lanes::MAX_WARPS;
-    CMV_MINNCTAPERSM_cmv_ans_lanes2 = 1;
+/// Defines the entry points `cmv_ans_lanes` ([`lanes`]) and `cmv_ans_lanes2` ([`lanes2`]),
+/// with programmatic dependent launch when `$pdl` is `true` (`ans-kernels-sm90`; `false` here,
+/// with the `entries` feature), and their launch bounds.
+#[macro_export]
+macro_rules! lanes_entry_points {
+    ($pdl:literal) => {
+        /// `cmv_ans_lanes`: `y32 = W x`, `y8 = requantize(y32, scale)` for an `ans-lanes`
+        /// matrix, one row group per block (`ans_kernels::lanes_kernel::lanes`).
+        ///
+        /// # Safety
+        /// As `lanes`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn cmv_ans_lanes(p: $crate::lanes::LanesParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::lanes_kernel::lanes::<$pdl>(p) }
+        }
+
+        /// `cmv_ans_lanes2`: as `cmv_ans_lanes`, two row groups per block
+        /// (`ans_kernels::lanes_kernel::lanes2`).
+        ///
+        /// # Safety
+        /// As `lanes2`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn cmv_ans_lanes2(p: $crate::lanes::LanesParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::lanes_kernel::lanes2::<$pdl>(p) }
+        }
+
+        // Launch bounds (`cargo xtask ptx` turns these into `.maxntid` / `.minnctapersm`):
+        // `cmv_ans_lanes2` runs blocks of up to `MAX_WARPS` warps, one per SM (its shared
+        // memory allows no more), so it may take up to 64 registers but no more.
+        // (`cmv_ans_lanes` keeps its state and exception steps inline: through `start_unit` /
+        // `end_unit` ptxas gave it 40 registers, and with a bound of 32, spills.)
+        cmv_device::launch_bounds! {
+            CMV_MAXNTID_cmv_ans_lanes2 = 32 * $crate::lanes::MAX_WARPS;
+            CMV_MINNCTAPERSM_cmv_ans_lanes2 = 1;
+        }
+    };
 }
+
+#[cfg(feature = "entries")]
+crate::lanes_entry_points!(false);

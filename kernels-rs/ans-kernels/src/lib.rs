@@ -7,7 +7,8 @@
 //! Every kernel takes its parameters as one struct, [`AnsParams`], launched by `ans-codec`
 //! through `cmv-runtime`'s typed launch.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
+#![cfg_attr(all(target_arch = "nvptx64", feature = "entries"), feature(abi_ptx))]
 
 pub mod coder;
 pub mod coder32;
@@ -16,8 +17,15 @@ pub mod layout;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams, U32x4};
 
+/// The warp layouts' kernels; their entry points come with the `entries` feature (off in
+/// `ans-kernels-sm90`, which uses only `raise` of it).
 #[cfg(target_arch = "nvptx64")]
+#[cfg_attr(
+    not(feature = "entries"),
+    allow(dead_code, unused_imports, unused_macros)
+)]
 pub mod kernels;
+/// The `ans-lanes` kernels' bodies ([`lanes_entry_points!`] defines their entry points).
 #[cfg(target_arch = "nvptx64")]
 pub mod lanes_kernel;
 

@@ -537,6 +537,23 @@ pub unsafe fn ld_nc_u8(p: *const u8) -> u8 {
     r as u8
 }
 
+/// 8-bit coherent load (`ld.global.u8`): for data an earlier grid writes while this one may
+/// already run (programmatic dependent launch), read after [`griddepcontrol_wait`].
+///
+/// # Safety
+/// `p` must point to a readable byte of global memory that no thread of this grid writes while
+/// the kernel runs.
+#[inline(always)]
+pub unsafe fn ld_u8(p: *const u8) -> u8 {
+    let r: u16;
+    // SAFETY: the caller guarantees a valid global address.
+    unsafe {
+        asm!("ld.global.u8 {r}, [{p}];", p = in(reg64) p, r = out(reg16) r,
+             options(pure, readonly, nostack));
+    }
+    r as u8
+}
+
 // ---------------------------------------------------------------------------------------------
 // Shared memory
 
