@@ -152,78 +152,13 @@ pub fn exception_check(header: u32, list: &[u32]) -> u32 {
 }
 
 /// `cmv_ans_lanes2` (two row groups per block, two units per warp): bytes of each unit's
-/// stream ring in shared memory: a lap of [`LAP2_BYTES`], then [`CHUNK2_BYTES`] that mirror
-/// the lap's first bytes, so that one loop iteration's reads (at most [`CHECK2_BYTES`] from
-/// where the decoder stood at the check) never wrap ([`Ring2Pos`]).
+/// stream ring (a power of two).
 pub const RING2_BYTES: u32 = 2048;
-/// `cmv_ans_lanes2`: bytes of a ring's lap (stream byte `b` at offset `b % LAP2_BYTES`, or
-/// `LAP2_BYTES` further in the mirror).
-pub const LAP2_BYTES: u32 = RING2_BYTES - CHUNK2_BYTES;
 /// `cmv_ans_lanes2`: bytes one ring refill copies (16 per lane).
 pub const CHUNK2_BYTES: u32 = 512;
 /// `cmv_ans_lanes2`: most stream bytes a unit consumes between two checks of its ring (one
 /// loop iteration: 8 pairs of at most one 16-bit word per lane).
 pub const CHECK2_BYTES: u32 = 8 * 32 * 2;
-
-/// Where `cmv_ans_lanes2`'s decoder of one unit stands in its ring (plain arithmetic on
-/// shared-memory addresses, the same on the CPU for the tests): stream bytes `0 .. fill` were
-/// copied (or are on their way), and `end` is where byte `fill` would lie in the decoder's
-/// current lap, so that a read pointer `rp` (the decoder's next stream byte, an address in
-/// the ring or its mirror) has `end - rp` bytes ahead of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ring2Pos {
-    /// Stream bytes copied so far (a multiple of [`CHUNK2_BYTES`]).
-    pub fill: u32,
-    /// `ring + fill - (stream byte at the lap's start)`.
-    pub end: u32,
-}
-
-impl Ring2Pos {
-    /// Nothing copied; the decoder's lap starts at stream byte 0 (its read pointer will be
-    /// `ring + pos`).
-    #[inline(always)]
-    pub const fn new(ring: u32) -> Self {
-        Self { fill: 0, end: ring }
-    }
-
-    /// The ring offset the next copy (stream bytes `fill .. fill + CHUNK2_BYTES`) goes to, and
-    /// whether it goes to the mirror as well (the lap's first chunk).
-    #[inline(always)]
-    pub const fn next_copy(&self) -> (u32, bool) {
-        let o = self.fill % LAP2_BYTES;
-        (o, o == 0)
-    }
-
-    /// Books the copy of [`Ring2Pos::next_copy`].
-    #[inline(always)]
-    pub const fn copied(&mut self) {
-        self.fill += CHUNK2_BYTES;
-        self.end = self.end.wrapping_add(CHUNK2_BYTES);
-    }
-
-    /// Whether the ring takes a copy at a check with the decoder at `rp`: when at most
-    /// `LAP2_BYTES - CHUNK2_BYTES` bytes lie ahead (so the copy overwrites no unread byte).
-    #[inline(always)]
-    pub const fn wants(&self, rp: u32) -> bool {
-        self.end.wrapping_sub(rp) <= LAP2_BYTES - CHUNK2_BYTES
-    }
-
-    /// At a check: a read pointer past the lap (in the mirror) moves back by a lap (to the
-    /// same bytes in the ring), and the lap with it.
-    #[inline(always)]
-    pub const fn next_lap(&mut self, ring: u32, rp: &mut u32) {
-        if *rp >= ring + LAP2_BYTES {
-            *rp -= LAP2_BYTES;
-            self.end = self.end.wrapping_sub(LAP2_BYTES);
-        }
-    }
-
-    /// Stream bytes the decoder at `rp` has consumed.
-    #[inline(always)]
-    pub const fn consumed(&self, rp: u32) -> u32 {
-        self.fill.wrapping_sub(self.end.wrapping_sub(rp))
-    }
-}
 
 /// Dynamic shared memory of a `cmv_ans_lanes2` block of `warps` warps: the table, two rings
 /// per warp aligned to [`RING2_BYTES`] (one ring's worth of slack), then two exception areas
@@ -362,12 +297,9 @@ const _: () =
 const _: () = assert!(3 * CHUNK_BYTES - MAX_LEAD_BYTES >= CHECK_BYTES);
 const _: () = assert!(MAX_EXCEPTIONS <= 2 * 32 && MAX_EXCEPTIONS <= 0xff);
 // The same schedule for `cmv_ans_lanes2`'s rings, checked once per loop iteration.
-// `cmv_ans_lanes2`'s ring: a lap of three chunks and a mirror of one; a copy when at most two
-// chunks lie ahead leaves at least a check's bytes landed (waiting for all but the newest
-// copy), and one iteration's reads from inside the lap end inside the mirror.
-const _: () = assert!(RING2_BYTES.is_power_of_two() && LAP2_BYTES == 3 * CHUNK2_BYTES);
+const _: () = assert!(RING2_BYTES.is_power_of_two() && RING2_BYTES >= 4 * CHUNK2_BYTES);
 const _: () = assert!(CHUNK2_BYTES == 32 * 16 && CHUNK2_BYTES >= CHECK2_BYTES);
-const _: () = assert!(LAP2_BYTES - 2 * CHUNK2_BYTES >= CHECK2_BYTES);
+const _: () = assert!(RING2_BYTES - 2 * CHUNK2_BYTES >= CHECK2_BYTES);
 const _: () = assert!(3 * CHUNK2_BYTES - MAX_LEAD_BYTES >= CHECK2_BYTES);
 const _: () = assert!(shared_bytes2(MAX_WARPS) <= 227 * 1024);
 const _: () = assert!(4 * 64 * MAX_WARPS <= TABLE_BYTES);
@@ -384,84 +316,6 @@ mod tests {
 
     /// An uneven 8-bit model over -3..=3 (and a certain-symbol model): the kernel's step with
     /// its entries gives `decode_pair32`'s state and values at every state tried.
-    /// `cmv_ans_lanes2`'s ring, simulated byte by byte with the kernel's schedule (first three
-    /// copies landed, a check per iteration, a copy when [`Ring2Pos::wants`], then all but the
-    /// newest copy landed; at most [`CHECK2_BYTES`] read per iteration): every byte the
-    /// decoder reads through its pointer holds the stream byte it wants and has landed, and
-    /// no copy overwrites a byte not read yet.
-    #[test]
-    fn the_mirrored_ring_serves_every_byte_in_order() {
-        const RING: u32 = 0x1_0000;
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        for trial in 0..400 {
-            // Bytes of the ring and mirror: (stream byte, landed) or empty.
-            let mut mem = vec![None::<(u32, bool)>; RING2_BYTES as usize];
-            let mut pending: Vec<Vec<usize>> = Vec::new();
-            let mut r = Ring2Pos::new(RING);
-            let copy = |r: &mut Ring2Pos, mem: &mut Vec<Option<(u32, bool)>>, pos: u32| {
-                let (o, mirrored) = r.next_copy();
-                let mut spots = Vec::new();
-                for i in 0..CHUNK2_BYTES {
-                    let b = r.fill + i;
-                    for at in [Some(o + i), mirrored.then_some(o + LAP2_BYTES + i)]
-                        .into_iter()
-                        .flatten()
-                    {
-                        if let Some((old, _)) = mem[at as usize] {
-                            assert!(old < pos, "byte {old} overwritten before it was read");
-                        }
-                        mem[at as usize] = Some((b, false));
-                        spots.push(at as usize);
-                    }
-                }
-                r.copied();
-                spots
-            };
-            let lead = 128 + 4 * (trial % 66) as u32; // states and an exception list
-            let mut pos = 0;
-            for _ in 0..3 {
-                let spots = copy(&mut r, &mut mem, pos);
-                pending.push(spots);
-            }
-            for spots in pending.drain(..) {
-                for at in spots {
-                    mem[at].as_mut().unwrap().1 = true;
-                }
-            }
-            let mut rp = RING + lead;
-            pos = lead;
-            for _ in 0..200 {
-                r.next_lap(RING, &mut rp);
-                assert_eq!(r.consumed(rp), pos);
-                if r.wants(rp) {
-                    let spots = copy(&mut r, &mut mem, pos);
-                    // All but the copy just issued land.
-                    for spots in pending.drain(..) {
-                        for at in spots {
-                            mem[at].as_mut().unwrap().1 = true;
-                        }
-                    }
-                    pending.push(spots);
-                }
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let take = 2 * ((seed >> 33) as u32 % (CHECK2_BYTES / 2 + 1));
-                for _ in 0..take {
-                    let at = (rp - RING) as usize;
-                    assert!(at < RING2_BYTES as usize, "read past the mirror");
-                    assert_eq!(
-                        mem[at],
-                        Some((pos, true)),
-                        "stream byte {pos} at ring byte {at}"
-                    );
-                    rp += 1;
-                    pos += 1;
-                }
-            }
-        }
-    }
-
     /// The table copy: every copy of every slot written once, by the lanes that loaded that
     /// slot; no two lanes of a half-warp (8-byte entries) or of the warp (4-byte entries) on
     /// one bank in any store.

@@ -798,10 +798,10 @@ pub unsafe fn lanes2<const PDL: bool>(p: LanesParams) {
     let group = 2 * block_idx_x();
     let two = group + 1 < groups;
     let ring_pair = [ring_a, ring_a + RING2_BYTES];
-    // The warp's part of the table is loaded first and stored after the first units' chunks
-    // are issued (which wait for their offsets), so that the table's load overlaps the
-    // offsets' and the rest of the table is built while the chunks come (the rings lie past
-    // it).
+    // The warp's part of the table and its first units' offsets are loaded together; the
+    // part is stored while the offsets come, then the units' first chunks are issued, and
+    // they come while the rest of the table is built (the rings lie past it). Storing the
+    // part after issuing the chunks ran 2-4% slower on an H200 (docs/PERF.md).
     // SAFETY: p.table holds 256 entries, 8-byte aligned; warp < MAX_WARPS <= TABLE_GROUPS.
     let part = unsafe { table_part(&p, warp, lane) };
     let (mut ra, mut rb) = if warp >= p.nseg {
@@ -813,6 +813,8 @@ pub unsafe fn lanes2<const PDL: bool>(p: LanesParams) {
         // SAFETY: as above.
         unsafe { find_units::<false>(&p, group, warp, ring_pair) }
     };
+    // SAFETY: the block's dynamic shared memory holds the table; warp < TABLE_GROUPS.
+    unsafe { store_table_part(smem, warp, lane, part) };
     if warp < p.nseg {
         // SAFETY: converged warp; the rings are unused.
         unsafe {
@@ -823,8 +825,6 @@ pub unsafe fn lanes2<const PDL: bool>(p: LanesParams) {
             }
         }
     }
-    // SAFETY: the block's dynamic shared memory holds the table; warp < TABLE_GROUPS.
-    unsafe { store_table_part(smem, warp, lane, part) };
     let first = (ra, rb);
     if warps < TABLE_GROUPS {
         // SAFETY: the block's dynamic shared memory holds the table.
