@@ -142,6 +142,17 @@ pub fn paired_lanes_preferred(groups: u32, sm_count: u32) -> bool {
     u64::from(groups) * 8 >= u64::from(sm_count) * 15
 }
 
+/// Whether a lane kernel of `blocks` blocks (`paired`: `cmv_ans_lanes2`, one block per SM;
+/// else `cmv_ans_lanes`, two per SM) is launched with programmatic dependent launch on a GPU
+/// of `sm_count` SMs (where the module has it): always for `cmv_ans_lanes2`, whose next launch
+/// takes each SM as its block leaves; for `cmv_ans_lanes` only when both launches' blocks fit
+/// on distinct SMs. Measured on an H200 (docs/PERF.md): the chain of 10 at d = 2048 (64
+/// blocks) 5% faster with it, at d = 4096 (128 blocks, where the next launch's blocks take the
+/// second slot of SMs still busy and end unevenly spread) 28% slower.
+pub fn programmatic_preferred(paired: bool, blocks: u32, sm_count: u32) -> bool {
+    paired || u64::from(blocks) * 2 <= u64::from(sm_count)
+}
+
 /// The ANS kernels, loaded once for a [`Gpu`], with the error word they report corruption in.
 /// Launches go to the `Gpu`'s stream, one after another.
 #[derive(Debug)]
@@ -206,8 +217,8 @@ impl AnsGemv {
         })
     }
 
-    /// Whether the `ans-lanes` kernels are launched with programmatic dependent launch
-    /// ([`PTX_SM90`]).
+    /// Whether the `ans-lanes` kernels come from [`PTX_SM90`] and are launched with
+    /// programmatic dependent launch where [`programmatic_preferred`] says so.
     pub fn uses_pdl(&self) -> bool {
         self.pdl
     }
@@ -334,7 +345,8 @@ impl AnsGemv {
     ) -> Result<()> {
         let groups = m.shape.padded_rows / ans_kernels::layout::LANES as u32;
         let warps = lane_warps(m.segments);
-        let (kernel, cfg) = if self.paired_for(m) {
+        let paired = self.paired_for(m);
+        let (kernel, cfg) = if paired {
             let cfg = LaunchConfig {
                 grid_dim: (groups.div_ceil(2), 1, 1),
                 block_dim: (32 * warps, 1, 1),
@@ -379,7 +391,7 @@ impl AnsGemv {
         // sm_90a kernels), the kernel reads the matrix (which only copies write) before its
         // `griddepcontrol.wait`, and x, y32, y8 and the error word only after it.
         unsafe {
-            if self.pdl {
+            if self.pdl && programmatic_preferred(paired, cfg.grid_dim.0, self.sm_count) {
                 kernel.launch_programmatic(&self.stream, cfg, &params)?;
             } else {
                 kernel.launch(&self.stream, cfg, &params)?;
@@ -510,6 +522,19 @@ mod tests {
         assert!(paired_lanes_preferred(15, 8) && !paired_lanes_preferred(14, 8));
         assert!(!paired_lanes_preferred(0, 1));
         assert!(paired_lanes_preferred(u32::MAX, 132));
+    }
+
+    #[test]
+    fn programmatic_launch_where_the_two_grids_do_not_share_sms() {
+        // 132 SMs: the paired kernel always; the single one at 2048 rows (64 blocks), not at
+        // 4096 (128).
+        assert!(programmatic_preferred(true, 128, 132));
+        assert!(programmatic_preferred(true, 10_000, 132));
+        assert!(programmatic_preferred(false, 64, 132));
+        assert!(programmatic_preferred(false, 66, 132));
+        assert!(!programmatic_preferred(false, 67, 132));
+        assert!(!programmatic_preferred(false, 128, 132));
+        assert!(!programmatic_preferred(false, u32::MAX, 132));
     }
 
     /// Both modules define the lane kernels under the same names; only the Hopper one uses
