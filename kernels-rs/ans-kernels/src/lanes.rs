@@ -43,29 +43,6 @@ pub const MAX_WARPS: u32 = 32;
 /// Bytes of a unit's stream before its data: 32 states of two 16-bit words.
 pub const STATE_BYTES: u32 = 128;
 
-/// Slots one warp copies into the shared table at a time ([`table_slot`], [`table_copy`]):
-/// four lanes a slot.
-pub const TABLE_SLOTS_PER_WARP: u32 = 8;
-/// Groups of [`TABLE_SLOTS_PER_WARP`] slots: warp `w` of a block copies groups `w, w + warps,
-/// ..`.
-pub const TABLE_GROUPS: u32 = SLOTS / TABLE_SLOTS_PER_WARP;
-
-/// The slot whose entry lane `lane` loads (once, as one 8-byte word) and stores into its
-/// copies when its warp copies slot group `g` into the shared table.
-#[inline(always)]
-pub const fn table_slot(g: u32, lane: u32) -> u32 {
-    TABLE_SLOTS_PER_WARP * g + lane / 4
-}
-
-/// The copy lane `lane` writes with its `k`-th store (`k < 8`) of its slot's entry: the four
-/// lanes of a slot write its [`TABLE_COPIES`] copies once each, and at every `k` the 16 lanes
-/// of either half-warp write 16 distinct 8-byte bank pairs (all 32 lanes distinct banks with
-/// 4-byte entries), so the copy has no bank conflicts.
-#[inline(always)]
-pub const fn table_copy(lane: u32, k: u32) -> u32 {
-    (lane % 4) + 4 * ((k + lane / 4) % 8)
-}
-
 /// Bytes of the exception header word of an `ans-lanes-esc` unit, after its states.
 pub const EXC_HEADER_BYTES: u32 = 4;
 /// The most exceptions one `ans-lanes-esc` unit may list (the header's count field holds up
@@ -275,10 +252,6 @@ unsafe impl KernelParams for LanesParams {}
 // copy per lane; the ring holds at least four chunks (the kernel keeps up to three ahead).
 const _: () = assert!(TABLE_BYTES == 64 * 1024 && TABLE_COPIES * 8 <= SLOT_STRIDE);
 const _: () = assert!(shared_bytes(MAX_WARPS) <= 227 * 1024);
-// The table copy: 8 slots of 4 lanes a warp, 8 stores a lane cover the 32 copies; a warp of
-// `cmv_ans_lanes2` loads its own slot group before its first copies.
-const _: () = assert!(TABLE_COPIES == 4 * 8 && 4 * TABLE_SLOTS_PER_WARP == 32);
-const _: () = assert!(MAX_WARPS <= TABLE_GROUPS && TABLE_GROUPS * TABLE_SLOTS_PER_WARP == SLOTS);
 const _: () = assert!(4 * 32 * MAX_WARPS <= TABLE_BYTES);
 const _: () = assert!(CHUNK_BYTES == 32 * 8);
 // The ring schedule (the kernel's loop): a chunk is copied when at most
@@ -316,43 +289,6 @@ mod tests {
 
     /// An uneven 8-bit model over -3..=3 (and a certain-symbol model): the kernel's step with
     /// its entries gives `decode_pair32`'s state and values at every state tried.
-    /// The table copy: every copy of every slot written once, by the lanes that loaded that
-    /// slot; no two lanes of a half-warp (8-byte entries) or of the warp (4-byte entries) on
-    /// one bank in any store.
-    #[test]
-    fn the_table_copy_writes_every_copy_once_without_bank_conflicts() {
-        let mut written = vec![0u32; (SLOTS * TABLE_COPIES) as usize];
-        for g in 0..TABLE_GROUPS {
-            for k in 0..8 {
-                let mut banks8 = [[false; 16]; 2];
-                let mut banks4 = [false; 32];
-                for lane in 0..32 {
-                    let (s, c) = (table_slot(g, lane), table_copy(lane, k));
-                    assert!(s < SLOTS && c < TABLE_COPIES, "slot {s} copy {c}");
-                    written[(s * TABLE_COPIES + c) as usize] += 1;
-                    let wide = (SLOT_STRIDE * s + 8 * c) % 128 / 8;
-                    let half = &mut banks8[(lane / 16) as usize][wide as usize];
-                    assert!(
-                        !*half,
-                        "group {g} store {k} lane {lane}: 8-byte bank pair {wide} twice"
-                    );
-                    *half = true;
-                    let narrow = (SLOT_STRIDE * s + 4 * c) % 128 / 4;
-                    assert!(
-                        !banks4[narrow as usize],
-                        "group {g} store {k} lane {lane}: bank {narrow} twice"
-                    );
-                    banks4[narrow as usize] = true;
-                }
-            }
-        }
-        assert!(
-            written.iter().all(|&n| n == 1),
-            "a copy written {:?} times",
-            written.iter().find(|&&n| n != 1)
-        );
-    }
-
     #[test]
     fn rank_multipliers_count_the_lanes_below() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;

@@ -3,17 +3,17 @@
 use cmv_device::{
     U32x4, ballot, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_16_zfill, cp_async_commit,
     cp_async_wait, dp4a, dyn_smem_addr, griddepcontrol_launch_dependents, griddepcontrol_wait,
-    lane_id, ld_nc_u8, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_u8, ld_v4, lds_u32, lds_v2, prmt,
+    lane_id, ld_nc_u8, ld_nc_u32, ld_nc_v4, ld_u8, ld_v4, lds_u32, lds_v2, prmt,
     red_shared_add_u32, redux_add_u32, requantize, sts_u32, sts_v2, sync_threads, sync_warp,
-    warp_id,
+    thread_idx_x, warp_id,
 };
 
 use crate::kernels::raise;
 use crate::lanes::{
     CHUNK_BYTES, CHUNK2_BYTES, EXC_CHECK_OFFSET, EXC_HEADER_BYTES, EXC_SUM_BYTES, LANE_COLS,
-    LanesParams, MAX_EXCEPTIONS, RING_BYTES, RING2_BYTES, SLOT_STRIDE, STATE_BYTES, TABLE_BYTES,
-    TABLE_GROUPS, WIDE_ENTRIES, exception_mix, narrow_entry, parse_exception,
-    parse_exception_header, table_copy, table_slot,
+    LanesParams, MAX_EXCEPTIONS, RING_BYTES, RING2_BYTES, SLOT_STRIDE, SLOTS, STATE_BYTES,
+    TABLE_BYTES, TABLE_COPIES, WIDE_ENTRIES, exception_mix, narrow_entry, parse_exception,
+    parse_exception_header,
 };
 use crate::{ERR_EXCEPTIONS, ERR_FINAL_STATE, ERR_STREAM_OVERRUN};
 
@@ -218,53 +218,44 @@ unsafe fn refill<const MASK: u32>(nx: &mut u32, pos: &mut u32, ring: u32, lt: u3
     }
 }
 
-/// Lane `lane`'s part of slot group `g` of the table: the two-word entry of slot
-/// [`table_slot`]`(g, lane)`, one 8-byte load.
+/// Copies the table into shared memory at `smem`: copy `c` of slot `s` at `256 s + 4 c`
+/// (narrow) or `256 s + 8 c` (wide). The caller synchronises the block after it.
 ///
 /// # Safety
-/// `p.table` holds 256 two-word entries, 8-byte aligned; `g < TABLE_GROUPS`.
+/// `p.table` holds 256 two-word entries; `smem` is the block's dynamic shared memory, at least
+/// [`TABLE_BYTES`]; thread `tid` of `threads`.
 #[inline(always)]
-unsafe fn table_part(p: &LanesParams, g: u32, lane: u32) -> [u32; 2] {
-    let s = table_slot(g, lane) as usize;
-    // SAFETY: s < 256 entries of two words, 8-byte aligned.
-    let v = unsafe { ld_nc_u64(p.table.as_ptr().cast::<u64>().add(s)) };
-    [v as u32, (v >> 32) as u32]
-}
-
-/// Stores lane `lane`'s part `e` of slot group `g` ([`table_part`]) into its eight copies of
-/// the table at `smem`: copy `c` of slot `s` at `256 s + 8 c` (`4 c` with narrow entries).
-///
-/// # Safety
-/// `smem` is the block's dynamic shared memory, at least [`TABLE_BYTES`]; `g < TABLE_GROUPS`.
-#[inline(always)]
-unsafe fn store_table_part(smem: u32, g: u32, lane: u32, e: [u32; 2]) {
-    let row = smem + SLOT_STRIDE * table_slot(g, lane);
-    for k in 0..8 {
-        let c = table_copy(lane, k);
-        // SAFETY: slot < 256 and copy < 32: inside the table's bytes.
-        unsafe {
-            if WIDE_ENTRIES {
-                sts_v2(row + 8 * c, e[0], e[1]);
-            } else {
-                sts_u32(row + 4 * c, narrow_entry(e));
+unsafe fn build_table(p: &LanesParams, smem: u32, tid: u32, threads: u32) {
+    // Eight copies per thread in flight: their loads first, then their stores.
+    const BATCH: u32 = 8;
+    let table = p.table.as_ptr();
+    let n = SLOTS * TABLE_COPIES;
+    let mut i = tid;
+    while i < n {
+        let mut w = [[0u32; 2]; BATCH as usize];
+        for (k, wk) in w.iter_mut().enumerate() {
+            let j = i + k as u32 * threads;
+            if j < n {
+                let e = (j / TABLE_COPIES) as usize;
+                // SAFETY: e < 256 entries of two words.
+                *wk = unsafe { [ld_nc_u32(table.add(2 * e)), ld_nc_u32(table.add(2 * e + 1))] };
             }
         }
-    }
-}
-
-/// Copies slot groups `first, first + warps, ..` of the table into shared memory at `smem`
-/// (warp `warp` of `warps` calls it with `first = warp`, or past the group it copied itself).
-/// The caller synchronises the block after it.
-///
-/// # Safety
-/// As [`table_part`] and [`store_table_part`].
-#[inline(always)]
-unsafe fn build_table(p: &LanesParams, smem: u32, lane: u32, first: u32, warps: u32) {
-    let mut g = first;
-    while g < TABLE_GROUPS {
-        // SAFETY: g < TABLE_GROUPS; as this function's.
-        unsafe { store_table_part(smem, g, lane, table_part(p, g, lane)) };
-        g += warps;
+        for (k, wk) in w.iter().enumerate() {
+            let j = i + k as u32 * threads;
+            if j < n {
+                let (e, c) = (j / TABLE_COPIES, j % TABLE_COPIES);
+                // SAFETY: the stores are inside the table's bytes.
+                unsafe {
+                    if WIDE_ENTRIES {
+                        sts_v2(smem + SLOT_STRIDE * e + 8 * c, wk[0], wk[1]);
+                    } else {
+                        sts_u32(smem + SLOT_STRIDE * e + 4 * c, narrow_entry(*wk));
+                    }
+                }
+            }
+        }
+        i += BATCH * threads;
     }
 }
 
@@ -402,8 +393,8 @@ pub unsafe fn lanes<const PDL: bool>(p: LanesParams) {
     }
     let smem = dyn_smem_addr();
     let (lane, warp, warps) = (lane_id(), warp_id(), block_dim_x() / 32);
-    // SAFETY: the block's dynamic shared memory holds the table; p.table 256 entries.
-    unsafe { build_table(&p, smem, lane, warp, warps) };
+    // SAFETY: the block's dynamic shared memory holds the table.
+    unsafe { build_table(&p, smem, thread_idx_x(), block_dim_x()) };
     // SAFETY: every thread reaches it.
     unsafe { sync_threads() };
     if PDL {
@@ -726,44 +717,15 @@ unsafe fn open_units<const TWO: bool>(
     rings: [u32; 2],
     lane: u32,
 ) -> (Ring2, Ring2) {
-    // SAFETY: as this function's.
-    unsafe {
-        let (mut ra, mut rb) = find_units::<TWO>(p, group, seg, rings);
-        issue_first::<TWO>(&mut ra, &mut rb, lane);
-        (ra, rb)
-    }
-}
-
-/// The rings `rings` of the units of segment `seg` of row groups `group` and (with `TWO`)
-/// `group + 1`, nothing copied yet (their offsets loaded).
-///
-/// # Safety
-/// `seg < nseg`, and the groups exist.
-#[inline(always)]
-unsafe fn find_units<const TWO: bool>(
-    p: &LanesParams,
-    group: u32,
-    seg: u32,
-    rings: [u32; 2],
-) -> (Ring2, Ring2) {
     let ua = group * p.nseg + seg;
     // SAFETY: ua (and ua + nseg with TWO: the next group exists) is a unit.
-    let ra = unsafe { Ring2::open(p, ua, rings[0]) };
-    let rb = if TWO {
+    let mut ra = unsafe { Ring2::open(p, ua, rings[0]) };
+    let mut rb = if TWO {
         // SAFETY: as above.
         unsafe { Ring2::open(p, ua + p.nseg, rings[1]) }
     } else {
         Ring2::idle(p, rings[1])
     };
-    (ra, rb)
-}
-
-/// Issues the first three chunks of the units of `ra` and (with `TWO`) `rb`.
-///
-/// # Safety
-/// All lanes call it together; the rings are free; nothing reads them until the copies land.
-#[inline(always)]
-unsafe fn issue_first<const TWO: bool>(ra: &mut Ring2, rb: &mut Ring2, lane: u32) {
     // SAFETY: converged warp; the rings are free.
     unsafe {
         for _ in 0..3 {
@@ -773,6 +735,7 @@ unsafe fn issue_first<const TWO: bool>(ra: &mut Ring2, rb: &mut Ring2, lane: u32
             }
         }
     }
+    (ra, rb)
 }
 
 /// `cmv_ans_lanes2`: as `cmv_ans_lanes`, with one block per *two* groups of 32 rows and each
@@ -798,38 +761,20 @@ pub unsafe fn lanes2<const PDL: bool>(p: LanesParams) {
     let group = 2 * block_idx_x();
     let two = group + 1 < groups;
     let ring_pair = [ring_a, ring_a + RING2_BYTES];
-    // The warp's part of the table and its first units' offsets are loaded together; the
-    // part is stored while the offsets come, then the units' first chunks are issued, and
-    // they come while the rest of the table is built (the rings lie past it). Storing the
-    // part after issuing the chunks ran 2-4% slower on an H200 (docs/PERF.md).
-    // SAFETY: p.table holds 256 entries, 8-byte aligned; warp < MAX_WARPS <= TABLE_GROUPS.
-    let part = unsafe { table_part(&p, warp, lane) };
-    let (mut ra, mut rb) = if warp >= p.nseg {
+    // The first units' streams start coming while the table is built (the rings lie past it).
+    // (Loading each warp's part of the table first, one 8-byte word per lane, and copying it
+    // before or after these copies ran 2-4% slower on an H200: docs/PERF.md.)
+    let first = if warp >= p.nseg {
         (Ring2::idle(&p, ring_pair[0]), Ring2::idle(&p, ring_pair[1]))
     } else if two {
-        // SAFETY: warp < nseg; the groups exist.
-        unsafe { find_units::<true>(&p, group, warp, ring_pair) }
+        // SAFETY: converged warp; the rings are unused; warp < nseg.
+        unsafe { open_units::<true>(&p, group, warp, ring_pair, lane) }
     } else {
         // SAFETY: as above.
-        unsafe { find_units::<false>(&p, group, warp, ring_pair) }
+        unsafe { open_units::<false>(&p, group, warp, ring_pair, lane) }
     };
-    // SAFETY: the block's dynamic shared memory holds the table; warp < TABLE_GROUPS.
-    unsafe { store_table_part(smem, warp, lane, part) };
-    if warp < p.nseg {
-        // SAFETY: converged warp; the rings are unused.
-        unsafe {
-            if two {
-                issue_first::<true>(&mut ra, &mut rb, lane);
-            } else {
-                issue_first::<false>(&mut ra, &mut rb, lane);
-            }
-        }
-    }
-    let first = (ra, rb);
-    if warps < TABLE_GROUPS {
-        // SAFETY: the block's dynamic shared memory holds the table.
-        unsafe { build_table(&p, smem, lane, warp + warps, warps) };
-    }
+    // SAFETY: the block's dynamic shared memory holds the table.
+    unsafe { build_table(&p, smem, thread_idx_x(), block_dim_x()) };
     // SAFETY: every thread reaches it.
     unsafe { sync_threads() };
     if PDL {
