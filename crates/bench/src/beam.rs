@@ -2050,6 +2050,10 @@ pub fn run_gemv(
                     let mut variant = format!("b{bits} {}", mode.name());
                     if row_vector {
                         variant = format!("{variant} row");
+                        if gv.uses_pdl() {
+                            // Single-vector direct products launched programmatically.
+                            variant = format!("{variant} pdl");
+                        }
                     }
                     if gv.path() != GemvPath::Auto {
                         variant = format!("{variant} {}{tag}", gv.path().name());

@@ -584,3 +584,16 @@ cmv_device::launch_bounds! {
     CMV_MAXNTID_cmv_beam_gemm90_nogaps_b7 = THREADS;
     CMV_MAXNTID_cmv_beam_gemm90_nogaps_b8 = THREADS;
 }
+
+// The single-vector direct GEMVs with programmatic dependent launch (`beam_kernels::direct_kernel`):
+// same names and parameters as in the `sm_80` module. Not 24 bits: there ptxas put 8 bytes on
+// the stack (the other widths: none), so 24 bits keeps the ordinary launch.
+beam_kernels::direct_entry_points! {
+    true;
+    cmv_beam_gemv_direct_b4 / CMV_MAXNTID_cmv_beam_gemv_direct_b4 = 4, 1;
+    cmv_beam_gemv_direct_b6 / CMV_MAXNTID_cmv_beam_gemv_direct_b6 = 6, 1;
+    cmv_beam_gemv_direct_b8 / CMV_MAXNTID_cmv_beam_gemv_direct_b8 = 8, 1;
+    cmv_beam_gemv_direct_b12 / CMV_MAXNTID_cmv_beam_gemv_direct_b12 = 12, 1;
+    cmv_beam_gemv_direct_b16 / CMV_MAXNTID_cmv_beam_gemv_direct_b16 = 16, 1;
+    cmv_beam_gemv_direct_b32 / CMV_MAXNTID_cmv_beam_gemv_direct_b32 = 32, 1;
+}

@@ -62,6 +62,25 @@ pub const DIRECT_MAX_WARPS: u32 = 4096;
 /// The widths that have a direct kernel.
 pub const DIRECT_WIDTHS: [u32; 7] = [4, 6, 8, 12, 16, 24, 32];
 
+/// The widths whose single-vector direct kernel `beam-kernels-sm90` also defines with
+/// programmatic dependent launch (`crate::direct_kernel`): every direct width but 24, where
+/// ptxas put 8 bytes of that kernel on the stack.
+pub const DIRECT_PDL_WIDTHS: [u32; 6] = [4, 6, 8, 12, 16, 32];
+
+/// Whether a product of `n` vectors by `bits`-bit weights may run the direct kernel with
+/// programmatic dependent launch: one vector, a width of [`DIRECT_PDL_WIDTHS`], and an output
+/// the kernel writes with plain stores (`zeroed` false: an output zeroed first is written by
+/// atomic ORs after a separate zeroing pass, which that launch must not overlap).
+pub const fn direct_programmatic(bits: u32, n: u32, zeroed: bool) -> bool {
+    let mut i = 0;
+    let mut listed = false;
+    while i < DIRECT_PDL_WIDTHS.len() {
+        listed |= DIRECT_PDL_WIDTHS[i] == bits;
+        i += 1;
+    }
+    listed && n == 1 && !zeroed
+}
+
 /// Whether `bits` has a direct kernel.
 pub const fn direct_width(bits: u32) -> bool {
     matches!(bits, 4 | 6 | 8 | 12 | 16 | 24 | 32)
@@ -299,6 +318,26 @@ mod tests {
     use super::*;
     use crate::layout::{NOGAPS, row_words};
     use crate::testing::{Rng, pack_nogaps as pack};
+
+    #[test]
+    fn programmatic_launch_only_for_one_vector_with_plain_stores() {
+        for bits in DIRECT_WIDTHS {
+            let listed = bits != 24;
+            assert_eq!(direct_programmatic(bits, 1, false), listed, "{bits} bits");
+            assert!(
+                !direct_programmatic(bits, 1, true),
+                "{bits} bits, zeroed output"
+            );
+            for n in 2..=DIRECT_MAX_VECTORS {
+                assert!(
+                    !direct_programmatic(bits, n, false),
+                    "{bits} bits, {n} vectors"
+                );
+            }
+        }
+        assert!(!direct_programmatic(5, 1, false));
+        assert!(DIRECT_PDL_WIDTHS.iter().all(|&b| direct_width(b)));
+    }
 
     /// What the kernel computes for one row: every slice's lanes over their chunks, each
     /// chunk through `chunk_halves`, `direct_x` and `direct_dot`, the sums added in wrapping

@@ -40,6 +40,8 @@ use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 
 #[cfg(target_arch = "nvptx64")]
 pub mod access;
+#[cfg(target_arch = "nvptx64")]
+pub mod direct_kernel;
 
 /// Most columns of `B` (vectors) a GEMV kernel takes.
 pub const MAX_BATCH: u32 = 16;

@@ -1292,6 +1292,23 @@ pub unsafe fn ld_nc_u64(p: *const u64) -> u64 {
     r
 }
 
+/// 64-bit coherent load (`ld.global.u64`): for data an earlier grid writes while this one may
+/// already run (programmatic dependent launch), read after [`griddepcontrol_wait`].
+///
+/// # Safety
+/// `p` must point to 8 readable, 8-byte-aligned bytes of global memory that no thread of this
+/// grid writes while the kernel runs.
+#[inline(always)]
+pub unsafe fn ld_u64(p: *const u64) -> u64 {
+    let r: u64;
+    // SAFETY: the caller guarantees a valid, aligned global address.
+    unsafe {
+        asm!("ld.global.u64 {r}, [{p}];", p = in(reg64) p, r = out(reg64) r,
+             options(pure, readonly, nostack));
+    }
+    r
+}
+
 /// `atomicOr` of a `u64` in global memory, result unused (`red.global.or.b64`, relaxed).
 ///
 /// # Safety

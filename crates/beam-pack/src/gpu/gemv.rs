@@ -26,8 +26,8 @@ use beam_kernels::gemv::{
     nogaps_split, perm_slots,
 };
 use beam_kernels::gemv_direct::{
-    DIRECT_MAX_VECTORS, DIRECT_THREADS, DIRECT_WIDTHS, direct_grid, direct_slots,
-    direct_smem_bytes, direct_split, direct_width,
+    DIRECT_MAX_VECTORS, DIRECT_PDL_WIDTHS, DIRECT_THREADS, DIRECT_WIDTHS, direct_grid,
+    direct_programmatic, direct_slots, direct_smem_bytes, direct_split, direct_width,
 };
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
@@ -48,8 +48,12 @@ use cmv_runtime::{
     CudaSlice, CudaStream, DevPtrMut, Gpu, Kernel, LaunchConfig, dev_ptr, dev_ptr_mut,
 };
 
-use super::{DeviceBeamMatrix, DeviceBeamOut, PTX, check_product};
+use super::{DeviceBeamMatrix, DeviceBeamOut, PTX, PTX_SM90, check_product};
 use crate::{BeamError, GEMV_MAX_COLS, Layout, Overflow, PackedMatrix};
+
+/// The environment variable that turns the direct kernel's programmatic dependent launch off
+/// when set to `0` (for comparisons; [`BeamGemv::with_pdl`]).
+pub const PDL_ENV: &str = "CMV_BEAM_PDL";
 
 /// The kernel names, `cmv_beam_gemv_ring_b{bits}` at index `bits - 1`.
 const RING_NAMES: [&str; FAST_MAX_BITS as usize] = [
@@ -451,6 +455,10 @@ pub struct BeamGemv {
     stream_k: Vec<Kernel>,
     ring: Vec<Kernel>,
     direct: Vec<Kernel>,
+    /// The single-vector direct kernels of [`PTX_SM90`] (programmatic dependent launch), at
+    /// the index of their width in [`DIRECT_WIDTHS`]: loaded on compute capability 9.0 unless
+    /// turned off, `None` for the widths not in [`DIRECT_PDL_WIDTHS`].
+    direct_pdl: Vec<Option<Kernel>>,
     prep: Kernel,
     /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
     /// launch that uses it goes to `stream`, so one buffer serves them in order.
@@ -472,11 +480,19 @@ pub struct BeamGemv {
 }
 
 impl BeamGemv {
-    /// Loads the kernels.
+    /// Loads the kernels. On compute capability 9.0 a single-vector direct product
+    /// ([`BeamGemv::gemv_row`]) is launched with programmatic dependent launch
+    /// ([`BeamGemv::with_pdl`]), unless the environment variable [`PDL_ENV`] is `0`.
     ///
     /// # Errors
     /// Runtime errors (a driver that rejects the PTX, a missing entry point).
     pub fn new(gpu: &Gpu) -> Result<Self, BeamError> {
+        let off = std::env::var(PDL_ENV).is_ok_and(|v| v == "0");
+        Self::load(gpu)?.with_pdl(gpu, !off)
+    }
+
+    /// Loads the kernels, with no programmatic dependent launch.
+    fn load(gpu: &Gpu) -> Result<Self, BeamError> {
         let nogaps = NOGAPS_NAMES
             .iter()
             .map(|&name| gpu.kernel(&PTX, name))
@@ -506,6 +522,7 @@ impl BeamGemv {
             stream_k,
             ring,
             direct,
+            direct_pdl: Vec::new(),
             prep: gpu.kernel(&PTX, "cmv_beam_gemv_prep")?,
             work: Mutex::new(None),
             stream_work: Mutex::new(None),
@@ -518,6 +535,41 @@ impl BeamGemv {
             sm_count: gpu.info().sm_count,
             max_smem: gpu.info().max_smem_per_block_optin,
         })
+    }
+
+    /// The same kernels, with programmatic dependent launch of the single-vector direct
+    /// kernels asked for (`pdl`) or not. It is used only on compute capability 9.0
+    /// ([`BeamGemv::uses_pdl`]), for one vector of a width in [`DIRECT_PDL_WIDTHS`] whose
+    /// output is written without a zeroing pass ([`direct_programmatic`]): such a product
+    /// starts while the kernel before it on the stream ends, issues its first weight loads,
+    /// and waits for that kernel before it reads its vector or writes its output. Both give
+    /// the same bits.
+    ///
+    /// # Errors
+    /// Runtime errors (a driver that rejects the `sm_90a` PTX, a missing entry point).
+    pub fn with_pdl(mut self, gpu: &Gpu, pdl: bool) -> Result<Self, BeamError> {
+        self.direct_pdl = if pdl && gpu.info().compute_capability == (9, 0) {
+            DIRECT_WIDTHS
+                .iter()
+                .enumerate()
+                .map(|(i, bits)| {
+                    if DIRECT_PDL_WIDTHS.contains(bits) {
+                        gpu.kernel(&PTX_SM90, DIRECT_NAMES[0][i]).map(Some)
+                    } else {
+                        Ok(None)
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(self)
+    }
+
+    /// Whether single-vector direct products are launched with programmatic dependent launch
+    /// (compute capability 9.0, not turned off).
+    pub fn uses_pdl(&self) -> bool {
+        !self.direct_pdl.is_empty()
     }
 
     /// The same kernels, limited to `path`.
@@ -808,9 +860,12 @@ impl BeamGemv {
         // is A.rows x n, zeroed where out_target said so; acc is acc_for of these operands; the
         // kernel name came from row_kernel_name's rules for exactly these operands.
         if name.starts_with("cmv_beam_gemv_direct_b") {
+            let programmatic =
+                self.uses_pdl() && direct_programmatic(a.bits(), x.rows() as u32, zero);
             // SAFETY: as above; direct_name checked: A and x nogaps of one direct width (so
-            // each vector has A.row_words words), 1 to 16 vectors, acc U32.
-            unsafe { self.launch_direct(params) }
+            // each vector has A.row_words words), 1 to 16 vectors, acc U32; programmatic only
+            // where direct_programmatic allows it.
+            unsafe { self.launch_direct(params, programmatic) }
         } else if name == "cmv_beam_gemv_any" {
             // SAFETY: as above.
             unsafe { self.launch_any(&params) }
@@ -838,12 +893,14 @@ impl BeamGemv {
         DeviceBeamOut::alloc(gpu, a.rows(), x.rows(), bits, layout)
     }
 
-    /// Launches the direct kernel of `p.a.bits` for `p.b.rows` vectors.
+    /// Launches the direct kernel of `p.a.bits` for `p.b.rows` vectors, the `sm_90a` one with
+    /// programmatic dependent launch when `programmatic` and it is loaded.
     ///
     /// # Safety
     /// As [`BeamGemv::launch_any`], and `A` and `B` (`n x A.cols`, `n` in 1..=16,
-    /// `FLAG_B_TRANSPOSED`) are `nogaps` of one direct width, `p.acc` is `ACC_U32`.
-    unsafe fn launch_direct(&self, mut p: GemvParams) -> Result<(), BeamError> {
+    /// `FLAG_B_TRANSPOSED`) are `nogaps` of one direct width, `p.acc` is `ACC_U32`; with
+    /// `programmatic`, [`direct_programmatic`] holds for these operands and output.
+    unsafe fn launch_direct(&self, mut p: GemvParams, programmatic: bool) -> Result<(), BeamError> {
         let (bits, n) = (p.a.bits, p.b.rows);
         let Some(i) = direct_index(bits) else {
             return Err(BeamError::Kernel {
@@ -862,6 +919,13 @@ impl BeamGemv {
             block_dim: (DIRECT_THREADS, 1, 1),
             shared_mem_bytes: direct_smem_bytes(slices, bits, nb),
         };
+        if programmatic && let Some(Some(k)) = self.direct_pdl.get(i) {
+            // SAFETY: as below, for the same kernel built for sm_90a; it runs
+            // griddepcontrol.wait before it reads the vector or writes anything, and reads
+            // nothing else an earlier kernel may write (the weights only before the wait).
+            unsafe { k.launch_programmatic(&self.stream, cfg, &p)? };
+            return Ok(());
+        }
         let i = direct_slot_index(n) * DIRECT_WIDTHS.len() + i;
         // SAFETY: forwarded from the caller; the kernel for these bits and at least n vector
         // slots; DIRECT_THREADS threads, direct_split's slices and grid for its slots (every
@@ -1164,6 +1228,50 @@ impl DeviceGemv for PackedMatrix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The PTX text of entry `name` in `ptx` (up to the next entry), if defined.
+    fn entry<'a>(ptx: &'a str, name: &str) -> Option<&'a str> {
+        let start = ptx.find(&format!(".entry {name}("))?;
+        let rest = &ptx[start + 1..];
+        Some(&ptx[start..start + 1 + rest.find(".entry ").unwrap_or(rest.len())])
+    }
+
+    #[test]
+    fn the_sm90_module_defines_the_programmatic_direct_kernels() {
+        let run = "run `cargo xtask ptx`";
+        assert!(PTX_SM90.ptx.contains(".target sm_90a"));
+        for (i, bits) in DIRECT_WIDTHS.iter().enumerate() {
+            let name = DIRECT_NAMES[0][i];
+            let base = entry(PTX.ptx, name).unwrap_or_else(|| panic!("{name} missing: {run}"));
+            assert!(!base.contains("griddepcontrol"), "{name} (sm_80 module)");
+            match entry(PTX_SM90.ptx, name) {
+                Some(k) => {
+                    assert!(
+                        DIRECT_PDL_WIDTHS.contains(bits),
+                        "{name} in the sm90 module"
+                    );
+                    assert!(k.contains("griddepcontrol.launch_dependents;"), "{name}");
+                    assert!(k.contains("griddepcontrol.wait;"), "{name}");
+                    // The vector comes by coherent loads: 16 bytes where the rows are
+                    // 16-byte aligned (widths dividing 64), words otherwise; the weights by
+                    // non-coherent ones (16 bytes past L1, or words), never the vector's
+                    // non-coherent 16-byte load of the sm_80 kernel.
+                    assert!(k.contains("ld.global.u64"), "{name}: no coherent word load");
+                    if 64 % bits == 0 {
+                        assert!(k.contains("ld.global.v4.u32"), "{name}: no coherent load");
+                        assert!(k.contains("ld.global.nc.L1::no_allocate.v4.u32"), "{name}");
+                        assert!(base.contains("ld.global.nc.v4.u32"), "{name} (sm_80)");
+                    }
+                    assert!(
+                        !k.contains("ld.global.nc.v4.u32"),
+                        "{name}: non-coherent vector"
+                    );
+                }
+                None => assert!(!DIRECT_PDL_WIDTHS.contains(bits), "{name} missing: {run}"),
+            }
+        }
+        assert!(entry(PTX_SM90.ptx, "cmv_beam_gemv_direct_b4_n2").is_none());
+    }
 
     fn name(bits: u32, cols: usize, n: usize, path: GemvPath) -> &'static str {
         name_rc(bits, (4096, cols), n, path)
