@@ -190,6 +190,12 @@ fn programmatic_launch_gives_the_same_bits_in_a_queue() {
                     (1, 2, 1),
                     (2, 0, 1),
                 ];
+                // 4096x4096 at 4 and 8 bits is one wave of the direct kernel (512 blocks of
+                // at most 64 registers per thread): programmatic on Hopper.
+                if (rows, cols) == (4096, 4096) && matches!(bits, 4 | 8) {
+                    let p = bg.row_launch_is_programmatic(&da[0], &dx[0], &o1, plain.1);
+                    assert_eq!(p, pdl && hopper, "{bits} bits");
+                }
                 for &(m, v, o) in &queue {
                     let out = if o == 1 { &mut o1 } else { &mut o2 };
                     bg.gemv_row(&gpu, &da[m], &dx[v], out, plain.1).unwrap();

@@ -2050,10 +2050,6 @@ pub fn run_gemv(
                     let mut variant = format!("b{bits} {}", mode.name());
                     if row_vector {
                         variant = format!("{variant} row");
-                        if gv.uses_pdl() {
-                            // Single-vector direct products launched programmatically.
-                            variant = format!("{variant} pdl");
-                        }
                     }
                     if gv.path() != GemvPath::Auto {
                         variant = format!("{variant} {}{tag}", gv.path().name());
@@ -2063,7 +2059,6 @@ pub fn run_gemv(
                     if gv.prep() != GemvPrep::Auto {
                         variant = format!("{variant} prep-{}", gv.prep().name());
                     }
-                    let what = format!("beam-gemv {rows}x{cols} batch {batch} {variant}");
                     let mut out = if row_vector {
                         BeamGemv::alloc_row_out(gpu, a.get(0), &db, mode.width, GEMV_OUT_LAYOUT)
                     } else {
@@ -2071,6 +2066,11 @@ pub fn run_gemv(
                     }
                     .map_err(beam_err)?;
                     let ovf = mode.overflow;
+                    if row_vector && gv.row_launch_is_programmatic(a.get(0), &db, &out, ovf) {
+                        // Launched with programmatic dependent launch (Hopper, one wave).
+                        variant = format!("{variant} pdl");
+                    }
+                    let what = format!("beam-gemv {rows}x{cols} batch {batch} {variant}");
                     let run = |i: usize, out: &mut DeviceBeamOut| {
                         if row_vector {
                             gv.gemv_row(gpu, a.get(i), &db, out, ovf)

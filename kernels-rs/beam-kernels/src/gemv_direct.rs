@@ -81,6 +81,15 @@ pub const fn direct_programmatic(bits: u32, n: u32, zeroed: bool) -> bool {
     listed && n == 1 && !zeroed
 }
 
+/// Whether a programmatic launch of `grid` blocks pays, where `resident` blocks of the kernel
+/// fit on each of `sm_count` SMs: only when the whole grid is resident at once (one wave).
+/// Measured on an H200 (docs/PERF.md, "BEAM GEMV: programmatic dependent launch"): one-wave
+/// grids gained 4-7% (4096x14336 at 4, 6 and 8 bits), grids of 1.7 to 3.4 waves lost up to
+/// 29% at 4 bits (28672x8192, 14336x4096, 11008x4096) and were level at 6 and 8.
+pub const fn direct_one_wave(grid: u32, resident: u32, sm_count: u32) -> bool {
+    grid as u64 <= resident as u64 * sm_count as u64
+}
+
 /// Whether `bits` has a direct kernel.
 pub const fn direct_width(bits: u32) -> bool {
     matches!(bits, 4 | 6 | 8 | 12 | 16 | 24 | 32)
@@ -336,6 +345,15 @@ mod tests {
             }
         }
         assert!(!direct_programmatic(5, 1, false));
+        // 4096x14336 at 4 bits (512 blocks, 4 per SM on 132 SMs) is one wave; 14336x4096
+        // (1792 blocks) is not.
+        let (_, g) = direct_split(4096, row_words(14336, 4, NOGAPS) as u32, 4, 1);
+        assert_eq!(g, 512);
+        assert!(direct_one_wave(g, 4, 132));
+        let (_, g) = direct_split(14336, row_words(4096, 4, NOGAPS) as u32, 4, 1);
+        assert!(!direct_one_wave(g, 4, 132));
+        assert!(!direct_one_wave(529, 4, 132) && direct_one_wave(528, 4, 132));
+        assert!(!direct_one_wave(1, 0, 132) && direct_one_wave(u32::MAX, u32::MAX, 2));
         assert!(DIRECT_PDL_WIDTHS.iter().all(|&b| direct_width(b)));
     }
 

@@ -27,7 +27,8 @@ use beam_kernels::gemv::{
 };
 use beam_kernels::gemv_direct::{
     DIRECT_MAX_VECTORS, DIRECT_PDL_WIDTHS, DIRECT_THREADS, DIRECT_WIDTHS, direct_grid,
-    direct_programmatic, direct_slots, direct_smem_bytes, direct_split, direct_width,
+    direct_one_wave, direct_programmatic, direct_slots, direct_smem_bytes, direct_split,
+    direct_width,
 };
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
@@ -383,6 +384,12 @@ fn out_target(out: &mut DeviceBeamOut) -> (PackedOut, bool) {
     }
 }
 
+/// Whether a GEMV zeroes `out` before it writes it ([`out_target`]).
+fn zeroed(out: &DeviceBeamOut) -> bool {
+    let cols = u32::try_from(out.cols()).unwrap_or(u32::MAX);
+    !own_words(out.layout(), cols) && out.layout() != Layout::Naive
+}
+
 /// Whether a `rows x cols` output in `layout` keeps each element alone at bit 0 of a word of
 /// its own, so that its words are those of the `naive` matrix of the same values (outputs are
 /// at most 64 bits wide): one column in `nogaps` or `slabs`.
@@ -459,6 +466,10 @@ pub struct BeamGemv {
     /// the index of their width in [`DIRECT_WIDTHS`]: loaded on compute capability 9.0 unless
     /// turned off, `None` for the widths not in [`DIRECT_PDL_WIDTHS`].
     direct_pdl: Vec<Option<Kernel>>,
+    /// Blocks of each of those kernels resident on one SM, for 1, 2, 4 and 8 slices (their
+    /// shared memory differs): a programmatic launch only where the grid is one wave
+    /// ([`direct_one_wave`]).
+    direct_pdl_resident: Vec<[u32; 4]>,
     prep: Kernel,
     /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
     /// launch that uses it goes to `stream`, so one buffer serves them in order.
@@ -523,6 +534,7 @@ impl BeamGemv {
             ring,
             direct,
             direct_pdl: Vec::new(),
+            direct_pdl_resident: Vec::new(),
             prep: gpu.kernel(&PTX, "cmv_beam_gemv_prep")?,
             work: Mutex::new(None),
             stream_work: Mutex::new(None),
@@ -542,8 +554,9 @@ impl BeamGemv {
     /// ([`BeamGemv::uses_pdl`]), for one vector of a width in [`DIRECT_PDL_WIDTHS`] whose
     /// output is written without a zeroing pass ([`direct_programmatic`]): such a product
     /// starts while the kernel before it on the stream ends, issues its first weight loads,
-    /// and waits for that kernel before it reads its vector or writes its output. Both give
-    /// the same bits.
+    /// and waits for that kernel before it reads its vector or writes its output; and only
+    /// where its grid is resident at once ([`direct_one_wave`]; measured slower otherwise).
+    /// Both give the same bits.
     ///
     /// # Errors
     /// Runtime errors (a driver that rejects the `sm_90a` PTX, a missing entry point).
@@ -563,6 +576,20 @@ impl BeamGemv {
         } else {
             Vec::new()
         };
+        self.direct_pdl_resident = DIRECT_WIDTHS
+            .iter()
+            .zip(&self.direct_pdl)
+            .map(|(&bits, k)| {
+                let mut r = [0; 4];
+                if let Some(k) = k {
+                    for (s, r) in r.iter_mut().enumerate() {
+                        let smem = direct_smem_bytes(1 << s, bits, 1);
+                        *r = k.max_active_blocks_per_sm(DIRECT_THREADS, smem)?;
+                    }
+                }
+                Ok(r)
+            })
+            .collect::<Result<Vec<_>, BeamError>>()?;
         Ok(self)
     }
 
@@ -860,8 +887,8 @@ impl BeamGemv {
         // is A.rows x n, zeroed where out_target said so; acc is acc_for of these operands; the
         // kernel name came from row_kernel_name's rules for exactly these operands.
         if name.starts_with("cmv_beam_gemv_direct_b") {
-            let programmatic =
-                self.uses_pdl() && direct_programmatic(a.bits(), x.rows() as u32, zero);
+            let (rows, rw) = (params.a.rows, params.a.row_words);
+            let programmatic = self.direct_is_programmatic(a.bits(), (rows, rw), x.rows(), zero);
             // SAFETY: as above; direct_name checked: A and x nogaps of one direct width (so
             // each vector has A.row_words words), 1 to 16 vectors, acc U32; programmatic only
             // where direct_programmatic allows it.
@@ -893,13 +920,55 @@ impl BeamGemv {
         DeviceBeamOut::alloc(gpu, a.rows(), x.rows(), bits, layout)
     }
 
+    /// Whether [`BeamGemv::gemv_row`] launches the product of `a` by the vectors `x` into `out`
+    /// with programmatic dependent launch ([`BeamGemv::with_pdl`]).
+    pub fn row_launch_is_programmatic(
+        &self,
+        a: &DeviceBeamMatrix,
+        x: &DeviceBeamMatrix,
+        out: &DeviceBeamOut,
+        overflow: Overflow,
+    ) -> bool {
+        let name = self.row_kernel_name(a, x, out.bits(), overflow);
+        let r = a.packed_ref();
+        name.starts_with("cmv_beam_gemv_direct_b")
+            && self.direct_is_programmatic(a.bits(), (r.rows, r.row_words), x.rows(), zeroed(out))
+    }
+
+    /// Whether a direct product of `n` vectors by `rows` rows of `row_words` words of `bits`
+    /// (a direct width), into an output `zero`ed first or not, is launched programmatically:
+    /// [`direct_programmatic`], the kernel loaded, and its grid one wave
+    /// ([`direct_one_wave`]).
+    fn direct_is_programmatic(
+        &self,
+        bits: u32,
+        (rows, row_words): (u32, u32),
+        n: usize,
+        zero: bool,
+    ) -> bool {
+        let Some(w) = direct_index(bits) else {
+            return false;
+        };
+        if !matches!(self.direct_pdl.get(w), Some(Some(_)))
+            || !direct_programmatic(bits, u32::try_from(n).unwrap_or(u32::MAX), zero)
+        {
+            return false;
+        }
+        let (slices, grid) = match self.direct_slices {
+            Some(s) => (s, direct_grid(rows, bits, 1, s)),
+            None => direct_split(rows, row_words, bits, 1),
+        };
+        let resident = self.direct_pdl_resident[w][slices.trailing_zeros() as usize & 3];
+        direct_one_wave(grid, resident, self.sm_count)
+    }
+
     /// Launches the direct kernel of `p.a.bits` for `p.b.rows` vectors, the `sm_90a` one with
     /// programmatic dependent launch when `programmatic` and it is loaded.
     ///
     /// # Safety
     /// As [`BeamGemv::launch_any`], and `A` and `B` (`n x A.cols`, `n` in 1..=16,
     /// `FLAG_B_TRANSPOSED`) are `nogaps` of one direct width, `p.acc` is `ACC_U32`; with
-    /// `programmatic`, [`direct_programmatic`] holds for these operands and output.
+    /// `programmatic`, `direct_is_programmatic` holds for these operands and output.
     unsafe fn launch_direct(&self, mut p: GemvParams, programmatic: bool) -> Result<(), BeamError> {
         let (bits, n) = (p.a.bits, p.b.rows);
         let Some(i) = direct_index(bits) else {
