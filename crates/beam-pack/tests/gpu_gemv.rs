@@ -190,12 +190,16 @@ fn programmatic_launch_gives_the_same_bits_in_a_queue() {
                     (1, 2, 1),
                     (2, 0, 1),
                 ];
-                // 4096x4096 at 4 bits is one wave of the direct kernel (512 blocks of 64
-                // registers per thread, 4 per SM): programmatic on Hopper. (At 8 bits the
-                // split takes 8 slices: 1024 blocks, two waves, an ordinary launch.)
+                // 4096x4096 at 4 bits is one full wave of the direct kernel (512 blocks of 64
+                // registers per thread, 4 per SM on 132 SMs): programmatic on Hopper. (At 8
+                // bits the split takes 8 slices: 1024 blocks, two waves, an ordinary launch.)
                 if (rows, cols) == (4096, 4096) && bits == 4 {
                     let p = bg.row_launch_is_programmatic(&da[0], &dx[0], &o1, plain.1);
-                    assert_eq!(p, pdl && hopper, "{bits} bits");
+                    if !hopper || !pdl {
+                        assert!(!p, "{bits} bits");
+                    } else if gpu.info().sm_count == 132 {
+                        assert!(p, "{bits} bits");
+                    }
                 }
                 for &(m, v, o) in &queue {
                     let out = if o == 1 { &mut o1 } else { &mut o2 };

@@ -2067,7 +2067,7 @@ pub fn run_gemv(
                     .map_err(beam_err)?;
                     let ovf = mode.overflow;
                     if row_vector && gv.row_launch_is_programmatic(a.get(0), &db, &out, ovf) {
-                        // Launched with programmatic dependent launch (Hopper, one wave).
+                        // Launched with programmatic dependent launch (Hopper, one full wave).
                         variant = format!("{variant} pdl");
                     }
                     let what = format!("beam-gemv {rows}x{cols} batch {batch} {variant}");

@@ -82,12 +82,16 @@ pub const fn direct_programmatic(bits: u32, n: u32, zeroed: bool) -> bool {
 }
 
 /// Whether a programmatic launch of `grid` blocks pays, where `resident` blocks of the kernel
-/// fit on each of `sm_count` SMs: only when the whole grid is resident at once (one wave).
-/// Measured on an H200 (docs/PERF.md, "BEAM GEMV: programmatic dependent launch"): one-wave
-/// grids gained 4-7% (4096x14336 at 4, 6 and 8 bits), grids of 1.7 to 3.4 waves lost up to
-/// 29% at 4 bits (28672x8192, 14336x4096, 11008x4096) and were level at 6 and 8.
-pub const fn direct_one_wave(grid: u32, resident: u32, sm_count: u32) -> bool {
-    grid as u64 <= resident as u64 * sm_count as u64
+/// fit on each of `sm_count` SMs: only when the grid fills at least 90% of the resident slots
+/// and no more than all of them (one full wave). Measured on an H200 (docs/PERF.md, "BEAM
+/// GEMV: programmatic dependent launch"): grids of 97% of one wave gained 3-8% (4096x14336,
+/// 8192x28672 at 4, 6 and 8 bits); 85% was mixed (14336x4096 with one slice: -4% to +2%);
+/// 65% lost 15-19% (11008x4096 with one slice) and grids of 1.7-3.4 waves up to 29% at 4
+/// bits. (The dependent grid's first blocks take the slots the grid before leaves free, so a
+/// partial wave spreads them unevenly over the SMs: our reading, not profiled.)
+pub const fn direct_full_wave(grid: u32, resident: u32, sm_count: u32) -> bool {
+    let slots = resident as u64 * sm_count as u64;
+    grid as u64 <= slots && 10 * grid as u64 >= 9 * slots
 }
 
 /// Whether `bits` has a direct kernel.
@@ -345,15 +349,17 @@ mod tests {
             }
         }
         assert!(!direct_programmatic(5, 1, false));
-        // 4096x14336 at 4 bits (512 blocks, 4 per SM on 132 SMs) is one wave; 14336x4096
-        // (1792 blocks) is not.
+        // 4096x14336 at 4 bits (512 blocks, 4 per SM on 132 SMs) fills 97% of one wave;
+        // 14336x4096 (1792 blocks) is more than one wave, and with one slice (448 blocks) 85%.
         let (_, g) = direct_split(4096, row_words(14336, 4, NOGAPS) as u32, 4, 1);
         assert_eq!(g, 512);
-        assert!(direct_one_wave(g, 4, 132));
+        assert!(direct_full_wave(g, 4, 132));
         let (_, g) = direct_split(14336, row_words(4096, 4, NOGAPS) as u32, 4, 1);
-        assert!(!direct_one_wave(g, 4, 132));
-        assert!(!direct_one_wave(529, 4, 132) && direct_one_wave(528, 4, 132));
-        assert!(!direct_one_wave(1, 0, 132) && direct_one_wave(u32::MAX, u32::MAX, 2));
+        assert!(!direct_full_wave(g, 4, 132));
+        assert!(!direct_full_wave(direct_grid(14336, 4, 1, 1), 4, 132));
+        assert!(!direct_full_wave(529, 4, 132) && direct_full_wave(528, 4, 132));
+        assert!(direct_full_wave(476, 4, 132) && !direct_full_wave(475, 4, 132));
+        assert!(!direct_full_wave(1, 0, 132) && !direct_full_wave(32, 4, 132));
         assert!(DIRECT_PDL_WIDTHS.iter().all(|&b| direct_width(b)));
     }
 

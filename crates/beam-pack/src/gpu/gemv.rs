@@ -26,9 +26,8 @@ use beam_kernels::gemv::{
     nogaps_split, perm_slots,
 };
 use beam_kernels::gemv_direct::{
-    DIRECT_MAX_VECTORS, DIRECT_PDL_WIDTHS, DIRECT_THREADS, DIRECT_WIDTHS, direct_grid,
-    direct_one_wave, direct_programmatic, direct_slots, direct_smem_bytes, direct_split,
-    direct_width,
+    DIRECT_MAX_VECTORS, DIRECT_PDL_WIDTHS, DIRECT_THREADS, DIRECT_WIDTHS, direct_full_wave,
+    direct_grid, direct_programmatic, direct_slots, direct_smem_bytes, direct_split, direct_width,
 };
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
@@ -467,8 +466,8 @@ pub struct BeamGemv {
     /// turned off, `None` for the widths not in [`DIRECT_PDL_WIDTHS`].
     direct_pdl: Vec<Option<Kernel>>,
     /// Blocks of each of those kernels resident on one SM, for 1, 2, 4 and 8 slices (their
-    /// shared memory differs): a programmatic launch only where the grid is one wave
-    /// ([`direct_one_wave`]).
+    /// shared memory differs): a programmatic launch only where the grid is one full wave
+    /// ([`direct_full_wave`]).
     direct_pdl_resident: Vec<[u32; 4]>,
     prep: Kernel,
     /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
@@ -555,7 +554,8 @@ impl BeamGemv {
     /// output is written without a zeroing pass ([`direct_programmatic`]): such a product
     /// starts while the kernel before it on the stream ends, issues its first weight loads,
     /// and waits for that kernel before it reads its vector or writes its output; and only
-    /// where its grid is resident at once ([`direct_one_wave`]; measured slower otherwise).
+    /// where its grid fills one wave of resident blocks ([`direct_full_wave`]; measured slower
+    /// otherwise).
     /// Both give the same bits.
     ///
     /// # Errors
@@ -937,8 +937,8 @@ impl BeamGemv {
 
     /// Whether a direct product of `n` vectors by `rows` rows of `row_words` words of `bits`
     /// (a direct width), into an output `zero`ed first or not, is launched programmatically:
-    /// [`direct_programmatic`], the kernel loaded, and its grid one wave
-    /// ([`direct_one_wave`]).
+    /// [`direct_programmatic`], the kernel loaded, and its grid one full wave
+    /// ([`direct_full_wave`]).
     fn direct_is_programmatic(
         &self,
         bits: u32,
@@ -959,7 +959,7 @@ impl BeamGemv {
             None => direct_split(rows, row_words, bits, 1),
         };
         let resident = self.direct_pdl_resident[w][slices.trailing_zeros() as usize & 3];
-        direct_one_wave(grid, resident, self.sm_count)
+        direct_full_wave(grid, resident, self.sm_count)
     }
 
     /// Launches the direct kernel of `p.a.bits` for `p.b.rows` vectors, the `sm_90a` one with
