@@ -86,7 +86,7 @@ pub const fn direct_programmatic(bits: u32, n: u32, zeroed: bool) -> bool {
 /// and no more than all of them (one full wave). Measured on an H200 (docs/PERF.md, "BEAM
 /// GEMV: programmatic dependent launch"): grids of 97% of one wave gained 3-8% (4096x14336,
 /// 8192x28672 at 4, 6 and 8 bits); 85% was mixed (14336x4096 with one slice: -4% to +2%);
-/// 65% lost 15-19% (11008x4096 with one slice) and grids of 1.7-3.4 waves up to 29% at 4
+/// 65% lost 15-19% (11008x4096 with one slice) and grids of 1.7-3.4 waves 13-19% at 4
 /// bits. (The dependent grid's first blocks take the slots the grid before leaves free, so a
 /// partial wave spreads them unevenly over the SMs: our reading, not profiled.)
 pub const fn direct_full_wave(grid: u32, resident: u32, sm_count: u32) -> bool {
