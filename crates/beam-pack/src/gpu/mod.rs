@@ -11,7 +11,7 @@ mod mma;
 
 pub use beam_kernels::gemv_stream::StreamShape;
 pub use gemm::CudaCoreGemm;
-pub use gemv::{BeamGemv, GemvPath, GemvPrep, gemv_kernel_name, gemv_row_kernel_name};
+pub use gemv::{BeamGemv, GemvPath, GemvPrep, PDL_ENV, gemv_kernel_name, gemv_row_kernel_name};
 pub use mma::MmaGemm;
 
 use beam_kernels::{PackedOut, PackedRef, layout};
