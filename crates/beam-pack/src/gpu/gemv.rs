@@ -377,10 +377,8 @@ fn out_target(out: &mut DeviceBeamOut) -> (PackedOut, bool) {
         debug_assert_eq!(c.row_words, 1);
         c.layout = layout::NAIVE;
         c.row_words = 1;
-        (c, false)
-    } else {
-        (c, out.layout() != Layout::Naive)
     }
+    (c, zeroed(out))
 }
 
 /// Whether a GEMV zeroes `out` before it writes it ([`out_target`]).
@@ -887,12 +885,10 @@ impl BeamGemv {
         // is A.rows x n, zeroed where out_target said so; acc is acc_for of these operands; the
         // kernel name came from row_kernel_name's rules for exactly these operands.
         if name.starts_with("cmv_beam_gemv_direct_b") {
-            let (rows, rw) = (params.a.rows, params.a.row_words);
-            let programmatic = self.direct_is_programmatic(a.bits(), (rows, rw), x.rows(), zero);
             // SAFETY: as above; direct_name checked: A and x nogaps of one direct width (so
-            // each vector has A.row_words words), 1 to 16 vectors, acc U32; programmatic only
-            // where direct_programmatic allows it.
-            unsafe { self.launch_direct(params, programmatic) }
+            // each vector has A.row_words words), 1 to 16 vectors, acc U32; `zero` is whether
+            // out was zeroed first.
+            unsafe { self.launch_direct(params, zero) }
         } else if name == "cmv_beam_gemv_any" {
             // SAFETY: as above.
             unsafe { self.launch_any(&params) }
@@ -930,46 +926,52 @@ impl BeamGemv {
         overflow: Overflow,
     ) -> bool {
         let name = self.row_kernel_name(a, x, out.bits(), overflow);
-        let r = a.packed_ref();
+        let (r, n) = (a.packed_ref(), u32::try_from(x.rows()).unwrap_or(u32::MAX));
+        let bits = a.bits();
+        let (slices, grid) = self.direct_split_of(r.rows, r.row_words, bits, direct_slots(n));
         name.starts_with("cmv_beam_gemv_direct_b")
-            && self.direct_is_programmatic(a.bits(), (r.rows, r.row_words), x.rows(), zeroed(out))
+            && self.direct_is_programmatic(bits, n, zeroed(out), (slices, grid))
     }
 
-    /// Whether a direct product of `n` vectors by `rows` rows of `row_words` words of `bits`
-    /// (a direct width), into an output `zero`ed first or not, is launched programmatically:
-    /// [`direct_programmatic`], the kernel loaded, and its grid one full wave
-    /// ([`direct_full_wave`]).
+    /// The direct kernel's slices and grid for `rows` rows of `row_words` words of `bits` and
+    /// `nb` vector slots: [`direct_split`], or the forced slice count.
+    fn direct_split_of(&self, rows: u32, row_words: u32, bits: u32, nb: u32) -> (u32, u32) {
+        match self.direct_slices {
+            Some(s) => (s, direct_grid(rows, bits, nb, s)),
+            None => direct_split(rows, row_words, bits, nb),
+        }
+    }
+
+    /// Whether a direct product of `n` vectors by `bits`-bit weights (a direct width), into an
+    /// output `zero`ed first or not, launched with `slices` and `grid`, is launched
+    /// programmatically: [`direct_programmatic`], the kernel loaded, and its grid one full
+    /// wave ([`direct_full_wave`]).
     fn direct_is_programmatic(
         &self,
         bits: u32,
-        (rows, row_words): (u32, u32),
-        n: usize,
+        n: u32,
         zero: bool,
+        (slices, grid): (u32, u32),
     ) -> bool {
         let Some(w) = direct_index(bits) else {
             return false;
         };
-        if !matches!(self.direct_pdl.get(w), Some(Some(_)))
-            || !direct_programmatic(bits, u32::try_from(n).unwrap_or(u32::MAX), zero)
-        {
+        if !matches!(self.direct_pdl.get(w), Some(Some(_))) || !direct_programmatic(bits, n, zero) {
             return false;
         }
-        let (slices, grid) = match self.direct_slices {
-            Some(s) => (s, direct_grid(rows, bits, 1, s)),
-            None => direct_split(rows, row_words, bits, 1),
-        };
         let resident = self.direct_pdl_resident[w][slices.trailing_zeros() as usize & 3];
         direct_full_wave(grid, resident, self.sm_count)
     }
 
-    /// Launches the direct kernel of `p.a.bits` for `p.b.rows` vectors, the `sm_90a` one with
-    /// programmatic dependent launch when `programmatic` and it is loaded.
+    /// Launches the direct kernel of `p.a.bits` for `p.b.rows` vectors into an output zeroed
+    /// first (`zero`) or not: the `sm_90a` one with programmatic dependent launch where
+    /// `direct_is_programmatic` says so.
     ///
     /// # Safety
     /// As [`BeamGemv::launch_any`], and `A` and `B` (`n x A.cols`, `n` in 1..=16,
-    /// `FLAG_B_TRANSPOSED`) are `nogaps` of one direct width, `p.acc` is `ACC_U32`; with
-    /// `programmatic`, `direct_is_programmatic` holds for these operands and output.
-    unsafe fn launch_direct(&self, mut p: GemvParams, programmatic: bool) -> Result<(), BeamError> {
+    /// `FLAG_B_TRANSPOSED`) are `nogaps` of one direct width, `p.acc` is `ACC_U32`; `zero`
+    /// tells whether the output was zeroed before this launch.
+    unsafe fn launch_direct(&self, mut p: GemvParams, zero: bool) -> Result<(), BeamError> {
         let (bits, n) = (p.a.bits, p.b.rows);
         let Some(i) = direct_index(bits) else {
             return Err(BeamError::Kernel {
@@ -978,17 +980,16 @@ impl BeamGemv {
             });
         };
         let nb = direct_slots(n);
-        let (slices, grid) = match self.direct_slices {
-            Some(s) => (s, direct_grid(p.a.rows, bits, nb, s)),
-            None => direct_split(p.a.rows, p.a.row_words, bits, nb),
-        };
+        let (slices, grid) = self.direct_split_of(p.a.rows, p.a.row_words, bits, nb);
         p.slices = slices;
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (DIRECT_THREADS, 1, 1),
             shared_mem_bytes: direct_smem_bytes(slices, bits, nb),
         };
-        if programmatic && let Some(Some(k)) = self.direct_pdl.get(i) {
+        if self.direct_is_programmatic(bits, n, zero, (slices, grid))
+            && let Some(Some(k)) = self.direct_pdl.get(i)
+        {
             // SAFETY: as below, for the same kernel built for sm_90a; it runs
             // griddepcontrol.wait before it reads the vector or writes anything, and reads
             // nothing else an earlier kernel may write (the weights only before the wait).
