@@ -9,9 +9,9 @@ use cmv_runtime::{
     dev_ptr, dev_ptr_mut, tensor_map_2d,
 };
 use dense_kernels::bulk::{
-    BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_ROW_BYTES, BULK_SMEM_BYTES, BULK_THREADS,
-    BULK_TILE_ROWS, BulkKernel, BulkPlan, GemvBulkF16Params, GemvBulkI8Params, bulk_kernel,
-    bulk_plan, bulk_plan_fits, bulk_plan_for, bulk_preferred,
+    BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_ROW_BYTES, BulkKernel, BulkPlan, GemvBulkF16Params,
+    GemvBulkI8Params, bulk_kernel, bulk_plan, bulk_plan_fits, bulk_plan_for, bulk_preferred,
+    bulk_t64_preferred,
 };
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
@@ -138,6 +138,9 @@ pub struct DenseGemv {
     bulk_from: Option<u32>,
     /// The grid the default path gives them ([`BULK_GRID_ENV`]; `bulk_plan`'s without it).
     bulk_grid: Option<u32>,
+    /// Whether the default path takes tiles of 64 rows ([`BULK_TILE_ENV`]; `None`: where
+    /// `bulk_t64_preferred` says).
+    bulk_t64: Option<bool>,
     sm_count: u32,
 }
 
@@ -151,6 +154,11 @@ pub const BULK_ENV: &str = "CMV_DENSE_BULK";
 /// The environment variable that sets the grid of the bulk kernels in the default path
 /// (`CMV_DENSE_BULK_GRID=N` blocks instead of one per SM; for experiments with the schedule).
 pub const BULK_GRID_ENV: &str = "CMV_DENSE_BULK_GRID";
+
+/// The environment variable that sets the tile of the bulk kernels in the default path
+/// (`CMV_DENSE_BULK_TILE=64` or `128` rows at every shape; without it, where
+/// `dense_kernels::bulk::bulk_t64_preferred` says; for comparisons).
+pub const BULK_TILE_ENV: &str = "CMV_DENSE_BULK_TILE";
 
 /// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
 /// The counters are zero between launches: a launch that completes leaves them so, and one that
@@ -520,6 +528,11 @@ impl DenseGemv {
                 Ok(Ok(n)) => Some(n),
                 _ => None,
             },
+            bulk_t64: match std::env::var(BULK_TILE_ENV).map(|v| v.trim().parse::<u32>()) {
+                Ok(Ok(64)) => Some(true),
+                Ok(Ok(128)) => Some(false),
+                _ => None,
+            },
             sm_count: gpu.info().sm_count,
         })
     }
@@ -536,13 +549,21 @@ impl DenseGemv {
             }
     }
 
-    /// The default path's plan for the bulk kernels: [`bulk_plan`], or the grid of
+    /// Whether the default path's bulk kernel for this shape and batch takes tiles of 64 rows
+    /// (`dense_kernels::bulk::bulk_t64_preferred`, or [`BULK_TILE_ENV`]).
+    fn bulk_t64(&self, rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
+        self.bulk_t64
+            .unwrap_or_else(|| bulk_t64_preferred(rows, cols, batch, int8))
+    }
+
+    /// The default path's plan for the bulk kernel `tk`: [`bulk_plan`], or the grid of
     /// [`BULK_GRID_ENV`] where it fits the workspace.
-    fn bulk_default_plan(&self, rows: u32, row_bytes: u32, groups: u32) -> BulkPlan {
-        let p = bulk_plan(rows, row_bytes, groups, self.sm_count);
+    fn bulk_default_plan(&self, tk: BulkKernel, rows: u32, row_bytes: u32) -> BulkPlan {
+        let groups = tk.batch / 8;
+        let p = bulk_plan(tk.geom, rows, row_bytes, groups, self.sm_count);
         match self.bulk_grid {
             Some(g) => {
-                let q = bulk_plan_for(rows, row_bytes, g);
+                let q = bulk_plan_for(tk.geom, rows, row_bytes, g);
                 if bulk_plan_fits(&q, groups) { q } else { p }
             }
             None => p,
@@ -577,7 +598,7 @@ impl DenseGemv {
         match self.f16_path(rows, cols, b) {
             DensePath::Bulk(i) => {
                 let kf = &self.bulk_loaded(BULK_F16_KERNELS[i])?.0;
-                let plan = self.bulk_default_plan(rows, 2 * cols, BULK_F16_KERNELS[i].batch / 8);
+                let plan = self.bulk_default_plan(BULK_F16_KERNELS[i], rows, 2 * cols);
                 self.launch_bulk_f16(&kf[i], BULK_F16_KERNELS[i], plan, w, x, y, b)?;
             }
             DensePath::Tc(i, plan) => {
@@ -635,7 +656,7 @@ impl DenseGemv {
         match self.i8_path(rows, cols, b) {
             DensePath::Bulk(i) => {
                 let ki = &self.bulk_loaded(BULK_I8_KERNELS[i])?.1;
-                let plan = self.bulk_default_plan(rows, cols, BULK_I8_KERNELS[i].batch / 8);
+                let plan = self.bulk_default_plan(BULK_I8_KERNELS[i], rows, cols);
                 self.launch_bulk_i8(&ki[i], BULK_I8_KERNELS[i], plan, w, x, (y32, y8), scale, b)?;
             }
             DensePath::Tc(i, plan) => {
@@ -694,7 +715,7 @@ impl DenseGemv {
         if !cols.is_multiple_of(F16_COL_MULTIPLE) {
             DensePath::Any
         } else if self.uses_bulk(rows, cols, batch, false) {
-            DensePath::Bulk(bulk_kernel(batch))
+            DensePath::Bulk(bulk_kernel(batch, self.bulk_t64(rows, cols, batch, false)))
         } else if f16_on_tensor_cores(batch, rows, cols, self.sm_count) {
             let (i, plan) = tc_choice(batch, rows, cols, cols / 8, self.sm_count);
             DensePath::Tc(i, plan)
@@ -715,7 +736,7 @@ impl DenseGemv {
         if !cols.is_multiple_of(I8_COL_MULTIPLE) {
             DensePath::Any
         } else if self.uses_bulk(rows, cols, batch, true) {
-            DensePath::Bulk(bulk_kernel(batch))
+            DensePath::Bulk(bulk_kernel(batch, self.bulk_t64(rows, cols, batch, true)))
         } else if i8_on_tensor_cores(batch, rows, cols, self.sm_count) {
             let (i, plan) = tc_choice(batch, rows, cols, cols / 16, self.sm_count);
             DensePath::Tc(i, plan)
@@ -984,7 +1005,7 @@ impl DenseGemv {
         row_bytes: u32,
         batch: u32,
     ) -> Result<LaunchConfig> {
-        if plan != bulk_plan_for(rows, row_bytes, plan.grid)
+        if plan != bulk_plan_for(tk.geom, rows, row_bytes, plan.grid)
             || !bulk_plan_fits(&plan, tk.batch / 8)
             || batch == 0
             || batch > tk.batch
@@ -994,15 +1015,15 @@ impl DenseGemv {
                 reason: format!(
                     "plan {plan:?} is not one for {rows} rows of {row_bytes} bytes within the \
                      split-K workspace, or {batch} vectors are not 1..={}; use \
-                     dense_gemv::bulk_plan",
+                     dense_gemv::bulk_plan with the kernel's geometry",
                     tk.batch
                 ),
             }));
         }
         Ok(LaunchConfig {
             grid_dim: (plan.grid, 1, 1),
-            block_dim: (BULK_THREADS, 1, 1),
-            shared_mem_bytes: BULK_SMEM_BYTES,
+            block_dim: (tk.geom.threads(), 1, 1),
+            shared_mem_bytes: tk.geom.smem_bytes(),
         })
     }
 
@@ -1040,10 +1061,10 @@ impl DenseGemv {
             p: f16_params(w, x, y, ws, batch, 0),
         };
         // SAFETY: the maps describe w (rows x cols) and x (batch x cols), which hold those
-        // values (checked above), with the boxes the kernel copies (128 rows or tk.batch
+        // values (checked above), with the boxes the kernel copies (its tile's rows or tk.batch
         // vectors by 128 bytes, 128-byte swizzle: bulk_maps); y holds batch * rows values;
         // 1 <= batch <= tk.batch; the grid is the plan's for this shape, within the split-K
-        // workspace and counters (bulk_config), with BULK_THREADS threads and BULK_SMEM_BYTES
+        // workspace and counters (bulk_config), with the geometry's threads and shared memory
         // of shared memory. `k` is a bulk fp16 kernel of shape `tk`, which takes
         // `GemvBulkF16Params`.
         unsafe { k.launch(&self.stream, cfg, &params)? };
@@ -1093,7 +1114,7 @@ impl DenseGemv {
     }
 }
 
-/// The tensor maps of a copy-engine launch: `w` (`rows x cols`) in boxes of 128 rows and `x`
+/// The tensor maps of a copy-engine launch: `w` (`rows x cols`) in boxes of the kernel's tile rows and `x`
 /// (`batch x cols`) in boxes of `tk.batch` vectors, both 128 bytes wide with the 128-byte
 /// swizzle (`dense_kernels::bulk`).
 fn bulk_maps<T, U>(
@@ -1107,7 +1128,14 @@ fn bulk_maps<T, U>(
 ) -> Result<(TensorMap, TensorMap)> {
     let box_cols = BULK_ROW_BYTES / elem.bytes() as u32;
     Ok((
-        tensor_map_2d(w, elem, rows.into(), cols.into(), BULK_TILE_ROWS, box_cols)?,
+        tensor_map_2d(
+            w,
+            elem,
+            rows.into(),
+            cols.into(),
+            tk.geom.tile_rows(),
+            box_cols,
+        )?,
         tensor_map_2d(x, elem, batch.into(), cols.into(), tk.batch, box_cols)?,
     ))
 }
@@ -1253,7 +1281,22 @@ mod tests {
             );
         }
         // The sm_90a module holds the bulk kernels only (the sm_80 entries are off there).
-        assert_eq!(sm90.matches(".entry ").count(), 4);
+        assert_eq!(
+            sm90.matches(".entry ").count(),
+            BULK_F16_KERNELS.len() + BULK_I8_KERNELS.len()
+        );
+        // Each declares its geometry's threads as its launch bound.
+        for k in BULK_F16_KERNELS.iter().chain(&BULK_I8_KERNELS) {
+            let at = sm90.find(&format!(".entry {}(", k.name)).unwrap();
+            let body = &sm90[at..];
+            let head = &body[..body.find('{').unwrap()];
+            assert!(
+                head.contains(&format!(".maxntid {}, 1, 1", k.geom.threads())),
+                "{}: no .maxntid {} in {head}",
+                k.name,
+                k.geom.threads()
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use cmv_runtime::gpu_for_tests;
 use dense_gemv::{
     BULK_F16_KERNELS, BULK_I8_KERNELS, CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS,
-    TC_I8_KERNELS, TcKernel, bulk_plan, bulk_plan_for, cpu, relative_error, tc_plan,
+    TC_I8_KERNELS, TcKernel, bulk_kernel, bulk_plan, bulk_plan_for, cpu, relative_error, tc_plan,
     tc_stream_plan,
 };
 use half::f16;
@@ -291,7 +291,7 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
 /// their default plan and on forced grids (one block, taking every tile and stage through one
 /// ring many times round; 5 blocks; one per tile; 3 per k-stage count, so that blocks share
 /// tiles three and four ways), each product twice (the split-K counters must be back at zero), outputs
-/// poisoned before every launch: rows not a multiple of 128, partial last k-stages (columns
+/// poisoned before every launch: rows not a multiple of the tile (128 or 64 rows), partial last k-stages (columns
 /// not a multiple of 64 or 128), batches 1 to 16; plans for another shape and too many vectors
 /// are refused. Skipped (with a message) off compute capability 9.0.
 #[test]
@@ -318,14 +318,15 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
         let (r, bytes) = (rows as u32, 2 * cols as u32);
         for (i, (tf, ti)) in BULK_F16_KERNELS.iter().zip(&BULK_I8_KERNELS).enumerate() {
             let groups = tf.batch / 8;
+            let g = tf.geom;
             let plans = |row_bytes: u32| {
-                let tiles = r.div_ceil(128);
+                let tiles = r.div_ceil(g.tile_rows());
                 [
-                    bulk_plan(r, row_bytes, groups, sms),
-                    bulk_plan_for(r, row_bytes, 1),
-                    bulk_plan_for(r, row_bytes, 5),
-                    bulk_plan_for(r, row_bytes, tiles),
-                    bulk_plan_for(r, row_bytes, 3 * tiles + 1),
+                    bulk_plan(g, r, row_bytes, groups, sms),
+                    bulk_plan_for(g, r, row_bytes, 1),
+                    bulk_plan_for(g, r, row_bytes, 5),
+                    bulk_plan_for(g, r, row_bytes, tiles),
+                    bulk_plan_for(g, r, row_bytes, 3 * tiles + 1),
                 ]
             };
             for batch in [1, 5, tf.batch - 1, tf.batch] {
@@ -359,11 +360,24 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
     let dw = DeviceMatrix::upload_f16(&gpu, &w, rows, cols).unwrap();
     let dx = gpu.upload(&random_f16(&mut rng, 16 * cols, 1.0)).unwrap();
     let mut dy = gpu.upload(&vec![f16::ZERO; 16 * rows]).unwrap();
-    let wrong = bulk_plan(rows as u32 * 2, 2 * cols as u32, 2, 132);
     let k = BULK_F16_KERNELS[1];
+    let wrong = bulk_plan(k.geom, rows as u32 * 2, 2 * cols as u32, 2, 132);
     assert!(
         dense
             .launch_bulk_f16(&kfs[1], k, wrong, &dw, &dx, &mut dy, 16)
+            .is_err()
+    );
+    // So is a plan of the other tile (64-row tiles for a kernel of 128).
+    let other = bulk_plan(
+        BULK_F16_KERNELS[3].geom,
+        rows as u32,
+        2 * cols as u32,
+        2,
+        132,
+    );
+    assert!(
+        dense
+            .launch_bulk_f16(&kfs[1], k, other, &dw, &dx, &mut dy, 16)
             .is_err()
     );
     assert!(
@@ -371,7 +385,7 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
             .launch_bulk_f16(
                 &kfs[1],
                 k,
-                bulk_plan(rows as u32, 2 * cols as u32, 2, 132),
+                bulk_plan(k.geom, rows as u32, 2 * cols as u32, 2, 132),
                 &dw,
                 &dx,
                 &mut dy,
@@ -381,16 +395,25 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
     );
     // The default path takes them where the measured rule says (unless CMV_DENSE_BULK), and
     // names the kernel it runs.
-    if std::env::var(dense_gemv::BULK_ENV).is_err() {
+    if std::env::var(dense_gemv::BULK_ENV).is_err()
+        && std::env::var(dense_gemv::BULK_TILE_ENV).is_err()
+    {
+        let t64 = |r, c, b, int8| dense_gemv::bulk_t64_preferred(r, c, b, int8);
         assert!(dense.uses_bulk(28672, 8192, 16, false));
         assert!(!dense.uses_bulk(4096, 4096, 16, false));
         assert!(!dense.uses_bulk(28672, 8192, 1, true));
         assert_eq!(
             dense.f16_path(28672, 8192, 16),
-            dense_gemv::DensePath::Bulk(1)
+            dense_gemv::DensePath::Bulk(bulk_kernel(16, t64(28672, 8192, 16, false)))
         );
-        assert_eq!(dense.f16_kernel(28672, 8192, 5), BULK_F16_KERNELS[0].name);
-        assert_eq!(dense.i8_kernel(14336, 4096, 16), BULK_I8_KERNELS[1].name);
+        assert_eq!(
+            dense.f16_kernel(28672, 8192, 5),
+            BULK_F16_KERNELS[bulk_kernel(5, t64(28672, 8192, 5, false))].name
+        );
+        assert_eq!(
+            dense.i8_kernel(14336, 4096, 16),
+            BULK_I8_KERNELS[bulk_kernel(16, t64(14336, 4096, 16, true))].name
+        );
         assert!(!dense.f16_kernel(4096, 4096, 16).contains("bulk"));
     }
     assert_eq!(dense.f16_path(100, 12, 3), dense_gemv::DensePath::Any);
@@ -430,21 +453,23 @@ fn bulk_stress() {
     let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
     let dx = gpu.upload(&x).unwrap();
     let n = batch as usize * rows;
-    // BLOCKS given: that grid; else the default plan.
-    let plan = |row_bytes: u32| {
-        v.get(3).map_or(
-            bulk_plan(rows as u32, row_bytes, 2, dense.sm_count()),
-            |&b| bulk_plan_for(rows as u32, row_bytes, b as u32),
-        )
-    };
-    let (pi, pf) = (plan(cols as u32), plan(2 * cols as u32));
+    // BLOCKS given: that grid; else the default plan. Both tiles (128 and 64 rows), in turn.
     let mut bad = 0;
     for rep in 0..reps {
+        let ki = if rep % 2 == 0 { 1 } else { 3 };
+        let g = BULK_F16_KERNELS[ki].geom;
+        let plan = |row_bytes: u32| {
+            v.get(3).map_or(
+                bulk_plan(g, rows as u32, row_bytes, 2, dense.sm_count()),
+                |&b| bulk_plan_for(g, rows as u32, row_bytes, b as u32),
+            )
+        };
+        let (pi, pf) = (plan(cols as u32), plan(2 * cols as u32));
         let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
         let mut y8 = gpu.upload(&vec![0x55i8; n]).unwrap();
-        let k = BULK_I8_KERNELS[1];
+        let k = BULK_I8_KERNELS[ki];
         dense
-            .launch_bulk_i8(&kis[1], k, pi, &dwi, &dxi, (&mut y32, &mut y8), 0.5, batch)
+            .launch_bulk_i8(&kis[ki], k, pi, &dwi, &dxi, (&mut y32, &mut y8), 0.5, batch)
             .unwrap();
         let got = gpu.download(&y32).unwrap();
         let wrong: Vec<usize> = (0..n).filter(|&i| got[i] != want_i[i]).collect();
@@ -456,24 +481,21 @@ fn bulk_stress() {
                 .map(|&i| (i / rows, i % rows, got[i], want_i[i]))
                 .collect();
             eprintln!(
-                "int8 rep {rep}: {} wrong (vector, row, got, want): {first:?}",
+                "int8 rep {rep} ({pi:?}): {} wrong (vector, row, got, want): {first:?}",
                 wrong.len()
             );
         }
         let mut dy = gpu.upload(&vec![f16::NAN; n]).unwrap();
-        let k = BULK_F16_KERNELS[1];
+        let k = BULK_F16_KERNELS[ki];
         dense
-            .launch_bulk_f16(&kfs[1], k, pf, &dwf, &dx, &mut dy, batch)
+            .launch_bulk_f16(&kfs[ki], k, pf, &dwf, &dx, &mut dy, batch)
             .unwrap();
         let got = gpu.download(&dy).unwrap();
         let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);
         if err >= 1e-3 {
             bad += 1;
-            eprintln!("fp16 rep {rep}: relative error {err}");
+            eprintln!("fp16 rep {rep} ({pf:?}): relative error {err}");
         }
     }
-    assert_eq!(
-        bad, 0,
-        "{bad} of {reps} repetitions wrong ({rows}x{cols}, {pi:?})"
-    );
+    assert_eq!(bad, 0, "{bad} of {reps} repetitions wrong ({rows}x{cols})");
 }

@@ -7,27 +7,26 @@ use cmv_device::{
     prefetch_tensormap, shfl_idx, st_global_v4, sync_threads, sync_warp, thread_idx_x, warp_id,
 };
 use dense_kernels::bulk::{
-    BULK_CONSUMERS, BULK_ROW_BYTES, BULK_STAGE_BYTES, BULK_STAGES, BULK_TILE_ROWS, BULK_W_BYTES,
-    bulk_a_offset, bulk_b_offset, bulk_empty_bar, bulk_full_bar, bulk_plan_for, bulk_ring,
-    bulk_tile_part, swizzle128,
+    BULK_ROW_BYTES, BulkGeom, bulk_a_offset, bulk_b_offset, bulk_empty_bar, bulk_full_bar,
+    bulk_plan_for, bulk_ring, bulk_tile_part, swizzle128,
 };
 use dense_kernels::tc_dev::{F16, I8, Tc, store_fragment};
 
-/// The whole kernel for element `E` (`EB` bytes) and `NT` groups of 8 vectors: see
-/// `dense_kernels::bulk`. `maps` is the generic address of the parameter struct (the weights'
+/// The whole kernel for element `E` (`EB` bytes), `NT` groups of 8 vectors, `C` consumer
+/// warps and `S` stages (`BulkGeom { consumers: C, stages: S }`): see `dense_kernels::bulk`. `maps` is the generic address of the parameter struct (the weights'
 /// tensor map at `+0`, the inputs' at `+128`); `store(i, v)` writes output `i = n * rows + row`
 /// from its 32-bit sum.
 ///
 /// # Safety
-/// Every thread of the block calls it; the block has `BULK_THREADS` threads and
-/// `BULK_SMEM_BYTES` of dynamic shared memory; the maps describe `W` (`rows x cols`, boxes of
-/// 128 rows x 128 bytes) and `X` (`batch x cols`, boxes of `8 NT` rows x 128 bytes) with the
+/// Every thread of the block calls it; the block has the geometry's `threads()` threads and
+/// `smem_bytes()` of dynamic shared memory; the maps describe `W` (`rows x cols`, boxes of
+/// `16 C` rows x 128 bytes) and `X` (`batch x cols`, boxes of `8 NT` rows x 128 bytes) with the
 /// 128-byte swizzle; `row_bytes = cols * EB`; `1 <= batch <= 8 NT`; the grid is
-/// `bulk_plan_for(rows, row_bytes, per, grid).grid` blocks; when that plan has `ksplit > 1`,
-/// `ws` holds `bulk_split_words` words and `counters` `tiles * BULK_CONSUMERS` zero words.
+/// `bulk_plan_for(geometry, rows, row_bytes, grid).grid` blocks; when that plan shares
+/// tiles, `ws` holds `bulk_split_words` words and `counters` `tiles * C` zero words.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
+unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize, const C: u32, const S: u32>(
     maps: u64,
     rows: u32,
     row_bytes: u32,
@@ -36,9 +35,18 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
     counters: *mut u32,
     store: impl Fn(usize, u32),
 ) {
+    let g = const {
+        let g = BulkGeom {
+            consumers: C,
+            stages: S,
+        };
+        assert!(g.is_valid());
+        g
+    };
+    let (tile_rows, w_bytes, stage_bytes) = (g.tile_rows(), g.w_bytes(), g.stage_bytes());
     let base = dyn_smem_addr();
     let ring = bulk_ring(base);
-    let plan = bulk_plan_for(rows, row_bytes, grid_dim_x());
+    let plan = bulk_plan_for(g, rows, row_bytes, grid_dim_x());
     let b = block_idx_x();
     let sk = plan.stream();
     // This block's units (tile-major k-stages).
@@ -46,11 +54,11 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
     let lane = lane_id();
     let warp = warp_id();
     if thread_idx_x() == 0 {
-        for s in 0..BULK_STAGES {
+        for s in 0..S {
             // SAFETY: the barriers' area at the start of the launch's shared memory.
             unsafe {
                 mbarrier_init(base + bulk_full_bar(s), 1);
-                mbarrier_init(base + bulk_empty_bar(s), BULK_CONSUMERS);
+                mbarrier_init(base + bulk_empty_bar(s), C);
             }
         }
         // SAFETY: device code for sm_90a.
@@ -58,7 +66,7 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
     }
     // SAFETY: every thread of the block reaches this barrier.
     unsafe { sync_threads() };
-    if warp == BULK_CONSUMERS {
+    if warp == C {
         if lane != 0 {
             return;
         }
@@ -75,24 +83,22 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
         // would delay every refill).
         let (mut tile, mut k) = ((u0 / sk.kbs) as u32, (u0 % sk.kbs) as u32);
         for _ in u0..u1 {
-            let s = i % BULK_STAGES;
-            if i >= BULK_STAGES {
+            let s = i % S;
+            if i >= S {
                 // SAFETY: an initialized barrier; its phase completes when the consumers
                 // are done with stage i - STAGES.
-                unsafe {
-                    mbarrier_wait_parity(base + bulk_empty_bar(s), (i / BULK_STAGES - 1) & 1)
-                };
+                unsafe { mbarrier_wait_parity(base + bulk_empty_bar(s), (i / S - 1) & 1) };
             }
             let full = base + bulk_full_bar(s);
-            let dst = ring + s * BULK_STAGE_BYTES;
+            let dst = ring + s * stage_bytes;
             // SAFETY: the phase of slot s's full barrier expects one arrival (this one) and
             // both boxes' bytes; the destinations are slot s's weights and inputs (1024-byte
             // aligned), which no one reads until the phase completes; boxes outside the
             // tensors are zero-filled by the copy engine, never read out of bounds.
             unsafe {
-                mbarrier_arrive_expect_tx(full, BULK_W_BYTES + 8 * NT as u32 * BULK_ROW_BYTES);
-                cp_async_bulk_tensor_2d_g2s(dst, maps, k * box_cols, tile * BULK_TILE_ROWS, full);
-                cp_async_bulk_tensor_2d_g2s(dst + BULK_W_BYTES, maps + 128, k * box_cols, 0, full);
+                mbarrier_arrive_expect_tx(full, w_bytes + 8 * NT as u32 * BULK_ROW_BYTES);
+                cp_async_bulk_tensor_2d_g2s(dst, maps, k * box_cols, tile * tile_rows, full);
+                cp_async_bulk_tensor_2d_g2s(dst + w_bytes, maps + 128, k * box_cols, 0, full);
             }
             i += 1;
             k += 1;
@@ -103,14 +109,9 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
         }
         // Stay until the consumers have released every stage, so that no copy of this block
         // is in flight when it exits.
-        for j in i.saturating_sub(BULK_STAGES)..i {
+        for j in i.saturating_sub(S)..i {
             // SAFETY: an initialized barrier; the consumers release stage j.
-            unsafe {
-                mbarrier_wait_parity(
-                    base + bulk_empty_bar(j % BULK_STAGES),
-                    (j / BULK_STAGES) & 1,
-                )
-            };
+            unsafe { mbarrier_wait_parity(base + bulk_empty_bar(j % S), (j / S) & 1) };
         }
         return;
     }
@@ -118,7 +119,7 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
     // same in every stage (stages are 1024-byte aligned, so the swizzle moves only the offset).
     let a_off: [u32; 4] = core::array::from_fn(|j| swizzle128(bulk_a_offset(warp, lane, j as u32)));
     let b_off: [u32; 4] =
-        core::array::from_fn(|j| BULK_W_BYTES + swizzle128(bulk_b_offset(lane, j as u32)));
+        core::array::from_fn(|j| w_bytes + swizzle128(bulk_b_offset(lane, j as u32)));
     let mut i = 0u32;
     let mut u = u0;
     let mut next_tile = (u0 / sk.kbs) as u32;
@@ -129,10 +130,10 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
         u += (k1 - k0) as u64;
         let mut acc = [[E::ZERO; 4]; NT];
         for _ in k0..k1 {
-            let s = i % BULK_STAGES;
+            let s = i % S;
             // SAFETY: an initialized barrier; the producer fills stage i.
-            unsafe { mbarrier_wait_parity(base + bulk_full_bar(s), (i / BULK_STAGES) & 1) };
-            let st = ring + s * BULK_STAGE_BYTES;
+            unsafe { mbarrier_wait_parity(base + bulk_full_bar(s), (i / S) & 1) };
+            let st = ring + s * stage_bytes;
             for j in 0..4 {
                 // SAFETY: the whole warp is here (warp-uniform loops); the addresses are inside
                 // slot s, which has landed.
@@ -160,7 +161,7 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
             }
             i += 1;
         }
-        let row0 = tile * BULK_TILE_ROWS + 16 * warp;
+        let row0 = tile * tile_rows + 16 * warp;
         if k1 - k0 == plan.kstages {
             store_fragment::<E, NT>(&acc, row0, rows, batch, &store);
             continue;
@@ -169,9 +170,7 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
         // last of the tile's blocks adds all of them in block order.
         let slot = |blk: u64, nt: usize| {
             let side = sk.side(blk, tile as u64);
-            let at = (((blk as usize * 2 + side) * BULK_CONSUMERS as usize + warp as usize) * NT
-                + nt)
-                * 32
+            let at = (((blk as usize * 2 + side) * C as usize + warp as usize) * NT + nt) * 32
                 + lane as usize;
             // SAFETY: blk < grid: inside the workspace (bulk_split_words).
             unsafe { ws.add(at) }
@@ -184,7 +183,7 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize>(
         let t0 = tile as u64 * sk.kbs;
         let (first, last_blk) = (sk.owner(t0), sk.owner(t0 + sk.kbs - 1));
         let parts = (last_blk - first + 1) as u32;
-        let counter = (tile * BULK_CONSUMERS + warp) as usize;
+        let counter = (tile * C + warp) as usize;
         // SAFETY: the whole warp is here; the counter is inside `counters`.
         let last = unsafe {
             fence_gpu();
@@ -263,7 +262,7 @@ macro_rules! param_address {
 }
 
 macro_rules! bulk_entries {
-    ($($f16:ident, $i8:ident = $nt:literal;)*) => {$(
+    ($($f16:ident, $i8:ident = $nt:literal, $g:path;)*) => {$(
         /// fp16 GEMV for up to `8 * NT` vectors, the weights and inputs streamed through
         /// shared memory by the copy engine; see `dense_kernels::bulk`.
         ///
@@ -278,7 +277,7 @@ macro_rules! bulk_entries {
             let store = unsafe { dense_kernels::tc_dev::f16_store(&q) };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_bulk::<F16, 2, $nt>(
+                gemv_bulk::<F16, 2, $nt, { $g.consumers }, { $g.stages }>(
                     maps, q.rows, 2 * q.cols, q.batch,
                     q.acc.as_mut_ptr() as *mut U32x4, q.counters.as_mut_ptr(), store,
                 )
@@ -299,7 +298,7 @@ macro_rules! bulk_entries {
             let store = unsafe { dense_kernels::tc_dev::i8_store(&q) };
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                gemv_bulk::<I8, 1, $nt>(
+                gemv_bulk::<I8, 1, $nt, { $g.consumers }, { $g.stages }>(
                     maps, q.rows, q.cols, q.batch,
                     q.acc.as_mut_ptr() as *mut U32x4, q.counters.as_mut_ptr(), store,
                 )
@@ -311,24 +310,39 @@ macro_rules! bulk_entries {
 // Names as `dense_kernels::bulk::BULK_F16_KERNELS` / `BULK_I8_KERNELS` (a host test checks
 // that every listed name is in the PTX).
 bulk_entries! {
-    cmv_gemv_f16_bulk_n8, cmv_gemv_i8_bulk_n8 = 1;
-    cmv_gemv_f16_bulk_n16, cmv_gemv_i8_bulk_n16 = 2;
+    cmv_gemv_f16_bulk_n8, cmv_gemv_i8_bulk_n8 = 1, dense_kernels::bulk::BULK_T128;
+    cmv_gemv_f16_bulk_n16, cmv_gemv_i8_bulk_n16 = 2, dense_kernels::bulk::BULK_T128;
+    cmv_gemv_f16_bulk64_n8, cmv_gemv_i8_bulk64_n8 = 1, dense_kernels::bulk::BULK_T64;
+    cmv_gemv_f16_bulk64_n16, cmv_gemv_i8_bulk64_n16 = 2, dense_kernels::bulk::BULK_T64;
 }
 
-// One block of 288 threads per SM (the ring fills the shared memory).
+// One block per SM (the ring fills most of the shared memory): 288 threads on tiles of 128
+// rows, 160 on tiles of 64.
 cmv_device::launch_bounds! {
-    CMV_MAXNTID_cmv_gemv_f16_bulk_n8 = dense_kernels::bulk::BULK_THREADS;
+    CMV_MAXNTID_cmv_gemv_f16_bulk_n8 = dense_kernels::bulk::BULK_T128.threads();
     CMV_MINNCTAPERSM_cmv_gemv_f16_bulk_n8 = 1;
-    CMV_MAXNTID_cmv_gemv_f16_bulk_n16 = dense_kernels::bulk::BULK_THREADS;
+    CMV_MAXNTID_cmv_gemv_f16_bulk_n16 = dense_kernels::bulk::BULK_T128.threads();
     CMV_MINNCTAPERSM_cmv_gemv_f16_bulk_n16 = 1;
-    CMV_MAXNTID_cmv_gemv_i8_bulk_n8 = dense_kernels::bulk::BULK_THREADS;
+    CMV_MAXNTID_cmv_gemv_i8_bulk_n8 = dense_kernels::bulk::BULK_T128.threads();
     CMV_MINNCTAPERSM_cmv_gemv_i8_bulk_n8 = 1;
-    CMV_MAXNTID_cmv_gemv_i8_bulk_n16 = dense_kernels::bulk::BULK_THREADS;
+    CMV_MAXNTID_cmv_gemv_i8_bulk_n16 = dense_kernels::bulk::BULK_T128.threads();
     CMV_MINNCTAPERSM_cmv_gemv_i8_bulk_n16 = 1;
+    CMV_MAXNTID_cmv_gemv_f16_bulk64_n8 = dense_kernels::bulk::BULK_T64.threads();
+    CMV_MINNCTAPERSM_cmv_gemv_f16_bulk64_n8 = 1;
+    CMV_MAXNTID_cmv_gemv_f16_bulk64_n16 = dense_kernels::bulk::BULK_T64.threads();
+    CMV_MINNCTAPERSM_cmv_gemv_f16_bulk64_n16 = 1;
+    CMV_MAXNTID_cmv_gemv_i8_bulk64_n8 = dense_kernels::bulk::BULK_T64.threads();
+    CMV_MINNCTAPERSM_cmv_gemv_i8_bulk64_n8 = 1;
+    CMV_MAXNTID_cmv_gemv_i8_bulk64_n16 = dense_kernels::bulk::BULK_T64.threads();
+    CMV_MINNCTAPERSM_cmv_gemv_i8_bulk64_n16 = 1;
     // The tensor maps at the parameter's offsets 0 and 128 must be 64-byte aligned
     // (`dense_kernels::bulk`; `cargo xtask ptx` declares the parameter `.align 64`).
     CMV_PARAMALIGN_cmv_gemv_f16_bulk_n8 = 64;
     CMV_PARAMALIGN_cmv_gemv_f16_bulk_n16 = 64;
     CMV_PARAMALIGN_cmv_gemv_i8_bulk_n8 = 64;
     CMV_PARAMALIGN_cmv_gemv_i8_bulk_n16 = 64;
+    CMV_PARAMALIGN_cmv_gemv_f16_bulk64_n8 = 64;
+    CMV_PARAMALIGN_cmv_gemv_f16_bulk64_n16 = 64;
+    CMV_PARAMALIGN_cmv_gemv_i8_bulk64_n8 = 64;
+    CMV_PARAMALIGN_cmv_gemv_i8_bulk64_n16 = 64;
 }

@@ -12,12 +12,13 @@
 //! was slower; this one copies 2-D boxes as cuBLAS does.
 //!
 //! # The kernel
-//! A block is [`BULK_CONSUMERS`] consumer warps and a producer warp, one block per SM
-//! (persistent). The work is *items*: a tile of [`BULK_TILE_ROWS`] rows and a range of
-//! *k-stages* (128 bytes of every row: 64 fp16 or 128 int8 columns). Block `b` of `grid`
-//! takes items `b, b + grid, ...` ([`BulkPlan`]). For each k-stage the producer's lane 0 copies
-//! two boxes with `cp.async.bulk.tensor.2d` into a ring of [`BULK_STAGES`] stages: the tile's
-//! 128 rows x 128 bytes of weights (16 KiB) and the batch's 8 or 16 vectors x 128 bytes of
+//! A block is `consumers` consumer warps and a producer warp, one block per SM (persistent;
+//! [`BulkGeom`]: 8 consumers and 6 stages in [`BULK_T128`], 4 and 12 in [`BULK_T64`]). The
+//! work is *items*: a tile of `16 consumers` rows and a range of *k-stages* (128 bytes of
+//! every row: 64 fp16 or 128 int8 columns), cut among the blocks by [`BulkPlan`]. For each
+//! k-stage the producer's lane 0 copies two boxes with `cp.async.bulk.tensor.2d` into a ring
+//! of `stages` stages: the tile's rows x 128 bytes of weights (16 KiB for 128 rows) and the
+//! batch's 8 or 16 vectors x 128 bytes of
 //! inputs, completing on the stage's *full* barrier; it runs ahead across items, refilling a
 //! stage once the consumers have released it on its *empty* barrier. The boxes are written
 //! with the 128-byte swizzle ([`swizzle128`]), and elements outside the matrix (rows past
@@ -50,36 +51,90 @@
 use crate::tc::{GemvTcF16Params, GemvTcI8Params, StreamK, TC_COUNTERS, TC_WORKSPACE_WORDS};
 use cmv_device::{KernelParams, TensorMap};
 
-/// Consumer warps per block.
-pub const BULK_CONSUMERS: u32 = 8;
-/// Threads per block: the consumers and one producer warp.
-pub const BULK_THREADS: u32 = (BULK_CONSUMERS + 1) * 32;
-/// Rows per tile: 16 per consumer warp (the `mma`'s M).
-pub const BULK_TILE_ROWS: u32 = 16 * BULK_CONSUMERS;
 /// Bytes of a row in one k-stage: one box row, the 128-byte swizzle's span.
 pub const BULK_ROW_BYTES: u32 = 128;
-/// Bytes of a stage's weights (one box).
-pub const BULK_W_BYTES: u32 = BULK_TILE_ROWS * BULK_ROW_BYTES;
 /// Bytes of a stage's inputs (room for 16 vectors).
 pub const BULK_X_BYTES: u32 = 16 * BULK_ROW_BYTES;
-/// Bytes of one stage (a multiple of 1024, so every stage keeps the swizzle's alignment).
-pub const BULK_STAGE_BYTES: u32 = BULK_W_BYTES + BULK_X_BYTES;
-/// Stages of the ring (96 KiB of weights in flight per SM): 6 ran 0.5-4% faster than 12 at
-/// every shape and both GPU kinds in one A/B call each (docs/PERF.md), so the ring depth does
-/// not limit the kernel.
-pub const BULK_STAGES: u32 = 6;
-/// Bytes at the start of the shared memory for the barriers (full, then empty, 8 bytes each).
-pub const BULK_HEADER_BYTES: u32 = 256;
-/// Dynamic shared memory of a launch: the header, up to 1008 bytes to the ring's 1024-byte
-/// boundary ([`bulk_ring`]), the ring.
-pub const BULK_SMEM_BYTES: u32 = BULK_HEADER_BYTES + 1024 + BULK_STAGES * BULK_STAGE_BYTES;
+/// Bytes at the start of the shared memory for the barriers: the full barriers of up to 32
+/// stages at `0..256`, the empty ones at `256..512` (8 bytes each).
+pub const BULK_HEADER_BYTES: u32 = 512;
+/// Most stages a ring may have (the header's room).
+pub const BULK_MAX_STAGES: u32 = 32;
 /// Most splits of a row's k-stages.
 pub const BULK_MAX_SPLIT: u32 = 16;
 
-const _: () = assert!(2 * 8 * BULK_STAGES <= BULK_HEADER_BYTES);
-const _: () = assert!(BULK_SMEM_BYTES <= 227 * 1024);
-const _: () = assert!(BULK_STAGE_BYTES.is_multiple_of(1024));
-const _: () = assert!(BULK_W_BYTES.is_multiple_of(1024));
+/// The geometry of a copy-engine kernel: `consumers` warps of 16 rows each (a tile of
+/// `16 consumers` rows, one weights box per stage) and a ring of `stages` stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BulkGeom {
+    /// Consumer warps per block, 16 rows each.
+    pub consumers: u32,
+    /// Stages of the ring.
+    pub stages: u32,
+}
+
+impl BulkGeom {
+    /// Rows per tile: 16 per consumer warp (the `mma`'s M).
+    pub const fn tile_rows(&self) -> u32 {
+        16 * self.consumers
+    }
+
+    /// Threads per block: the consumers and one producer warp.
+    pub const fn threads(&self) -> u32 {
+        (self.consumers + 1) * 32
+    }
+
+    /// Bytes of a stage's weights (one box of `tile_rows` rows x 128 bytes).
+    pub const fn w_bytes(&self) -> u32 {
+        self.tile_rows() * BULK_ROW_BYTES
+    }
+
+    /// Bytes of one stage: the weights, then room for 16 vectors' inputs.
+    pub const fn stage_bytes(&self) -> u32 {
+        self.w_bytes() + BULK_X_BYTES
+    }
+
+    /// Dynamic shared memory of a launch: the header, up to 1008 bytes to the ring's
+    /// 1024-byte boundary ([`bulk_ring`]), the ring.
+    pub const fn smem_bytes(&self) -> u32 {
+        BULK_HEADER_BYTES + 1024 + self.stages * self.stage_bytes()
+    }
+
+    /// Whether the geometry is one the kernels can take: 1-8 consumers, 2-32 stages (the
+    /// header's barriers), stages 1024-byte multiples (the swizzle's alignment), the whole
+    /// ring within a block's 227 KiB of shared memory.
+    pub const fn is_valid(&self) -> bool {
+        self.consumers >= 1
+            && self.consumers <= 8
+            && self.stages >= 2
+            && self.stages <= BULK_MAX_STAGES
+            && self.stage_bytes().is_multiple_of(1024)
+            && self.w_bytes().is_multiple_of(1024)
+            && self.smem_bytes() <= 227 * 1024
+    }
+}
+
+/// Tiles of 128 rows (8 consumer warps), 5 stages (80 KiB of weights in flight per SM). The
+/// ring depth was measured on an H200 (docs/PERF.md, "Dense 2-16 vectors: tiles of 64 rows
+/// and shallower rings"): deeper rings were slower (12 stages against 6: 2-9% at every
+/// shape), and 5 stages against 6 were 1.5-2.5% faster at 28672x8192, within 1% elsewhere;
+/// 3 and 4 stages were slower again.
+pub const BULK_T128: BulkGeom = BulkGeom {
+    consumers: 8,
+    stages: 5,
+};
+
+/// Tiles of 64 rows (4 consumer warps), 9 stages (72 KiB of weights in flight): twice the
+/// tiles of [`BULK_T128`], so that 8192 rows make 128 whole tiles for 132 SMs, as cuBLASLt's
+/// `64x16` tiles do there. On an H200 7-9 stages ran within 1.5% of each other and 2-4%
+/// faster than 12, 16 or 22 (docs/PERF.md).
+pub const BULK_T64: BulkGeom = BulkGeom {
+    consumers: 4,
+    stages: 9,
+};
+
+const _: () = assert!(BULK_T128.is_valid() && BULK_T64.is_valid());
+const _: () = assert!(16 * BULK_MAX_STAGES <= BULK_HEADER_BYTES);
 
 /// Offset of stage `s`'s full barrier in the shared memory.
 pub const fn bulk_full_bar(s: u32) -> u32 {
@@ -88,7 +143,7 @@ pub const fn bulk_full_bar(s: u32) -> u32 {
 
 /// Offset of stage `s`'s empty barrier.
 pub const fn bulk_empty_bar(s: u32) -> u32 {
-    8 * (BULK_STAGES + s)
+    8 * (BULK_MAX_STAGES + s)
 }
 
 /// The ring's start for dynamic shared memory at `base` (a shared-window address, 16-byte
@@ -128,7 +183,9 @@ pub const fn bulk_b_offset(lane: u32, j: u32) -> u32 {
 /// other blocks that share them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BulkPlan {
-    /// Tiles of [`BULK_TILE_ROWS`] rows.
+    /// Consumer warps of the kernel ([`BulkGeom::consumers`]): tiles of 16 rows per warp.
+    pub consumers: u32,
+    /// Tiles of `16 consumers` rows.
     pub tiles: u32,
     /// k-stages of a row (128 bytes each; the last may be partial).
     pub kstages: u32,
@@ -153,10 +210,11 @@ impl BulkPlan {
     }
 }
 
-/// The plan on `grid` blocks for `rows` rows of `row_bytes` bytes (`grid` clamped to
-/// `1..=units`). The kernel rebuilds its plan with this from its parameters.
-pub const fn bulk_plan_for(rows: u32, row_bytes: u32, grid: u32) -> BulkPlan {
-    let tiles = rows.div_ceil(BULK_TILE_ROWS);
+/// The plan of a kernel of geometry `g` on `grid` blocks for `rows` rows of `row_bytes` bytes
+/// (`grid` clamped to `1..=units`). The kernel rebuilds its plan with this from its
+/// parameters.
+pub const fn bulk_plan_for(g: BulkGeom, rows: u32, row_bytes: u32, grid: u32) -> BulkPlan {
+    let tiles = rows.div_ceil(g.tile_rows());
     let kstages = row_bytes.div_ceil(BULK_ROW_BYTES);
     let units = tiles * kstages;
     let mut grid = if grid == 0 { 1 } else { grid };
@@ -164,6 +222,7 @@ pub const fn bulk_plan_for(rows: u32, row_bytes: u32, grid: u32) -> BulkPlan {
         grid = units;
     }
     BulkPlan {
+        consumers: g.consumers,
         tiles,
         kstages,
         grid,
@@ -173,7 +232,7 @@ pub const fn bulk_plan_for(rows: u32, row_bytes: u32, grid: u32) -> BulkPlan {
 /// Workspace words (32-bit partial sums) of a launch of `p` for `groups` groups of 8 vectors:
 /// two slots per block (its first and last tile) of 4 words per lane, group and warp.
 pub const fn bulk_split_words(p: &BulkPlan, groups: u32) -> usize {
-    2 * p.grid as usize * (BULK_CONSUMERS * 32 * 4 * groups) as usize
+    2 * p.grid as usize * (p.consumers * 32 * 4 * groups) as usize
 }
 
 /// Whether `p` fits the workspace ([`TC_WORKSPACE_WORDS`]) and the counters ([`TC_COUNTERS`]:
@@ -181,12 +240,12 @@ pub const fn bulk_split_words(p: &BulkPlan, groups: u32) -> usize {
 /// fit.
 pub const fn bulk_plan_fits(p: &BulkPlan, groups: u32) -> bool {
     !p.shares_tiles()
-        || (p.tiles as usize * BULK_CONSUMERS as usize <= TC_COUNTERS
+        || (p.tiles as usize * p.consumers as usize <= TC_COUNTERS
             && bulk_split_words(p, groups) <= TC_WORKSPACE_WORDS)
 }
 
-/// The plan for `rows` rows of `row_bytes` bytes and `groups` groups of 8 vectors on `sms`
-/// SMs. Ranges aligned to tiles: with at most `sms` tiles, `n = sms / tiles` blocks per tile
+/// The plan of a kernel of geometry `g` for `rows` rows of `row_bytes` bytes and `groups`
+/// groups of 8 vectors on `sms` SMs. Ranges aligned to tiles: with at most `sms` tiles, `n = sms / tiles` blocks per tile
 /// (each sums `1 / n` of one tile), except one block per tile where `n` would be 2 and the
 /// rows have at most 16 KiB (64 tiles on 132 SMs: 8192x8192 on an H200 at 2-16 vectors
 /// 35.9-36.9 us on 64 blocks against 37.1-38.4 on 128, int8 19.7-20.9 against 21.2-22.2;
@@ -198,9 +257,9 @@ pub const fn bulk_plan_fits(p: &BulkPlan, groups: u32) -> bool {
 /// On an H200 (docs/PERF.md) ranges that cut tiles unevenly cost up to 15% against the same
 /// work aligned to tiles (4096x4096: 16.7 us on 132 blocks, 14.2 on 128), while leaving a
 /// third of the SMs idle costs little (66 blocks: within 12% of 132 at every LLM shape).
-pub const fn bulk_plan(rows: u32, row_bytes: u32, groups: u32, sms: u32) -> BulkPlan {
+pub const fn bulk_plan(g: BulkGeom, rows: u32, row_bytes: u32, groups: u32, sms: u32) -> BulkPlan {
     let sms = if sms == 0 { 1 } else { sms };
-    let tiles = rows.div_ceil(BULK_TILE_ROWS);
+    let tiles = rows.div_ceil(g.tile_rows());
     let grid = if tiles == 0 {
         1
     } else if tiles <= sms {
@@ -214,35 +273,45 @@ pub const fn bulk_plan(rows: u32, row_bytes: u32, groups: u32, sms: u32) -> Bulk
             sms
         }
     };
-    let p = bulk_plan_for(rows, row_bytes, grid);
+    let p = bulk_plan_for(g, rows, row_bytes, grid);
     if bulk_plan_fits(&p, groups) {
         p
     } else {
-        bulk_plan_for(rows, row_bytes, tiles)
+        bulk_plan_for(g, rows, row_bytes, tiles)
     }
 }
 
 /// Whether the default path runs `batch` vectors of a `rows x cols` matrix (`int8` or fp16)
 /// on the copy-engine kernels, on compute capability 9.0: the shapes where they were faster
-/// than the register-fed kernels on both an H200 and an H100 (docs/PERF.md, builds `b0dd9a5`
-/// and `8ec1f6d`): from 2 vectors on at least 80 tiles (11008x4096, 14336x4096, 28672x8192:
-/// 2-13% faster at 2 and 16 vectors on the H200, equal to 5% on the H100; 11008x4096 with the
-/// 6-stage ring 7-16% on the H200, 1-7% on the H100), at 64 tiles of 8192 to 16383 columns
-/// (8192x8192, one block per tile: 1-5% fp16, 3-8% int8 on the H200), and at 64 tiles of at
-/// least 16384 columns (8192x28672) from 2 fp16 or 9 int8 vectors (int8 at 2 vectors was 3%
-/// slower there). Never at 1 vector (the batch-1 kernels reach 92-97% of the ceiling at these
-/// shapes) nor on smaller matrices (4096 rows: 2-45% slower).
+/// than the register-fed kernels (docs/PERF.md): from 2 vectors on at least 80 tiles of 128
+/// rows (11008x4096, 14336x4096, 28672x8192: 2-13% faster at 2 and 16 vectors on the H200,
+/// equal to 5% on the H100; builds `b0dd9a5`, `8ec1f6d`), and at 64 tiles of 128 rows with at
+/// least 8192 columns (8192x8192, 8192x28672), where they run on tiles of 64 rows
+/// ([`bulk_t64_preferred`]; on an H200 int8 at 8192x28672 then 1-8% faster than the
+/// register-fed kernels at 2-8 vectors, where tiles of 128 rows had been 3% slower at 2).
+/// Never at 1 vector (the batch-1 kernels reach 92-97% of the ceiling at these shapes) nor on
+/// smaller matrices (4096 rows: 2-45% slower).
 pub const fn bulk_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
-    let tiles = rows.div_ceil(BULK_TILE_ROWS);
+    let _ = int8;
+    let tiles = rows.div_ceil(BULK_T128.tile_rows());
     if batch < 2 || batch > 16 {
         false
-    } else if tiles >= 80 {
-        true
-    } else if tiles < 64 || cols < 8192 {
-        false
     } else {
-        cols < 16384 || !int8 || batch >= 9
+        tiles >= 80 || (tiles >= 64 && cols >= 8192)
     }
+}
+
+/// Whether the default path's copy-engine kernel for `batch` vectors of a `rows x cols`
+/// matrix (where [`bulk_preferred`] runs one) takes tiles of 64 rows ([`BULK_T64`]) rather
+/// than 128: where the rows make 65-128 tiles of 64 rows (4097-8192 rows), one whole tile
+/// per block on 132 SMs, where tiles of 128 rows would leave half of the SMs idle or split
+/// every tile. On an H200 (docs/PERF.md): 8192x8192 fp16 3-4% faster, int8 4-5%; 8192x28672
+/// fp16 1.5-2.5%, int8 4% at 16 vectors. Everywhere else tiles of 64 rows were slower (2-7%
+/// at 11008x4096, 14336x4096 and 28672x8192).
+pub const fn bulk_t64_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
+    let _ = (cols, batch, int8);
+    let tiles = rows.div_ceil(BULK_T64.tile_rows());
+    tiles > 64 && tiles <= 128
 }
 
 /// The part of tile `tile` that the range `u0..u1` of plan `p` covers: k-stages `k0..k1`.
@@ -295,42 +364,70 @@ const _: () = assert!(
 // SAFETY: as for GemvBulkF16Params; the one parameter of the int8 bulk kernels.
 unsafe impl KernelParams for GemvBulkI8Params {}
 
-/// A bulk kernel: its PTX name and the vectors it takes.
+/// A bulk kernel: its PTX name, the vectors it takes and its geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BulkKernel {
     /// PTX entry point (in the `sm_90a` module).
     pub name: &'static str,
     /// Input vectors it takes at most (8 or 16): also the rows of its input boxes.
     pub batch: u32,
+    /// Its tile and ring.
+    pub geom: BulkGeom,
 }
 
-/// The fp16 bulk kernels: up to 8 and up to 16 vectors.
-pub const BULK_F16_KERNELS: [BulkKernel; 2] = [
+/// The fp16 bulk kernels: up to 8 and up to 16 vectors on tiles of 128 rows, then the same on
+/// tiles of 64 rows ([`bulk_kernel`] gives the index).
+pub const BULK_F16_KERNELS: [BulkKernel; 4] = [
     BulkKernel {
         name: "cmv_gemv_f16_bulk_n8",
         batch: 8,
+        geom: BULK_T128,
     },
     BulkKernel {
         name: "cmv_gemv_f16_bulk_n16",
         batch: 16,
+        geom: BULK_T128,
+    },
+    BulkKernel {
+        name: "cmv_gemv_f16_bulk64_n8",
+        batch: 8,
+        geom: BULK_T64,
+    },
+    BulkKernel {
+        name: "cmv_gemv_f16_bulk64_n16",
+        batch: 16,
+        geom: BULK_T64,
     },
 ];
 
 /// The int8 bulk kernels, as [`BULK_F16_KERNELS`].
-pub const BULK_I8_KERNELS: [BulkKernel; 2] = [
+pub const BULK_I8_KERNELS: [BulkKernel; 4] = [
     BulkKernel {
         name: "cmv_gemv_i8_bulk_n8",
         batch: 8,
+        geom: BULK_T128,
     },
     BulkKernel {
         name: "cmv_gemv_i8_bulk_n16",
         batch: 16,
+        geom: BULK_T128,
+    },
+    BulkKernel {
+        name: "cmv_gemv_i8_bulk64_n8",
+        batch: 8,
+        geom: BULK_T64,
+    },
+    BulkKernel {
+        name: "cmv_gemv_i8_bulk64_n16",
+        batch: 16,
+        geom: BULK_T64,
     },
 ];
 
-/// The bulk kernel (index in [`BULK_F16_KERNELS`] / [`BULK_I8_KERNELS`]) for `batch` vectors.
-pub const fn bulk_kernel(batch: u32) -> usize {
-    if batch <= 8 { 0 } else { 1 }
+/// The bulk kernel (index in [`BULK_F16_KERNELS`] / [`BULK_I8_KERNELS`]) for `batch` vectors
+/// on tiles of 64 rows (`t64`) or 128.
+pub const fn bulk_kernel(batch: u32, t64: bool) -> usize {
+    (if batch <= 8 { 0 } else { 1 }) + if t64 { 2 } else { 0 }
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
@@ -339,19 +436,47 @@ mod tests {
 
     #[test]
     fn the_layout_fits_and_is_aligned() {
-        assert_eq!(BULK_W_BYTES, 16384);
-        assert_eq!(BULK_STAGE_BYTES, 18432);
-        for s in 0..BULK_STAGES {
+        assert_eq!(BULK_T128.w_bytes(), 16384);
+        assert_eq!(BULK_T128.stage_bytes(), 18432);
+        assert_eq!(BULK_T64.w_bytes(), 8192);
+        assert_eq!(BULK_T64.stage_bytes(), 10240);
+        assert_eq!((BULK_T128.threads(), BULK_T64.threads()), (288, 160));
+        for s in 0..BULK_MAX_STAGES {
             assert!(bulk_full_bar(s) + 8 <= bulk_empty_bar(0));
             assert!(bulk_empty_bar(s) + 8 <= BULK_HEADER_BYTES);
         }
-        // Whatever 16-byte-aligned start the dynamic shared memory has, the ring is
-        // 1024-byte aligned, after the header, and ends inside the launch's shared memory.
-        for base in (0..4096).step_by(16) {
-            let ring = bulk_ring(base);
-            assert!(ring.is_multiple_of(1024));
-            assert!(ring >= base + BULK_HEADER_BYTES);
-            assert!(ring + BULK_STAGES * BULK_STAGE_BYTES <= base + BULK_SMEM_BYTES);
+        assert!(
+            !BulkGeom {
+                consumers: 1,
+                stages: 33
+            }
+            .is_valid()
+        );
+        assert!(
+            !BulkGeom {
+                consumers: 8,
+                stages: 13
+            }
+            .is_valid(),
+            "over 227 KiB"
+        );
+        assert!(
+            !BulkGeom {
+                consumers: 0,
+                stages: 6
+            }
+            .is_valid()
+        );
+        for g in [BULK_T128, BULK_T64] {
+            assert!(g.is_valid());
+            // Whatever 16-byte-aligned start the dynamic shared memory has, the ring is
+            // 1024-byte aligned, after the header, and ends inside the launch's shared memory.
+            for base in (0..4096).step_by(16) {
+                let ring = bulk_ring(base);
+                assert!(ring.is_multiple_of(1024));
+                assert!(ring >= base + BULK_HEADER_BYTES);
+                assert!(ring + g.stages * g.stage_bytes() <= base + g.smem_bytes());
+            }
         }
     }
 
@@ -369,7 +494,7 @@ mod tests {
                     g.dedup();
                     g.len()
                 };
-                for w in 0..BULK_CONSUMERS {
+                for w in 0..BULK_T128.consumers {
                     assert_eq!(groups(&|l| bulk_a_offset(w, l, j)), 8);
                 }
                 assert_eq!(groups(&|l| bulk_b_offset(l, j)), 8);
@@ -385,8 +510,9 @@ mod tests {
     fn swizzled_stages_give_the_mma_operands() {
         // Element (row, byte) of the weights box and (vector, byte) of the inputs box, as the
         // byte value id: the byte offset in the unswizzled box, which is unique per byte.
-        let mut w = vec![0u32; BULK_W_BYTES as usize];
-        for off in 0..BULK_W_BYTES {
+        // The 128-row box; a 64-row box is its first half (warps 0-3 read only that).
+        let mut w = vec![0u32; BULK_T128.w_bytes() as usize];
+        for off in 0..BULK_T128.w_bytes() {
             w[swizzle128(off) as usize] = off;
         }
         let mut x = vec![0u32; BULK_X_BYTES as usize];
@@ -400,7 +526,7 @@ mod tests {
             let row = addr(8 * i + g);
             core::array::from_fn(|b| mem[(row + 4 * t + b as u32) as usize])
         };
-        for warp in 0..BULK_CONSUMERS {
+        for warp in 0..BULK_T128.consumers {
             for j in 0..4 {
                 for lane in 0..32 {
                     let (g, t) = (lane / 4, lane % 4);
@@ -432,12 +558,27 @@ mod tests {
         }
     }
 
+    /// Geometries, row counts, row lengths and grids for the plan tests.
+    fn unit_cases() -> Vec<(BulkGeom, u32, u32, u32)> {
+        let mut v = Vec::new();
+        for g in [BULK_T128, BULK_T64] {
+            for rows in [1, 63, 64, 65, 127, 128, 129, 300, 4096, 11008] {
+                for row_bytes in [16, 128, 144, 2080, 8192] {
+                    for grid in [1, 2, 7, 33, 132, 10_000] {
+                        v.push((g, rows, row_bytes, grid));
+                    }
+                }
+            }
+        }
+        v
+    }
+
     #[test]
     fn the_blocks_take_every_unit_once() {
-        for rows in [1, 127, 128, 129, 300, 4096, 11008] {
-            for row_bytes in [16, 128, 144, 2080, 8192] {
-                for grid in [1, 2, 7, 33, 132, 10_000] {
-                    let p = bulk_plan_for(rows, row_bytes, grid);
+        for (g, rows, row_bytes, grid) in unit_cases() {
+            {
+                {
+                    let p = bulk_plan_for(g, rows, row_bytes, grid);
                     let sk = p.stream();
                     assert!(p.grid >= 1 && u64::from(p.grid) <= sk.units.max(1));
                     let mut seen = vec![0u8; sk.units as usize];
@@ -482,29 +623,54 @@ mod tests {
     #[test]
     fn plans_fill_the_sms_within_the_workspace() {
         // Aligned to tiles: n blocks per tile, or m tiles per block.
-        let grid = |rows: u32, cols: u32| bulk_plan(rows, 2 * cols, 2, 132).grid;
+        let t = BULK_T128;
+        let grid = |rows: u32, cols: u32| bulk_plan(t, rows, 2 * cols, 2, 132).grid;
         assert_eq!(grid(4096, 4096), 128);
         assert_eq!(grid(8192, 28672), 128);
         assert_eq!(grid(8192, 8192), 64);
-        assert_eq!(bulk_plan(8192, 8192, 2, 132).grid, 64);
-        assert_eq!(bulk_plan(8192, 16384 + 128, 2, 132).grid, 128);
+        assert_eq!(bulk_plan(t, 8192, 8192, 2, 132).grid, 64);
+        assert_eq!(bulk_plan(t, 8192, 16384 + 128, 2, 132).grid, 128);
         assert_eq!(grid(11008, 4096), 86);
         assert_eq!(grid(14336, 4096), 112);
         assert_eq!(grid(28672, 8192), 112);
         assert_eq!(grid(128 * 133, 4096), 132);
-        let p = bulk_plan(4096, 8192, 2, 132);
+        let p = bulk_plan(t, 4096, 8192, 2, 132);
         assert!(p.shares_tiles() && bulk_plan_fits(&p, 2));
         let sk = p.stream();
         assert!((0..128).all(|b| sk.start(b).is_multiple_of(16)));
+        // Tiles of 64 rows: 8192 rows are 128 whole tiles, 4096 rows of 28 KiB 64 tiles of
+        // two blocks each.
+        let g64 = |rows: u32, cols: u32| bulk_plan(BULK_T64, rows, 2 * cols, 2, 132);
+        assert_eq!(
+            (g64(8192, 8192).grid, g64(8192, 8192).shares_tiles()),
+            (128, false)
+        );
+        assert_eq!(
+            (g64(4096, 14336).grid, g64(4096, 14336).shares_tiles()),
+            (128, true)
+        );
+        assert_eq!(g64(28672, 8192).grid, 112);
+        assert_eq!(g64(8192, 8192).consumers, 4);
         // Small matrices: at most one block per unit.
-        assert_eq!(bulk_plan(1, 16, 2, 132).grid, 1);
+        assert_eq!(bulk_plan(t, 1, 16, 2, 132).grid, 1);
         // Too many tiles for the counters: one block per tile, none shared.
-        let p = bulk_plan(600_000, 256, 2, 132);
-        assert_eq!(p.grid, p.tiles);
-        assert!(!p.shares_tiles() && bulk_plan_fits(&p, 2));
-        assert!(!bulk_plan_fits(&bulk_plan_for(600_000, 256, 132), 2));
-        assert_eq!(bulk_kernel(8), 0);
-        assert_eq!(bulk_kernel(9), 1);
+        for g in [BULK_T128, BULK_T64] {
+            let p = bulk_plan(g, 600_000, 256, 2, 132);
+            assert_eq!(p.grid, p.tiles);
+            assert!(!p.shares_tiles() && bulk_plan_fits(&p, 2));
+            assert!(!bulk_plan_fits(&bulk_plan_for(g, 600_000, 256, 132), 2));
+        }
+        assert_eq!(bulk_kernel(8, false), 0);
+        assert_eq!(bulk_kernel(9, false), 1);
+        assert_eq!(bulk_kernel(2, true), 2);
+        assert_eq!(bulk_kernel(16, true), 3);
+        for (i, k) in BULK_F16_KERNELS.iter().enumerate() {
+            let t64 = k.geom == BULK_T64;
+            assert_eq!(bulk_kernel(k.batch, t64), i);
+            assert_eq!(BULK_I8_KERNELS[i].geom, k.geom);
+            assert_eq!(BULK_I8_KERNELS[i].batch, k.batch);
+            assert_eq!(k.name.contains("bulk64"), t64);
+        }
     }
 
     #[test]
@@ -516,15 +682,18 @@ mod tests {
                 assert!(pick(28672, 8192, batch, int8));
                 assert!(!pick(4096, 14336, batch, int8));
                 assert!(pick(8192, 8192, batch, int8));
+                assert!(pick(8192, 28672, batch, int8));
                 assert!(pick(11008, 4096, batch, int8));
                 assert!(!pick(8192, 4096, batch, int8));
                 assert!(!pick(4096, 4096, batch, int8));
+                // Tiles of 64 rows at 8192 rows only (of the LLM shapes).
+                let t64 = |rows, cols| bulk_t64_preferred(rows, cols, batch, int8);
+                assert!(t64(8192, 8192) && t64(8192, 28672));
+                assert!(!t64(11008, 4096) && !t64(14336, 4096) && !t64(28672, 8192));
+                assert!(!t64(4096, 4096) && !t64(8193, 8192) && t64(4097, 8192));
             }
             assert!(!pick(28672, 8192, 1, int8));
             assert!(!pick(28672, 8192, 17, int8));
         }
-        assert!(pick(8192, 28672, 2, false));
-        assert!(!pick(8192, 28672, 8, true));
-        assert!(pick(8192, 28672, 9, true));
     }
 }
