@@ -60,6 +60,11 @@ pub const BULK_X_BYTES: u32 = 16 * BULK_ROW_BYTES;
 pub const BULK_HEADER_BYTES: u32 = 512;
 /// Most stages a ring may have (the header's room).
 pub const BULK_MAX_STAGES: u32 = 32;
+/// The least dynamic shared memory a launch asks for: more than half of an SM's 228 KiB (less
+/// the 1 KiB the driver reserves per block), so that two blocks of one launch never share an SM
+/// while other SMs idle. The plans count on one block per SM; on an H200 the 5- and 9-stage
+/// rings (92 KiB) without this ran 4096-row matrices 1.3-1.4x slower on 64 blocks (docs/PERF.md).
+pub const BULK_MIN_SMEM_BYTES: u32 = 115 * 1024;
 /// Most splits of a row's k-stages.
 pub const BULK_MAX_SPLIT: u32 = 16;
 
@@ -94,10 +99,21 @@ impl BulkGeom {
         self.w_bytes() + BULK_X_BYTES
     }
 
-    /// Dynamic shared memory of a launch: the header, up to 1008 bytes to the ring's
-    /// 1024-byte boundary ([`bulk_ring`]), the ring.
-    pub const fn smem_bytes(&self) -> u32 {
+    /// Shared memory the kernel uses: the header, up to 1008 bytes to the ring's 1024-byte
+    /// boundary ([`bulk_ring`]), the ring.
+    pub const fn used_bytes(&self) -> u32 {
         BULK_HEADER_BYTES + 1024 + self.stages * self.stage_bytes()
+    }
+
+    /// Dynamic shared memory of a launch: what the kernel uses, at least
+    /// [`BULK_MIN_SMEM_BYTES`], so that one block runs per SM.
+    pub const fn smem_bytes(&self) -> u32 {
+        let used = self.used_bytes();
+        if used < BULK_MIN_SMEM_BYTES {
+            BULK_MIN_SMEM_BYTES
+        } else {
+            used
+        }
     }
 
     /// Whether the geometry is one the kernels can take: 1-8 consumers, 2-32 stages (the
@@ -110,7 +126,7 @@ impl BulkGeom {
             && self.stages <= BULK_MAX_STAGES
             && self.stage_bytes().is_multiple_of(1024)
             && self.w_bytes().is_multiple_of(1024)
-            && self.smem_bytes() <= 227 * 1024
+            && self.used_bytes() <= 227 * 1024
     }
 }
 
@@ -469,13 +485,17 @@ mod tests {
         );
         for g in [BULK_T128, BULK_T64] {
             assert!(g.is_valid());
+            // One block per SM: two launches' worth of shared memory exceeds an SM's 228 KiB.
+            assert!(2 * (g.smem_bytes() + 1024) > 228 * 1024);
+            assert!(g.smem_bytes() <= 227 * 1024);
             // Whatever 16-byte-aligned start the dynamic shared memory has, the ring is
             // 1024-byte aligned, after the header, and ends inside the launch's shared memory.
             for base in (0..4096).step_by(16) {
                 let ring = bulk_ring(base);
                 assert!(ring.is_multiple_of(1024));
                 assert!(ring >= base + BULK_HEADER_BYTES);
-                assert!(ring + g.stages * g.stage_bytes() <= base + g.smem_bytes());
+                assert!(ring + g.stages * g.stage_bytes() <= base + g.used_bytes());
+                assert!(g.used_bytes() <= g.smem_bytes());
             }
         }
     }
