@@ -132,9 +132,9 @@ impl BulkGeom {
 
 /// Tiles of 128 rows (8 consumer warps), 5 stages (80 KiB of weights in flight per SM). The
 /// ring depth was measured on an H200 (docs/PERF.md, "Dense 2-16 vectors: tiles of 64 rows
-/// and shallower rings"): deeper rings were slower (12 stages against 6: 2-9% at every
-/// shape), and 5 stages against 6 were 1.5-2.5% faster at 28672x8192, within 1% elsewhere;
-/// 3 and 4 stages were slower again.
+/// and shallower rings"): deeper rings were slower (12 stages against 6: 3-10% at four of the
+/// five shapes measured, level at 8192x28672), and 5 stages against 6 were 1.5-2.5% faster at
+/// 28672x8192, within 1% elsewhere; 3 and 4 stages were slower again.
 pub const BULK_T128: BulkGeom = BulkGeom {
     consumers: 8,
     stages: 5,
@@ -321,9 +321,9 @@ pub const fn bulk_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> boo
 /// matrix (where [`bulk_preferred`] runs one) takes tiles of 64 rows ([`BULK_T64`]) rather
 /// than 128: where the rows make 65-128 tiles of 64 rows (4097-8192 rows), one whole tile
 /// per block on 132 SMs, where tiles of 128 rows would leave half of the SMs idle or split
-/// every tile. On an H200 (docs/PERF.md): 8192x8192 fp16 3-4% faster, int8 4-5%; 8192x28672
-/// fp16 1.5-2.5%, int8 4% at 16 vectors. Everywhere else tiles of 64 rows were slower (2-7%
-/// at 11008x4096, 14336x4096 and 28672x8192).
+/// every tile. On an H200 (docs/PERF.md): 8192x8192 fp16 3-5% faster, int8 3-5%; 8192x28672
+/// fp16 2-3%, int8 4% at 16 vectors. Tiles of 64 rows were slower at 11008x4096, 14336x4096
+/// and 28672x8192 (2-9%).
 pub const fn bulk_t64_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
     let _ = (cols, batch, int8);
     let tiles = rows.div_ceil(BULK_T64.tile_rows());
