@@ -1049,6 +1049,99 @@ pub unsafe fn cp_async_bulk_tensor_2d_g2s(dst: u32, map: u64, c0: u32, c1: u32, 
     }
 }
 
+/// `%cluster_ctarank` (sm_90): this block's rank in its cluster (0 without clusters).
+#[inline(always)]
+pub fn cluster_ctarank() -> u32 {
+    let r: u32;
+    // SAFETY: reads a special register.
+    unsafe {
+        asm!("mov.u32 {r}, %cluster_ctarank;", r = out(reg32) r, options(nomem, nostack, pure))
+    };
+    r
+}
+
+/// `barrier.cluster.arrive.release` then `barrier.cluster.wait.acquire` (sm_90): waits until
+/// every thread of every block of the cluster has arrived; the writes before it (shared
+/// memory of any block of the cluster, barrier inits) are then visible to all of them.
+///
+/// # Safety
+/// Every non-exited thread of every block of the cluster calls it the same number of times
+/// (else the cluster hangs); device code for sm_90 or later.
+#[inline(always)]
+pub unsafe fn cluster_sync() {
+    // SAFETY: as this function's.
+    unsafe {
+        asm!(
+            "barrier.cluster.arrive.release;",
+            "barrier.cluster.wait.acquire;",
+            options(nostack)
+        )
+    };
+}
+
+/// `mapa.shared::cluster.u32` (sm_90): the shared::cluster address of the shared-window
+/// address `addr` of this block in the block of cluster rank `rank`.
+///
+/// # Safety
+/// `rank` is below the cluster's size; device code for sm_90 or later.
+#[inline(always)]
+pub unsafe fn mapa_shared(addr: u32, rank: u32) -> u32 {
+    let r: u32;
+    // SAFETY: an address computation (no memory access).
+    unsafe {
+        asm!("mapa.shared::cluster.u32 {r}, {a}, {k};", r = out(reg32) r, a = in(reg32) addr,
+             k = in(reg32) rank, options(nomem, nostack, pure))
+    };
+    r
+}
+
+/// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [bar]` (sm_90): one arrival on
+/// the barrier at the shared::cluster address `bar` ([`mapa_shared`]), possibly of another
+/// block of the cluster; orders this thread's earlier accesses before the phase completes.
+///
+/// # Safety
+/// `bar` is an initialized barrier of a block of this cluster that stays alive until the
+/// arrival lands (a [`cluster_sync`] before either exits); the phase expects the arrival.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_cluster(bar: u32) {
+    // SAFETY: the caller guarantees the barrier.
+    unsafe {
+        asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{b}];", b = in(reg32) bar,
+             options(nostack))
+    };
+}
+
+/// [`cp_async_bulk_tensor_2d_g2s`] multicast to the blocks of the cluster in `mask` (bit `r`
+/// for rank `r`): the box lands at the same shared-window offset `dst` in each of them and
+/// completes on the barrier at offset `bar` of each (`.multicast::cluster`, sm_90).
+///
+/// # Safety
+/// As [`cp_async_bulk_tensor_2d_g2s`], for every block in `mask`: each has `dst`'s bytes free
+/// until its barrier's phase completes, and that phase counts the box's bytes.
+#[inline(always)]
+pub unsafe fn cp_async_bulk_tensor_2d_g2s_multicast(
+    dst: u32,
+    map: u64,
+    c0: u32,
+    c1: u32,
+    bar: u32,
+    mask: u16,
+) {
+    // SAFETY: the caller guarantees the map, the ranges and the barriers.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{c0}, {c1}}}], [{b}], {k};",
+            d = in(reg32) dst,
+            m = in(reg64) map,
+            c0 = in(reg32) c0,
+            c1 = in(reg32) c1,
+            b = in(reg32) bar,
+            k = in(reg16) mask,
+            options(nostack)
+        );
+    }
+}
+
 /// `prefetch.tensormap` (sm_90): brings the tensor map at the generic address `map` into the
 /// copy engine's cache before its first use.
 ///
