@@ -446,68 +446,13 @@ impl Kernel {
         params: &P,
     ) -> Result<()> {
         use cudarc::driver::sys;
+        self.check_launch::<P>(&cfg)?;
+        let mut block = ParamBlock(*params);
+        let mut args = [(&raw mut block).cast::<std::ffi::c_void>()];
         // SAFETY: a zeroed attribute is a valid `CU_LAUNCH_ATTRIBUTE_IGNORE` (plain data).
         let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
         attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attr.value.programmaticStreamSerializationAllowed = 1;
-        // SAFETY: forwarded from this function's contract.
-        unsafe { self.launch_ex(stream, cfg, params, attr) }
-    }
-
-    /// As [`Kernel::launch`], in thread-block clusters of `cluster` blocks along x (compute
-    /// capability 9.0 and newer): consecutive blocks `c * cluster ..` run at once on SMs of
-    /// one GPC and may use each other's shared memory (`mapa`, multicast copies) and the
-    /// cluster barrier.
-    ///
-    /// # Errors
-    /// As [`Kernel::launch`]; [`RuntimeError::InvalidLaunch`] for a cluster of 0 or more than
-    /// 8 blocks or a grid that is not a multiple of it.
-    ///
-    /// # Safety
-    /// As [`Kernel::launch`], and: the kernel is written for clusters of this size.
-    pub unsafe fn launch_cluster<P: KernelParams>(
-        &self,
-        stream: &CudaStream,
-        cfg: LaunchConfig,
-        params: &P,
-        cluster: u32,
-    ) -> Result<()> {
-        use cudarc::driver::sys;
-        if cluster == 0 || cluster > 8 || !cfg.grid_dim.0.is_multiple_of(cluster) {
-            return Err(RuntimeError::InvalidLaunch {
-                kernel: self.name,
-                reason: format!(
-                    "clusters of {cluster} blocks for a grid of {} blocks: use 1-8 blocks that \
-                     divide the grid",
-                    cfg.grid_dim.0
-                ),
-            });
-        }
-        // SAFETY: a zeroed attribute is a valid `CU_LAUNCH_ATTRIBUTE_IGNORE` (plain data).
-        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr.value.clusterDim.x = cluster;
-        attr.value.clusterDim.y = 1;
-        attr.value.clusterDim.z = 1;
-        // SAFETY: forwarded from this function's contract.
-        unsafe { self.launch_ex(stream, cfg, params, attr) }
-    }
-
-    /// `cuLaunchKernelEx` with one launch attribute.
-    ///
-    /// # Safety
-    /// As [`Kernel::launch`], and what the attribute asks of the kernel.
-    unsafe fn launch_ex<P: KernelParams>(
-        &self,
-        stream: &CudaStream,
-        cfg: LaunchConfig,
-        params: &P,
-        mut attr: cudarc::driver::sys::CUlaunchAttribute,
-    ) -> Result<()> {
-        use cudarc::driver::sys;
-        self.check_launch::<P>(&cfg)?;
-        let mut block = ParamBlock(*params);
-        let mut args = [(&raw mut block).cast::<std::ffi::c_void>()];
         let config = sys::CUlaunchConfig {
             gridDimX: cfg.grid_dim.0,
             gridDimY: cfg.grid_dim.1,

@@ -10,8 +10,8 @@ use cmv_runtime::{
 };
 use dense_kernels::bulk::{
     BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_ROW_BYTES, BulkKernel, BulkPlan, GemvBulkF16Params,
-    GemvBulkI8Params, bulk_cluster_fits, bulk_kernel, bulk_plan, bulk_plan_fits, bulk_plan_for,
-    bulk_preferred, bulk_t64_preferred,
+    GemvBulkI8Params, bulk_kernel, bulk_plan, bulk_plan_fits, bulk_plan_for, bulk_preferred,
+    bulk_t64_preferred,
 };
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
@@ -141,8 +141,6 @@ pub struct DenseGemv {
     /// Whether the default path takes tiles of 64 rows ([`BULK_TILE_ENV`]; `None`: where
     /// `bulk_t64_preferred` says).
     bulk_t64: Option<bool>,
-    /// Blocks per cluster the default path asks for ([`BULK_CLUSTER_ENV`]).
-    bulk_cluster: Option<u32>,
     sm_count: u32,
 }
 
@@ -161,11 +159,6 @@ pub const BULK_GRID_ENV: &str = "CMV_DENSE_BULK_GRID";
 /// (`CMV_DENSE_BULK_TILE=64` or `128` rows at every shape; without it, where
 /// `dense_kernels::bulk::bulk_t64_preferred` says; for comparisons).
 pub const BULK_TILE_ENV: &str = "CMV_DENSE_BULK_TILE";
-
-/// The environment variable that runs the 16-vector bulk kernels of the default path in
-/// clusters of 2 blocks that share the inputs' copies (`CMV_DENSE_BULK_CLUSTER=2`; where the
-/// plan allows it, `dense_kernels::bulk::bulk_cluster_fits`), for comparisons.
-pub const BULK_CLUSTER_ENV: &str = "CMV_DENSE_BULK_CLUSTER";
 
 /// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
 /// The counters are zero between launches: a launch that completes leaves them so, and one that
@@ -535,10 +528,6 @@ impl DenseGemv {
                 Ok(Ok(n)) => Some(n),
                 _ => None,
             },
-            bulk_cluster: match std::env::var(BULK_CLUSTER_ENV).map(|v| v.trim().parse::<u32>()) {
-                Ok(Ok(n)) if n > 1 => Some(n),
-                _ => None,
-            },
             bulk_t64: match std::env::var(BULK_TILE_ENV).map(|v| v.trim().parse::<u32>()) {
                 Ok(Ok(64)) => Some(true),
                 Ok(Ok(128)) => Some(false),
@@ -565,15 +554,6 @@ impl DenseGemv {
     fn bulk_t64(&self, rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
         self.bulk_t64
             .unwrap_or_else(|| bulk_t64_preferred(rows, cols, batch, int8))
-    }
-
-    /// The clusters the default path runs plan `p` of kernel `tk` in: [`BULK_CLUSTER_ENV`]'s
-    /// size where [`bulk_cluster_fits`] allows it, else 1.
-    fn bulk_cluster(&self, tk: BulkKernel, p: &BulkPlan) -> u32 {
-        match self.bulk_cluster {
-            Some(c) if bulk_cluster_fits(p, tk.batch, c) => c,
-            _ => 1,
-        }
     }
 
     /// The default path's plan for the bulk kernel `tk`: [`bulk_plan`], or the grid of
@@ -619,8 +599,7 @@ impl DenseGemv {
             DensePath::Bulk(i) => {
                 let kf = &self.bulk_loaded(BULK_F16_KERNELS[i])?.0;
                 let plan = self.bulk_default_plan(BULK_F16_KERNELS[i], rows, 2 * cols);
-                let cl = self.bulk_cluster(BULK_F16_KERNELS[i], &plan);
-                self.launch_bulk_f16(&kf[i], BULK_F16_KERNELS[i], plan, cl, w, x, y, b)?;
+                self.launch_bulk_f16(&kf[i], BULK_F16_KERNELS[i], plan, w, x, y, b)?;
             }
             DensePath::Tc(i, plan) => {
                 self.launch_tc_f16(&self.tc_f16[i], TC_F16_KERNELS[i], plan, w, x, y, b)?;
@@ -678,11 +657,7 @@ impl DenseGemv {
             DensePath::Bulk(i) => {
                 let ki = &self.bulk_loaded(BULK_I8_KERNELS[i])?.1;
                 let plan = self.bulk_default_plan(BULK_I8_KERNELS[i], rows, cols);
-                let (tk, cl) = (
-                    BULK_I8_KERNELS[i],
-                    self.bulk_cluster(BULK_I8_KERNELS[i], &plan),
-                );
-                self.launch_bulk_i8(&ki[i], tk, plan, cl, w, x, (y32, y8), scale, b)?;
+                self.launch_bulk_i8(&ki[i], BULK_I8_KERNELS[i], plan, w, x, (y32, y8), scale, b)?;
             }
             DensePath::Tc(i, plan) => {
                 self.launch_tc_i8(
@@ -1026,20 +1001,10 @@ impl DenseGemv {
         &self,
         tk: BulkKernel,
         plan: BulkPlan,
-        cluster: u32,
         rows: u32,
         row_bytes: u32,
         batch: u32,
     ) -> Result<LaunchConfig> {
-        if !bulk_cluster_fits(&plan, tk.batch, cluster) {
-            return Err(DenseError::Runtime(RuntimeError::InvalidLaunch {
-                kernel: tk.name,
-                reason: format!(
-                    "plan {plan:?} cannot run in clusters of {cluster} blocks (1 always; 2 for \
-                     16-vector kernels on whole tiles, the same number per block, an even grid)"
-                ),
-            }));
-        }
         if plan != bulk_plan_for(tk.geom, rows, row_bytes, plan.grid)
             || !bulk_plan_fits(&plan, tk.batch / 8)
             || batch == 0
@@ -1074,7 +1039,6 @@ impl DenseGemv {
         k: &Kernel,
         tk: BulkKernel,
         plan: BulkPlan,
-        cluster: u32,
         w: &DeviceMatrix<f16>,
         x: &CudaSlice<f16>,
         y: &mut CudaSlice<f16>,
@@ -1087,16 +1051,14 @@ impl DenseGemv {
                 cols: w.cols(),
             });
         }
-        let cfg = self.bulk_config(tk, plan, cluster, w.rows, 2 * w.cols, batch)?;
-        let (wmap, xmap) = bulk_maps(&w.data, x, TmaElem::F16, w.rows, w.cols, batch, tk, cluster)?;
+        let cfg = self.bulk_config(tk, plan, w.rows, 2 * w.cols, batch)?;
+        let (wmap, xmap) = bulk_maps(&w.data, x, TmaElem::F16, w.rows, w.cols, batch, tk)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
         let params = GemvBulkF16Params {
             wmap,
             xmap,
             p: f16_params(w, x, y, ws, batch, 0),
-            cluster,
-            pad: 0,
         };
         // SAFETY: the maps describe w (rows x cols) and x (batch x cols), which hold those
         // values (checked above), with the boxes the kernel copies (its tile's rows or tk.batch
@@ -1105,13 +1067,7 @@ impl DenseGemv {
         // workspace and counters (bulk_config), with the geometry's threads and shared memory
         // of shared memory. `k` is a bulk fp16 kernel of shape `tk`, which takes
         // `GemvBulkF16Params`.
-        unsafe {
-            if cluster > 1 {
-                k.launch_cluster(&self.stream, cfg, &params, cluster)?
-            } else {
-                k.launch(&self.stream, cfg, &params)?
-            }
-        };
+        unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
 
@@ -1126,7 +1082,6 @@ impl DenseGemv {
         k: &Kernel,
         tk: BulkKernel,
         plan: BulkPlan,
-        cluster: u32,
         w: &DeviceMatrix<i8>,
         x: &CudaSlice<i8>,
         (y32, y8): (&mut CudaSlice<i32>, &mut CudaSlice<i8>),
@@ -1143,26 +1098,18 @@ impl DenseGemv {
         if !scale.is_finite() {
             return Err(DenseError::Scale { scale });
         }
-        let cfg = self.bulk_config(tk, plan, cluster, w.rows, w.cols, batch)?;
-        let (wmap, xmap) = bulk_maps(&w.data, x, TmaElem::U8, w.rows, w.cols, batch, tk, cluster)?;
+        let cfg = self.bulk_config(tk, plan, w.rows, w.cols, batch)?;
+        let (wmap, xmap) = bulk_maps(&w.data, x, TmaElem::U8, w.rows, w.cols, batch, tk)?;
         let mut ws = self.tc_ws.lock().unwrap_or_else(PoisonError::into_inner);
         let ws = &mut *ws;
         let params = GemvBulkI8Params {
             wmap,
             xmap,
             p: i8_params(w, x, (y32, y8), scale, ws, batch, 0),
-            cluster,
-            pad: 0,
         };
         // SAFETY: as in `launch_bulk_f16`, with int8 values; `k` is a bulk int8 kernel of
         // shape `tk`, which takes `GemvBulkI8Params`.
-        unsafe {
-            if cluster > 1 {
-                k.launch_cluster(&self.stream, cfg, &params, cluster)?
-            } else {
-                k.launch(&self.stream, cfg, &params)?
-            }
-        };
+        unsafe { k.launch(&self.stream, cfg, &params)? };
         Ok(())
     }
 }
@@ -1178,11 +1125,8 @@ fn bulk_maps<T, U>(
     cols: u32,
     batch: u32,
     tk: BulkKernel,
-    cluster: u32,
 ) -> Result<(TensorMap, TensorMap)> {
     let box_cols = BULK_ROW_BYTES / elem.bytes() as u32;
-    // With clusters each block copies its share of the inputs' box rows.
-    let x_rows = tk.batch / cluster.max(1);
     Ok((
         tensor_map_2d(
             w,
@@ -1192,7 +1136,7 @@ fn bulk_maps<T, U>(
             tk.geom.tile_rows(),
             box_cols,
         )?,
-        tensor_map_2d(x, elem, batch.into(), cols.into(), x_rows, box_cols)?,
+        tensor_map_2d(x, elem, batch.into(), cols.into(), tk.batch, box_cols)?,
     ))
 }
 

@@ -20,7 +20,7 @@ mod gpu;
 pub use cublaslt::{CublasLtError, CublasLtGemv, LtAlgo};
 pub use dense_kernels::bulk::{
     BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_T64, BULK_T128, BulkGeom, BulkKernel, BulkPlan,
-    bulk_cluster_fits, bulk_kernel, bulk_plan, bulk_plan_for, bulk_t64_preferred,
+    bulk_kernel, bulk_plan, bulk_plan_for, bulk_t64_preferred,
 };
 pub use dense_kernels::tc::{
     TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, TcPlan, tc_choice, tc_many_rows, tc_plan,
@@ -28,8 +28,8 @@ pub use dense_kernels::tc::{
 };
 pub use dense_kernels::{MAX_BATCH, requantize};
 pub use gpu::{
-    BULK_CLUSTER_ENV, BULK_ENV, BULK_GRID_ENV, BULK_TILE_ENV, CublasGemv, DenseGemv, DensePath,
-    DeviceMatrix, Split, f16_on_tensor_cores, f16_split, i8_on_tensor_cores, i8_split,
+    BULK_ENV, BULK_GRID_ENV, BULK_TILE_ENV, CublasGemv, DenseGemv, DensePath, DeviceMatrix, Split,
+    f16_on_tensor_cores, f16_split, i8_on_tensor_cores, i8_split,
 };
 
 use cmv_runtime::{PtxModule, RuntimeError};

@@ -4,8 +4,8 @@
 use cmv_runtime::gpu_for_tests;
 use dense_gemv::{
     BULK_F16_KERNELS, BULK_I8_KERNELS, CublasGemv, DenseGemv, DeviceMatrix, TC_F16_KERNELS,
-    TC_I8_KERNELS, TcKernel, bulk_cluster_fits, bulk_kernel, bulk_plan, bulk_plan_for, cpu,
-    relative_error, tc_plan, tc_stream_plan,
+    TC_I8_KERNELS, TcKernel, bulk_kernel, bulk_plan, bulk_plan_for, cpu, relative_error, tc_plan,
+    tc_stream_plan,
 };
 use half::f16;
 use rand::rngs::StdRng;
@@ -326,7 +326,6 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
                     bulk_plan_for(g, r, row_bytes, 1),
                     bulk_plan_for(g, r, row_bytes, 5),
                     bulk_plan_for(g, r, row_bytes, tiles),
-                    bulk_plan_for(g, r, row_bytes, (tiles / 2).max(1)),
                     bulk_plan_for(g, r, row_bytes, 3 * tiles + 1),
                 ]
             };
@@ -338,15 +337,8 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
                 let want_i = cpu::gemv_i8(&wi, rows, cols, &xi, batch as usize).unwrap();
                 let dxi = gpu.upload(&xi).unwrap();
                 for (pf, pi) in plans(bytes).into_iter().zip(plans(bytes / 2)) {
-                    // Twice in one block per cluster, then in clusters of 2 where the plan
-                    // allows them (the inputs' box multicast).
-                    let fits = |p: &dense_gemv::BulkPlan| bulk_cluster_fits(p, tf.batch, 2);
-                    let (cf, ci) = (1 + u32::from(fits(&pf)), 1 + u32::from(fits(&pi)));
-                    for rep in 0..2 + usize::from(cf + ci > 2) {
-                        let (cf, ci) = if rep < 2 { (1, 1) } else { (cf, ci) };
-                        let what = format!(
-                            "{rows}x{cols} batch {batch} {pf:?} {pi:?} clusters {cf}/{ci} run {rep}"
-                        );
+                    for rep in 0..2 {
+                        let what = format!("{rows}x{cols} batch {batch} {pf:?} {pi:?} run {rep}");
                         check_pair(
                             &gpu,
                             (&want, &want_i),
@@ -354,12 +346,8 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
                                 &format!("{} {what}", tf.name),
                                 &format!("{} {what}", ti.name),
                             ),
-                            |dy| dense.launch_bulk_f16(&kfs[i], *tf, pf, cf, &dwf, &dx, dy, batch),
-                            |ys| {
-                                dense.launch_bulk_i8(
-                                    &kis[i], *ti, pi, ci, &dwi, &dxi, ys, 0.5, batch,
-                                )
-                            },
+                            |dy| dense.launch_bulk_f16(&kfs[i], *tf, pf, &dwf, &dx, dy, batch),
+                            |ys| dense.launch_bulk_i8(&kis[i], *ti, pi, &dwi, &dxi, ys, 0.5, batch),
                         );
                     }
                 }
@@ -376,15 +364,7 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
     let wrong = bulk_plan(k.geom, rows as u32 * 2, 2 * cols as u32, 2, 132);
     assert!(
         dense
-            .launch_bulk_f16(&kfs[1], k, wrong, 1, &dw, &dx, &mut dy, 16)
-            .is_err()
-    );
-    // So are clusters a plan does not allow (shared tiles: 300 rows on 132 SMs; 3 blocks).
-    let shared = bulk_plan(k.geom, rows as u32, 2 * cols as u32, 2, 132);
-    assert!(shared.shares_tiles() && !bulk_cluster_fits(&shared, 16, 2));
-    assert!(
-        dense
-            .launch_bulk_f16(&kfs[1], k, shared, 2, &dw, &dx, &mut dy, 16)
+            .launch_bulk_f16(&kfs[1], k, wrong, &dw, &dx, &mut dy, 16)
             .is_err()
     );
     // So is a plan of the other tile (64-row tiles for a kernel of 128).
@@ -397,7 +377,7 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
     );
     assert!(
         dense
-            .launch_bulk_f16(&kfs[1], k, other, 1, &dw, &dx, &mut dy, 16)
+            .launch_bulk_f16(&kfs[1], k, other, &dw, &dx, &mut dy, 16)
             .is_err()
     );
     assert!(
@@ -406,7 +386,6 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
                 &kfs[1],
                 k,
                 bulk_plan(k.geom, rows as u32, 2 * cols as u32, 2, 132),
-                1,
                 &dw,
                 &dx,
                 &mut dy,
@@ -486,34 +465,11 @@ fn bulk_stress() {
             )
         };
         let (pi, pf) = (plan(cols as u32), plan(2 * cols as u32));
-        // Clusters of CMV_DENSE_BULK_CLUSTER blocks where the plan allows them.
-        let want_cluster = std::env::var(dense_gemv::BULK_CLUSTER_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .unwrap_or(1);
-        let cl = |p: &dense_gemv::BulkPlan| {
-            if bulk_cluster_fits(p, 16, want_cluster) {
-                want_cluster
-            } else {
-                1
-            }
-        };
-        let (ci, cf) = (cl(&pi), cl(&pf));
         let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
         let mut y8 = gpu.upload(&vec![0x55i8; n]).unwrap();
         let k = BULK_I8_KERNELS[ki];
         dense
-            .launch_bulk_i8(
-                &kis[ki],
-                k,
-                pi,
-                ci,
-                &dwi,
-                &dxi,
-                (&mut y32, &mut y8),
-                0.5,
-                batch,
-            )
+            .launch_bulk_i8(&kis[ki], k, pi, &dwi, &dxi, (&mut y32, &mut y8), 0.5, batch)
             .unwrap();
         let got = gpu.download(&y32).unwrap();
         let wrong: Vec<usize> = (0..n).filter(|&i| got[i] != want_i[i]).collect();
@@ -532,7 +488,7 @@ fn bulk_stress() {
         let mut dy = gpu.upload(&vec![f16::NAN; n]).unwrap();
         let k = BULK_F16_KERNELS[ki];
         dense
-            .launch_bulk_f16(&kfs[ki], k, pf, cf, &dwf, &dx, &mut dy, batch)
+            .launch_bulk_f16(&kfs[ki], k, pf, &dwf, &dx, &mut dy, batch)
             .unwrap();
         let got = gpu.download(&dy).unwrap();
         let err = relative_error(got.iter().map(|v| f64::from(v.to_f32())), &want);

@@ -1,12 +1,10 @@
 //! The copy-engine kernels (NVPTX only); see `dense_kernels::bulk`.
 
 use cmv_device::{
-    U32x4, atomic_add_u32, block_idx_x, cluster_ctarank, cluster_sync, cp_async_bulk_tensor_2d_g2s,
-    cp_async_bulk_tensor_2d_g2s_multicast, dyn_smem_addr, fence_gpu, fence_mbarrier_init,
-    fence_proxy_async_shared, grid_dim_x, lane_id, ld_cg_v4, ldmatrix_x2, ldmatrix_x4, mapa_shared,
-    mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx, mbarrier_init,
-    mbarrier_wait_parity, prefetch_tensormap, shfl_idx, st_global_v4, sync_threads, sync_warp,
-    thread_idx_x, warp_id,
+    U32x4, atomic_add_u32, block_idx_x, cp_async_bulk_tensor_2d_g2s, dyn_smem_addr, fence_gpu,
+    fence_mbarrier_init, fence_proxy_async_shared, grid_dim_x, lane_id, ld_cg_v4, ldmatrix_x2,
+    ldmatrix_x4, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait_parity,
+    prefetch_tensormap, shfl_idx, st_global_v4, sync_threads, sync_warp, thread_idx_x, warp_id,
 };
 use dense_kernels::bulk::{
     BULK_ROW_BYTES, BulkGeom, bulk_a_offset, bulk_b_offset, bulk_empty_bar, bulk_full_bar,
@@ -25,9 +23,7 @@ use dense_kernels::tc_dev::{F16, I8, Tc, store_fragment};
 /// `16 C` rows x 128 bytes) and `X` (`batch x cols`, boxes of `8 NT` rows x 128 bytes) with the
 /// 128-byte swizzle; `row_bytes = cols * EB`; `1 <= batch <= 8 NT`; the grid is
 /// `bulk_plan_for(geometry, rows, row_bytes, grid).grid` blocks; when that plan shares
-/// tiles, `ws` holds `bulk_split_words` words and `counters` `tiles * C` zero words. With
-/// `cluster` 2 the launch runs in clusters of 2 blocks, the plan fits them
-/// (`bulk_cluster_fits`) and the inputs' map has boxes of `8 NT / 2` rows.
+/// tiles, `ws` holds `bulk_split_words` words and `counters` `tiles * C` zero words.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize, const C: u32, const S: u32>(
@@ -35,38 +31,6 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize, const C: u32, const S
     rows: u32,
     row_bytes: u32,
     batch: u32,
-    cluster: u32,
-    ws: *mut U32x4,
-    counters: *mut u32,
-    store: impl Fn(usize, u32),
-) {
-    // SAFETY: forwarded.
-    unsafe {
-        gemv_bulk_body::<E, EB, NT, C, S>(
-            maps, rows, row_bytes, batch, cluster, ws, counters, store,
-        )
-    };
-    if cluster > 1 {
-        // No block leaves while another block of its cluster may still copy into its shared
-        // memory or arrive on its barriers.
-        // SAFETY: every thread of the cluster's blocks reaches this once.
-        unsafe { cluster_sync() };
-    }
-}
-
-/// The kernel of [`gemv_bulk`] without its final cluster barrier (threads return from it
-/// early).
-///
-/// # Safety
-/// As [`gemv_bulk`].
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemv_bulk_body<E: Tc, const EB: u32, const NT: usize, const C: u32, const S: u32>(
-    maps: u64,
-    rows: u32,
-    row_bytes: u32,
-    batch: u32,
-    cluster: u32,
     ws: *mut U32x4,
     counters: *mut u32,
     store: impl Fn(usize, u32),
@@ -94,23 +58,14 @@ unsafe fn gemv_bulk_body<E: Tc, const EB: u32, const NT: usize, const C: u32, co
             // SAFETY: the barriers' area at the start of the launch's shared memory.
             unsafe {
                 mbarrier_init(base + bulk_full_bar(s), 1);
-                // Every consumer of the cluster releases each stage (the producers multicast
-                // into all of the cluster's rings).
-                mbarrier_init(base + bulk_empty_bar(s), C * cluster);
+                mbarrier_init(base + bulk_empty_bar(s), C);
             }
         }
         // SAFETY: device code for sm_90a.
         unsafe { fence_mbarrier_init() };
     }
-    if cluster > 1 {
-        // The cluster's barriers are initialized before any block copies into another's
-        // ring or arrives on its barriers.
-        // SAFETY: every thread of the cluster's blocks reaches this.
-        unsafe { cluster_sync() };
-    } else {
-        // SAFETY: every thread of the block reaches this barrier.
-        unsafe { sync_threads() };
-    }
+    // SAFETY: every thread of the block reaches this barrier.
+    unsafe { sync_threads() };
     if warp == C {
         if lane != 0 {
             return;
@@ -123,7 +78,6 @@ unsafe fn gemv_bulk_body<E: Tc, const EB: u32, const NT: usize, const C: u32, co
             prefetch_tensormap(maps + 128);
         }
         let box_cols = BULK_ROW_BYTES / EB;
-        let rank = cluster_ctarank();
         let mut i = 0u32;
         // The first unit's tile and k-stage, then counted on (a 64-bit division per stage
         // would delay every refill).
@@ -144,17 +98,7 @@ unsafe fn gemv_bulk_body<E: Tc, const EB: u32, const NT: usize, const C: u32, co
             unsafe {
                 mbarrier_arrive_expect_tx(full, w_bytes + 8 * NT as u32 * BULK_ROW_BYTES);
                 cp_async_bulk_tensor_2d_g2s(dst, maps, k * box_cols, tile * tile_rows, full);
-                if cluster == 1 {
-                    cp_async_bulk_tensor_2d_g2s(dst + w_bytes, maps + 128, k * box_cols, 0, full);
-                } else {
-                    // This block's rows of the inputs' box, to every block of the cluster
-                    // (their stage i is free: their consumers have released it too).
-                    let part = 8 * NT as u32 / cluster;
-                    let at = dst + w_bytes + rank * part * BULK_ROW_BYTES;
-                    let mask = ((1u32 << cluster) - 1) as u16;
-                    let (c0, c1) = (k * box_cols, rank * part);
-                    cp_async_bulk_tensor_2d_g2s_multicast(at, maps + 128, c0, c1, full, mask);
-                }
+                cp_async_bulk_tensor_2d_g2s(dst + w_bytes, maps + 128, k * box_cols, 0, full);
             }
             i += 1;
             k += 1;
@@ -212,13 +156,7 @@ unsafe fn gemv_bulk_body<E: Tc, const EB: u32, const NT: usize, const C: u32, co
                 fence_proxy_async_shared();
                 sync_warp();
                 if lane == 0 {
-                    if cluster == 1 {
-                        mbarrier_arrive(base + bulk_empty_bar(s));
-                    } else {
-                        for q in 0..cluster {
-                            mbarrier_arrive_cluster(mapa_shared(base + bulk_empty_bar(s), q));
-                        }
-                    }
+                    mbarrier_arrive(base + bulk_empty_bar(s));
                 }
             }
             i += 1;
@@ -340,7 +278,7 @@ macro_rules! bulk_entries {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_bulk::<F16, 2, $nt, { $g.consumers }, { $g.stages }>(
-                    maps, q.rows, 2 * q.cols, q.batch, p.cluster,
+                    maps, q.rows, 2 * q.cols, q.batch,
                     q.acc.as_mut_ptr() as *mut U32x4, q.counters.as_mut_ptr(), store,
                 )
             }
@@ -361,7 +299,7 @@ macro_rules! bulk_entries {
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
                 gemv_bulk::<I8, 1, $nt, { $g.consumers }, { $g.stages }>(
-                    maps, q.rows, q.cols, q.batch, p.cluster,
+                    maps, q.rows, q.cols, q.batch,
                     q.acc.as_mut_ptr() as *mut U32x4, q.counters.as_mut_ptr(), store,
                 )
             }

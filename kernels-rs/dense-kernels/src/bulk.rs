@@ -330,20 +330,6 @@ pub const fn bulk_t64_preferred(rows: u32, cols: u32, batch: u32, int8: bool) ->
     tiles > 64 && tiles <= 128
 }
 
-/// Whether a launch of plan `p` for a kernel of `batch_cap` vectors may run in clusters of
-/// `cluster` blocks, each block copying `batch_cap / cluster` of the inputs' box rows and
-/// multicasting them to the cluster: 1 always; 2 for the 16-vector kernels (slices of 8 rows,
-/// 1 KiB: the 128-byte swizzle's span) on plans whose blocks all walk the same k-stages (whole
-/// tiles, the same number per block) and an even grid.
-pub const fn bulk_cluster_fits(p: &BulkPlan, batch_cap: u32, cluster: u32) -> bool {
-    cluster == 1
-        || (cluster == 2
-            && batch_cap == 16
-            && p.kstages > 0
-            && p.grid.is_multiple_of(2)
-            && p.tiles.is_multiple_of(p.grid))
-}
-
 /// The part of tile `tile` that the range `u0..u1` of plan `p` covers: k-stages `k0..k1`.
 pub const fn bulk_tile_part(p: &BulkPlan, tile: u32, u0: u64, u1: u64) -> (u32, u32) {
     let t0 = tile as u64 * p.kstages as u64;
@@ -370,12 +356,8 @@ pub struct GemvBulkF16Params {
     pub xmap: TensorMap,
     /// Buffers and sizes.
     pub p: GemvTcF16Params,
-    /// Blocks per cluster ([`bulk_cluster_fits`]): 1, or 2 with the inputs' box multicast.
-    pub cluster: u32,
-    /// Zero (keeps the struct free of padding).
-    pub pad: u32,
 }
-const _: () = assert!(core::mem::size_of::<GemvBulkF16Params>() == 256 + 56 + 8);
+const _: () = assert!(core::mem::size_of::<GemvBulkF16Params>() == 256 + 56);
 // SAFETY: repr(C), no padding (size asserted; every field 4-aligned), plain data and device
 // pointers only; the one parameter of the fp16 bulk kernels.
 unsafe impl KernelParams for GemvBulkF16Params {}
@@ -391,13 +373,9 @@ pub struct GemvBulkI8Params {
     pub xmap: TensorMap,
     /// Buffers, sizes and the requantization scale.
     pub p: GemvTcI8Params,
-    /// Blocks per cluster, as in [`GemvBulkF16Params`].
-    pub cluster: u32,
-    /// Zero.
-    pub pad: u32,
 }
 const _: () = assert!(
-    core::mem::size_of::<GemvBulkI8Params>() == 256 + core::mem::size_of::<GemvTcI8Params>() + 8
+    core::mem::size_of::<GemvBulkI8Params>() == 256 + core::mem::size_of::<GemvTcI8Params>()
 );
 // SAFETY: as for GemvBulkF16Params; the one parameter of the int8 bulk kernels.
 unsafe impl KernelParams for GemvBulkI8Params {}
@@ -712,34 +690,6 @@ mod tests {
             assert_eq!(BULK_I8_KERNELS[i].geom, k.geom);
             assert_eq!(BULK_I8_KERNELS[i].batch, k.batch);
             assert_eq!(k.name.contains("bulk64"), t64);
-        }
-    }
-
-    #[test]
-    fn clusters_of_two_only_where_every_block_walks_the_same_stages() {
-        let t = |rows, grid| bulk_plan_for(BULK_T64, rows, 16384, grid);
-        // 8192 rows: 128 whole tiles on 128 blocks, or 2 per block on 64.
-        assert!(bulk_cluster_fits(&t(8192, 128), 16, 2));
-        assert!(bulk_cluster_fits(&t(8192, 64), 16, 2));
-        // Not for the 8-vector kernels (slices of 4 rows), an odd grid, shared tiles, 3 tiles
-        // per block that do not divide the tiles, clusters of 3 or 4.
-        assert!(!bulk_cluster_fits(&t(8192, 128), 8, 2));
-        assert!(!bulk_cluster_fits(&t(8192 - 64, 127), 16, 2));
-        assert!(!bulk_cluster_fits(&t(8192, 132), 16, 2));
-        assert!(!bulk_cluster_fits(&t(64 * 129, 43), 16, 2));
-        assert!(!bulk_cluster_fits(&t(8192, 128), 16, 4));
-        // One block per cluster always.
-        assert!(bulk_cluster_fits(&t(8192, 132), 8, 1));
-        // The default plans at the LLM shapes that run the copy-engine kernels fit.
-        for (rows, cols, g) in [
-            (8192, 8192, BULK_T64),
-            (8192, 28672, BULK_T64),
-            (11008, 4096, BULK_T128),
-            (14336, 4096, BULK_T128),
-            (28672, 8192, BULK_T128),
-        ] {
-            let p = bulk_plan(g, rows, 2 * cols, 2, 132);
-            assert!(bulk_cluster_fits(&p, 16, 2), "{rows}x{cols} {p:?}");
         }
     }
 
