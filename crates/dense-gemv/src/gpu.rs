@@ -1114,9 +1114,9 @@ impl DenseGemv {
     }
 }
 
-/// The tensor maps of a copy-engine launch: `w` (`rows x cols`) in boxes of the kernel's tile rows and `x`
-/// (`batch x cols`) in boxes of `tk.batch` vectors, both 128 bytes wide with the 128-byte
-/// swizzle (`dense_kernels::bulk`).
+/// The tensor maps of a copy-engine launch: `w` (`rows x cols`) in boxes of the kernel's tile
+/// rows and `x` (`batch x cols`) in boxes of `tk.batch` vectors, both 128 bytes wide with the
+/// 128-byte swizzle (`dense_kernels::bulk`).
 fn bulk_maps<T, U>(
     w: &CudaSlice<T>,
     x: &CudaSlice<U>,

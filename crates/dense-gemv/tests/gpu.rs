@@ -290,10 +290,11 @@ fn tensor_core_kernels_match_the_reference_with_every_plan() {
 /// The Hopper copy-engine kernels (`dense_kernels::bulk`) against the CPU references, on
 /// their default plan and on forced grids (one block, taking every tile and stage through one
 /// ring many times round; 5 blocks; one per tile; 3 per k-stage count, so that blocks share
-/// tiles three and four ways), each product twice (the split-K counters must be back at zero), outputs
-/// poisoned before every launch: rows not a multiple of the tile (128 or 64 rows), partial last k-stages (columns
-/// not a multiple of 64 or 128), batches 1 to 16; plans for another shape and too many vectors
-/// are refused. Skipped (with a message) off compute capability 9.0.
+/// tiles three and four ways), each product twice (the split-K counters must be back at
+/// zero), outputs poisoned before every launch, for both tiles (128 and 64 rows): rows not a
+/// multiple of the tile, partial last k-stages (columns not a multiple of 64 or 128), batches
+/// 1 to 16; plans for another shape, another tile and too many vectors are refused. Skipped
+/// (with a message) off compute capability 9.0.
 #[test]
 fn bulk_kernels_match_the_reference_on_every_plan() {
     let Some(gpu) = gpu_for_tests("bulk_kernels_match_the_reference_on_every_plan") else {

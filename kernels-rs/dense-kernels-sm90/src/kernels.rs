@@ -13,7 +13,8 @@ use dense_kernels::bulk::{
 use dense_kernels::tc_dev::{F16, I8, Tc, store_fragment};
 
 /// The whole kernel for element `E` (`EB` bytes), `NT` groups of 8 vectors, `C` consumer
-/// warps and `S` stages (`BulkGeom { consumers: C, stages: S }`): see `dense_kernels::bulk`. `maps` is the generic address of the parameter struct (the weights'
+/// warps and `S` stages (`BulkGeom { consumers: C, stages: S }`): see `dense_kernels::bulk`.
+/// `maps` is the generic address of the parameter struct (the weights'
 /// tensor map at `+0`, the inputs' at `+128`); `store(i, v)` writes output `i = n * rows + row`
 /// from its 32-bit sum.
 ///

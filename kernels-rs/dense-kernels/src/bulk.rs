@@ -13,7 +13,7 @@
 //!
 //! # The kernel
 //! A block is `consumers` consumer warps and a producer warp, one block per SM (persistent;
-//! [`BulkGeom`]: 8 consumers and 6 stages in [`BULK_T128`], 4 and 12 in [`BULK_T64`]). The
+//! [`BulkGeom`]: 8 consumers and 5 stages in [`BULK_T128`], 4 and 9 in [`BULK_T64`]). The
 //! work is *items*: a tile of `16 consumers` rows and a range of *k-stages* (128 bytes of
 //! every row: 64 fp16 or 128 int8 columns), cut among the blocks by [`BulkPlan`]. For each
 //! k-stage the producer's lane 0 copies two boxes with `cp.async.bulk.tensor.2d` into a ring
