@@ -141,6 +141,9 @@ pub struct DenseGemv {
     /// Whether the default path takes tiles of 64 rows ([`BULK_TILE_ENV`]; `None`: where
     /// `bulk_t64_preferred` says).
     bulk_t64: Option<bool>,
+    /// Whether the copy-engine kernels are launched with programmatic dependent launch
+    /// ([`DenseGemv::with_pdl`], [`PDL_ENV`]).
+    bulk_pdl: bool,
     sm_count: u32,
 }
 
@@ -159,6 +162,10 @@ pub const BULK_GRID_ENV: &str = "CMV_DENSE_BULK_GRID";
 /// (`CMV_DENSE_BULK_TILE=64` or `128` rows at every shape; without it, where
 /// `dense_kernels::bulk::bulk_t64_preferred` says; for comparisons).
 pub const BULK_TILE_ENV: &str = "CMV_DENSE_BULK_TILE";
+
+/// The environment variable that turns off programmatic dependent launch of the copy-engine
+/// kernels when set to `0` (for comparisons; [`DenseGemv::with_pdl`]).
+pub const PDL_ENV: &str = "CMV_DENSE_PDL";
 
 /// Split-K workspace of the tensor-core kernels: partial sums and one counter per row block.
 /// The counters are zero between launches: a launch that completes leaves them so, and one that
@@ -533,8 +540,51 @@ impl DenseGemv {
                 Ok(Ok(128)) => Some(false),
                 _ => None,
             },
+            bulk_pdl: std::env::var(PDL_ENV).map_or(true, |v| v.trim() != "0"),
             sm_count: gpu.info().sm_count,
         })
+    }
+
+    /// Launches the copy-engine kernels with programmatic dependent launch (`pdl`, the
+    /// default unless [`PDL_ENV`] is `0`) or the ordinary way. With it, a launch may start
+    /// while the kernel before it on the stream ends: its blocks stream their first weights
+    /// at once and wait for that kernel (`griddepcontrol.wait`) before they read the inputs or
+    /// write anything, so a chain of products where each reads what the one before wrote
+    /// stays exact. The weights themselves are read before the wait: a kernel launched right
+    /// before that *writes the matrix* must be followed by an ordinary launch (`with_pdl(false)`)
+    /// or a synchronization. Uploads and copies are not kernels and are always waited for.
+    #[must_use]
+    pub fn with_pdl(mut self, pdl: bool) -> Self {
+        self.bulk_pdl = pdl;
+        self
+    }
+
+    /// Whether the copy-engine kernels are launched with programmatic dependent launch (they
+    /// are loaded, and [`DenseGemv::with_pdl`] did not turn it off).
+    pub fn uses_pdl(&self) -> bool {
+        self.bulk.is_some() && self.bulk_pdl
+    }
+
+    /// Launches a copy-engine kernel, programmatically where [`DenseGemv::uses_pdl`].
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`] for `k` with `params`; the kernel runs `griddepcontrol.wait`
+    /// before it touches memory other than the weights (the bulk kernels do).
+    unsafe fn launch_bulk<P: cmv_runtime::KernelParams>(
+        &self,
+        k: &Kernel,
+        cfg: LaunchConfig,
+        params: &P,
+    ) -> Result<()> {
+        if self.bulk_pdl {
+            // SAFETY: the caller's contract; the bulk kernels wait before every access but
+            // the weights' (`dense_kernels_sm90`), and no kernel of ours writes a matrix.
+            unsafe { k.launch_programmatic(&self.stream, cfg, params)? };
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { k.launch(&self.stream, cfg, params)? };
+        }
+        Ok(())
     }
 
     /// Whether the default path runs `batch` vectors of a `rows x cols` matrix (int8 or fp16)
@@ -1067,7 +1117,7 @@ impl DenseGemv {
         // workspace and counters (bulk_config), with the geometry's threads and shared memory
         // of shared memory. `k` is a bulk fp16 kernel of shape `tk`, which takes
         // `GemvBulkF16Params`.
-        unsafe { k.launch(&self.stream, cfg, &params)? };
+        unsafe { self.launch_bulk(k, cfg, &params)? };
         Ok(())
     }
 
@@ -1109,7 +1159,7 @@ impl DenseGemv {
         };
         // SAFETY: as in `launch_bulk_f16`, with int8 values; `k` is a bulk int8 kernel of
         // shape `tk`, which takes `GemvBulkI8Params`.
-        unsafe { k.launch(&self.stream, cfg, &params)? };
+        unsafe { self.launch_bulk(k, cfg, &params)? };
         Ok(())
     }
 }
@@ -1295,6 +1345,17 @@ mod tests {
                 "{}: no .maxntid {} in {head}",
                 k.name,
                 k.geom.threads()
+            );
+            // They are launched programmatically (`DenseGemv::with_pdl`): the producer and the
+            // consumers wait for the kernel before (`griddepcontrol.wait`) before they read the
+            // inputs or write anything, and the next kernel is let go at once.
+            let end = body[1..].find(".entry ").map_or(body.len(), |e| e + 1);
+            let body = &body[..end];
+            assert!(
+                body.matches("griddepcontrol.wait;").count() >= 2
+                    && body.contains("griddepcontrol.launch_dependents;"),
+                "{}: no programmatic-launch control in the PTX: run `cargo xtask ptx`",
+                k.name
             );
         }
     }

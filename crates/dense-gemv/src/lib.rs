@@ -28,8 +28,8 @@ pub use dense_kernels::tc::{
 };
 pub use dense_kernels::{MAX_BATCH, requantize};
 pub use gpu::{
-    BULK_ENV, BULK_GRID_ENV, BULK_TILE_ENV, CublasGemv, DenseGemv, DensePath, DeviceMatrix, Split,
-    f16_on_tensor_cores, f16_split, i8_on_tensor_cores, i8_split,
+    BULK_ENV, BULK_GRID_ENV, BULK_TILE_ENV, CublasGemv, DenseGemv, DensePath, DeviceMatrix,
+    PDL_ENV, Split, f16_on_tensor_cores, f16_split, i8_on_tensor_cores, i8_split,
 };
 
 use cmv_runtime::{PtxModule, RuntimeError};

@@ -500,3 +500,140 @@ fn bulk_stress() {
     }
     assert_eq!(bad, 0, "{bad} of {reps} repetitions wrong ({rows}x{cols})");
 }
+
+/// A chain of copy-engine products, each reading the vectors the one before wrote and writing
+/// the buffer that one read, launched back to back with no synchronization, with and without
+/// programmatic dependent launch (`DenseGemv::with_pdl`): int8 bit-exact against the CPU
+/// chain (requantized between layers), fp16 within 1e-2 of the CPU chain (rounded to fp16
+/// between layers) and bit-identical with and without the programmatic launch. Every bulk
+/// kernel, with the default plan and a grid of 5 (both share tiles: the workspace and the
+/// counters carry over from one launch to the next).
+#[test]
+fn a_chain_of_bulk_products_is_exact_with_and_without_programmatic_launch() {
+    let name = "a_chain_of_bulk_products_is_exact_with_and_without_programmatic_launch";
+    let Some(gpu) = gpu_for_tests(name) else {
+        return;
+    };
+    if DenseGemv::new(&gpu).unwrap().bulk_kernels().is_none() {
+        eprintln!("{name}: skipped, compute capability is not 9.0");
+        return;
+    }
+    let (d, layers, mats) = (2048usize, 6usize, 3usize);
+    let mut rng = StdRng::seed_from_u64(11);
+    let wi: Vec<Vec<i8>> = (0..mats)
+        .map(|_| (0..d * d).map(|_| rng.gen_range(-8i8..=8)).collect())
+        .collect();
+    let wf: Vec<Vec<f16>> = (0..mats)
+        .map(|_| random_f16(&mut rng, d * d, (3.0 / d as f32).sqrt()))
+        .collect();
+    let dwi: Vec<_> = wi
+        .iter()
+        .map(|w| DeviceMatrix::upload_i8(&gpu, w, d, d).unwrap())
+        .collect();
+    let dwf: Vec<_> = wf
+        .iter()
+        .map(|w| DeviceMatrix::upload_f16(&gpu, w, d, d).unwrap())
+        .collect();
+    // y8 keeps about the spread of x: scale ~ 1 / (sqrt(d) * std(W)).
+    let scale = 1.0 / ((d as f32).sqrt() * 4.9);
+    let mut fp16_runs: Vec<Vec<f16>> = Vec::new();
+    for pdl in [true, false] {
+        let dense = DenseGemv::new(&gpu).unwrap().with_pdl(pdl);
+        assert_eq!(dense.uses_pdl(), pdl);
+        let (kfs, kis) = dense.bulk_kernels().unwrap();
+        for (ki, (tf, ti)) in BULK_F16_KERNELS.iter().zip(&BULK_I8_KERNELS).enumerate() {
+            let batch = if tf.batch == 16 { 16 } else { 5 };
+            let n = batch as usize * d;
+            let g = tf.geom;
+            for (gi, grid) in [None, Some(5u32)].into_iter().enumerate() {
+                // The same inputs in both passes.
+                let mut xr = StdRng::seed_from_u64((2 * ki + gi) as u64);
+                let plan = |row_bytes: u32| match grid {
+                    None => bulk_plan(g, d as u32, row_bytes, 2, dense.sm_count()),
+                    Some(b) => bulk_plan_for(g, d as u32, row_bytes, b),
+                };
+                let what = format!("pdl {pdl}, {}, grid {:?}", tf.name, plan(2 * d as u32).grid);
+                // int8
+                let x0: Vec<i8> = (0..n).map(|_| xr.gen_range(-40i8..=40)).collect();
+                let mut want = x0.clone();
+                for l in 0..layers {
+                    let acc = cpu::gemv_i8(&wi[l % mats], d, d, &want, batch as usize).unwrap();
+                    want = cpu::requantize_all(&acc, scale);
+                }
+                let mut bufs = [
+                    gpu.upload(&x0).unwrap(),
+                    gpu.upload(&vec![0x55i8; n]).unwrap(),
+                ];
+                let mut y32 = gpu.upload(&vec![i32::MIN; n]).unwrap();
+                for l in 0..layers {
+                    let [a, b] = &mut bufs;
+                    let (src, dst) = if l % 2 == 0 { (&*a, b) } else { (&*b, a) };
+                    dense
+                        .launch_bulk_i8(
+                            &kis[ki],
+                            *ti,
+                            plan(d as u32),
+                            &dwi[l % mats],
+                            src,
+                            (&mut y32, dst),
+                            scale,
+                            batch,
+                        )
+                        .unwrap();
+                }
+                let got = gpu.download(&bufs[layers % 2]).unwrap();
+                assert_eq!(got, want, "int8 chain, {what}");
+                assert!(
+                    want.iter().filter(|&&v| v != 0 && v.abs() < 127).count() > n / 2,
+                    "the chain's values must stay mostly unsaturated and nonzero ({what})"
+                );
+                // fp16
+                let x0 = random_f16(&mut xr, n, 1.0);
+                let mut want: Vec<f16> = x0.clone();
+                for l in 0..layers {
+                    let y = cpu::gemv_f16(&wf[l % mats], d, d, &want, batch as usize).unwrap();
+                    want = y.iter().map(|&v| f16::from_f64(v)).collect();
+                }
+                let mut bufs = [
+                    gpu.upload(&x0).unwrap(),
+                    gpu.upload(&vec![f16::NAN; n]).unwrap(),
+                ];
+                for l in 0..layers {
+                    let [a, b] = &mut bufs;
+                    let (src, dst) = if l % 2 == 0 { (&*a, b) } else { (&*b, a) };
+                    dense
+                        .launch_bulk_f16(
+                            &kfs[ki],
+                            *tf,
+                            plan(2 * d as u32),
+                            &dwf[l % mats],
+                            src,
+                            dst,
+                            batch,
+                        )
+                        .unwrap();
+                }
+                let got = gpu.download(&bufs[layers % 2]).unwrap();
+                let err = relative_error(
+                    got.iter().map(|v| f64::from(v.to_f32())),
+                    &want
+                        .iter()
+                        .map(|v| f64::from(v.to_f32()))
+                        .collect::<Vec<_>>(),
+                );
+                assert!(err < 1e-2, "fp16 chain, {what}: relative error {err}");
+                let j = 2 * ki + gi;
+                if pdl {
+                    fp16_runs.push(got);
+                } else {
+                    let bits = |v: &[f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+                    assert!(
+                        bits(&got) == bits(&fp16_runs[j]),
+                        "fp16 chain, {what}: not the same bits as with the programmatic launch"
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(fp16_runs.len(), 2 * BULK_F16_KERNELS.len());
+}

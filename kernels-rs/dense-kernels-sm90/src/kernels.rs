@@ -2,9 +2,10 @@
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, cp_async_bulk_tensor_2d_g2s, dyn_smem_addr, fence_gpu,
-    fence_mbarrier_init, fence_proxy_async_shared, grid_dim_x, lane_id, ld_cg_v4, ldmatrix_x2,
-    ldmatrix_x4, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait_parity,
-    prefetch_tensormap, shfl_idx, st_global_v4, sync_threads, sync_warp, thread_idx_x, warp_id,
+    fence_mbarrier_init, fence_proxy_async_shared, grid_dim_x, griddepcontrol_launch_dependents,
+    griddepcontrol_wait, lane_id, ld_cg_v4, ldmatrix_x2, ldmatrix_x4, mbarrier_arrive,
+    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait_parity, prefetch_tensormap, shfl_idx,
+    st_global_v4, sync_threads, sync_warp, thread_idx_x, warp_id,
 };
 use dense_kernels::bulk::{
     BULK_ROW_BYTES, BulkGeom, bulk_a_offset, bulk_b_offset, bulk_empty_bar, bulk_full_bar,
@@ -24,7 +25,9 @@ use dense_kernels::tc_dev::{F16, I8, Tc, store_fragment};
 /// `16 C` rows x 128 bytes) and `X` (`batch x cols`, boxes of `8 NT` rows x 128 bytes) with the
 /// 128-byte swizzle; `row_bytes = cols * EB`; `1 <= batch <= 8 NT`; the grid is
 /// `bulk_plan_for(geometry, rows, row_bytes, grid).grid` blocks; when that plan shares
-/// tiles, `ws` holds `bulk_split_words` words and `counters` `tiles * C` zero words.
+/// tiles, `ws` holds `bulk_split_words` words and `counters` `tiles * C` zero words. With
+/// programmatic dependent launch, no kernel launched before this one on the stream writes `W`
+/// (its first stages are read before `griddepcontrol.wait`; everything else after it).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize, const C: u32, const S: u32>(
@@ -54,6 +57,10 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize, const C: u32, const S
     let (u0, u1) = (sk.start(b as u64), sk.start(b as u64 + 1));
     let lane = lane_id();
     let warp = warp_id();
+    // Programmatic dependent launch: the next kernel on the stream may start at once; it
+    // streams its own weights while this one ends and waits (below) for everything else.
+    // SAFETY: device code for sm_90a.
+    unsafe { griddepcontrol_launch_dependents() };
     if thread_idx_x() == 0 {
         for s in 0..S {
             // SAFETY: the barriers' area at the start of the launch's shared memory.
@@ -79,17 +86,58 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize, const C: u32, const S
             prefetch_tensormap(maps + 128);
         }
         let box_cols = BULK_ROW_BYTES / EB;
-        let mut i = 0u32;
+        let stage_tx = w_bytes + 8 * NT as u32 * BULK_ROW_BYTES;
         // The first unit's tile and k-stage, then counted on (a 64-bit division per stage
         // would delay every refill).
         let (mut tile, mut k) = ((u0 / sk.kbs) as u32, (u0 % sk.kbs) as u32);
-        for _ in u0..u1 {
-            let s = i % S;
-            if i >= S {
-                // SAFETY: an initialized barrier; its phase completes when the consumers
-                // are done with stage i - STAGES.
-                unsafe { mbarrier_wait_parity(base + bulk_empty_bar(s), (i / S - 1) & 1) };
+        // The weights of the first stages before `griddepcontrol.wait` (no kernel writes the
+        // matrix: the launcher's contract), so that they stream while the kernel before this
+        // one on the stream ends; that kernel may write the inputs, so their boxes follow the
+        // wait. A slot's full barrier completes once both of its boxes have landed.
+        let first = if u1 - u0 < S as u64 {
+            (u1 - u0) as u32
+        } else {
+            S
+        };
+        let k_first = k;
+        for s in 0..first {
+            // SAFETY: slot s is fresh (s < STAGES); its full barrier's first phase expects one
+            // arrival (this one) and both boxes' bytes; the destination is slot s's weights
+            // (1024-byte aligned), which no one reads until the phase completes; boxes outside
+            // the tensor are zero-filled by the copy engine, never read out of bounds.
+            unsafe {
+                let full = base + bulk_full_bar(s);
+                mbarrier_arrive_expect_tx(full, stage_tx);
+                let dst = ring + s * stage_bytes;
+                cp_async_bulk_tensor_2d_g2s(dst, maps, k * box_cols, tile * tile_rows, full);
             }
+            k += 1;
+            if k == plan.kstages {
+                k = 0;
+                tile += 1;
+            }
+        }
+        // SAFETY: device code for sm_90a.
+        unsafe { griddepcontrol_wait() };
+        let mut kx = k_first;
+        for s in 0..first {
+            // SAFETY: slot s's inputs, counted in its full barrier's phase above.
+            unsafe {
+                let dst = ring + s * stage_bytes + w_bytes;
+                let full = base + bulk_full_bar(s);
+                cp_async_bulk_tensor_2d_g2s(dst, maps + 128, kx * box_cols, 0, full);
+            }
+            kx += 1;
+            if kx == plan.kstages {
+                kx = 0;
+            }
+        }
+        let mut i = first;
+        for _ in u0 + first as u64..u1 {
+            let s = i % S;
+            // SAFETY: an initialized barrier (i >= STAGES here); its phase completes when the
+            // consumers are done with stage i - STAGES.
+            unsafe { mbarrier_wait_parity(base + bulk_empty_bar(s), (i / S - 1) & 1) };
             let full = base + bulk_full_bar(s);
             let dst = ring + s * stage_bytes;
             // SAFETY: the phase of slot s's full barrier expects one arrival (this one) and
@@ -97,7 +145,7 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize, const C: u32, const S
             // aligned), which no one reads until the phase completes; boxes outside the
             // tensors are zero-filled by the copy engine, never read out of bounds.
             unsafe {
-                mbarrier_arrive_expect_tx(full, w_bytes + 8 * NT as u32 * BULK_ROW_BYTES);
+                mbarrier_arrive_expect_tx(full, stage_tx);
                 cp_async_bulk_tensor_2d_g2s(dst, maps, k * box_cols, tile * tile_rows, full);
                 cp_async_bulk_tensor_2d_g2s(dst + w_bytes, maps + 128, k * box_cols, 0, full);
             }
@@ -116,8 +164,13 @@ unsafe fn gemv_bulk<E: Tc, const EB: u32, const NT: usize, const C: u32, const S
         }
         return;
     }
-    // A consumer: rows 16 warp .. 16 warp + 16 of every tile. The fragment addresses are the
-    // same in every stage (stages are 1024-byte aligned, so the swizzle moves only the offset).
+    // A consumer: rows 16 warp .. 16 warp + 16 of every tile. It writes the outputs, the
+    // workspace and the counters, which the kernel before this one on the stream may still
+    // use: it waits for that kernel first (a no-op without programmatic launch).
+    // SAFETY: device code for sm_90a.
+    unsafe { griddepcontrol_wait() };
+    // The fragment addresses are the same in every stage (stages are 1024-byte aligned, so the
+    // swizzle moves only the offset).
     let a_off: [u32; 4] = core::array::from_fn(|j| swizzle128(bulk_a_offset(warp, lane, j as u32)));
     let b_off: [u32; 4] =
         core::array::from_fn(|j| w_bytes + swizzle128(bulk_b_offset(lane, j as u32)));
