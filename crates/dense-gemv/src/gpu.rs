@@ -10,8 +10,8 @@ use cmv_runtime::{
 };
 use dense_kernels::bulk::{
     BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_ROW_BYTES, BulkKernel, BulkPlan, GemvBulkF16Params,
-    GemvBulkI8Params, bulk_kernel, bulk_plan, bulk_plan_fits, bulk_plan_for, bulk_preferred,
-    bulk_t64_preferred,
+    GemvBulkI8Params, bulk_kernel, bulk_pdl_preferred, bulk_plan, bulk_plan_fits, bulk_plan_for,
+    bulk_preferred, bulk_t64_preferred,
 };
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
@@ -545,8 +545,9 @@ impl DenseGemv {
         })
     }
 
-    /// Launches the copy-engine kernels with programmatic dependent launch (`pdl`, the
-    /// default unless [`PDL_ENV`] is `0`) or the ordinary way. With it, a launch may start
+    /// Launches the copy-engine kernels with programmatic dependent launch where it pays
+    /// (`pdl`, the default unless [`PDL_ENV`] is `0`; plans whose grid is one full wave,
+    /// `dense_kernels::bulk::bulk_pdl_preferred`) or always the ordinary way. With it, a launch may start
     /// while the kernel before it on the stream ends: its blocks stream their first weights
     /// at once and wait for that kernel (`griddepcontrol.wait`) before they read the inputs or
     /// write anything, so a chain of products where each reads what the one before wrote
@@ -565,7 +566,15 @@ impl DenseGemv {
         self.bulk.is_some() && self.bulk_pdl
     }
 
-    /// Launches a copy-engine kernel, programmatically where [`DenseGemv::uses_pdl`].
+    /// Whether a launch of a copy-engine kernel with `plan` is programmatic
+    /// ([`DenseGemv::uses_pdl`], and `dense_kernels::bulk::bulk_pdl_preferred` on this GPU's
+    /// SMs).
+    pub fn bulk_launch_is_programmatic(&self, plan: &BulkPlan) -> bool {
+        self.uses_pdl() && bulk_pdl_preferred(plan, self.sm_count)
+    }
+
+    /// Launches a copy-engine kernel with `plan`, programmatically where
+    /// [`DenseGemv::bulk_launch_is_programmatic`].
     ///
     /// # Safety
     /// As [`Kernel::launch`] for `k` with `params`; the kernel runs `griddepcontrol.wait`
@@ -573,10 +582,11 @@ impl DenseGemv {
     unsafe fn launch_bulk<P: cmv_runtime::KernelParams>(
         &self,
         k: &Kernel,
+        plan: &BulkPlan,
         cfg: LaunchConfig,
         params: &P,
     ) -> Result<()> {
-        if self.bulk_pdl {
+        if self.bulk_launch_is_programmatic(plan) {
             // SAFETY: the caller's contract; the bulk kernels wait before every access but
             // the weights' (`dense_kernels_sm90`), and no kernel of ours writes a matrix.
             unsafe { k.launch_programmatic(&self.stream, cfg, params)? };
@@ -1117,7 +1127,7 @@ impl DenseGemv {
         // workspace and counters (bulk_config), with the geometry's threads and shared memory
         // of shared memory. `k` is a bulk fp16 kernel of shape `tk`, which takes
         // `GemvBulkF16Params`.
-        unsafe { self.launch_bulk(k, cfg, &params)? };
+        unsafe { self.launch_bulk(k, &plan, cfg, &params)? };
         Ok(())
     }
 
@@ -1159,7 +1169,7 @@ impl DenseGemv {
         };
         // SAFETY: as in `launch_bulk_f16`, with int8 values; `k` is a bulk int8 kernel of
         // shape `tk`, which takes `GemvBulkI8Params`.
-        unsafe { self.launch_bulk(k, cfg, &params)? };
+        unsafe { self.launch_bulk(k, &plan, cfg, &params)? };
         Ok(())
     }
 }

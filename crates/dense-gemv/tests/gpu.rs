@@ -553,6 +553,14 @@ fn a_chain_of_bulk_products_is_exact_with_and_without_programmatic_launch() {
                     Some(b) => bulk_plan_for(g, d as u32, row_bytes, b),
                 };
                 let what = format!("pdl {pdl}, {}, grid {:?}", tf.name, plan(2 * d as u32).grid);
+                // The default plans are one full wave on an H100 or H200 (programmatic with
+                // `pdl`), a grid of 5 is not (always the ordinary launch).
+                let p = plan(2 * d as u32);
+                let full = dense_gemv::bulk_pdl_preferred(&p, dense.sm_count());
+                assert_eq!(dense.bulk_launch_is_programmatic(&p), pdl && full, "{what}");
+                if dense.sm_count() == 132 {
+                    assert_eq!(full, grid.is_none(), "{what}");
+                }
                 // int8
                 let x0: Vec<i8> = (0..n).map(|_| xr.gen_range(-40i8..=40)).collect();
                 let mut want = x0.clone();

@@ -330,6 +330,19 @@ pub const fn bulk_t64_preferred(rows: u32, cols: u32, batch: u32, int8: bool) ->
     tiles > 64 && tiles <= 128
 }
 
+/// Whether a programmatic launch of plan `p` pays on `sms` SMs (one block per SM): only when
+/// its grid fills at least 90% of the SMs and no more than all of them (one full wave), as
+/// for BEAM's direct kernel (`beam_kernels::direct_full_wave`). Measured on an H200
+/// (docs/PERF.md, "Dense 2-16 vectors: programmatic dependent launch"), against the ordinary
+/// launch: 128 blocks (8192x8192, 8192x28672) 2-10% faster; 112 blocks mixed (14336x4096
+/// int8 8-9% faster, fp16 1%; 28672x8192 3-7% slower); 86 blocks (11008x4096) 3-14% slower.
+/// (The dependent grid's first blocks take the SMs the grid before leaves idle, then the
+/// others as they free up, so a partial wave lands differently on the SMs than a launch on an
+/// idle GPU: our reading, not profiled.)
+pub const fn bulk_pdl_preferred(p: &BulkPlan, sms: u32) -> bool {
+    p.grid <= sms && 10 * p.grid as u64 >= 9 * sms as u64
+}
+
 /// The part of tile `tile` that the range `u0..u1` of plan `p` covers: k-stages `k0..k1`.
 pub const fn bulk_tile_part(p: &BulkPlan, tile: u32, u0: u64, u1: u64) -> (u32, u32) {
     let t0 = tile as u64 * p.kstages as u64;
@@ -715,5 +728,34 @@ mod tests {
             assert!(!pick(28672, 8192, 1, int8));
             assert!(!pick(28672, 8192, 17, int8));
         }
+    }
+
+    #[test]
+    fn programmatic_launch_only_for_a_full_wave() {
+        // The default plans on 132 SMs, per tile of the default path (bytes: fp16 rows).
+        let plan = |rows: u32, cols: u32| {
+            let g = if bulk_t64_preferred(rows, cols, 16, false) {
+                BULK_T64
+            } else {
+                BULK_T128
+            };
+            bulk_plan(g, rows, 2 * cols, 2, 132)
+        };
+        for (rows, cols, grid, pdl) in [
+            (8192, 8192, 128, true),
+            (8192, 28672, 128, true),
+            (14336, 4096, 112, false),
+            (28672, 8192, 112, false),
+            (11008, 4096, 86, false),
+        ] {
+            let p = plan(rows, cols);
+            assert_eq!(p.grid, grid, "{rows}x{cols}");
+            assert_eq!(bulk_pdl_preferred(&p, 132), pdl, "{rows}x{cols}");
+        }
+        // 90% to 100% of the SMs, never more than one block per SM.
+        let g = |grid| bulk_plan_for(BULK_T128, 1 << 20, 4096, grid);
+        assert!(bulk_pdl_preferred(&g(119), 132) && bulk_pdl_preferred(&g(132), 132));
+        assert!(!bulk_pdl_preferred(&g(118), 132) && !bulk_pdl_preferred(&g(133), 132));
+        assert!(bulk_pdl_preferred(&g(1), 1) && !bulk_pdl_preferred(&g(1), 2));
     }
 }
