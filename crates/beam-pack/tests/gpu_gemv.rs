@@ -236,7 +236,8 @@ fn row_vectors_run_the_direct_kernel() {
         (33, 513),
         (700, 3000),
         (9, 4096),
-        // Short rows on many warps: split past the warp cap (2 slices at 4 bits).
+        // Short rows on many warps: split past the warp cap where short rows are split (2
+        // slices at 4 bits; an H100), one slice where not (an H200).
         (9000, 2048),
     ]);
     let plain = (OutputWidth::Sai, Overflow::Ovf);

@@ -45,11 +45,32 @@ pub struct DeviceInfo {
     pub total_mem: usize,
     /// Largest dynamic shared memory a block may opt into, in bytes.
     pub max_smem_per_block_optin: u32,
+    /// Peak memory bandwidth in bytes per second from the driver's memory clock and bus width
+    /// (two transfers per clock), `None` where the driver does not report them. The nominal
+    /// figure, not a measured one (`cmv-bench` measures its read ceiling): for rules that
+    /// tell GPU kinds apart by how much data must be in flight.
+    pub peak_bandwidth: Option<f64>,
     /// Driver API version, e.g. 13000 for CUDA 13.0.
     pub driver_version: i32,
 }
 
+/// Peak bandwidth in bytes per second of a memory clock of `clock_khz` kHz on a bus of
+/// `bus_bits` bits, two transfers per clock; `None` when either is missing or not positive.
+pub fn peak_bandwidth(clock_khz: Option<i32>, bus_bits: Option<i32>) -> Option<f64> {
+    match (clock_khz, bus_bits) {
+        (Some(c), Some(b)) if c > 0 && b > 0 => Some(2.0 * f64::from(c) * 1e3 * f64::from(b) / 8.0),
+        _ => None,
+    }
+}
+
 impl DeviceInfo {
+    /// Peak memory bandwidth per SM in bytes per second ([`DeviceInfo::peak_bandwidth`] over
+    /// the SMs), `None` where it is not known.
+    pub fn peak_bandwidth_per_sm(&self) -> Option<f64> {
+        self.peak_bandwidth
+            .map(|b| b / f64::from(self.sm_count.max(1)))
+    }
+
     /// Driver version as `major.minor`.
     pub fn driver_version_string(&self) -> String {
         format!(
@@ -122,6 +143,12 @@ impl Gpu {
                 Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                 "shared memory limit",
             )? as u32,
+            peak_bandwidth: peak_bandwidth(
+                ctx.attribute(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
+                    .ok(),
+                ctx.attribute(Attr::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
+                    .ok(),
+            ),
             driver_version,
         };
         Ok(Self {
@@ -554,6 +581,17 @@ fn module_source_in(module: &PtxModule, dir: Option<&std::ffi::OsStr>) -> Result
 #[cfg(test)]
 mod ptx_override_tests {
     use super::*;
+
+    #[test]
+    fn peak_bandwidth_is_two_transfers_per_clock_over_the_bus() {
+        // An H100 SXM's 2619 MHz HBM3 on 5120 bits: its nominal 3.35 TB/s.
+        let b = peak_bandwidth(Some(2_619_000), Some(5120)).unwrap();
+        assert!((b - 3.352_32e12).abs() < 1e6, "{b}");
+        assert_eq!(peak_bandwidth(None, Some(5120)), None);
+        assert_eq!(peak_bandwidth(Some(2_619_000), None), None);
+        assert_eq!(peak_bandwidth(Some(0), Some(5120)), None);
+        assert_eq!(peak_bandwidth(Some(2_619_000), Some(-1)), None);
+    }
 
     #[test]
     fn a_ptx_file_in_the_folder_replaces_the_embedded_source() {

@@ -25,7 +25,9 @@ mod tma;
 pub use cmv_device::{DevPtr, DevPtrMut, KernelParams, TensorMap};
 pub use cudarc;
 pub use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig};
-pub use device::{DeviceInfo, Gpu, Kernel, PtxModule, dev_ptr, dev_ptr_mut, gpu_for_tests};
+pub use device::{
+    DeviceInfo, Gpu, Kernel, PtxModule, dev_ptr, dev_ptr_mut, gpu_for_tests, peak_bandwidth,
+};
 pub use error::{DriverResultExt, RuntimeError};
 pub use timing::{Timings, rotation_copies, time_graph, time_launches};
 pub use tma::{TmaElem, check_tensor_map_2d, tensor_map_2d};

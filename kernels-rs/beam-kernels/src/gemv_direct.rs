@@ -131,15 +131,41 @@ pub const fn direct_smem_bytes(slices: u32, bits: u32, nb: u32) -> u32 {
 /// up to 7%; on longer rows the cap's choice stayed as fast or faster.
 pub const DIRECT_SHORT_CHUNKS: u32 = 256;
 
+/// Short rows are split past the warp cap ([`direct_split`]'s `split_short`) only on GPUs
+/// whose nominal memory bandwidth per SM is below this many bytes per second: an H100 SXM
+/// (3.35 TB/s on 132 SMs, 25 GB/s each), where the split ran 2-6% faster (docs/PERF.md, "BEAM
+/// GEMV: slices for short rows"); not on an H200 (4.8 TB/s, 36 GB/s each), where one slice ran
+/// 10-18% faster than the split at 11008x4096, 14336x4096 and 28672x8192 at 4-8 bits (PERF.md,
+/// "BEAM GEMV: one slice for short rows on an H200"). Our reading: residency caps the blocks
+/// per SM whatever the slices, and a split lane keeps half as many bytes in flight, which a
+/// GPU with more bandwidth per SM needs.
+pub const DIRECT_SPLIT_SHORT_MAX_SM_BANDWIDTH: f64 = 30e9;
+
+/// Whether [`direct_split`] splits short rows on a GPU of `bandwidth_per_sm` bytes per second
+/// of nominal memory bandwidth per SM (`None`: not known, split as measured on the H100).
+pub fn direct_split_short(bandwidth_per_sm: Option<f64>) -> bool {
+    match bandwidth_per_sm {
+        Some(b) => b < DIRECT_SPLIT_SHORT_MAX_SM_BANDWIDTH,
+        None => true,
+    }
+}
+
 /// The slice count and the grid of a launch over `rows` rows of `row_words` words with `nb`
 /// vector slots: the most slices (1, 2, 4, 8) that keep every slice at least one chunk per
 /// lane and the launch at or under [`DIRECT_MAX_WARPS`] warps (no warp cap for one vector on
-/// rows of at most [`DIRECT_SHORT_CHUNKS`] chunks).
-pub fn direct_split(rows: u32, row_words: u32, bits: u32, nb: u32) -> (u32, u32) {
+/// rows of at most [`DIRECT_SHORT_CHUNKS`] chunks when `split_short` is set: on GPUs with
+/// little bandwidth per SM, see [`DIRECT_SPLIT_SHORT_MAX_SM_BANDWIDTH`]).
+pub fn direct_split(
+    rows: u32,
+    row_words: u32,
+    bits: u32,
+    nb: u32,
+    split_short: bool,
+) -> (u32, u32) {
     let rpw = direct_rows(bits, nb);
     let warps = rows.div_ceil(rpw);
     let chunks = direct_chunks(row_words, bits);
-    let max_warps = if nb == 1 && chunks <= DIRECT_SHORT_CHUNKS {
+    let max_warps = if split_short && nb == 1 && chunks <= DIRECT_SHORT_CHUNKS {
         u32::MAX
     } else {
         DIRECT_MAX_WARPS
@@ -351,10 +377,10 @@ mod tests {
         assert!(!direct_programmatic(5, 1, false));
         // 4096x14336 at 4 bits (512 blocks, 4 per SM on 132 SMs) fills 97% of one wave;
         // 14336x4096 (1792 blocks) is more than one wave, and with one slice (448 blocks) 85%.
-        let (_, g) = direct_split(4096, row_words(14336, 4, NOGAPS) as u32, 4, 1);
+        let (_, g) = direct_split(4096, row_words(14336, 4, NOGAPS) as u32, 4, 1, true);
         assert_eq!(g, 512);
         assert!(direct_full_wave(g, 4, 132));
-        let (_, g) = direct_split(14336, row_words(4096, 4, NOGAPS) as u32, 4, 1);
+        let (_, g) = direct_split(14336, row_words(4096, 4, NOGAPS) as u32, 4, 1, true);
         assert!(!direct_full_wave(g, 4, 132));
         assert!(!direct_full_wave(direct_grid(14336, 4, 1, 1), 4, 132));
         assert!(!direct_full_wave(529, 4, 132) && direct_full_wave(528, 4, 132));
@@ -464,29 +490,42 @@ mod tests {
             (3, 100000, 16),
         ] {
             let rw = row_words(u64::from(cols), bits, NOGAPS) as u32;
-            let (s, grid) = direct_split(rows, rw, bits, 1);
+            let (s, grid) = direct_split(rows, rw, bits, 1, true);
             assert!(matches!(s, 1 | 2 | 4 | 8));
             assert!(s == 1 || direct_chunks(rw, bits) / s >= 32);
             assert!(grid * (DIRECT_WARPS / s) * DIRECT_ROWS >= rows);
             assert!((grid - 1) * (DIRECT_WARPS / s) * DIRECT_ROWS < rows.max(1));
         }
         // The tall LLM shapes keep whole rows per warp; the wide ones split.
-        assert_eq!(direct_split(28672, 1024, 8, 1).0, 1);
-        assert_eq!(direct_split(4096, 1792, 8, 1).0, 4);
+        assert_eq!(direct_split(28672, 1024, 8, 1, true).0, 1);
+        assert_eq!(direct_split(4096, 1792, 8, 1, true).0, 4);
         // Short rows (at most 256 chunks) split down to 32 chunks per slice with one vector:
         // 4096 columns at 4 and 6 bits (128 chunks), 8192 at 4 bits and 4096 at 8 (256).
-        assert_eq!(direct_split(14336, 256, 4, 1).0, 4);
-        assert_eq!(direct_split(14336, 384, 6, 1).0, 4);
-        assert_eq!(direct_split(28672, 512, 4, 1).0, 8);
-        assert_eq!(direct_split(14336, 512, 8, 1).0, 8);
+        assert_eq!(direct_split(14336, 256, 4, 1, true).0, 4);
+        assert_eq!(direct_split(14336, 384, 6, 1, true).0, 4);
+        assert_eq!(direct_split(28672, 512, 4, 1, true).0, 8);
+        assert_eq!(direct_split(14336, 512, 8, 1, true).0, 8);
         // Not with more vectors, nor on longer rows (4096 x 14336 at 4 bits: 448 chunks).
-        assert_eq!(direct_split(28672, 512, 4, 2).0, 1);
-        assert_eq!(direct_split(4096, 896, 4, 1).0, 4);
-        assert_eq!(direct_split(8192, 1792, 4, 1).0, 2);
+        assert_eq!(direct_split(28672, 512, 4, 2, true).0, 1);
+        assert_eq!(direct_split(4096, 896, 4, 1, true).0, 4);
+        assert_eq!(direct_split(8192, 1792, 4, 1, true).0, 2);
+        // Without the short-row split (GPUs with more bandwidth per SM) the warp cap keeps
+        // one slice on the tall short-row shapes; long rows split as before.
+        assert_eq!(direct_split(14336, 256, 4, 1, false).0, 1);
+        assert_eq!(direct_split(14336, 384, 6, 1, false).0, 1);
+        assert_eq!(direct_split(11008, 256, 4, 1, false).0, 1);
+        assert_eq!(direct_split(28672, 512, 4, 1, false).0, 1);
+        assert_eq!(direct_split(4096, 896, 4, 1, false).0, 4);
+        assert_eq!(direct_split(4096, 1792, 8, 1, false).0, 4);
+        assert_eq!(direct_split(8192, 1792, 4, 1, false).0, 2);
+        // H100 SXM (3.35 TB/s, 132 SMs) splits, H200 (4.8 TB/s) does not; unknown splits.
+        assert!(direct_split_short(Some(3.35e12 / 132.0)));
+        assert!(!direct_split_short(Some(4.8e12 / 132.0)));
+        assert!(direct_split_short(None));
         // Every vector-slot count covers the rows with its rows per warp.
         for nb in [1, 2, 4, 8, 16] {
             for rows in [1u32, 5, 300, 4096, 28672] {
-                let (s, grid) = direct_split(rows, 1024, 8, nb);
+                let (s, grid) = direct_split(rows, 1024, 8, nb, true);
                 assert!(grid * (DIRECT_WARPS / s) * direct_rows(8, nb) >= rows);
                 assert!(direct_smem_bytes(s, 8, nb) <= 8 * 1024);
             }

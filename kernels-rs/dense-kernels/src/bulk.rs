@@ -305,15 +305,19 @@ pub const fn bulk_plan(g: BulkGeom, rows: u32, row_bytes: u32, groups: u32, sms:
 /// least 8192 columns (8192x8192, 8192x28672), where they run on tiles of 64 rows
 /// ([`bulk_t64_preferred`]; on an H200 int8 at 8192x28672 then 1-8% faster than the
 /// register-fed kernels at 2-8 vectors, where tiles of 128 rows had been 3% slower at 2).
+/// fp16 also on 32 tiles of 128 rows (4096 rows) with at least 11008 columns, on tiles of 64
+/// rows, two blocks per tile, a full wave launched programmatically ([`bulk_pdl_preferred`]):
+/// on an H200 (build `500fefe`) 4096x14336 30.6-31.5 us against 31.9-33.7 (4-7% faster) and
+/// 4096x11008 24.4-25.1 against 24.9-26.5 (1-7%); int8 there ran 15-25% slower (64 blocks,
+/// one per tile) and 4096x4096 17-25%.
 /// Never at 1 vector (the batch-1 kernels reach 92-97% of the ceiling at these shapes) nor on
-/// smaller matrices (4096 rows: 2-45% slower).
+/// other smaller matrices (4096 rows: 2-45% slower before the programmatic launch).
 pub const fn bulk_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
-    let _ = int8;
     let tiles = rows.div_ceil(BULK_T128.tile_rows());
     if batch < 2 || batch > 16 {
         false
     } else {
-        tiles >= 80 || (tiles >= 64 && cols >= 8192)
+        tiles >= 80 || (tiles >= 64 && cols >= 8192) || (!int8 && tiles >= 32 && cols >= 11008)
     }
 }
 
@@ -323,11 +327,12 @@ pub const fn bulk_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> boo
 /// per block on 132 SMs, where tiles of 128 rows would leave half of the SMs idle or split
 /// every tile. On an H200 (docs/PERF.md): 8192x8192 fp16 3-5% faster, int8 3-5%; 8192x28672
 /// fp16 2-3%, int8 4% at 16 vectors. Tiles of 64 rows were slower at 11008x4096, 14336x4096
-/// and 28672x8192 (2-9%).
+/// and 28672x8192 (2-9%). Also at 64 tiles of 64 rows (4033-4096 rows; fp16 4096x11008 and
+/// 4096x14336 on an H200, build `500fefe`: 1-3% faster than tiles of 128 rows).
 pub const fn bulk_t64_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
     let _ = (cols, batch, int8);
     let tiles = rows.div_ceil(BULK_T64.tile_rows());
-    tiles > 64 && tiles <= 128
+    tiles >= 64 && tiles <= 128
 }
 
 /// Whether a programmatic launch of plan `p` pays on `sms` SMs (one block per SM): only when
@@ -713,17 +718,20 @@ mod tests {
             for batch in [2, 5, 16] {
                 assert!(pick(14336, 4096, batch, int8));
                 assert!(pick(28672, 8192, batch, int8));
-                assert!(!pick(4096, 14336, batch, int8));
+                // The wide 4096-row shapes: fp16 only.
+                assert_eq!(pick(4096, 14336, batch, int8), !int8);
+                assert_eq!(pick(4096, 11008, batch, int8), !int8);
+                assert!(!pick(4096, 8192, batch, int8) && !pick(2048, 14336, batch, int8));
                 assert!(pick(8192, 8192, batch, int8));
                 assert!(pick(8192, 28672, batch, int8));
                 assert!(pick(11008, 4096, batch, int8));
                 assert!(!pick(8192, 4096, batch, int8));
                 assert!(!pick(4096, 4096, batch, int8));
-                // Tiles of 64 rows at 8192 rows only (of the LLM shapes).
+                // Tiles of 64 rows at 4096 and 8192 rows only (of the LLM shapes).
                 let t64 = |rows, cols| bulk_t64_preferred(rows, cols, batch, int8);
-                assert!(t64(8192, 8192) && t64(8192, 28672));
+                assert!(t64(8192, 8192) && t64(8192, 28672) && t64(4096, 14336));
                 assert!(!t64(11008, 4096) && !t64(14336, 4096) && !t64(28672, 8192));
-                assert!(!t64(4096, 4096) && !t64(8193, 8192) && t64(4097, 8192));
+                assert!(!t64(4032, 14336) && !t64(8193, 8192) && t64(4033, 14336));
             }
             assert!(!pick(28672, 8192, 1, int8));
             assert!(!pick(28672, 8192, 17, int8));
@@ -742,6 +750,8 @@ mod tests {
             bulk_plan(g, rows, 2 * cols, 2, 132)
         };
         for (rows, cols, grid, pdl) in [
+            (4096, 14336, 128, true),
+            (4096, 11008, 128, true),
             (8192, 8192, 128, true),
             (8192, 28672, 128, true),
             (14336, 4096, 112, false),

@@ -27,7 +27,8 @@ use beam_kernels::gemv::{
 };
 use beam_kernels::gemv_direct::{
     DIRECT_MAX_VECTORS, DIRECT_PDL_WIDTHS, DIRECT_THREADS, DIRECT_WIDTHS, direct_full_wave,
-    direct_grid, direct_programmatic, direct_slots, direct_smem_bytes, direct_split, direct_width,
+    direct_grid, direct_programmatic, direct_slots, direct_smem_bytes, direct_split,
+    direct_split_short, direct_width,
 };
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
@@ -484,6 +485,9 @@ pub struct BeamGemv {
     /// Slices of the direct kernel (`None`: [`direct_split`]).
     direct_slices: Option<u32>,
     sm_count: u32,
+    /// Whether the direct kernel splits short rows past the warp cap
+    /// (`beam_kernels::direct_split_short` of this GPU's nominal bandwidth per SM).
+    split_short: bool,
     max_smem: u32,
 }
 
@@ -542,6 +546,7 @@ impl BeamGemv {
             ring_stages: None,
             direct_slices: None,
             sm_count: gpu.info().sm_count,
+            split_short: direct_split_short(gpu.info().peak_bandwidth_per_sm()),
             max_smem: gpu.info().max_smem_per_block_optin,
         })
     }
@@ -938,7 +943,7 @@ impl BeamGemv {
     fn direct_split_of(&self, rows: u32, row_words: u32, bits: u32, nb: u32) -> (u32, u32) {
         match self.direct_slices {
             Some(s) => (s, direct_grid(rows, bits, nb, s)),
-            None => direct_split(rows, row_words, bits, nb),
+            None => direct_split(rows, row_words, bits, nb, self.split_short),
         }
     }
 

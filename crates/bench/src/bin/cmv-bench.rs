@@ -460,12 +460,17 @@ fn run(args: &Args) -> Result<(), BenchError> {
             report.device = info.name.clone();
             report.driver = info.driver_version_string();
             println!(
-                "{} (sm_{}{}, {} SMs, {} MB L2, driver {}), build {}",
+                "{} (sm_{}{}, {} SMs, {} MB L2, nominal {}, driver {}), build {}",
                 info.name,
                 info.compute_capability.0,
                 info.compute_capability.1,
                 info.sm_count,
                 info.l2_bytes >> 20,
+                info.peak_bandwidth
+                    .map_or("bandwidth unknown".into(), |b| format!(
+                        "{:.0} GB/s",
+                        b / 1e9
+                    )),
                 report.driver,
                 report.git_revision
             );
