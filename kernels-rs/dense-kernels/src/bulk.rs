@@ -262,10 +262,13 @@ pub const fn bulk_plan_fits(p: &BulkPlan, groups: u32) -> bool {
 
 /// The plan of a kernel of geometry `g` for `rows` rows of `row_bytes` bytes and `groups`
 /// groups of 8 vectors on `sms` SMs. Ranges aligned to tiles: with at most `sms` tiles, `n = sms / tiles` blocks per tile
-/// (each sums `1 / n` of one tile), except one block per tile where `n` would be 2 and the
-/// rows have at most 16 KiB (64 tiles on 132 SMs: 8192x8192 on an H200 at 2-16 vectors
+/// (each sums `1 / n` of one tile), except one block per tile of 128 rows where `n` would be 2
+/// and the rows have at most 16 KiB (64 tiles on 132 SMs: 8192x8192 on an H200 at 2-16 vectors
 /// 35.9-36.9 us on 64 blocks against 37.1-38.4 on 128, int8 19.7-20.9 against 21.2-22.2;
-/// 8192x28672 fp16 kept 128: 114.2-115.5 us against 116.1-118.5 on 64; docs/PERF.md); with
+/// 8192x28672 fp16 kept 128: 114.2-115.5 us against 116.1-118.5 on 64; docs/PERF.md; tiles
+/// of 64 rows keep two blocks: int8 4096x11008 and 4096x14336 on an H200, build `4e47a8b`,
+/// one full wave launched programmatically, 0-7% faster than the register-fed kernels at 2
+/// and 16 vectors, where 64 blocks had been 15-25% slower); with
 /// more, `m = ceil(tiles / sms)` whole tiles per block
 /// where `m` divides the tiles; otherwise one block per SM. Where the counters cannot take the
 /// tiles (more than 65536 rows), one block per tile.
@@ -280,7 +283,12 @@ pub const fn bulk_plan(g: BulkGeom, rows: u32, row_bytes: u32, groups: u32, sms:
         1
     } else if tiles <= sms {
         let n = sms / tiles;
-        tiles * if n == 2 && row_bytes <= 16384 { 1 } else { n }
+        tiles
+            * if n == 2 && row_bytes <= 16384 && g.tile_rows() == 128 {
+                1
+            } else {
+                n
+            }
     } else {
         let m = tiles.div_ceil(sms);
         if tiles.is_multiple_of(m) {
@@ -305,19 +313,21 @@ pub const fn bulk_plan(g: BulkGeom, rows: u32, row_bytes: u32, groups: u32, sms:
 /// least 8192 columns (8192x8192, 8192x28672), where they run on tiles of 64 rows
 /// ([`bulk_t64_preferred`]; on an H200 int8 at 8192x28672 then 1-8% faster than the
 /// register-fed kernels at 2-8 vectors, where tiles of 128 rows had been 3% slower at 2).
-/// fp16 also on 32 tiles of 128 rows (4096 rows) with at least 11008 columns, on tiles of 64
+/// Also on 32 tiles of 128 rows (4096 rows) with at least 11008 columns, on tiles of 64
 /// rows, two blocks per tile, a full wave launched programmatically ([`bulk_pdl_preferred`]):
-/// on an H200 (build `500fefe`) 4096x14336 30.6-31.5 us against 31.9-33.7 (4-7% faster) and
-/// 4096x11008 24.4-25.1 against 24.9-26.5 (1-7%); int8 there ran 15-25% slower (64 blocks,
-/// one per tile) and 4096x4096 17-25%.
+/// on an H200 (build `500fefe`) fp16 4096x14336 30.6-31.5 us against 31.9-33.7 (4-7%
+/// faster) and 4096x11008 24.4-25.1 against 24.9-26.5 (1-7%); int8 (build `4e47a8b`, forced
+/// grid of 128) 4096x11008 14.2-15.0 us against 14.3-15.7, 4096x14336 17.5-18.5 against
+/// 17.5-19.2 (b8 within 1%). 4096x4096 ran 17-25% slower.
 /// Never at 1 vector (the batch-1 kernels reach 92-97% of the ceiling at these shapes) nor on
 /// other smaller matrices (4096 rows: 2-45% slower before the programmatic launch).
 pub const fn bulk_preferred(rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
+    let _ = int8;
     let tiles = rows.div_ceil(BULK_T128.tile_rows());
     if batch < 2 || batch > 16 {
         false
     } else {
-        tiles >= 80 || (tiles >= 64 && cols >= 8192) || (!int8 && tiles >= 32 && cols >= 11008)
+        tiles >= 80 || (tiles >= 64 && cols >= 8192) || (tiles >= 32 && cols >= 11008)
     }
 }
 
@@ -688,6 +698,9 @@ mod tests {
             (128, true)
         );
         assert_eq!(g64(28672, 8192).grid, 112);
+        // ... also with rows of at most 16 KiB (int8 4096x14336), unlike tiles of 128 rows.
+        let p = bulk_plan(BULK_T64, 4096, 14336, 2, 132);
+        assert_eq!((p.grid, p.shares_tiles()), (128, true));
         assert_eq!(g64(8192, 8192).consumers, 4);
         // Small matrices: at most one block per unit.
         assert_eq!(bulk_plan(t, 1, 16, 2, 132).grid, 1);
@@ -718,9 +731,8 @@ mod tests {
             for batch in [2, 5, 16] {
                 assert!(pick(14336, 4096, batch, int8));
                 assert!(pick(28672, 8192, batch, int8));
-                // The wide 4096-row shapes: fp16 only.
-                assert_eq!(pick(4096, 14336, batch, int8), !int8);
-                assert_eq!(pick(4096, 11008, batch, int8), !int8);
+                // The wide 4096-row shapes.
+                assert!(pick(4096, 14336, batch, int8) && pick(4096, 11008, batch, int8));
                 assert!(!pick(4096, 8192, batch, int8) && !pick(2048, 14336, batch, int8));
                 assert!(pick(8192, 8192, batch, int8));
                 assert!(pick(8192, 28672, batch, int8));
@@ -752,6 +764,7 @@ mod tests {
         for (rows, cols, grid, pdl) in [
             (4096, 14336, 128, true),
             (4096, 11008, 128, true),
+            (4096, 5504, 128, true),
             (8192, 8192, 128, true),
             (8192, 28672, 128, true),
             (14336, 4096, 112, false),
