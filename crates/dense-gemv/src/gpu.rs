@@ -9,9 +9,9 @@ use cmv_runtime::{
     dev_ptr, dev_ptr_mut, tensor_map_2d,
 };
 use dense_kernels::bulk::{
-    BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_ROW_BYTES, BulkKernel, BulkPlan, GemvBulkF16Params,
-    GemvBulkI8Params, bulk_kernel, bulk_pdl_preferred, bulk_plan, bulk_plan_fits, bulk_plan_for,
-    bulk_preferred, bulk_t64_preferred,
+    BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_ROW_BYTES, BULK_T64, BULK_T112, BULK_T128, BulkGeom,
+    BulkKernel, BulkPlan, GemvBulkF16Params, GemvBulkI8Params, bulk_geom_preferred, bulk_kernel,
+    bulk_pdl_preferred, bulk_plan, bulk_plan_fits, bulk_plan_for, bulk_preferred,
 };
 use dense_kernels::tc::{
     GemvTcF16Params, GemvTcI8Params, TC_COUNTERS, TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS,
@@ -138,9 +138,9 @@ pub struct DenseGemv {
     bulk_from: Option<u32>,
     /// The grid the default path gives them ([`BULK_GRID_ENV`]; `bulk_plan`'s without it).
     bulk_grid: Option<u32>,
-    /// Whether the default path takes tiles of 64 rows ([`BULK_TILE_ENV`]; `None`: where
-    /// `bulk_t64_preferred` says).
-    bulk_t64: Option<bool>,
+    /// The tile the default path takes ([`BULK_TILE_ENV`]; `None`: where
+    /// `bulk_geom_preferred` says).
+    bulk_tile: Option<BulkGeom>,
     /// Whether the copy-engine kernels are launched with programmatic dependent launch
     /// ([`DenseGemv::with_pdl`], [`PDL_ENV`]).
     bulk_pdl: bool,
@@ -159,8 +159,8 @@ pub const BULK_ENV: &str = "CMV_DENSE_BULK";
 pub const BULK_GRID_ENV: &str = "CMV_DENSE_BULK_GRID";
 
 /// The environment variable that sets the tile of the bulk kernels in the default path
-/// (`CMV_DENSE_BULK_TILE=64` or `128` rows at every shape; without it, where
-/// `dense_kernels::bulk::bulk_t64_preferred` says; for comparisons).
+/// (`CMV_DENSE_BULK_TILE=64`, `112` or `128` rows at every shape; without it, where
+/// `dense_kernels::bulk::bulk_geom_preferred` says; for comparisons).
 pub const BULK_TILE_ENV: &str = "CMV_DENSE_BULK_TILE";
 
 /// The environment variable that turns off programmatic dependent launch of the copy-engine
@@ -535,9 +535,10 @@ impl DenseGemv {
                 Ok(Ok(n)) => Some(n),
                 _ => None,
             },
-            bulk_t64: match std::env::var(BULK_TILE_ENV).map(|v| v.trim().parse::<u32>()) {
-                Ok(Ok(64)) => Some(true),
-                Ok(Ok(128)) => Some(false),
+            bulk_tile: match std::env::var(BULK_TILE_ENV).map(|v| v.trim().parse::<u32>()) {
+                Ok(Ok(64)) => Some(BULK_T64),
+                Ok(Ok(112)) => Some(BULK_T112),
+                Ok(Ok(128)) => Some(BULK_T128),
                 _ => None,
             },
             bulk_pdl: std::env::var(PDL_ENV).map_or(true, |v| v.trim() != "0"),
@@ -609,11 +610,11 @@ impl DenseGemv {
             }
     }
 
-    /// Whether the default path's bulk kernel for this shape and batch takes tiles of 64 rows
-    /// (`dense_kernels::bulk::bulk_t64_preferred`, or [`BULK_TILE_ENV`]).
-    fn bulk_t64(&self, rows: u32, cols: u32, batch: u32, int8: bool) -> bool {
-        self.bulk_t64
-            .unwrap_or_else(|| bulk_t64_preferred(rows, cols, batch, int8))
+    /// The tile of the default path's bulk kernel for this shape and batch
+    /// (`dense_kernels::bulk::bulk_geom_preferred` on this GPU's SMs, or [`BULK_TILE_ENV`]).
+    fn bulk_geom(&self, rows: u32, cols: u32, batch: u32, int8: bool) -> BulkGeom {
+        self.bulk_tile
+            .unwrap_or_else(|| bulk_geom_preferred(rows, cols, batch, int8, self.sm_count))
     }
 
     /// The default path's plan for the bulk kernel `tk`: [`bulk_plan`], or the grid of
@@ -775,7 +776,7 @@ impl DenseGemv {
         if !cols.is_multiple_of(F16_COL_MULTIPLE) {
             DensePath::Any
         } else if self.uses_bulk(rows, cols, batch, false) {
-            DensePath::Bulk(bulk_kernel(batch, self.bulk_t64(rows, cols, batch, false)))
+            DensePath::Bulk(bulk_kernel(batch, self.bulk_geom(rows, cols, batch, false)))
         } else if f16_on_tensor_cores(batch, rows, cols, self.sm_count) {
             let (i, plan) = tc_choice(batch, rows, cols, cols / 8, self.sm_count);
             DensePath::Tc(i, plan)
@@ -796,7 +797,7 @@ impl DenseGemv {
         if !cols.is_multiple_of(I8_COL_MULTIPLE) {
             DensePath::Any
         } else if self.uses_bulk(rows, cols, batch, true) {
-            DensePath::Bulk(bulk_kernel(batch, self.bulk_t64(rows, cols, batch, true)))
+            DensePath::Bulk(bulk_kernel(batch, self.bulk_geom(rows, cols, batch, true)))
         } else if i8_on_tensor_cores(batch, rows, cols, self.sm_count) {
             let (i, plan) = tc_choice(batch, rows, cols, cols / 16, self.sm_count);
             DensePath::Tc(i, plan)

@@ -19,8 +19,9 @@ mod gpu;
 
 pub use cublaslt::{CublasLtError, CublasLtGemv, LtAlgo};
 pub use dense_kernels::bulk::{
-    BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_T64, BULK_T128, BulkGeom, BulkKernel, BulkPlan,
-    bulk_kernel, bulk_pdl_preferred, bulk_plan, bulk_plan_for, bulk_t64_preferred,
+    BULK_F16_KERNELS, BULK_I8_KERNELS, BULK_T64, BULK_T112, BULK_T128, BulkGeom, BulkKernel,
+    BulkPlan, bulk_geom_preferred, bulk_kernel, bulk_pdl_preferred, bulk_plan, bulk_plan_for,
+    bulk_t64_preferred, bulk_t112_preferred,
 };
 pub use dense_kernels::tc::{
     TC_DEFAULTS, TC_F16_KERNELS, TC_I8_KERNELS, TcKernel, TcPlan, tc_choice, tc_many_rows, tc_plan,

@@ -399,7 +399,8 @@ fn bulk_kernels_match_the_reference_on_every_plan() {
     if std::env::var(dense_gemv::BULK_ENV).is_err()
         && std::env::var(dense_gemv::BULK_TILE_ENV).is_err()
     {
-        let t64 = |r, c, b, int8| dense_gemv::bulk_t64_preferred(r, c, b, int8);
+        let sms = dense.sm_count();
+        let t64 = |r, c, b, int8| dense_gemv::bulk_geom_preferred(r, c, b, int8, sms);
         assert!(dense.uses_bulk(28672, 8192, 16, false));
         assert!(!dense.uses_bulk(4096, 4096, 16, false));
         assert!(!dense.uses_bulk(28672, 8192, 1, true));
@@ -454,10 +455,11 @@ fn bulk_stress() {
     let want = cpu::gemv_f16(&wf, rows, cols, &x, batch as usize).unwrap();
     let dx = gpu.upload(&x).unwrap();
     let n = batch as usize * rows;
-    // BLOCKS given: that grid; else the default plan. Both tiles (128 and 64 rows), in turn.
+    // BLOCKS given: that grid; else the default plan. Every tile (128, 64 and 112 rows), in
+    // turn.
     let mut bad = 0;
     for rep in 0..reps {
-        let ki = if rep % 2 == 0 { 1 } else { 3 };
+        let ki = [1, 3, 5][rep % 3];
         let g = BULK_F16_KERNELS[ki].geom;
         let plan = |row_bytes: u32| {
             v.get(3).map_or(

@@ -368,10 +368,12 @@ bulk_entries! {
     cmv_gemv_f16_bulk_n16, cmv_gemv_i8_bulk_n16 = 2, dense_kernels::bulk::BULK_T128;
     cmv_gemv_f16_bulk64_n8, cmv_gemv_i8_bulk64_n8 = 1, dense_kernels::bulk::BULK_T64;
     cmv_gemv_f16_bulk64_n16, cmv_gemv_i8_bulk64_n16 = 2, dense_kernels::bulk::BULK_T64;
+    cmv_gemv_f16_bulk112_n8, cmv_gemv_i8_bulk112_n8 = 1, dense_kernels::bulk::BULK_T112;
+    cmv_gemv_f16_bulk112_n16, cmv_gemv_i8_bulk112_n16 = 2, dense_kernels::bulk::BULK_T112;
 }
 
 // One block per SM (the ring fills most of the shared memory): 288 threads on tiles of 128
-// rows, 160 on tiles of 64.
+// rows, 160 on tiles of 64, 256 on tiles of 112.
 cmv_device::launch_bounds! {
     CMV_MAXNTID_cmv_gemv_f16_bulk_n8 = dense_kernels::bulk::BULK_T128.threads();
     CMV_MINNCTAPERSM_cmv_gemv_f16_bulk_n8 = 1;
@@ -389,6 +391,14 @@ cmv_device::launch_bounds! {
     CMV_MINNCTAPERSM_cmv_gemv_i8_bulk64_n8 = 1;
     CMV_MAXNTID_cmv_gemv_i8_bulk64_n16 = dense_kernels::bulk::BULK_T64.threads();
     CMV_MINNCTAPERSM_cmv_gemv_i8_bulk64_n16 = 1;
+    CMV_MAXNTID_cmv_gemv_f16_bulk112_n8 = dense_kernels::bulk::BULK_T112.threads();
+    CMV_MINNCTAPERSM_cmv_gemv_f16_bulk112_n8 = 1;
+    CMV_MAXNTID_cmv_gemv_f16_bulk112_n16 = dense_kernels::bulk::BULK_T112.threads();
+    CMV_MINNCTAPERSM_cmv_gemv_f16_bulk112_n16 = 1;
+    CMV_MAXNTID_cmv_gemv_i8_bulk112_n8 = dense_kernels::bulk::BULK_T112.threads();
+    CMV_MINNCTAPERSM_cmv_gemv_i8_bulk112_n8 = 1;
+    CMV_MAXNTID_cmv_gemv_i8_bulk112_n16 = dense_kernels::bulk::BULK_T112.threads();
+    CMV_MINNCTAPERSM_cmv_gemv_i8_bulk112_n16 = 1;
     // The tensor maps at the parameter's offsets 0 and 128 must be 64-byte aligned
     // (`dense_kernels::bulk`; `cargo xtask ptx` declares the parameter `.align 64`).
     CMV_PARAMALIGN_cmv_gemv_f16_bulk_n8 = 64;
@@ -399,4 +409,8 @@ cmv_device::launch_bounds! {
     CMV_PARAMALIGN_cmv_gemv_f16_bulk64_n16 = 64;
     CMV_PARAMALIGN_cmv_gemv_i8_bulk64_n8 = 64;
     CMV_PARAMALIGN_cmv_gemv_i8_bulk64_n16 = 64;
+    CMV_PARAMALIGN_cmv_gemv_f16_bulk112_n8 = 64;
+    CMV_PARAMALIGN_cmv_gemv_f16_bulk112_n16 = 64;
+    CMV_PARAMALIGN_cmv_gemv_i8_bulk112_n8 = 64;
+    CMV_PARAMALIGN_cmv_gemv_i8_bulk112_n16 = 64;
 }

@@ -149,7 +149,18 @@ pub const BULK_T64: BulkGeom = BulkGeom {
     stages: 9,
 };
 
-const _: () = assert!(BULK_T128.is_valid() && BULK_T64.is_valid());
+/// Tiles of 112 rows (7 consumer warps), 5 stages: 14336 rows make 128 whole tiles and 28672
+/// rows 256 (two per block), one full wave of whole tiles on 132 SMs, which tiles of 128 rows
+/// (112 or 224) and of 64 (224 or 448) are not, so the launch is programmatic
+/// ([`bulk_pdl_preferred`]). On an H200 (docs/PERF.md, "Dense 2-16 vectors: tiles of 112
+/// rows"): 14336x4096 fp16 7-8% and int8 9-10% faster than tiles of 128 rows; 28672x8192
+/// int8 3% faster, fp16 1% slower.
+pub const BULK_T112: BulkGeom = BulkGeom {
+    consumers: 7,
+    stages: 5,
+};
+
+const _: () = assert!(BULK_T128.is_valid() && BULK_T64.is_valid() && BULK_T112.is_valid());
 const _: () = assert!(16 * BULK_MAX_STAGES <= BULK_HEADER_BYTES);
 
 /// Offset of stage `s`'s full barrier in the shared memory.
@@ -355,7 +366,61 @@ pub const fn bulk_t64_preferred(rows: u32, cols: u32, batch: u32, int8: bool) ->
 /// others as they free up, so a partial wave lands differently on the SMs than a launch on an
 /// idle GPU: our reading, not profiled.)
 pub const fn bulk_pdl_preferred(p: &BulkPlan, sms: u32) -> bool {
-    p.grid <= sms && 10 * p.grid as u64 >= 9 * sms as u64
+    full_wave(p.grid, sms)
+}
+
+/// The blocks of a plan that gives each block whole tiles (`bulk_plan`'s for more tiles than
+/// SMs: `m` tiles per block where `m` divides them), 0 where there is none.
+const fn whole_tile_grid(tiles: u32, sms: u32) -> u32 {
+    if tiles <= sms {
+        tiles
+    } else {
+        let m = tiles.div_ceil(sms);
+        if tiles.is_multiple_of(m) {
+            tiles / m
+        } else {
+            0
+        }
+    }
+}
+
+/// Whether `grid` blocks are one full wave on `sms` SMs (90-100%, as [`bulk_pdl_preferred`]).
+const fn full_wave(grid: u32, sms: u32) -> bool {
+    grid <= sms && 10 * grid as u64 >= 9 * sms as u64
+}
+
+/// Whether the default path's copy-engine kernel for `batch` vectors of a `rows x cols`
+/// matrix on `sms` SMs takes tiles of 112 rows ([`BULK_T112`]): where not 64 rows
+/// ([`bulk_t64_preferred`]), and tiles of 112 rows give each block whole tiles on one full
+/// wave while tiles of 128 rows do not (14336 rows: 128 tiles against 112; 28672 rows: 128
+/// blocks of two tiles against 112), one tile per block, or several for int8 only (fp16
+/// 28672x8192 ran 1% slower on them). 11008 rows (99 tiles: no full wave) keep 128 rows
+/// (measured level).
+pub const fn bulk_t112_preferred(rows: u32, cols: u32, batch: u32, int8: bool, sms: u32) -> bool {
+    let t112 = rows.div_ceil(BULK_T112.tile_rows());
+    let t128 = rows.div_ceil(BULK_T128.tile_rows());
+    !bulk_t64_preferred(rows, cols, batch, int8)
+        && full_wave(whole_tile_grid(t112, sms), sms)
+        && !full_wave(whole_tile_grid(t128, sms), sms)
+        && (int8 || t112 <= sms)
+}
+
+/// The geometry of the default path's copy-engine kernel for `batch` vectors of a `rows x
+/// cols` matrix on `sms` SMs: [`BULK_T64`], [`BULK_T112`] or [`BULK_T128`].
+pub const fn bulk_geom_preferred(
+    rows: u32,
+    cols: u32,
+    batch: u32,
+    int8: bool,
+    sms: u32,
+) -> BulkGeom {
+    if bulk_t64_preferred(rows, cols, batch, int8) {
+        BULK_T64
+    } else if bulk_t112_preferred(rows, cols, batch, int8, sms) {
+        BULK_T112
+    } else {
+        BULK_T128
+    }
 }
 
 /// The part of tile `tile` that the range `u0..u1` of plan `p` covers: k-stages `k0..k1`.
@@ -420,8 +485,8 @@ pub struct BulkKernel {
 }
 
 /// The fp16 bulk kernels: up to 8 and up to 16 vectors on tiles of 128 rows, then the same on
-/// tiles of 64 rows ([`bulk_kernel`] gives the index).
-pub const BULK_F16_KERNELS: [BulkKernel; 4] = [
+/// tiles of 64 rows and of 112 rows ([`bulk_kernel`] gives the index).
+pub const BULK_F16_KERNELS: [BulkKernel; 6] = [
     BulkKernel {
         name: "cmv_gemv_f16_bulk_n8",
         batch: 8,
@@ -442,10 +507,20 @@ pub const BULK_F16_KERNELS: [BulkKernel; 4] = [
         batch: 16,
         geom: BULK_T64,
     },
+    BulkKernel {
+        name: "cmv_gemv_f16_bulk112_n8",
+        batch: 8,
+        geom: BULK_T112,
+    },
+    BulkKernel {
+        name: "cmv_gemv_f16_bulk112_n16",
+        batch: 16,
+        geom: BULK_T112,
+    },
 ];
 
 /// The int8 bulk kernels, as [`BULK_F16_KERNELS`].
-pub const BULK_I8_KERNELS: [BulkKernel; 4] = [
+pub const BULK_I8_KERNELS: [BulkKernel; 6] = [
     BulkKernel {
         name: "cmv_gemv_i8_bulk_n8",
         batch: 8,
@@ -466,12 +541,30 @@ pub const BULK_I8_KERNELS: [BulkKernel; 4] = [
         batch: 16,
         geom: BULK_T64,
     },
+    BulkKernel {
+        name: "cmv_gemv_i8_bulk112_n8",
+        batch: 8,
+        geom: BULK_T112,
+    },
+    BulkKernel {
+        name: "cmv_gemv_i8_bulk112_n16",
+        batch: 16,
+        geom: BULK_T112,
+    },
 ];
 
 /// The bulk kernel (index in [`BULK_F16_KERNELS`] / [`BULK_I8_KERNELS`]) for `batch` vectors
-/// on tiles of 64 rows (`t64`) or 128.
-pub const fn bulk_kernel(batch: u32, t64: bool) -> usize {
-    (if batch <= 8 { 0 } else { 1 }) + if t64 { 2 } else { 0 }
+/// on tiles of geometry `g` ([`BULK_T128`], [`BULK_T64`] or [`BULK_T112`]; any other counts as
+/// [`BULK_T128`]).
+pub const fn bulk_kernel(batch: u32, g: BulkGeom) -> usize {
+    let tile = if g.consumers == BULK_T64.consumers {
+        2
+    } else if g.consumers == BULK_T112.consumers {
+        4
+    } else {
+        0
+    };
+    (if batch <= 8 { 0 } else { 1 }) + tile
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
@@ -609,7 +702,7 @@ mod tests {
     /// Geometries, row counts, row lengths and grids for the plan tests.
     fn unit_cases() -> Vec<(BulkGeom, u32, u32, u32)> {
         let mut v = Vec::new();
-        for g in [BULK_T128, BULK_T64] {
+        for g in [BULK_T128, BULK_T64, BULK_T112] {
             for rows in [1, 63, 64, 65, 127, 128, 129, 300, 4096, 11008] {
                 for row_bytes in [16, 128, 144, 2080, 8192] {
                     for grid in [1, 2, 7, 33, 132, 10_000] {
@@ -705,22 +798,24 @@ mod tests {
         // Small matrices: at most one block per unit.
         assert_eq!(bulk_plan(t, 1, 16, 2, 132).grid, 1);
         // Too many tiles for the counters: one block per tile, none shared.
-        for g in [BULK_T128, BULK_T64] {
+        for g in [BULK_T128, BULK_T64, BULK_T112] {
             let p = bulk_plan(g, 600_000, 256, 2, 132);
             assert_eq!(p.grid, p.tiles);
             assert!(!p.shares_tiles() && bulk_plan_fits(&p, 2));
             assert!(!bulk_plan_fits(&bulk_plan_for(g, 600_000, 256, 132), 2));
         }
-        assert_eq!(bulk_kernel(8, false), 0);
-        assert_eq!(bulk_kernel(9, false), 1);
-        assert_eq!(bulk_kernel(2, true), 2);
-        assert_eq!(bulk_kernel(16, true), 3);
+        assert_eq!(bulk_kernel(8, BULK_T128), 0);
+        assert_eq!(bulk_kernel(9, BULK_T128), 1);
+        assert_eq!(bulk_kernel(2, BULK_T64), 2);
+        assert_eq!(bulk_kernel(16, BULK_T64), 3);
+        assert_eq!(bulk_kernel(5, BULK_T112), 4);
+        assert_eq!(bulk_kernel(16, BULK_T112), 5);
         for (i, k) in BULK_F16_KERNELS.iter().enumerate() {
-            let t64 = k.geom == BULK_T64;
-            assert_eq!(bulk_kernel(k.batch, t64), i);
+            assert_eq!(bulk_kernel(k.batch, k.geom), i);
             assert_eq!(BULK_I8_KERNELS[i].geom, k.geom);
             assert_eq!(BULK_I8_KERNELS[i].batch, k.batch);
-            assert_eq!(k.name.contains("bulk64"), t64);
+            assert_eq!(k.name.contains("bulk64"), k.geom == BULK_T64);
+            assert_eq!(k.name.contains("bulk112"), k.geom == BULK_T112);
         }
     }
 
@@ -752,29 +847,45 @@ mod tests {
 
     #[test]
     fn programmatic_launch_only_for_a_full_wave() {
-        // The default plans on 132 SMs, per tile of the default path (bytes: fp16 rows).
-        let plan = |rows: u32, cols: u32| {
-            let g = if bulk_t64_preferred(rows, cols, 16, false) {
-                BULK_T64
-            } else {
-                BULK_T128
-            };
-            bulk_plan(g, rows, 2 * cols, 2, 132)
+        // The default plans on 132 SMs, per tile of the default path.
+        let plan = |rows: u32, cols: u32, int8: bool| {
+            let g = bulk_geom_preferred(rows, cols, 16, int8, 132);
+            bulk_plan(g, rows, if int8 { cols } else { 2 * cols }, 2, 132)
         };
-        for (rows, cols, grid, pdl) in [
-            (4096, 14336, 128, true),
-            (4096, 11008, 128, true),
-            (4096, 5504, 128, true),
-            (8192, 8192, 128, true),
-            (8192, 28672, 128, true),
-            (14336, 4096, 112, false),
-            (28672, 8192, 112, false),
-            (11008, 4096, 86, false),
+        for (rows, cols, int8, grid, pdl) in [
+            (4096, 14336, false, 128, true),
+            (4096, 11008, false, 128, true),
+            (4096, 11008, true, 128, true),
+            (8192, 8192, false, 128, true),
+            (8192, 28672, true, 128, true),
+            (14336, 4096, false, 128, true),
+            (14336, 4096, true, 128, true),
+            (28672, 8192, true, 128, true),
+            (28672, 8192, false, 112, false),
+            (11008, 4096, false, 86, false),
+            (11008, 4096, true, 86, false),
         ] {
-            let p = plan(rows, cols);
-            assert_eq!(p.grid, grid, "{rows}x{cols}");
-            assert_eq!(bulk_pdl_preferred(&p, 132), pdl, "{rows}x{cols}");
+            let p = plan(rows, cols, int8);
+            assert_eq!(p.grid, grid, "{rows}x{cols} int8 {int8}");
+            assert_eq!(
+                bulk_pdl_preferred(&p, 132),
+                pdl,
+                "{rows}x{cols} int8 {int8}"
+            );
         }
+        // Tiles of 112 rows at 14336 rows, and 28672 for int8 only; whole tiles.
+        for int8 in [false, true] {
+            let g = |rows, cols| bulk_geom_preferred(rows, cols, 16, int8, 132);
+            assert_eq!(g(14336, 4096), BULK_T112);
+            assert_eq!(g(28672, 8192), if int8 { BULK_T112 } else { BULK_T128 });
+            assert_eq!(g(11008, 4096), BULK_T128);
+            assert_eq!(g(8192, 8192), BULK_T64);
+            assert_eq!(g(4096, 14336), BULK_T64);
+            assert!(!plan(14336, 4096, int8).shares_tiles());
+        }
+        // On fewer SMs the rule follows the wave: 14336 rows on 114 SMs take 128 rows (112
+        // whole tiles, a full wave).
+        assert_eq!(bulk_geom_preferred(14336, 4096, 16, false, 114), BULK_T128);
         // 90% to 100% of the SMs, never more than one block per SM.
         let g = |grid| bulk_plan_for(BULK_T128, 1 << 20, 4096, grid);
         assert!(bulk_pdl_preferred(&g(119), 132) && bulk_pdl_preferred(&g(132), 132));
