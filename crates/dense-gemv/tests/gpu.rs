@@ -508,8 +508,8 @@ fn bulk_stress() {
 /// programmatic dependent launch (`DenseGemv::with_pdl`): int8 bit-exact against the CPU
 /// chain (requantized between layers), fp16 within 1e-2 of the CPU chain (rounded to fp16
 /// between layers) and bit-identical with and without the programmatic launch. Every bulk
-/// kernel, with the default plan and a grid of 5 (both share tiles: the workspace and the
-/// counters carry over from one launch to the next).
+/// kernel, with the default plan, a grid of 5 and one block per SM (all share tiles: the
+/// workspace and the counters carry over from one launch to the next).
 #[test]
 fn a_chain_of_bulk_products_is_exact_with_and_without_programmatic_launch() {
     let name = "a_chain_of_bulk_products_is_exact_with_and_without_programmatic_launch";
@@ -547,21 +547,26 @@ fn a_chain_of_bulk_products_is_exact_with_and_without_programmatic_launch() {
             let batch = if tf.batch == 16 { 16 } else { 5 };
             let n = batch as usize * d;
             let g = tf.geom;
-            for (gi, grid) in [None, Some(5u32)].into_iter().enumerate() {
+            let sms = dense.sm_count();
+            for (gi, grid) in [None, Some(5u32), Some(sms)].into_iter().enumerate() {
                 // The same inputs in both passes.
-                let mut xr = StdRng::seed_from_u64((2 * ki + gi) as u64);
+                let mut xr = StdRng::seed_from_u64((3 * ki + gi) as u64);
                 let plan = |row_bytes: u32| match grid {
                     None => bulk_plan(g, d as u32, row_bytes, 2, dense.sm_count()),
                     Some(b) => bulk_plan_for(g, d as u32, row_bytes, b),
                 };
                 let what = format!("pdl {pdl}, {}, grid {:?}", tf.name, plan(2 * d as u32).grid);
-                // The default plans are one full wave on an H100 or H200 (programmatic with
-                // `pdl`), a grid of 5 is not (always the ordinary launch).
+                // A grid of one block per SM is one full wave (programmatic with `pdl`), a grid
+                // of 5 is not (always the ordinary launch); the default plans on an H100 or
+                // H200 are full waves but for tiles of 112 rows (19 tiles, 114 blocks).
                 let p = plan(2 * d as u32);
-                let full = dense_gemv::bulk_pdl_preferred(&p, dense.sm_count());
+                let full = dense_gemv::bulk_pdl_preferred(&p, sms);
                 assert_eq!(dense.bulk_launch_is_programmatic(&p), pdl && full, "{what}");
-                if dense.sm_count() == 132 {
-                    assert_eq!(full, grid.is_none(), "{what}");
+                match grid {
+                    Some(5) => assert!(!full || sms <= 5, "{what}"),
+                    Some(_) => assert!(full, "{what}"),
+                    None if sms == 132 => assert_eq!(full, g != dense_gemv::BULK_T112, "{what}"),
+                    None => {}
                 }
                 // int8
                 let x0: Vec<i8> = (0..n).map(|_| xr.gen_range(-40i8..=40)).collect();
@@ -632,7 +637,7 @@ fn a_chain_of_bulk_products_is_exact_with_and_without_programmatic_launch() {
                         .collect::<Vec<_>>(),
                 );
                 assert!(err < 1e-2, "fp16 chain, {what}: relative error {err}");
-                let j = 2 * ki + gi;
+                let j = 3 * ki + gi;
                 if pdl {
                     fp16_runs.push(got);
                 } else {
@@ -645,5 +650,5 @@ fn a_chain_of_bulk_products_is_exact_with_and_without_programmatic_launch() {
             }
         }
     }
-    assert_eq!(fp16_runs.len(), 2 * BULK_F16_KERNELS.len());
+    assert_eq!(fp16_runs.len(), 3 * BULK_F16_KERNELS.len());
 }
