@@ -152,9 +152,9 @@ pub const BULK_T64: BulkGeom = BulkGeom {
 /// Tiles of 112 rows (7 consumer warps), 5 stages: 14336 rows make 128 whole tiles and 28672
 /// rows 256 (two per block), one full wave of whole tiles on 132 SMs, which tiles of 128 rows
 /// (112 or 224) and of 64 (224 or 448) are not, so the launch is programmatic
-/// ([`bulk_pdl_preferred`]). On an H200 (docs/PERF.md, "Dense 2-16 vectors: tiles of 112
-/// rows"): 14336x4096 fp16 7-8% and int8 9-10% faster than tiles of 128 rows; 28672x8192
-/// int8 3% faster, fp16 1% slower.
+/// ([`bulk_pdl_preferred`]). On an H200 (docs/PERF.md, "Tiles of 112 rows" under "Dense 2-16
+/// vectors: programmatic dependent launch"): 14336x4096 fp16 7% and int8 10-11% faster than
+/// tiles of 128 rows; 28672x8192 int8 3% faster, fp16 1% slower.
 pub const BULK_T112: BulkGeom = BulkGeom {
     consumers: 7,
     stages: 5,
