@@ -548,13 +548,14 @@ impl DenseGemv {
 
     /// Launches the copy-engine kernels with programmatic dependent launch where it pays
     /// (`pdl`, the default unless [`PDL_ENV`] is `0`; plans whose grid is one full wave,
-    /// `dense_kernels::bulk::bulk_pdl_preferred`) or always the ordinary way. With it, a launch may start
-    /// while the kernel before it on the stream ends: its blocks stream their first weights
-    /// at once and wait for that kernel (`griddepcontrol.wait`) before they read the inputs or
-    /// write anything, so a chain of products where each reads what the one before wrote
-    /// stays exact. The weights themselves are read before the wait: a kernel launched right
-    /// before that *writes the matrix* must be followed by an ordinary launch (`with_pdl(false)`)
-    /// or a synchronization. Uploads and copies are not kernels and are always waited for.
+    /// `dense_kernels::bulk::bulk_pdl_preferred`) or always the ordinary way. With it, a
+    /// launch may start while the kernel before it on the stream ends: its blocks stream their
+    /// first weights at once and wait for that kernel (`griddepcontrol.wait`) before they read
+    /// the inputs or write anything, so a chain of products where each reads what the one
+    /// before wrote stays exact. The weights themselves are read before the wait: a kernel
+    /// launched right before that *writes the matrix* must be followed by an ordinary launch
+    /// (`with_pdl(false)`) or a synchronization. Uploads and copies are not kernels and are
+    /// always waited for.
     #[must_use]
     pub fn with_pdl(mut self, pdl: bool) -> Self {
         self.bulk_pdl = pdl;
