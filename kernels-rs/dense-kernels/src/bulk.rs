@@ -301,11 +301,9 @@ pub const fn bulk_plan(g: BulkGeom, rows: u32, row_bytes: u32, groups: u32, sms:
                 n
             }
     } else {
-        let m = tiles.div_ceil(sms);
-        if tiles.is_multiple_of(m) {
-            tiles / m
-        } else {
-            sms
+        match whole_tile_grid(tiles, sms) {
+            0 => sms,
+            g => g,
         }
     };
     let p = bulk_plan_for(g, rows, row_bytes, grid);
