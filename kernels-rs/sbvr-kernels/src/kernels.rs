@@ -237,7 +237,10 @@ unsafe fn load_plane_words<const N: usize, const X: usize>(
 }
 
 /// Issues the weight loads of `pair`: lane `l`'s 16 bytes of each bitvector (`N` slots, `n`
-/// used) and the index words of rows `l / 4` and `l / 4 + 8` (both groups, `u16` each).
+/// used) and the index words of rows `l / 4` and `l / 4 + 8`, as loaded: with `u16` indices
+/// group 0 in the low half and group 1 in the high half; with `u8` indices the two bytes in
+/// the low half, which [`index_words`] spreads when the stage is used (so that no arithmetic
+/// waits on the load right after it is issued).
 ///
 /// # Safety
 /// `pair < pairs`; the buffers are as the launcher checked.
@@ -272,12 +275,25 @@ unsafe fn load_weights<const N: usize>(
         let ip = p.index.as_ptr() as *const u16;
         // SAFETY: as above, u8 entries (2-aligned).
         unsafe {
-            let a = u32::from(ld_nc_u16(ip.add(ib / 2 + r0)));
-            let b = u32::from(ld_nc_u16(ip.add(ib / 2 + r0 + 8)));
-            ((a & 0xff) | ((a >> 8) << 16), (b & 0xff) | ((b >> 8) << 16))
+            (
+                u32::from(ld_nc_u16(ip.add(ib / 2 + r0))),
+                u32::from(ld_nc_u16(ip.add(ib / 2 + r0 + 8))),
+            )
         }
     };
     (w, i0, i1)
+}
+
+/// A stage's index words as [`Way::indices`] gives them (as [`load_weights`] loaded them),
+/// turned into group 0 in the low half and group 1 in the high half.
+#[inline(always)]
+fn index_words(p: &GemvParams, (i0, i1): (u32, u32)) -> (u32, u32) {
+    if p.index_u16 != 0 {
+        (i0, i1)
+    } else {
+        let spread = |a: u32| (a & 0xff) | ((a >> 8) << 16);
+        (spread(i0), spread(i1))
+    }
 }
 
 /// One kernel family of the GEMV: what a warp loads and computes per pair of groups, and how
@@ -294,7 +310,8 @@ pub trait Way<const N: usize> {
     type Stage: Copy;
     /// A warp's sums over its pairs of one tile.
     type Acc: Copy;
-    /// The stage's index words (rows `l / 4`, `l / 4 + 8`; group 0 low half, group 1 high).
+    /// The stage's index words of rows `l / 4`, `l / 4 + 8`, as [`load_weights`] loaded them
+    /// ([`index_words`] spreads them).
     fn indices(s: &Self::Stage) -> (u32, u32);
     /// Zero sums.
     fn zero() -> Self::Acc;
@@ -512,8 +529,9 @@ impl<D: Dot, const B: usize, const N: usize, const X: usize, const DEEP: bool> W
 
 /// The int8 way's loads of one pair kept in registers: the weights as [`load_weights`], and
 /// the scales of vectors `8 hv + 2 (l % 4)` and `+ 1` (the lane's `D` columns) of each group
-/// `h` of the pair and half `hv` of the vectors, over 128. The inputs go to the warp's ring
-/// in shared memory ([`Int8::ring_unit`]), in `slot`.
+/// `h` of the pair and half `hv` of the vectors, as loaded (the sums' factor 128 of the
+/// expanded bits comes off in [`Int8`]'s `store`: no arithmetic right behind the load). The
+/// inputs go to the warp's ring in shared memory ([`Int8::ring_unit`]), in `slot`.
 #[derive(Clone, Copy)]
 #[doc(hidden)]
 pub struct Stage8<const N: usize, const H: usize> {
@@ -629,12 +647,11 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
                         let v = 8 * hv as u32 + 2 * t + c as u32;
                         if v < p.batch {
                             // SAFETY: v < batch, g < padded groups: inside the scales.
-                            let sc = unsafe {
+                            st.s[h][hv][c] = unsafe {
                                 f32::from_bits(ld_nc_u32(
                                     p.scales.as_ptr().add((v * pg + g) as usize) as *const u32,
                                 ))
                             };
-                            st.s[h][hv][c] = sc * (1.0 / 128.0);
                         }
                     }
                 }
@@ -745,8 +762,12 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
             for q in 0..4 {
                 let v = 8 * hv + 2 * t + q % 2;
                 let r = g8 + 8 * (q / 2);
+                // The sums are 128 times the products (the expanded bits are 128): a power
+                // of two, so taking it off here gives the bits it would give per product.
                 // SAFETY: warp < GEMV_WARPS, v < 8 H = B, r < 16: inside the caller's buffer.
-                unsafe { *red.add((warp as usize * b + v) * TILE_ROWS + r) = acc[hv][q] };
+                unsafe {
+                    *red.add((warp as usize * b + v) * TILE_ROWS + r) = acc[hv][q] * (1.0 / 128.0)
+                };
             }
         }
     }
@@ -856,7 +877,7 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
             let (lt, lp) = if deep { next_item(t1, p1) } else { (nt, np) };
             // SAFETY: valid says whether the item is; the whole warp is here.
             let nxt = unsafe { W::load(p, lt, lp, n, k, valid(lt, lp), ring) };
-            let (i0, i1) = W::indices(&cur);
+            let (i0, i1) = index_words(p, W::indices(&cur));
             let e = [
                 [entry(i0 & 0xffff), entry(i1 & 0xffff)],
                 [entry(i0 >> 16), entry(i1 >> 16)],
