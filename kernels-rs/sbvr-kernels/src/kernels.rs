@@ -868,95 +868,64 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
     };
     let red = dyn_smem() as *mut f32;
     let mut parity = 0usize;
-    // Three stages rotate instead of being copied: `cur = nxt` at the end of a loop over items
-    // is register moves, which wait for the loads still filling `nxt` (Nsight Compute found
-    // the deep kernel's warps waiting there, right after issuing them). The loop is written
-    // out three times, once per phase: in phase `f` stage `f` is computed and the next item's
-    // loads go to stage `f + 1` (or `f + 2` with DEPTH 2, whose stage `f + 1` is in flight),
-    // the stage computed one (two) items before. The phase is the place in the code, so each
-    // stage is live only while it holds loads.
-    // SAFETY: an empty stage (valid = false issues no load).
-    let mut spare = unsafe { W::load_weights(p, 0, 0, n, false) };
-    let mut acc = W::zero();
-    // One item of this warp (with `$cur` computed and the loads of the item DEPTH after it
-    // going to `$to`), then, when the item was the warp's last of its tile or it has none
-    // (pairs < GEMV_WARPS), the tile's end; leaves the loop after the last tile.
-    macro_rules! step {
-        ($cur:ident, $to:ident) => {{
-            let mut tile_done = true;
-            if pair < pairs {
-                let (nt, np) = next_item(tile, pair);
-                k += 1;
-                // The loads of the item DEPTH after this one.
-                let (lt, lp) = if deep { next_item(t1, p1) } else { (nt, np) };
-                // SAFETY: valid says whether the item is; the whole warp is here.
-                let nxt = unsafe { W::load(p, lt, lp, n, k, valid(lt, lp), ring) };
-                let (i0, i1) = index_words(p, W::indices(&$cur));
-                let e = [
-                    [entry(i0 & 0xffff), entry(i1 & 0xffff)],
-                    [entry(i0 >> 16), entry(i1 >> 16)],
-                ];
-                // SAFETY: the whole warp runs this (pair is warp-uniform), after the next
-                // item's loads.
-                unsafe { W::pair(p, &$cur, pair, n, &e, ring, &mut acc) };
-                $to = nxt;
-                if deep {
-                    (t1, p1) = (lt, lp);
-                }
-                pair = np;
-                tile_done = nt != tile;
-            }
-            if tile_done {
-                // A warp with no pair of this tile (pairs < GEMV_WARPS) still takes part.
-                if pair >= pairs {
-                    pair = first_pair;
-                }
-                let base = parity * GEMV_WARPS as usize * b * TILE_ROWS;
-                // SAFETY: every lane is here; the buffer of this parity holds
-                // GEMV_WARPS * b * 16 floats.
-                unsafe { W::store(&mut acc, red.add(base), warp) };
-                // SAFETY: every thread of the block reaches it (all walk the same tiles). The
-                // sums of the other parity, read after the previous barrier, are written again
-                // only after the next one.
-                unsafe { sync_threads() };
-                let mut i = thread_idx_x() as usize;
-                while i < b * TILE_ROWS {
-                    let (v, r) = (i / TILE_ROWS, i % TILE_ROWS);
-                    let mut s = 0f32;
-                    for wi in 0..GEMV_WARPS as usize {
-                        // SAFETY: inside the sums written above.
-                        s += unsafe { *red.add(base + (wi * b + v) * TILE_ROWS + r) };
-                    }
-                    let row = tile as usize * TILE_ROWS + r;
-                    if row < p.rows as usize && v < p.batch as usize {
-                        // SAFETY: v < batch, row < rows: inside y.
-                        unsafe { *p.y.as_mut_ptr().add(v * p.rows as usize + row) = f32_to_f16(s) };
-                    }
-                    i += (GEMV_WARPS * 32) as usize;
-                }
-                parity ^= 1;
-                tile += step;
-                acc = W::zero();
-                if tile >= p.tiles {
-                    break;
-                }
-            }
-        }};
-    }
-    if tile < p.tiles {
-        loop {
+    while tile < p.tiles {
+        let mut acc = W::zero();
+        while pair < pairs {
+            let (nt, np) = next_item(tile, pair);
+            k += 1;
+            // The loads of the item DEPTH after this one.
+            let (lt, lp) = if deep { next_item(t1, p1) } else { (nt, np) };
+            // SAFETY: valid says whether the item is; the whole warp is here.
+            let nxt = unsafe { W::load(p, lt, lp, n, k, valid(lt, lp), ring) };
+            let (i0, i1) = index_words(p, W::indices(&cur));
+            let e = [
+                [entry(i0 & 0xffff), entry(i1 & 0xffff)],
+                [entry(i0 >> 16), entry(i1 >> 16)],
+            ];
+            // SAFETY: the whole warp runs this loop (pair is warp-uniform), after the next
+            // item's loads.
+            unsafe { W::pair(p, &cur, pair, n, &e, ring, &mut acc) };
             if deep {
-                step!(cur, spare);
-                step!(ahead, cur);
-                step!(spare, ahead);
-            } else {
-                // One stage in flight: its copy waits only for what the next item needs
-                // first anyway, and three phases took more registers (90 -> 126 for the
-                // one-vector kernel at n = 4, spills at 16 vectors).
-                step!(cur, ahead);
                 cur = ahead;
+                ahead = nxt;
+                (t1, p1) = (lt, lp);
+            } else {
+                cur = nxt;
+            }
+            pair = np;
+            if nt != tile {
+                break;
             }
         }
+        // A warp with no pair of this tile (pairs < GEMV_WARPS) still takes part.
+        if pair >= pairs {
+            pair = first_pair;
+        }
+        let base = parity * GEMV_WARPS as usize * b * TILE_ROWS;
+        // SAFETY: every lane is here; the buffer of this parity holds GEMV_WARPS * b * 16
+        // floats.
+        unsafe { W::store(&mut acc, red.add(base), warp) };
+        // SAFETY: every thread of the block reaches it (all walk the same tiles). The sums of
+        // the other parity, read after the previous barrier, are written again only after
+        // the next one.
+        unsafe { sync_threads() };
+        let mut i = thread_idx_x() as usize;
+        while i < b * TILE_ROWS {
+            let (v, r) = (i / TILE_ROWS, i % TILE_ROWS);
+            let mut s = 0f32;
+            for wi in 0..GEMV_WARPS as usize {
+                // SAFETY: inside the sums written above.
+                s += unsafe { *red.add(base + (wi * b + v) * TILE_ROWS + r) };
+            }
+            let row = tile as usize * TILE_ROWS + r;
+            if row < p.rows as usize && v < p.batch as usize {
+                // SAFETY: v < batch, row < rows: inside y.
+                unsafe { *p.y.as_mut_ptr().add(v * p.rows as usize + row) = f32_to_f16(s) };
+            }
+            i += (GEMV_WARPS * 32) as usize;
+        }
+        parity ^= 1;
+        tile += step;
     }
 }
 
