@@ -10,15 +10,16 @@
 //! the wait, and nothing a product writes is read or written by this one before it.
 
 use cmv_device::{
-    U32x4, block_idx_x, dyn_smem, griddepcontrol_launch_dependents, griddepcontrol_wait, lane_id,
-    ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_u64, ld_v4, sync_threads, warp_id, warp_sum_i32,
+    U32x4, block_dim_x, block_idx_x, dyn_smem, griddepcontrol_launch_dependents,
+    griddepcontrol_wait, lane_id, ld_nc_na_v4, ld_nc_u64, ld_nc_v4, ld_u64, ld_v4, sync_threads,
+    warp_id, warp_sum_i32,
 };
 
 use crate::access::store;
 use crate::gemv::GemvParams;
 use crate::gemv_direct::{
-    DIRECT_WARPS, Halves, chunk_halves, chunk_words, direct_chunks, direct_dot, direct_finish,
-    direct_rows, direct_unroll, direct_x, slice_chunks,
+    Halves, chunk_halves, chunk_words, direct_chunks, direct_dot, direct_finish, direct_rows,
+    direct_unroll, direct_x, slice_chunks,
 };
 use crate::layout::finish;
 
@@ -29,8 +30,9 @@ use crate::layout::finish;
 /// checked: `A` is `nogaps` with `B`-bit elements (a direct width), `p.b` is an
 /// `n x A.cols` `nogaps` matrix of `B`-bit elements (so `A.row_words` words per row), `n` in
 /// `1..=NB`, `C` is `A.rows x n`, zeroed unless `naive`; the accumulator is `U32`;
-/// `DIRECT_THREADS` threads per block, `slices` in {1, 2, 4, 8}, a grid of `direct_split`'s
-/// blocks for `NB`, and `direct_smem_bytes(slices, B, NB)` bytes of dynamic shared memory.
+/// whole warps per block, at most `DIRECT_THREADS` threads and a multiple of `slices` warps
+/// (`slices` in {1, 2, 4, 8}), a grid of `direct_grid_of`'s blocks for `NB` and that block,
+/// and `direct_smem_bytes(slices, B, NB)` bytes of dynamic shared memory.
 #[inline(always)]
 pub unsafe fn gemv_direct<const B: u32, const NB: usize, const PDL: bool>(p: &GemvParams) {
     const { assert!(NB == 1 || NB == 2 || NB == 4 || NB == 8 || NB == 16) };
@@ -131,7 +133,8 @@ unsafe fn direct_body<
     let slices = p.slices;
     let (w, lane) = (warp_id(), lane_id());
     let slice = w % slices;
-    let groups = DIRECT_WARPS / slices;
+    // Blocks of DIRECT_WARPS warps or fewer (`direct_block_warps`).
+    let groups = block_dim_x() / 32 / slices;
     let row0 = (block_idx_x() * groups + w / slices) * RD as u32;
     let (begin, end) = slice_chunks(direct_chunks(rw, B), slices, slice);
     let mut sums = [[0u32; NB]; RD];

@@ -179,9 +179,42 @@ pub fn direct_split(
 
 /// Blocks of a launch over `rows` rows with `slices` and `nb` vector slots.
 pub const fn direct_grid(rows: u32, bits: u32, nb: u32, slices: u32) -> u32 {
-    let rows_per_block = DIRECT_WARPS / slices * direct_rows(bits, nb);
+    direct_grid_of(rows, bits, nb, slices, DIRECT_WARPS)
+}
+
+/// Blocks of a launch over `rows` rows with `slices`, `nb` vector slots and blocks of `warps`
+/// warps (a multiple of `slices`).
+pub const fn direct_grid_of(rows: u32, bits: u32, nb: u32, slices: u32, warps: u32) -> u32 {
+    let rows_per_block = warps / slices * direct_rows(bits, nb);
     let g = rows.div_ceil(rows_per_block);
     if g == 0 { 1 } else { g }
+}
+
+/// The fewest warps per block the launcher picks ([`direct_block_warps`]).
+pub const DIRECT_MIN_WARPS: u32 = 6;
+
+/// Warps per block of a one-slice launch over `rows` rows on `sms` SMs: of
+/// [`DIRECT_MIN_WARPS`]`..=`[`DIRECT_WARPS`], the one whose busiest SM gets the fewest warps
+/// when the blocks are spread evenly (`ceil(blocks / sms) * warps`), the largest on a tie.
+/// 14336 rows at 4 rows per warp are 448 blocks of 8 warps for 132 SMs, 4 on some SMs and 3 on
+/// others (32 warps where 27.2 would be even), but 512 blocks of 7 (28 warps); 11008 rows: 24
+/// against 21. With slices, or without an SM count, [`DIRECT_WARPS`].
+pub const fn direct_block_warps(rows: u32, bits: u32, nb: u32, slices: u32, sms: u32) -> u32 {
+    if slices != 1 || sms == 0 {
+        return DIRECT_WARPS;
+    }
+    let mut best = DIRECT_WARPS;
+    let mut best_load = u32::MAX;
+    let mut w = DIRECT_WARPS;
+    while w >= DIRECT_MIN_WARPS {
+        let load = direct_grid_of(rows, bits, nb, 1, w).div_ceil(sms) * w;
+        if load < best_load {
+            best = w;
+            best_load = load;
+        }
+        w -= 1;
+    }
+    best
 }
 
 /// The chunk range `(begin, end)` of slice `slice` of `slices` over `chunks` chunks.
@@ -475,6 +508,33 @@ mod tests {
                     next = e;
                 }
                 assert_eq!(next, chunks);
+            }
+        }
+    }
+
+    #[test]
+    fn block_warps_even_out_the_busiest_sm() {
+        // 4-bit rows, one vector, 132 SMs (rows per warp 4).
+        assert_eq!(direct_block_warps(14336, 4, 1, 1, 132), 7);
+        assert_eq!(direct_grid_of(14336, 4, 1, 1, 7), 512);
+        assert_eq!(direct_block_warps(11008, 4, 1, 1, 132), 7);
+        // Already even, or no better: 8 stays.
+        assert_eq!(direct_block_warps(28672, 4, 1, 1, 132), 8);
+        assert_eq!(direct_block_warps(8192, 4, 1, 1, 132), 8);
+        // Slices or an unknown SM count keep the fixed block.
+        assert_eq!(direct_block_warps(14336, 4, 1, 2, 132), DIRECT_WARPS);
+        assert_eq!(direct_block_warps(14336, 4, 1, 1, 0), DIRECT_WARPS);
+        for rows in [1, 31, 32, 100, 4096, 11008, 14336, 28672] {
+            for sms in [1, 7, 78, 114, 132] {
+                for nb in [1, 16] {
+                    let w = direct_block_warps(rows, 8, nb, 1, sms);
+                    assert!((DIRECT_MIN_WARPS..=DIRECT_WARPS).contains(&w));
+                    let load = |w: u32| direct_grid_of(rows, 8, nb, 1, w).div_ceil(sms) * w;
+                    assert!(load(w) <= load(DIRECT_WARPS), "{rows} {sms} {nb}");
+                    // Every row is covered.
+                    let g = direct_grid_of(rows, 8, nb, 1, w);
+                    assert!(g * w * direct_rows(8, nb) >= rows);
+                }
             }
         }
     }

@@ -26,9 +26,9 @@ use beam_kernels::gemv::{
     nogaps_split, perm_slots,
 };
 use beam_kernels::gemv_direct::{
-    DIRECT_MAX_VECTORS, DIRECT_PDL_WIDTHS, DIRECT_THREADS, DIRECT_WIDTHS, direct_full_wave,
-    direct_grid, direct_programmatic, direct_slots, direct_smem_bytes, direct_split,
-    direct_split_short, direct_width,
+    DIRECT_MAX_VECTORS, DIRECT_MIN_WARPS, DIRECT_PDL_WIDTHS, DIRECT_THREADS, DIRECT_WARPS,
+    DIRECT_WIDTHS, direct_block_warps, direct_full_wave, direct_grid_of, direct_programmatic,
+    direct_slots, direct_smem_bytes, direct_split, direct_split_short, direct_width,
 };
 use beam_kernels::gemv_mma::{
     MMA_MAX_BITS, frag_words, frag_words_planes, mma_by_default, mma_smem_bytes, mma_split,
@@ -55,6 +55,11 @@ use crate::{BeamError, GEMV_MAX_COLS, Layout, Overflow, PackedMatrix};
 /// The environment variable that turns the direct kernel's programmatic dependent launch off
 /// when set to `0` (for comparisons; [`BeamGemv::with_pdl`]).
 pub const PDL_ENV: &str = "CMV_BEAM_PDL";
+
+/// Environment variable that fixes the direct kernel's warps per block (6, 7 or 8) for one-slice
+/// launches instead of [`beam_kernels::gemv_direct::direct_block_warps`]' choice: for
+/// comparisons (every count gives the same result).
+pub const DIRECT_WARPS_ENV: &str = "CMV_BEAM_DIRECT_WARPS";
 
 /// The kernel names, `cmv_beam_gemv_ring_b{bits}` at index `bits - 1`.
 const RING_NAMES: [&str; FAST_MAX_BITS as usize] = [
@@ -465,9 +470,10 @@ pub struct BeamGemv {
     /// turned off, `None` for the widths not in [`DIRECT_PDL_WIDTHS`].
     direct_pdl: Vec<Option<Kernel>>,
     /// Blocks of each of those kernels resident on one SM, for 1, 2, 4 and 8 slices (their
-    /// shared memory differs): a programmatic launch only where the grid is one full wave
-    /// ([`direct_full_wave`]).
-    direct_pdl_resident: Vec<[u32; 4]>,
+    /// shared memory differs) with blocks of `DIRECT_THREADS`, then for one slice with blocks
+    /// of 7 and of 6 warps ([`direct_block_warps`]): a programmatic launch only where the grid
+    /// is one full wave ([`direct_full_wave`]).
+    direct_pdl_resident: Vec<[u32; 6]>,
     prep: Kernel,
     /// The fast kernels' vector, written by `cmv_beam_gemv_prep`; grown on demand. Every
     /// launch that uses it goes to `stream`, so one buffer serves them in order.
@@ -484,11 +490,23 @@ pub struct BeamGemv {
     ring_stages: Option<u32>,
     /// Slices of the direct kernel (`None`: [`direct_split`]).
     direct_slices: Option<u32>,
+    /// Warps per block of the direct kernel's one-slice launches (`None`:
+    /// [`direct_block_warps`]; [`DIRECT_WARPS_ENV`]).
+    direct_warps: Option<u32>,
     sm_count: u32,
     /// Whether the direct kernel splits short rows past the warp cap
     /// (`beam_kernels::direct_split_short` of this GPU's nominal bandwidth per SM).
     split_short: bool,
     max_smem: u32,
+}
+
+/// A launch of the direct kernel: warp groups per row group (`slices`), warps per block and
+/// blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DirectPlan {
+    slices: u32,
+    warps: u32,
+    grid: u32,
 }
 
 impl BeamGemv {
@@ -545,6 +563,10 @@ impl BeamGemv {
             stream_want: STREAM_WARPS,
             ring_stages: None,
             direct_slices: None,
+            direct_warps: std::env::var(DIRECT_WARPS_ENV)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|w| (DIRECT_MIN_WARPS..=DIRECT_WARPS).contains(w)),
             sm_count: gpu.info().sm_count,
             split_short: direct_split_short(gpu.info().peak_bandwidth_per_sm()),
             max_smem: gpu.info().max_smem_per_block_optin,
@@ -583,11 +605,14 @@ impl BeamGemv {
             .iter()
             .zip(&self.direct_pdl)
             .map(|(&bits, k)| {
-                let mut r = [0; 4];
+                let mut r = [0; 6];
                 if let Some(k) = k {
-                    for (s, r) in r.iter_mut().enumerate() {
+                    for (s, r) in r.iter_mut().take(4).enumerate() {
                         let smem = direct_smem_bytes(1 << s, bits, 1);
                         *r = k.max_active_blocks_per_sm(DIRECT_THREADS, smem)?;
+                    }
+                    for (i, warps) in [7, 6].into_iter().enumerate() {
+                        r[4 + i] = k.max_active_blocks_per_sm(warps * 32, 0)?;
                     }
                 }
                 Ok(r)
@@ -933,17 +958,30 @@ impl BeamGemv {
         let name = self.row_kernel_name(a, x, out.bits(), overflow);
         let (r, n) = (a.packed_ref(), u32::try_from(x.rows()).unwrap_or(u32::MAX));
         let bits = a.bits();
-        let (slices, grid) = self.direct_split_of(r.rows, r.row_words, bits, direct_slots(n));
+        let plan = self.direct_split_of(r.rows, r.row_words, bits, direct_slots(n));
         name.starts_with("cmv_beam_gemv_direct_b")
-            && self.direct_is_programmatic(bits, n, zeroed(out), (slices, grid))
+            && self.direct_is_programmatic(bits, n, zeroed(out), plan)
     }
 
-    /// The direct kernel's slices and grid for `rows` rows of `row_words` words of `bits` and
-    /// `nb` vector slots: [`direct_split`], or the forced slice count.
-    fn direct_split_of(&self, rows: u32, row_words: u32, bits: u32, nb: u32) -> (u32, u32) {
-        match self.direct_slices {
-            Some(s) => (s, direct_grid(rows, bits, nb, s)),
-            None => direct_split(rows, row_words, bits, nb, self.split_short),
+    /// The direct kernel's slices, warps per block and grid for `rows` rows of `row_words`
+    /// words of `bits` and `nb` vector slots: [`direct_split`]'s slices, or the forced count;
+    /// with one slice [`direct_block_warps`] (or the forced count) warps per block, else
+    /// `DIRECT_WARPS`.
+    fn direct_split_of(&self, rows: u32, row_words: u32, bits: u32, nb: u32) -> DirectPlan {
+        let slices = match self.direct_slices {
+            Some(s) => s,
+            None => direct_split(rows, row_words, bits, nb, self.split_short).0,
+        };
+        let warps = if slices == 1 {
+            self.direct_warps
+                .unwrap_or_else(|| direct_block_warps(rows, bits, nb, 1, self.sm_count))
+        } else {
+            DIRECT_WARPS
+        };
+        DirectPlan {
+            slices,
+            warps,
+            grid: direct_grid_of(rows, bits, nb, slices, warps),
         }
     }
 
@@ -951,21 +989,20 @@ impl BeamGemv {
     /// output `zero`ed first or not, launched with `slices` and `grid`, is launched
     /// programmatically: [`direct_programmatic`], the kernel loaded, and its grid one full
     /// wave ([`direct_full_wave`]).
-    fn direct_is_programmatic(
-        &self,
-        bits: u32,
-        n: u32,
-        zero: bool,
-        (slices, grid): (u32, u32),
-    ) -> bool {
+    fn direct_is_programmatic(&self, bits: u32, n: u32, zero: bool, plan: DirectPlan) -> bool {
         let Some(w) = direct_index(bits) else {
             return false;
         };
         if !matches!(self.direct_pdl.get(w), Some(Some(_))) || !direct_programmatic(bits, n, zero) {
             return false;
         }
-        let resident = self.direct_pdl_resident[w][slices.trailing_zeros() as usize & 3];
-        direct_full_wave(grid, resident, self.sm_count)
+        let r = &self.direct_pdl_resident[w];
+        let resident = match plan.warps {
+            7 => r[4],
+            6 => r[5],
+            _ => r[plan.slices.trailing_zeros() as usize & 3],
+        };
+        direct_full_wave(plan.grid, resident, self.sm_count)
     }
 
     /// Launches the direct kernel of `p.a.bits` for `p.b.rows` vectors into an output zeroed
@@ -985,14 +1022,14 @@ impl BeamGemv {
             });
         };
         let nb = direct_slots(n);
-        let (slices, grid) = self.direct_split_of(p.a.rows, p.a.row_words, bits, nb);
-        p.slices = slices;
+        let plan = self.direct_split_of(p.a.rows, p.a.row_words, bits, nb);
+        p.slices = plan.slices;
         let cfg = LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (DIRECT_THREADS, 1, 1),
-            shared_mem_bytes: direct_smem_bytes(slices, bits, nb),
+            grid_dim: (plan.grid, 1, 1),
+            block_dim: (plan.warps * 32, 1, 1),
+            shared_mem_bytes: direct_smem_bytes(plan.slices, bits, nb),
         };
-        if self.direct_is_programmatic(bits, n, zero, (slices, grid))
+        if self.direct_is_programmatic(bits, n, zero, plan)
             && let Some(Some(k)) = self.direct_pdl.get(i)
         {
             // SAFETY: as below, for the same kernel built for sm_90a; it runs
@@ -1003,8 +1040,9 @@ impl BeamGemv {
         }
         let i = direct_slot_index(n) * DIRECT_WIDTHS.len() + i;
         // SAFETY: forwarded from the caller; the kernel for these bits and at least n vector
-        // slots; DIRECT_THREADS threads, direct_split's slices and grid for its slots (every
-        // row covered), the shared memory the slices need.
+        // slots; at most DIRECT_THREADS threads, a multiple of the slices in warps (one slice
+        // below DIRECT_WARPS), the grid of direct_grid_of for those (every row covered), the
+        // shared memory the slices need.
         unsafe { self.direct[i].launch(&self.stream, cfg, &p)? };
         Ok(())
     }
