@@ -219,6 +219,41 @@ fn programmatic_launch_gives_the_same_bits_in_a_queue() {
     }
 }
 
+/// The direct kernel with blocks of 6, 7 and 8 warps (`direct_block_warps` picks among them
+/// by shape and SM count): the same bits, one vector and several, rows that end mid-block.
+#[test]
+fn direct_kernel_blocks_of_six_to_eight_warps() {
+    let Some(gpu) = gpu_for_tests("direct_kernel_blocks_of_six_to_eight_warps") else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(0xD1_0C6);
+    let plain = (OutputWidth::Sai, Overflow::Ovf);
+    for warps in [6, 7, 8] {
+        let bg = BeamGemv::new(&gpu)
+            .unwrap()
+            .with_direct_warps(warps)
+            .unwrap();
+        for bits in [4, 6, 8, 12, 16, 24, 32] {
+            for &(shape, n) in &[
+                ((14336, 512), 1),
+                ((1001, 2048), 1),
+                ((95, 777), 4),
+                ((29, 300), 16),
+            ] {
+                let a = random(&mut rng, shape, bits, Layout::Nogaps, false);
+                let x = random(&mut rng, (n, shape.1), bits, Layout::Nogaps, false);
+                let name = check_row(&gpu, &bg, &a, &x, plain, Layout::Naive);
+                assert!(
+                    name.starts_with("cmv_beam_gemv_direct_b"),
+                    "{warps} warps: {name}"
+                );
+            }
+        }
+    }
+    assert!(BeamGemv::new(&gpu).unwrap().with_direct_warps(5).is_err());
+    assert!(BeamGemv::new(&gpu).unwrap().with_direct_warps(9).is_err());
+}
+
 #[test]
 fn row_vectors_run_the_direct_kernel() {
     let Some(gpu) = gpu_for_tests("row_vectors_run_the_direct_kernel") else {

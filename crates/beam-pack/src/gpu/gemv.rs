@@ -712,6 +712,25 @@ impl BeamGemv {
         Ok(self)
     }
 
+    /// The same kernels, the direct kernel's one-slice launches with blocks of `warps` warps
+    /// (instead of [`direct_block_warps`]' choice): for tuning and tests; every count gives the
+    /// same result.
+    ///
+    /// # Errors
+    /// [`BeamError::Kernel`] for a count outside 6..=8.
+    pub fn with_direct_warps(mut self, warps: u32) -> Result<Self, BeamError> {
+        if !(DIRECT_MIN_WARPS..=DIRECT_WARPS).contains(&warps) {
+            return Err(BeamError::Kernel {
+                kernel: "cmv_beam_gemv_direct",
+                reason: format!(
+                    "{warps} warps per block: use {DIRECT_MIN_WARPS} to {DIRECT_WARPS}"
+                ),
+            });
+        }
+        self.direct_warps = Some(warps);
+        Ok(self)
+    }
+
     /// Stages of each warp's ring in the ring kernel for `bits`-bit rows of `row_words` words.
     pub fn ring_stages(&self, bits: u32, row_words: u32) -> u32 {
         self.ring_stages
