@@ -372,6 +372,85 @@ mod tests {
     use half::f16;
 
     #[test]
+    fn staged_copies_put_each_lanes_operands_in_its_slot() {
+        // The prep's buffer for 3 steps (12 tiles) of seeded inputs, then each step's copies
+        // (`in_copy`, 16 bytes per lane) into an input slot, as `cmv_spqr_*_i8s_b1` does: every
+        // lane (g, t) must find its B column (tile t's h for even g, l for odd g, where
+        // g / 2 == t; zeros elsewhere) and tile t's (σ, T) at its slot addresses.
+        let tiles = 12u32;
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let staged: Vec<StagedTile> = (0..tiles)
+            .map(|_| {
+                let r: [u32; 8] = core::array::from_fn(|_| {
+                    let a = f16::from_f32((next() % 2001) as f32 / 100.0 - 10.0).to_bits();
+                    let b = f16::from_f32((next() % 2001) as f32 / 1000.0 - 1.0).to_bits();
+                    u32::from(a) | u32::from(b) << 16
+                });
+                stage_tile(&r)
+            })
+            .collect();
+        let mut xs = vec![0u32; staged_words(tiles)];
+        for (i, sg) in staged.iter().enumerate() {
+            let h = staged_halves_index(i as u32);
+            xs[h..h + 4].copy_from_slice(&sg.h);
+            xs[h + 4..h + 8].copy_from_slice(&sg.l);
+            let st = staged_sigma_index(i as u32, tiles);
+            xs[st] = sg.sigma.to_bits();
+            xs[st + 1] = sg.t.to_bits();
+        }
+        for step in 0..tiles / 4 {
+            // A slot of words, poisoned, with its zeros as the kernel writes them.
+            let mut slot = vec![0xdead_beefu32; IN_SLOT_BYTES as usize / 4];
+            slot[SLOT_ZEROS as usize / 4..SLOT_ZEROS as usize / 4 + 4].fill(0);
+            let mut written = vec![false; slot.len()];
+            for lane in 0..IN_COPY_LANES {
+                let (src, dst) = in_copy(lane, step, tiles);
+                assert!(src % 4 == 0 && dst % 16 == 0, "16-byte aligned copies");
+                assert!(src + 4 <= xs.len() && dst + 16 <= IN_SLOT_BYTES);
+                // The kernel's per-lane stride: the copy of step s is at src(0) + s * stride.
+                let stride = in_copy(lane, 1, tiles).0 - in_copy(lane, 0, tiles).0;
+                assert_eq!(src, in_copy(lane, 0, tiles).0 + step as usize * stride);
+                assert_eq!(dst, in_copy(lane, 0, tiles).1);
+                let d = dst as usize / 4;
+                for w in 0..4 {
+                    assert!(!written[d + w], "lane {lane} overwrites another copy");
+                    written[d + w] = true;
+                    slot[d + w] = xs[src + w];
+                }
+            }
+            for lane in 0..32u32 {
+                let (g, t) = (lane >> 2, lane & 3);
+                let frag = if g >> 1 == t {
+                    SLOT_HALVES + 32 * t + 16 * (g & 1)
+                } else {
+                    SLOT_ZEROS
+                } as usize
+                    / 4;
+                let tile = &staged[(4 * step + t) as usize];
+                let want = if g >> 1 != t {
+                    [0; 4]
+                } else if g & 1 == 0 {
+                    tile.h
+                } else {
+                    tile.l
+                };
+                assert_eq!(slot[frag..frag + 4], want, "step {step} lane {lane}");
+                let st = (SLOT_SIGMAS + 8 * t) as usize / 4;
+                assert_eq!(
+                    [slot[st], slot[st + 1]],
+                    [tile.sigma.to_bits(), tile.t.to_bits()]
+                );
+            }
+        }
+    }
+
+    #[test]
     fn halves_are_int8_and_join_back_for_every_input() {
         for q in -INPUT_MAX..=INPUT_MAX {
             let (h, l) = split_input(q);
@@ -698,5 +777,67 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+/// Words of one tile's staged inputs in the prep's buffer (`cmv_spqr_prep_i8`,
+/// [`crate::PrepI8Params`]): the halves `h` then `l` ([`StagedTile`]), 32 bytes, in the
+/// first region, and `(σ, T)`, 8 bytes, in the second.
+pub const STAGED_TILE_WORDS: usize = 10;
+
+/// Words of the prep's staged inputs of a matrix of `tiles` tiles ([`crate::sum_tiles`]
+/// of its padded columns, a multiple of 4): the halves of every tile
+/// ([`staged_halves_index`]), then every tile's `(σ, T)` ([`staged_sigma_index`]).
+pub const fn staged_words(tiles: u32) -> usize {
+    tiles as usize * STAGED_TILE_WORDS
+}
+
+/// Where tile `tile`'s 8 words of halves (`h[0..4]`, then `l[0..4]`) start in the staged
+/// inputs: a step's 4 tiles are 128 contiguous bytes, 16-byte aligned.
+pub const fn staged_halves_index(tile: u32) -> usize {
+    8 * tile as usize
+}
+
+/// Where tile `tile`'s `(σ, T)` (fp32 bits) sit in the staged inputs of `tiles` tiles: after
+/// every tile's halves, so that a step's 4 tiles are 32 contiguous bytes, 16-byte aligned.
+pub const fn staged_sigma_index(tile: u32, tiles: u32) -> usize {
+    8 * tiles as usize + 2 * tile as usize
+}
+
+/// Bytes of one slot of the staged kernel's input ring (`cmv_spqr_{csr,ptcsr}_i8s_b1`): a
+/// step's 4 tiles of halves ([`SLOT_HALVES`], tile `j` at `32 j`, `h` then `l`), 16 bytes of
+/// zeros ([`SLOT_ZEROS`], the B column of the lanes whose tile it is not) and the 4 tiles'
+/// `(σ, T)` ([`SLOT_SIGMAS`], tile `j` at `8 j`). Every lane's addresses in slot `k` are its
+/// addresses in slot 0 plus `k * IN_SLOT_BYTES`, a constant offset of an unrolled loop.
+pub const IN_SLOT_BYTES: u32 = 176;
+/// Offset of the halves in an input slot.
+pub const SLOT_HALVES: u32 = 0;
+/// Offset of the 16 zero bytes in an input slot.
+pub const SLOT_ZEROS: u32 = 128;
+/// Offset of the 4 tiles' `(σ, T)` in an input slot.
+pub const SLOT_SIGMAS: u32 = 144;
+const _: () = assert!(SLOT_ZEROS == SLOT_HALVES + 4 * 32 && SLOT_SIGMAS == SLOT_ZEROS + 16);
+const _: () = assert!(IN_SLOT_BYTES == SLOT_SIGMAS + 4 * 8 && IN_SLOT_BYTES.is_multiple_of(16));
+// The ring (one slot per weight slot) fits each warp's staging area.
+const _: () = assert!(crate::RING_SLOTS * IN_SLOT_BYTES <= crate::WARP_STAGE_BYTES);
+
+/// Lanes of a warp that copy a step's staged inputs into its input slot, 16 bytes each: lanes
+/// `0..8` the 128 bytes of halves, lanes 8 and 9 the 32 bytes of `(σ, T)`.
+pub const IN_COPY_LANES: u32 = 10;
+
+/// Lane `lane`'s (`< IN_COPY_LANES`) copy of step `step`'s staged inputs (of a matrix of
+/// `tiles` tiles): the word it copies from in the prep's buffer and the byte it copies to in
+/// an input slot.
+pub const fn in_copy(lane: u32, step: u32, tiles: u32) -> (usize, u32) {
+    if lane < 8 {
+        (
+            staged_halves_index(4 * step) + 4 * lane as usize,
+            SLOT_HALVES + 16 * lane,
+        )
+    } else {
+        (
+            staged_sigma_index(4 * step, tiles) + 4 * (lane as usize - 8),
+            SLOT_SIGMAS + 16 * (lane - 8),
+        )
     }
 }

@@ -608,6 +608,73 @@ impl PrepParams {
     }
 }
 
+/// Parameters of `cmv_spqr_prep_i8`, run before the staged integer kernels of one vector
+/// (`cmv_spqr_{csr,ptcsr}_i8s_b1`): thread `i < tiles` writes tile `i`'s
+/// [`int8::stage_tile`] of the inputs at columns `16 i ..` (zeros past `cols`) into `xs`,
+/// the halves at [`int8::staged_halves_index`] and `(σ, T)` at [`int8::staged_sigma_index`].
+/// The same staging the kernels of `cmv_spqr_{csr,ptcsr}_i8_b1` do in every block, done once
+/// per product.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrepI8Params {
+    /// `cols` fp16 values (as bits).
+    pub x: DevPtr<u16>,
+    /// [`int8::staged_words`]`(tiles)` words, 16-byte aligned.
+    pub xs: DevPtrMut<u32>,
+    /// Columns.
+    pub cols: u32,
+    /// [`sum_tiles`] of the matrix's padded columns.
+    pub tiles: u32,
+    /// 1 where `x` is 16-byte aligned and `cols % 8 == 0`, else 0.
+    pub aligned: u32,
+}
+const _: () = assert!(core::mem::size_of::<PrepI8Params>() == 28);
+const _: () = assert!(core::mem::align_of::<PrepI8Params>() == 4);
+// SAFETY: repr(C), no padding (size asserted: 2 pointers of 8 bytes and 3 words, alignment
+// 4), plain data and device pointers only; the parameter of `cmv_spqr_prep_i8`.
+unsafe impl KernelParams for PrepI8Params {}
+
+impl PrepI8Params {
+    /// Blocks of [`PREP_THREADS`] of the launch: one thread per tile.
+    pub const fn blocks(&self) -> u32 {
+        self.tiles.div_ceil(PREP_THREADS)
+    }
+}
+
+/// Parameters of the staged integer kernels of one vector (`cmv_spqr_csr_i8s_b1`,
+/// `cmv_spqr_ptcsr_i8s_b1`): those of `cmv_spqr_{csr,ptcsr}_i8_b1`, and the inputs as
+/// `cmv_spqr_prep_i8` staged them ([`PrepI8Params`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpqrGemvI8Params {
+    /// As for `cmv_spqr_csr_i8_b1` (`batch` 1).
+    pub p: SpqrGemvParams,
+    /// [`int8::staged_words`] of [`sum_tiles`]`(padded_cols)` words, written by
+    /// `cmv_spqr_prep_i8` before the launch, 16-byte aligned.
+    pub xs: DevPtr<u32>,
+}
+const _: () = assert!(core::mem::size_of::<SpqrGemvI8Params>() == 88);
+const _: () = assert!(core::mem::align_of::<SpqrGemvI8Params>() == 4);
+// SAFETY: repr(C), no padding (size asserted: the 80 bytes of `SpqrGemvParams` and a pointer
+// of 8), plain data and device pointers only; the parameter of the staged integer kernels.
+unsafe impl KernelParams for SpqrGemvI8Params {}
+
+/// Whether the integer kernel of one vector takes its inputs staged once per product by
+/// `cmv_spqr_prep_i8` (`cmv_spqr_{csr,ptcsr}_i8s_b1`) rather than staging them in every block
+/// (`cmv_spqr_{csr,ptcsr}_i8_b1`), for a `padded_rows x padded_cols` matrix. The staging is a
+/// fifth of the instructions of the kernel that stages in its blocks (Nsight Compute at
+/// 28672x8192 on an H200: 190 instructions per round of 8 steps of 84.5 each, every block
+/// staging the whole vector again), against a second launch that the product overlaps only
+/// where programmatic dependent launch is on. Rule from the measurements in docs/PERF.md
+/// ("SpQR: the inputs staged once per product").
+pub const fn int8_staged(padded_rows: u32, padded_cols: u32) -> bool {
+    (padded_rows as u64) * (padded_cols as u64) >= INT8_STAGED_MIN_WEIGHTS
+}
+
+/// Fewest weights of a matrix whose integer product of one vector takes the staged inputs
+/// ([`int8_staged`]).
+pub const INT8_STAGED_MIN_WEIGHTS: u64 = 1 << 25;
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod split_tests {
     use super::*;
