@@ -11,16 +11,16 @@ use cmv_runtime::{
     dev_ptr, dev_ptr_mut,
 };
 use half::f16;
-use spqr_kernels::int8::{byte_layout_word, row_word_of, staged_words};
+use spqr_kernels::int8::{byte_layout_word, row_word_of};
 use spqr_kernels::layout::{
     SecondOrder, TILE, device_order, first_order, row_qs, row_qz, row_stat_byte,
 };
 use spqr_kernels::{
-    BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, PAIR_WORDS, PREP_THREADS, PrepI8Params,
-    PrepParams, SpqrGemvI8Params, SpqrGemvParams, block_rows_kernel, block_rows_warps,
-    block_threads, choose_splits, default_block_rows, early_dependents, int8_staged,
-    is_scaled_kernel, kernel_batch, kernel_name_rows, launch_warps, reads_transposed,
-    smem_bytes_rows, sum_slots, sum_tiles, tc_scaled, walk_transposed,
+    BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, PAIR_WORDS, PREP_THREADS, PrepParams,
+    SpqrGemvParams, block_rows_kernel, block_rows_warps, block_threads, choose_splits,
+    default_block_rows, early_dependents, is_scaled_kernel, kernel_batch, kernel_name_rows,
+    launch_warps, reads_transposed, smem_bytes_rows, sum_slots, sum_tiles, tc_scaled,
+    walk_transposed,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -42,17 +42,6 @@ pub static PTX_SM90: PtxModule = PtxModule::new(
 /// The integer-MMA kernels of one vector (CSR, PTCSR), for matrices uploaded with
 /// [`DeviceSpqrMatrix::upload_int8`].
 pub const INT8_KERNELS: [&str; 2] = ["cmv_spqr_csr_i8_b1", "cmv_spqr_ptcsr_i8_b1"];
-
-/// The integer-MMA kernels of one vector (CSR, PTCSR) that take the inputs staged once per
-/// product by `cmv_spqr_prep_i8` instead of staging them in every block
-/// ([`spqr_kernels::int8_staged`]; from [`PTX_SM90`] where programmatic dependent launch is
-/// on, so that the product overlaps the prep, else from [`PTX`]).
-pub const INT8_STAGED_KERNELS: [&str; 2] = ["cmv_spqr_csr_i8s_b1", "cmv_spqr_ptcsr_i8s_b1"];
-
-/// The environment variable that decides whether the integer kernel of one vector takes its
-/// inputs staged once per product (`CMV_SPQR_I8_STAGED=1`: always; `0`: never), in place of
-/// [`int8_staged`]'s rule; for comparisons. Both give the same bits.
-pub const I8_STAGED_ENV: &str = "CMV_SPQR_I8_STAGED";
 
 /// The environment variable that turns programmatic dependent launch off when set to `0`
 /// (for comparisons; [`SpqrGemv::new`]).
@@ -290,8 +279,6 @@ struct Workspace {
     sx: CudaSlice<u32>,
     /// The inputs as MMA pairs for the kernels of 4 to 16 vectors (`input_pair_index`).
     xp: CudaSlice<u32>,
-    /// The staged inputs of the integer kernels of one vector (`int8::staged_words`).
-    xs: CudaSlice<u32>,
 }
 
 /// One loaded kernel.
@@ -309,11 +296,6 @@ pub struct SpqrGemv {
     sm_count: u32,
     /// `cmv_spqr_prep_inputs`, run before the kernels of 4 to 16 vectors.
     prep: Kernel,
-    /// `cmv_spqr_prep_i8`, run before the staged integer kernels of one vector.
-    prep_i8: Kernel,
-    /// Whether the integer kernel of one vector takes staged inputs, from [`I8_STAGED_ENV`]
-    /// or [`SpqrGemv::set_int8_staged`], in place of [`int8_staged`]'s rule.
-    int8_staged: Option<bool>,
     /// The prep and scaled-weights kernels come from [`PTX_SM90`], the product launched
     /// programmatically after the prep kernel.
     pdl: bool,
@@ -410,22 +392,14 @@ impl SpqrGemv {
                 kernel: gpu.kernel(&PTX, name)?,
             });
         }
-        for name in INT8_STAGED_KERNELS {
-            kernels.push(Loaded {
-                name,
-                kernel: gpu.kernel(scaled_ptx, name)?,
-            });
-        }
         let workspace = Mutex::new(Workspace {
             partials: gpu.alloc_zeros(1)?,
             counters: gpu.alloc_zeros(1)?,
             xt: gpu.alloc_zeros(1)?,
             sx: gpu.alloc_zeros(1)?,
             xp: gpu.alloc_zeros(1)?,
-            xs: gpu.alloc_zeros(1)?,
         });
         let prep = gpu.kernel(scaled_ptx, "cmv_spqr_prep_inputs")?;
-        let prep_i8 = gpu.kernel(scaled_ptx, "cmv_spqr_prep_i8")?;
         // A positive number from an environment variable (tuning knobs; anything else unset).
         let knob = |name| {
             std::env::var(name)
@@ -434,18 +408,15 @@ impl SpqrGemv {
                 .filter(|&n| n > 0)
         };
         let (weight_warps, block_rows) = (knob(WARPS_ENV), knob(ROWS_ENV));
-        let switch = |name| match std::env::var(name).as_deref().map(str::trim) {
+        let transposed = match std::env::var(TRANSPOSED_ENV).as_deref().map(str::trim) {
             Ok("1") => Some(true),
             Ok("0") => Some(false),
             _ => None,
         };
-        let (transposed, int8_staged) = (switch(TRANSPOSED_ENV), switch(I8_STAGED_ENV));
         Ok(Self {
             stream: gpu.stream().clone(),
             sm_count: gpu.info().sm_count,
             prep,
-            prep_i8,
-            int8_staged,
             pdl,
             weight_warps,
             block_rows,
@@ -494,26 +465,8 @@ impl SpqrGemv {
         self.transposed = transposed;
     }
 
-    /// Fixes whether the integer kernel of one vector takes its inputs staged once per
-    /// product (`Some(true)`), stages them in every block (`Some(false)`), or as
-    /// [`int8_staged`] says (`None`), in place of [`I8_STAGED_ENV`]. For tuning and tests;
-    /// both give the same bits.
-    pub fn set_int8_staged(&mut self, staged: Option<bool>) {
-        self.int8_staged = staged;
-    }
-
-    /// Whether a product of one vector by the integer-MMA copy `m`
-    /// ([`DeviceSpqrMatrix::upload_int8`]) takes the staged inputs ([`int8_staged`], or the
-    /// override of [`SpqrGemv::set_int8_staged`]).
-    pub fn uses_int8_staged(&self, m: &DeviceSpqrMatrix) -> bool {
-        m.int8
-            && self
-                .int8_staged
-                .unwrap_or_else(|| int8_staged(m.shape.padded_rows, m.shape.padded_cols))
-    }
-
-    /// Whether the kernels of 4 to 16 vectors (and the staged integer kernels of one vector)
-    /// run with programmatic dependent launch ([`PTX_SM90`]).
+    /// Whether the kernels of 4 to 16 vectors run with programmatic dependent launch
+    /// ([`PTX_SM90`]).
     pub fn uses_pdl(&self) -> bool {
         self.pdl
     }
@@ -597,11 +550,7 @@ impl SpqrGemv {
             if batch != 1 {
                 return Err(SpqrError::Int8Batch { batch });
             }
-            if self.uses_int8_staged(m) {
-                INT8_STAGED_KERNELS[usize::from(pt)]
-            } else {
-                INT8_KERNELS[usize::from(pt)]
-            }
+            INT8_KERNELS[usize::from(pt)]
         } else {
             kernel_name_rows(b, pt, rows).unwrap_or("cmv_spqr_csr_b1")
         };
@@ -701,18 +650,12 @@ impl SpqrGemv {
         if scaled && ws.xp.len() < xp_len {
             ws.xp = self.stream.alloc_zeros(xp_len).map_err(alloc)?;
         }
-        let staged = self.uses_int8_staged(m);
-        let xs_len = staged_words(tiles);
-        if staged && ws.xs.len() < xs_len {
-            ws.xs = self.stream.alloc_zeros(xs_len).map_err(alloc)?;
-        }
         let Workspace {
             partials,
             counters,
             xt,
             sx,
             xp,
-            xs,
         } = &mut *ws;
         let params = SpqrGemvParams {
             dense: dev_ptr(&m.dense),
@@ -756,15 +699,6 @@ impl SpqrGemv {
         // prep's launch is not programmatic), and it runs `griddepcontrol.wait`, which returns
         // once the prep has finished and its writes are visible, before it reads x, xt, sx or xp
         // or writes y, partials or counters; before that it reads only the matrix's words.
-        // The staged integer kernels of one vector (`staged`: `m` in the byte layout, batch 1)
-        // take `SpqrGemvI8Params`, `params` and `xs`: before them, on the same stream, the
-        // `prep_i8` launch (`PrepI8Params::blocks` blocks of PREP_THREADS) writes the staged
-        // inputs of x into `xs` (`staged_words(tiles)` words for `tiles = sum_tiles(padded_cols)`,
-        // grown above, a whole allocation so 16-byte aligned; x holds cols values, `aligned` as
-        // for the kernel), and no other launch uses the workspace meanwhile (the lock). With
-        // `pdl` the product is launched programmatically: every launch before the prep's had
-        // finished when the prep started, and the product's weight warps wait
-        // (`griddepcontrol.wait`) before they copy `xs`, the only memory the prep writes.
         unsafe {
             if scaled {
                 let pp = PrepParams {
@@ -803,32 +737,6 @@ impl SpqrGemv {
                 // With `pdl`, the kernels of PTX_SM90: the prep kernel lets the product start,
                 // and the product waits (`griddepcontrol.wait`) before it reads x, xt, sx or xp
                 // and before it writes anything.
-                if self.pdl {
-                    k.launch_programmatic(&self.stream, cfg, &sp)?;
-                } else {
-                    k.launch(&self.stream, cfg, &sp)?;
-                }
-            } else if staged {
-                let pp = PrepI8Params {
-                    x: dev_ptr(x).cast(),
-                    xs: dev_ptr_mut(xs),
-                    cols: m.shape.cols,
-                    tiles,
-                    aligned,
-                };
-                let pcfg = LaunchConfig {
-                    grid_dim: (pp.blocks(), 1, 1),
-                    block_dim: (PREP_THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                self.prep_i8.launch(&self.stream, pcfg, &pp)?;
-                let sp = SpqrGemvI8Params {
-                    p: params,
-                    xs: dev_ptr(xs),
-                };
-                // With `pdl`, the kernels of PTX_SM90: the prep lets the product start at
-                // once, and the product's weight warps wait (`griddepcontrol.wait`) before
-                // they copy `xs`; nothing else it reads or writes is the prep's.
                 if self.pdl {
                     k.launch_programmatic(&self.stream, cfg, &sp)?;
                 } else {
@@ -950,16 +858,6 @@ mod tests {
                 ptx.contains(&format!(".entry {name}(")),
                 "{name} is not in the PTX: run `cargo xtask ptx`"
             );
-        }
-        // The staged integer kernels and their prep, in both modules (loaded from the sm_90a
-        // one with programmatic dependent launch).
-        for module in [ptx, PTX_SM90.ptx] {
-            for name in INT8_STAGED_KERNELS.into_iter().chain(["cmv_spqr_prep_i8"]) {
-                assert!(
-                    module.contains(&format!(".entry {name}(")),
-                    "{name} is not in a PTX module: run `cargo xtask ptx`"
-                );
-            }
         }
         assert!(PTX_SM90.ptx.contains("griddepcontrol.wait"));
         assert!(PTX_SM90.ptx.contains("griddepcontrol.launch_dependents"));

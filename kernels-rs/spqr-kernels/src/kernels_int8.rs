@@ -17,15 +17,12 @@
 //! of halves and its `(σ, T)` in the warp's shared memory.
 
 use cmv_device::{
-    U32x4, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem_addr,
-    griddepcontrol_launch_dependents, griddepcontrol_wait, lds_v2, lds_v4, mma_m16n8k32_u8s8,
-    shfl_xor, st_global_v4, sts_v2, sts_v4, sync_warp, thread_idx_x,
+    U32x4, block_dim_x, cp_async_wait, dyn_smem_addr, lds_v2, lds_v4, mma_m16n8k32_u8s8, shfl_xor,
+    sts_v2, sts_v4, sync_warp, thread_idx_x,
 };
 
 use crate::int8::{
-    IN_COPY_LANES, IN_SLOT_BYTES, SLOT_HALVES, SLOT_SIGMAS, SLOT_ZEROS, code_regs, in_copy,
-    row_dots, row_scale_zero_bytes, stage_tile, staged_halves_index, staged_sigma_index,
-    stat_quarter_bytes, tile_consts_bytes,
+    code_regs, row_dots, row_scale_zero_bytes, stage_tile, stat_quarter_bytes, tile_consts_bytes,
 };
 use crate::kernels::{
     Split, WeightRing, gather_quarters, load_inputs, outlier_warp, sum_areas, write_rows,
@@ -33,8 +30,8 @@ use crate::kernels::{
 use crate::layout::{STEP_WORDS, TILE, device_band_words};
 use crate::tc::accumulate;
 use crate::{
-    PREP_THREADS, PrepI8Params, RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvI8Params,
-    SpqrGemvParams, WARP_STAGE_BYTES, ZERO_BYTES, part_steps, stage_offset, sum_tiles,
+    RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvParams, WARP_STAGE_BYTES, ZERO_BYTES, part_steps,
+    stage_offset,
 };
 
 /// Steps per staging round: one tile per lane.
@@ -259,234 +256,6 @@ unsafe fn spqr_gemv_i8<const PT: bool>(
     }
     // SAFETY: every thread gets here; every warp wrote its part of `red`, the last `outl`.
     unsafe { write_rows::<1, 1>(red, outl, y, rows, 1, &split, tid, warps, 2) };
-}
-
-/// The prep of the staged integer kernels (`cmv_spqr_prep_i8`, [`PrepI8Params`]): thread
-/// `i < tiles` stages tile `i` ([`stage_tile`], as the kernels of `cmv_spqr_*_i8_b1` do in
-/// every block) into the buffer the product copies from.
-///
-/// With `PDL` (the sm_90a module), the product launched after it may start at once
-/// (`griddepcontrol.launch_dependents` first); it waits for this kernel's writes
-/// (`griddepcontrol.wait`) before it copies them.
-///
-/// # Safety
-/// Launched by `spqr-format` with [`PrepI8Params::blocks`] blocks of [`PREP_THREADS`]
-/// threads; `x` holds `cols` values (16-byte aligned with `cols % 8 == 0` where `aligned`),
-/// `xs` [`crate::int8::staged_words`]`(tiles)` words, 16-byte aligned, `tiles % 4 == 0`.
-/// `PDL` only on sm_90.
-#[inline(always)]
-pub unsafe fn prep_i8<const PDL: bool>(p: &PrepI8Params) {
-    if PDL {
-        // SAFETY: sm_90 code (the caller's guarantee).
-        unsafe { griddepcontrol_launch_dependents() };
-    }
-    let i = block_idx_x() * PREP_THREADS + thread_idx_x();
-    if i < p.tiles {
-        // SAFETY: the reads are bounded by cols; `aligned` is the launcher's check.
-        let xs = unsafe { load_inputs(p.x.as_ptr(), i * TILE as u32, p.cols, p.aligned != 0) };
-        let sg = stage_tile(&xs);
-        let o = p.xs.as_mut_ptr();
-        // SAFETY: i < tiles: the halves' 8 words and the (σ, T) pair are inside xs, 16- and
-        // 8-byte aligned from its 16-byte aligned start (`staged_*_index`).
-        unsafe {
-            let h = o.add(staged_halves_index(i));
-            st_global_v4(h as *mut U32x4, U32x4(sg.h));
-            st_global_v4(h.add(4) as *mut U32x4, U32x4(sg.l));
-            let st = o.add(staged_sigma_index(i, p.tiles));
-            *st = sg.sigma.to_bits();
-            *st.add(1) = sg.t.to_bits();
-        }
-    }
-}
-
-/// The weights' part of the tile row (or of its part) for weight warp `warp` of `warps`,
-/// into `red[warp]`, with the inputs staged by `cmv_spqr_prep_i8` (`xs`, of `tiles` tiles):
-/// as [`weights`], but instead of a staging round every 8 steps each step copies the staged
-/// inputs of the step [`RING_DEPTH`] ahead into an input slot beside its weight copy (the
-/// same commit group; lanes `0..IN_COPY_LANES`, 16 bytes each), and a warp barrier after
-/// the ring's wait makes every lane's copies visible to the others.
-///
-/// # Safety
-/// As the entry points; all lanes of the warp call it. With `PDL`, sm_90 code.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn weights_staged<const PDL: bool>(
-    dense: *const u64,
-    xs: *const u32,
-    red: *mut f32,
-    split: &Split,
-    padded_cols: u32,
-    lane: u32,
-    warp: u32,
-    warps: u32,
-) {
-    let (g, t) = (lane >> 2, lane & 3);
-    let nsteps = (padded_cols / TILE as u32).div_ceil(4);
-    let tiles = sum_tiles(padded_cols);
-    let (s0, s1) = part_steps(nsteps, split.splits, split.part);
-    // SAFETY: the part's words are inside the dense part (device order, s1 <= nsteps).
-    let part_words = unsafe {
-        dense.add(
-            split.band as usize * device_band_words(padded_cols as usize)
-                + s0 as usize * STEP_WORDS,
-        )
-    };
-    // SAFETY: the part's steps in device order (s1 > s0); the launcher gave the ring area.
-    let (ring, mine) = unsafe { WeightRing::start::<1>(part_words, lane, warp, warps, s1 - s0) };
-    let area = dyn_smem_addr() + stage_offset(warps, 1) + warp * WARP_STAGE_BYTES;
-    if lane < RING_SLOTS {
-        // SAFETY: inside this warp's staging area; made visible by the warp barrier below.
-        unsafe { sts_v4(area + lane * IN_SLOT_BYTES + SLOT_ZEROS, U32x4([0; 4])) };
-    }
-    // This lane's copy: from `src + stride * step` words of xs to `dst + slot * IN_SLOT_BYTES`.
-    let copies = lane < IN_COPY_LANES;
-    let (src, dst) = in_copy(lane, 0, tiles);
-    let stride = (in_copy(lane, 1, tiles).0 - src) as u32;
-    let (src, dst) = (xs.wrapping_add(src), area + dst);
-    let last = s1 - s0 - 1;
-    let copy = |i: u32, slot: u32| {
-        if copies {
-            let step = s0 + (warp + i * warps).min(last);
-            // SAFETY: step < nsteps, so its 4 tiles' 16-byte pieces are inside xs (tiles =
-            // 4 nsteps), 16-byte aligned (`in_copy`); the slot is this warp's, read by no
-            // lane any more (the caller's order).
-            unsafe {
-                cp_async_16(
-                    dst + slot * IN_SLOT_BYTES,
-                    src.wrapping_add((stride * step) as usize) as *const U32x4,
-                )
-            };
-        }
-    };
-    if PDL {
-        // The weight copies above went out first; the staged inputs are the prep's writes.
-        // SAFETY: sm_90 code (the caller's guarantee).
-        unsafe { griddepcontrol_wait() };
-    }
-    for d in 0..RING_DEPTH {
-        copy(d, d);
-    }
-    // SAFETY: no operands. Then every lane's copies so far are complete and, after the
-    // barrier, visible to the warp (with the zeros).
-    unsafe {
-        cp_async_commit();
-        cp_async_wait::<0>();
-        sync_warp();
-    }
-    // Lane (g, t) supplies B column g: tile g / 2's high (even g) or low (odd g) halves when
-    // that is its own tile t, else the slot's zeros.
-    let frag0 = if g >> 1 == t {
-        area + SLOT_HALVES + 32 * t + 16 * (g & 1)
-    } else {
-        area + SLOT_ZEROS
-    };
-    let st0 = area + SLOT_SIGMAS + 8 * t;
-    let mut acc = [0.0f32; 2];
-    let mut i = 0;
-    // Unrolled by the ring's slots, so that each slot's addresses are constant offsets.
-    while i < mine {
-        for k in 0..RING_SLOTS {
-            if i < mine {
-                // SAFETY: steps 0..i + RING_DEPTH were copied in order, one commit group each
-                // (the first RING_DEPTH inputs in one more, complete); the warp barrier makes
-                // the others' copies of step i visible and orders this step's copy after every
-                // lane's reads of step i - 1, whose slot it refills.
-                let w = unsafe {
-                    let w = ring.read(k);
-                    sync_warp();
-                    w
-                };
-                let next = (k + RING_DEPTH) % RING_SLOTS;
-                copy(i + RING_DEPTH, next);
-                // SAFETY: as above; the commit closes the group with this lane's input copy.
-                unsafe { ring.copy(i + RING_DEPTH, next) };
-                // SAFETY: converged warp; slot k holds step i's inputs.
-                unsafe {
-                    step(
-                        w,
-                        frag0 + k * IN_SLOT_BYTES,
-                        st0 + k * IN_SLOT_BYTES,
-                        g,
-                        &mut acc,
-                    )
-                };
-                i += 1;
-            }
-        }
-    }
-    // The copies past the last step finish before the block ends.
-    // SAFETY: no operands.
-    unsafe { cp_async_wait::<0>() };
-    // The 4 lanes of rows 2g, 2g + 1 (t = 0..3) hold different tiles: sum them.
-    for (q, v) in acc.iter_mut().enumerate() {
-        // SAFETY: every lane reaches this point.
-        unsafe {
-            *v += f32::from_bits(shfl_xor(v.to_bits(), 1));
-            *v += f32::from_bits(shfl_xor(v.to_bits(), 2));
-        }
-        if t == 0 {
-            let r = 2 * g as usize + q;
-            // SAFETY: warp < warps, r < 16.
-            unsafe { *red.add((warp as usize * TILE + r) * crate::kernels::area::<1>()) = *v };
-        }
-    }
-}
-
-/// The staged integer kernel of one vector (`cmv_spqr_{csr,ptcsr}_i8s_b1`): the kernel of
-/// `cmv_spqr_*_i8_b1` with its weight warps reading the inputs `cmv_spqr_prep_i8` staged
-/// ([`weights_staged`]); the outlier warp and the results as there, bit for bit the same
-/// outputs.
-///
-/// # Safety
-/// As `cmv_spqr_csr_i8_b1` (the fields of `p.p`), and `p.xs` holds the staged inputs of `x`
-/// ([`PrepI8Params`] with `tiles = sum_tiles(padded_cols)`), written by a launch before this
-/// one on the stream. With `PDL`, sm_90 code, launched programmatically right after that
-/// prep launch (or ordinarily).
-#[inline(always)]
-pub unsafe fn gemv_i8s<const PT: bool, const PDL: bool>(p: &SpqrGemvI8Params) {
-    let q = &p.p;
-    let (dense, x, y) = (q.dense.as_ptr(), q.x.as_ptr(), q.y.as_mut_ptr());
-    let (offsets, col_vals) = (q.offsets.as_ptr(), q.col_vals.as_ptr());
-    let (partials, counters) = (q.partials.as_mut_ptr(), q.counters.as_mut_ptr());
-    let split = Split::of_block(partials, counters, q.splits);
-    let tid = thread_idx_x();
-    let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - 1);
-    let (red, outl) = sum_areas::<1>(warps);
-    if warp == warps {
-        // The outlier warp reads x, which the prep does not write (every launch before the
-        // prep's had finished when it started).
-        // SAFETY: forwarded from the launcher's checks.
-        unsafe {
-            outlier_warp::<1, PT, false>(
-                offsets,
-                col_vals,
-                x,
-                core::ptr::null(),
-                outl,
-                &split,
-                q.cols,
-                1,
-                lane,
-                32,
-            )
-        };
-    } else {
-        // SAFETY: forwarded.
-        unsafe {
-            weights_staged::<PDL>(
-                dense,
-                p.xs.as_ptr(),
-                red,
-                &split,
-                q.padded_cols,
-                lane,
-                warp,
-                warps,
-            )
-        };
-    }
-    // SAFETY: every thread gets here; every warp wrote its part of `red`, the last `outl`.
-    unsafe { write_rows::<1, 1>(red, outl, y, q.rows, 1, &split, tid, warps, 2) };
 }
 
 macro_rules! entries {

@@ -753,38 +753,6 @@ macro_rules! scaled_entry_points {
             unsafe { $crate::kernels::prep_inputs::<$pdl>(&p) }
         }
 
-        /// The prep of the staged integer kernels of one vector (see
-        /// `spqr_kernels::kernels_int8::prep_i8`).
-        ///
-        /// # Safety
-        /// As `prep_i8`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn cmv_spqr_prep_i8(p: $crate::PrepI8Params) {
-            // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { $crate::kernels_int8::prep_i8::<$pdl>(&p) }
-        }
-
-        /// SpQR GEMV of one vector on integer tensor cores, CSR outliers, the inputs staged
-        /// by `cmv_spqr_prep_i8` (see `spqr_kernels::kernels_int8::gemv_i8s`).
-        ///
-        /// # Safety
-        /// As `gemv_i8s`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn cmv_spqr_csr_i8s_b1(p: $crate::SpqrGemvI8Params) {
-            // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { $crate::kernels_int8::gemv_i8s::<false, $pdl>(&p) }
-        }
-
-        /// As `cmv_spqr_csr_i8s_b1`, PTCSR outliers.
-        ///
-        /// # Safety
-        /// As `gemv_i8s`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn cmv_spqr_ptcsr_i8s_b1(p: $crate::SpqrGemvI8Params) {
-            // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { $crate::kernels_int8::gemv_i8s::<true, $pdl>(&p) }
-        }
-
         $crate::scaled_entry_points!(@gemv $pdl;
             cmv_spqr_csr_b4 = 4, false, 1;
             cmv_spqr_csr_b8 = 8, false, 1;
@@ -817,9 +785,6 @@ macro_rules! scaled_entry_points {
         pub static CMV_MINNCTAPERSM: u32 = 3;
 
         cmv_device::launch_bounds! {
-            // 64 registers, as the kernels of `cmv_spqr_*_i8_b1` (7 blocks of 5 warps per SM).
-            CMV_MINNCTAPERSM_cmv_spqr_csr_i8s_b1 = 5;
-            CMV_MINNCTAPERSM_cmv_spqr_ptcsr_i8s_b1 = 5;
             CMV_MINNCTAPERSM_cmv_spqr_csr_b16 = 2;
             CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b16 = 2;
             CMV_MINNCTAPERSM_cmv_spqr_csr_b4_r2 = 2;
