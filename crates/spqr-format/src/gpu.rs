@@ -19,8 +19,8 @@ use spqr_kernels::{
     BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, PAIR_WORDS, PREP_THREADS, PrepParams,
     SpqrGemvParams, block_rows_kernel, block_rows_warps, block_threads, choose_splits,
     default_block_rows, early_dependents, is_scaled_kernel, kernel_batch, kernel_name_rows,
-    launch_warps, reads_transposed, smem_bytes_int8, smem_bytes_rows, sum_slots, sum_tiles,
-    tc_scaled, walk_transposed,
+    launch_warps, reads_transposed, smem_bytes_rows, sum_slots, sum_tiles, tc_scaled,
+    walk_transposed,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -42,12 +42,6 @@ pub static PTX_SM90: PtxModule = PtxModule::new(
 /// The integer-MMA kernels of one vector (CSR, PTCSR), for matrices uploaded with
 /// [`DeviceSpqrMatrix::upload_int8`].
 pub const INT8_KERNELS: [&str; 2] = ["cmv_spqr_csr_i8_b1", "cmv_spqr_ptcsr_i8_b1"];
-
-/// The environment variable that gives the integer kernels of one vector the routed
-/// kernel's shared memory per block (`CMV_SPQR_I8_SMEM=full`: [`smem_bytes_rows`], 7 blocks
-/// per SM) instead of [`smem_bytes_int8`] (8); for comparisons (the integer kernels' PTX
-/// before this change needs it: their staging areas were the routed kernel's).
-pub const I8_SMEM_ENV: &str = "CMV_SPQR_I8_SMEM";
 
 /// The environment variable that turns programmatic dependent launch off when set to `0`
 /// (for comparisons; [`SpqrGemv::new`]).
@@ -310,9 +304,6 @@ pub struct SpqrGemv {
     /// Tile rows per block from [`ROWS_ENV`] or [`SpqrGemv::set_block_rows`], in place of
     /// [`block_rows`]' rule.
     block_rows: Option<u32>,
-    /// The integer kernels of one vector get the routed kernel's shared memory per block
-    /// ([`I8_SMEM_ENV`]).
-    int8_full_smem: bool,
     /// Whether the outlier walks of 4, 8 and 16 vectors read the inputs by column, from
     /// [`TRANSPOSED_ENV`] or [`SpqrGemv::set_transposed_walk`], in place of
     /// [`walk_transposed`]' rule.
@@ -417,7 +408,6 @@ impl SpqrGemv {
                 .filter(|&n| n > 0)
         };
         let (weight_warps, block_rows) = (knob(WARPS_ENV), knob(ROWS_ENV));
-        let int8_full_smem = std::env::var(I8_SMEM_ENV).is_ok_and(|v| v.trim() == "full");
         let transposed = match std::env::var(TRANSPOSED_ENV).as_deref().map(str::trim) {
             Ok("1") => Some(true),
             Ok("0") => Some(false),
@@ -430,7 +420,6 @@ impl SpqrGemv {
             pdl,
             weight_warps,
             block_rows,
-            int8_full_smem,
             transposed,
             kernels,
             workspace,
@@ -616,11 +605,7 @@ impl SpqrGemv {
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: if m.int8 && !self.int8_full_smem {
-                smem_bytes_int8(weight_warps)
-            } else {
-                smem_bytes_rows(weight_warps, kb, rows)
-            },
+            shared_mem_bytes: smem_bytes_rows(weight_warps, kb, rows),
         };
         let (offsets, vals) = if pt {
             (&m.pt_offsets, &m.pt_vals)

@@ -29,32 +29,31 @@ use crate::kernels::{
 };
 use crate::layout::{STEP_WORDS, TILE, device_band_words};
 use crate::tc::accumulate;
-use crate::{INT8_STAGE_BYTES, RING_DEPTH, RING_SLOTS, SpqrGemvParams, part_steps, stage_offset};
+use crate::{
+    RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvParams, WARP_STAGE_BYTES, ZERO_BYTES, part_steps,
+    stage_offset,
+};
 
 /// Steps per staging round: one tile per lane.
 const ROUND: u32 = 8;
 /// Bytes of a round's halves in the staging area: 32 tiles of 32 bytes (`h` then `l`).
 const HALVES_BYTES: u32 = 32 * 32;
-/// Where the 16 bytes of zeros sit in a warp's staging area: after the halves and the 32
-/// tiles' `(σ, T)`.
-const ZEROS_AT: u32 = HALVES_BYTES + 32 * 8;
-// The halves, the (σ, T) pairs and the zeros fill the integer kernel's staging area.
-const _: () = assert!(ZEROS_AT + 16 == INT8_STAGE_BYTES);
+// The halves and the (σ, T) pairs of a round fit the routed kernel's staging area, and the
+// zeros after it hold one lane's 16 bytes.
+const _: () = assert!(HALVES_BYTES + 32 * 8 <= ROUND_BYTES && ZERO_BYTES >= 16);
 const _: () = assert!(4 * ROUND == 32 && ROUND.is_multiple_of(RING_SLOTS));
 
-/// Both entries hold 48 registers (`.minnctapersm 5` of blocks of up to 8 warps; 47 used,
-/// no spills, the same loop of about 84 instructions per step as at 55), so that 8 blocks of
-/// 5 warps fit per SM with the staging area of [`INT8_STAGE_BYTES`] per warp.
+/// Both entries hold 64 registers (4 blocks of 8 warps per SM), as the 1-vector routed kernel.
 #[cfg(feature = "entries")]
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_i8_b1: u32 = 5;
+pub static CMV_MINNCTAPERSM_cmv_spqr_csr_i8_b1: u32 = 4;
 
 /// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_i8_b1`].
 #[cfg(feature = "entries")]
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_i8_b1: u32 = 5;
+pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_i8_b1: u32 = 4;
 
 /// The tile's statistics as `(ss, sz)`, `(zs, zz)` `half2` words for lane `(g, t)` holding
 /// device rows `2g, 2g + 1` in byte layout (`w`: row `2g`'s low and high halves, then row
@@ -128,8 +127,8 @@ unsafe fn weights(
     };
     // SAFETY: the part's steps in device order (s1 > s0); the launcher gave the ring area.
     let (ring, mine) = unsafe { WeightRing::start::<1>(part_words, lane, warp, warps, s1 - s0) };
-    let area = dyn_smem_addr() + stage_offset(warps, 1) + warp * INT8_STAGE_BYTES;
-    let zeros = area + ZEROS_AT;
+    let area = dyn_smem_addr() + stage_offset(warps, 1) + warp * WARP_STAGE_BYTES;
+    let zeros = area + ROUND_BYTES;
     if lane == 0 {
         // SAFETY: inside this warp's zero area; made visible by the staging's warp barrier.
         unsafe { sts_v4(zeros, U32x4([0; 4])) };

@@ -209,19 +209,6 @@ pub const fn smem_bytes(warps: u32, kernel_batch: u32) -> u32 {
     }
 }
 
-/// Bytes of a warp's staging area in the integer kernels of one vector
-/// (`cmv_spqr_{csr,ptcsr}_i8_b1`): a round's 32 tiles of int8 halves (32 bytes each), their
-/// `(σ, T)` (8 bytes each) and 16 bytes of zeros, less than the routed kernel's
-/// [`WARP_STAGE_BYTES`], so that 8 blocks of 4 weight warps fit an SM's shared memory.
-pub const INT8_STAGE_BYTES: u32 = 32 * 32 + 32 * 8 + 16;
-const _: () = assert!(INT8_STAGE_BYTES <= WARP_STAGE_BYTES && INT8_STAGE_BYTES.is_multiple_of(16));
-
-/// Bytes of dynamic shared memory for a block of `warps` weight warps of the integer kernels
-/// of one vector: [`smem_bytes`]`(warps, 1)` with [`INT8_STAGE_BYTES`] of staging per warp.
-pub const fn smem_bytes_int8(warps: u32) -> u32 {
-    stage_offset(warps, 1) + warps * INT8_STAGE_BYTES
-}
-
 /// Where the warps' weight rings start in the dynamic shared memory of a block of `warps`
 /// warps of the kernel for `kernel_batch` vectors (after the results and the outlier sums,
 /// see [`smem_bytes`]).
