@@ -512,6 +512,81 @@ fn spqr_is_a_device_gemv() {
 }
 
 #[test]
+fn deep_ring_integer_kernel_gives_the_same_bits() {
+    // `cmv_spqr_{csr,ptcsr}_i8d_b1` (a weight ring of INT8_DEEP_SLOTS slots, 7 steps ahead)
+    // against `cmv_spqr_*_i8_b1` (3 steps ahead): the same bits, for products queued back to
+    // back with different inputs, CSR and PTCSR, split tile rows (parts shorter than the
+    // ring), aligned and unaligned inputs, tile rows whose tiles are not a multiple of 4, one
+    // and seven weight warps' worth of steps; and within the tolerance.
+    let Some(gpu) = gpu_for_tests("deep_ring_integer_kernel_gives_the_same_bits") else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(46);
+    let normal = Normal::new(0.0f32, 1.0).unwrap();
+    let mut deep = SpqrGemv::new(&gpu).unwrap();
+    deep.set_int8_deep_ring(true);
+    let mut plain = SpqrGemv::new(&gpu).unwrap();
+    plain.set_int8_deep_ring(false);
+    assert!(deep.uses_int8_deep_ring() && !plain.uses_int8_deep_ring());
+    for (rows, cols) in [
+        (16, 16),
+        (17, 33),
+        (100, 500),
+        (256, 4096),
+        (48, 8200),
+        (512, 1000),
+    ] {
+        let w: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
+        let opts = QuantizeOptions {
+            outlier_fraction: 0.02,
+            ..QuantizeOptions::default()
+        };
+        let m = quantize(&w, rows, cols, &opts).unwrap();
+        let mut dm = DeviceSpqrMatrix::upload_int8(&gpu, &m).unwrap();
+        let xs: Vec<Vec<f16>> = (0..3)
+            .map(|_| {
+                (0..cols)
+                    .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                    .collect()
+            })
+            .collect();
+        for format in [OutlierFormat::Csr, OutlierFormat::Ptcsr] {
+            dm.set_outlier_format(format);
+            for splits in [None, Some(dm.max_splits())] {
+                dm.set_splits(splits).unwrap();
+                let run = |spqr: &SpqrGemv| -> Vec<Vec<f16>> {
+                    let dxs: Vec<_> = xs.iter().map(|x| gpu.upload(x).unwrap()).collect();
+                    let mut dys: Vec<_> = (0..xs.len())
+                        .map(|_| gpu.upload(&vec![f16::NAN; rows]).unwrap())
+                        .collect();
+                    // Queued back to back, downloaded after the last.
+                    for (dx, dy) in dxs.iter().zip(dys.iter_mut()) {
+                        spqr.gemv(&dm, dx, dy, 1).unwrap();
+                    }
+                    dys.iter().map(|dy| gpu.download(dy).unwrap()).collect()
+                };
+                let (a, b) = (run(&deep), run(&plain));
+                for (k, (ya, yb)) in a.iter().zip(&b).enumerate() {
+                    let want = m.gemv_reference(&xs[k], 1).unwrap();
+                    let err = relative_error(ya, &want);
+                    assert!(
+                        err < GPU_TOLERANCE,
+                        "{rows}x{cols} {format:?} {splits:?} launch {k}: relative error {err}"
+                    );
+                    let bits = |y: &[f16]| y.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(ya),
+                        bits(yb),
+                        "{rows}x{cols} {format:?} {splits:?} launch {k}: deep and default \
+                         rings differ"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn integer_kernel_matches_the_reference_and_its_model() {
     // `upload_int8`: one vector through `cmv_spqr_{csr,ptcsr}_i8_b1`, within the tolerance of
     // the f64 reference and within the CPU model's bound (plus the fp16 output rounding) on
