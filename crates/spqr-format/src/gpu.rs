@@ -19,8 +19,8 @@ use spqr_kernels::{
     BLOCK_THREADS, MAX_BATCH, MAX_BLOCK_ROWS, MAX_SPLITS, PAIR_WORDS, PREP_THREADS, PrepParams,
     SpqrGemvParams, block_rows_kernel, block_rows_warps, block_threads, choose_splits,
     default_block_rows, early_dependents, is_scaled_kernel, kernel_batch, kernel_name_rows,
-    launch_warps, reads_transposed, smem_bytes_int8_deep, smem_bytes_rows, sum_slots, sum_tiles,
-    tc_scaled, walk_transposed,
+    launch_warps, reads_transposed, smem_bytes_rows, sum_slots, sum_tiles, tc_scaled,
+    walk_transposed,
 };
 
 use crate::compressed::GPU_TOLERANCE;
@@ -42,17 +42,6 @@ pub static PTX_SM90: PtxModule = PtxModule::new(
 /// The integer-MMA kernels of one vector (CSR, PTCSR), for matrices uploaded with
 /// [`DeviceSpqrMatrix::upload_int8`].
 pub const INT8_KERNELS: [&str; 2] = ["cmv_spqr_csr_i8_b1", "cmv_spqr_ptcsr_i8_b1"];
-
-/// The integer-MMA kernels of one vector with a weight ring of
-/// [`spqr_kernels::INT8_DEEP_SLOTS`] slots (CSR, PTCSR): the same products, bit for bit,
-/// with 7 steps of weight copies in flight per warp instead of 3. Opt-in
-/// ([`SpqrGemv::set_int8_deep_ring`], [`I8_RING_ENV`]) until measured.
-pub const INT8_DEEP_KERNELS: [&str; 2] = ["cmv_spqr_csr_i8d_b1", "cmv_spqr_ptcsr_i8d_b1"];
-
-/// The environment variable that picks the integer kernels' weight ring of one vector:
-/// `CMV_SPQR_I8_RING=8` the deep kernels ([`INT8_DEEP_KERNELS`]), `4` the default ones; for
-/// comparisons.
-pub const I8_RING_ENV: &str = "CMV_SPQR_I8_RING";
 
 /// The environment variable that turns programmatic dependent launch off when set to `0`
 /// (for comparisons; [`SpqrGemv::new`]).
@@ -315,9 +304,6 @@ pub struct SpqrGemv {
     /// Tile rows per block from [`ROWS_ENV`] or [`SpqrGemv::set_block_rows`], in place of
     /// [`block_rows`]' rule.
     block_rows: Option<u32>,
-    /// Whether the integer kernels of one vector run the deep weight ring, from
-    /// [`I8_RING_ENV`] or [`SpqrGemv::set_int8_deep_ring`].
-    int8_deep: bool,
     /// Whether the outlier walks of 4, 8 and 16 vectors read the inputs by column, from
     /// [`TRANSPOSED_ENV`] or [`SpqrGemv::set_transposed_walk`], in place of
     /// [`walk_transposed`]' rule.
@@ -400,7 +386,7 @@ impl SpqrGemv {
                 }
             }
         }
-        for name in INT8_KERNELS.into_iter().chain(INT8_DEEP_KERNELS) {
+        for name in INT8_KERNELS {
             kernels.push(Loaded {
                 name,
                 kernel: gpu.kernel(&PTX, name)?,
@@ -422,7 +408,6 @@ impl SpqrGemv {
                 .filter(|&n| n > 0)
         };
         let (weight_warps, block_rows) = (knob(WARPS_ENV), knob(ROWS_ENV));
-        let int8_deep = knob(I8_RING_ENV) == Some(spqr_kernels::INT8_DEEP_SLOTS);
         let transposed = match std::env::var(TRANSPOSED_ENV).as_deref().map(str::trim) {
             Ok("1") => Some(true),
             Ok("0") => Some(false),
@@ -435,7 +420,6 @@ impl SpqrGemv {
             pdl,
             weight_warps,
             block_rows,
-            int8_deep,
             transposed,
             kernels,
             workspace,
@@ -479,18 +463,6 @@ impl SpqrGemv {
     /// tests.
     pub fn set_transposed_walk(&mut self, transposed: Option<bool>) {
         self.transposed = transposed;
-    }
-
-    /// Makes the integer kernels of one vector run the deep weight ring
-    /// ([`INT8_DEEP_KERNELS`], `true`) or the default one (`false`), in place of
-    /// [`I8_RING_ENV`]. For tuning and tests; both give the same bits.
-    pub fn set_int8_deep_ring(&mut self, deep: bool) {
-        self.int8_deep = deep;
-    }
-
-    /// Whether the integer kernels of one vector run the deep weight ring.
-    pub fn uses_int8_deep_ring(&self) -> bool {
-        self.int8_deep
     }
 
     /// Whether the kernels of 4 to 16 vectors run with programmatic dependent launch
@@ -578,11 +550,7 @@ impl SpqrGemv {
             if batch != 1 {
                 return Err(SpqrError::Int8Batch { batch });
             }
-            if self.int8_deep {
-                INT8_DEEP_KERNELS[usize::from(pt)]
-            } else {
-                INT8_KERNELS[usize::from(pt)]
-            }
+            INT8_KERNELS[usize::from(pt)]
         } else {
             kernel_name_rows(b, pt, rows).unwrap_or("cmv_spqr_csr_b1")
         };
@@ -637,11 +605,7 @@ impl SpqrGemv {
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: if m.int8 && self.int8_deep {
-                smem_bytes_int8_deep(weight_warps)
-            } else {
-                smem_bytes_rows(weight_warps, kb, rows)
-            },
+            shared_mem_bytes: smem_bytes_rows(weight_warps, kb, rows),
         };
         let (offsets, vals) = if pt {
             (&m.pt_offsets, &m.pt_vals)
@@ -709,8 +673,7 @@ impl SpqrGemv {
             aligned,
         };
         // SAFETY: `m` comes from a validated `SpqrMatrix` (dense words for every tile row, in
-        // the byte layout exactly when the kernel is an integer one, `kernel`, whose deep-ring
-        // version gets `smem_bytes_int8_deep` of shared memory,
+        // the byte layout exactly when the kernel is an integer one, `kernel`,
         // offsets monotone and inside the outlier words, outlier columns below cols); x and y
         // were checked against batch, cols and rows; blocks of whole warps (`launch` checks
         // `cfg`); `aligned` only when cols % 8 == 0 (x is a whole allocation, so 16-byte
@@ -890,7 +853,7 @@ mod tests {
                 }
             }
         }
-        for name in INT8_KERNELS.into_iter().chain(INT8_DEEP_KERNELS) {
+        for name in INT8_KERNELS {
             assert!(
                 ptx.contains(&format!(".entry {name}(")),
                 "{name} is not in the PTX: run `cargo xtask ptx`"

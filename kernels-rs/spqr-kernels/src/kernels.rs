@@ -21,7 +21,7 @@
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
-    cp_async_wait_at_most, dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, fma_f32,
+    dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, fma_f32,
     griddepcontrol_launch_dependents, ld_nc_u16, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32,
     ld_u32, ld_v4, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, st_global_v4, sts_v4,
     sync_threads, sync_threads_or, sync_warp, thread_idx_x,
@@ -36,8 +36,8 @@ use crate::tc::{
     result_scale, row_scale_zero, staged_pairs, tile_consts,
 };
 use crate::{
-    MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvParams, WARP_STAGE_BYTES,
-    ZERO_BYTES, part_steps, ring_offset, round_steps, sets, stage_offset,
+    MAX_SETS, MAX_UNITS, RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvParams, WARP_RING_BYTES,
+    WARP_STAGE_BYTES, ZERO_BYTES, part_steps, ring_offset, round_steps, sets, stage_offset,
 };
 
 /// Values per row of the result and outlier areas of the kernel for `B` vectors
@@ -153,13 +153,11 @@ pub(crate) unsafe fn gather_quarters(quarter: u32, g: u32) -> (u32, u32) {
 
 /// A warp's ring of weight copies in shared memory: each lane copies its own 16 bytes of
 /// step `i` (rows `2g, 2g + 1` of tile `4 step + t`, which the device order of
-/// `layout::device_word` puts at `16 lane`) with `cp.async` into slot `i % SLOTS`,
-/// `SLOTS - 1` steps ahead ([`RING_DEPTH`] for the default [`RING_SLOTS`]), and reads back only
-/// what it copied itself, so no barrier is needed; the reads are lane-major 16 bytes, free of
-/// bank conflicts. The warps' rings lie side by side, `SLOTS * 512` bytes each, from
-/// `ring_offset(warps, B)`.
+/// `layout::device_word` puts at `16 lane`) with `cp.async` into slot `i % RING_SLOTS`,
+/// [`RING_DEPTH`] steps ahead, and reads back only what it copied itself, so no barrier is
+/// needed; the reads are lane-major 16 bytes, free of bank conflicts.
 #[derive(Clone, Copy)]
-pub(crate) struct WeightRing<const SLOTS: u32> {
+pub(crate) struct WeightRing {
     /// This lane's 16 bytes of slot 0 (shared-window address).
     slot0: u32,
     /// This lane's words of the band's step 0.
@@ -169,18 +167,11 @@ pub(crate) struct WeightRing<const SLOTS: u32> {
     last_step: u32,
 }
 
-impl<const SLOTS: u32> WeightRing<SLOTS> {
-    /// Steps the copies run ahead of their use: one slot is the one being read.
-    pub(crate) const DEPTH: u32 = {
-        assert!(SLOTS.is_power_of_two() && SLOTS >= 2 && SLOTS <= 8);
-        SLOTS - 1
-    };
-
+impl WeightRing {
     /// The ring of warp `warp` (of `warps`) over a band of `nsteps >= 1` steps starting at
     /// `band_words`, in the block's ring area (`ring_offset(warps, B)` in dynamic shared
-    /// memory, for the kernel of `B` vectors, then `SLOTS * 512` bytes per warp), with the
-    /// copies of its first [`Self::DEPTH`] steps started. Also returns how many steps the warp
-    /// takes (`warp + i * warps` for `i < mine`).
+    /// memory, for the kernel of `B` vectors), with the copies of its first [`RING_DEPTH`] steps started. Also returns how
+    /// many steps the warp takes (`warp + i * warps` for `i < mine`).
     ///
     /// # Safety
     /// `band_words` holds the band's `nsteps` steps in device order; the block has the ring
@@ -199,13 +190,16 @@ impl<const SLOTS: u32> WeightRing<SLOTS> {
             0
         };
         let ring = Self {
-            slot0: dyn_smem_addr() + ring_offset(warps, B as u32) + warp * SLOTS * 512 + 16 * lane,
+            slot0: dyn_smem_addr()
+                + ring_offset(warps, B as u32)
+                + warp * WARP_RING_BYTES
+                + 16 * lane,
             lane_words: band_words.wrapping_add(2 * lane as usize),
             warp,
             warps,
             last_step: nsteps - 1,
         };
-        for d in 0..Self::DEPTH {
+        for d in 0..RING_DEPTH {
             // SAFETY: the caller's guarantees; nothing read yet.
             unsafe { ring.copy(d, d) };
         }
@@ -214,15 +208,16 @@ impl<const SLOTS: u32> WeightRing<SLOTS> {
 
     /// Starts the copy of this warp's step `i` (`warp + i * warps`; past the part's last step
     /// the last step again, which nothing reads: cheaper than a predicated copy, measured)
-    /// into `slot` (`i % SLOTS`, passed so that an unrolled loop can make it a constant)
+    /// into `slot` (`i % RING_SLOTS`, passed so that an unrolled loop can make it a constant)
     /// as one commit group.
     ///
     /// # Safety
     /// `band_words` holds the band's `nsteps` steps in device order; the ring area is this
-    /// block's shared memory; `slot == i % SLOTS`; step `i - 1`'s slot was read already.
+    /// block's shared memory; `slot == i % RING_SLOTS`; step `i - (RING_SLOTS - RING_DEPTH)`'s
+    /// slot was read already.
     #[inline(always)]
     pub(crate) unsafe fn copy(&self, i: u32, slot: u32) {
-        debug_assert!(slot == i % SLOTS);
+        debug_assert!(slot == i % RING_SLOTS);
         let step = (self.warp + i * self.warps).min(self.last_step);
         // SAFETY: 16 aligned bytes of a step of this part into this lane's 16 bytes of the
         // slot (the caller's guarantees).
@@ -237,17 +232,16 @@ impl<const SLOTS: u32> WeightRing<SLOTS> {
     }
 
     /// Waits for step `i`'s copy and reads this lane's 16 bytes of it from `slot`
-    /// (`i % SLOTS`).
+    /// (`i % RING_SLOTS`).
     ///
     /// # Safety
-    /// Steps `0..i + DEPTH` were copied, one [`WeightRing::copy`] each, in order.
+    /// Steps `0..i + RING_DEPTH` were copied, one [`WeightRing::copy`] each, in order.
     #[inline(always)]
     pub(crate) unsafe fn read(&self, slot: u32) -> [u32; 4] {
-        // SAFETY: at most DEPTH - 1 groups newer than step i's are pending, so waiting for
-        // that many completes it (a constant after inlining); the slot holds this lane's
-        // bytes of step i.
+        // SAFETY: at most RING_DEPTH - 1 groups newer than step i's are pending, so waiting
+        // for that many completes it; the slot holds this lane's bytes of step i.
         unsafe {
-            cp_async_wait_at_most(Self::DEPTH - 1);
+            cp_async_wait::<{ RING_DEPTH - 1 }>();
             lds_v4(self.slot0 + 512 * slot).0
         }
     }
@@ -895,8 +889,7 @@ unsafe fn weights<const B: usize>(
     // copied into shared memory RING_DEPTH steps ahead.
     // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
     // launcher gave the ring area.
-    let (ring, mine) =
-        unsafe { WeightRing::<RING_SLOTS>::start::<B>(part_words, lane, warp, warps, s1 - s0) };
+    let (ring, mine) = unsafe { WeightRing::start::<B>(part_words, lane, warp, warps, s1 - s0) };
     let area = dyn_smem_addr() + stage_offset(warps, B as u32) + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane < ZERO_BYTES / 16 {

@@ -30,8 +30,8 @@ use crate::kernels::{
 use crate::layout::{STEP_WORDS, TILE, device_band_words};
 use crate::tc::accumulate;
 use crate::{
-    INT8_DEEP_SLOTS, RING_SLOTS, ROUND_BYTES, SpqrGemvParams, WARP_STAGE_BYTES, ZERO_BYTES,
-    part_steps, stage_offset_slots,
+    RING_DEPTH, RING_SLOTS, ROUND_BYTES, SpqrGemvParams, WARP_STAGE_BYTES, ZERO_BYTES, part_steps,
+    stage_offset,
 };
 
 /// Steps per staging round: one tile per lane.
@@ -41,9 +41,7 @@ const HALVES_BYTES: u32 = 32 * 32;
 // The halves and the (σ, T) pairs of a round fit the routed kernel's staging area, and the
 // zeros after it hold one lane's 16 bytes.
 const _: () = assert!(HALVES_BYTES + 32 * 8 <= ROUND_BYTES && ZERO_BYTES >= 16);
-const _: () = assert!(
-    4 * ROUND == 32 && ROUND.is_multiple_of(RING_SLOTS) && ROUND.is_multiple_of(INT8_DEEP_SLOTS)
-);
+const _: () = assert!(4 * ROUND == 32 && ROUND.is_multiple_of(RING_SLOTS));
 
 /// Both entries hold 64 registers (4 blocks of 8 warps per SM), as the 1-vector routed kernel.
 #[cfg(feature = "entries")]
@@ -56,18 +54,6 @@ pub static CMV_MINNCTAPERSM_cmv_spqr_csr_i8_b1: u32 = 4;
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
 pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_i8_b1: u32 = 4;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_i8_b1`], for the deep-ring kernels.
-#[cfg(feature = "entries")]
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_i8d_b1: u32 = 4;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_i8_b1`], for the deep-ring kernels.
-#[cfg(feature = "entries")]
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_i8d_b1: u32 = 4;
 
 /// The tile's statistics as `(ss, sz)`, `(zs, zz)` `half2` words for lane `(g, t)` holding
 /// device rows `2g, 2g + 1` in byte layout (`w`: row `2g`'s low and high halves, then row
@@ -111,14 +97,13 @@ unsafe fn step(w: [u32; 4], frag: u32, st: u32, g: u32, acc: &mut [f32; 2]) {
 }
 
 /// The weights' part of the tile row (or of its part) for weight warp `warp` of `warps`,
-/// into `red[warp]`, through a weight ring of `SLOTS` slots (`SLOTS - 1` steps ahead).
+/// into `red[warp]`.
 ///
 /// # Safety
-/// As the entry points; all lanes of the warp call it; the block's shared memory holds rings
-/// of `SLOTS` slots ([`stage_offset_slots`]).
+/// As the entry points; all lanes of the warp call it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn weights<const SLOTS: u32>(
+unsafe fn weights(
     dense: *const u64,
     x: *const u16,
     red: *mut f32,
@@ -141,10 +126,8 @@ unsafe fn weights<const SLOTS: u32>(
         )
     };
     // SAFETY: the part's steps in device order (s1 > s0); the launcher gave the ring area.
-    let (ring, mine) =
-        unsafe { WeightRing::<SLOTS>::start::<1>(part_words, lane, warp, warps, s1 - s0) };
-    let depth = WeightRing::<SLOTS>::DEPTH;
-    let area = dyn_smem_addr() + stage_offset_slots(warps, 1, SLOTS) + warp * WARP_STAGE_BYTES;
+    let (ring, mine) = unsafe { WeightRing::start::<1>(part_words, lane, warp, warps, s1 - s0) };
+    let area = dyn_smem_addr() + stage_offset(warps, 1) + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane == 0 {
         // SAFETY: inside this warp's zero area; made visible by the staging's warp barrier.
@@ -185,14 +168,14 @@ unsafe fn weights<const SLOTS: u32>(
         }
         let end = mine.min(i + ROUND);
         let (mut frag, mut st) = (frag0, st0);
-        // Unrolled by the ring's slots: rounds start at multiples of SLOTS.
+        // Unrolled by the ring's slots: rounds start at multiples of RING_SLOTS.
         while i < end {
-            for k in 0..SLOTS {
+            for k in 0..RING_SLOTS {
                 if i < end {
-                    // SAFETY: steps 0..i + depth were copied in order; then step i + depth
-                    // goes into the slot of step i - 1, read already.
+                    // SAFETY: steps 0..i + RING_DEPTH were copied in order; then step
+                    // i + RING_DEPTH goes into the slot of step i - 1, read already.
                     let w = unsafe { ring.read(k) };
-                    unsafe { ring.copy(i + depth, (k + depth) % SLOTS) };
+                    unsafe { ring.copy(i + RING_DEPTH, (k + RING_DEPTH) % RING_SLOTS) };
                     // SAFETY: converged warp; `frag` is the lane's slot of this step (or
                     // zeros), `st` the tile's (σ, T).
                     unsafe { step(w, frag, st, g, &mut acc) };
@@ -223,7 +206,7 @@ unsafe fn weights<const SLOTS: u32>(
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn spqr_gemv_i8<const PT: bool, const SLOTS: u32>(
+unsafe fn spqr_gemv_i8<const PT: bool>(
     dense: *const u64,
     x: *const u16,
     y: *mut u16,
@@ -257,7 +240,7 @@ unsafe fn spqr_gemv_i8<const PT: bool, const SLOTS: u32>(
     } else {
         // SAFETY: forwarded.
         unsafe {
-            weights::<SLOTS>(
+            weights(
                 dense,
                 x,
                 red,
@@ -276,14 +259,12 @@ unsafe fn spqr_gemv_i8<const PT: bool, const SLOTS: u32>(
 }
 
 macro_rules! entries {
-    ($($name:ident = $pt:literal, $slots:expr;)*) => {$(
+    ($($name:ident = $pt:literal;)*) => {$(
         /// SpQR GEMV of one vector on integer tensor cores; see the module documentation.
-        /// The `_i8d_` kernels run a weight ring of `INT8_DEEP_SLOTS` slots.
         ///
         /// # Safety
         /// As the routed kernel of one vector (`cmv_spqr_csr_b1`), with `batch == 1` and the
-        /// dense words in byte layout (`int8::byte_layout_word` of the device order); the
-        /// `_i8d_` kernels with the shared memory of `smem_bytes_int8_deep`.
+        /// dense words in byte layout (`int8::byte_layout_word` of the device order).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: SpqrGemvParams) {
             let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
@@ -293,7 +274,7 @@ macro_rules! entries {
             let split = Split::of_block(partials, counters, splits);
             // SAFETY: forwarded from the launcher's checks.
             unsafe {
-                spqr_gemv_i8::<$pt, { $slots }>(
+                spqr_gemv_i8::<$pt>(
                     dense, x, y, offsets, col_vals, split, rows, cols, padded_cols, aligned,
                 )
             }
@@ -303,8 +284,6 @@ macro_rules! entries {
 
 #[cfg(feature = "entries")]
 entries! {
-    cmv_spqr_csr_i8_b1 = false, RING_SLOTS;
-    cmv_spqr_ptcsr_i8_b1 = true, RING_SLOTS;
-    cmv_spqr_csr_i8d_b1 = false, INT8_DEEP_SLOTS;
-    cmv_spqr_ptcsr_i8d_b1 = true, INT8_DEEP_SLOTS;
+    cmv_spqr_csr_i8_b1 = false;
+    cmv_spqr_ptcsr_i8_b1 = true;
 }

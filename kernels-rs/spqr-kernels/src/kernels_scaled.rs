@@ -463,8 +463,7 @@ unsafe fn weights<const B: usize, const PDL: bool>(
     // into registers while step i is computed.
     // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
     // launcher gave the ring area.
-    let (ring, mine) =
-        unsafe { WeightRing::<RING_SLOTS>::start::<B>(part_words, lane, warp, warps, s1 - s0) };
+    let (ring, mine) = unsafe { WeightRing::start::<B>(part_words, lane, warp, warps, s1 - s0) };
     if PDL {
         // The weights' first copies are on their way; the inputs and tile sums are the prep
         // launch's (sm_90, the launcher's guarantee).

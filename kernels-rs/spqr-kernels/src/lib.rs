@@ -218,31 +218,8 @@ pub const fn ring_offset(warps: u32, kernel_batch: u32) -> u32 {
 
 /// Where the warps' staging areas start (after the weight rings).
 pub const fn stage_offset(warps: u32, kernel_batch: u32) -> u32 {
-    stage_offset_slots(warps, kernel_batch, RING_SLOTS)
+    ring_offset(warps, kernel_batch) + warps * WARP_RING_BYTES
 }
-
-/// Where the warps' staging areas start after weight rings of `slots` slots of 512 bytes
-/// ([`stage_offset`] for [`RING_SLOTS`]).
-pub const fn stage_offset_slots(warps: u32, kernel_batch: u32, slots: u32) -> u32 {
-    ring_offset(warps, kernel_batch) + warps * slots * 512
-}
-
-/// Slots of the weight ring of the deep integer kernels of one vector
-/// (`cmv_spqr_{csr,ptcsr}_i8d_b1`): 7 steps of copies ahead instead of [`RING_DEPTH`], for
-/// GPUs whose memory needs more bytes in flight per SM than the ring sized on an H100 holds
-/// (an H200: 35 GB/s per SM). Not measured yet; the default kernels keep [`RING_SLOTS`].
-pub const INT8_DEEP_SLOTS: u32 = 8;
-
-/// Bytes of dynamic shared memory for a block of `warps` weight warps of the deep integer
-/// kernels: [`smem_bytes`]`(warps, 1)` with rings of [`INT8_DEEP_SLOTS`] slots (30976 bytes
-/// for 4 warps: 7 blocks per SM need the largest shared-memory carveout).
-pub const fn smem_bytes_int8_deep(warps: u32) -> u32 {
-    stage_offset_slots(warps, 1, INT8_DEEP_SLOTS) + warps * WARP_STAGE_BYTES
-}
-const _: () = assert!(7 * (smem_bytes_int8_deep(4) + 1024) <= 228 * 1024);
-const _: () = assert!(stage_offset_slots(4, 1, RING_SLOTS) == stage_offset(4, 1));
-// One block of the widest launch (7 weight warps) fits the 227 KB a block may have.
-const _: () = assert!(smem_bytes_int8_deep(BLOCK_THREADS / 32 - 1) <= 227 * 1024);
 
 /// Most tile rows a block of the scaled-weights kernels computes ([`block_rows_kernel`]).
 pub const MAX_BLOCK_ROWS: u32 = 2;
