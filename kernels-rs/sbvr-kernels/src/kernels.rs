@@ -991,8 +991,15 @@ macro_rules! entry_points {
         pub static CMV_MAXNTID: u32 = $crate::GEMV_WARPS * 32;
 
         // The int8 kernels for 16 vectors in at most 128 registers (`.minnctapersm 2`), so
-        // that two blocks (16 warps) share an SM.
+        // that two blocks (16 warps) share an SM. The binary kernels of one vector and two
+        // bitvectors with `.minnctapersm 3`: the bound lets ptxas take the deep kernel to 80
+        // registers (from 66; 3 blocks per SM either way), and both loops come out 4-5%
+        // faster at the LLM shapes on an H200 (docs/PERF.md "SBVR: launch bounds of the
+        // one-vector kernels"). At 3 and 4 bitvectors the same bound (80 registers, spills at
+        // 4) was slower, and 4 blocks (64 registers) slower still.
         cmv_device::launch_bounds! {
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1 = 3;
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1_deep = 3;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n2_b16 = 2;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n3_b16 = 2;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n4_b16 = 2;
