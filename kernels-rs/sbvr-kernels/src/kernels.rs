@@ -996,10 +996,14 @@ macro_rules! entry_points {
         // registers (from 66; 3 blocks per SM either way), and both loops come out 4-5%
         // faster at the LLM shapes on an H200 (docs/PERF.md "SBVR: launch bounds of the
         // one-vector kernels"). At 3 and 4 bitvectors the same bound (80 registers, spills at
-        // 4) was slower, and 4 blocks (64 registers) slower still.
+        // 4) was slower, and 4 blocks (64 registers) slower still; `.minnctapersm 2`, the
+        // occupancy they have anyway, makes the 3-bitvector ones 1.0-1.3% faster (another
+        // schedule) and leaves the 4-bitvector ones level, so those carry no bound.
         cmv_device::launch_bounds! {
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1 = 3;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1_deep = 3;
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n3_b1 = 2;
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n3_b1_deep = 2;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n2_b16 = 2;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n3_b16 = 2;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n4_b16 = 2;
