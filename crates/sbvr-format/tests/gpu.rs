@@ -110,6 +110,73 @@ fn every_way_matches_the_reference_for_every_bit_count_and_batch() {
     }
 }
 
+/// The ring kernels (one vector, 2-4 bitvectors, every item copied into shared memory by
+/// `cp.async`) give the bits of the kernel with one item in flight, on both modules, for `u8`
+/// and `u16` indices, padded shapes, a cache in shared memory or not, and in a chain of
+/// products launched back to back (each on new inputs).
+#[test]
+fn ring_kernels_give_the_bits_of_the_register_kernels() {
+    let Some(gpu) = gpu_for_tests("ring_kernels_give_the_bits_of_the_register_kernels") else {
+        return;
+    };
+    let k = SbvrGemv::new(&gpu).unwrap();
+    let k0 = SbvrGemv::with_pdl(&gpu, false).unwrap();
+    let mut rng = StdRng::seed_from_u64(23);
+    let cases = [
+        (1, 1, 2, 16),
+        (16, 128, 4, 16),
+        (33, 300, 3, 64),
+        (300, 256, 4, 4096), // u16 indices, the cache read from global memory
+        (256, 4096, 2, 256),
+        (1000, 4200, 4, 256), // several tiles per block, pairs per warp not a multiple of 3
+        (4100, 1024, 3, 1024),
+    ];
+    for (rows, cols, bits, entries) in cases {
+        let m = matrix(&mut rng, rows, cols, bits, entries);
+        let mut dm = DeviceSbvrMatrix::upload(&gpu, &m).unwrap();
+        let xs: Vec<Vec<f16>> = (0..4)
+            .map(|_| {
+                (0..cols)
+                    .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                    .collect()
+            })
+            .collect();
+        let dxs: Vec<_> = xs.iter().map(|x| gpu.upload(x).unwrap()).collect();
+        let run = |dm: &DeviceSbvrMatrix, kk: &SbvrGemv| -> Vec<Vec<f16>> {
+            // Back to back, no synchronization between the products.
+            let mut dys: Vec<_> = dxs
+                .iter()
+                .map(|_| gpu.upload(&vec![f16::NAN; rows]).unwrap())
+                .collect();
+            for (dx, dy) in dxs.iter().zip(dys.iter_mut()) {
+                kk.gemv_with(dm, dx, dy, 1, Way::Mma).unwrap();
+            }
+            dys.iter().map(|dy| gpu.download(dy).unwrap()).collect()
+        };
+        dm.set_ring(Some(false));
+        dm.set_deep(Some(false));
+        let base = run(&dm, &k);
+        dm.set_ring(Some(true));
+        for (kk, module) in [(&k, "default"), (&k0, "sm_80")] {
+            let got = run(&dm, kk);
+            for (i, (g, b)) in got.iter().zip(&base).enumerate() {
+                assert!(
+                    g.iter().zip(b).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{rows}x{cols} n={bits} L={entries} product {i} ({module} module): the ring \
+                     kernel differs from the one-item kernel"
+                );
+                let want = m.reference(&xs[i], 1).unwrap();
+                let err = relative_error(g, &want);
+                assert!(
+                    err < GPU_TOLERANCE,
+                    "{rows}x{cols} n={bits}: rel err {err:e}"
+                );
+            }
+        }
+        eprintln!("ok: ring {rows}x{cols} n={bits} entries={entries}");
+    }
+}
+
 /// Products launched back to back without a synchronization, each on new inputs into its
 /// own output: every quantization (which rewrites the shared buffer of quantized inputs) runs
 /// only after the GEMV before it has finished reading it, also when the GEMV is launched
