@@ -14,8 +14,7 @@ use half::f16;
 use sbvr_kernels::layout::{COEF_STRIDE, Geometry};
 use sbvr_kernels::{
     GEMV_WARPS, GemvParams, MAX_BATCH, MAX_SMEM_ENTRIES, QUANT_WARPS, QuantParams, deep_kernel,
-    gemv_grid, gemv_kernel, gemv_kernel_names, gemv_smem_bytes, prefer_deep, ring_kernel,
-    ring_smem_bytes,
+    gemv_grid, gemv_kernel, gemv_kernel_names, gemv_smem_bytes, prefer_deep,
 };
 
 /// Cache entries as the kernel takes them (at most 65536: validated matrices).
@@ -42,11 +41,6 @@ pub static PTX_SM90: PtxModule = PtxModule::new(
 /// (for comparisons; [`SbvrGemv::new`]).
 pub const PDL_ENV: &str = "CMV_SBVR_PDL";
 
-/// The environment variable that makes one-vector products on binary tensor cores with 2, 3
-/// or 4 bitvectors run the ring kernels ([`sbvr_kernels::ring_kernel`]) when set to `1`
-/// (for comparisons; [`DeviceSbvrMatrix::set_ring`] overrides it per matrix).
-pub const RING_ENV: &str = "CMV_SBVR_RING";
-
 pub use sbvr_kernels::Way;
 
 /// A validated SBVR matrix on the GPU.
@@ -57,8 +51,6 @@ pub struct DeviceSbvrMatrix {
     way: Option<Way>,
     /// Whether one vector runs the deep kernel (`None`: the rule).
     deep: Option<bool>,
-    /// Whether one vector runs the ring kernel (`None`: [`RING_ENV`]).
-    ring: Option<bool>,
     geom: Geometry,
     wide_index: bool,
     bits: CudaSlice<u64>,
@@ -96,7 +88,6 @@ impl DeviceSbvrMatrix {
             shape,
             way: None,
             deep: None,
-            ring: None,
             geom,
             wide_index: m.wide_index(),
             bits: gpu.upload(m.bit_words())?,
@@ -132,15 +123,6 @@ impl DeviceSbvrMatrix {
     pub fn set_deep(&mut self, deep: Option<bool>) {
         self.deep = deep;
     }
-
-    /// Fixes whether a one-vector product on binary tensor cores with 2, 3 or 4 bitvectors runs
-    /// the ring kernel ([`sbvr_kernels::ring_kernel`]: each item copied into shared memory by
-    /// `cp.async`, two ahead), in place of the deep or one-item kernel: `None` (the default)
-    /// follows [`RING_ENV`], which is off unless set to `1` (the ring kernels are not yet
-    /// measured). Same results, bit for bit; for comparisons and tests.
-    pub fn set_ring(&mut self, ring: Option<bool>) {
-        self.ring = ring;
-    }
 }
 
 /// The quantized inputs: bit-planes and scales, grown to the largest batch seen.
@@ -162,8 +144,6 @@ pub struct SbvrGemv {
     sm_count: u32,
     /// `(entry name, kernel)` of every GEMV kernel.
     gemv: Vec<(&'static str, Kernel)>,
-    /// Whether [`RING_ENV`] asks for the ring kernels.
-    ring: bool,
     workspace: Mutex<Workspace>,
     /// Resident blocks per SM of (kernel, shared memory bytes), asked of the driver once.
     occupancy: Mutex<Vec<(&'static str, u32, u32)>>,
@@ -199,7 +179,6 @@ impl SbvrGemv {
             sm_count: gpu.info().sm_count,
             quantize: gpu.kernel(ptx, "cmv_sbvr_quantize")?,
             gemv,
-            ring: std::env::var(RING_ENV).is_ok_and(|v| v.trim() == "1"),
             occupancy: Mutex::new(Vec::new()),
             workspace: Mutex::new(Workspace {
                 planes: gpu.alloc_zeros(1)?,
@@ -359,7 +338,7 @@ impl SbvrGemv {
         // Blocks walk the tiles: at most as many as fit on the GPU at once; for one vector as
         // few as give every block the same number of tiles or one fewer (gemv_grid: on an
         // H100 0-5.7% faster at batch 1, mixed from -8% to +9% at 2 vectors, docs/SBVR.md).
-        let mut smem = gemv_smem_bytes(way, kb, entries);
+        let smem = gemv_smem_bytes(way, kb, entries);
         let mut slots = self
             .sm_count
             .saturating_mul(self.resident_blocks(name, kernel, smem)?);
@@ -375,17 +354,6 @@ impl SbvrGemv {
             {
                 (kernel, slots) = (dk, deep_slots);
             }
-        }
-        // Or, when asked for, the ring kernel: its own shared memory (the rings) and occupancy.
-        if let (Way::Mma, 1, Some(ring)) = (way, batch, ring_kernel(m.bits()))
-            && m.ring.unwrap_or(self.ring)
-        {
-            let rk = find(ring)?;
-            let ring_smem = ring_smem_bytes(m.bits(), entries);
-            let ring_slots = self
-                .sm_count
-                .saturating_mul(self.resident_blocks(ring, rk, ring_smem)?);
-            (kernel, slots, smem) = (rk, ring_slots, ring_smem);
         }
         let grid = if batch == 1 {
             gemv_grid(tiles, slots)
@@ -405,9 +373,7 @@ impl SbvrGemv {
         // entry (16-byte aligned allocation), `entries` of them; the kernel's bitvector slots are
         // at least the matrix's (gemv_kernel); the GEMV runs blocks of GEMV_WARPS warps that walk the
         // tiles, with gemv_smem_bytes(kb, entries) bytes of shared memory (the cache's copy
-        // only when smem_cache; a ring kernel, batch 1 with exactly its bits, gets
-        // ring_smem_bytes(bits, entries), with the rings, and resident_blocks set its opt-in
-        // limit above 48 KiB), 1 <= batch <= kb; both
+        // only when smem_cache), 1 <= batch <= kb; both
         // launches are on this one stream, so the GEMV reads the planes the quantize wrote:
         // launched programmatically (`pdl`, the sm_90a kernels), the GEMV reads nothing the
         // quantize writes, and nothing earlier work may still touch, before its

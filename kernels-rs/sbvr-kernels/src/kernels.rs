@@ -3,12 +3,11 @@
 #![allow(missing_debug_implementations)]
 
 use cmv_device::{
-    U32x4, ballot, block_idx_x, cp_async_8_zfill, cp_async_16, cp_async_16_ca_zfill,
-    cp_async_commit, cp_async_wait, dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fma_f32,
-    grid_dim_x, griddepcontrol_launch_dependents, griddepcontrol_wait, lane_id, ld_nc_na_v4,
-    ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_u16, lds_u32, lds_v2, lds_v4, mma_m16n8k32_u8s8,
-    mma_m16n8k128_and_popc, popc, round_half_even_f32_to_i32, shfl_idx, shfl_xor, sts_v4,
-    sync_threads, sync_warp, thread_idx_x, warp_id,
+    U32x4, ballot, block_idx_x, cp_async_16_ca_zfill, cp_async_commit, cp_async_wait, dyn_smem,
+    dyn_smem_addr, f16_to_f32, f32_to_f16, fma_f32, grid_dim_x, griddepcontrol_launch_dependents,
+    griddepcontrol_wait, lane_id, ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_v4, lds_v4,
+    mma_m16n8k32_u8s8, mma_m16n8k128_and_popc, popc, round_half_even_f32_to_i32, shfl_idx,
+    shfl_xor, sts_v4, sync_threads, thread_idx_x, warp_id,
 };
 
 use crate::layout::{
@@ -312,18 +311,12 @@ pub trait Way<const N: usize> {
     /// A warp's sums over its pairs of one tile.
     type Acc: Copy;
     /// The stage's index words of rows `l / 4`, `l / 4 + 8`, as [`load_weights`] loaded them
-    /// ([`index_words`] spreads them); `ring` is the warp's ring. Called once per item, right
-    /// before [`Way::pair`].
-    ///
-    /// # Safety
-    /// The whole warp calls it, with the stage of an item whose loads were issued, after
-    /// issuing the loads of exactly [`Way::DEPTH`] more items (valid or not).
-    unsafe fn indices(p: &GemvParams, s: &Self::Stage, ring: u32) -> (u32, u32);
+    /// ([`index_words`] spreads them).
+    fn indices(s: &Self::Stage) -> (u32, u32);
     /// Zero sums.
     fn zero() -> Self::Acc;
     /// Issues the weight loads (bitvectors, indices) of `pair` of `tile` when `valid` (else a
-    /// stage of zeros); the inputs follow with [`Way::load_inputs`]. `k` counts the warp's
-    /// items (0, 1, ...), `ring` is the warp's ring in shared memory ([`Way::RING`] bytes).
+    /// stage of zeros); the inputs follow with [`Way::load_inputs`].
     ///
     /// # Safety
     /// The whole warp calls it. When `valid`: `tile < tiles`, `pair < pairs`; the buffers as
@@ -333,9 +326,7 @@ pub trait Way<const N: usize> {
         tile: u32,
         pair: u32,
         n: usize,
-        k: u32,
         valid: bool,
-        ring: u32,
     ) -> Self::Stage;
     /// Issues the loads of the quantized inputs of `pair` into `st` (or the warp's ring) when
     /// `valid`; `k` counts the warp's items (0, 1, ...), `ring` is the warp's ring in shared
@@ -367,7 +358,7 @@ pub trait Way<const N: usize> {
     ) -> Self::Stage {
         // SAFETY: the caller's contract.
         unsafe {
-            let mut st = Self::load_weights(p, tile, pair, n, k, valid, ring);
+            let mut st = Self::load_weights(p, tile, pair, n, valid);
             Self::load_inputs(p, &mut st, pair, k, valid, ring);
             st
         }
@@ -413,7 +404,7 @@ impl<D: Dot, const B: usize, const N: usize, const X: usize, const DEEP: bool> W
     type Acc = [[f32; 2]; B];
 
     #[inline(always)]
-    unsafe fn indices(_p: &GemvParams, s: &Stage<N, X>, _ring: u32) -> (u32, u32) {
+    fn indices(s: &Stage<N, X>) -> (u32, u32) {
         (s.i0, s.i1)
     }
 
@@ -428,9 +419,7 @@ impl<D: Dot, const B: usize, const N: usize, const X: usize, const DEEP: bool> W
         tile: u32,
         pair: u32,
         n: usize,
-        _k: u32,
         valid: bool,
-        _ring: u32,
     ) -> Stage<N, X> {
         let mut st = Stage {
             w: [U32x4([0; 4]); N],
@@ -582,7 +571,7 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
     type Acc = [[f32; 4]; H];
 
     #[inline(always)]
-    unsafe fn indices(_p: &GemvParams, s: &Stage8<N, H>, _ring: u32) -> (u32, u32) {
+    fn indices(s: &Stage8<N, H>) -> (u32, u32) {
         (s.i0, s.i1)
     }
 
@@ -597,9 +586,7 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
         tile: u32,
         pair: u32,
         n: usize,
-        _k: u32,
         valid: bool,
-        _ring: u32,
     ) -> Stage8<N, H> {
         let mut st = Stage8 {
             w: [U32x4([0; 4]); N],
@@ -786,211 +773,6 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
     }
 }
 
-/// A ring kernel's stage: the slot of the warp's ring its item's copies go to.
-#[derive(Clone, Copy)]
-#[doc(hidden)]
-pub struct RingStage {
-    slot: u32,
-}
-
-/// The binary way for one vector with each item's loads copied by `cp.async` into a per-warp
-/// ring of [`crate::RING_SLOTS`] slots in shared memory ([`crate::ring_slot_bytes`] each:
-/// bitvectors, index words, the vector's plane words of both groups, the two scales), two
-/// items ahead of the one computed: the stage is the slot number alone, so the loop's stage
-/// copies wait on nothing. The arithmetic is [`Planes`]' (`Mma`, one vector) on the stage read
-/// back from the slot, so the results are the same bit for bit.
-#[doc(hidden)]
-pub struct MmaRing;
-
-impl MmaRing {
-    /// The shared-memory address of `slot` of the ring at `ring`, for `N` bitvectors.
-    #[inline(always)]
-    fn slot_addr<const N: usize>(ring: u32, slot: u32) -> u32 {
-        ring + slot * crate::ring_slot_bytes(N as u32)
-    }
-
-    /// Offsets inside a slot: index words, plane words, scales (the bitvectors start it).
-    const fn offsets<const N: usize>() -> (u32, u32, u32) {
-        let idx = N as u32 * 512;
-        let planes = idx + crate::RING_INDEX_BYTES;
-        (idx, planes, planes + crate::RING_PLANE_BYTES)
-    }
-}
-
-impl<const N: usize> Way<N> for MmaRing {
-    const B: usize = 1;
-    const RING: u32 = crate::ring_bytes(N as u32);
-    // RING_SLOTS = DEPTH + 1: the item computed and the two in flight.
-    const DEPTH: u32 = 2;
-    type Stage = RingStage;
-    type Acc = [[f32; 2]; 1];
-
-    #[inline(always)]
-    unsafe fn indices(p: &GemvParams, s: &RingStage, ring: u32) -> (u32, u32) {
-        // SAFETY: the whole warp is here with two newer groups issued (the caller's
-        // contract): after the wait this item's copies (this lane's) are complete, and after
-        // the warp barrier every lane's, so the slot may be read by any lane.
-        unsafe {
-            cp_async_wait::<2>();
-            sync_warp();
-        }
-        let r0 = lane_id() / 4;
-        let (idx, _, _) = Self::offsets::<N>();
-        let a = Self::slot_addr::<N>(ring, s.slot) + idx;
-        // SAFETY: inside the slot's index words (64 bytes, the u8 ones in the first 32), as
-        // `load_weights` copied them: the same words the register ways load.
-        unsafe {
-            if p.index_u16 != 0 {
-                (lds_u32(a + 4 * r0), lds_u32(a + 4 * (r0 + 8)))
-            } else {
-                (lds_u16(a + 2 * r0), lds_u16(a + 2 * (r0 + 8)))
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn zero() -> [[f32; 2]; 1] {
-        [[0.0; 2]; 1]
-    }
-
-    #[inline(always)]
-    unsafe fn load_weights(
-        p: &GemvParams,
-        tile: u32,
-        pair: u32,
-        n: usize,
-        k: u32,
-        valid: bool,
-        ring: u32,
-    ) -> RingStage {
-        let slot = k % crate::RING_SLOTS;
-        // SAFETY: the whole warp is here (the caller's contract). The slot was last read for
-        // item k - RING_SLOTS, whose reads every lane finished before this barrier (they fed
-        // its MMAs); no lane copies into it before all have passed.
-        unsafe { sync_warp() };
-        if valid {
-            let lane = lane_id();
-            let unit = (tile * p.pairs + pair) as usize;
-            let base = Self::slot_addr::<N>(ring, slot);
-            unroll!(j < N, {
-                if j < n {
-                    // SAFETY: unit < tiles * pairs, j < nbits: the same 16 bytes the register
-                    // ways load (16-byte aligned allocation); the lane's own 16 bytes of the
-                    // slot, 16-byte aligned (ring_slot_bytes is a multiple of 16).
-                    unsafe {
-                        cp_async_16(
-                            base + (j as u32 * 32 + lane) * 16,
-                            p.bits.as_ptr().add((unit * n + j) * 32 + lane as usize),
-                        )
-                    };
-                }
-            });
-            // The unit's index entries: 16 rows x 2 groups, 32 bytes (u8) or 64 (u16) from
-            // byte unit * 32 (or 64): 2 or 4 lanes copy 16 bytes each.
-            let units = if p.index_u16 != 0 { 4 } else { 2 };
-            if lane < units {
-                let (idx, _, _) = Self::offsets::<N>();
-                // SAFETY: the index array holds tiles * pairs * 32 entries (a 16-byte aligned
-                // allocation), so 16-byte unit unit * units + lane < its end; inside the
-                // slot's 64 bytes of index words.
-                unsafe {
-                    cp_async_16(
-                        base + idx + 16 * lane,
-                        (p.index.as_ptr() as *const U32x4)
-                            .add(unit * units as usize + lane as usize),
-                    )
-                };
-            }
-        }
-        RingStage { slot }
-    }
-
-    #[inline(always)]
-    unsafe fn load_inputs(
-        p: &GemvParams,
-        st: &mut RingStage,
-        pair: u32,
-        _k: u32,
-        valid: bool,
-        ring: u32,
-    ) {
-        if valid {
-            let lane = lane_id();
-            let base = Self::slot_addr::<N>(ring, st.slot);
-            let (_, planes, scales) = Self::offsets::<N>();
-            // Vector 0's plane words of groups 2 pair and 2 pair + 1: 256 contiguous bytes from
-            // word 2 pair * 32; 16 lanes copy 16 bytes each, through L1 (every block reads them).
-            let g0 = 2 * pair as usize;
-            if lane < 16 {
-                // SAFETY: g0 + 1 < padded groups: inside the planes (plane_words(batch) words,
-                // a 16-byte aligned allocation); inside the slot's 256 bytes of plane words.
-                unsafe {
-                    cp_async_16_ca_zfill(
-                        base + planes + 16 * lane,
-                        (p.planes.as_ptr() as *const U32x4).add(g0 * 8 + lane as usize),
-                        16,
-                    )
-                };
-            }
-            if lane == 0 {
-                // SAFETY: scales g0, g0 + 1 of vector 0: 8 bytes at an even index of an f32
-                // array (8-byte aligned allocation), inside it; the slot's 16 scale bytes.
-                unsafe {
-                    cp_async_8_zfill(base + scales, p.scales.as_ptr().add(g0) as *const u64, 8)
-                };
-            }
-        }
-        // SAFETY: no operands; an empty group keeps the count of groups per item at one.
-        unsafe { cp_async_commit() };
-    }
-
-    #[inline(always)]
-    unsafe fn pair(
-        p: &GemvParams,
-        cur: &RingStage,
-        pair: u32,
-        n: usize,
-        e: &[[U32x4; 2]; 2],
-        ring: u32,
-        acc: &mut [[f32; 2]; 1],
-    ) {
-        let lane = lane_id();
-        let base = Self::slot_addr::<N>(ring, cur.slot);
-        let (_, planes, scales) = Self::offsets::<N>();
-        let mut st = Stage::<N, 1> {
-            w: [U32x4([0; 4]); N],
-            i0: 0,
-            i1: 0,
-            x: [[0; 2]; 1],
-            s: [[0.0; 2]; 1],
-        };
-        // SAFETY: the slot's bytes, complete and visible after `indices` (called for this
-        // item right before): the lane's own bitvector words, every lane's plane words, the
-        // scales.
-        unsafe {
-            unroll!(j < N, {
-                if j < n {
-                    st.w[j] = lds_v4(base + (j as u32 * 32 + lane) * 16);
-                }
-            });
-            st.x[0] = [
-                lds_u32(base + planes + 4 * lane),
-                lds_u32(base + planes + 128 + 4 * lane),
-            ];
-            let sc = lds_v2(base + scales);
-            st.s[0] = [f32::from_bits(sc[0]), f32::from_bits(sc[1])];
-        }
-        // SAFETY: the whole warp runs this, with the stage the register way would have loaded.
-        unsafe { <Planes<Mma, 1, 1, false> as Way<N>>::pair(p, &st, pair, n, e, ring, acc) };
-    }
-
-    #[inline(always)]
-    unsafe fn store(acc: &mut [[f32; 2]; 1], red: *mut f32, warp: u32) {
-        // SAFETY: the caller's contract, the same sums.
-        unsafe { <Planes<Mma, 1, 1, false> as Way<N>>::store(acc, red, warp) };
-    }
-}
-
 /// The GEMV: see the crate documentation. `N` bitvector slots (`N == nbits`, or 8 for any
 /// `nbits`), `W::B` vectors at most. Each warp keeps the loads of its next pair in flight
 /// while it computes the current one; the coefficient cache is copied to shared memory first
@@ -1034,23 +816,22 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
     let cache_addr = dyn_smem_addr() + 2 * crate::gemv_red_bytes(b as u32);
     let smem_cache = p.smem_cache != 0;
     let ring = cache_addr + if smem_cache { 16 * p.entries } else { 0 } + warp * W::RING;
+    let mut k = 0u32;
     let deep = W::DEPTH == 2;
-    // SAFETY: valid says whether the item is (item 0 of the warp).
-    let mut cur = unsafe { W::load_weights(p, tile, pair, n, 0, valid(tile, pair), ring) };
-    // With DEPTH 2, the item after `cur` ((t1, p1), item 1) is loaded too (else an empty
-    // stage).
+    // SAFETY: valid says whether the item is.
+    let mut cur = unsafe { W::load_weights(p, tile, pair, n, valid(tile, pair)) };
+    // With DEPTH 2, the item after `cur` ((t1, p1)) is loaded too (else an empty stage).
     let (mut t1, mut p1) = next_item(tile, pair);
     let v1 = deep && valid(t1, p1);
     // SAFETY: as above.
-    let mut ahead = unsafe { W::load_weights(p, t1, p1, n, 1, v1, ring) };
-    // The count of the newest item loaded.
-    let mut k = u32::from(deep);
+    let mut ahead = unsafe { W::load_weights(p, t1, p1, n, v1) };
     if !PDL {
-        // SAFETY: as above, for the stages of the same items (`ahead` only used with DEPTH 2).
+        // SAFETY: as above, for the stages of the same items (`ahead` only used with DEPTH 2,
+        // whose ways have no ring).
         unsafe {
-            W::load_inputs(p, &mut cur, pair, 0, valid(tile, pair), ring);
+            W::load_inputs(p, &mut cur, pair, k, valid(tile, pair), ring);
             if deep {
-                W::load_inputs(p, &mut ahead, p1, 1, v1, ring);
+                W::load_inputs(p, &mut ahead, p1, k, v1, ring);
             }
         }
     }
@@ -1067,9 +848,9 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
         // SAFETY: sm_90 code (the caller's contract); then the inputs as above.
         unsafe {
             griddepcontrol_wait();
-            W::load_inputs(p, &mut cur, pair, 0, valid(tile, pair), ring);
+            W::load_inputs(p, &mut cur, pair, k, valid(tile, pair), ring);
             if deep {
-                W::load_inputs(p, &mut ahead, p1, 1, v1, ring);
+                W::load_inputs(p, &mut ahead, p1, k, v1, ring);
             }
         }
     }
@@ -1096,8 +877,7 @@ pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
             let (lt, lp) = if deep { next_item(t1, p1) } else { (nt, np) };
             // SAFETY: valid says whether the item is; the whole warp is here.
             let nxt = unsafe { W::load(p, lt, lp, n, k, valid(lt, lp), ring) };
-            // SAFETY: the whole warp is here, after the loads of DEPTH more items.
-            let (i0, i1) = index_words(p, unsafe { W::indices(p, &cur, ring) });
+            let (i0, i1) = index_words(p, W::indices(&cur));
             let e = [
                 [entry(i0 & 0xffff), entry(i1 & 0xffff)],
                 [entry(i0 >> 16), entry(i1 >> 16)],
@@ -1185,9 +965,6 @@ macro_rules! entry_points {
             cmv_sbvr_gemv_mma_n2_b1_deep = MmaDeep<1, 1>, 2;
             cmv_sbvr_gemv_mma_n3_b1_deep = MmaDeep<1, 1>, 3;
             cmv_sbvr_gemv_mma_n4_b1_deep = MmaDeep<1, 1>, 4;
-            cmv_sbvr_gemv_mma_n2_b1_ring = MmaRing<>, 2;
-            cmv_sbvr_gemv_mma_n3_b1_ring = MmaRing<>, 3;
-            cmv_sbvr_gemv_mma_n4_b1_ring = MmaRing<>, 4;
             cmv_sbvr_gemv_mma_n8_b1 = Mma1<1, 1>, 8;
             cmv_sbvr_gemv_mma_n8_b2 = Mma1<2, 2>, 8;
             cmv_sbvr_gemv_mma_n8_b4 = Mma1<4, 0>, 8;

@@ -72,35 +72,6 @@ pub const fn int8_ring_bytes(batch: u32) -> u32 {
     INT8_STAGES * 2 * batch.div_ceil(8) * 32 * 32
 }
 
-/// Slots of the ring kernels' per-warp ring ([`ring_kernel`]): the item a warp computes and
-/// the two whose copies are in flight.
-pub const RING_SLOTS: u32 = 3;
-
-/// Bytes of one ring slot's index words (`u16` indices: 16 rows x 2 groups x 2 bytes; `u8`
-/// take half).
-pub const RING_INDEX_BYTES: u32 = 64;
-/// Bytes of one ring slot's plane words: one vector, both groups of the pair, 32 words each.
-pub const RING_PLANE_BYTES: u32 = 256;
-
-/// Bytes of one slot of a ring kernel's per-warp ring for `bits` bitvectors: the item's
-/// bitvectors (`bits` x 32 lanes x 16 bytes), index words, plane words and the two scales
-/// (16 bytes), in that order, each 16-byte aligned.
-pub const fn ring_slot_bytes(bits: u32) -> u32 {
-    bits * 512 + RING_INDEX_BYTES + RING_PLANE_BYTES + 16
-}
-
-/// Bytes of one warp's ring of a ring kernel for `bits` bitvectors.
-pub const fn ring_bytes(bits: u32) -> u32 {
-    RING_SLOTS * ring_slot_bytes(bits)
-}
-
-/// Bytes of dynamic shared memory a ring kernel ([`ring_kernel`]) for `bits` bitvectors takes
-/// with `entries` cache entries: the one-vector binary kernel's ([`gemv_smem_bytes`]) and
-/// the warps' rings.
-pub const fn ring_smem_bytes(bits: u32, entries: u32) -> u32 {
-    gemv_smem_bytes(Way::Mma, 1, entries) + GEMV_WARPS * ring_bytes(bits)
-}
-
 /// Bytes of dynamic shared memory the GEMV kernel of `way` for `batch` vectors takes: the sums
 /// (two buffers, alternate tiles), the coefficient cache of `entries` when it is copied
 /// (`entries <= MAX_SMEM_ENTRIES`), and for [`Way::Int8`] the warps' rings.
@@ -292,7 +263,7 @@ pub fn gemv_kernel(way: Way, bits: u32, batch: u32) -> Option<(&'static str, u32
     Some((kernel_name(way, slots, kb), kb))
 }
 
-/// Every GEMV kernel's entry name (with the [`deep_kernel`]s and [`ring_kernel`]s).
+/// Every GEMV kernel's entry name (with the [`deep_kernel`]s).
 pub fn gemv_kernel_names() -> impl Iterator<Item = &'static str> {
     Way::ALL
         .into_iter()
@@ -302,7 +273,6 @@ pub fn gemv_kernel_names() -> impl Iterator<Item = &'static str> {
                 .flat_map(move |&n| w.batches().iter().map(move |&b| kernel_name(w, n, b)))
         })
         .chain((2..=4).filter_map(deep_kernel))
-        .chain((2..=4).filter_map(ring_kernel))
 }
 
 /// The binary kernel for one vector and exactly `bits` (2, 3 or 4) bitvectors that keeps the
@@ -314,21 +284,6 @@ pub fn deep_kernel(bits: u32) -> Option<&'static str> {
         2 => Some("cmv_sbvr_gemv_mma_n2_b1_deep"),
         3 => Some("cmv_sbvr_gemv_mma_n3_b1_deep"),
         4 => Some("cmv_sbvr_gemv_mma_n4_b1_deep"),
-        _ => None,
-    }
-}
-
-/// The binary kernel for one vector and exactly `bits` (2, 3 or 4) bitvectors whose warps copy
-/// each item (bitvectors, index words, plane words, scales) into a ring of [`RING_SLOTS`]
-/// slots in shared memory by `cp.async` (`cmv_sbvr_gemv_mma_n{bits}_b1_ring`): two items in
-/// flight per warp as in the [`deep_kernel`], without holding them in registers;
-/// [`ring_smem_bytes`] of shared memory. The same results, bit for bit. `None` for other
-/// counts.
-pub fn ring_kernel(bits: u32) -> Option<&'static str> {
-    match bits {
-        2 => Some("cmv_sbvr_gemv_mma_n2_b1_ring"),
-        3 => Some("cmv_sbvr_gemv_mma_n3_b1_ring"),
-        4 => Some("cmv_sbvr_gemv_mma_n4_b1_ring"),
         _ => None,
     }
 }
@@ -391,27 +346,6 @@ mod tests {
     }
 
     #[test]
-    fn ring_kernels_and_their_shared_memory() {
-        for bits in 2..=4 {
-            let name = ring_kernel(bits).unwrap();
-            assert!(name.ends_with(&format!("_n{bits}_b1_ring")), "{name}");
-            assert!(gemv_kernel_names().any(|n| n == name));
-            // Every part of a slot starts 16-byte aligned (cp.async of 16 bytes).
-            assert_eq!(ring_slot_bytes(bits) % 16, 0);
-            assert_eq!((bits * 512 + RING_INDEX_BYTES) % 16, 0);
-        }
-        assert_eq!(ring_kernel(1), None);
-        assert_eq!(ring_kernel(8), None);
-        assert_eq!(ring_slot_bytes(4), 2048 + 64 + 256 + 16);
-        assert_eq!(ring_bytes(4), 3 * 2384);
-        // At 4 bitvectors and a full cache copy (1024 entries), 3 blocks fit an SM's 227 KiB
-        // of shared memory (1 KiB reserved per block).
-        let smem = ring_smem_bytes(4, MAX_SMEM_ENTRIES);
-        assert_eq!(smem, 2 * gemv_red_bytes(1) + 16384 + 8 * 3 * 2384);
-        assert!(3 * (smem + 1024) <= 228 * 1024, "{smem}");
-    }
-
-    #[test]
     fn kernel_names_cover_every_batch() {
         assert_eq!(
             gemv_kernel(Way::Mma, 4, 1),
@@ -467,7 +401,7 @@ mod tests {
         assert_eq!(Way::for_batch(3), Way::Int8);
         assert_eq!(Way::for_batch(16), Way::Int8);
         let names: Vec<_> = gemv_kernel_names().collect();
-        assert_eq!(names.len(), 4 * 5 + 5 + 4 * 2 + 3 + 3);
+        assert_eq!(names.len(), 4 * 5 + 5 + 4 * 2 + 3);
         assert!(names.iter().all(|n| !n.is_empty()));
         assert_eq!(Way::from_name("int8"), None);
         assert_eq!(gemv_red_bytes(16), GEMV_WARPS * 16 * 16 * 4);
