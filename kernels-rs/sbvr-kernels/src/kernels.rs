@@ -1022,10 +1022,13 @@ macro_rules! entry_points {
         // 4) was slower, and 4 blocks (64 registers) slower still; `.minnctapersm 2`, the
         // occupancy they have anyway, makes the 3-bitvector ones 1.0-1.3% faster (another
         // schedule) and leaves the 4-bitvector ones level, so those carry no bound.
+        // With the f32 coefficients (6-9 more registers) `_n2_b1` and `_n3_b1` take the bound
+        // of the blocks per SM they had before them (4 and 3: 64 and 80 registers, no spills);
+        // not yet timed.
         cmv_device::launch_bounds! {
-            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1 = 3;
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1 = 4;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1_deep = 3;
-            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n3_b1 = 2;
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n3_b1 = 3;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n3_b1_deep = 2;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n2_b16 = 2;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n3_b16 = 2;
