@@ -11,10 +11,10 @@ use cmv_runtime::{
     CudaSlice, CudaStream, Gpu, Kernel, LaunchConfig, PtxModule, RuntimeError, dev_ptr, dev_ptr_mut,
 };
 use half::f16;
-use sbvr_kernels::layout::{COEF_STRIDE, Geometry};
+use sbvr_kernels::layout::{COEF_STRIDE, F32_COEF_STRIDE, Geometry};
 use sbvr_kernels::{
     GEMV_WARPS, GemvParams, MAX_BATCH, MAX_SMEM_ENTRIES, QUANT_WARPS, QuantParams, deep_kernel,
-    gemv_grid, gemv_kernel, gemv_kernel_names, gemv_smem_bytes, prefer_deep,
+    f32_coefficients, gemv_grid, gemv_kernel, gemv_kernel_names, gemv_smem_bytes, prefer_deep,
 };
 
 /// Cache entries as the kernel takes them (at most 65536: validated matrices).
@@ -58,6 +58,9 @@ pub struct DeviceSbvrMatrix {
     index: CudaSlice<u8>,
     /// [`COEF_STRIDE`] halves per entry, zero past `bits`.
     coeffs: CudaSlice<u16>,
+    /// The same cache as four f32 per entry (the first four coefficients, zero past `bits`),
+    /// for the kernels of at most 4 slots ([`sbvr_kernels::f32_coefficients`]).
+    coeffs32: CudaSlice<f32>,
 }
 
 impl DeviceSbvrMatrix {
@@ -79,9 +82,14 @@ impl DeviceSbvrMatrix {
         };
         let n = geom.bits;
         let mut coeffs = vec![0u16; m.entries() * COEF_STRIDE];
+        let mut coeffs32 = vec![0f32; m.entries() * F32_COEF_STRIDE];
         for (e, c) in m.coefficients().chunks_exact(n).enumerate() {
             for (j, v) in c.iter().enumerate() {
                 coeffs[e * COEF_STRIDE + j] = v.to_bits();
+                if j < F32_COEF_STRIDE {
+                    // Exact: every f16 is an f32.
+                    coeffs32[e * F32_COEF_STRIDE + j] = v.to_f32();
+                }
             }
         }
         Ok(Self {
@@ -93,10 +101,11 @@ impl DeviceSbvrMatrix {
             bits: gpu.upload(m.bit_words())?,
             index: gpu.upload(&index)?,
             coeffs: gpu.upload(&coeffs)?,
+            coeffs32: gpu.upload(&coeffs32)?,
         })
     }
 
-    cmv_format::device_try_clone!(SbvrError; bits, index, coeffs);
+    cmv_format::device_try_clone!(SbvrError; bits, index, coeffs, coeffs32);
 
     cmv_format::shape_getters!(shape);
 
@@ -322,7 +331,12 @@ impl SbvrGemv {
         let gp = GemvParams {
             bits: dev_ptr(&m.bits).cast(),
             index: dev_ptr(&m.index),
-            coeffs: dev_ptr(&m.coeffs).cast(),
+            // The kernels of at most 4 slots read the f32 copy (the same 16 bytes per entry).
+            coeffs: if f32_coefficients(way, m.bits()) {
+                dev_ptr(&m.coeffs32).cast()
+            } else {
+                dev_ptr(&m.coeffs).cast()
+            },
             planes: dev_ptr(planes),
             scales: dev_ptr(scales),
             y: dev_ptr_mut(y).cast(),
@@ -370,7 +384,8 @@ impl SbvrGemv {
         // quantize grid covers batch * padded_groups warps of QUANT_WARPS-warp blocks; `m`
         // comes from a validated SbvrMatrix: bitvectors, indices and cache of the geometry's
         // sizes, every index below the entries, the cache padded to COEF_STRIDE halves per
-        // entry (16-byte aligned allocation), `entries` of them; the kernel's bitvector slots are
+        // entry (16-byte aligned allocation), `entries` of them, and its f32 copy of
+        // F32_COEF_STRIDE floats per entry (the same 16 bytes) for the f32_coefficients kernels; the kernel's bitvector slots are
         // at least the matrix's (gemv_kernel); the GEMV runs blocks of GEMV_WARPS warps that walk the
         // tiles, with gemv_smem_bytes(kb, entries) bytes of shared memory (the cache's copy
         // only when smem_cache), 1 <= batch <= kb; both

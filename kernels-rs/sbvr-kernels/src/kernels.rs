@@ -12,7 +12,7 @@ use cmv_device::{
 
 use crate::layout::{
     GROUP, MAGIC, MAGIC_F32, PIVOTS, PLANES, Q8_GROUP_BYTES, Q8_STEPS, QMAX, TILE_ROWS, expand,
-    lane_pivots, q8_offset,
+    lane_pivot_split, q8_offset,
 };
 use crate::{GEMV_WARPS, GemvParams, QUANT_BYTES, QUANT_WARPS, QuantParams};
 
@@ -104,10 +104,15 @@ pub unsafe fn quantize<const PDL: bool>(p: &QuantParams) {
     }
 }
 
-/// Coefficient `j` of a cache entry loaded as 8 halves.
+/// Coefficient `j` of a cache entry as the kernels of `N` bitvector slots read it: for `N <=
+/// 4` four f32 ([`crate::f32_coefficients`]), else 8 halves.
 #[inline(always)]
-fn coef(e: &U32x4, j: usize) -> f32 {
-    f16_to_f32((e.0[j / 2] >> (16 * (j % 2))) as u16)
+fn coef<const N: usize>(e: &U32x4, j: usize) -> f32 {
+    if N <= 4 {
+        f32::from_bits(e.0[j])
+    } else {
+        f16_to_f32((e.0[j / 2] >> (16 * (j % 2))) as u16)
+    }
 }
 
 /// The inner product step: the per-row plane-weighted popcounts `P_j` of one bitvector (two
@@ -122,11 +127,15 @@ pub trait Dot {
     /// # Safety
     /// The whole warp calls it.
     unsafe fn load(xb: u32, t: u32) -> Self::X;
-    /// `P_j` for both rows (the lane's part of it; the quad's four parts sum to the whole).
+    /// The factor lane quad position `t` takes on the vector's scale: [`Dot::dot`] gives the
+    /// lane's part of `P_j` divided by it (a power of two, so every sum keeps its bits).
+    fn scale(t: u32) -> f32;
+    /// `P_j / scale(t)` for both rows (the lane's part of it; the quad's four parts, each times
+    /// its `scale`, sum to the whole).
     ///
     /// # Safety
     /// The whole warp calls it.
-    unsafe fn dot(a: [u32; 2], x: Self::X, piv: (i32, i32)) -> (i32, i32);
+    unsafe fn dot(a: [u32; 2], x: Self::X, t: u32) -> (i32, i32);
 }
 
 /// The binary tensor-core way.
@@ -142,11 +151,18 @@ impl Dot for Mma {
     }
 
     #[inline(always)]
-    unsafe fn dot(a: [u32; 2], x: u32, piv: (i32, i32)) -> (i32, i32) {
+    fn scale(t: u32) -> f32 {
+        lane_pivot_split(t).1
+    }
+
+    #[inline(always)]
+    unsafe fn dot(a: [u32; 2], x: u32, t: u32) -> (i32, i32) {
         // SAFETY: the caller runs it with the whole warp.
         let d = unsafe { mma_m16n8k128_and_popc(a, x, [0; 4]) };
-        let p0 = d[0] as i32 * piv.0 + d[1] as i32 * piv.1;
-        let p1 = d[2] as i32 * piv.0 + d[3] as i32 * piv.1;
+        // Columns 2 t, 2 t + 1 weigh f and m f (lane_pivot_split): f comes on the scale.
+        let m = lane_pivot_split(t).0;
+        let p0 = d[0] as i32 + d[1] as i32 * m;
+        let p1 = d[2] as i32 + d[3] as i32 * m;
         (p0, p1)
     }
 }
@@ -165,7 +181,12 @@ impl Dot for Popc {
     }
 
     #[inline(always)]
-    unsafe fn dot(a: [u32; 2], x: [u32; PLANES], _piv: (i32, i32)) -> (i32, i32) {
+    fn scale(_t: u32) -> f32 {
+        1.0
+    }
+
+    #[inline(always)]
+    unsafe fn dot(a: [u32; 2], x: [u32; PLANES], _t: u32) -> (i32, i32) {
         let (mut p0, mut p1) = (0i32, 0i32);
         for (k, &xa) in x.iter().enumerate() {
             p0 += PIVOTS[k] * popc(a[0] & xa) as i32;
@@ -462,7 +483,7 @@ impl<D: Dot, const B: usize, const N: usize, const X: usize, const DEEP: bool> W
     ) {
         let lane = lane_id();
         let t = lane % 4;
-        let piv = lane_pivots(t);
+        let f = D::scale(t);
         let pg = 2 * p.pairs as usize;
         unroll!(h < 2, {
             let g = 2 * pair as usize + h;
@@ -490,13 +511,15 @@ impl<D: Dot, const B: usize, const N: usize, const X: usize, const DEEP: bool> W
                         if j < n {
                             let a = [cur.w[j].0[2 * h], cur.w[j].0[2 * h + 1]];
                             // SAFETY: as above.
-                            let (p0, p1) = unsafe { D::dot(a, x, piv) };
-                            part[0] = fma_f32(coef(&e[h][0], j), p0 as f32, part[0]);
-                            part[1] = fma_f32(coef(&e[h][1], j), p1 as f32, part[1]);
+                            let (p0, p1) = unsafe { D::dot(a, x, t) };
+                            part[0] = fma_f32(coef::<N>(&e[h][0], j), p0 as f32, part[0]);
+                            part[1] = fma_f32(coef::<N>(&e[h][1], j), p1 as f32, part[1]);
                         }
                     });
-                    acc[v][0] = fma_f32(s, part[0], acc[v][0]);
-                    acc[v][1] = fma_f32(s, part[1], acc[v][1]);
+                    // The parts are the lane's sums over f; (s f) part = s (f part) exactly.
+                    let sf = s * f;
+                    acc[v][0] = fma_f32(sf, part[0], acc[v][0]);
+                    acc[v][1] = fma_f32(sf, part[1], acc[v][1]);
                 }
             });
         });
@@ -707,7 +730,7 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
                     });
                 }
                 unroll!(j < N, {
-                    let c = [coef(&e[h][0], j), coef(&e[h][1], j)];
+                    let c = [coef::<N>(&e[h][0], j), coef::<N>(&e[h][1], j)];
                     for hv in 0..H {
                         for q in 0..4 {
                             let v = f32::from_bits(d[j][hv][q]) - MAGIC_F32;
@@ -735,7 +758,7 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
                                 d[hv] = unsafe { mma_m16n8k32_u8s8(a, b, d[hv]) };
                             }
                         }
-                        let c = [coef(&e[h][0], j), coef(&e[h][1], j)];
+                        let c = [coef::<N>(&e[h][0], j), coef::<N>(&e[h][1], j)];
                         for hv in 0..H {
                             for q in 0..4 {
                                 let v = f32::from_bits(d[hv][q]) - MAGIC_F32;
@@ -999,10 +1022,13 @@ macro_rules! entry_points {
         // 4) was slower, and 4 blocks (64 registers) slower still; `.minnctapersm 2`, the
         // occupancy they have anyway, makes the 3-bitvector ones 1.0-1.3% faster (another
         // schedule) and leaves the 4-bitvector ones level, so those carry no bound.
+        // With the f32 coefficients (6-9 more registers) `_n2_b1` and `_n3_b1` take the bound
+        // of the blocks per SM they had before them (4 and 3: 64 and 80 registers, no spills);
+        // not yet timed.
         cmv_device::launch_bounds! {
-            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1 = 3;
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1 = 4;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1_deep = 3;
-            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n3_b1 = 2;
+            CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n3_b1 = 3;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n3_b1_deep = 2;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n2_b16 = 2;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_i8_n3_b16 = 2;

@@ -58,6 +58,10 @@ pub const MIN_BITS: u32 = 2;
 pub const MAX_BITS: u32 = 8;
 /// Halves per coefficient-cache entry on the device.
 pub const COEF_STRIDE: usize = 8;
+/// f32 per entry of the device's f32 copy of the cache (the kernels of at most 4 slots):
+/// the same 16 bytes per entry as the halves.
+pub const F32_COEF_STRIDE: usize = 4;
+const _: () = assert!(4 * F32_COEF_STRIDE == 2 * COEF_STRIDE);
 /// Most coefficient-cache entries (u16 indices).
 pub const MAX_ENTRIES: usize = 65536;
 /// Most entries with u8 indices.
@@ -273,9 +277,101 @@ pub const fn lane_pivots(t: u32) -> (i32, i32) {
     (a, b)
 }
 
+/// Lane quad position `t`'s pivots split as `lane_pivots(t) == (f, m * f)` with `f = 4^t` (a
+/// power of two) and `m = 2`, or `-2` at `t = 3`: the binary kernels sum `d0 + m d1` of the
+/// two popcounts (one multiply-add) and take the factor `f` on the vector's scale instead,
+/// which changes no bit of the sums (tested here).
+#[inline(always)]
+pub const fn lane_pivot_split(t: u32) -> (i32, f32) {
+    let m = if t == 3 { -2 } else { 2 };
+    (m, (1u32 << (2 * t)) as f32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One lane's sums of a group as the binary kernels compute them, for checking that taking
+    /// the pivot factor on the scale changes no bit: `coefs[j]` and the popcount pairs `d[j]` of
+    /// bitvector `j`, the group's scale `s`, the running sum `acc`. Returns the sum after the
+    /// group both ways: with the pivots applied to the popcounts (`fma(s, sum_j fma(c_j, f (d0 + m
+    /// d1)))`), and with `d0 + m d1` summed and `f` taken on `s`.
+    fn scaled_terms_keep_the_bits(
+        t: u32,
+        coefs: &[f32],
+        d: &[(u32, u32)],
+        s: f32,
+        acc: f32,
+    ) -> (f32, f32) {
+        let (a, b) = lane_pivots(t);
+        let (m, f) = lane_pivot_split(t);
+        let (mut full, mut split) = (0f32, 0f32);
+        for (&c, &(d0, d1)) in coefs.iter().zip(d) {
+            full = c.mul_add((d0 as i32 * a + d1 as i32 * b) as f32, full);
+            split = c.mul_add((d0 as i32 + m * d1 as i32) as f32, split);
+        }
+        (s.mul_add(full, acc), (s * f).mul_add(split, acc))
+    }
+
+    /// Taking the pivot's power of two on the scale gives the same bits: every partial sum is
+    /// the original divided by `f` exactly (binary rounding commutes with powers of two while
+    /// nothing is subnormal: sums of f16 coefficients times integers are multiples of 2^-24),
+    /// and `(s f) part` is `s (f part)` exactly. Random coefficients over the whole f16 range
+    /// (subnormals too), popcounts 0..=128, scales and running sums of both signs.
+    #[test]
+    fn the_pivot_factor_on_the_scale_keeps_every_bit() {
+        for t in 0..4 {
+            let (a, b) = lane_pivots(t);
+            let (m, f) = lane_pivot_split(t);
+            assert_eq!((a, b), (f as i32, m * f as i32));
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for case in 0..200_000 {
+            let n = 2 + (next() % 7) as usize;
+            let coefs: Vec<f32> = (0..n)
+                .map(|_| {
+                    // A finite f16 (any exponent, subnormals included) as f32.
+                    let h = (next() % 0x7c00) as u16 | if next() % 2 == 0 { 0x8000 } else { 0 };
+                    half_to_f32(h)
+                })
+                .collect();
+            let d: Vec<(u32, u32)> = (0..n)
+                .map(|_| ((next() % 129) as u32, (next() % 129) as u32))
+                .collect();
+            let s = f32::from_bits(0x3000_0000 + (next() % 0x1000_0000) as u32)
+                * if next() % 2 == 0 { 1.0 } else { -1.0 };
+            let acc = if case % 3 == 0 {
+                0.0
+            } else {
+                f32::from_bits(0x3800_0000 + (next() % 0x0800_0000) as u32)
+            };
+            let t = (next() % 4) as u32;
+            let (full, split) = scaled_terms_keep_the_bits(t, &coefs, &d, s, acc);
+            assert_eq!(
+                full.to_bits(),
+                split.to_bits(),
+                "t {t} coefs {coefs:?} d {d:?} s {s} acc {acc}: {full} against {split}"
+            );
+        }
+    }
+
+    /// IEEE half to f32 (the test's own conversion, exact).
+    fn half_to_f32(h: u16) -> f32 {
+        let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let e = i32::from((h >> 10) & 0x1f);
+        let m = f32::from(h & 0x3ff);
+        sign * if e == 0 {
+            m * 2f32.powi(-24)
+        } else {
+            (1.0 + m / 1024.0) * 2f32.powi(e - 15)
+        }
+    }
 
     #[test]
     fn every_bit_has_its_own_position_and_lanes_match_the_mma_fragments() {

@@ -125,7 +125,9 @@ pub struct GemvParams {
     pub bits: DevPtr<U32x4>,
     /// The index array (`u8` or `u16` entries, [`GemvParams::index_u16`]).
     pub index: DevPtr<u8>,
-    /// The coefficient cache, [`layout::COEF_STRIDE`] halves per entry.
+    /// The coefficient cache, [`layout::COEF_STRIDE`] halves per entry; for the kernels of at
+    /// most 4 bitvector slots ([`f32_coefficients`]) the first four of each entry as f32
+    /// instead (16 bytes per entry either way).
     pub coeffs: DevPtr<U32x4>,
     /// The inputs' bit-planes (from `cmv_sbvr_quantize`).
     pub planes: DevPtr<u32>,
@@ -224,6 +226,14 @@ impl Way {
             Way::Popc => &[8],
         }
     }
+}
+
+/// Whether the GEMV kernel of `way` for `bits` bitvectors ([`gemv_kernel`]) reads the
+/// coefficient cache as four f32 per entry ([`GemvParams::coeffs`]): the kernels of exactly
+/// 2, 3 or 4 slots, which then convert nothing in their loops. The others (8 slots) read the
+/// 8 halves.
+pub const fn f32_coefficients(way: Way, bits: u32) -> bool {
+    !matches!(way, Way::Popc) && bits >= 2 && bits <= 4
 }
 
 /// The name of the GEMV kernel of `way` with `slots` bitvector slots for up to `batch`
@@ -393,6 +403,8 @@ mod tests {
                     assert!(name.starts_with(&format!("cmv_sbvr_gemv_{}_n", way.name())));
                     let slots: u32 = name.split("_n").nth(1).unwrap()[..1].parse().unwrap();
                     assert!(slots >= n && (slots == n || slots == 8), "{name}");
+                    // The kernels of at most 4 slots read f32 coefficients, the others halves.
+                    assert_eq!(f32_coefficients(way, n), slots <= 4, "{name}");
                 }
             }
         }
