@@ -29,11 +29,6 @@ pub static PTX_SM90: PtxModule = PtxModule::new(
 /// kernels off when set to `0` (for comparisons; [`AnsGemv::new`]).
 pub const PDL_ENV: &str = "CMV_ANS_PDL";
 
-/// The environment variable that launches `cmv_ans_lanes2` with one block per item (pair of
-/// row groups) instead of its persistent grid when set to `0` (for comparisons;
-/// [`AnsGemv::set_persistent`]).
-pub const PERSISTENT_ENV: &str = "CMV_ANS_PERSISTENT";
-
 /// Threads per block of the ANS kernels.
 pub const BLOCK_THREADS: u32 = 256;
 
@@ -158,34 +153,6 @@ pub fn programmatic_preferred(paired: bool, blocks: u32, sm_count: u32) -> bool 
     paired || u64::from(blocks) * 2 <= u64::from(sm_count)
 }
 
-/// How `cmv_ans_lanes2` spreads its items (pairs of row groups) over blocks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PairedGrid {
-    /// A persistent grid, one block per SM at most ([`paired_grid`]; the default).
-    Persistent,
-    /// One block per item (`CMV_ANS_PERSISTENT=0`, for comparisons).
-    PerItem,
-    /// A persistent grid of at most this many blocks (at least 1): several items per block on
-    /// any matrix, as the tests want.
-    AtMost(u32),
-}
-
-/// The grid of `cmv_ans_lanes2` for `items` pairs of row groups on `sm_count` SMs: for a
-/// persistent grid, as few items per block as the SMs (or the blocks asked for) allow
-/// (`ceil(items / sm_count)`), spread over as few blocks as that takes, so no block does more
-/// than another's share and the SMs left over are free for the next launch; else one block
-/// per item. At least 1.
-pub fn paired_grid(items: u32, sm_count: u32, grid: PairedGrid) -> u32 {
-    let items = items.max(1);
-    let blocks = match grid {
-        PairedGrid::PerItem => return items,
-        PairedGrid::Persistent => sm_count,
-        PairedGrid::AtMost(n) => n.min(sm_count),
-    };
-    let per_block = items.div_ceil(blocks.max(1));
-    items.div_ceil(per_block)
-}
-
 /// The ANS kernels, loaded once for a [`Gpu`], with the error word they report corruption in.
 /// Launches go to the `Gpu`'s stream, one after another.
 #[derive(Debug)]
@@ -202,8 +169,6 @@ pub struct AnsGemv {
     /// The `ans-lanes` kernel ([`LANES_KERNEL_ENV`], [`AnsGemv::set_lane_kernel`]).
     lane_kernel: LaneKernel,
     sm_count: u32,
-    /// How `cmv_ans_lanes2` spreads its items ([`paired_grid`], [`PERSISTENT_ENV`]).
-    paired_grid: PairedGrid,
     /// The kernels OR their flags into it; [`AnsGemv::check`] reads and clears it in place
     /// (its address stays the same, so captured graphs keep working).
     err: Mutex<CudaSlice<u32>>,
@@ -247,11 +212,6 @@ impl AnsGemv {
                 _ => LaneKernel::Auto,
             },
             sm_count: gpu.info().sm_count,
-            paired_grid: if std::env::var(PERSISTENT_ENV).is_ok_and(|v| v == "0") {
-                PairedGrid::PerItem
-            } else {
-                PairedGrid::Persistent
-            },
             err: Mutex::new(gpu.alloc_zeros::<u32>(1)?),
             shared_tables: true,
         })
@@ -267,13 +227,6 @@ impl AnsGemv {
     /// [`LaneKernel::Auto`], or as [`LANES_KERNEL_ENV`] says). Both give the same results.
     pub fn set_lane_kernel(&mut self, kernel: LaneKernel) {
         self.lane_kernel = kernel;
-    }
-
-    /// How `cmv_ans_lanes2` spreads its items over blocks (default [`PairedGrid::Persistent`],
-    /// or [`PairedGrid::PerItem`] where [`PERSISTENT_ENV`] is `0`). All give the same results,
-    /// bit for bit.
-    pub fn set_paired_grid(&mut self, grid: PairedGrid) {
-        self.paired_grid = grid;
     }
 
     /// The kernel an `ans-lanes` product of `m` runs: `"cmv_ans_lanes"` or
@@ -395,11 +348,7 @@ impl AnsGemv {
         let paired = self.paired_for(m);
         let (kernel, cfg) = if paired {
             let cfg = LaunchConfig {
-                grid_dim: (
-                    paired_grid(groups.div_ceil(2), self.sm_count, self.paired_grid),
-                    1,
-                    1,
-                ),
+                grid_dim: (groups.div_ceil(2), 1, 1),
                 block_dim: (32 * warps, 1, 1),
                 shared_mem_bytes: ans_kernels::lanes::shared_bytes2(warps),
             };
@@ -436,7 +385,7 @@ impl AnsGemv {
         // are padded_rows / 32 * segments units; padded columns and the segment are multiples
         // of 16; the table holds 256 two-word entries); x (a whole allocation: 16-byte
         // aligned), y32 and y8 were checked against cols and rows; one block per row group
-        // (cmv_ans_lanes2: 1 to ceil(groups / 2) blocks, paired_grid) of whole warps, at most MAX_WARPS,
+        // (cmv_ans_lanes2: per two, the last one maybe one) of whole warps, at most MAX_WARPS,
         // with shared_bytes(warps) (shared_bytes2(warps)) of shared memory. The error
         // word is taken under the lock, as in `gemv`. Launched programmatically (`pdl`, the
         // sm_90a kernels), the kernel reads the matrix (which only copies write) before its
@@ -573,37 +522,6 @@ mod tests {
         assert!(paired_lanes_preferred(15, 8) && !paired_lanes_preferred(14, 8));
         assert!(!paired_lanes_preferred(0, 1));
         assert!(paired_lanes_preferred(u32::MAX, 132));
-    }
-
-    #[test]
-    fn the_persistent_grid_gives_no_block_more_than_its_share() {
-        use PairedGrid::{AtMost, PerItem, Persistent};
-        // 132 SMs: d = 8192 (128 items) one each; 16384 (256) two each on 128 blocks, not
-        // 124 blocks of two and 8 of one on 132; 32768 (512) four each on 128.
-        assert_eq!(paired_grid(128, 132, Persistent), 128);
-        assert_eq!(paired_grid(256, 132, Persistent), 128);
-        assert_eq!(paired_grid(512, 132, Persistent), 128);
-        assert_eq!(paired_grid(256, 132, PerItem), 256);
-        assert_eq!(paired_grid(256, 132, AtMost(3)), 3);
-        assert_eq!(paired_grid(256, 132, AtMost(0)), 1);
-        assert_eq!(paired_grid(0, 132, Persistent), 1);
-        assert_eq!(paired_grid(5, 0, Persistent), 1);
-        for sms in 1..=140u32 {
-            for items in 1..=600u32 {
-                for (grid, cap) in [(Persistent, sms), (AtMost(7), sms.min(7))] {
-                    let blocks = paired_grid(items, sms, grid);
-                    let rounds = items.div_ceil(blocks);
-                    // Every item is some block's (b, b + blocks, ...), no block has more
-                    // rounds than the fewest possible on these SMs.
-                    assert!(blocks >= 1 && blocks <= items && blocks <= cap);
-                    assert_eq!(
-                        rounds,
-                        items.div_ceil(cap),
-                        "{items} items, {sms} SMs, {grid:?}"
-                    );
-                }
-            }
-        }
     }
 
     #[test]

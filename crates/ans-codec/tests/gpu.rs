@@ -4,7 +4,7 @@
 
 use ans_codec::cmv_format::container::{CRC_OFFSET, checksum};
 use ans_codec::cmv_format::{CompressedMatrix, DeviceGemv};
-use ans_codec::gpu::{AnsGemv, DeviceAnsMatrix, LaneKernel, PairedGrid};
+use ans_codec::gpu::{AnsGemv, DeviceAnsMatrix, LaneKernel};
 use ans_codec::{AnsMatrix, EncodeOptions, Layout, encode};
 use cmv_runtime::{Gpu, gpu_for_tests};
 use rand::rngs::StdRng;
@@ -140,20 +140,13 @@ fn the_lane_kernel_matches_the_cpu_reference() {
                     if m.entropy_report().exception_bytes > 4 * m.units() {
                         escaped += 1;
                     }
-                    // Both lane kernels: two row groups per block and one; the paired one
-                    // with its persistent grid and with at most 2 blocks (several items per
-                    // block wherever there are more than 4 row groups).
-                    for (kernel, grid) in [
-                        (LaneKernel::Paired, PairedGrid::Persistent),
-                        (LaneKernel::Paired, PairedGrid::AtMost(2)),
-                        (LaneKernel::Single, PairedGrid::Persistent),
-                    ] {
+                    // Both lane kernels: two row groups per block and one.
+                    for kernel in [LaneKernel::Paired, LaneKernel::Single] {
                         ans.set_lane_kernel(kernel);
-                        ans.set_paired_grid(grid);
                         check_against_cpu(&gpu, &ans, &m, seed).unwrap_or_else(|e| {
                             panic!(
                                 "{rows}x{cols} sigma {sigma} {layout:?} segment {segment:?} \
-                                 {kernel:?} {grid:?}: {e}"
+                                 {kernel:?}: {e}"
                             )
                         });
                     }
@@ -201,13 +194,8 @@ fn a_chain_matches_the_cpu_with_and_without_programmatic_launch() {
             .collect();
         for pdl in [true, false] {
             let mut ans = AnsGemv::with_pdl(&gpu, pdl).unwrap();
-            for (kernel, grid) in [
-                (LaneKernel::Paired, PairedGrid::Persistent),
-                (LaneKernel::Paired, PairedGrid::AtMost(5)),
-                (LaneKernel::Single, PairedGrid::Persistent),
-            ] {
+            for kernel in [LaneKernel::Paired, LaneKernel::Single] {
                 ans.set_lane_kernel(kernel);
-                ans.set_paired_grid(grid);
                 let mut bufs = [gpu.upload(&x0).unwrap(), gpu.alloc_zeros::<i8>(d).unwrap()];
                 let mut y32 = gpu.alloc_zeros::<i32>(d).unwrap();
                 for (i, dm) in dms.iter().enumerate() {
@@ -224,7 +212,7 @@ fn a_chain_matches_the_cpu_with_and_without_programmatic_launch() {
                 assert_eq!(
                     got,
                     want,
-                    "d = {d}, programmatic launch {} (asked {pdl}), {kernel:?} {grid:?}",
+                    "d = {d}, programmatic launch {} (asked {pdl}), {kernel:?}",
                     ans.uses_pdl()
                 );
             }
@@ -278,15 +266,9 @@ fn corrupted_streams_are_flagged_not_read_past() {
                     continue;
                 };
                 // Same verdict as the CPU decoder, and the same result when both accept it
-                // (both lane kernels; the paired one also as one block for both items (three row groups),
-                // so a damaged unit's flags and the items after it share a block).
-                for (kernel, grid) in [
-                    (LaneKernel::Paired, PairedGrid::Persistent),
-                    (LaneKernel::Paired, PairedGrid::AtMost(1)),
-                    (LaneKernel::Single, PairedGrid::Persistent),
-                ] {
+                // (both lane kernels).
+                for kernel in [LaneKernel::Paired, LaneKernel::Single] {
                     ans.set_lane_kernel(kernel);
-                    ans.set_paired_grid(grid);
                     if check_against_cpu(&gpu, &ans, &damaged, 9).is_err() {
                         flagged += 1;
                     }

@@ -138,11 +138,10 @@ pub const CHUNK2_BYTES: u32 = 512;
 pub const CHECK2_BYTES: u32 = 8 * 32 * 2;
 
 /// Dynamic shared memory of a `cmv_ans_lanes2` block of `warps` warps: the table, two rings
-/// per warp aligned to [`RING2_BYTES`] (one ring's worth of slack), two exception areas per
-/// warp, then two buffers of the block's partial sums (64 words a warp each: the persistent
-/// block's items alternate between them; the table stays in place for the next item).
+/// per warp aligned to [`RING2_BYTES`] (one ring's worth of slack), then two exception areas
+/// per warp; the block's partial sums (64 rows a warp) reuse the table's bytes at the end.
 pub const fn shared_bytes2(warps: u32) -> u32 {
-    TABLE_BYTES + (2 * warps + 1) * RING2_BYTES + 2 * warps * EXC_SUM_BYTES + 2 * 4 * 64 * warps
+    TABLE_BYTES + (2 * warps + 1) * RING2_BYTES + 2 * warps * EXC_SUM_BYTES
 }
 
 /// Dynamic shared memory of a block of `warps` warps: the table, one ring per warp, the

@@ -2,9 +2,9 @@
 
 use cmv_device::{
     U32x4, ballot, block_dim_x, block_idx_x, cp_async_8_zfill, cp_async_16_zfill, cp_async_commit,
-    cp_async_wait, dp4a, dyn_smem_addr, grid_dim_x, griddepcontrol_launch_dependents,
-    griddepcontrol_wait, lane_id, ld_nc_u8, ld_nc_u32, ld_nc_v4, ld_u8, ld_v4, lds_u32, lds_v2,
-    prmt, red_shared_add_u32, redux_add_u32, requantize, sts_u32, sts_v2, sync_threads, sync_warp,
+    cp_async_wait, dp4a, dyn_smem_addr, griddepcontrol_launch_dependents, griddepcontrol_wait,
+    lane_id, ld_nc_u8, ld_nc_u32, ld_nc_v4, ld_u8, ld_v4, lds_u32, lds_v2, prmt,
+    red_shared_add_u32, redux_add_u32, requantize, sts_u32, sts_v2, sync_threads, sync_warp,
     thread_idx_x, warp_id,
 };
 
@@ -738,19 +738,15 @@ unsafe fn open_units<const TWO: bool>(
     (ra, rb)
 }
 
-/// `cmv_ans_lanes2`: as `cmv_ans_lanes`, with each warp decoding the units of *two* row
-/// groups side by side (two independent chains per lane), each unit through a
-/// [`RING2_BYTES`] ring checked once per 16 columns. One block per SM (the table and 64
-/// rings), as many chains per SM as `cmv_ans_lanes`' two blocks, fewer ring checks.
-///
-/// The grid is persistent: block `b` takes the pairs of row groups (items) `b`, `b + grid`,
-/// ... (the last item may hold one group), builds the table once, and opens the next item's
-/// first units (their first ring copies) before the block's barrier of the current one. The
-/// block's partial sums alternate between two buffers, so one barrier per item orders them.
+/// `cmv_ans_lanes2`: as `cmv_ans_lanes`, with one block per *two* groups of 32 rows and each
+/// warp decoding the two groups' units of its segments side by side (two independent chains
+/// per lane), each unit through a [`RING2_BYTES`] ring checked once per 16 columns. One
+/// block per SM (the table and 64 rings), as many chains per SM as `cmv_ans_lanes`' two
+/// blocks, fewer ring checks.
 ///
 /// # Safety
-/// As `cmv_ans_lanes`, with at most `rows_padded / 64` blocks rounded up (any number from 1)
-/// and [`shared_bytes2`](crate::lanes::shared_bytes2)`(warps)` bytes of dynamic shared memory.
+/// As `cmv_ans_lanes`, with `rows_padded / 64` blocks rounded up (the last one may hold one
+/// group) and [`shared_bytes2`](crate::lanes::shared_bytes2)`(warps)` bytes of dynamic shared memory.
 #[inline(always)]
 pub unsafe fn lanes2<const PDL: bool>(p: LanesParams) {
     if PDL {
@@ -761,19 +757,22 @@ pub unsafe fn lanes2<const PDL: bool>(p: LanesParams) {
     let (lane, warp, warps) = (lane_id(), warp_id(), block_dim_x() / 32);
     let rings = (smem + TABLE_BYTES + RING2_BYTES - 1) & !(RING2_BYTES - 1);
     let ring_a = rings + 2 * warp * RING2_BYTES;
-    let exc_a = rings + 2 * warps * RING2_BYTES + 2 * warp * EXC_SUM_BYTES;
-    let excs = [exc_a, exc_a + EXC_SUM_BYTES];
-    // The block's partial sums, 64 rows per warp, two buffers after the exception areas.
-    let sums0 = rings + 2 * warps * (RING2_BYTES + EXC_SUM_BYTES);
     let groups = p.rows.div_ceil(32);
-    let items = groups.div_ceil(2);
+    let group = 2 * block_idx_x();
+    let two = group + 1 < groups;
     let ring_pair = [ring_a, ring_a + RING2_BYTES];
     // The first units' streams start coming while the table is built (the rings lie past it).
     // (Loading each warp's part of the table first, one 8-byte word per lane, and copying it
     // before or after these copies ran 2-4% slower on an H200: docs/PERF.md.)
-    let mut item = block_idx_x();
-    // SAFETY: converged warp; the rings are unused.
-    let mut first = unsafe { open_item(&p, item, items, groups, warp, ring_pair, lane) };
+    let first = if warp >= p.nseg {
+        (Ring2::idle(&p, ring_pair[0]), Ring2::idle(&p, ring_pair[1]))
+    } else if two {
+        // SAFETY: converged warp; the rings are unused; warp < nseg.
+        unsafe { open_units::<true>(&p, group, warp, ring_pair, lane) }
+    } else {
+        // SAFETY: as above.
+        unsafe { open_units::<false>(&p, group, warp, ring_pair, lane) }
+    };
     // SAFETY: the block's dynamic shared memory holds the table.
     unsafe { build_table(&p, smem, thread_idx_x(), block_dim_x()) };
     // SAFETY: every thread reaches it.
@@ -785,80 +784,61 @@ pub unsafe fn lanes2<const PDL: bool>(p: LanesParams) {
         // SAFETY: device code for sm_90a.
         unsafe { griddepcontrol_wait() };
     }
-    let mut flags = 0u32;
-    let mut parity = 0;
-    // Block-uniform: every thread of the block runs the same items.
-    while item < items {
-        let group = 2 * item;
-        let two = group + 1 < groups;
-        if p.exceptions != 0 {
-            // SAFETY: inside the warp's two exception areas (shared_bytes2 counts them); the
-            // unit loop's warp barriers order these stores before the first atomic add, and
-            // the last item's reads of them before (the warp barrier after them).
-            unsafe {
-                sts_u32(excs[0] + 4 * lane, 0);
-                sts_u32(excs[1] + 4 * lane, 0);
-            }
-        }
-        // SAFETY: converged warp; the table is in place; `first` holds the item's first units.
-        let (mut acc_a, mut acc_b, f) = unsafe {
-            if two {
-                decode_units::<true, PDL>(
-                    &p, smem, lane, warp, warps, group, ring_pair, excs, first,
-                )
-            } else {
-                decode_units::<false, PDL>(
-                    &p, smem, lane, warp, warps, group, ring_pair, excs, first,
-                )
-            }
-        };
-        flags |= f;
-        if p.exceptions != 0 {
-            // SAFETY: converged warp (its atomic adds are ordered before by the barrier); inside
-            // the warp's areas; the barrier after orders these reads before the next item's
-            // zeroing.
-            unsafe {
-                sync_warp();
-                acc_a = acc_a.wrapping_add(lds_u32(excs[0] + 4 * lane) as i32);
-                acc_b = acc_b.wrapping_add(lds_u32(excs[1] + 4 * lane) as i32);
-                sync_warp();
-            }
-        }
-        // The next item's first copies go out while the block waits for its slowest warp
-        // (`decode_units` left the rings free: every copy landed, every read done).
-        let next = item + grid_dim_x();
-        // SAFETY: converged warp; the rings are free.
-        first = unsafe { open_item(&p, next, items, groups, warp, ring_pair, lane) };
-        let sums = sums0 + parity * 4 * 64 * warps;
-        // SAFETY: inside this item's buffer (warps x 64 words). The other buffer's readers
-        // (the item before) all passed that item's barrier before any warp got here, and this
-        // buffer's readers of two items ago passed the barrier of the item before.
+    let exc_a = rings + 2 * warps * RING2_BYTES + 2 * warp * EXC_SUM_BYTES;
+    let excs = [exc_a, exc_a + EXC_SUM_BYTES];
+    if p.exceptions != 0 {
+        // SAFETY: inside the warp's two exception areas (shared_bytes2 counts them); the
+        // unit loop's warp barriers order these stores before the first atomic add.
         unsafe {
-            sts_u32(sums + 4 * (64 * warp + lane), acc_a as u32);
-            sts_u32(sums + 4 * (64 * warp + 32 + lane), acc_b as u32);
-            sync_threads();
+            sts_u32(excs[0] + 4 * lane, 0);
+            sts_u32(excs[1] + 4 * lane, 0);
         }
-        // Warp h (h = 0, 1; warp 0 for both in a one-warp block) writes group + h.
-        let mut h = warp;
-        while h < 2 {
-            let mut total = 0i32;
-            for w in 0..warps {
-                // SAFETY: inside the sums.
-                total = total
-                    .wrapping_add(unsafe { lds_u32(sums + 4 * (64 * w + 32 * h + lane)) } as i32);
-            }
-            let row = 32 * (group + h) + lane;
-            if row < p.rows {
-                // SAFETY: row < rows outputs.
-                unsafe {
-                    *p.y32.as_mut_ptr().add(row as usize) = total;
-                    *p.y8.as_mut_ptr().add(row as usize) = requantize(total, p.scale);
-                }
-            }
-            h += warps;
+    }
+    // SAFETY: converged warp; the table is in place.
+    let (mut acc_a, mut acc_b, mut flags) = unsafe {
+        if two {
+            decode_units::<true, PDL>(&p, smem, lane, warp, warps, group, ring_pair, excs, first)
+        } else {
+            decode_units::<false, PDL>(&p, smem, lane, warp, warps, group, ring_pair, excs, first)
         }
-        parity ^= 1;
-        item = next;
+    };
+    if p.exceptions != 0 {
+        // SAFETY: converged warp (its atomic adds are ordered before by the barrier); inside
+        // the warp's areas.
+        unsafe {
+            sync_warp();
+            acc_a = acc_a.wrapping_add(lds_u32(excs[0] + 4 * lane) as i32);
+            acc_b = acc_b.wrapping_add(lds_u32(excs[1] + 4 * lane) as i32);
+        }
+    }
+    // The block's partial sums, 64 rows per warp, in the table's bytes (no warp reads the
+    // table after the first barrier).
+    let sums = smem;
+    // SAFETY: inside the sums (warps x 64 words).
+    unsafe {
+        sync_threads();
+        sts_u32(sums + 4 * (64 * warp + lane), acc_a as u32);
+        sts_u32(sums + 4 * (64 * warp + 32 + lane), acc_b as u32);
+        sync_threads();
+    }
+    // Warp h (h = 0, 1; warp 0 for both in a one-warp block) writes group + h.
+    let mut h = warp;
+    while h < 2 {
+        let mut total = 0i32;
+        for w in 0..warps {
+            // SAFETY: inside the sums.
+            total =
+                total.wrapping_add(unsafe { lds_u32(sums + 4 * (64 * w + 32 * h + lane)) } as i32);
+        }
+        let row = 32 * (group + h) + lane;
+        if row < p.rows {
+            // SAFETY: row < rows outputs.
+            unsafe {
+                *p.y32.as_mut_ptr().add(row as usize) = total;
+                *p.y8.as_mut_ptr().add(row as usize) = requantize(total, p.scale);
+            }
+        }
+        h += warps;
     }
     // SAFETY: converged warp.
     if unsafe { ballot(flags & ERR_EXCEPTIONS != 0) } != 0 {
@@ -867,33 +847,6 @@ pub unsafe fn lanes2<const PDL: bool>(p: LanesParams) {
     if lane == 0 && flags != 0 {
         // SAFETY: err holds one word.
         unsafe { raise(p.err.as_mut_ptr(), flags) };
-    }
-}
-
-/// The first units of item `item` (row groups `2 item` and `2 item + 1`) for warp `warp`,
-/// their first chunks issued; idle rings where the item or the warp's segment does not exist.
-///
-/// # Safety
-/// All lanes call it together; the rings are free (nothing reads them until the copies land).
-#[inline(always)]
-unsafe fn open_item(
-    p: &LanesParams,
-    item: u32,
-    items: u32,
-    groups: u32,
-    warp: u32,
-    ring_pair: [u32; 2],
-    lane: u32,
-) -> (Ring2, Ring2) {
-    let group = 2 * item;
-    if item >= items || warp >= p.nseg {
-        (Ring2::idle(p, ring_pair[0]), Ring2::idle(p, ring_pair[1]))
-    } else if group + 1 < groups {
-        // SAFETY: converged warp; the rings are free; warp < nseg; both groups exist.
-        unsafe { open_units::<true>(p, group, warp, ring_pair, lane) }
-    } else {
-        // SAFETY: as above, one group.
-        unsafe { open_units::<false>(p, group, warp, ring_pair, lane) }
     }
 }
 
