@@ -1024,7 +1024,8 @@ macro_rules! entry_points {
         // schedule) and leaves the 4-bitvector ones level, so those carry no bound.
         // With the f32 coefficients (6-9 more registers) `_n2_b1` and `_n3_b1` take the bound
         // of the blocks per SM they had before them (4 and 3: 64 and 80 registers, no spills);
-        // not yet timed.
+        // with them, n = 4 ran 1.3-1.6% faster at the 7B/8B shapes and n = 2 within 2% on an
+        // H200 (docs/PERF.md, "SBVR: the lean binary epilogue").
         cmv_device::launch_bounds! {
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1 = 4;
             CMV_MINNCTAPERSM_cmv_sbvr_gemv_mma_n2_b1_deep = 3;
