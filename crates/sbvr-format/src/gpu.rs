@@ -37,8 +37,9 @@ pub static PTX_SM90: PtxModule = PtxModule::new(
     include_str!("../ptx/sbvr_kernels_sm90.ptx"),
 );
 
-/// The environment variable that turns programmatic dependent launch off when set to `0`
-/// (for comparisons; [`SbvrGemv::new`]).
+/// The environment variable that turns programmatic dependent launch off when set to `0`,
+/// or launches only the GEMV programmatically when set to `gemv` (the quantization then
+/// starts after the work before it has ended), for comparisons ([`SbvrGemv::new`]).
 pub const PDL_ENV: &str = "CMV_SBVR_PDL";
 
 pub use sbvr_kernels::Way;
@@ -149,6 +150,9 @@ pub struct SbvrGemv {
     /// The kernels come from [`PTX_SM90`] and the GEMV is launched programmatically after the
     /// quantization.
     pdl: bool,
+    /// With `pdl`: the quantization too is launched programmatically, so that a call starts
+    /// while the work before it (the previous call's GEMV) ends.
+    pdl_quantize: bool,
     quantize: Kernel,
     sm_count: u32,
     /// `(entry name, kernel)` of every GEMV kernel.
@@ -160,14 +164,35 @@ pub struct SbvrGemv {
 
 impl SbvrGemv {
     /// Loads the kernels: on compute capability 9.0 (Hopper) those of [`PTX_SM90`], which
-    /// overlap the GEMV's launch with the quantization (programmatic dependent launch), unless
-    /// the environment variable [`PDL_ENV`] is `0`; elsewhere those of [`PTX`].
+    /// overlap a call's start with the end of the work before it and the GEMV's launch with the
+    /// quantization (programmatic dependent launch), unless the environment variable
+    /// [`PDL_ENV`] is `0` (or `gemv`: only the second); elsewhere those of [`PTX`].
     ///
     /// # Errors
     /// Runtime errors (a driver that rejects the PTX, a missing entry point).
     pub fn new(gpu: &Gpu) -> Result<Self, SbvrError> {
-        let off = std::env::var(PDL_ENV).is_ok_and(|v| v == "0");
-        Self::with_pdl(gpu, !off)
+        let env = std::env::var(PDL_ENV).ok();
+        let mut k = Self::with_pdl(gpu, env.as_deref() != Some("0"))?;
+        if env.as_deref() == Some("gemv") {
+            k.set_programmatic_quantize(false);
+        }
+        Ok(k)
+    }
+
+    /// Whether the quantization, the first kernel of a call, is launched programmatically
+    /// (with [`SbvrGemv::uses_pdl`]; the default): it then starts while the kernel before it
+    /// on the stream ends and waits for it (`griddepcontrol.wait`) before it reads anything,
+    /// so the next GEMV's first weight loads overlap the previous call's last tiles. `false`
+    /// launches it as an ordinary kernel (for comparisons). The results are the same, bit for
+    /// bit.
+    pub fn set_programmatic_quantize(&mut self, on: bool) {
+        self.pdl_quantize = on;
+    }
+
+    /// Whether the quantization is launched programmatically
+    /// ([`SbvrGemv::set_programmatic_quantize`] and [`SbvrGemv::uses_pdl`]).
+    pub fn programmatic_quantize(&self) -> bool {
+        self.pdl && self.pdl_quantize
     }
 
     /// As [`SbvrGemv::new`], with programmatic dependent launch asked for (`pdl`) or not; it is
@@ -185,6 +210,7 @@ impl SbvrGemv {
         Ok(Self {
             stream: gpu.stream().clone(),
             pdl,
+            pdl_quantize: true,
             sm_count: gpu.info().sm_count,
             quantize: gpu.kernel(ptx, "cmv_sbvr_quantize")?,
             gemv,
@@ -392,9 +418,17 @@ impl SbvrGemv {
         // launches are on this one stream, so the GEMV reads the planes the quantize wrote:
         // launched programmatically (`pdl`, the sm_90a kernels), the GEMV reads nothing the
         // quantize writes, and nothing earlier work may still touch, before its
-        // `griddepcontrol.wait` (the quantize itself is an ordinary launch after that work).
+        // `griddepcontrol.wait` (before it only the matrix, which no kernel writes: the
+        // DeviceSbvrMatrix's own buffers); the sm_90a quantize, launched programmatically,
+        // touches nothing before its `griddepcontrol.wait`, which returns once the work
+        // before it on the stream has ended, so the GEMV's wait (for the quantize) covers
+        // that work too.
         unsafe {
-            self.quantize.launch(&self.stream, qcfg, &qp)?;
+            if self.programmatic_quantize() {
+                self.quantize.launch_programmatic(&self.stream, qcfg, &qp)?;
+            } else {
+                self.quantize.launch(&self.stream, qcfg, &qp)?;
+            }
             if self.pdl {
                 kernel.launch_programmatic(&self.stream, gcfg, &gp)?;
             } else {
@@ -471,5 +505,40 @@ mod tests {
         assert!(PTX_SM90.ptx.contains(".target sm_90a"));
         assert!(PTX_SM90.ptx.contains("griddepcontrol.wait"));
         assert!(PTX_SM90.ptx.contains("griddepcontrol.launch_dependents"));
+    }
+
+    /// The body of entry `name` in `ptx`: from its `.entry` line to the next entry.
+    fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
+        let start = ptx
+            .find(&format!(".entry {name}("))
+            .unwrap_or_else(|| panic!("{name} missing: run `cargo xtask ptx`"));
+        let rest = &ptx[start + 1..];
+        &ptx[start..start + 1 + rest.find(".entry ").unwrap_or(rest.len())]
+    }
+
+    /// The programmatic launches' contract in the Hopper module: every kernel lets the next
+    /// launch start and waits for the one before; the quantization (launched programmatically
+    /// after the previous call's GEMV) waits before its first global load or store.
+    #[test]
+    fn hopper_kernels_wait_for_the_launch_before_them() {
+        for name in gemv_kernel_names().chain(["cmv_sbvr_quantize"]) {
+            let body = entry_body(PTX_SM90.ptx, name);
+            for op in ["griddepcontrol.launch_dependents", "griddepcontrol.wait"] {
+                assert!(
+                    body.contains(op),
+                    "{name} lacks {op}: run `cargo xtask ptx`"
+                );
+            }
+        }
+        let q = entry_body(PTX_SM90.ptx, "cmv_sbvr_quantize");
+        let wait = q.find("griddepcontrol.wait").unwrap();
+        for access in ["ld.global", "st.global"] {
+            if let Some(at) = q.find(access) {
+                assert!(
+                    wait < at,
+                    "cmv_sbvr_quantize: {access} before griddepcontrol.wait"
+                );
+            }
+        }
     }
 }

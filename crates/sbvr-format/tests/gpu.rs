@@ -151,6 +151,86 @@ fn back_to_back_products_each_read_their_own_inputs() {
     }
 }
 
+/// A chain of layers as a decoder runs them: each product reads the vector the one before
+/// wrote, with no synchronization between them, once through distinct buffers (each step
+/// checked against the CPU on the GPU's own input) and once through two buffers in turn (each
+/// product overwrites the vector the product before read): the same bits, with and without a
+/// programmatically launched quantization (which starts while the GEMV before it still runs).
+#[test]
+fn a_chain_of_layers_reads_each_output_after_it_is_written() {
+    let Some(gpu) = gpu_for_tests("a_chain_of_layers_reads_each_output_after_it_is_written") else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(12);
+    let d = 2048;
+    let m = matrix(&mut rng, d, d, 4, 256);
+    let dm = DeviceSbvrMatrix::upload(&gpu, &m).unwrap();
+    let steps = 8;
+    let inputs: Vec<(usize, Vec<f16>)> = [1, 2, 8]
+        .into_iter()
+        .map(|batch| {
+            let x: Vec<f16> = (0..batch * d)
+                .map(|_| f16::from_f32(rng.gen_range(-1.0..1.0)))
+                .collect();
+            (batch, x)
+        })
+        .collect();
+    let mut finals = Vec::new();
+    for programmatic in [true, false] {
+        let mut k = SbvrGemv::new(&gpu).unwrap();
+        k.set_programmatic_quantize(programmatic);
+        eprintln!(
+            "chain: programmatic quantization {}",
+            k.programmatic_quantize()
+        );
+        for (batch, x0) in &inputs {
+            let (batch, x0) = (*batch, x0.as_slice());
+            // Distinct buffers: step i reads bufs[i] and writes bufs[i + 1].
+            let mut bufs = vec![gpu.upload(x0).unwrap()];
+            for _ in 0..steps {
+                bufs.push(gpu.upload(&vec![f16::NAN; batch * d]).unwrap());
+            }
+            for i in 0..steps {
+                let (head, tail) = bufs.split_at_mut(i + 1);
+                k.gemv(&dm, &head[i], &mut tail[0], batch).unwrap();
+            }
+            let got: Vec<Vec<f16>> = bufs.iter().map(|b| gpu.download(b).unwrap()).collect();
+            for i in 0..steps {
+                let want = m.reference(&got[i], batch).unwrap();
+                let err = relative_error(&got[i + 1], &want);
+                assert!(
+                    err < GPU_TOLERANCE,
+                    "batch {batch}, step {i} of the chain (programmatic quantization \
+                     {programmatic}): rel err {err:e}"
+                );
+            }
+            // Two buffers in turn.
+            let mut a = gpu.upload(x0).unwrap();
+            let mut b = gpu.upload(&vec![f16::NAN; batch * d]).unwrap();
+            for _ in 0..steps {
+                k.gemv(&dm, &a, &mut b, batch).unwrap();
+                std::mem::swap(&mut a, &mut b);
+            }
+            let last = gpu.download(&a).unwrap();
+            let bits = |v: &[f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&last),
+                bits(&got[steps]),
+                "batch {batch}: the chain through two buffers differs from the one through \
+                 distinct buffers (programmatic quantization {programmatic})"
+            );
+            finals.push((batch, bits(&last)));
+        }
+    }
+    let (with, without) = finals.split_at(finals.len() / 2);
+    for ((batch, a), (_, b)) in with.iter().zip(without) {
+        assert_eq!(
+            a, b,
+            "batch {batch}: the chain's bits depend on the quantization's launch"
+        );
+    }
+}
+
 #[test]
 fn non_finite_inputs_make_their_vector_nan_and_bad_sizes_are_errors() {
     let Some(gpu) =

@@ -20,7 +20,10 @@ use crate::{GEMV_WARPS, GemvParams, QUANT_BYTES, QUANT_WARPS, QuantParams};
 /// `l, l + 32, l + 64, l + 96` of the group, so the ballot of bit `a` of its `i`-th value is
 /// word `i` of plane `a`. With `PDL` (the sm_90a module) each block first lets the GEMV
 /// launched after it start (`griddepcontrol.launch_dependents`); the GEMV waits for this
-/// grid's completion before it reads the planes.
+/// grid's completion before it reads the planes. Then it waits for the grid before it
+/// (`griddepcontrol.wait`; at once where that grid was an ordinary launch's predecessor), so
+/// that it may itself be launched programmatically: it reads `x`, which the kernel before may
+/// write, and rewrites the planes, which the GEMV before reads, only after that kernel ended.
 ///
 /// # Safety
 /// The launcher checked: `x` holds `batch * cols` halves, `planes` and `scales` the
@@ -30,8 +33,12 @@ use crate::{GEMV_WARPS, GemvParams, QUANT_BYTES, QUANT_WARPS, QuantParams};
 #[inline(always)]
 pub unsafe fn quantize<const PDL: bool>(p: &QuantParams) {
     if PDL {
-        // SAFETY: sm_90 code (the caller's contract).
-        unsafe { griddepcontrol_launch_dependents() };
+        // SAFETY: sm_90 code (the caller's contract). Nothing is read or written before the
+        // wait.
+        unsafe {
+            griddepcontrol_launch_dependents();
+            griddepcontrol_wait();
+        }
     }
     let lane = lane_id();
     let w = block_idx_x() * QUANT_WARPS + warp_id();
@@ -804,7 +811,10 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
 /// With `PDL` (the sm_90a module, launched with programmatic stream serialization after
 /// `cmv_sbvr_quantize`) a warp issues the weight loads of its first item and copies the cache
 /// before `griddepcontrol.wait`, so that they overlap the end of the quantization; only the
-/// quantized inputs wait.
+/// quantized inputs wait. It also lets the launch after it start at once
+/// (`griddepcontrol.launch_dependents`): the next call's quantization, launched
+/// programmatically, waits for this grid before it touches anything, and the next GEMV's first
+/// weight loads then overlap this one's last tiles.
 ///
 /// # Safety
 /// The launcher checked: the buffers hold the geometry's sizes for `rows`, `pairs`, `nbits`
@@ -816,6 +826,10 @@ impl<const N: usize, const H: usize> Way<N> for Int8<H> {
 #[doc(hidden)]
 #[inline(always)]
 pub unsafe fn gemv<W: Way<N>, const N: usize, const PDL: bool>(p: &GemvParams) {
+    if PDL {
+        // SAFETY: sm_90 code (the caller's contract); it only lets the next grid launch.
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let warp = warp_id();
     let b = W::B;
     let pairs = p.pairs;
