@@ -179,12 +179,14 @@ impl SbvrGemv {
         Ok(k)
     }
 
-    /// Whether the quantization, the first kernel of a call, is launched programmatically
-    /// (with [`SbvrGemv::uses_pdl`]; the default): it then starts while the kernel before it
-    /// on the stream ends and waits for it (`griddepcontrol.wait`) before it reads anything,
-    /// so the next GEMV's first weight loads overlap the previous call's last tiles. `false`
-    /// launches it as an ordinary kernel (for comparisons). The results are the same, bit for
-    /// bit.
+    /// Whether the quantization, the first kernel of a call of one vector, is launched
+    /// programmatically (with [`SbvrGemv::uses_pdl`]; the default): it then starts while the
+    /// kernel before it on the stream ends and waits for it (`griddepcontrol.wait`) before it
+    /// reads anything, so the GEMV's first weight loads overlap the previous call's last tiles
+    /// (on an H200 3-10% faster at one vector; at 16 vectors, where the grid is one block per
+    /// resident slot, 0-3% slower, so calls of more vectors never launch it so: docs/PERF.md).
+    /// `false` launches it as an ordinary kernel (for comparisons). The results are the same,
+    /// bit for bit.
     pub fn set_programmatic_quantize(&mut self, on: bool) {
         self.pdl_quantize = on;
     }
@@ -424,7 +426,7 @@ impl SbvrGemv {
         // before it on the stream has ended, so the GEMV's wait (for the quantize) covers
         // that work too.
         unsafe {
-            if self.programmatic_quantize() {
+            if self.programmatic_quantize() && batch == 1 {
                 self.quantize.launch_programmatic(&self.stream, qcfg, &qp)?;
             } else {
                 self.quantize.launch(&self.stream, qcfg, &qp)?;

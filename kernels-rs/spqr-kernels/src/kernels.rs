@@ -22,9 +22,9 @@
 use cmv_device::{
     U32x4, atomic_add_u32, block_dim_x, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait,
     dyn_smem, dyn_smem_addr, f16_to_f32, f32_to_f16, fence_gpu, fma_f32,
-    griddepcontrol_launch_dependents, ld_nc_u16, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32,
-    ld_u32, ld_v4, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor, st_global_v4, sts_v4,
-    sync_threads, sync_threads_or, sync_warp, thread_idx_x,
+    griddepcontrol_launch_dependents, griddepcontrol_wait, ld_nc_u16, ld_nc_u32, ld_nc_u64,
+    ld_nc_v4, ld_relaxed_u32, ld_u32, ld_v4, lds_v4, mma_m16n8k16_f16_f32, redux_max_u32, shfl_xor,
+    st_global_v4, sts_v4, sync_threads, sync_threads_or, sync_warp, thread_idx_x,
 };
 
 use crate::layout::{
@@ -76,19 +76,6 @@ impl Split {
 
 // The module-wide launch bounds (`CMV_MAXNTID`, `CMV_MINNCTAPERSM`) are defined with the
 // scaled-weights kernels (`crate::scaled_entry_points!`), so that the sm_90a module has them too.
-
-/// One vector: 4 blocks of the largest size (8 of the usual 4 warps), 64 registers, a full
-/// SM's worth of warps; the kernel fits in them without spills.
-#[cfg(feature = "entries")]
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_b1: u32 = 4;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_b1`].
-#[cfg(feature = "entries")]
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b1: u32 = 4;
 
 /// The 16 fp16 inputs `col0..col0 + 16` of vector row `xv` as 8 `half2` words in natural order;
 /// zeros past `cols`.
@@ -748,7 +735,7 @@ pub unsafe fn prep_inputs<const PDL: bool>(p: &crate::PrepParams) {
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn spqr_gemv<const B: usize, const PT: bool>(
+unsafe fn spqr_gemv<const B: usize, const PT: bool, const PDL: bool>(
     dense: *const u64,
     x: *const u16,
     y: *mut u16,
@@ -761,11 +748,19 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     batch: u32,
     aligned: u32,
 ) {
+    if PDL {
+        // SAFETY: sm_90 code (the caller's contract); it only lets the next grid launch.
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let tid = thread_idx_x();
     // The last warp walks the outliers while the others multiply the weights.
     let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - 1);
     let (red, outl) = sum_areas::<B>(warps);
     if warp == warps {
+        if PDL {
+            // SAFETY: sm_90 code; the outlier warp reads x, which the kernel before may write.
+            unsafe { griddepcontrol_wait() };
+        }
         // SAFETY: forwarded from the launcher's checks.
         unsafe {
             outlier_warp::<B, PT, false>(
@@ -784,7 +779,7 @@ unsafe fn spqr_gemv<const B: usize, const PT: bool>(
     } else {
         // SAFETY: forwarded.
         unsafe {
-            weights::<B>(
+            weights::<B, PDL>(
                 dense,
                 x,
                 red,
@@ -853,7 +848,7 @@ pub(crate) unsafe fn outlier_warp<const B: usize, const PT: bool, const C: bool>
 /// As the entry points; all lanes of the warp call it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn weights<const B: usize>(
+unsafe fn weights<const B: usize, const PDL: bool>(
     dense: *const u64,
     x: *const u16,
     red: *mut f32,
@@ -890,6 +885,11 @@ unsafe fn weights<const B: usize>(
     // SAFETY: the part's steps in device order (s1 > s0, the launcher's guarantee); the
     // launcher gave the ring area.
     let (ring, mine) = unsafe { WeightRing::start::<B>(part_words, lane, warp, warps, s1 - s0) };
+    if PDL {
+        // SAFETY: sm_90 code. The first weight copies (the matrix, which no kernel writes) are
+        // in flight; the inputs, which the kernel before may write, are read after this.
+        unsafe { griddepcontrol_wait() };
+    }
     let area = dyn_smem_addr() + stage_offset(warps, B as u32) + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane < ZERO_BYTES / 16 {
@@ -996,39 +996,104 @@ unsafe fn weights<const B: usize>(
     }
 }
 
-macro_rules! entries {
-    ($($name:ident = $b:literal, $pt:literal;)*) => {$(
-        /// SpQR GEMV for up to this many input vectors; see the module documentation.
+/// The routed kernels' entry body (1 and 2 vectors): see [`routed_entry_points!`].
+///
+/// # Safety
+/// As the entry points of [`routed_entry_points!`]; `PDL` only in sm_90 code.
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn routed_entry<const B: usize, const PT: bool, const PDL: bool>(p: &SpqrGemvParams) {
+    let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
+    let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
+    let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
+    let SpqrGemvParams {
+        rows,
+        cols,
+        padded_cols,
+        batch,
+        splits,
+        aligned,
+        ..
+    } = *p;
+    let split = Split::of_block(partials, counters, splits);
+    // SAFETY: forwarded from the launcher's checks.
+    unsafe {
+        spqr_gemv::<B, PT, PDL>(
+            dense,
+            x,
+            y,
+            offsets,
+            col_vals,
+            split,
+            rows,
+            cols,
+            padded_cols,
+            batch,
+            aligned,
+        )
+    }
+}
+
+/// Defines the entry points of the routed kernels (1 and 2 vectors) and of the integer-MMA
+/// kernels of one vector, with programmatic dependent launch when `$pdl` is `true` (the
+/// sm_90a module of `spqr-kernels-sm90`; `false` in this crate's module): each block lets
+/// the next launch start at once (`griddepcontrol.launch_dependents`), its weight warps
+/// issue their first weight copies, and every warp waits for the kernel before it
+/// (`griddepcontrol.wait`) before it reads the inputs or writes anything, so a call's first
+/// copies overlap the end of the previous call.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! routed_entry_points {
+    ($pdl:literal) => {
+        $crate::routed_entry_points!(@routed $pdl;
+            cmv_spqr_csr_b1 = 1, false;
+            cmv_spqr_csr_b2 = 2, false;
+            cmv_spqr_ptcsr_b1 = 1, true;
+            cmv_spqr_ptcsr_b2 = 2, true;
+        );
+        $crate::routed_entry_points!(@int8 $pdl;
+            cmv_spqr_csr_i8_b1 = false;
+            cmv_spqr_ptcsr_i8_b1 = true;
+        );
+
+        // One vector: 4 blocks of the largest size (8 of the usual 4 warps), 64 registers, a
+        // full SM's worth of warps; the kernels fit in them without spills.
+        cmv_device::launch_bounds! {
+            CMV_MINNCTAPERSM_cmv_spqr_csr_b1 = 4;
+            CMV_MINNCTAPERSM_cmv_spqr_ptcsr_b1 = 4;
+            CMV_MINNCTAPERSM_cmv_spqr_csr_i8_b1 = 4;
+            CMV_MINNCTAPERSM_cmv_spqr_ptcsr_i8_b1 = 4;
+        }
+    };
+    (@routed $pdl:literal; $($name:ident = $b:literal, $pt:literal;)*) => {$(
+        /// SpQR GEMV for up to this many input vectors; see `spqr_kernels::kernels`.
         ///
         /// # Safety
-        /// Launched by `spqr-format` with [`SpqrGemvParams`], having validated the matrix
+        /// Launched by `spqr-format` with `SpqrGemvParams`, having validated the matrix
         /// (lengths, offsets, outlier columns), sized the inputs and outputs, checked `aligned`
         /// (input 16-byte aligned and `cols % 8 == 0`), and launched `splits` blocks per tile
         /// row (`1 <= splits <=` its steps) of `launch_warps` threads (at least 2 warps) with
         /// `smem_bytes(weight warps, B)` bytes of shared memory; with `splits > 1`, `partials`
         /// holds `bands * splits * 16 * B` values and `counters` one zero per tile row.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: SpqrGemvParams) {
-            let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
-            let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
-            let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
-            let SpqrGemvParams { rows, cols, padded_cols, batch, splits, aligned, .. } = p;
-            let split = Split::of_block(partials, counters, splits);
-            // SAFETY: forwarded from the launcher's checks.
-            unsafe {
-                spqr_gemv::<$b, $pt>(
-                    dense, x, y, offsets, col_vals, split, rows, cols, padded_cols, batch,
-                    aligned,
-                )
-            }
+        pub unsafe extern "ptx-kernel" fn $name(p: $crate::SpqrGemvParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::kernels::routed_entry::<$b, $pt, $pdl>(&p) }
+        }
+    )*};
+    (@int8 $pdl:literal; $($name:ident = $pt:literal;)*) => {$(
+        /// SpQR GEMV of one vector on integer tensor cores; see `spqr_kernels::kernels_int8`.
+        ///
+        /// # Safety
+        /// As the routed kernel of one vector (`cmv_spqr_csr_b1`), with `batch == 1` and the
+        /// dense words in byte layout (`int8::byte_layout_word` of the device order).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: $crate::SpqrGemvParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::kernels_int8::int8_entry::<$pt, $pdl>(&p) }
         }
     )*};
 }
 
 #[cfg(feature = "entries")]
-entries! {
-    cmv_spqr_csr_b1 = 1, false;
-    cmv_spqr_csr_b2 = 2, false;
-    cmv_spqr_ptcsr_b1 = 1, true;
-    cmv_spqr_ptcsr_b2 = 2, true;
-}
+crate::routed_entry_points!(false);

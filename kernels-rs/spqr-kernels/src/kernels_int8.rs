@@ -17,8 +17,9 @@
 //! of halves and its `(σ, T)` in the warp's shared memory.
 
 use cmv_device::{
-    U32x4, block_dim_x, cp_async_wait, dyn_smem_addr, lds_v2, lds_v4, mma_m16n8k32_u8s8, shfl_xor,
-    sts_v2, sts_v4, sync_warp, thread_idx_x,
+    U32x4, block_dim_x, cp_async_wait, dyn_smem_addr, griddepcontrol_launch_dependents,
+    griddepcontrol_wait, lds_v2, lds_v4, mma_m16n8k32_u8s8, shfl_xor, sts_v2, sts_v4, sync_warp,
+    thread_idx_x,
 };
 
 use crate::int8::{
@@ -42,18 +43,6 @@ const HALVES_BYTES: u32 = 32 * 32;
 // zeros after it hold one lane's 16 bytes.
 const _: () = assert!(HALVES_BYTES + 32 * 8 <= ROUND_BYTES && ZERO_BYTES >= 16);
 const _: () = assert!(4 * ROUND == 32 && ROUND.is_multiple_of(RING_SLOTS));
-
-/// Both entries hold 64 registers (4 blocks of 8 warps per SM), as the 1-vector routed kernel.
-#[cfg(feature = "entries")]
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_csr_i8_b1: u32 = 4;
-
-/// As [`CMV_MINNCTAPERSM_cmv_spqr_csr_i8_b1`].
-#[cfg(feature = "entries")]
-#[unsafe(no_mangle)]
-#[allow(non_upper_case_globals)]
-pub static CMV_MINNCTAPERSM_cmv_spqr_ptcsr_i8_b1: u32 = 4;
 
 /// The tile's statistics as `(ss, sz)`, `(zs, zz)` `half2` words for lane `(g, t)` holding
 /// device rows `2g, 2g + 1` in byte layout (`w`: row `2g`'s low and high halves, then row
@@ -103,7 +92,7 @@ unsafe fn step(w: [u32; 4], frag: u32, st: u32, g: u32, acc: &mut [f32; 2]) {
 /// As the entry points; all lanes of the warp call it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn weights(
+unsafe fn weights<const PDL: bool>(
     dense: *const u64,
     x: *const u16,
     red: *mut f32,
@@ -127,6 +116,11 @@ unsafe fn weights(
     };
     // SAFETY: the part's steps in device order (s1 > s0); the launcher gave the ring area.
     let (ring, mine) = unsafe { WeightRing::start::<1>(part_words, lane, warp, warps, s1 - s0) };
+    if PDL {
+        // SAFETY: sm_90 code. The first weight copies are in flight; the input, which the
+        // kernel before may write, is read after this.
+        unsafe { griddepcontrol_wait() };
+    }
     let area = dyn_smem_addr() + stage_offset(warps, 1) + warp * WARP_STAGE_BYTES;
     let zeros = area + ROUND_BYTES;
     if lane == 0 {
@@ -206,7 +200,7 @@ unsafe fn weights(
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn spqr_gemv_i8<const PT: bool>(
+unsafe fn spqr_gemv_i8<const PT: bool, const PDL: bool>(
     dense: *const u64,
     x: *const u16,
     y: *mut u16,
@@ -218,10 +212,18 @@ unsafe fn spqr_gemv_i8<const PT: bool>(
     padded_cols: u32,
     aligned: u32,
 ) {
+    if PDL {
+        // SAFETY: sm_90 code (the caller's contract); it only lets the next grid launch.
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let tid = thread_idx_x();
     let (lane, warp, warps) = (tid & 31, tid >> 5, (block_dim_x() >> 5) - 1);
     let (red, outl) = sum_areas::<1>(warps);
     if warp == warps {
+        if PDL {
+            // SAFETY: sm_90 code; the outlier warp reads x, which the kernel before may write.
+            unsafe { griddepcontrol_wait() };
+        }
         // SAFETY: forwarded from the launcher's checks.
         unsafe {
             outlier_warp::<1, PT, false>(
@@ -240,7 +242,7 @@ unsafe fn spqr_gemv_i8<const PT: bool>(
     } else {
         // SAFETY: forwarded.
         unsafe {
-            weights(
+            weights::<PDL>(
                 dense,
                 x,
                 red,
@@ -258,32 +260,38 @@ unsafe fn spqr_gemv_i8<const PT: bool>(
     unsafe { write_rows::<1, 1>(red, outl, y, rows, 1, &split, tid, warps, 2) };
 }
 
-macro_rules! entries {
-    ($($name:ident = $pt:literal;)*) => {$(
-        /// SpQR GEMV of one vector on integer tensor cores; see the module documentation.
-        ///
-        /// # Safety
-        /// As the routed kernel of one vector (`cmv_spqr_csr_b1`), with `batch == 1` and the
-        /// dense words in byte layout (`int8::byte_layout_word` of the device order).
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: SpqrGemvParams) {
-            let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
-            let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
-            let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
-            let SpqrGemvParams { rows, cols, padded_cols, splits, aligned, .. } = p;
-            let split = Split::of_block(partials, counters, splits);
-            // SAFETY: forwarded from the launcher's checks.
-            unsafe {
-                spqr_gemv_i8::<$pt>(
-                    dense, x, y, offsets, col_vals, split, rows, cols, padded_cols, aligned,
-                )
-            }
-        }
-    )*};
-}
-
-#[cfg(feature = "entries")]
-entries! {
-    cmv_spqr_csr_i8_b1 = false;
-    cmv_spqr_ptcsr_i8_b1 = true;
+/// The integer-MMA kernels' entry body (`crate::routed_entry_points!`).
+///
+/// # Safety
+/// As those entry points; `PDL` only in sm_90 code.
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn int8_entry<const PT: bool, const PDL: bool>(p: &SpqrGemvParams) {
+    let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
+    let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
+    let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
+    let SpqrGemvParams {
+        rows,
+        cols,
+        padded_cols,
+        splits,
+        aligned,
+        ..
+    } = *p;
+    let split = Split::of_block(partials, counters, splits);
+    // SAFETY: forwarded from the launcher's checks.
+    unsafe {
+        spqr_gemv_i8::<PT, PDL>(
+            dense,
+            x,
+            y,
+            offsets,
+            col_vals,
+            split,
+            rows,
+            cols,
+            padded_cols,
+            aligned,
+        )
+    }
 }

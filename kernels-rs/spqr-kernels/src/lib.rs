@@ -144,6 +144,25 @@ pub fn choose_splits(bands: u32, nsteps: u32, warps: u32, sms: u32) -> u32 {
         .clamp(1, most)
 }
 
+/// Blocks per SM from which a one-vector launch (routed or integer-MMA kernel, tile rows not
+/// split) goes programmatically after the kernel before it on Hopper ([`routed_programmatic`]).
+pub const ROUTED_PDL_BLOCKS_PER_SM: u32 = 12;
+
+/// Whether a launch of the routed or integer-MMA kernel for `kernel_batch` vectors, `splits`
+/// blocks per tile row and `blocks` blocks in all, on `sms` SMs, is launched programmatically
+/// (with the sm_90a module): one vector, unsplit tile rows, and at least
+/// [`ROUTED_PDL_BLOCKS_PER_SM`] blocks per SM, that is about three rounds of resident blocks,
+/// so that the blocks that start early, while the kernel before ends, leave the SMs no more
+/// unevenly loaded than the rounds after them even out. Measured on an H200 (docs/PERF.md,
+/// "SpQR and SBVR: a call that starts while the one before ends"): 1-3% faster at 28672 x
+/// 8192 (1792 blocks on 132 SMs), 1-3% slower at 11008 x 4096 (688 blocks) and 52% slower at
+/// 8192 x 28672 (split tile rows, fewer blocks than one round) when launched so.
+pub const fn routed_programmatic(kernel_batch: u32, splits: u32, blocks: u32, sms: u32) -> bool {
+    kernel_batch == 1
+        && splits == 1
+        && blocks as u64 >= ROUTED_PDL_BLOCKS_PER_SM as u64 * sms as u64
+}
+
 /// Largest kernel batch of the routed kernel ([`tc`]); larger batches run the scaled-weights
 /// kernel ([`tc_scaled`]), which takes the fp16 prescale arguments.
 pub const ROUTED_MAX_BATCH: u32 = 2;
@@ -737,6 +756,18 @@ mod split_tests {
             }
             assert!(seen.iter().all(|&s| s));
         }
+    }
+
+    #[test]
+    fn only_long_unsplit_one_vector_launches_are_programmatic() {
+        // 132 SMs: 28672 rows (1792 tile rows) yes; 11008 (688) and split rows no; 2 vectors no.
+        assert!(routed_programmatic(1, 1, 1792, 132));
+        assert!(routed_programmatic(1, 1, 12 * 132, 132));
+        assert!(!routed_programmatic(1, 1, 12 * 132 - 1, 132));
+        assert!(!routed_programmatic(1, 1, 688, 132));
+        assert!(!routed_programmatic(1, 4, 2048, 132));
+        assert!(!routed_programmatic(2, 1, 1792, 132));
+        assert!(routed_programmatic(1, 1, u32::MAX, u32::MAX / 12));
     }
 
     #[test]
