@@ -378,9 +378,12 @@ impl SpqrGemv {
             for pt in [false, true] {
                 for rows in 1..=MAX_BLOCK_ROWS {
                     if let Some(name) = kernel_name_rows(b, pt, rows) {
+                        // Two vectors: the sm_80 kernel, launched as before (its programmatic
+                        // launch was not measured).
+                        let ptx = if b == 2 { &PTX } else { scaled_ptx };
                         kernels.push(Loaded {
                             name,
-                            kernel: gpu.kernel(scaled_ptx, name)?,
+                            kernel: gpu.kernel(ptx, name)?,
                         });
                     }
                 }
@@ -438,7 +441,7 @@ impl SpqrGemv {
         Ok(self.splits_for(m, rows))
     }
 
-    /// Whether launches of the routed and integer-MMA kernels (1 and 2 vectors) go
+    /// Whether one-vector launches (the routed and integer-MMA kernels of one vector) go
     /// programmatically after the kernel before them on Hopper (with [`SpqrGemv::uses_pdl`]):
     /// `Some(true)` always, `Some(false)` never, `None` (the default) by
     /// [`routed_programmatic`]'s rule. For tests and measurements; the results are the same,
@@ -753,12 +756,14 @@ impl SpqrGemv {
                     k.launch(&self.stream, cfg, &sp)?;
                 }
             } else if self.pdl
+                && kb == 1
                 && self
                     .routed_pdl
                     .unwrap_or_else(|| routed_programmatic(kb, splits, blocks, self.sm_count))
             {
-                // The routed and integer-MMA kernels of PTX_SM90 let the next launch start at
-                // once and wait (`griddepcontrol.wait`) before they read x or write y,
+                // The one-vector routed and integer-MMA kernels of PTX_SM90 (two vectors run
+                // the sm_80 kernel, launched ordinarily) let the next launch start at once and
+                // wait (`griddepcontrol.wait`) before they read x or write y,
                 // partials or counters, which the kernel before (the previous call) may still
                 // use; before it they read only the matrix's words.
                 k.launch_programmatic(&self.stream, cfg, &params)?;
