@@ -38,8 +38,9 @@ pub static PTX_SM90: PtxModule = PtxModule::new(
 );
 
 /// The environment variable that turns programmatic dependent launch off when set to `0`,
-/// or launches only the GEMV programmatically when set to `gemv` (the quantization then
-/// starts after the work before it has ended), for comparisons ([`SbvrGemv::new`]).
+/// launches only the GEMV programmatically when set to `gemv` (the quantization then starts
+/// after the work before it has ended), or the quantization too at every batch when set to
+/// `all` (measured slower at 16 vectors), for comparisons ([`SbvrGemv::new`]).
 pub const PDL_ENV: &str = "CMV_SBVR_PDL";
 
 pub use sbvr_kernels::Way;
@@ -150,9 +151,10 @@ pub struct SbvrGemv {
     /// The kernels come from [`PTX_SM90`] and the GEMV is launched programmatically after the
     /// quantization.
     pdl: bool,
-    /// With `pdl`: the quantization too is launched programmatically, so that a call starts
-    /// while the work before it (the previous call's GEMV) ends.
-    pdl_quantize: bool,
+    /// With `pdl`: the quantization too is launched programmatically for calls of up to this
+    /// many vectors (0: never), so that a call starts while the work before it (the previous
+    /// call's GEMV) ends.
+    pdl_quantize: usize,
     quantize: Kernel,
     sm_count: u32,
     /// `(entry name, kernel)` of every GEMV kernel.
@@ -173,8 +175,10 @@ impl SbvrGemv {
     pub fn new(gpu: &Gpu) -> Result<Self, SbvrError> {
         let env = std::env::var(PDL_ENV).ok();
         let mut k = Self::with_pdl(gpu, env.as_deref() != Some("0"))?;
-        if env.as_deref() == Some("gemv") {
-            k.set_programmatic_quantize(false);
+        match env.as_deref() {
+            Some("gemv") => k.set_programmatic_quantize(false),
+            Some("all") => k.pdl_quantize = MAX_BATCH as usize,
+            _ => {}
         }
         Ok(k)
     }
@@ -188,13 +192,13 @@ impl SbvrGemv {
     /// `false` launches it as an ordinary kernel (for comparisons). The results are the same,
     /// bit for bit.
     pub fn set_programmatic_quantize(&mut self, on: bool) {
-        self.pdl_quantize = on;
+        self.pdl_quantize = usize::from(on);
     }
 
     /// Whether the quantization is launched programmatically
     /// ([`SbvrGemv::set_programmatic_quantize`] and [`SbvrGemv::uses_pdl`]).
     pub fn programmatic_quantize(&self) -> bool {
-        self.pdl && self.pdl_quantize
+        self.pdl && self.pdl_quantize > 0
     }
 
     /// As [`SbvrGemv::new`], with programmatic dependent launch asked for (`pdl`) or not; it is
@@ -212,7 +216,7 @@ impl SbvrGemv {
         Ok(Self {
             stream: gpu.stream().clone(),
             pdl,
-            pdl_quantize: true,
+            pdl_quantize: 1,
             sm_count: gpu.info().sm_count,
             quantize: gpu.kernel(ptx, "cmv_sbvr_quantize")?,
             gemv,
@@ -426,7 +430,7 @@ impl SbvrGemv {
         // before it on the stream has ended, so the GEMV's wait (for the quantize) covers
         // that work too.
         unsafe {
-            if self.programmatic_quantize() && batch == 1 {
+            if self.pdl && batch <= self.pdl_quantize {
                 self.quantize.launch_programmatic(&self.stream, qcfg, &qp)?;
             } else {
                 self.quantize.launch(&self.stream, qcfg, &qp)?;
