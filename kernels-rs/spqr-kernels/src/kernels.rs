@@ -996,6 +996,33 @@ unsafe fn weights<const B: usize, const PDL: bool>(
     }
 }
 
+/// The buffers of the routed and integer-MMA kernels' parameters, as raw pointers: `dense`,
+/// `x`, `y`, `offsets`, `col_vals`, `partials`, `counters`.
+#[doc(hidden)]
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+pub fn routed_pointers(
+    p: &SpqrGemvParams,
+) -> (
+    *const u64,
+    *const u16,
+    *mut u16,
+    *const u32,
+    *const u32,
+    *mut f32,
+    *mut u32,
+) {
+    (
+        p.dense.as_ptr(),
+        p.x.as_ptr(),
+        p.y.as_mut_ptr(),
+        p.offsets.as_ptr(),
+        p.col_vals.as_ptr(),
+        p.partials.as_mut_ptr(),
+        p.counters.as_mut_ptr(),
+    )
+}
+
 /// The routed kernels' entry body (1 and 2 vectors): see [`routed_entry_points!`].
 ///
 /// # Safety
@@ -1003,9 +1030,7 @@ unsafe fn weights<const B: usize, const PDL: bool>(
 #[doc(hidden)]
 #[inline(always)]
 pub unsafe fn routed_entry<const B: usize, const PT: bool, const PDL: bool>(p: &SpqrGemvParams) {
-    let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
-    let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
-    let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
+    let (dense, x, y, offsets, col_vals, partials, counters) = routed_pointers(p);
     let SpqrGemvParams {
         rows,
         cols,

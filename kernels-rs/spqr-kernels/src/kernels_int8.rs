@@ -267,9 +267,7 @@ unsafe fn spqr_gemv_i8<const PT: bool, const PDL: bool>(
 #[doc(hidden)]
 #[inline(always)]
 pub unsafe fn int8_entry<const PT: bool, const PDL: bool>(p: &SpqrGemvParams) {
-    let (dense, x, y) = (p.dense.as_ptr(), p.x.as_ptr(), p.y.as_mut_ptr());
-    let (offsets, col_vals) = (p.offsets.as_ptr(), p.col_vals.as_ptr());
-    let (partials, counters) = (p.partials.as_mut_ptr(), p.counters.as_mut_ptr());
+    let (dense, x, y, offsets, col_vals, partials, counters) = crate::kernels::routed_pointers(p);
     let SpqrGemvParams {
         rows,
         cols,
