@@ -26,6 +26,15 @@ impl PtxModule {
     pub const fn new(name: &'static str, ptx: &'static str) -> Self {
         Self { name, ptx }
     }
+
+    /// The PTX text of entry `name`, from its `.entry` line up to the next entry (or the end),
+    /// if the module defines it: for tests that check what a kernel contains.
+    pub fn entry(&self, name: &str) -> Option<&'static str> {
+        let ptx = self.ptx;
+        let start = ptx.find(&format!(".entry {name}("))?;
+        let rest = &ptx[start + 1..];
+        Some(&ptx[start..start + 1 + rest.find(".entry ").unwrap_or(rest.len())])
+    }
 }
 
 /// What a benchmark or a launcher needs to know about the device.
@@ -581,6 +590,18 @@ fn module_source_in(module: &PtxModule, dir: Option<&std::ffi::OsStr>) -> Result
 #[cfg(test)]
 mod ptx_override_tests {
     use super::*;
+
+    #[test]
+    fn an_entry_runs_to_the_next_one() {
+        let m = PtxModule::new(
+            "t",
+            ".entry a(\n{ x; }\n.entry ab(\n{ y; }\n.entry b(\n{ z; }",
+        );
+        assert_eq!(m.entry("a"), Some(".entry a(\n{ x; }\n"));
+        assert_eq!(m.entry("ab"), Some(".entry ab(\n{ y; }\n"));
+        assert_eq!(m.entry("b"), Some(".entry b(\n{ z; }"));
+        assert_eq!(m.entry("c"), None);
+    }
 
     #[test]
     fn peak_bandwidth_is_two_transfers_per_clock_over_the_bus() {

@@ -513,22 +513,15 @@ mod tests {
         assert!(PTX_SM90.ptx.contains("griddepcontrol.launch_dependents"));
     }
 
-    /// The body of entry `name` in `ptx`: from its `.entry` line to the next entry.
-    fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
-        let start = ptx
-            .find(&format!(".entry {name}("))
-            .unwrap_or_else(|| panic!("{name} missing: run `cargo xtask ptx`"));
-        let rest = &ptx[start + 1..];
-        &ptx[start..start + 1 + rest.find(".entry ").unwrap_or(rest.len())]
-    }
-
     /// The programmatic launches' contract in the Hopper module: every kernel lets the next
     /// launch start and waits for the one before; the quantization (launched programmatically
     /// after the previous call's GEMV) waits before its first global load or store.
     #[test]
     fn hopper_kernels_wait_for_the_launch_before_them() {
         for name in gemv_kernel_names().chain(["cmv_sbvr_quantize"]) {
-            let body = entry_body(PTX_SM90.ptx, name);
+            let body = PTX_SM90
+                .entry(name)
+                .unwrap_or_else(|| panic!("{name} missing: run `cargo xtask ptx`"));
             for op in ["griddepcontrol.launch_dependents", "griddepcontrol.wait"] {
                 assert!(
                     body.contains(op),
@@ -536,7 +529,7 @@ mod tests {
                 );
             }
         }
-        let q = entry_body(PTX_SM90.ptx, "cmv_sbvr_quantize");
+        let q = PTX_SM90.entry("cmv_sbvr_quantize").unwrap();
         let wait = q.find("griddepcontrol.wait").unwrap();
         for access in ["ld.global", "st.global"] {
             if let Some(at) = q.find(access) {

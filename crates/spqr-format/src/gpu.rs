@@ -895,14 +895,9 @@ mod tests {
             .flat_map(|b| [false, true].map(|pt| kernel_name_rows(b, pt, 1)))
             .flatten();
         for name in routed.chain(INT8_KERNELS) {
-            let start = PTX_SM90
-                .ptx
-                .find(&format!(".entry {name}("))
-                .unwrap_or_else(|| {
-                    panic!("{name} is not in the sm_90a PTX: run `cargo xtask ptx`")
-                });
-            let rest = &PTX_SM90.ptx[start + 1..];
-            let body = &rest[..rest.find(".entry ").unwrap_or(rest.len())];
+            let body = PTX_SM90.entry(name).unwrap_or_else(|| {
+                panic!("{name} is not in the sm_90a PTX: run `cargo xtask ptx`")
+            });
             for op in ["griddepcontrol.launch_dependents", "griddepcontrol.wait"] {
                 assert!(
                     body.contains(op),

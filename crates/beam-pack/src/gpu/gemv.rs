@@ -1361,22 +1361,17 @@ impl DeviceGemv for PackedMatrix {
 mod tests {
     use super::*;
 
-    /// The PTX text of entry `name` in `ptx` (up to the next entry), if defined.
-    fn entry<'a>(ptx: &'a str, name: &str) -> Option<&'a str> {
-        let start = ptx.find(&format!(".entry {name}("))?;
-        let rest = &ptx[start + 1..];
-        Some(&ptx[start..start + 1 + rest.find(".entry ").unwrap_or(rest.len())])
-    }
-
     #[test]
     fn the_sm90_module_defines_the_programmatic_direct_kernels() {
         let run = "run `cargo xtask ptx`";
         assert!(PTX_SM90.ptx.contains(".target sm_90a"));
         for (i, bits) in DIRECT_WIDTHS.iter().enumerate() {
             let name = DIRECT_NAMES[0][i];
-            let base = entry(PTX.ptx, name).unwrap_or_else(|| panic!("{name} missing: {run}"));
+            let base = PTX
+                .entry(name)
+                .unwrap_or_else(|| panic!("{name} missing: {run}"));
             assert!(!base.contains("griddepcontrol"), "{name} (sm_80 module)");
-            match entry(PTX_SM90.ptx, name) {
+            match PTX_SM90.entry(name) {
                 Some(k) => {
                     assert!(
                         DIRECT_PDL_WIDTHS.contains(bits),
@@ -1402,7 +1397,7 @@ mod tests {
                 None => assert!(!DIRECT_PDL_WIDTHS.contains(bits), "{name} missing: {run}"),
             }
         }
-        assert!(entry(PTX_SM90.ptx, "cmv_beam_gemv_direct_b4_n2").is_none());
+        assert!(PTX_SM90.entry("cmv_beam_gemv_direct_b4_n2").is_none());
     }
 
     fn name(bits: u32, cols: usize, n: usize, path: GemvPath) -> &'static str {
