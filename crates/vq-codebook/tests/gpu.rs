@@ -140,6 +140,66 @@ fn the_kernel_matches_the_reference() {
     );
 }
 
+/// A chain of layers as a decoder runs them, through the tensor-core kernel: each product
+/// reads the vector the one before wrote, queued back to back with no synchronization (with
+/// programmatic launch on Hopper a product starts while the one before still runs). Every
+/// step within the tolerance of the f64 reference on the GPU's own input, and the same bits
+/// with and without programmatic launch.
+#[test]
+fn a_chain_of_layers_reads_each_output_after_it_is_written() {
+    let Some(gpu) = gpu_for_tests("a_chain_of_layers_reads_each_output_after_it_is_written") else {
+        return;
+    };
+    let d = 1024;
+    // Weights of standard deviation 1 / sqrt(d): outputs about as large as the inputs.
+    let raw = weights(d * d, 7);
+    let rms = (raw.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / raw.len() as f64).sqrt();
+    let w: Vec<f32> = raw
+        .iter()
+        .map(|v| (f64::from(*v) / (rms * (d as f64).sqrt())) as f32)
+        .collect();
+    let m = VqMatrix::encode(&w, d, d, &EncodeOptions::with(VqConfig::gptvq2())).unwrap();
+    let dm = DeviceVqMatrix::upload_for(&gpu, &m, VqKernel::Mma { row_groups: None }).unwrap();
+    let steps = 6;
+    for batch in [1, 5, 16] {
+        let x0: Vec<f16> = weights(batch * d, 40 + batch as u64)
+            .iter()
+            .map(|v| f16::from_f32(*v / rms as f32))
+            .collect();
+        let mut runs = Vec::new();
+        for pdl in [true, false] {
+            let k = VqGemv::with_pdl(&gpu, pdl).unwrap();
+            let dx = gpu.upload(&x0).unwrap();
+            let mut outs: Vec<VqOut> = (0..steps)
+                .map(|_| VqOut::new(&gpu, d, batch).unwrap())
+                .collect();
+            k.gemv(&dm, &dx, &mut outs[0], batch).unwrap();
+            for i in 1..steps {
+                let (head, tail) = outs.split_at_mut(i);
+                k.gemv(&dm, head[i - 1].y(), &mut tail[0], batch).unwrap();
+            }
+            let mut xs = vec![x0.clone()];
+            xs.extend(outs.iter().map(|o| gpu.download(o.y()).unwrap()));
+            for i in 0..steps {
+                let want = m.reference(&xs[i], batch).unwrap();
+                let e = rel(&xs[i + 1], &want);
+                assert!(
+                    e < GPU_TOLERANCE,
+                    "batch {batch} step {i} (programmatic {}): {e:e}",
+                    k.uses_pdl()
+                );
+            }
+            runs.push(xs);
+        }
+        for (i, (a, b)) in runs[0].iter().zip(&runs[1]).enumerate() {
+            assert!(
+                a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "batch {batch} step {i}: programmatic launch changed the bits"
+            );
+        }
+    }
+}
+
 #[test]
 fn nan_inputs_propagate_and_bad_sizes_are_errors() {
     let Some(gpu) = gpu_for_tests("nan_inputs_propagate_and_bad_sizes_are_errors") else {

@@ -48,6 +48,10 @@ pub mod dev;
 mod kernels;
 pub mod lut;
 pub mod mma;
+/// The tensor-core GEMV's device code (NVPTX only; entry points by [`mma_entry_points!`]).
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+pub mod mma_gpu;
 
 use cmv_device::{DevPtr, DevPtrMut, KernelParams};
 

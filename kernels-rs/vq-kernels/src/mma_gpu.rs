@@ -1,10 +1,14 @@
-// The tensor-core GEMV (`crate::mma`), NVPTX only. Included from `kernels.rs`.
+//! The tensor-core GEMV (`crate::mma`), NVPTX only; its entry points are defined by
+//! [`crate::mma_entry_points!`] in this crate's module (`false`) and in `vq-kernels-sm90`'s
+//! (`true`: programmatic dependent launch).
+// Public only for `mma_entry_points!` (hidden): no host code sees these types.
+#![allow(missing_debug_implementations)]
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, dyn_smem_addr, f32_to_f16, fence_gpu, grid_dim_x,
-    ld_nc_na_v4, ld_nc_u16, ld_nc_u32, ld_nc_u64, ld_nc_v4, ld_relaxed_u32, lds_u32, lds_v2,
-    lds_v4, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v2, sts_v4, sync_threads,
-    thread_idx_x,
+    griddepcontrol_launch_dependents, griddepcontrol_wait, ld_nc_na_v4, ld_nc_u16, ld_nc_u32,
+    ld_nc_u64, ld_nc_v4, ld_relaxed_u32, lds_u32, lds_v2, lds_v4, mma_m16n8k16_f16_f32,
+    red_add_f32_global, sts_u32, sts_v2, sts_v4, sync_threads, thread_idx_x,
 };
 
 use crate::dev::lookup;
@@ -51,18 +55,16 @@ unsafe fn load_x4(p: &VqMmaParams, n: u32, col: usize) -> [u32; 2] {
     x
 }
 
-/// Loads thread `tid`'s [`Stage`] of slab `slab`, codebook `tile` when `build`.
+/// Thread `tid`'s input fragment of slab `slab` ([`Stage::x`]).
 ///
 /// # Safety
-/// The launcher's contract; `slab < slabs`, `tile` a tile of the matrix.
+/// The launcher's contract; `slab < slabs`.
 #[inline(always)]
-unsafe fn load_stage<const V: usize, const B16: bool>(
+unsafe fn load_x_frag<const V: usize, const B16: bool>(
     p: &VqMmaParams,
     slab: u32,
-    tile: u32,
-    build: bool,
     tid: u32,
-) -> Stage {
+) -> [u32; 4] {
     let lane = tid % 32;
     let col = slab as usize * SLAB_COLS + frag_col(V, (tid / 32) as usize, (lane % 4) as usize);
     // SAFETY: the launcher's contract.
@@ -74,11 +76,33 @@ unsafe fn load_stage<const V: usize, const B16: bool>(
     } else {
         [0; 2]
     };
+    if B16 {
+        [lo[0], hi[0], lo[1], hi[1]]
+    } else {
+        [lo[0], lo[1], 0, 0]
+    }
+}
+
+/// Loads thread `tid`'s [`Stage`] of slab `slab`, codebook `tile` when `build`; the input
+/// fragment only `with_x` (else zeros, for [`load_x_frag`] later).
+///
+/// # Safety
+/// The launcher's contract; `slab < slabs`, `tile` a tile of the matrix.
+#[inline(always)]
+unsafe fn load_stage<const V: usize, const B16: bool>(
+    p: &VqMmaParams,
+    slab: u32,
+    tile: u32,
+    build: bool,
+    with_x: bool,
+    tid: u32,
+) -> Stage {
     let mut st = Stage {
-        x: if B16 {
-            [lo[0], hi[0], lo[1], hi[1]]
+        x: if with_x {
+            // SAFETY: the launcher's contract.
+            unsafe { load_x_frag::<V, B16>(p, slab, tid) }
         } else {
-            [lo[0], lo[1], 0, 0]
+            [0; 4]
         },
         cb: [0; 4],
     };
@@ -352,6 +376,8 @@ struct State<const R: usize> {
     build: [bool; 2],
     rb: [u32; 2],
     tile: [u32; 2],
+    /// The slab of each slot's unit.
+    slab: [u32; 2],
     held: [u32; 2],
     codes: [[[u32; 8]; R]; 2],
     acc: [[[f32; 4]; 2]; R],
@@ -359,7 +385,7 @@ struct State<const R: usize> {
 }
 
 /// Loads the unit at `c` into slot `slot` of `s` (building its table when the buffers of that
-/// parity hold another codebook), and moves `c` on.
+/// parity hold another codebook; its inputs only `with_x`), and moves `c` on.
 ///
 /// # Safety
 /// The launcher's contract; `c.u` is below `units`.
@@ -369,15 +395,17 @@ unsafe fn load_unit<const V: usize, const B16: bool, const R: usize>(
     s: &mut State<R>,
     slot: usize,
     c: &mut Cursor,
+    with_x: bool,
     tid: u32,
 ) -> [[u32; 8]; R] {
     let tile = c.tile(p);
     s.build[slot] = s.held[slot] != tile;
     s.rb[slot] = c.rb;
     s.tile[slot] = tile;
+    s.slab[slot] = c.slab;
     // SAFETY: a unit of the launch.
     let codes = unsafe {
-        s.st[slot] = load_stage::<V, B16>(p, c.slab, tile, s.build[slot], tid);
+        s.st[slot] = load_stage::<V, B16>(p, c.slab, tile, s.build[slot], with_x, tid);
         load_codes::<V, R>(p, c.rb, c.slab, tid / 32, tid % 32)
     };
     c.advance(p);
@@ -415,11 +443,12 @@ unsafe fn unit<const V: usize, const B16: bool, const R: usize, const P: u32>(
         let mut c = s.next;
         if depth(R) == 2 {
             // SAFETY: a unit of the launch; unit u + 2 runs on these buffers too.
-            codes = unsafe { load_unit::<V, B16, R>(p, s, slot, &mut c, tid) };
+            codes = unsafe { load_unit::<V, B16, R>(p, s, slot, &mut c, true, tid) };
         } else {
             // SAFETY: a unit of the launch; unit u + 1 runs on the other buffers, whose last
             // unit (u - 1) is done.
-            s.codes[1 - slot] = unsafe { load_unit::<V, B16, R>(p, s, 1 - slot, &mut c, tid) };
+            s.codes[1 - slot] =
+                unsafe { load_unit::<V, B16, R>(p, s, 1 - slot, &mut c, true, tid) };
         }
         s.next = c;
     }
@@ -441,7 +470,11 @@ unsafe fn unit<const V: usize, const B16: bool, const R: usize, const P: u32>(
     !more
 }
 
-/// The tensor-core VQ GEMV (see `crate::mma`).
+/// The tensor-core VQ GEMV (see `crate::mma`). With `PDL` (the sm_90a module) each block lets
+/// the next launch start at once (`griddepcontrol.launch_dependents`), issues its first
+/// units' code and codebook loads, then waits for the kernel before it (`griddepcontrol.wait`)
+/// before it reads `x` or touches `y`, `acc` or `counters`, which that kernel (the previous
+/// call) may still use.
 ///
 /// # Safety
 /// The launcher checked: `codes` holds `MmaGeometry::code_bytes` bytes laid out by
@@ -449,9 +482,17 @@ unsafe fn unit<const V: usize, const B16: bool, const R: usize, const P: u32>(
 /// aligned), `x` `batch * cols` halves (8-byte aligned), `y` and `acc` `batch * rows` values,
 /// `counters` `row_blocks`, `acc` and `counters` zero; `1 <= batch <= 16`; the geometry
 /// fields come from an `MmaGeometry` of the matrix with this `V` and `R`; `MMA_THREADS`
-/// threads per block, `MMA_SMEM_BYTES` bytes of dynamic shared memory.
+/// threads per block, `MMA_SMEM_BYTES` bytes of dynamic shared memory. `PDL` only in sm_90
+/// code.
+#[doc(hidden)]
 #[inline(always)]
-unsafe fn mma_gemv<const V: usize, const B16: bool, const R: usize>(p: &VqMmaParams) {
+pub unsafe fn mma_gemv<const V: usize, const B16: bool, const R: usize, const PDL: bool>(
+    p: &VqMmaParams,
+) {
+    if PDL {
+        // SAFETY: sm_90 code (the caller's contract); it only lets the next grid launch.
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let tid = thread_idx_x();
     let (start, end) = p.unit_range(block_idx_x(), grid_dim_x());
     if start >= end {
@@ -469,18 +510,30 @@ unsafe fn mma_gemv<const V: usize, const B16: bool, const R: usize>(p: &VqMmaPar
         build: [true; 2],
         rb: [u32::MAX; 2],
         tile: [u32::MAX; 2],
+        slab: [0; 2],
         held: [u32::MAX; 2],
         codes: [[[0; 8]; R]; 2],
         acc: [[[0.0; 4]; 2]; R],
         seg: 0,
     };
-    // The first units' loads (they build their tables: the buffers hold none yet).
+    // The first units' loads (they build their tables: the buffers hold none yet); with PDL
+    // their inputs after the wait.
+    let mut first = 0;
     for slot in 0..depth(R) {
         if s.next.u < end {
             let mut c = s.next;
             // SAFETY: a unit of the launch.
-            s.codes[slot] = unsafe { load_unit::<V, B16, R>(p, &mut s, slot, &mut c, tid) };
+            s.codes[slot] = unsafe { load_unit::<V, B16, R>(p, &mut s, slot, &mut c, !PDL, tid) };
             s.next = c;
+            first += 1;
+        }
+    }
+    if PDL {
+        // SAFETY: sm_90 code; nothing but the matrix (codes, codebooks) was read before.
+        unsafe { griddepcontrol_wait() };
+        for slot in 0..first {
+            // SAFETY: the slot's unit is a unit of the launch.
+            s.st[slot].x = unsafe { load_x_frag::<V, B16>(p, s.slab[slot], tid) };
         }
     }
     loop {
@@ -495,61 +548,67 @@ unsafe fn mma_gemv<const V: usize, const B16: bool, const R: usize>(p: &VqMmaPar
     }
 }
 
-macro_rules! mma_entries {
-    ($($name:ident = $v:literal, $b16:literal, $r:literal;)*) => {$(
+/// Defines the tensor-core GEMV's entry points and launch bounds, with programmatic
+/// dependent launch when `$pdl` is `true` (the sm_90a module of `vq-kernels-sm90`; `false` in
+/// this crate's module).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! mma_entry_points {
+    ($pdl:literal) => {
+        $crate::mma_entry_points!(@entries $pdl;
+            cmv_vq_mma_v2_b8_r2 = 2, false, 2;
+            cmv_vq_mma_v4_b8_r2 = 4, false, 2;
+            cmv_vq_mma_v8_b8_r2 = 8, false, 2;
+            cmv_vq_mma_v2_b8_r4 = 2, false, 4;
+            cmv_vq_mma_v4_b8_r4 = 4, false, 4;
+            cmv_vq_mma_v8_b8_r4 = 8, false, 4;
+            cmv_vq_mma_v2_b16_r2 = 2, true, 2;
+            cmv_vq_mma_v4_b16_r2 = 4, true, 2;
+            cmv_vq_mma_v8_b16_r2 = 8, true, 2;
+            cmv_vq_mma_v2_b16_r4 = 2, true, 4;
+            cmv_vq_mma_v4_b16_r4 = 4, true, 4;
+            cmv_vq_mma_v8_b16_r4 = 8, true, 4;
+        );
+
+        // 256 threads, at least two blocks per SM (at most 128 registers): one block per SM
+        // cannot keep enough loads in flight.
+        cmv_device::launch_bounds! {
+            CMV_MAXNTID_cmv_vq_mma_v2_b8_r2 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v2_b8_r2 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v4_b8_r2 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v4_b8_r2 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v8_b8_r2 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v8_b8_r2 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v2_b8_r4 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v2_b8_r4 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v4_b8_r4 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v4_b8_r4 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v8_b8_r4 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v8_b8_r4 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v2_b16_r2 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v2_b16_r2 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v4_b16_r2 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v4_b16_r2 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v8_b16_r2 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v8_b16_r2 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v2_b16_r4 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v2_b16_r4 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v4_b16_r4 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v4_b16_r4 = 2;
+            CMV_MAXNTID_cmv_vq_mma_v8_b16_r4 = $crate::mma::MMA_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_mma_v8_b16_r4 = 2;
+        }
+    };
+    (@entries $pdl:literal; $($name:ident = $v:literal, $b16:literal, $r:literal;)*) => {$(
         /// The tensor-core VQ GEMV for this vector size, batch and row groups per warp; see
-        /// `crate::mma`.
+        /// `vq_kernels::mma`.
         ///
         /// # Safety
-        /// As `mma_gemv`.
+        /// As `vq_kernels::mma_gpu::mma_gemv`.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: VqMmaParams) {
+        pub unsafe extern "ptx-kernel" fn $name(p: $crate::mma::VqMmaParams) {
             // SAFETY: the launcher's checks are this kernel's contract.
-            unsafe { mma_gemv::<$v, $b16, $r>(&p) }
+            unsafe { $crate::mma_gpu::mma_gemv::<$v, $b16, $r, $pdl>(&p) }
         }
     )*};
-}
-
-mma_entries! {
-    cmv_vq_mma_v2_b8_r2 = 2, false, 2;
-    cmv_vq_mma_v4_b8_r2 = 4, false, 2;
-    cmv_vq_mma_v8_b8_r2 = 8, false, 2;
-    cmv_vq_mma_v2_b8_r4 = 2, false, 4;
-    cmv_vq_mma_v4_b8_r4 = 4, false, 4;
-    cmv_vq_mma_v8_b8_r4 = 8, false, 4;
-    cmv_vq_mma_v2_b16_r2 = 2, true, 2;
-    cmv_vq_mma_v4_b16_r2 = 4, true, 2;
-    cmv_vq_mma_v8_b16_r2 = 8, true, 2;
-    cmv_vq_mma_v2_b16_r4 = 2, true, 4;
-    cmv_vq_mma_v4_b16_r4 = 4, true, 4;
-    cmv_vq_mma_v8_b16_r4 = 8, true, 4;
-}
-
-// 256 threads, at least two blocks per SM (at most 128 registers): one block per SM cannot
-// keep enough loads in flight.
-cmv_device::launch_bounds! {
-    CMV_MAXNTID_cmv_vq_mma_v2_b8_r2 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v2_b8_r2 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v4_b8_r2 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v4_b8_r2 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v8_b8_r2 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v8_b8_r2 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v2_b8_r4 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v2_b8_r4 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v4_b8_r4 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v4_b8_r4 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v8_b8_r4 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v8_b8_r4 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v2_b16_r2 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v2_b16_r2 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v4_b16_r2 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v4_b16_r2 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v8_b16_r2 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v8_b16_r2 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v2_b16_r4 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v2_b16_r4 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v4_b16_r4 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v4_b16_r4 = 2;
-    CMV_MAXNTID_cmv_vq_mma_v8_b16_r4 = MMA_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_mma_v8_b16_r4 = 2;
 }
