@@ -1479,9 +1479,7 @@ mod tests {
                             m.name
                         );
                     }
-                    let start = PTX_SM90.ptx.find(&format!(".entry {name}(")).unwrap();
-                    let rest = &PTX_SM90.ptx[start + 1..];
-                    let body = &rest[..rest.find(".entry ").unwrap_or(rest.len())];
+                    let body = PTX_SM90.entry(name).unwrap();
                     for op in ["griddepcontrol.launch_dependents", "griddepcontrol.wait"] {
                         assert!(
                             body.contains(op),
