@@ -143,8 +143,11 @@ fn the_kernel_matches_the_reference() {
 /// A chain of layers as a decoder runs them, through the tensor-core kernel: each product
 /// reads the vector the one before wrote, queued back to back with no synchronization (with
 /// programmatic launch on Hopper a product starts while the one before still runs). Every
-/// step within the tolerance of the f64 reference on the GPU's own input, and the same bits
-/// with and without programmatic launch.
+/// step within the tolerance of the f64 reference on the GPU's own input, with and without
+/// programmatic launch. (Not the same bits: blocks that split a row block's columns add their
+/// fp32 sums in whatever order they finish, so two runs may differ in the last bit.) A product
+/// that read one element of the vector before the one before wrote it would be off by about
+/// 3% (weights of 1 / sqrt(d), d = 1024): far above the tolerance.
 #[test]
 fn a_chain_of_layers_reads_each_output_after_it_is_written() {
     let Some(gpu) = gpu_for_tests("a_chain_of_layers_reads_each_output_after_it_is_written") else {
@@ -166,7 +169,6 @@ fn a_chain_of_layers_reads_each_output_after_it_is_written() {
             .iter()
             .map(|v| f16::from_f32(*v / rms as f32))
             .collect();
-        let mut runs = Vec::new();
         for pdl in [true, false] {
             let k = VqGemv::with_pdl(&gpu, pdl).unwrap();
             let dx = gpu.upload(&x0).unwrap();
@@ -189,13 +191,6 @@ fn a_chain_of_layers_reads_each_output_after_it_is_written() {
                     k.uses_pdl()
                 );
             }
-            runs.push(xs);
-        }
-        for (i, (a, b)) in runs[0].iter().zip(&runs[1]).enumerate() {
-            assert!(
-                a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits()),
-                "batch {batch} step {i}: programmatic launch changed the bits"
-            );
         }
     }
 }
