@@ -94,16 +94,26 @@ impl VqMatrix {
     }
 }
 
+/// The most vectors at which a launch takes 4 row groups per warp on a matrix of fewer than 8
+/// units per SM ([`choose_geometry`]).
+pub const MMA_FOUR_MAX_BATCH: usize = 3;
+
 /// The row groups per warp a launch of `batch` vectors uses on a GPU of `sms` SMs, from the
 /// geometries a layout serves ([`VqMatrix::mma_geometries`]): 4 row groups when there are at
-/// least 8 units (row block x slab) per SM, or for at most 8 vectors of 4 or 8 weights (`v = 2`
-/// spills at 4); else 2 (more, smaller units keep the SMs busy on smaller matrices). Measured on
-/// an H200 and an H100 (docs/VQ.md). `None` for no geometry.
+/// least 8 units (row block x slab) per SM, or for at most [`MMA_FOUR_MAX_BATCH`] vectors of 4
+/// or 8 weights (`v = 2` spills at 4); else 2 (more, smaller units keep the SMs busy on smaller
+/// matrices). Measured on an H200 with the programmatic launch (docs/VQ.md): at 1-3 vectors 4
+/// row groups are 0-6% faster at 11008x4096 and within 2% elsewhere, from 4 or 5 vectors on 2
+/// row groups are 2-12% faster below the 70B shapes. `None` for no geometry.
 pub fn choose_geometry(geoms: &[MmaGeometry], batch: usize, sms: usize) -> Option<&MmaGeometry> {
     let four = geoms.iter().find(|g| g.r == 4);
     let two = geoms.iter().find(|g| g.r == 2);
     match (four, two) {
-        (Some(g), _) if (batch <= 8 && g.vec >= 4) || g.units() >= 8 * sms.max(1) => Some(g),
+        (Some(g), _)
+            if (batch <= MMA_FOUR_MAX_BATCH && g.vec >= 4) || g.units() >= 8 * sms.max(1) =>
+        {
+            Some(g)
+        }
         (_, Some(g)) => Some(g),
         (g, None) => g,
     }

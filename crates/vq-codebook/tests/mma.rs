@@ -79,7 +79,7 @@ fn the_kernel_takes_one_stage_of_8_bit_codes_on_its_grid() {
     assert_eq!(rs, [2]);
     let pick = |geoms: &[MmaGeometry], batch| choose_geometry(geoms, batch, 132).map(|g| g.r);
     assert_eq!(pick(&m.mma_geometries(), 1), Some(2));
-    // Both: 4 for at most 8 vectors (v >= 4), or with at least 8 units per SM; else 2.
+    // Both: 4 for at most 3 vectors (v >= 4), or with at least 8 units per SM; else 2.
     let v2 = enc(VqConfig::cq4(), 512, 256).mma_geometries();
     assert_eq!(choose_geometry(&v2, 1, 132).map(|g| g.r), Some(2));
     let m = enc(VqConfig::cq2(), 512, 256);
@@ -89,8 +89,13 @@ fn the_kernel_takes_one_stage_of_8_bit_codes_on_its_grid() {
         [(2, 4), (4, 2)]
     );
     assert_eq!(
-        (pick(&geoms, 8), pick(&geoms, 9), pick(&geoms, 16)),
-        (Some(4), Some(2), Some(2))
+        (
+            pick(&geoms, 1),
+            pick(&geoms, 3),
+            pick(&geoms, 4),
+            pick(&geoms, 16)
+        ),
+        (Some(4), Some(4), Some(2), Some(2))
     );
     let big = MmaGeometry::new(28672, 8192, 4, (512, 128, 64), 4).unwrap();
     assert_eq!(
