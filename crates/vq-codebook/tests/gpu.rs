@@ -140,14 +140,17 @@ fn the_kernel_matches_the_reference() {
     );
 }
 
-/// A chain of layers as a decoder runs them, through the tensor-core kernel: each product
-/// reads the vector the one before wrote, queued back to back with no synchronization (with
-/// programmatic launch on Hopper a product starts while the one before still runs). Every
-/// step within the tolerance of the f64 reference on the GPU's own input, with and without
-/// programmatic launch. (Not the same bits: blocks that split a row block's columns add their
-/// fp32 sums in whatever order they finish, so two runs may differ in the last bit.) A product
-/// that read one element of the vector before the one before wrote it would be off by about
-/// 3% (weights of 1 / sqrt(d), d = 1024): far above the tolerance.
+/// A chain of layers as a decoder runs them, through the tensor-core kernel (GPTVQ-2) and the
+/// big-codebook kernels (AQLM-3: the table kernel for one vector, the tensor-core one for 5
+/// and 16; a one-stage codebook of 1024 entries: the table kernel, one launch per vector, for
+/// 3): each product reads the vector the one before wrote,
+/// queued back to back with no synchronization (with programmatic launch on Hopper a product
+/// starts while the one before still runs). Every step within the tolerance of the f64
+/// reference on the GPU's own input, with and without programmatic launch. (Not the same
+/// bits: blocks that split a row block's columns add their fp32 sums in whatever order they
+/// finish, so two runs may differ in the last bit.) A product that read one element of the
+/// vector before the one before wrote it would be off by about 3% (weights of 1 / sqrt(d),
+/// d = 1024): far above the tolerance.
 #[test]
 fn a_chain_of_layers_reads_each_output_after_it_is_written() {
     let Some(gpu) = gpu_for_tests("a_chain_of_layers_reads_each_output_after_it_is_written") else {
@@ -161,35 +164,48 @@ fn a_chain_of_layers_reads_each_output_after_it_is_written() {
         .iter()
         .map(|v| (f64::from(*v) / (rms * (d as f64).sqrt())) as f32)
         .collect();
-    let m = VqMatrix::encode(&w, d, d, &EncodeOptions::with(VqConfig::gptvq2())).unwrap();
-    let dm = DeviceVqMatrix::upload_for(&gpu, &m, VqKernel::Mma { row_groups: None }).unwrap();
-    let steps = 6;
-    for batch in [1, 5, 16] {
-        let x0: Vec<f16> = weights(batch * d, 40 + batch as u64)
-            .iter()
-            .map(|v| f16::from_f32(*v / rms as f32))
-            .collect();
-        for pdl in [true, false] {
-            let k = VqGemv::with_pdl(&gpu, pdl).unwrap();
-            let dx = gpu.upload(&x0).unwrap();
-            let mut outs: Vec<VqOut> = (0..steps)
-                .map(|_| VqOut::new(&gpu, d, batch).unwrap())
+    let runs = [
+        (
+            VqConfig::gptvq2(),
+            VqKernel::Mma { row_groups: None },
+            &[1usize, 5, 16][..],
+        ),
+        (VqConfig::aqlm3(), VqKernel::Big { cache: None }, &[1][..]),
+        (big(10, 1), VqKernel::Big { cache: None }, &[3][..]),
+        (VqConfig::aqlm3(), VqKernel::BigMma, &[5, 16][..]),
+    ];
+    for (config, kernel, batches) in runs {
+        let m = VqMatrix::encode(&w, d, d, &EncodeOptions::with(config)).unwrap();
+        let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
+        let steps = 6;
+        for &batch in batches {
+            let x0: Vec<f16> = weights(batch * d, 40 + batch as u64)
+                .iter()
+                .map(|v| f16::from_f32(*v / rms as f32))
                 .collect();
-            k.gemv(&dm, &dx, &mut outs[0], batch).unwrap();
-            for i in 1..steps {
-                let (head, tail) = outs.split_at_mut(i);
-                k.gemv(&dm, head[i - 1].y(), &mut tail[0], batch).unwrap();
-            }
-            let mut xs = vec![x0.clone()];
-            xs.extend(outs.iter().map(|o| gpu.download(o.y()).unwrap()));
-            for i in 0..steps {
-                let want = m.reference(&xs[i], batch).unwrap();
-                let e = rel(&xs[i + 1], &want);
-                assert!(
-                    e < GPU_TOLERANCE,
-                    "batch {batch} step {i} (programmatic {}): {e:e}",
-                    k.uses_pdl()
-                );
+            for pdl in [true, false] {
+                let k = VqGemv::with_pdl(&gpu, pdl).unwrap();
+                let dx = gpu.upload(&x0).unwrap();
+                let mut outs: Vec<VqOut> = (0..steps)
+                    .map(|_| VqOut::new(&gpu, d, batch).unwrap())
+                    .collect();
+                k.gemv(&dm, &dx, &mut outs[0], batch).unwrap();
+                for i in 1..steps {
+                    let (head, tail) = outs.split_at_mut(i);
+                    k.gemv(&dm, head[i - 1].y(), &mut tail[0], batch).unwrap();
+                }
+                let mut xs = vec![x0.clone()];
+                xs.extend(outs.iter().map(|o| gpu.download(o.y()).unwrap()));
+                for i in 0..steps {
+                    let want = m.reference(&xs[i], batch).unwrap();
+                    let e = rel(&xs[i + 1], &want);
+                    assert!(
+                        e < GPU_TOLERANCE,
+                        "{} batch {batch} step {i} (programmatic {}): {e:e}",
+                        kernel.name(),
+                        k.uses_pdl()
+                    );
+                }
             }
         }
     }

@@ -1,9 +1,13 @@
-// The big-codebook table GEMV (`crate::big`), NVPTX only. Included from `kernels.rs`.
+//! The big-codebook table GEMV (`crate::big`), NVPTX only; its entry points by
+//! [`crate::big_entry_points!`] in this crate's module (`false`) and in `vq-kernels-sm90`'s
+//! (`true`: programmatic dependent launch).
+// Public only for `big_entry_points!` (hidden): no host code sees these types.
 
 use cmv_device::{
     U32x4, atomic_add_u32, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem_addr,
-    f32_to_f16, fence_gpu, grid_dim_x, ld_nc_na_v4, ld_nc_u16, ld_nc_u64, ld_relaxed_u32, lds_u32,
-    lds_v2, mma_m16n8k16_f16_f32, red_add_f32_global, sts_u32, sts_v2, sync_threads, thread_idx_x,
+    f32_to_f16, fence_gpu, grid_dim_x, griddepcontrol_launch_dependents, griddepcontrol_wait,
+    ld_nc_na_v4, ld_nc_u16, ld_nc_u64, ld_relaxed_u32, lds_u32, lds_v2, mma_m16n8k16_f16_f32,
+    red_add_f32_global, sts_u32, sts_v2, sync_threads, thread_idx_x,
 };
 
 use crate::big::{
@@ -248,9 +252,17 @@ macro_rules! reg_tiles {
 /// and `counters` `chunks`, `acc` and `counters` zero; the geometry fields come from a
 /// `BigGeometry` of the matrix, `reg_entries(R) + cached <= entries` with `cached` a multiple
 /// of 8; `BIG_THREADS` threads per block and `big_smem_bytes(cached)` bytes of dynamic shared
-/// memory.
+/// memory. `PDL` only in sm_90 code: then each block lets the next launch start at once and
+/// waits for the kernel before it (`griddepcontrol.wait`) after its codebook and first code
+/// loads, before it reads `x` or touches `y`, `acc` or `counters`, which that kernel (the
+/// previous call or vector) may still use.
+#[doc(hidden)]
 #[inline(always)]
-unsafe fn big<const R: usize>(p: &VqBigParams) {
+pub unsafe fn big<const R: usize, const PDL: bool>(p: &VqBigParams) {
+    if PDL {
+        // SAFETY: sm_90 code (the caller's contract); it only lets the next grid launch.
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let tid = thread_idx_x();
     let lane = tid % 32;
     let warp = tid / 32;
@@ -290,6 +302,10 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
     let mut item = p.item(it);
     // SAFETY (this and every load below): `item` is one of the launch's items.
     let mut cur = unsafe { load_big_codes(p, &item, tid) };
+    if PDL {
+        // SAFETY: sm_90 code; nothing but the matrix (codes, codebook) was read before.
+        unsafe { griddepcontrol_wait() };
+    }
     let mut xa = unsafe { big_x_frag(p, item.slab, g, t) };
     let mut acc = [[0f32; 4]; BIG_MAX_PASSES as usize];
     let mut run = 0u32;
@@ -373,30 +389,37 @@ unsafe fn big<const R: usize>(p: &VqBigParams) {
     }
 }
 
-macro_rules! big_entries {
-    ($($name:ident = $r:literal;)*) => {$(
+/// Defines the big-codebook table GEMV's entry points and launch bounds, with programmatic
+/// dependent launch when `$pdl` is `true` (the sm_90a module of `vq-kernels-sm90`; `false` in
+/// this crate's module).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! big_entry_points {
+    ($pdl:literal) => {
+        $crate::big_entry_points!(@entries $pdl;
+            cmv_vq_big = 0;
+            cmv_vq_big_r8 = 8;
+        );
+
+        // 512 threads, one block per SM (the 128 KiB of tables): up to 128 registers per
+        // thread.
+        cmv_device::launch_bounds! {
+            CMV_MAXNTID_cmv_vq_big = $crate::big::BIG_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_big = 1;
+            CMV_MAXNTID_cmv_vq_big_r8 = $crate::big::BIG_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_big_r8 = 1;
+        }
+    };
+    (@entries $pdl:literal; $($name:ident = $r:literal;)*) => {$(
         /// The big-codebook table GEMV with this many tiles per warp in registers; see
-        /// `crate::big`.
+        /// `vq_kernels::big`.
         ///
         /// # Safety
-        /// As `big`.
+        /// As `vq_kernels::big_gpu::big`.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: VqBigParams) {
+        pub unsafe extern "ptx-kernel" fn $name(p: $crate::big::VqBigParams) {
             // SAFETY: forwarded contract.
-            unsafe { big::<$r>(&p) }
+            unsafe { $crate::big_gpu::big::<$r, $pdl>(&p) }
         }
     )*};
-}
-
-big_entries! {
-    cmv_vq_big = 0;
-    cmv_vq_big_r8 = 8;
-}
-
-// 512 threads, one block per SM (the 128 KiB of tables): up to 128 registers per thread.
-cmv_device::launch_bounds! {
-    CMV_MAXNTID_cmv_vq_big = BIG_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_big = 1;
-    CMV_MAXNTID_cmv_vq_big_r8 = BIG_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_big_r8 = 1;
 }

@@ -1,10 +1,12 @@
-// The big-codebook tensor-core GEMV (`crate::bigmma`), NVPTX only. Included from
-// `kernels.rs`.
+//! The big-codebook tensor-core GEMV (`crate::bigmma`), NVPTX only; its entry points by
+//! [`crate::big_mma_entry_points!`] in this crate's module (`false`) and in `vq-kernels-sm90`'s
+//! (`true`: programmatic dependent launch).
+// Public only for `big_mma_entry_points!` (hidden): no host code sees these types.
 
 use cmv_device::{
     U32x4, add_f16x2, block_idx_x, cp_async_16, cp_async_commit, cp_async_wait, dyn_smem_addr,
-    grid_dim_x, ld_nc_na_u32, lds_v2, lds_v4, mma_m16n8k16_f16_f32, red_add_f32_global, sts_v2,
-    sync_threads, thread_idx_x,
+    grid_dim_x, griddepcontrol_launch_dependents, griddepcontrol_wait, ld_nc_na_u32, lds_v2,
+    lds_v4, mma_m16n8k16_f16_f32, red_add_f32_global, sts_v2, sync_threads, thread_idx_x,
 };
 
 use crate::big::{BIG_ROW_WORDS, slab_code};
@@ -228,11 +230,25 @@ unsafe fn compute<const B16: bool, const R: usize, const MG: usize, const S: usi
 /// values, `counters` `row_blocks`, `acc` and `counters` zero; `1 <= batch <= 16 MG` (`<= 8`
 /// unless `B16`); the geometry fields from a `BigMmaGeometry` of the matrix with `R` row
 /// groups per warp; `BM_THREADS` threads per block, `bm_smem_bytes(entries, MG)` bytes of
-/// dynamic shared memory.
+/// dynamic shared memory. `PDL` only in sm_90 code: then each block lets the next launch
+/// start at once and waits for the kernel before it (`griddepcontrol.wait`) once its codebook
+/// copies are issued, before it reads `x` or touches `y`, `acc` or `counters`, which that
+/// kernel (the previous call) may still use.
+#[doc(hidden)]
 #[inline(always)]
-unsafe fn big_mma_gemv<const B16: bool, const R: usize, const MG: usize, const S: usize>(
+pub unsafe fn big_mma_gemv<
+    const B16: bool,
+    const R: usize,
+    const MG: usize,
+    const S: usize,
+    const PDL: bool,
+>(
     p: &VqBigMmaParams,
 ) {
+    if PDL {
+        // SAFETY: sm_90 code (the caller's contract); it only lets the next grid launch.
+        unsafe { griddepcontrol_launch_dependents() };
+    }
     let tid = thread_idx_x();
     let (start, end) = p.unit_range(block_idx_x(), grid_dim_x());
     if start >= end {
@@ -255,6 +271,10 @@ unsafe fn big_mma_gemv<const B16: bool, const R: usize, const MG: usize, const S
     }
     // SAFETY: no operands.
     unsafe { cp_async_commit() };
+    if PDL {
+        // SAFETY: sm_90 code; nothing but the matrix (its codebooks) was read before.
+        unsafe { griddepcontrol_wait() };
+    }
     let cbs = (base, base + cb_bytes / 2);
     let xs0 = base + cb_bytes;
     let stage_bytes = bm_x_stage_bytes(MG);
@@ -311,44 +331,55 @@ unsafe fn big_mma_gemv<const B16: bool, const R: usize, const MG: usize, const S
     }
 }
 
-/// The big-codebook tensor-core GEMV for at most 8 vectors; see `crate::bigmma`.
-///
-/// # Safety
-/// As `big_mma_gemv` with `B16 = false`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b8(p: VqBigMmaParams) {
-    // SAFETY: the launcher's checks are this kernel's contract.
-    unsafe { big_mma_gemv::<false, 2, 1, 2>(&p) }
-}
+/// Defines the big-codebook tensor-core GEMV's entry points and launch bounds, with
+/// programmatic dependent launch when `$pdl` is `true` (the sm_90a module of
+/// `vq-kernels-sm90`; `false` in this crate's module).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! big_mma_entry_points {
+    ($pdl:literal) => {
+        /// The big-codebook tensor-core GEMV for at most 8 vectors; see `vq_kernels::bigmma`.
+        ///
+        /// # Safety
+        /// As `vq_kernels::bigmma_gpu::big_mma_gemv` with `B16 = false`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b8(p: $crate::bigmma::VqBigMmaParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::bigmma_gpu::big_mma_gemv::<false, 2, 1, 2, $pdl>(&p) }
+        }
 
-/// The big-codebook tensor-core GEMV for at most 16 vectors; see `crate::bigmma`.
-///
-/// # Safety
-/// As `big_mma_gemv` with `B16 = true`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b16(p: VqBigMmaParams) {
-    // SAFETY: the launcher's checks are this kernel's contract.
-    unsafe { big_mma_gemv::<true, 2, 1, 2>(&p) }
-}
+        /// The big-codebook tensor-core GEMV for at most 16 vectors; see `vq_kernels::bigmma`.
+        ///
+        /// # Safety
+        /// As `vq_kernels::bigmma_gpu::big_mma_gemv` with `B16 = true`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_b16(p: $crate::bigmma::VqBigMmaParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::bigmma_gpu::big_mma_gemv::<true, 2, 1, 2, $pdl>(&p) }
+        }
 
-/// The big-codebook tensor-core GEMV for at most 64 inputs (four groups of 16, one row group
-/// per warp, the stages' entries added in fp16 into one sum); see `crate::bigmma`.
-///
-/// # Safety
-/// As `big_mma_gemv` with up to 64 inputs and the geometry of `BM_T64`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_t64(p: VqBigMmaParams) {
-    // SAFETY: the launcher's checks are this kernel's contract.
-    unsafe { big_mma_gemv::<true, 1, 4, 1>(&p) }
-}
+        /// The big-codebook tensor-core GEMV for at most 64 inputs (four groups of 16, one row
+        /// group per warp, the stages' entries added in fp16 into one sum); see
+        /// `vq_kernels::bigmma`.
+        ///
+        /// # Safety
+        /// As `vq_kernels::bigmma_gpu::big_mma_gemv` with up to 64 inputs and the geometry of
+        /// `BM_T64`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn cmv_vq_big_mma_t64(p: $crate::bigmma::VqBigMmaParams) {
+            // SAFETY: the launcher's checks are this kernel's contract.
+            unsafe { $crate::bigmma_gpu::big_mma_gemv::<true, 1, 4, 1, $pdl>(&p) }
+        }
 
-// 512 threads, one block per SM (the codebooks take 128 KiB of shared memory): at most 128
-// registers.
-cmv_device::launch_bounds! {
-    CMV_MAXNTID_cmv_vq_big_mma_b8 = BM_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_big_mma_b8 = 1;
-    CMV_MAXNTID_cmv_vq_big_mma_b16 = BM_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_big_mma_b16 = 1;
-    CMV_MAXNTID_cmv_vq_big_mma_t64 = BM_THREADS;
-    CMV_MINNCTAPERSM_cmv_vq_big_mma_t64 = 1;
+        // 512 threads, one block per SM (the codebooks take 128 KiB of shared memory): at most
+        // 128 registers.
+        cmv_device::launch_bounds! {
+            CMV_MAXNTID_cmv_vq_big_mma_b8 = $crate::bigmma::BM_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_big_mma_b8 = 1;
+            CMV_MAXNTID_cmv_vq_big_mma_b16 = $crate::bigmma::BM_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_big_mma_b16 = 1;
+            CMV_MAXNTID_cmv_vq_big_mma_t64 = $crate::bigmma::BM_THREADS;
+            CMV_MINNCTAPERSM_cmv_vq_big_mma_t64 = 1;
+        }
+    };
 }

@@ -402,14 +402,12 @@ mod gemm_gpu;
 // ---------------------------------------------------------------------------------------------
 // The big-codebook table GEMV (`crate::big`)
 
-#[path = "big_gpu.rs"]
-mod big_gpu;
+crate::big_entry_points!(false);
 
 // ---------------------------------------------------------------------------------------------
 // The big-codebook tensor-core GEMV (`crate::bigmma`)
 
-#[path = "bigmma_gpu.rs"]
-mod bigmma_gpu;
+crate::big_mma_entry_points!(false);
 
 // ---------------------------------------------------------------------------------------------
 // The input permutation of the Hopper GEMM (`crate::gemm90::permuted_col`)

@@ -39,7 +39,17 @@ macro_rules! unroll {
 }
 
 pub mod big;
+/// The big-codebook table GEMV's device code (NVPTX only; entry points by
+/// [`big_entry_points!`]).
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+pub mod big_gpu;
 pub mod bigmma;
+/// The big-codebook tensor-core GEMV's device code (NVPTX only; entry points by
+/// [`big_mma_entry_points!`]).
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+pub mod bigmma_gpu;
 /// Device helpers shared by the kernels here and by `vq-kernels-sm90` (the table lookup, the
 /// codebook entry's load and replicated store).
 #[cfg(target_arch = "nvptx64")]
