@@ -380,6 +380,8 @@ impl AnsGemv {
             nseg: m.segments,
             exceptions: u32::from(m.layout.has_exceptions()),
         };
+        let programmatic =
+            self.pdl && programmatic_preferred(paired, cfg.grid_dim.0, self.sm_count);
         // SAFETY: `m` comes from a validated `AnsMatrix` in `ans-lanes` (offsets start at 0,
         // increase by multiples of 4 words of at least 32, end at the stream's length; there
         // are padded_rows / 32 * segments units; padded columns and the segment are multiples
@@ -390,13 +392,7 @@ impl AnsGemv {
         // word is taken under the lock, as in `gemv`. Launched programmatically (`pdl`, the
         // sm_90a kernels), the kernel reads the matrix (which only copies write) before its
         // `griddepcontrol.wait`, and x, y32, y8 and the error word only after it.
-        unsafe {
-            if self.pdl && programmatic_preferred(paired, cfg.grid_dim.0, self.sm_count) {
-                kernel.launch_programmatic(&self.stream, cfg, &params)?;
-            } else {
-                kernel.launch(&self.stream, cfg, &params)?;
-            }
-        }
+        unsafe { kernel.launch_maybe_programmatic(&self.stream, cfg, &params, programmatic)? };
         Ok(())
     }
 

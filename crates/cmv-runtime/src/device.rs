@@ -518,6 +518,32 @@ impl Kernel {
         Ok(())
     }
 
+    /// [`Kernel::launch_programmatic`] where `programmatic` is true, else [`Kernel::launch`]:
+    /// for launchers that decide per call (a rule, or a switch for comparisons).
+    ///
+    /// # Errors
+    /// As [`Kernel::launch`].
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`], and where `programmatic` is true as
+    /// [`Kernel::launch_programmatic`].
+    pub unsafe fn launch_maybe_programmatic<P: KernelParams>(
+        &self,
+        stream: &CudaStream,
+        cfg: LaunchConfig,
+        params: &P,
+        programmatic: bool,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract, for the launch it asks for.
+        unsafe {
+            if programmatic {
+                self.launch_programmatic(stream, cfg, params)
+            } else {
+                self.launch(stream, cfg, params)
+            }
+        }
+    }
+
     /// The checks before a launch of one `P`: the parameter size where the driver reports it,
     /// and [`Kernel::check_config`].
     fn check_launch<P: KernelParams>(&self, cfg: &LaunchConfig) -> Result<()> {

@@ -411,6 +411,7 @@ impl SbvrGemv {
             block_dim: (GEMV_WARPS * 32, 1, 1),
             shared_mem_bytes: smem,
         };
+        let quantize_pdl = self.pdl && batch <= self.pdl_quantize;
         // SAFETY: x holds batch * cols halves and y batch * rows (checked above); planes and
         // scales hold at least plane_words(batch) and scales_len(batch) (grown above); the
         // quantize grid covers batch * padded_groups warps of QUANT_WARPS-warp blocks; `m`
@@ -430,16 +431,9 @@ impl SbvrGemv {
         // before it on the stream has ended, so the GEMV's wait (for the quantize) covers
         // that work too.
         unsafe {
-            if self.pdl && batch <= self.pdl_quantize {
-                self.quantize.launch_programmatic(&self.stream, qcfg, &qp)?;
-            } else {
-                self.quantize.launch(&self.stream, qcfg, &qp)?;
-            }
-            if self.pdl {
-                kernel.launch_programmatic(&self.stream, gcfg, &gp)?;
-            } else {
-                kernel.launch(&self.stream, gcfg, &gp)?;
-            }
+            self.quantize
+                .launch_maybe_programmatic(&self.stream, qcfg, &qp, quantize_pdl)?;
+            kernel.launch_maybe_programmatic(&self.stream, gcfg, &gp, self.pdl)?;
         }
         Ok(())
     }

@@ -750,11 +750,7 @@ impl SpqrGemv {
                 // With `pdl`, the kernels of PTX_SM90: the prep kernel lets the product start,
                 // and the product waits (`griddepcontrol.wait`) before it reads x, xt, sx or xp
                 // and before it writes anything.
-                if self.pdl {
-                    k.launch_programmatic(&self.stream, cfg, &sp)?;
-                } else {
-                    k.launch(&self.stream, cfg, &sp)?;
-                }
+                k.launch_maybe_programmatic(&self.stream, cfg, &sp, self.pdl)?;
             } else if self.pdl
                 && kb == 1
                 && self

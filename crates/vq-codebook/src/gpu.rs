@@ -1137,13 +1137,7 @@ impl VqGemv {
         // matrix's codes and codebooks, which no kernel writes, before `griddepcontrol.wait`,
         // which returns once the kernel before it on the stream has ended and its writes are
         // visible; x, y, acc and counters only after it.
-        unsafe {
-            if self.pdl {
-                kernel.launch_programmatic(&self.stream, cfg, &params)?;
-            } else {
-                kernel.launch(&self.stream, cfg, &params)?;
-            }
-        }
+        unsafe { kernel.launch_maybe_programmatic(&self.stream, cfg, &params, self.pdl)? };
         Ok(())
     }
 
@@ -1313,13 +1307,7 @@ impl VqGemv {
         // `griddepcontrol.wait` (which returns once the kernel before it on the stream has
         // ended and its writes are visible) the kernel reads only the codebooks, which no
         // kernel writes; the codes, x, y, acc and counters after it.
-        unsafe {
-            if self.pdl {
-                kernel.launch_programmatic(&self.stream, cfg, &params)?;
-            } else {
-                kernel.launch(&self.stream, cfg, &params)?;
-            }
-        }
+        unsafe { kernel.launch_maybe_programmatic(&self.stream, cfg, &params, self.pdl)? };
         Ok(())
     }
 
@@ -1406,13 +1394,7 @@ impl VqGemv {
             // the previous vector's included, has ended and its writes are visible) the
             // kernel reads only the codes and codebook, which no kernel writes; x, y, acc and
             // counters after it.
-            unsafe {
-                if self.pdl {
-                    kernel.launch_programmatic(&self.stream, cfg, &params)?;
-                } else {
-                    kernel.launch(&self.stream, cfg, &params)?;
-                }
-            }
+            unsafe { kernel.launch_maybe_programmatic(&self.stream, cfg, &params, self.pdl)? };
         }
         Ok(())
     }
