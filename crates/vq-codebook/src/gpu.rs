@@ -45,8 +45,8 @@ use vq_kernels::gemm::{
     gemv_chunks_win,
 };
 use vq_kernels::gemm90::{
-    GEMM90_THREADS, GEMM90_VECS, PERMUTE_THREADS, PermuteParams, gemm90_kernel, gemm90_smem_bytes,
-    padded_cols,
+    GEMM90_THREADS, GEMM90_VECS, PERMUTE_THREADS, PermuteParams, choose_stream, gemm90_kernel,
+    gemm90_smem_bytes, padded_cols,
 };
 use vq_kernels::lut::{
     LUT_THREADS, LUT_VECS, LutGeometry, VqLutParams, lut_kernel, lut_smem_bytes,
@@ -93,7 +93,17 @@ pub enum GemmKernel {
     Wgmma,
     /// The Hopper kernel with this split-K (clamped to 1..=slabs); for tests and benches.
     WgmmaSplits(u32),
+    /// The Hopper kernel as stream-K on this many blocks (at least 1; each takes an equal
+    /// share of the (tile, slab) units, `vq_kernels::gemm90::stream_segments`); for tests and
+    /// benches.
+    WgmmaStream(u32),
 }
+
+/// The environment variable that sets the Hopper GEMM's stream-K for [`GemmKernel::Auto`] and
+/// [`GemmKernel::Wgmma`]: `0` never, `1` one block per SM wherever the tiles outnumber the
+/// SMs and do not fill whole waves; unset (or anything else) `vq_kernels::gemm90::
+/// choose_stream`'s rule.
+pub const GEMM_STREAM_ENV: &str = "CMV_VQ_GEMM_STREAM";
 
 /// Which kernel a [`DeviceVqMatrix`] is laid out for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -932,8 +942,12 @@ impl VqGemv {
         let hopper = match kernel {
             GemmKernel::Auto => self.has_wgmma(vec),
             GemmKernel::MmaSync => false,
-            GemmKernel::Wgmma | GemmKernel::WgmmaSplits(_) if self.has_wgmma(vec) => true,
-            GemmKernel::Wgmma | GemmKernel::WgmmaSplits(_) => {
+            GemmKernel::Wgmma | GemmKernel::WgmmaSplits(_) | GemmKernel::WgmmaStream(_)
+                if self.has_wgmma(vec) =>
+            {
+                true
+            }
+            GemmKernel::Wgmma | GemmKernel::WgmmaSplits(_) | GemmKernel::WgmmaStream(_) => {
                 return Err(refuse(
                     "was asked to run on wgmma, which needs compute capability 9.0 and v = 2 or 4",
                 ));
@@ -1020,9 +1034,27 @@ impl VqGemv {
         let splits = match requested {
             _ if !hopper => 1,
             GemmKernel::WgmmaSplits(s) => s.clamp(1, params.slabs),
+            GemmKernel::WgmmaStream(_) => 1,
             _ => choose_splits(tiles, g2.slabs, self.sms as usize),
         };
-        if splits > 1 {
+        // Stream-K (Hopper only, where split-K chose none): an equal share of the (tile,
+        // slab) units per block, parts of tiles through the same sums and counters.
+        let units_fit = tiles.checked_mul(g2.slabs).is_some_and(|u| u < 1 << 32);
+        let sms = self.sms as usize;
+        let stream = match requested {
+            _ if !hopper || splits > 1 || !units_fit => 0,
+            GemmKernel::WgmmaStream(b) => b.max(1),
+            GemmKernel::WgmmaSplits(_) | GemmKernel::MmaSync => 0,
+            GemmKernel::Auto | GemmKernel::Wgmma => {
+                match std::env::var(GEMM_STREAM_ENV).ok().as_deref() {
+                    Some("0") => 0,
+                    Some("1") if tiles > sms && !tiles.is_multiple_of(sms) => self.sms,
+                    Some("1") => 0,
+                    _ => choose_stream(tiles, g2.slabs, sms),
+                }
+            }
+        };
+        if splits > 1 || stream > 0 {
             let need = batch_len(tokens, rows)?;
             if out.gemm_acc.as_ref().is_none_or(|b| b.len() < need) {
                 out.gemm_acc = Some(self.alloc_zeros::<f32>(need)?);
@@ -1031,11 +1063,16 @@ impl VqGemv {
                 out.gemm_counters = Some(self.alloc_zeros::<u32>(tiles)?);
             }
             params.splits = splits;
+            params.stream = stream;
             params.acc = dev_ptr_mut(out.gemm_acc.as_mut().expect("allocated above"));
             params.counters = dev_ptr_mut(out.gemm_counters.as_mut().expect("allocated above"));
         }
         let cfg = LaunchConfig {
-            grid_dim: (row_blocks as u32, token_blocks, splits),
+            grid_dim: if stream > 0 {
+                (stream, 1, 1)
+            } else {
+                (row_blocks as u32, token_blocks, splits)
+            },
             block_dim: (threads, 1, 1),
             shared_mem_bytes: smem,
         };
@@ -1049,9 +1086,10 @@ impl VqGemv {
         // gemm_smem_bytes(vec) bytes, or of GEMM90_THREADS threads with gemm90_smem_bytes(vec)
         // bytes for the Hopper kernel (loaded on compute capability 9.0 only, v = 2 or 4), as
         // the kernel expects; both take the same parameters, and only the Hopper kernel
-        // splits (1 <= splits <= slabs, the grid's z), with acc holding tokens * rows and the
-        // counters row_blocks * token_blocks values, zeroed at allocation and left zero by
-        // every launch, which runs in stream order.
+        // splits (1 <= splits <= slabs, the grid's z) or runs stream-K (a grid of `stream`
+        // blocks with one split, tiles * slabs < 2^32), with acc holding tokens * rows and
+        // the counters row_blocks * token_blocks values, zeroed at allocation and left zero
+        // by every launch, which runs in stream order.
         unsafe { kernel.launch(&self.stream, cfg, &params)? };
         Ok(())
     }

@@ -249,8 +249,8 @@ fn nan_inputs_propagate_and_bad_sizes_are_errors() {
 
 /// The tensor-core GEMM (more than 16 inputs) against the f64 reference: token counts across
 /// one and several 128-token blocks, rows and columns off its 256 x 128 grid, every vector
-/// size, per-tensor and tile codebooks; 16 inputs take the GEMV; what it does not take is a
-/// typed error.
+/// size, per-tensor and tile codebooks, the Hopper kernel's split-K and stream-K; 16 inputs
+/// take the GEMV; what it does not take is a typed error.
 #[test]
 fn the_gemm_matches_the_reference() {
     let Some(gpu) = gpu_for_tests("the_gemm_matches_the_reference") else {
@@ -283,10 +283,17 @@ fn the_gemm_matches_the_reference() {
             let vec = config.vec;
             let mut kernels = vec![GemmKernel::Auto, GemmKernel::MmaSync];
             if k.has_wgmma(vec) {
+                // Stream-K on 1, 2, 3, 5 and 7 blocks: segments that cut tiles at every
+                // place, several tiles per block, parts of one tile from several blocks.
                 kernels.extend([
                     GemmKernel::Wgmma,
                     GemmKernel::WgmmaSplits(2),
                     GemmKernel::WgmmaSplits(3),
+                    GemmKernel::WgmmaStream(1),
+                    GemmKernel::WgmmaStream(2),
+                    GemmKernel::WgmmaStream(3),
+                    GemmKernel::WgmmaStream(5),
+                    GemmKernel::WgmmaStream(7),
                 ]);
                 hopper += 1;
             } else if tokens > 16 {

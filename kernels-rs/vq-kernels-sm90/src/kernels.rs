@@ -10,8 +10,8 @@ use cmv_device::{
 use vq_kernels::dev::{copy_codes, count_in, frag_regs, load_entry, write_entry};
 use vq_kernels::gemm::{GEMM_ROWS, GEMM_TOKENS, VqGemmParams, code_stage_offset};
 use vq_kernels::gemm90::{
-    GEMM90_THREADS, b_descriptor, code90_stage_base, code90_stages, gemm90_smem_bytes, padded_cols,
-    prefetch, x90_chunk_offset, x90_stage_base, x90_stages,
+    GEMM90_THREADS, Segment, b_descriptor, code90_stage_base, code90_stages, gemm90_smem_bytes,
+    padded_cols, prefetch, segment_at, stream_units, x90_chunk_offset, x90_stage_base, x90_stages,
 };
 use vq_kernels::mma::{SLAB_COLS, STEPS, lookup_offset};
 use vq_kernels::unroll;
@@ -283,29 +283,70 @@ unsafe fn slab<const V: usize, const P: u32>(
     unsafe { compute::<V, P>(base, (xs, cs), acc, prev, tid / 32, tid % 32, issue) };
 }
 
-/// The Hopper VQ-GEMM (see `vq_kernels::gemm90`).
+/// The Hopper VQ-GEMM (see `vq_kernels::gemm90`): a block per tile (and split), or with
+/// `p.stream > 0` the block's stream-K segments (`vq_kernels::gemm90::stream_segments`) one
+/// after another.
 ///
 /// # Safety
-/// As `vq_kernels::gemm`'s kernel (the same parameters and checks), with `V` 2 or 4, grid
-/// `(ceil(rows / 256), ceil(tokens / 128), splits)`, `GEMM90_THREADS` threads per block,
-/// `gemm90_smem_bytes(V)` bytes of dynamic shared memory, on an sm_90 GPU; with `splits > 1`
-/// (at most `slabs`), `acc` holds `tokens * rows` zeros and `counters` `row_blocks *
-/// token_blocks` zeros.
+/// As `vq_kernels::gemm`'s kernel (the same parameters and checks), with `V` 2 or 4,
+/// `GEMM90_THREADS` threads per block, `gemm90_smem_bytes(V)` bytes of dynamic shared memory,
+/// on an sm_90 GPU, and grid `(ceil(rows / 256), ceil(tokens / 128), splits)` where
+/// `p.stream == 0`, `(p.stream, 1, 1)` otherwise (with `splits == 1`). With `splits > 1` or
+/// `p.stream > 0`, `acc` holds `tokens * rows` zeros and `counters` `row_blocks *
+/// token_blocks` zeros; `tiles * slabs < 2^32`.
 #[inline(always)]
 unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
-    let tid = thread_idx_x();
-    let (rb, tb, z) = (block_idx_x(), block_idx_y(), block_idx_z());
-    let (start, end) = p.slab_range(z);
-    if start >= end {
+    if p.stream == 0 {
+        let (start, end) = p.slab_range(block_idx_z());
+        if start < end {
+            let seg = Segment {
+                rb: block_idx_x(),
+                tb: block_idx_y(),
+                start,
+                end,
+            };
+            // SAFETY: the launcher's contract; the whole block runs it.
+            unsafe { segment::<V>(p, seg) };
+        }
         return;
     }
+    // The block's share of the units; each segment re-derived from `u` and the parameters
+    // (uniform values, so that the bookkeeping takes no registers from the decode loop).
+    let b = block_idx_x();
+    let (mut u, u1) = stream_units(p, b);
+    while u < u1 {
+        let seg = segment_at(p, u, u1);
+        if u != stream_units(p, b).0 {
+            // SAFETY: every thread of the block reaches it (the segments are the block's):
+            // every warpgroup has waited for its last wgmma of the segment before, so no
+            // thread reads a stage or table the next segment's copies and entries overwrite.
+            unsafe { sync_threads() };
+        }
+        // SAFETY: the launcher's contract; the whole block runs it.
+        unsafe { segment::<V>(p, seg) };
+        u += seg.end - seg.start;
+    }
+}
+
+/// Slabs `seg.start..seg.end` of tile `(seg.rb, seg.tb)`: stored as fp16 where the segment is
+/// the whole tile, else added to `acc` and counted in (the block that completes the tile's
+/// slabs converts it).
+///
+/// # Safety
+/// `vq_gemm90`'s contract; the whole block runs it with the same `seg`, after a barrier that
+/// follows any earlier segment; `seg.start < seg.end <= slabs`, the tile inside the grid;
+/// where the segment is not the whole tile, `acc` and `counters` as for a split.
+#[inline(always)]
+unsafe fn segment<const V: usize>(p: &VqGemmParams, seg: Segment) {
+    let tid = thread_idx_x();
+    let (rb, tb, start, end) = (seg.rb, seg.tb, seg.start, seg.end);
     let base = dyn_smem_addr();
     let mut acc = [0f32; 64];
     let mut tiles = [p.tile(rb, start), u32::MAX];
     let mut held = [u32::MAX; 2];
     let mut entry = [0u32; 4];
     let mut prev = [0u32; 4];
-    // SAFETY: slab 0 < slabs (cols > 0); its table's entry.
+    // SAFETY: slab start < slabs; its table's entry.
     unsafe {
         // The first prefetch(V) slabs' copies, one group each (empty past the end).
         for k in 0..prefetch(V) {
@@ -371,16 +412,16 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
     let (warp, lane) = (tid / 32, tid % 32);
     let (g, t) = (lane / 4, lane % 4);
     let rows = p.rows as usize;
-    let split = p.splits > 1;
+    let part = !seg.whole(p.slabs);
     unroll!(j < 16, {
         unroll!(q in [0 1 2 3], {
             let n = tb * GEMM_TOKENS + 8 * j as u32 + 2 * t + q as u32 % 2;
             let row = rb * GEMM_ROWS + 16 * warp + g + 8 * (q as u32 / 2);
             if n < p.tokens && row < p.rows {
                 let at = n as usize * rows + row as usize;
-                // SAFETY: n < tokens, row < rows: inside y, and inside acc when splitting.
+                // SAFETY: n < tokens, row < rows: inside y, and inside acc for a part.
                 unsafe {
-                    if split {
+                    if part {
                         red_add_f32_global(p.acc.as_mut_ptr().add(at), acc[4 * j + q]);
                     } else {
                         *p.y.as_mut_ptr().add(at) = f32_to_f16(acc[4 * j + q]);
@@ -389,24 +430,27 @@ unsafe fn vq_gemm90<const V: usize>(p: &VqGemmParams) {
             }
         });
     });
-    if split {
+    if part {
         // SAFETY: every thread of the block calls it; the flag word follows the code stages.
-        unsafe { finish_split(p, rb, tb, base + gemm90_smem_bytes(V) - 16, tid) };
+        unsafe { finish_split(p, seg, base + gemm90_smem_bytes(V) - 16, tid) };
     }
 }
 
-/// The end of a split block: counts it into its tile's counter, and when it completes the
-/// tile converts the tile's fp32 sums to fp16 and zeroes them and the counter for the next
-/// launch (as the tensor-core GEMV's row blocks end).
+/// The end of a part of a tile (a split, or a stream-K segment short of the whole tile):
+/// counts its slabs into the tile's counter, and when that completes the tile's slabs
+/// converts the tile's fp32 sums to fp16 and zeroes them and the counter for the next launch
+/// (as the tensor-core GEMV's row blocks end).
 ///
 /// # Safety
-/// The launcher's contract with `splits > 1`; every thread of the block calls it after adding
-/// its sums; `flag` is 4 bytes of shared memory no one else uses.
+/// The launcher's contract with `acc` and `counters`; every thread of the block calls it
+/// after adding its sums of `seg`; `flag` is 4 bytes of shared memory no one else uses.
 #[inline(always)]
-unsafe fn finish_split(p: &VqGemmParams, rb: u32, tb: u32, flag: u32, tid: u32) {
+unsafe fn finish_split(p: &VqGemmParams, seg: Segment, flag: u32, tid: u32) {
+    let (rb, tb) = (seg.rb, seg.tb);
     let tile = (tb * p.row_blocks() + rb) as usize;
+    let count = seg.end - seg.start;
     // SAFETY: every thread calls this; the tile's counter; the flag word is ours.
-    if !unsafe { count_in(p.counters.as_mut_ptr().add(tile), 1, p.splits, flag, tid) } {
+    if !unsafe { count_in(p.counters.as_mut_ptr().add(tile), count, p.slabs, flag, tid) } {
         return;
     }
     let rows = p.rows as usize;

@@ -123,15 +123,20 @@ pub struct VqGemmParams {
     /// Tiles across.
     pub tiles_c: u32,
     /// Split-K (Hopper kernel only; 1 elsewhere): block `(x, y, z)` sums slabs
-    /// [`VqGemmParams::slab_range`]`(z)` into `acc` (`red.add`), and the last of a tile's
-    /// `splits` blocks (by `counters`) converts the tile to fp16 and zeroes it again.
+    /// [`VqGemmParams::slab_range`]`(z)` into `acc` (`red.add`), and the block that completes
+    /// a tile's slabs (by `counters`, counted in slabs) converts the tile to fp16 and zeroes
+    /// it again.
     pub splits: u32,
-    /// Zero.
-    pub pad: u32,
-    /// `tokens x rows` fp32 sums, zero before and after each launch (null when `splits == 1`).
+    /// Stream-K (Hopper kernel only; 0 elsewhere, and with `splits == 1`): where nonzero, the
+    /// grid is `stream` blocks along x and block `b` works through its equal share of the
+    /// (tile, slab) units in tile order ([`crate::gemm90::stream_segments`]); a tile it sums
+    /// whole is stored at once, a part of a tile goes through `acc` and `counters` as a split.
+    pub stream: u32,
+    /// `tokens x rows` fp32 sums, zero before and after each launch (null when `splits == 1`
+    /// and `stream == 0`).
     pub acc: DevPtrMut<f32>,
     /// `row_blocks x token_blocks` counters, zero before and after each launch (null when
-    /// `splits == 1`).
+    /// `splits == 1` and `stream == 0`).
     pub counters: DevPtrMut<u32>,
 }
 const _: () = assert!(core::mem::size_of::<VqGemmParams>() == 88);
@@ -156,6 +161,12 @@ impl VqGemmParams {
     pub fn slab_range(&self, z: u32) -> (u32, u32) {
         let share = |z: u32| ((z as u64 * self.slabs as u64) / self.splits as u64) as u32;
         (share(z), share(z + 1))
+    }
+
+    /// Token blocks (128 inputs).
+    #[inline(always)]
+    pub fn token_blocks(&self) -> u32 {
+        self.tokens.div_ceil(GEMM_TOKENS)
     }
 }
 
@@ -197,7 +208,7 @@ pub fn gemm_params(
         x,
         y,
         splits: 1,
-        pad: 0,
+        stream: 0,
         acc,
         counters,
         rows: u(rows)?,

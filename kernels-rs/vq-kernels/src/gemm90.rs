@@ -21,7 +21,7 @@
 //!
 //! `v = 8` (whose K order is a different permutation) runs [`crate::gemm`].
 
-use crate::gemm::code_stage_bytes;
+use crate::gemm::{VqGemmParams, code_stage_bytes};
 use crate::mma::{MMA_TABLES_BYTES, SLAB_COLS};
 
 /// Threads per block (4 warpgroups).
@@ -144,6 +144,93 @@ pub const fn b_descriptor(stage: u32, s: u32) -> u64 {
     ((start as u64 >> 4) & 0x3fff) | ((LBO as u64 >> 4) << 16) | ((SBO as u64 >> 4) << 32)
 }
 
+/// One block's stretch of one tile under stream-K: slabs `start..end` of the tile of row
+/// block `rb` and token block `tb`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Row block (256 rows).
+    pub rb: u32,
+    /// Token block (128 inputs).
+    pub tb: u32,
+    /// First slab.
+    pub start: u32,
+    /// One past the last slab.
+    pub end: u32,
+}
+
+impl Segment {
+    /// Whether the segment sums its whole tile (stored at once, not through `acc`).
+    #[inline(always)]
+    pub fn whole(&self, slabs: u32) -> bool {
+        self.start == 0 && self.end == slabs
+    }
+}
+
+/// The units of block `b` of a stream-K launch ([`VqGemmParams::stream`] blocks): its equal
+/// share `b U / stream .. (b + 1) U / stream` of the `U = tiles * slabs` (tile, slab) units,
+/// tiles in the order `tb * row_blocks + rb` (neighbouring blocks work on the same inputs).
+#[inline(always)]
+pub fn stream_units(p: &VqGemmParams, b: u32) -> (u32, u32) {
+    let units = p.row_blocks() as u64 * p.token_blocks() as u64 * p.slabs as u64;
+    let share = |b: u32| (b as u64 * units / p.stream.max(1) as u64) as u32;
+    (share(b), share(b + 1))
+}
+
+/// The segment that starts at unit `u` of a block whose units end at `u1` (`u < u1`): the
+/// rest of `u`'s tile, or up to `u1`.
+#[inline(always)]
+pub fn segment_at(p: &VqGemmParams, u: u32, u1: u32) -> Segment {
+    let slabs = p.slabs.max(1);
+    let (tile, start) = (u / slabs, u % slabs);
+    let end = if u1 - u < slabs - start {
+        start + (u1 - u)
+    } else {
+        slabs
+    };
+    Segment {
+        rb: tile % p.row_blocks().max(1),
+        tb: tile / p.row_blocks().max(1),
+        start,
+        end,
+    }
+}
+
+/// The segments of block `b` of a stream-K launch, in order: [`segment_at`] from the first of
+/// [`stream_units`] on. Every unit belongs to exactly one block (tested).
+pub fn stream_segments(p: &VqGemmParams, b: u32) -> impl Iterator<Item = Segment> + '_ {
+    let (mut u, u1) = stream_units(p, b);
+    core::iter::from_fn(move || {
+        (u < u1).then(|| {
+            let seg = segment_at(p, u, u1);
+            u += seg.end - seg.start;
+            seg
+        })
+    })
+}
+
+/// The stream-K grid of the Hopper GEMM for `tiles` tiles (row blocks x token blocks) of
+/// `slabs` slabs on `sms` SMs, where split-K chose one split: `sms` blocks (one per SM) where
+/// the tiles make more than one wave and the last one partial, and an equal share of the
+/// units saves more than [`STREAM_COST_SLABS`] slabs per SM over whole tiles per block
+/// (`ceil(tiles / sms) slabs`); else 0 (a block per tile). The units must fit 32 bits.
+pub fn choose_stream(tiles: usize, slabs: usize, sms: usize) -> u32 {
+    let sms = sms.max(1);
+    if tiles <= sms || tiles.is_multiple_of(sms) || slabs == 0 {
+        return 0;
+    }
+    let Some(units) = tiles.checked_mul(slabs).filter(|&u| u < 1 << 32) else {
+        return 0;
+    };
+    let whole = tiles.div_ceil(sms) * slabs;
+    let shared = units.div_ceil(sms) as f64 + STREAM_COST_SLABS;
+    if shared < whole as f64 { sms as u32 } else { 0 }
+}
+
+/// What stream-K costs a block, in slabs of work: the `red.add`s of the parts of the (at most
+/// two) tiles it shares with its neighbours, the conversion of one, and the extra ring fill.
+/// A first estimate from split-K's cost ([`crate::gemm::SPLIT_COST_SLABS`]).
+pub const STREAM_COST_SLABS: f64 = crate::gemm::SPLIT_COST_SLABS;
+
 /// The kernel for vector size `vec`.
 pub fn gemm90_kernel(vec: usize) -> Option<&'static str> {
     match vec {
@@ -212,6 +299,86 @@ mod tests {
         assert!(seen.iter().all(|&n| n == 4));
         assert_eq!(padded_cols(8), 16);
         assert_eq!(padded_cols(4096), 4096);
+    }
+
+    fn params(rows: u32, tokens: u32, slabs: u32, stream: u32) -> VqGemmParams {
+        let (c, cb, x, y, acc, counters) = crate::null_ptrs();
+        VqGemmParams {
+            codes: c,
+            codebooks: cb,
+            x,
+            y,
+            rows,
+            cols: slabs * 128,
+            tokens,
+            slabs,
+            code_groups: rows.div_ceil(256) * 16,
+            tile_blocks: 1,
+            slabs_per_tile: 1,
+            tiles_c: slabs,
+            splits: 1,
+            stream,
+            acc,
+            counters,
+        }
+    }
+
+    #[test]
+    fn stream_segments_cover_every_unit_once() {
+        for (rows, tokens, slabs, stream) in [
+            (28672, 512, 64, 132),
+            (11008, 512, 32, 132),
+            (11008, 300, 32, 7),
+            (300, 17, 3, 5),
+            (256, 128, 1, 3),
+            (4096, 512, 112, 1),
+            (777, 129, 5, 64),
+        ] {
+            let p = params(rows, tokens, slabs, stream);
+            let tiles = (p.row_blocks() * p.token_blocks()) as usize;
+            let mut seen = vec![0u32; tiles * slabs as usize];
+            let mut counted = vec![0u32; tiles];
+            for b in 0..stream {
+                let mut last_end = None;
+                for seg in stream_segments(&p, b) {
+                    assert!(seg.start < seg.end && seg.end <= slabs, "{seg:?}");
+                    assert!(
+                        seg.rb < p.row_blocks() && seg.tb < p.token_blocks(),
+                        "{seg:?}"
+                    );
+                    // A block's segments are consecutive: each after a tile's end starts at 0.
+                    if let Some(e) = last_end {
+                        assert_eq!((e, seg.start), (slabs, 0), "block {b} {seg:?}");
+                    }
+                    last_end = Some(seg.end);
+                    let tile = (seg.tb * p.row_blocks() + seg.rb) as usize;
+                    counted[tile] += seg.end - seg.start;
+                    for s in seg.start..seg.end {
+                        seen[tile * slabs as usize + s as usize] += 1;
+                    }
+                }
+            }
+            assert!(
+                seen.iter().all(|&n| n == 1),
+                "{rows} {tokens} {slabs} {stream}"
+            );
+            // The count-in target of every tile: its slabs.
+            assert!(counted.iter().all(|&n| n == slabs));
+        }
+    }
+
+    #[test]
+    fn stream_k_where_the_last_wave_is_partial() {
+        // 28672 x 8192 and 11008 x 4096 at 512 inputs on 132 SMs: 448 and 172 tiles.
+        assert_eq!(choose_stream(448, 64, 132), 132);
+        assert_eq!(choose_stream(172, 32, 132), 132);
+        // Whole waves, or fewer tiles than SMs (split-K's case): none.
+        assert_eq!(choose_stream(264, 64, 132), 0);
+        assert_eq!(choose_stream(112, 64, 132), 0);
+        // A last wave that is nearly full saves less than the cost.
+        assert_eq!(choose_stream(263, 64, 132), 0);
+        // Units past 32 bits: none.
+        assert_eq!(choose_stream(1 << 20, 1 << 13, 132), 0);
     }
 
     #[test]
