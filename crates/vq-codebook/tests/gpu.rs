@@ -337,6 +337,41 @@ fn the_gemm_matches_the_reference() {
     assert!(k.gemm(&dm, &x, &mut out, 0).is_err());
 }
 
+/// The Hopper GEMM's stream-K alone (small enough for compute-sanitizer's racecheck): 10
+/// tiles of 5 slabs on 1, 3, 7 and 32 blocks, so that segments start and end inside tiles,
+/// one block takes several tiles, others the middle of a tile, and a tile's parts come from
+/// up to four blocks; twice each (the sums and counters are left zero). Skipped off sm_90.
+#[test]
+fn the_stream_k_gemm_matches_the_reference() {
+    let Some(gpu) = gpu_for_tests("the_stream_k_gemm_matches_the_reference") else {
+        return;
+    };
+    let k = VqGemv::new(&gpu).unwrap();
+    if !k.has_wgmma(4) {
+        eprintln!("the_stream_k_gemm_matches_the_reference: no sm_90 GPU, skipped");
+        return;
+    }
+    let (rows, cols, tokens) = (1200, 640, 200);
+    let w = weights(rows * cols, 5);
+    let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(VqConfig::gptvq2())).unwrap();
+    let dm = DeviceVqMatrix::upload(&gpu, &m).unwrap();
+    let x: Vec<f16> = weights(tokens * cols, 9)
+        .iter()
+        .map(|v| f16::from_f32(v * 20.0))
+        .collect();
+    let want = m.reference(&x, tokens).unwrap();
+    let dx = gpu.upload(&x).unwrap();
+    let mut out = VqOut::new(&gpu, rows, tokens).unwrap();
+    for blocks in [1, 3, 7, 32] {
+        for round in 0..2 {
+            k.gemm_with(&dm, &dx, &mut out, tokens, GemmKernel::WgmmaStream(blocks))
+                .unwrap();
+            let e = rel(&gpu.download(out.y()).unwrap(), &want);
+            assert!(e < GPU_TOLERANCE, "{blocks} blocks, round {round}: {e:e}");
+        }
+    }
+}
+
 /// More than 16 inputs on the big codebooks: chunks through the GEMV kernels (of up to 64 on
 /// the tensor-core one's `_t64`, a last chunk of up to 16 on `_b8`/`_b16` or of one input on
 /// the table kernel; one stage: chunks of 16 on the table kernel).

@@ -227,9 +227,11 @@ pub fn choose_stream(tiles: usize, slabs: usize, sms: usize) -> u32 {
 }
 
 /// What stream-K costs a block, in slabs of work: the `red.add`s of the parts of the (at most
-/// two) tiles it shares with its neighbours, the conversion of one, and the extra ring fill.
-/// A first estimate from split-K's cost ([`crate::gemm::SPLIT_COST_SLABS`]).
-pub const STREAM_COST_SLABS: f64 = crate::gemm::SPLIT_COST_SLABS;
+/// two) tiles it shares with its neighbours, the conversion of one, and the extra ring fills.
+/// Measured on an H200 at 512 inputs (docs/PERF.md "VQ-GEMM: stream-K"): 8.5 slabs at
+/// 14336 x 4096, 11 at 28672 x 8192, 12.6 at 11008 x 4096 over an equal share, all three
+/// faster than a block per tile (by 2%, 9-12% and 15%).
+pub const STREAM_COST_SLABS: f64 = 8.0;
 
 /// The kernel for vector size `vec`.
 pub fn gemm90_kernel(vec: usize) -> Option<&'static str> {
@@ -375,6 +377,8 @@ mod tests {
         // Whole waves, or fewer tiles than SMs (split-K's case): none.
         assert_eq!(choose_stream(264, 64, 132), 0);
         assert_eq!(choose_stream(112, 64, 132), 0);
+        // 14336 x 4096 at 512: 224 tiles of 32 slabs (63 against 64 slabs per SM).
+        assert_eq!(choose_stream(224, 32, 132), 132);
         // A last wave that is nearly full saves less than the cost.
         assert_eq!(choose_stream(263, 64, 132), 0);
         // Units past 32 bits: none.
