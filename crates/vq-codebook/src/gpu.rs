@@ -100,9 +100,9 @@ pub enum GemmKernel {
 }
 
 /// The environment variable that sets the Hopper GEMM's stream-K for [`GemmKernel::Auto`] and
-/// [`GemmKernel::Wgmma`]: `0` never, `1` one block per SM wherever the tiles outnumber the
-/// SMs and do not fill whole waves; unset (or anything else) `vq_kernels::gemm90::
-/// choose_stream`'s rule.
+/// [`GemmKernel::Wgmma`]: `0` never, `1` one block per SM wherever split-K takes one split and
+/// the tiles do not fill whole waves, `2` one block per SM everywhere (split-K's cases too);
+/// unset (or anything else) `vq_kernels::gemm90::choose_stream`'s rule.
 pub const GEMM_STREAM_ENV: &str = "CMV_VQ_GEMM_STREAM";
 
 /// Which kernel a [`DeviceVqMatrix`] is laid out for.
@@ -1031,28 +1031,30 @@ impl VqGemv {
         let row_blocks = rows.div_ceil(GEMM_ROWS as usize);
         let tiles = row_blocks * token_blocks as usize;
         // Split-K (Hopper only): fp32 sums in `out.gemm_acc`, per-tile counters.
+        let units_fit = tiles.checked_mul(g2.slabs).is_some_and(|u| u < 1 << 32);
+        let stream_env = std::env::var(GEMM_STREAM_ENV).ok();
+        let stream_everywhere = stream_env.as_deref() == Some("2") && units_fit;
         let splits = match requested {
             _ if !hopper => 1,
             GemmKernel::WgmmaSplits(s) => s.clamp(1, params.slabs),
             GemmKernel::WgmmaStream(_) => 1,
+            _ if stream_everywhere => 1,
             _ => choose_splits(tiles, g2.slabs, self.sms as usize),
         };
         // Stream-K (Hopper only, where split-K chose none): an equal share of the (tile,
         // slab) units per block, parts of tiles through the same sums and counters.
-        let units_fit = tiles.checked_mul(g2.slabs).is_some_and(|u| u < 1 << 32);
         let sms = self.sms as usize;
         let stream = match requested {
             _ if !hopper || splits > 1 || !units_fit => 0,
             GemmKernel::WgmmaStream(b) => b.max(1),
             GemmKernel::WgmmaSplits(_) | GemmKernel::MmaSync => 0,
-            GemmKernel::Auto | GemmKernel::Wgmma => {
-                match std::env::var(GEMM_STREAM_ENV).ok().as_deref() {
-                    Some("0") => 0,
-                    Some("1") if tiles > sms && !tiles.is_multiple_of(sms) => self.sms,
-                    Some("1") => 0,
-                    _ => choose_stream(tiles, g2.slabs, sms),
-                }
-            }
+            GemmKernel::Auto | GemmKernel::Wgmma => match stream_env.as_deref() {
+                Some("0") => 0,
+                Some("1") if !tiles.is_multiple_of(sms) => self.sms,
+                Some("1") => 0,
+                Some("2") => self.sms,
+                _ => choose_stream(tiles, g2.slabs, sms),
+            },
         };
         if splits > 1 || stream > 0 {
             let need = batch_len(tokens, rows)?;

@@ -210,12 +210,12 @@ pub fn stream_segments(p: &VqGemmParams, b: u32) -> impl Iterator<Item = Segment
 
 /// The stream-K grid of the Hopper GEMM for `tiles` tiles (row blocks x token blocks) of
 /// `slabs` slabs on `sms` SMs, where split-K chose one split: `sms` blocks (one per SM) where
-/// the tiles make more than one wave and the last one partial, and an equal share of the
-/// units saves more than [`STREAM_COST_SLABS`] slabs per SM over whole tiles per block
-/// (`ceil(tiles / sms) slabs`); else 0 (a block per tile). The units must fit 32 bits.
+/// the tiles leave the last (or only) wave partial and an equal share of the units saves more
+/// than [`STREAM_COST_SLABS`] slabs per SM over whole tiles per block (`ceil(tiles / sms)
+/// slabs`); else 0 (a block per tile). The units must fit 32 bits.
 pub fn choose_stream(tiles: usize, slabs: usize, sms: usize) -> u32 {
     let sms = sms.max(1);
-    if tiles <= sms || tiles.is_multiple_of(sms) || slabs == 0 {
+    if tiles.is_multiple_of(sms) || slabs == 0 {
         return 0;
     }
     let Some(units) = tiles.checked_mul(slabs).filter(|&u| u < 1 << 32) else {
@@ -230,7 +230,8 @@ pub fn choose_stream(tiles: usize, slabs: usize, sms: usize) -> u32 {
 /// two) tiles it shares with its neighbours, the conversion of one, and the extra ring fills.
 /// Measured on an H200 at 512 inputs (docs/PERF.md "VQ-GEMM: stream-K"): 8.5 slabs at
 /// 14336 x 4096, 11 at 28672 x 8192, 12.6 at 11008 x 4096 over an equal share, all three
-/// faster than a block per tile (by 2%, 9-12% and 15%).
+/// faster than a block per tile (by 2%, 9-12% and 15%); under one wave, 28672 x 8192 at 128
+/// inputs 13% faster, 8192 x 8192 and 8192 x 28672 at 512 (128 tiles) 2-8% slower.
 pub const STREAM_COST_SLABS: f64 = 8.0;
 
 /// The kernel for vector size `vec`.
@@ -374,9 +375,15 @@ mod tests {
         // 28672 x 8192 and 11008 x 4096 at 512 inputs on 132 SMs: 448 and 172 tiles.
         assert_eq!(choose_stream(448, 64, 132), 132);
         assert_eq!(choose_stream(172, 32, 132), 132);
-        // Whole waves, or fewer tiles than SMs (split-K's case): none.
+        // Whole waves: none.
         assert_eq!(choose_stream(264, 64, 132), 0);
-        assert_eq!(choose_stream(112, 64, 132), 0);
+        assert_eq!(choose_stream(132, 64, 132), 0);
+        // Under one wave where split-K takes none: 28672 x 8192 at 128 inputs (112 tiles of
+        // 64 slabs) takes it, 8192 x 8192 and 8192 x 28672 at 512 (128 tiles: 4 SMs idle)
+        // do not.
+        assert_eq!(choose_stream(112, 64, 132), 132);
+        assert_eq!(choose_stream(128, 64, 132), 0);
+        assert_eq!(choose_stream(128, 224, 132), 0);
         // 14336 x 4096 at 512: 224 tiles of 32 slabs (63 against 64 slabs per SM).
         assert_eq!(choose_stream(224, 32, 132), 132);
         // A last wave that is nearly full saves less than the cost.
