@@ -17,7 +17,10 @@
 //!   `wgmma`s in flight per warpgroup, across slab boundaries, the next step's lookups issued
 //!   while they run; the copies of the slab [`prefetch`] ahead issued between the first four
 //!   `wgmma`s of a slab ([`x90_stages`] input and [`code90_stages`] code stages).
-//! * **Split-K** where the tiles leave SMs idle ([`crate::gemm::choose_splits`]).
+//! * **Split-K** where the tiles leave SMs idle ([`crate::gemm::choose_splits`]); **stream-K**
+//!   where split-K takes one split and the tiles leave the last wave partial
+//!   ([`choose_stream`]): one block per SM, each an equal share of the (tile, slab) units
+//!   ([`stream_segments`]), parts of tiles through the split-K sums.
 //!
 //! `v = 8` (whose K order is a different permutation) runs [`crate::gemm`].
 
