@@ -13,6 +13,14 @@ use vq_codebook::{EncodeOptions, Scope, VqConfig, VqError, VqMatrix};
 mod common;
 use common::{tile, weights};
 
+/// `n` fp16 inputs: the seeded `weights` times 20.
+fn inputs(n: usize, seed: u64) -> Vec<f16> {
+    weights(n, seed)
+        .iter()
+        .map(|v| f16::from_f32(v * 20.0))
+        .collect()
+}
+
 fn rel(got: &[f16], want: &[f64]) -> f64 {
     vq_codebook::cmv_format::relative_error(got.iter().map(|v| f64::from(v.to_f32())), want)
 }
@@ -111,10 +119,7 @@ fn the_kernel_matches_the_reference() {
             let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
             assert_eq!(dm.kernel(), kernel);
             for batch in [1, 2, 3, 5, 8, 16] {
-                let x: Vec<f16> = weights(batch * cols, 99 + batch as u64)
-                    .iter()
-                    .map(|v| f16::from_f32(v * 20.0))
-                    .collect();
+                let x: Vec<f16> = inputs(batch * cols, 99 + batch as u64);
                 let want = m.reference(&x, batch).unwrap();
                 let dx = gpu.upload(&x).unwrap();
                 let mut out = VqOut::new(&gpu, rows, batch).unwrap();
@@ -274,10 +279,7 @@ fn the_gemm_matches_the_reference() {
         assert!(m.gemm_takes());
         let dm = DeviceVqMatrix::upload(&gpu, &m).unwrap();
         for tokens in [16, 17, 32, 128, 129, 300] {
-            let x: Vec<f16> = weights(tokens * cols, 7 + tokens as u64)
-                .iter()
-                .map(|v| f16::from_f32(v * 20.0))
-                .collect();
+            let x: Vec<f16> = inputs(tokens * cols, 7 + tokens as u64);
             let want = m.reference(&x, tokens).unwrap();
             let dx = gpu.upload(&x).unwrap();
             let vec = config.vec;
@@ -355,10 +357,7 @@ fn the_stream_k_gemm_matches_the_reference() {
     let w = weights(rows * cols, 5);
     let m = VqMatrix::encode(&w, rows, cols, &EncodeOptions::with(VqConfig::gptvq2())).unwrap();
     let dm = DeviceVqMatrix::upload(&gpu, &m).unwrap();
-    let x: Vec<f16> = weights(tokens * cols, 9)
-        .iter()
-        .map(|v| f16::from_f32(v * 20.0))
-        .collect();
+    let x: Vec<f16> = inputs(tokens * cols, 9);
     let want = m.reference(&x, tokens).unwrap();
     let dx = gpu.upload(&x).unwrap();
     let mut out = VqOut::new(&gpu, rows, tokens).unwrap();
@@ -394,10 +393,7 @@ fn the_big_gemm_runs_in_gemv_chunks() {
         for kernel in uploads {
             let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
             for tokens in [17, 40, 64, 65, 80, 130] {
-                let x: Vec<f16> = weights(tokens * cols, 5 + tokens as u64)
-                    .iter()
-                    .map(|v| f16::from_f32(v * 20.0))
-                    .collect();
+                let x: Vec<f16> = inputs(tokens * cols, 5 + tokens as u64);
                 let want = m.reference(&x, tokens).unwrap();
                 let dx = gpu.upload(&x).unwrap();
                 let mut out = VqOut::new(&gpu, rows, tokens).unwrap();
@@ -454,10 +450,7 @@ fn the_big_kernel_matches_the_reference() {
         for (kernel, batches) in kernels {
             let dm = DeviceVqMatrix::upload_for(&gpu, &m, kernel).unwrap();
             for &batch in batches {
-                let x: Vec<f16> = weights(batch * cols, 7 + batch as u64)
-                    .iter()
-                    .map(|v| f16::from_f32(v * 20.0))
-                    .collect();
+                let x: Vec<f16> = inputs(batch * cols, 7 + batch as u64);
                 let want = m.reference(&x, batch).unwrap();
                 let dx = gpu.upload(&x).unwrap();
                 let mut out = VqOut::new(&gpu, rows, batch).unwrap();
