@@ -117,12 +117,26 @@ fn mma_per_width_nogaps_kernels() {
         (257, 64, 200),
         (300, 400, 136),
     ];
-    for hopper in [true, false] {
+    // The default wgmma kernels, the warp-specialized ones, the lockstep ones, the mma.sync
+    // kernels.
+    let modes = [
+        (true, None),
+        (true, Some(true)),
+        (true, Some(false)),
+        (false, None),
+    ];
+    for (hopper, ws) in modes {
         bg.set_hopper(hopper);
+        bg.set_hopper_ws(ws);
         for bits in 1..=8u32 {
             let (narrow, wide) =
                 beam_pack::beam_kernels::mma::NOGAPS_WIDTH_NAMES[bits as usize - 1];
-            let hopper_name = beam_pack::beam_kernels::gemm90::KERNEL_NAMES[bits as usize - 1];
+            let ws = ws.unwrap_or(beam_pack::beam_kernels::gemm90::ws_preferred(bits));
+            let hopper_name = if ws {
+                beam_pack::beam_kernels::gemm90::WS_KERNEL_NAMES[bits as usize - 1]
+            } else {
+                beam_pack::beam_kernels::gemm90::KERNEL_NAMES[bits as usize - 1]
+            };
             assert_eq!(
                 beam_pack::beam_kernels::mma::kernel_name(3, 3, bits, bits, false),
                 narrow
@@ -167,8 +181,9 @@ fn mma_per_width_nogaps_kernels() {
     }
 }
 
-/// The `wgmma` kernels alone at every width, on few shapes (one element; tails in every
-/// dimension; two row tiles and a raw ring that wraps), for runs under compute-sanitizer.
+/// The `wgmma` kernels alone at every width, both kinds (warp-specialized and not), on few
+/// shapes (one element; tails in every dimension; two row tiles and a raw ring and tile
+/// buffers that wrap: 11 steps of `K` at 700), for runs under compute-sanitizer.
 #[test]
 fn mma_hopper_kernels() {
     let Some(gpu) = gpu_for_tests("mma_hopper_kernels") else {
@@ -178,10 +193,15 @@ fn mma_hopper_kernels() {
         eprintln!("SKIPPED mma_hopper_kernels: the wgmma kernels need compute capability 9.0");
         return;
     }
-    let bg = BeamGemm::new(&gpu).unwrap();
+    let mut bg = BeamGemm::new(&gpu).unwrap();
     let mut rng = StdRng::seed_from_u64(90);
-    for bits in 1..=8u32 {
-        for (i, &(m, k, n)) in [(1, 1, 1), (5, 67, 3), (300, 400, 136)].iter().enumerate() {
+    for (ws, bits) in [true, false]
+        .into_iter()
+        .flat_map(|ws| (1..=8u32).map(move |b| (ws, b)))
+    {
+        bg.set_hopper_ws(Some(ws));
+        let shapes = [(1, 1, 1), (5, 67, 3), (300, 400, 136), (260, 700, 130)];
+        for (i, &(m, k, n)) in shapes.iter().enumerate() {
             let a = random(&mut rng, m, k, bits, Layout::Nogaps, i == 1);
             let b = random(&mut rng, k, n, bits, Layout::Nogaps, i == 1);
             let (da, db) = (
@@ -199,6 +219,7 @@ fn mma_hopper_kernels() {
                 let out = BeamGemm::alloc_out(&gpu, &da, &db, width, lc).unwrap();
                 let entry = bg.mma_entry_point(&da, &db, &out, overflow).unwrap();
                 if entry.starts_with("cmv_beam_gemm90") {
+                    assert_eq!(entry.starts_with("cmv_beam_gemm90ws"), ws, "{entry}");
                     check(&gpu, &bg, &a, &b, width, overflow, lc);
                 }
             }

@@ -5,16 +5,19 @@ use core::arch::asm;
 use beam_kernels::access::store;
 use beam_kernels::gemm90::{
     A_TILE_BYTES, BUFFER_BYTES, LEAD, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K, TILE_M, TILE_N,
+    WS_BUFFERS, WS_CONSUMER_REGS, WS_LEAD, WS_PRODUCER_REGS, WS_PRODUCERS, WS_STAGES, WS_THREADS,
     a_copy, a_descriptor, a_offset, a_unit, b_copies, b_copy, b_descriptor, b_offset, b_unit,
-    raw_a_offset, raw_b_word, raw_stage_bytes, spread32,
+    narrow_b_columns, raw_a_offset, raw_b_slot_word, raw_b_word, raw_stage_bytes, spread32,
+    ws_barriers, ws_empty_wait, ws_full_wait,
 };
 use beam_kernels::layout;
 use beam_kernels::mma::{chunk_window, chunk_words, spread8, transpose4x8};
 use beam_kernels::{GemmParams, PackedOut, PackedRef};
 use cmv_device::{
     U32x4, block_idx_x, block_idx_y, cp_async_8_zfill, cp_async_commit, cp_async_wait_at_most,
-    dyn_smem_addr, fence_proxy_async_shared, lds_u32, lds_v2, lds_v4, sts_u32, sts_v4,
-    sync_threads, thread_idx_x, wgmma_commit_group, wgmma_fence,
+    dyn_smem_addr, fence_mbarrier_init, fence_proxy_async_shared, lds_u32, lds_v2, lds_v4,
+    mbarrier_arrive, mbarrier_init, mbarrier_wait_parity, named_barrier_sync, setmaxnreg_dec,
+    setmaxnreg_inc, sts_u32, sts_v4, sync_threads, thread_idx_x, wgmma_commit_group, wgmma_fence,
 };
 
 /// The register list `{d0}, .. {d127}` of a warpgroup's two tiles.
@@ -356,6 +359,19 @@ unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
         }
     }
     let (kq, nj) = b_unit(tid);
+    // The rows of K positions 4 kq .. 4 kq + 4, in consecutive slots (gemm90::raw_b_word).
+    let b_raw = raw + 8 * raw_b_slot_word(W, 4 * kq, 0) + nj * W;
+    if W == 1 || W == 2 || W == 4 {
+        // The unit's 8 elements of each row lie in one 32-bit word, at its byte o.
+        let (w0, o) = (b_raw & !3, b_raw & 3);
+        // SAFETY: the words of the unit's rows, inside the stage; aligned.
+        let r = [0, 1, 2, 3].map(|i| unsafe { lds_u32(w0 + 8 * 2 * W * i) });
+        for (c, &v) in narrow_b_columns(r, o, W).iter().enumerate() {
+            // SAFETY: inside the B tile (b_offset), 4-byte aligned.
+            unsafe { sts_u32(buf + A_TILE_BYTES + b_offset(4 * kq, 8 * nj + c as u32), v) };
+        }
+        return;
+    }
     // The chunk of 8 elements at shared byte `at` (byte nj * W of a row of the B step).
     // SAFETY (all): the words of a chunk lie in its row, or (the last chunk's last word) in
     // its group's spare word; aligned.
@@ -375,7 +391,6 @@ unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
         };
         spread8(chunk_window(x, o), W)
     };
-    let b_raw = raw + 8 * raw_b_word(W, 4 * kq, 0) + nj * W;
     let rows = [
         chunk(b_raw),
         chunk(b_raw + 8 * 2 * W),
@@ -527,13 +542,25 @@ unsafe fn gemm90<const W: u32>(p: &GemmParams) {
         unsafe { main_loop::<W>(p, &mut acc, (m0, n0), steps, smem, tid, h) };
     }
 
+    // SAFETY: forwarded; each element of C belongs to one lane of one warp.
+    unsafe { epilogue(p, &acc, (m0, n0), warp, lane) };
+}
+
+/// The epilogue of a warpgroup `h` (0 or 1) of either kernel: warp `warp` (0..8, the
+/// warpgroup's warps `4h ..`) writes its lanes' sums of the two `m64n128` tiles.
+///
+/// # Safety
+/// As the kernels; each element of `C` belongs to one lane of one warp.
+#[inline(always)]
+unsafe fn epilogue(p: &GemmParams, acc: &[u32; 128], (m0, n0): (u32, u32), warp: u32, lane: u32) {
+    let h = warp / 4;
     let (g, t) = (lane / 4, lane % 4);
     let row0 = m0 + 128 * h + 16 * (warp % 4) + g;
     let col0 = n0 + 2 * t;
     for sub in 0..2 {
         for j in 0..16 {
             let o = 64 * sub + 4 * j;
-            // SAFETY: forwarded; each element of C belongs to one lane of one warp.
+            // SAFETY: forwarded.
             unsafe {
                 store4(
                     p.c,
@@ -545,6 +572,202 @@ unsafe fn gemm90<const W: u32>(p: &GemmParams) {
             };
         }
     }
+}
+
+/// The producer warpgroups of `gemm90ws`: for every step, the raw copies [`WS_LEAD`] steps
+/// ahead, then (once the tile buffer's last readers are done) the step's unpacking, fenced
+/// for the async proxy and announced on the buffer's `full` barrier. Thread `ptid` plays
+/// thread `ptid` of the 256-thread kernel.
+///
+/// # Safety
+/// As `gemm90ws`; all [`WS_PRODUCERS`] producer threads run it, and no other thread uses
+/// named barrier 1.
+#[inline(always)]
+unsafe fn producer<const W: u32>(
+    p: &GemmParams,
+    (m0, n0): (u32, u32),
+    steps: u32,
+    smem: u32,
+    ptid: u32,
+) {
+    let ring = smem + WS_BUFFERS * BUFFER_BYTES;
+    let stage = |i: u32| ring + (i % WS_STAGES) * raw_stage_bytes(W);
+    let buffer = |i: u32| smem + (i % WS_BUFFERS) * BUFFER_BYTES;
+    let bars = smem + ws_barriers(W);
+    let (a, b) = (p.a, p.b);
+    let copies = |i: u32| {
+        // SAFETY: forwarded; stage i of the ring, free (the callers below).
+        unsafe { issue_raw::<W>(a, b, ptid, m0, n0, TILE_K * i, stage(i)) };
+    };
+    // One commit group per step, empty past the last, so that the waits' counts hold.
+    for i in 0..WS_LEAD {
+        if i < steps {
+            copies(i);
+        }
+        // SAFETY: closes this thread's copies.
+        unsafe { cp_async_commit() };
+    }
+    let mut i = 0;
+    while i < steps {
+        // Groups committed: steps 0 ..= i + WS_LEAD - 1, so step i's are done when at most
+        // WS_LEAD - 1 remain. After the producers' barrier step i's words are visible to
+        // every producer, and every producer is done unpacking step i - 1, whose stage
+        // (that of step i + WS_LEAD) is then free.
+        // SAFETY: every producer thread reaches it, nothing else uses barrier 1.
+        unsafe {
+            cp_async_wait_at_most(WS_LEAD - 1);
+            named_barrier_sync(1, WS_PRODUCERS);
+        }
+        if i + WS_LEAD < steps {
+            copies(i + WS_LEAD);
+        }
+        // SAFETY: closes this thread's copies (an empty group past the last step).
+        unsafe { cp_async_commit() };
+        if let Some((t, parity)) = ws_empty_wait(i) {
+            // SAFETY: an initialized barrier; the consumers complete that phase once they
+            // are done with step i - WS_BUFFERS (gemm90::ws_empty_wait).
+            unsafe { mbarrier_wait_parity(bars + 8 * (WS_BUFFERS + t), parity) };
+        }
+        // SAFETY: step i's stage is visible, its buffer free; the fence makes the stores
+        // visible to `wgmma` (async proxy) once the consumers acquire the `full` barrier.
+        unsafe {
+            unpack::<W>(ptid, stage(i), buffer(i));
+            fence_proxy_async_shared();
+            mbarrier_arrive(bars + 8 * (i % WS_BUFFERS));
+        }
+        i += 1;
+    }
+}
+
+/// The consumer warpgroups of `gemm90ws`: per step, wait for the buffer's `full` phase, issue
+/// the step's `wgmma`s, wait for the step before's and release its buffer on the `empty`
+/// barrier. Returns with every `wgmma` done. Only called with `steps > 0` (as `main_loop`).
+///
+/// # Safety
+/// As `gemm90ws`; all threads of both consumer warpgroups run it, `h` their warpgroup (0, 1).
+#[inline(always)]
+unsafe fn consumer(acc: &mut [u32; 128], steps: u32, smem: u32, bars: u32, h: u32) {
+    let mut i = 0;
+    while i < steps {
+        let (t, parity) = ws_full_wait(i);
+        let buf = smem + t * BUFFER_BYTES;
+        // SAFETY: an initialized barrier the producers complete once step i is unpacked into
+        // buffer t (and fenced); nothing writes the buffer until both warpgroups release it.
+        unsafe {
+            mbarrier_wait_parity(bars + 8 * t, parity);
+            wgmma_fence();
+            for s in 0..2 {
+                for sub in 0..2 {
+                    wgmma_m64n128k32(
+                        acc,
+                        64 * sub as usize,
+                        a_descriptor(buf, 2 * h + sub, s),
+                        b_descriptor(buf, s),
+                    );
+                }
+            }
+            wgmma_commit_group();
+            // Step i - 1's group is done after it: its buffer may be overwritten.
+            wgmma_wait::<1>(acc);
+            if i >= 1 {
+                mbarrier_arrive(bars + 8 * (WS_BUFFERS + (i - 1) % WS_BUFFERS));
+            }
+        }
+        i += 1;
+    }
+    // SAFETY: warpgroup-collective; every group done.
+    unsafe { wgmma_wait::<0>(acc) };
+}
+
+/// The warp-specialized kernel body (`beam_kernels::gemm90`, `WS_*`): the first warpgroup
+/// copies and unpacks, the other two multiply, synchronized per tile buffer by `mbarrier`s
+/// (`full`: 256 producer arrivals, `empty`: 256 consumer arrivals), no block barrier in the
+/// loop.
+///
+/// # Safety
+/// As `gemm90`, with [`WS_THREADS`] threads and `gemm90::ws_smem_bytes(W)` bytes of dynamic
+/// shared memory.
+#[inline(always)]
+unsafe fn gemm90ws<const W: u32>(p: &GemmParams) {
+    let tid = thread_idx_x();
+    let m0 = block_idx_y() * TILE_M;
+    let n0 = block_idx_x() * TILE_N;
+    let steps = p.a.cols.div_ceil(TILE_K);
+    let smem = dyn_smem_addr();
+    let bars = smem + ws_barriers(W);
+    if tid == 0 {
+        for t in 0..WS_BUFFERS {
+            // SAFETY: 8-byte aligned barriers inside the dynamic shared memory (gemm90's
+            // tests), used as nothing else; visible to all after the fence and the barrier.
+            unsafe {
+                mbarrier_init(bars + 8 * t, WS_PRODUCERS);
+                mbarrier_init(bars + 8 * (WS_BUFFERS + t), THREADS);
+            }
+        }
+        // SAFETY: sm_90 code.
+        unsafe { fence_mbarrier_init() };
+    }
+    // SAFETY: every thread reaches it (the only block barrier of the kernel).
+    unsafe { sync_threads() };
+    if tid < WS_PRODUCERS {
+        // SAFETY: forwarded; warp-uniform (whole warpgroups); the producers need few
+        // registers (the launch bound gives every thread 65536 / WS_THREADS first).
+        unsafe {
+            setmaxnreg_dec::<WS_PRODUCER_REGS>();
+            producer::<W>(p, (m0, n0), steps, smem, tid);
+        }
+        return;
+    }
+    // SAFETY: whole warpgroups; the producers gave back what this takes (gemm90's assert).
+    unsafe { setmaxnreg_inc::<WS_CONSUMER_REGS>() };
+    let ctid = tid - WS_PRODUCERS;
+    let (warp, lane) = (ctid / 32, ctid % 32);
+    let mut acc = [0u32; 128];
+    if steps > 0 {
+        // SAFETY: forwarded; both consumer warpgroups run it.
+        unsafe { consumer(&mut acc, steps, smem, bars, warp / 4) };
+    }
+    // SAFETY: forwarded.
+    unsafe { epilogue(p, &acc, (m0, n0), warp, lane) };
+}
+
+macro_rules! ws_entries {
+    ($($name:ident: $w:expr;)*) => {$(
+        /// `C = A x B` for `nogaps` operands of the name's width, sums modulo 2^32, by the
+        /// warp-specialized kernel (`beam_kernels::gemm90`, `WS_*`).
+        ///
+        /// # Safety
+        /// As `gemm90ws`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: GemmParams) {
+            // SAFETY: forwarded.
+            unsafe { gemm90ws::<{ $w }>(&p) }
+        }
+    )*};
+}
+
+ws_entries! {
+    cmv_beam_gemm90ws_nogaps_b1: 1;
+    cmv_beam_gemm90ws_nogaps_b2: 2;
+    cmv_beam_gemm90ws_nogaps_b3: 3;
+    cmv_beam_gemm90ws_nogaps_b4: 4;
+    cmv_beam_gemm90ws_nogaps_b5: 5;
+    cmv_beam_gemm90ws_nogaps_b6: 6;
+    cmv_beam_gemm90ws_nogaps_b7: 7;
+    cmv_beam_gemm90ws_nogaps_b8: 8;
+}
+
+// One block of four warpgroups per SM: 128 registers per thread (65536 / 512) at the start,
+// then 88 for the producers and 168 for the consumers (setmaxnreg).
+cmv_device::launch_bounds! {
+    CMV_MAXNTID_cmv_beam_gemm90ws_nogaps_b1 = WS_THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ws_nogaps_b2 = WS_THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ws_nogaps_b3 = WS_THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ws_nogaps_b4 = WS_THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ws_nogaps_b5 = WS_THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ws_nogaps_b6 = WS_THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ws_nogaps_b7 = WS_THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ws_nogaps_b8 = WS_THREADS;
 }
 
 macro_rules! entries {

@@ -22,6 +22,17 @@
 //!   of step `i + LEAD`, unpack step `i + 1` while the `wgmma`s run, fence the
 //!   writes to the async proxy and wait for step `i - 1`'s `wgmma`s; with three buffers the
 //!   one a step writes was last read two steps before.
+//! * **K order.** At 1, 2 and 4 bits a step's `K` positions are a permutation of its elements
+//!   ([`k_position`]), the same for `A` and `B`, so the products are unchanged: [`spread32`]
+//!   then makes each unpacked word of `A` with one shift and one mask, and `B`'s rows go to the
+//!   raw-stage slots of their positions ([`raw_b_word`]), whose units of 4 rows x 8 columns
+//!   [`narrow_b_columns`] turns into the columns' words by gathering bytes.
+//! * **Warp-specialized kernel** (`cmv_beam_gemm90ws_nogaps_b{w}`, [`WS_THREADS`]): two producer
+//!   warpgroups issue the copies and unpack (each thread one thread of the kernel above, with
+//!   [`WS_PRODUCER_REGS`] registers), two consumer warpgroups only wait for a tile buffer's
+//!   `full` barrier, issue its `wgmma`s and release the buffer before on its `empty` barrier
+//!   ([`ws_full_wait`], [`ws_empty_wait`]); [`WS_BUFFERS`] tile buffers, no block barrier in
+//!   the loop. The launcher runs it up to [`WS_MAX_BITS`] ([`ws_preferred`]).
 //! * Outputs as the other tensor-core kernels: wrapped or clamped by `layout::finish`, written
 //!   packed in any width and layout.
 
@@ -118,9 +129,47 @@ pub const fn raw_stage_words(w: u32) -> u32 {
 }
 
 /// Where 8-byte word `word` of row `k` of the `B` tile's step lies in a raw stage at width
-/// `w`.
+/// `w`: in the slot of the row's `K` position ([`k_position`], [`raw_b_slot_word`]), so that
+/// the unpacking reads the rows of 4 consecutive positions from 4 consecutive slots.
 pub const fn raw_b_word(w: u32, k: u32, word: u32) -> u32 {
-    TILE_M * w + (k / 4) * (8 * w + 1) + (k % 4) * 2 * w + word
+    raw_b_slot_word(w, k_position(w, k), word)
+}
+
+/// Word `word` of raw-stage slot `slot` (0..64) of `B` at width `w`: 16 groups of 4 slots of
+/// `2w` words and a spare word.
+pub const fn raw_b_slot_word(w: u32, slot: u32, word: u32) -> u32 {
+    TILE_M * w + (slot / 4) * (8 * w + 1) + (slot % 4) * 2 * w + word
+}
+
+/// Elements of a 32-bit word at width `w` that divides 8 (1, 2, 4): the group whose order
+/// the unpacking permutes; 4 otherwise (no permutation).
+const fn k_group(w: u32) -> u32 {
+    if w == 1 || w == 2 || w == 4 {
+        32 / w
+    } else {
+        4
+    }
+}
+
+/// The `K` position (the byte of the unpacked step's `K`, 0..64, where `wgmma` reads it) of
+/// element `k` of a step at width `w`. For widths that divide 8 below 8 the order is permuted
+/// within each group of `G = 32 / w` elements (one 32-bit word): element `G i + m + g j`
+/// (`g = 8 / w`, `m < g`, `j < 4`) at position `G i + 4 m + j`, so that [`spread32`] makes
+/// each output word with one shift and one mask, `(x >> w m) & 0x0101..` times the mask;
+/// otherwise the identity. `A` and `B` are permuted alike, so the products are unchanged.
+pub const fn k_position(w: u32, k: u32) -> u32 {
+    let big = k_group(w);
+    let g = big / 4;
+    let (i, e) = (k / big, k % big);
+    big * i + 4 * (e % g) + e / g
+}
+
+/// The element at `K` position `p` of a step at width `w` (the inverse of [`k_position`]).
+pub const fn k_element(w: u32, p: u32) -> u32 {
+    let big = k_group(w);
+    let g = big / 4;
+    let (i, e) = (p / big, p % big);
+    big * i + (e / 4) + g * (e % 4)
 }
 
 /// Byte offset in a raw stage of 8-byte word `word` (0..`w`) of row `r` of the `A` tile's
@@ -139,6 +188,93 @@ pub const fn raw_stage_bytes(w: u32) -> u32 {
 pub const fn smem_bytes(w: u32) -> u32 {
     TILE_BUFFERS * BUFFER_BYTES + RAW_STAGES * raw_stage_bytes(w)
 }
+
+/// Threads of the warp-specialized kernel (`cmv_beam_gemm90ws_nogaps_b{w}`): two producer
+/// warpgroups that copy and unpack, then two consumer warpgroups that only issue `wgmma`s
+/// (the same tile and warpgroup roles as the kernel of [`THREADS`]). One producer warpgroup
+/// (384 threads) ran slower than the lockstep kernel: the unpacking bounds both
+/// (docs/PERF.md).
+pub const WS_THREADS: u32 = 512;
+/// The producer threads (the first two warpgroups). Producer `ptid` plays thread `ptid` of the
+/// [`THREADS`]-thread kernel: its copies and units are [`a_copy`], [`b_copy`], [`a_unit`] and
+/// [`b_unit`] of it.
+pub const WS_PRODUCERS: u32 = 256;
+/// Registers per thread the producers keep (`setmaxnreg.dec`) and the consumers take
+/// (`setmaxnreg.inc`; 128 sums each): together at most 65536 / 256.
+pub const WS_PRODUCER_REGS: u32 = 88;
+/// See [`WS_PRODUCER_REGS`].
+pub const WS_CONSUMER_REGS: u32 = 168;
+/// Unpacked tile buffers of the warp-specialized kernel: the producers may unpack up to
+/// `WS_BUFFERS - 1` steps ahead of the step the consumers multiply.
+pub const WS_BUFFERS: u32 = 4;
+/// Steps ahead whose raw copies the producers issue, before they unpack a step.
+pub const WS_LEAD: u32 = 3;
+/// Raw stages of the warp-specialized kernel: [`WS_LEAD`] + 1, so the stage a step's copies
+/// fill is the one unpacked in the step before (free after the producers' barrier).
+pub const WS_STAGES: u32 = WS_LEAD + 1;
+
+const _: () = assert!(WS_THREADS == WS_PRODUCERS + THREADS && WS_PRODUCERS == THREADS);
+const _: () = assert!(
+    WS_PRODUCERS * WS_PRODUCER_REGS + THREADS * WS_CONSUMER_REGS <= 65536
+        && WS_PRODUCER_REGS.is_multiple_of(8)
+        && WS_CONSUMER_REGS.is_multiple_of(8)
+);
+
+/// Byte offset (from the start of the dynamic shared memory) of the warp-specialized kernel's
+/// barriers at width `w`: after the tile buffers and the raw stages; `full` barrier `t` at
+/// `+ 8 t`, `empty` barrier `t` at `+ 8 (WS_BUFFERS + t)`.
+pub const fn ws_barriers(w: u32) -> u32 {
+    WS_BUFFERS * BUFFER_BYTES + WS_STAGES * raw_stage_bytes(w)
+}
+
+/// Dynamic shared memory of the warp-specialized kernel at width `w`: tile buffers, raw
+/// stages, then two barriers (8 bytes each) per tile buffer.
+pub const fn ws_smem_bytes(w: u32) -> u32 {
+    ws_barriers(w) + 16 * WS_BUFFERS
+}
+
+/// What a producer waits for before it unpacks step `i` into tile buffer `i % WS_BUFFERS`:
+/// `None` for the first use of each buffer, else `(buffer, parity)` of the `empty` barrier
+/// phase that completes when both consumer warpgroups finished reading step `i - WS_BUFFERS`
+/// (the buffer's previous use).
+pub const fn ws_empty_wait(i: u32) -> Option<(u32, u32)> {
+    if i < WS_BUFFERS {
+        None
+    } else {
+        Some((i % WS_BUFFERS, (i / WS_BUFFERS - 1) & 1))
+    }
+}
+
+/// What a consumer waits for before it multiplies step `i`: `(buffer, parity)` of the `full`
+/// barrier phase that completes when every producer unpacked step `i` into that buffer.
+pub const fn ws_full_wait(i: u32) -> (u32, u32) {
+    (i % WS_BUFFERS, (i / WS_BUFFERS) & 1)
+}
+
+/// The widest operands the launcher gives the warp-specialized kernel by default
+/// ([`ws_preferred`]).
+pub const WS_MAX_BITS: u32 = 5;
+
+/// Whether the launcher runs the warp-specialized kernel at width `w` by default: up to
+/// [`WS_MAX_BITS`]. Measured on an H200 at 11585^3 (docs/PERF.md, "BEAM GEMM on Hopper: a
+/// warp-specialized kernel and a permuted K"): 2-7% faster than the lockstep kernel at 1, 3, 4
+/// and 5 bits, level at 2, 4-22% slower at 6-8 (the copies and the unpacking of 6 to 8 bits
+/// on two warpgroups alone take longer than on all four in turn).
+pub const fn ws_preferred(w: u32) -> bool {
+    w >= 1 && w <= WS_MAX_BITS
+}
+
+/// The entry points of the warp-specialized kernel for widths 1..=8.
+pub const WS_KERNEL_NAMES: [&str; 8] = [
+    "cmv_beam_gemm90ws_nogaps_b1",
+    "cmv_beam_gemm90ws_nogaps_b2",
+    "cmv_beam_gemm90ws_nogaps_b3",
+    "cmv_beam_gemm90ws_nogaps_b4",
+    "cmv_beam_gemm90ws_nogaps_b5",
+    "cmv_beam_gemm90ws_nogaps_b6",
+    "cmv_beam_gemm90ws_nogaps_b7",
+    "cmv_beam_gemm90ws_nogaps_b8",
+];
 
 /// Whether the Hopper kernel multiplies these operands: both `nogaps` of one width in
 /// 1..=8, with sums modulo 2^32 (`wide` false: the output needs no more).
@@ -217,12 +353,20 @@ pub const fn b_unit(tid: u32) -> (u32, u32) {
 }
 
 /// 32 elements of `w` (1..=8) bits, element `i` at bits `i * w ..` of the little-endian words
-/// `x` (the first `w` used), to 8 words of 4 bytes (element `4m + j` in byte `j` of word `m`).
-/// Each word is one funnel shift of a constant amount and [`crate::mma::spread4`].
+/// `x` (the first `w` used), to 8 words of 4 bytes: the element at [`k_element`]`(w, 4m + j)`
+/// (of the 32) in byte `j` of word `m`. For 1, 2 and 4 bits each word is one shift and one
+/// mask of an input word (the permuted order); for the others element `4m + j`, each word one
+/// funnel shift of a constant amount and [`crate::mma::spread4`].
 #[inline(always)]
 pub fn spread32(x: &[u32; 8], w: u32) -> [u32; 8] {
     if w == 8 {
         return *x;
+    }
+    if w == 1 || w == 2 || w == 4 {
+        // Output word m: input word m / g, shifted by w (m % g), every byte masked to w bits.
+        let g = 8 / w;
+        let m8 = (crate::layout::mask(w) as u32) * 0x0101_0101;
+        return core::array::from_fn(|m| (x[m / g as usize] >> (w * (m as u32 % g))) & m8);
     }
     core::array::from_fn(|m| {
         let bit = 4 * m as u32 * w;
@@ -234,6 +378,25 @@ pub fn spread32(x: &[u32; 8], w: u32) -> [u32; 8] {
         };
         crate::mma::spread4(win, w)
     })
+}
+
+/// A `B` unit of 4 rows x 8 columns at a width `w` that divides 8 below 8 (1, 2, 4), as the
+/// 8 columns' words of 4 bytes (byte `i` from row `i`): `r[i]` is the 32-bit word of row `i`
+/// that holds the unit's 8 elements at its byte `o` (`o + w <= 4`), element `c` at bit
+/// `8 o + w c`. Gathers byte `o + b` of the 4 rows into one word (3 `prmt`), then each column is
+/// one shift and one mask of such a word: about 30 instructions where
+/// [`crate::mma::spread8`] and [`crate::mma::transpose4x8`] take about 90.
+#[inline(always)]
+pub fn narrow_b_columns(r: [u32; 4], o: u32, w: u32) -> [u32; 8] {
+    use cmv_device::prmt;
+    let gather = |b: u32| -> u32 {
+        let s = o + b;
+        let sel = s | (s + 4) << 4;
+        prmt(prmt(r[0], r[1], sel), prmt(r[2], r[3], sel), 0x5410)
+    };
+    let m8 = (crate::layout::mask(w) as u32) * 0x0101_0101;
+    let g = 8 / w;
+    core::array::from_fn(|c| (gather(c as u32 / g) >> (w * (c as u32 % g))) & m8)
 }
 
 #[cfg(test)]
@@ -393,6 +556,50 @@ mod tests {
     }
 
     #[test]
+    fn k_positions_permute_each_group_and_only_below_8_bits_dividing_8() {
+        for w in 1..=MAX_BITS {
+            let mut seen = [false; TILE_K as usize];
+            for k in 0..TILE_K {
+                let p = k_position(w, k);
+                assert!(p < TILE_K && !seen[p as usize], "w {w} k {k}");
+                seen[p as usize] = true;
+                assert_eq!(k_element(w, p), k, "w {w} k {k}");
+                // Within its 32-bit word's group, and within the unit of 32 a thread unpacks.
+                assert_eq!(p / 32, k / 32);
+                assert_eq!(p / k_group(w), k / k_group(w));
+            }
+            let identity = (0..TILE_K).all(|k| k_position(w, k) == k);
+            assert_eq!(identity, !matches!(w, 1 | 2 | 4), "w {w}");
+        }
+        // 2 bits: word m of a group of 16 holds elements m, m + 4, m + 8, m + 12.
+        assert_eq!(
+            (0..4).map(|j| k_element(2, 4 + j)).collect::<Vec<_>>(),
+            [1, 5, 9, 13]
+        );
+        assert_eq!(k_position(1, 9), 4 + 1);
+        // 4 bits: elements 0, 2, 4, 6 in word 0, 1, 3, 5, 7 in word 1.
+        assert_eq!(k_position(4, 2), 1);
+        assert_eq!(k_position(4, 1), 4);
+    }
+
+    #[test]
+    fn narrow_b_columns_equal_the_spread_and_transpose() {
+        let mut next = rng(21);
+        for w in [1u32, 2, 4] {
+            for _ in 0..500 {
+                let r = [0; 4].map(|_| next() as u32);
+                for o in (0..4).filter(|o| o % w == 0 || w == 1) {
+                    if o + w > 4 {
+                        continue;
+                    }
+                    let rows = r.map(|x| spread8(chunk_window([x, 0, 0], o), w));
+                    assert_eq!(narrow_b_columns(r, o, w), transpose4x8(rows), "w {w} o {o}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn spread32_puts_every_element_in_its_byte() {
         let mut next = rng(7);
         for w in 1..=MAX_BITS {
@@ -408,8 +615,9 @@ mod tests {
                 }
                 let out = spread32(&x, w);
                 for (i, &v) in vals.iter().enumerate() {
+                    let p = k_position(w, i as u32) as usize;
                     assert_eq!(
-                        (out[i / 4] >> (8 * (i % 4))) & 0xff,
+                        (out[p / 4] >> (8 * (p % 4))) & 0xff,
                         v as u32,
                         "w {w} i {i}"
                     );
@@ -508,7 +716,16 @@ mod tests {
                     let (w0, o) = (at & !3, at & 3);
                     spread8(chunk_window([lds(w0), lds(w0 + 4), lds(w0 + 8)], o), w)
                 };
-                let b_raw = 8 * raw_b_word(w, 4 * kq, 0) + nj * w;
+                let b_raw = 8 * raw_b_slot_word(w, 4 * kq, 0) + nj * w;
+                if matches!(w, 1 | 2 | 4) {
+                    let (w0, o) = (b_raw & !3, b_raw & 3);
+                    let r = [0, 1, 2, 3].map(|i| lds(w0 + 8 * 2 * w * i));
+                    for (c, v) in narrow_b_columns(r, o, w).iter().enumerate() {
+                        let o = (A_TILE_BYTES + b_offset(4 * kq, 8 * nj + c as u32)) as usize;
+                        tile[o..o + 4].copy_from_slice(&v.to_le_bytes());
+                    }
+                    continue;
+                }
                 let r = [0, 1, 2, 3].map(|i| {
                     if w == 8 {
                         let at = b_raw + 8 * 2 * w * i;
@@ -522,24 +739,118 @@ mod tests {
                     tile[o..o + 4].copy_from_slice(&v.to_le_bytes());
                 }
             }
+            // Position p of K holds element k_element(p) of both operands.
             for r in 0..TILE_M {
-                for k in 0..TILE_K {
+                for p in 0..TILE_K {
+                    let k = k_element(w, p);
                     assert_eq!(
-                        tile[a_offset(r, k) as usize] as u64,
+                        tile[a_offset(r, p) as usize] as u64,
                         av[(r * TILE_K + k) as usize],
-                        "w {w} A ({r}, {k})"
+                        "w {w} A ({r}, {k}) at {p}"
                     );
                 }
             }
-            for k in 0..TILE_K {
+            for p in 0..TILE_K {
+                let k = k_element(w, p);
                 for n in 0..TILE_N {
                     assert_eq!(
-                        tile[(A_TILE_BYTES + b_offset(k, n)) as usize] as u64,
+                        tile[(A_TILE_BYTES + b_offset(p, n)) as usize] as u64,
                         bv[(k * TILE_N + n) as usize],
-                        "w {w} B ({k}, {n})"
+                        "w {w} B ({k}, {n}) at {p}"
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_warp_specialized_kernel_fits_and_its_barriers_are_aligned() {
+        for w in 1..=MAX_BITS {
+            assert!(
+                ws_smem_bytes(w) <= 227 * 1024,
+                "w {w}: {}",
+                ws_smem_bytes(w)
+            );
+            assert_eq!(ws_barriers(w) % 8, 0);
+            assert!(ws_barriers(w) >= WS_BUFFERS * BUFFER_BYTES + WS_STAGES * raw_stage_bytes(w));
+        }
+    }
+
+    /// A model of the warp-specialized schedule: barrier phases as counters, the producers
+    /// and the consumers advancing in every interleaving a seeded walk picks. A producer
+    /// unpacks step `i` only when its buffer's last reader is done; a consumer reads step `i`
+    /// only when it is unpacked, and never a buffer the producers are writing.
+    #[test]
+    fn the_barrier_parities_order_producers_and_consumers() {
+        let mut next = rng(5);
+        for steps in [1u32, 3, 4, 5, 9, 31] {
+            for _ in 0..200 {
+                // Phases completed per barrier.
+                let mut full = [0u32; WS_BUFFERS as usize];
+                let mut empty = [0u32; WS_BUFFERS as usize];
+                // The step each buffer holds (unpacked), and which steps the consumers are
+                // done with.
+                let mut holds = [u32::MAX; WS_BUFFERS as usize];
+                let (mut p, mut c) = (0u32, 0u32);
+                // Consumers: at most one step in flight besides the one being issued
+                // (`wgmma_wait<1>`): step c - 1 is released once step c is issued.
+                while c < steps {
+                    let try_producer = next().is_multiple_of(2);
+                    // A phase of parity q completed: the count of completions went past a
+                    // phase with that parity, i.e. completions > k for the k-th wait.
+                    if try_producer && p < steps {
+                        let ok = match ws_empty_wait(p) {
+                            None => true,
+                            Some((t, q)) => {
+                                let k = p / WS_BUFFERS - 1;
+                                assert_eq!(q, k & 1);
+                                empty[t as usize] > k
+                            }
+                        };
+                        if ok {
+                            let t = (p % WS_BUFFERS) as usize;
+                            // The buffer's previous step is done being read: released, that
+                            // is, the consumers issued the step after it.
+                            if holds[t] != u32::MAX {
+                                assert!(holds[t] + 2 <= c, "step {p} overwrites {}", holds[t]);
+                            }
+                            holds[t] = p;
+                            full[t] += 1;
+                            p += 1;
+                        }
+                    } else {
+                        let (t, q) = ws_full_wait(c);
+                        let k = c / WS_BUFFERS;
+                        assert_eq!(q, k & 1);
+                        if full[t as usize] > k {
+                            assert_eq!(holds[t as usize], c, "consumer reads step {c}");
+                            // Issue step c; release step c - 1.
+                            if c >= 1 {
+                                empty[((c - 1) % WS_BUFFERS) as usize] += 1;
+                            }
+                            c += 1;
+                        }
+                    }
+                    // A waiter never sees a phase two rounds ahead (parity aliasing): a
+                    // buffer is filled at most once more than it was released.
+                    for t in 0..WS_BUFFERS as usize {
+                        assert!(full[t] <= empty[t] + 1 && empty[t] <= full[t]);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_warp_specialized_kernel_is_the_default_up_to_5_bits() {
+        let ws: Vec<u32> = (0..=9).filter(|&w| ws_preferred(w)).collect();
+        assert_eq!(ws, [1, 2, 3, 4, 5]);
+        for w in 1..=MAX_BITS {
+            assert_ne!(
+                KERNEL_NAMES[w as usize - 1],
+                WS_KERNEL_NAMES[w as usize - 1]
+            );
+            assert!(WS_KERNEL_NAMES[w as usize - 1].ends_with(&format!("_b{w}")));
         }
     }
 

@@ -887,6 +887,33 @@ pub unsafe fn fence_proxy_async_shared() {
     unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
 }
 
+/// `setmaxnreg.dec.sync.aligned.u32 N` (sm_90a): this warpgroup gives registers back, down to
+/// `N` per thread (a multiple of 8 in 24..=256), for other warpgroups to take with
+/// [`setmaxnreg_inc`]. For the producers of a warp-specialized kernel.
+///
+/// # Safety
+/// All threads of the warpgroup run it together, in code built for sm_90a; the kernel's
+/// register count (its launch bound) is at least `N`, and no later code of the warpgroup
+/// needs more than `N` (`ptxas` allocates for it).
+#[inline(always)]
+pub unsafe fn setmaxnreg_dec<const N: u32>() {
+    // SAFETY: the caller's contract.
+    unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack)) };
+}
+
+/// `setmaxnreg.inc.sync.aligned.u32 N` (sm_90a): this warpgroup takes registers up to `N` per
+/// thread (a multiple of 8 in 24..=256), waiting until other warpgroups gave enough back
+/// ([`setmaxnreg_dec`]).
+///
+/// # Safety
+/// As [`setmaxnreg_dec`]; the registers the block's warpgroups ask for in all fit the SM's
+/// register file (else this waits for ever).
+#[inline(always)]
+pub unsafe fn setmaxnreg_inc<const N: u32>() {
+    // SAFETY: the caller's contract.
+    unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack)) };
+}
+
 /// `bar.sync id, threads`: waits until `threads` threads (a multiple of 32, whole warps) have
 /// arrived at named barrier `id` (1..=15; 0 is [`sync_threads`]'s), and orders their shared-
 /// memory accesses like a block barrier. For a subset of the block's warps, e.g. the consumers

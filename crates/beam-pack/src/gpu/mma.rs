@@ -19,13 +19,20 @@ use crate::{BeamError, Overflow};
 /// 64-bit sums; and for `nogaps` operands of one width in 9..=24 bits, one per width as two
 /// or three byte planes with 32-bit sums. On compute capability 9.0 also the `wgmma` kernels
 /// (`nogaps` of one width up to 8 bits, 32-bit sums), used where they apply unless turned off
-/// ([`MmaGemm::set_hopper`], `CMV_BEAM_GEMM90=0`).
+/// ([`MmaGemm::set_hopper`], `CMV_BEAM_GEMM90=0`); of those, the warp-specialized kernels up
+/// to [`gemm90::WS_MAX_BITS`] bits and the lockstep ones above, unless set otherwise
+/// ([`MmaGemm::set_hopper_ws`], `CMV_BEAM_GEMM90_WS=1|0`).
 #[derive(Debug)]
 pub struct MmaGemm {
     kernels: HashMap<&'static str, Kernel>,
     /// The `wgmma` kernels by width - 1 (empty below compute capability 9.0).
     hopper: Vec<Kernel>,
+    /// The warp-specialized `wgmma` kernels by width - 1 (the same).
+    hopper_ws: Vec<Kernel>,
     use_hopper: bool,
+    /// `Some(on)` runs the warp-specialized kernels at every width (or never), `None` where
+    /// [`gemm90::ws_preferred`] says.
+    ws: Option<bool>,
 }
 
 impl MmaGemm {
@@ -51,7 +58,7 @@ impl MmaGemm {
         for name in NOGAPS_PLANE_NAMES {
             kernels.insert(name, gpu.kernel(&PTX, name)?);
         }
-        let mut hopper = Vec::new();
+        let (mut hopper, mut hopper_ws) = (Vec::new(), Vec::new());
         if gpu.info().compute_capability == (9, 0) {
             for (w, name) in (1..).zip(gemm90::KERNEL_NAMES) {
                 hopper.push(gpu.kernel_for(
@@ -61,13 +68,43 @@ impl MmaGemm {
                     gemm90::smem_bytes(w),
                 )?);
             }
+            for (w, name) in (1..).zip(gemm90::WS_KERNEL_NAMES) {
+                hopper_ws.push(gpu.kernel_for(
+                    &PTX_SM90,
+                    name,
+                    gemm90::WS_THREADS,
+                    gemm90::ws_smem_bytes(w),
+                )?);
+            }
         }
         let use_hopper = std::env::var("CMV_BEAM_GEMM90").map_or(true, |v| v != "0");
+        let ws = std::env::var("CMV_BEAM_GEMM90_WS")
+            .ok()
+            .and_then(|v| match v.as_str() {
+                "0" => Some(false),
+                "1" => Some(true),
+                _ => None,
+            });
         Ok(Self {
             kernels,
             hopper,
+            hopper_ws,
             use_hopper,
+            ws,
         })
+    }
+
+    /// Which `wgmma` kernels run: `Some(true)` the warp-specialized ones at every width,
+    /// `Some(false)` the lockstep ones, `None` (the default; `CMV_BEAM_GEMM90_WS=1|0` sets the
+    /// others at load) the warp-specialized ones up to [`gemm90::WS_MAX_BITS`].
+    pub fn set_hopper_ws(&mut self, ws: Option<bool>) {
+        self.ws = ws;
+    }
+
+    /// Whether a product at width `w` runs the warp-specialized `wgmma` kernel (where the
+    /// `wgmma` kernels run at all).
+    fn uses_ws(&self, w: u32) -> bool {
+        self.ws.unwrap_or(gemm90::ws_preferred(w))
     }
 
     /// Whether the `wgmma` kernels run where they apply (they load only on compute capability
@@ -86,7 +123,12 @@ impl MmaGemm {
         wide: bool,
     ) -> Option<&Kernel> {
         if self.use_hopper && gemm90::supports(la, lb, a_bits, b_bits, wide) {
-            self.hopper.get(a_bits as usize - 1)
+            let kernels = if self.uses_ws(a_bits) {
+                &self.hopper_ws
+            } else {
+                &self.hopper
+            };
+            kernels.get(a_bits as usize - 1)
         } else {
             None
         }
@@ -172,16 +214,31 @@ impl MmaGemm {
         };
         let name = match choice {
             Ok(k) => {
+                let ws = self.uses_ws(a.bits());
                 let cfg = LaunchConfig {
                     grid_dim: grid(a, b, gemm90::TILE_M, gemm90::TILE_N),
-                    block_dim: (gemm90::THREADS, 1, 1),
-                    shared_mem_bytes: gemm90::smem_bytes(a.bits()),
+                    block_dim: (
+                        if ws {
+                            gemm90::WS_THREADS
+                        } else {
+                            gemm90::THREADS
+                        },
+                        1,
+                        1,
+                    ),
+                    shared_mem_bytes: if ws {
+                        gemm90::ws_smem_bytes(a.bits())
+                    } else {
+                        gemm90::smem_bytes(a.bits())
+                    },
                 };
                 // SAFETY: as below, for the wgmma kernel of a.bits() (loaded on compute
-                // capability 9.0 only): gemm90::supports holds (both operands nogaps of that
-                // width, sums modulo 2^32 suffice for the output); the grid covers C in
-                // gemm90::TILE_M x TILE_N tiles with gemm90::THREADS threads and
-                // gemm90::smem_bytes of shared memory, as the kernel expects.
+                // capability 9.0 only; the warp-specialized one when uses_ws, which
+                // hopper_kernel picked by the same rule): gemm90::supports holds (both
+                // operands nogaps of that width, sums modulo 2^32 suffice for the output);
+                // the grid covers C in gemm90::TILE_M x TILE_N tiles with the kernel's
+                // threads (THREADS or WS_THREADS) and shared memory (smem_bytes or
+                // ws_smem_bytes), as it expects.
                 unsafe { k.launch(gpu.stream(), cfg, &params)? };
                 return Ok(k.name());
             }

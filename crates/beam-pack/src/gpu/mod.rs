@@ -377,6 +377,16 @@ impl BeamGemm {
         self.mma.set_hopper(on);
     }
 
+    /// Which `wgmma` GEMM runs where [`Self::set_hopper`] leaves them on: `Some(true)` the
+    /// warp-specialized kernel (`cmv_beam_gemm90ws_*`: two warpgroups copy and unpack, two
+    /// multiply) at every width, `Some(false)` the lockstep kernel (`cmv_beam_gemm90_*`: its
+    /// two warpgroups do both in turn), `None` the default: warp-specialized up to
+    /// `beam_kernels::gemm90::WS_MAX_BITS` (5) bits, lockstep above, as measured fastest on an
+    /// H200. The environment's `CMV_BEAM_GEMM90_WS=1|0` sets the first two at load.
+    pub fn set_hopper_ws(&mut self, ws: Option<bool>) {
+        self.mma.set_hopper_ws(ws);
+    }
+
     /// The entry point [`GemmKernel::Mma`] launches for these operands and output, `None`
     /// where it refuses them.
     pub fn mma_entry_point(
