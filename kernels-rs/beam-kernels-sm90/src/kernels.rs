@@ -731,22 +731,25 @@ unsafe fn gemm90ws<const W: u32>(p: &GemmParams) {
     unsafe { epilogue(p, &acc, (m0, n0), warp, lane) };
 }
 
-macro_rules! ws_entries {
-    ($($name:ident: $w:expr;)*) => {$(
-        /// `C = A x B` for `nogaps` operands of the name's width, sums modulo 2^32, by the
-        /// warp-specialized kernel (`beam_kernels::gemm90`, `WS_*`).
+/// The entry points of one kernel body (`gemm90`, the lockstep kernel, or `gemm90ws`, the
+/// warp-specialized one), one per width.
+macro_rules! entries {
+    ($body:ident; $($name:ident: $w:expr;)*) => {$(
+        /// `C = A x B` for `nogaps` operands of the name's width, sums modulo 2^32
+        /// (`beam_kernels::gemm90`), by the kernel body of the macro call.
         ///
         /// # Safety
-        /// As `gemm90ws`.
+        /// As that body (`gemm90` or `gemm90ws`).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: GemmParams) {
             // SAFETY: forwarded.
-            unsafe { gemm90ws::<{ $w }>(&p) }
+            unsafe { $body::<{ $w }>(&p) }
         }
     )*};
 }
 
-ws_entries! {
+entries! {
+    gemm90ws;
     cmv_beam_gemm90ws_nogaps_b1: 1;
     cmv_beam_gemm90ws_nogaps_b2: 2;
     cmv_beam_gemm90ws_nogaps_b3: 3;
@@ -770,22 +773,8 @@ cmv_device::launch_bounds! {
     CMV_MAXNTID_cmv_beam_gemm90ws_nogaps_b8 = WS_THREADS;
 }
 
-macro_rules! entries {
-    ($($name:ident: $w:expr;)*) => {$(
-        /// `C = A x B` for `nogaps` operands of the name's width, sums modulo 2^32
-        /// (`beam_kernels::gemm90`).
-        ///
-        /// # Safety
-        /// As `gemm90`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: GemmParams) {
-            // SAFETY: forwarded.
-            unsafe { gemm90::<{ $w }>(&p) }
-        }
-    )*};
-}
-
 entries! {
+    gemm90;
     cmv_beam_gemm90_nogaps_b1: 1;
     cmv_beam_gemm90_nogaps_b2: 2;
     cmv_beam_gemm90_nogaps_b3: 3;

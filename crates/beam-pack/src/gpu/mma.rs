@@ -58,24 +58,21 @@ impl MmaGemm {
         for name in NOGAPS_PLANE_NAMES {
             kernels.insert(name, gpu.kernel(&PTX, name)?);
         }
+        // One kernel per width from the sm_90a module, with its threads and shared memory.
+        let per_width = |names: [&'static str; 8], threads: u32, smem: fn(u32) -> u32| {
+            (1..)
+                .zip(names)
+                .map(|(w, name)| gpu.kernel_for(&PTX_SM90, name, threads, smem(w)))
+                .collect::<Result<Vec<_>, _>>()
+        };
         let (mut hopper, mut hopper_ws) = (Vec::new(), Vec::new());
         if gpu.info().compute_capability == (9, 0) {
-            for (w, name) in (1..).zip(gemm90::KERNEL_NAMES) {
-                hopper.push(gpu.kernel_for(
-                    &PTX_SM90,
-                    name,
-                    gemm90::THREADS,
-                    gemm90::smem_bytes(w),
-                )?);
-            }
-            for (w, name) in (1..).zip(gemm90::WS_KERNEL_NAMES) {
-                hopper_ws.push(gpu.kernel_for(
-                    &PTX_SM90,
-                    name,
-                    gemm90::WS_THREADS,
-                    gemm90::ws_smem_bytes(w),
-                )?);
-            }
+            hopper = per_width(gemm90::KERNEL_NAMES, gemm90::THREADS, gemm90::smem_bytes)?;
+            hopper_ws = per_width(
+                gemm90::WS_KERNEL_NAMES,
+                gemm90::WS_THREADS,
+                gemm90::ws_smem_bytes,
+            )?;
         }
         let use_hopper = std::env::var("CMV_BEAM_GEMM90").map_or(true, |v| v != "0");
         let ws = std::env::var("CMV_BEAM_GEMM90_WS")
@@ -214,23 +211,15 @@ impl MmaGemm {
         };
         let name = match choice {
             Ok(k) => {
-                let ws = self.uses_ws(a.bits());
+                let (threads, smem) = if self.uses_ws(a.bits()) {
+                    (gemm90::WS_THREADS, gemm90::ws_smem_bytes(a.bits()))
+                } else {
+                    (gemm90::THREADS, gemm90::smem_bytes(a.bits()))
+                };
                 let cfg = LaunchConfig {
                     grid_dim: grid(a, b, gemm90::TILE_M, gemm90::TILE_N),
-                    block_dim: (
-                        if ws {
-                            gemm90::WS_THREADS
-                        } else {
-                            gemm90::THREADS
-                        },
-                        1,
-                        1,
-                    ),
-                    shared_mem_bytes: if ws {
-                        gemm90::ws_smem_bytes(a.bits())
-                    } else {
-                        gemm90::smem_bytes(a.bits())
-                    },
+                    block_dim: (threads, 1, 1),
+                    shared_mem_bytes: smem,
                 };
                 // SAFETY: as below, for the wgmma kernel of a.bits() (loaded on compute
                 // capability 9.0 only; the warp-specialized one when uses_ws, which
