@@ -679,8 +679,8 @@ unsafe fn consumer(acc: &mut [u32; 128], steps: u32, smem: u32, bars: u32, h: u3
     unsafe { wgmma_wait::<0>(acc) };
 }
 
-/// The warp-specialized kernel body (`beam_kernels::gemm90`, `WS_*`): the first warpgroup
-/// copies and unpacks, the other two multiply, synchronized per tile buffer by `mbarrier`s
+/// The warp-specialized kernel body (`beam_kernels::gemm90`, `WS_*`): the first two
+/// warpgroups copy and unpack, the other two multiply, synchronized per tile buffer by `mbarrier`s
 /// (`full`: 256 producer arrivals, `empty`: 256 consumer arrivals), no block barrier in the
 /// loop.
 ///
