@@ -7,8 +7,8 @@ use beam_kernels::gemm90::{
     A_TILE_BYTES, BUFFER_BYTES, LEAD, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K, TILE_M, TILE_N,
     WS_BUFFERS, WS_CONSUMER_REGS, WS_LEAD, WS_PRODUCER_REGS, WS_PRODUCERS, WS_STAGES, WS_THREADS,
     a_copy, a_descriptor, a_offset, a_unit, b_copies, b_copy, b_descriptor, b_offset, b_unit,
-    narrow_b_columns, raw_a_offset, raw_b_slot_word, raw_b_word, raw_stage_bytes, spread32,
-    ws_barriers, ws_empty_wait, ws_full_wait,
+    narrow_b_columns, quad_fragment, quad_packed, quad_words, raw_a_offset, raw_b_slot_word,
+    raw_b_word, raw_stage_bytes, spread32, ws_barriers, ws_empty_wait, ws_full_wait,
 };
 use beam_kernels::layout;
 use beam_kernels::mma::{chunk_window, chunk_words, spread8, transpose4x8};
@@ -16,8 +16,9 @@ use beam_kernels::{GemmParams, PackedOut, PackedRef};
 use cmv_device::{
     U32x4, block_idx_x, block_idx_y, cp_async_8_zfill, cp_async_commit, cp_async_wait_at_most,
     dyn_smem_addr, fence_mbarrier_init, fence_proxy_async_shared, lds_u32, lds_v2, lds_v4,
-    mbarrier_arrive, mbarrier_init, mbarrier_wait_parity, named_barrier_sync, setmaxnreg_dec,
-    setmaxnreg_inc, sts_u32, sts_v4, sync_threads, thread_idx_x, wgmma_commit_group, wgmma_fence,
+    mbarrier_arrive, mbarrier_init, mbarrier_wait_parity, named_barrier_sync, red_or_u64,
+    setmaxnreg_dec, setmaxnreg_inc, shfl_xor, sts_u32, sts_v4, sync_threads, thread_idx_x,
+    wgmma_commit_group, wgmma_fence,
 };
 
 /// The register list `{d0}, .. {d127}` of a warpgroup's two tiles.
@@ -403,6 +404,61 @@ unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
     }
 }
 
+/// Writes a quad's outputs of the column group `group ..` (8 columns) in rows `row` and
+/// `row + 8` of a `nogaps` `C` of at most 8 bits ([`quad_packed`]): lane `t` of the quad holds
+/// `sums` (columns `group + 2t`, `+ 1`, in row `row`, then row `row + 8`). The quad ORs its
+/// lanes' parts together ([`quad_fragment`], shuffles) and lane 0 writes row `row`, lane 1 row
+/// `row + 8`, with one atomic OR per word touched ([`quad_words`]) instead of one per element.
+/// Not inlined, as [`store4`].
+///
+/// # Safety
+/// As the kernels; all 32 lanes of the warp call it together (each its own quad's group and
+/// rows); no other thread writes these elements; `C` zeroed.
+#[inline(never)]
+unsafe fn store_quad(
+    out: PackedOut,
+    overflow: u32,
+    row: u32,
+    (group, t): (u32, u32),
+    sums: [u32; 4],
+) {
+    let col = group + 2 * t;
+    let in_c = [col < out.cols, col + 1 < out.cols];
+    for half in 0..2u32 {
+        let r = row + 8 * half;
+        let v =
+            [0, 1].map(|e| layout::finish(sums[2 * half as usize + e] as u64, out.bits, overflow));
+        let mut packed = quad_fragment(v, t, out.bits, in_c);
+        for m in [1, 2] {
+            // SAFETY: the whole warp runs it (the caller's contract).
+            let (lo, hi) = unsafe {
+                (
+                    shfl_xor(packed as u32, m),
+                    shfl_xor((packed >> 32) as u32, m),
+                )
+            };
+            packed |= lo as u64 | (hi as u64) << 32;
+        }
+        if t == half && r < out.rows && group < out.cols {
+            let pl = layout::place(out.geometry(), r, group);
+            let (lo, hi) = quad_words(packed, pl.shift);
+            let words = out.words.as_mut_ptr();
+            // SAFETY: the group's first element (r, group) is inside C, so its word is inside
+            // the buffer; `hi` holds bits of columns inside the row only (gemm90::quad_words),
+            // so word + 1 is too when it is nonzero. Concurrent writers only OR into zeroed
+            // words.
+            unsafe {
+                if lo != 0 {
+                    red_or_u64(words.add(pl.word as usize), lo);
+                }
+                if hi != 0 {
+                    red_or_u64(words.add(pl.word as usize + 1), hi);
+                }
+            }
+        }
+    }
+}
+
 /// Writes one lane's four outputs of a column group: `(row, col)`, `(row, col + 1)`,
 /// `(row + 8, col)`, `(row + 8, col + 1)`, those inside `C`. Not inlined, so that the
 /// epilogue stays a loop and the sums stay in registers.
@@ -557,6 +613,25 @@ unsafe fn epilogue(p: &GemmParams, acc: &[u32; 128], (m0, n0): (u32, u32), warp:
     let (g, t) = (lane / 4, lane % 4);
     let row0 = m0 + 128 * h + 16 * (warp % 4) + g;
     let col0 = n0 + 2 * t;
+    if quad_packed(p.c.layout, p.c.bits) {
+        // Block-uniform: every lane of the warp calls store_quad for each group.
+        for sub in 0..2 {
+            for j in 0..16 {
+                let o = 64 * sub + 4 * j;
+                // SAFETY: forwarded; the whole warp runs it (uniform control flow).
+                unsafe {
+                    store_quad(
+                        p.c,
+                        p.overflow,
+                        row0 + 64 * sub as u32,
+                        (n0 + 8 * j as u32, t),
+                        [acc[o], acc[o + 1], acc[o + 2], acc[o + 3]],
+                    )
+                };
+            }
+        }
+        return;
+    }
     for sub in 0..2 {
         for j in 0..16 {
             let o = 64 * sub + 4 * j;

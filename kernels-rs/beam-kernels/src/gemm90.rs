@@ -399,6 +399,37 @@ pub fn narrow_b_columns(r: [u32; 4], o: u32, w: u32) -> [u32; 8] {
     core::array::from_fn(|c| (gather(c as u32 / g) >> (w * (c as u32 % g))) & m8)
 }
 
+/// Whether the epilogue packs a quad's outputs before writing them ([`quad_fragment`]): `C`
+/// `nogaps` of at most 8 bits, so a row's 8 columns `8j ..` (the 4 lanes of a quad, 2 each)
+/// are at most 64 contiguous bits. Otherwise each element is its own atomic OR.
+pub const fn quad_packed(layout: u32, bits: u32) -> bool {
+    layout == NOGAPS && bits <= 8
+}
+
+/// Lane `t`'s part (0..4) of a quad's 8 outputs of one row: its values `v[e]` (already
+/// finished to `bits` bits) at bits `(2t + e) bits` of the group, zero where `in_c[e]` is false
+/// (column past `C`). The OR of the 4 lanes' parts is the group's `8 bits` bits as `nogaps`
+/// stores them from the group's first column on.
+#[inline(always)]
+pub const fn quad_fragment(v: [u64; 2], t: u32, bits: u32, in_c: [bool; 2]) -> u64 {
+    let m = crate::layout::mask(bits);
+    let lo = if in_c[0] { v[0] & m } else { 0 };
+    let hi = if in_c[1] { v[1] & m } else { 0 };
+    (lo | hi << bits) << (2 * t * bits)
+}
+
+/// The atomic ORs that write a group's packed bits `packed` ([`quad_fragment`] of the 4 lanes)
+/// whose first element sits at `shift` of its word: `(low word's bits, next word's bits)`, the
+/// second nonzero only where the group straddles (a zero part needs no write).
+#[inline(always)]
+pub const fn quad_words(packed: u64, shift: u32) -> (u64, u64) {
+    if shift == 0 {
+        (packed, 0)
+    } else {
+        (packed << shift, packed >> (64 - shift))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -852,6 +883,67 @@ mod tests {
             );
             assert!(WS_KERNEL_NAMES[w as usize - 1].ends_with(&format!("_b{w}")));
         }
+    }
+
+    /// The packed epilogue against one write per element, on whole `nogaps` matrices: every
+    /// row and group of 8 columns of random sizes, ragged last groups included.
+    #[test]
+    fn quad_packed_writes_equal_the_per_element_writes() {
+        use crate::layout::{Geometry, place, row_words};
+        let mut next = rng(33);
+        for bits in 1..=8u32 {
+            assert!(quad_packed(NOGAPS, bits));
+            for &(rows, cols) in &[(1u32, 1u32), (3, 7), (5, 8), (4, 63), (2, 129), (3, 200)] {
+                let rw = row_words(cols as u64, bits, NOGAPS) as u32;
+                let g = Geometry {
+                    cols,
+                    bits,
+                    layout: NOGAPS,
+                    row_words: rw,
+                };
+                let vals: Vec<u64> = (0..rows * cols).map(|_| next()).collect();
+                let m = crate::layout::mask(bits);
+                let mut want = vec![0u64; (rows * rw) as usize + 1];
+                for r in 0..rows {
+                    for c in 0..cols {
+                        let pl = place(g, r, c);
+                        let v = vals[(r * cols + c) as usize] & m;
+                        want[pl.word as usize] |= v << pl.shift;
+                        if pl.straddles {
+                            want[pl.word as usize + 1] |= v >> (64 - pl.shift);
+                        }
+                    }
+                }
+                let mut got = vec![0u64; (rows * rw) as usize + 1];
+                for r in 0..rows {
+                    for group in (0..cols).step_by(8) {
+                        let mut packed = 0;
+                        for t in 0..4 {
+                            let c = group + 2 * t;
+                            let v = [0, 1].map(|e| {
+                                if c + e < cols {
+                                    vals[(r * cols + c + e) as usize]
+                                } else {
+                                    0
+                                }
+                            });
+                            packed |= quad_fragment(v, t, bits, [c < cols, c + 1 < cols]);
+                        }
+                        let pl = place(g, r, group);
+                        let (lo, hi) = quad_words(packed, pl.shift);
+                        got[pl.word as usize] |= lo;
+                        if hi != 0 {
+                            // Only bits of columns inside the row: never past its words.
+                            assert!(pl.word + 1 < ((r + 1) * rw) as u64, "{bits} {rows}x{cols}");
+                            got[pl.word as usize + 1] |= hi;
+                        }
+                    }
+                }
+                assert_eq!(got, want, "bits {bits} {rows}x{cols}");
+            }
+        }
+        assert!(!quad_packed(NOGAPS, 9));
+        assert!(!quad_packed(crate::layout::TIGHT, 4));
     }
 
     #[test]
