@@ -141,22 +141,27 @@ pub const fn raw_b_slot_word(w: u32, slot: u32, word: u32) -> u32 {
     TILE_M * w + (slot / 4) * (8 * w + 1) + (slot % 4) * 2 * w + word
 }
 
-/// Elements of a 32-bit word at width `w` that divides 8 (1, 2, 4): the group whose order
-/// the unpacking permutes; 4 otherwise (no permutation).
+/// The group of elements whose order the unpacking permutes at width `w`: a 32-bit word's
+/// `32 / w` at 1, 2, 4 bits, 32 (`w` words) at 3, 5, 6, 7; 4 at 8 (no permutation).
 const fn k_group(w: u32) -> u32 {
     if w == 1 || w == 2 || w == 4 {
         32 / w
+    } else if w < 8 {
+        // 3, 5, 6, 7 bits: 32 elements (w words), element m + 8j at position 4m + j
+        // (spread32's byte gathers, every 8 elements being w whole bytes).
+        32
     } else {
         4
     }
 }
 
 /// The `K` position (the byte of the unpacked step's `K`, 0..64, where `wgmma` reads it) of
-/// element `k` of a step at width `w`. For widths that divide 8 below 8 the order is permuted
-/// within each group of `G = 32 / w` elements (one 32-bit word): element `G i + m + g j`
-/// (`g = 8 / w`, `m < g`, `j < 4`) at position `G i + 4 m + j`, so that [`spread32`] makes
-/// each output word with one shift and one mask, `(x >> w m) & 0x0101..` times the mask;
-/// otherwise the identity. `A` and `B` are permuted alike, so the products are unchanged.
+/// element `k` of a step at width `w`. Below 8 bits the order is permuted within each group
+/// of `G` elements (`G = 32 / w` at 1, 2, 4 bits: one 32-bit word; 32 at 3, 5, 6, 7): element
+/// `G i + m + g j` (`g = G / 4`, `m < g`, `j < 4`) at position `G i + 4 m + j`, so that
+/// [`spread32`] makes each output word with a shift and a mask (`(x >> w m) & 0x0101..` times
+/// the mask at 1, 2, 4 bits); at 8 bits the identity. `A` and `B` are permuted alike, so the
+/// products are unchanged.
 pub const fn k_position(w: u32, k: u32) -> u32 {
     let big = k_group(w);
     let g = big / 4;
@@ -355,28 +360,46 @@ pub const fn b_unit(tid: u32) -> (u32, u32) {
 /// 32 elements of `w` (1..=8) bits, element `i` at bits `i * w ..` of the little-endian words
 /// `x` (the first `w` used), to 8 words of 4 bytes: the element at [`k_element`]`(w, 4m + j)`
 /// (of the 32) in byte `j` of word `m`. For 1, 2 and 4 bits each word is one shift and one
-/// mask of an input word (the permuted order); for the others element `4m + j`, each word one
-/// funnel shift of a constant amount and [`crate::mma::spread4`].
+/// mask of an input word; for 3, 5, 6 and 7 bits `w` byte gathers (3 `prmt` each), then one
+/// shift and mask per word, or two of each where its elements straddle a byte.
 #[inline(always)]
 pub fn spread32(x: &[u32; 8], w: u32) -> [u32; 8] {
     if w == 8 {
         return *x;
     }
+    let m8 = (crate::layout::mask(w) as u32) * 0x0101_0101;
     if w == 1 || w == 2 || w == 4 {
         // Output word m: input word m / g, shifted by w (m % g), every byte masked to w bits.
         let g = 8 / w;
-        let m8 = (crate::layout::mask(w) as u32) * 0x0101_0101;
         return core::array::from_fn(|m| (x[m / g as usize] >> (w * (m as u32 % g))) & m8);
     }
+    // 3, 5, 6, 7 bits: every 8 elements are w whole bytes. z[b] gathers byte b of each of the
+    // 4 groups of 8 (bytes b, b + w, b + 2w, b + 3w of x); output word m (elements m + 8j, at
+    // bit w m of their group) is z[w m / 8] shifted, with the high bits from the next z where
+    // the element straddles a byte.
+    use cmv_device::prmt;
+    let byte_sel = |i: u32| (i / 4, i % 4);
+    let z: [u32; 8] = core::array::from_fn(|b| {
+        let b = b as u32;
+        if b >= w {
+            return 0;
+        }
+        let [(i0, s0), (i1, s1), (i2, s2), (i3, s3)] =
+            [b, b + w, b + 2 * w, b + 3 * w].map(byte_sel);
+        let lo = prmt(x[i0 as usize], x[i1 as usize], s0 | (4 + s1) << 4);
+        let hi = prmt(x[i2 as usize], x[i3 as usize], s2 | (4 + s3) << 4);
+        prmt(lo, hi, 0x5410)
+    });
     core::array::from_fn(|m| {
-        let bit = 4 * m as u32 * w;
-        let (i, s) = ((bit / 32) as usize, bit % 32);
-        let win = if s == 0 {
-            x[i]
+        let bit = w * m as u32;
+        let (b, k) = ((bit / 8) as usize, bit % 8);
+        if k + w <= 8 {
+            (z[b] >> k) & m8
         } else {
-            (x[i] >> s) | (x[i + 1] << (32 - s))
-        };
-        crate::mma::spread4(win, w)
+            // The low 8 - k bits from z[b], the rest from z[b + 1], byte by byte.
+            let low = ((1u32 << (8 - k)) - 1) * 0x0101_0101;
+            (((z[b] >> k) & low) | ((z[b + 1] << (8 - k)) & !low)) & m8
+        }
     })
 }
 
@@ -600,7 +623,7 @@ mod tests {
                 assert_eq!(p / k_group(w), k / k_group(w));
             }
             let identity = (0..TILE_K).all(|k| k_position(w, k) == k);
-            assert_eq!(identity, !matches!(w, 1 | 2 | 4), "w {w}");
+            assert_eq!(identity, w == 8, "w {w}");
         }
         // 2 bits: word m of a group of 16 holds elements m, m + 4, m + 8, m + 12.
         assert_eq!(
