@@ -7,11 +7,12 @@ use beam_kernels::gemm90::{
     A_TILE_BYTES, BUFFER_BYTES, LEAD, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K, TILE_M, TILE_N,
     WS_BUFFERS, WS_CONSUMER_REGS, WS_LEAD, WS_PRODUCER_REGS, WS_PRODUCERS, WS_STAGES, WS_THREADS,
     a_copy, a_descriptor, a_offset, a_unit, b_copies, b_copy, b_descriptor, b_offset, b_unit,
-    narrow_b_columns, quad_fragment, quad_packed, quad_words, raw_a_offset, raw_b_slot_word,
-    raw_b_word, raw_stage_bytes, spread32, ws_barriers, ws_empty_wait, ws_full_wait,
+    narrow_b_columns, odd_b_columns, quad_fragment, quad_packed, quad_words, raw_a_offset,
+    raw_b_slot_word, raw_b_word, raw_stage_bytes, spread32, ws_barriers, ws_empty_wait,
+    ws_full_wait,
 };
 use beam_kernels::layout;
-use beam_kernels::mma::{chunk_window, chunk_words, spread8, transpose4x8};
+use beam_kernels::mma::{chunk_window, chunk_words, transpose4x8};
 use beam_kernels::{GemmParams, PackedOut, PackedRef};
 use cmv_device::{
     U32x4, block_idx_x, block_idx_y, cp_async_8_zfill, cp_async_commit, cp_async_wait_at_most,
@@ -376,7 +377,8 @@ unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
     // The chunk of 8 elements at shared byte `at` (byte nj * W of a row of the B step).
     // SAFETY (all): the words of a chunk lie in its row, or (the last chunk's last word) in
     // its group's spare word; aligned.
-    let chunk = |at: u32| -> u64 {
+    // The chunk's bytes from its first, in the low 8W bits.
+    let window = |at: u32| -> u64 {
         if W == 8 {
             let v = unsafe { lds_v2(at) };
             return v[0] as u64 | (v[1] as u64) << 32;
@@ -390,15 +392,16 @@ unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
                 if n > 2 { lds_u32(w0 + 8) } else { 0 },
             ]
         };
-        spread8(chunk_window(x, o), W)
+        chunk_window(x, o)
     };
-    let rows = [
-        chunk(b_raw),
-        chunk(b_raw + 8 * 2 * W),
-        chunk(b_raw + 8 * 4 * W),
-        chunk(b_raw + 8 * 6 * W),
-    ];
-    for (c, &v) in transpose4x8(rows).iter().enumerate() {
+    let wins = [0, 1, 2, 3].map(|i| window(b_raw + 8 * 2 * W * i));
+    let cols = if W == 8 {
+        transpose4x8(wins)
+    } else {
+        // 3, 5, 6, 7 bits (1, 2, 4 returned above).
+        odd_b_columns(wins, W)
+    };
+    for (c, &v) in cols.iter().enumerate() {
         // SAFETY: inside the B tile (b_offset), 4-byte aligned.
         unsafe { sts_u32(buf + A_TILE_BYTES + b_offset(4 * kq, 8 * nj + c as u32), v) };
     }

@@ -453,6 +453,48 @@ pub const fn quad_words(packed: u64, shift: u32) -> (u64, u64) {
     }
 }
 
+/// A `B` unit of 4 rows x 8 columns at 3, 5, 6 or 7 bits, as the 8 columns' words of 4 bytes
+/// (byte `i` from row `i`): `win[i]` holds row `i`'s 8 elements from its bit 0 (element `c`
+/// at bit `w c`, [`crate::mma::chunk_window`]). Gathers byte `b` of the 4 rows into one word
+/// for each of the `w` bytes (3 `prmt` each), then each column is a shift and a mask of one
+/// such word, or of two where its element straddles a byte: about 55 instructions at 7 bits
+/// and 35 at 3 where [`crate::mma::spread8`] and [`crate::mma::transpose4x8`] take about 85.
+#[inline(always)]
+pub fn odd_b_columns(win: [u64; 4], w: u32) -> [u32; 8] {
+    use cmv_device::prmt;
+    let half = |i: usize, b: u32| {
+        if b < 4 {
+            win[i] as u32
+        } else {
+            (win[i] >> 32) as u32
+        }
+    };
+    let z: [u32; 8] = core::array::from_fn(|b| {
+        let b = b as u32;
+        if b >= w {
+            return 0;
+        }
+        let s = b % 4;
+        let sel = s | (s + 4) << 4;
+        prmt(
+            prmt(half(0, b), half(1, b), sel),
+            prmt(half(2, b), half(3, b), sel),
+            0x5410,
+        )
+    });
+    let m8 = (crate::layout::mask(w) as u32) * 0x0101_0101;
+    core::array::from_fn(|c| {
+        let bit = w * c as u32;
+        let (b, k) = ((bit / 8) as usize, bit % 8);
+        if k + w <= 8 {
+            (z[b] >> k) & m8
+        } else {
+            let low = ((1u32 << (8 - k)) - 1) * 0x0101_0101;
+            (((z[b] >> k) & low) | ((z[b + 1] << (8 - k)) & !low)) & m8
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -654,6 +696,19 @@ mod tests {
     }
 
     #[test]
+    fn odd_b_columns_equal_the_spread_and_transpose() {
+        let mut next = rng(23);
+        for w in [3u32, 5, 6, 7] {
+            for _ in 0..500 {
+                // Windows with garbage above the 8 elements' 8w bits, as chunk_window gives.
+                let win = [0; 4].map(|_| next());
+                let rows = win.map(|x| spread8(x, w));
+                assert_eq!(odd_b_columns(win, w), transpose4x8(rows), "w {w}");
+            }
+        }
+    }
+
+    #[test]
     fn spread32_puts_every_element_in_its_byte() {
         let mut next = rng(7);
         for w in 1..=MAX_BITS {
@@ -766,10 +821,6 @@ mod tests {
                     }
                 }
                 let (kq, nj) = b_unit(tid);
-                let chunk = |at: u32| -> u64 {
-                    let (w0, o) = (at & !3, at & 3);
-                    spread8(chunk_window([lds(w0), lds(w0 + 4), lds(w0 + 8)], o), w)
-                };
                 let b_raw = 8 * raw_b_slot_word(w, 4 * kq, 0) + nj * w;
                 if matches!(w, 1 | 2 | 4) {
                     let (w0, o) = (b_raw & !3, b_raw & 3);
@@ -780,15 +831,22 @@ mod tests {
                     }
                     continue;
                 }
-                let r = [0, 1, 2, 3].map(|i| {
+                // The rows' windows, then the columns as the kernel makes them.
+                let win = [0, 1, 2, 3].map(|i| {
+                    let at = b_raw + 8 * 2 * w * i;
                     if w == 8 {
-                        let at = b_raw + 8 * 2 * w * i;
                         lds(at) as u64 | (lds(at + 4) as u64) << 32
                     } else {
-                        chunk(b_raw + 8 * 2 * w * i)
+                        let (w0, o) = (at & !3, at & 3);
+                        chunk_window([lds(w0), lds(w0 + 4), lds(w0 + 8)], o)
                     }
                 });
-                for (c, v) in transpose4x8(r).iter().enumerate() {
+                let cols = if w == 8 {
+                    transpose4x8(win)
+                } else {
+                    odd_b_columns(win, w)
+                };
+                for (c, v) in cols.iter().enumerate() {
                     let o = (A_TILE_BYTES + b_offset(4 * kq, 8 * nj + c as u32)) as usize;
                     tile[o..o + 4].copy_from_slice(&v.to_le_bytes());
                 }
