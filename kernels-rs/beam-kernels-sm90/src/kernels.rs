@@ -6,10 +6,10 @@ use beam_kernels::access::store;
 use beam_kernels::gemm90::{
     A_TILE_BYTES, BUFFER_BYTES, LEAD, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K, TILE_M, TILE_N,
     WS_BUFFERS, WS_CONSUMER_REGS, WS_LEAD, WS_PRODUCER_REGS, WS_PRODUCERS, WS_STAGES, WS_THREADS,
-    a_copy, a_descriptor, a_offset, a_unit, b_copies, b_copy, b_descriptor, b_offset, b_unit,
-    narrow_b_columns, odd_b_columns, quad_fragment, quad_packed, quad_words, raw_a_offset,
-    raw_b_slot_word, raw_b_word, raw_stage_bytes, spread32, ws_barriers, ws_empty_wait,
-    ws_full_wait,
+    a_copy, a_descriptor, a_offset, a_unit, acc_position, b_copies, b_copy, b_descriptor, b_offset,
+    b_unit, finish8, narrow_b_columns, odd_b_columns, pack_row, raw_a_offset, raw_b_slot_word,
+    raw_b_word, raw_stage_bytes, spread32, stage_offset, staged_epilogue, ws_barriers,
+    ws_empty_wait, ws_full_wait,
 };
 use beam_kernels::layout;
 use beam_kernels::mma::{chunk_window, chunk_words, transpose4x8};
@@ -17,8 +17,8 @@ use beam_kernels::{GemmParams, PackedOut, PackedRef};
 use cmv_device::{
     U32x4, block_idx_x, block_idx_y, cp_async_8_zfill, cp_async_commit, cp_async_wait_at_most,
     dyn_smem_addr, fence_mbarrier_init, fence_proxy_async_shared, lds_u32, lds_v2, lds_v4,
-    mbarrier_arrive, mbarrier_init, mbarrier_wait_parity, named_barrier_sync, red_or_u64,
-    setmaxnreg_dec, setmaxnreg_inc, shfl_xor, sts_u32, sts_v4, sync_threads, thread_idx_x,
+    mbarrier_arrive, mbarrier_init, mbarrier_wait_parity, named_barrier_sync, setmaxnreg_dec,
+    setmaxnreg_inc, st_u64, sts_u16, sts_u32, sts_v4, sync_threads, thread_idx_x,
     wgmma_commit_group, wgmma_fence,
 };
 
@@ -407,61 +407,6 @@ unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
     }
 }
 
-/// Writes a quad's outputs of the column group `group ..` (8 columns) in rows `row` and
-/// `row + 8` of a `nogaps` `C` of at most 8 bits ([`quad_packed`]): lane `t` of the quad holds
-/// `sums` (columns `group + 2t`, `+ 1`, in row `row`, then row `row + 8`). The quad ORs its
-/// lanes' parts together ([`quad_fragment`], shuffles) and lane 0 writes row `row`, lane 1 row
-/// `row + 8`, with one atomic OR per word touched ([`quad_words`]) instead of one per element.
-/// Not inlined, as [`store4`].
-///
-/// # Safety
-/// As the kernels; all 32 lanes of the warp call it together (each its own quad's group and
-/// rows); no other thread writes these elements; `C` zeroed.
-#[inline(never)]
-unsafe fn store_quad(
-    out: PackedOut,
-    overflow: u32,
-    row: u32,
-    (group, t): (u32, u32),
-    sums: [u32; 4],
-) {
-    let col = group + 2 * t;
-    let in_c = [col < out.cols, col + 1 < out.cols];
-    for half in 0..2u32 {
-        let r = row + 8 * half;
-        let v =
-            [0, 1].map(|e| layout::finish(sums[2 * half as usize + e] as u64, out.bits, overflow));
-        let mut packed = quad_fragment(v, t, out.bits, in_c);
-        for m in [1, 2] {
-            // SAFETY: the whole warp runs it (the caller's contract).
-            let (lo, hi) = unsafe {
-                (
-                    shfl_xor(packed as u32, m),
-                    shfl_xor((packed >> 32) as u32, m),
-                )
-            };
-            packed |= lo as u64 | (hi as u64) << 32;
-        }
-        if t == half && r < out.rows && group < out.cols {
-            let pl = layout::place(out.geometry(), r, group);
-            let (lo, hi) = quad_words(packed, pl.shift);
-            let words = out.words.as_mut_ptr();
-            // SAFETY: the group's first element (r, group) is inside C, so its word is inside
-            // the buffer; `hi` holds bits of columns inside the row only (gemm90::quad_words),
-            // so word + 1 is too when it is nonzero. Concurrent writers only OR into zeroed
-            // words.
-            unsafe {
-                if lo != 0 {
-                    red_or_u64(words.add(pl.word as usize), lo);
-                }
-                if hi != 0 {
-                    red_or_u64(words.add(pl.word as usize + 1), hi);
-                }
-            }
-        }
-    }
-}
-
 /// Writes one lane's four outputs of a column group: `(row, col)`, `(row, col + 1)`,
 /// `(row + 8, col)`, `(row + 8, col + 1)`, those inside `C`. Not inlined, so that the
 /// epilogue stays a loop and the sums stay in registers.
@@ -601,40 +546,88 @@ unsafe fn gemm90<const W: u32>(p: &GemmParams) {
         unsafe { main_loop::<W>(p, &mut acc, (m0, n0), steps, smem, tid, h) };
     }
 
-    // SAFETY: forwarded; each element of C belongs to one lane of one warp.
-    unsafe { epilogue(p, &acc, (m0, n0), warp, lane) };
+    // SAFETY: forwarded; each element of C belongs to one lane of one warp; the whole
+    // block (both warpgroups) runs it, and no copy is in flight (the last wait above).
+    unsafe { epilogue(p, &acc, (m0, n0), (warp, lane), smem, || sync_threads()) };
 }
 
 /// The epilogue of a warpgroup `h` (0 or 1) of either kernel: warp `warp` (0..8, the
-/// warpgroup's warps `4h ..`) writes its lanes' sums of the two `m64n128` tiles.
+/// warpgroup's warps `4h ..`) writes its lanes' sums of the two `m64n128` tiles. Where
+/// [`staged_epilogue`] holds, the 256 threads of both warpgroups (`sync`: their barrier)
+/// stage the tile's outputs as bytes in shared memory from `smem` (the tile buffers, free
+/// once every `wgmma` is done), then thread `32 warp + lane` packs tile row `32 warp + lane`
+/// into its `2 bits` words of `C` ([`pack_row`]) and stores them; otherwise each element is
+/// an atomic OR ([`store4`]).
 ///
 /// # Safety
-/// As the kernels; each element of `C` belongs to one lane of one warp.
+/// As the kernels; each element of `C` belongs to one lane of one warp; all 256 threads of
+/// the two warpgroups call it, after their last `wgmma` wait, and nothing else uses the
+/// first `gemm90::STAGE_BYTES` of shared memory from then on.
 #[inline(always)]
-unsafe fn epilogue(p: &GemmParams, acc: &[u32; 128], (m0, n0): (u32, u32), warp: u32, lane: u32) {
-    let h = warp / 4;
-    let (g, t) = (lane / 4, lane % 4);
-    let row0 = m0 + 128 * h + 16 * (warp % 4) + g;
-    let col0 = n0 + 2 * t;
-    if quad_packed(p.c.layout, p.c.bits) {
-        // Block-uniform: every lane of the warp calls store_quad for each group.
-        for sub in 0..2 {
-            for j in 0..16 {
-                let o = 64 * sub + 4 * j;
-                // SAFETY: forwarded; the whole warp runs it (uniform control flow).
-                unsafe {
-                    store_quad(
-                        p.c,
-                        p.overflow,
-                        row0 + 64 * sub as u32,
-                        (n0 + 8 * j as u32, t),
-                        [acc[o], acc[o + 1], acc[o + 2], acc[o + 3]],
-                    )
-                };
-            }
+unsafe fn epilogue(
+    p: &GemmParams,
+    acc: &[u32; 128],
+    (m0, n0): (u32, u32),
+    (warp, lane): (u32, u32),
+    smem: u32,
+    sync: impl Fn(),
+) {
+    let c = p.c;
+    if staged_epilogue(c.layout, c.bits) {
+        let sat = p.overflow == layout::SAT;
+        // Every wgmma of both warpgroups is done: the tile buffers are free.
+        sync();
+        let put = |i: u32, sums: [u32; 2]| {
+            let (r, col) = acc_position(warp, lane, i);
+            let v = [0, 1].map(|e| {
+                if n0 + col + e < c.cols {
+                    finish8(sums[e as usize], c.bits, sat)
+                } else {
+                    0
+                }
+            });
+            // SAFETY: inside the stage (gemm90's asserts), 2-byte aligned (even column).
+            unsafe { sts_u16(smem + stage_offset(r, col), v[0] | v[1] << 8) };
+        };
+        // Written out, so that every sum is a constant index (a loop left `acc` in local
+        // memory).
+        macro_rules! put_pairs {
+            ($($i:literal)*) => {$( put(2 * $i, [acc[2 * $i], acc[2 * $i + 1]]); )*};
+        }
+        put_pairs!(
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30
+            31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58
+            59 60 61 62 63
+        );
+        // Every output is staged.
+        sync();
+        let r = 32 * warp + lane;
+        if m0 + r < c.rows {
+            let first = n0 / 64 * c.bits;
+            // SAFETY: row m0 + r of C; its words from `first` (the tile's part of the row).
+            let words = unsafe {
+                c.words
+                    .as_mut_ptr()
+                    .add(((m0 + r) as usize) * c.row_words as usize + first as usize)
+            };
+            let pair = |q: u32| {
+                // SAFETY: 16 bytes of the row's stage, 16-byte aligned (STAGE_ROW).
+                let v = unsafe { lds_v4(smem + stage_offset(r, 16 * q)) }.0;
+                [0, 2].map(|h| v[h] as u64 | (v[h + 1] as u64) << 32)
+            };
+            pack_row(pair, c.bits, |i, word| {
+                if first + i < c.row_words {
+                    // SAFETY: a word of row m0 + r of C, which only this thread writes
+                    // (the tile's columns; past the matrix the stage holds zeros).
+                    unsafe { st_u64(words.wrapping_add(i as usize), word) };
+                }
+            });
         }
         return;
     }
+    let (g, t) = (lane / 4, lane % 4);
+    let row0 = m0 + 128 * (warp / 4) + 16 * (warp % 4) + g;
+    let col0 = n0 + 2 * t;
     for sub in 0..2 {
         for j in 0..16 {
             let o = 64 * sub + 4 * j;
@@ -805,8 +798,14 @@ unsafe fn gemm90ws<const W: u32>(p: &GemmParams) {
         // SAFETY: forwarded; both consumer warpgroups run it.
         unsafe { consumer(&mut acc, steps, smem, bars, warp / 4) };
     }
-    // SAFETY: forwarded.
-    unsafe { epilogue(p, &acc, (m0, n0), warp, lane) };
+    // SAFETY: forwarded; both consumer warpgroups run it; the producers wrote their last
+    // tile buffer before the last `full` phase the consumers waited for, and use neither the
+    // buffers nor named barrier 2 after.
+    unsafe {
+        epilogue(p, &acc, (m0, n0), (warp, lane), smem, || {
+            named_barrier_sync(2, WS_THREADS - WS_PRODUCERS)
+        })
+    };
 }
 
 /// The entry points of one kernel body (`gemm90`, the lockstep kernel, or `gemm90ws`, the

@@ -34,7 +34,11 @@
 //!   ([`ws_full_wait`], [`ws_empty_wait`]); [`WS_BUFFERS`] tile buffers, no block barrier in
 //!   the loop. The launcher runs it up to [`WS_MAX_BITS`] ([`ws_preferred`]).
 //! * Outputs as the other tensor-core kernels: wrapped or clamped by `layout::finish`, written
-//!   packed in any width and layout.
+//!   packed in any width and layout. For `nogaps` outputs of at most 8 bits
+//!   ([`staged_epilogue`]) the tile's outputs go to shared memory as bytes ([`stage_offset`],
+//!   [`acc_position`], [`finish8`]), then a thread per tile row packs them into its words of
+//!   `C` ([`pack_row`], [`compress8`]) and stores them: no atomics, no shuffles (the per-quad
+//!   atomic ORs before took about a sixth of the time at 2 bits, docs/PERF.md).
 
 use crate::layout::NOGAPS;
 
@@ -63,8 +67,12 @@ pub const MAX_BITS: u32 = 8;
 pub const CORE_ROW: u32 = 16;
 /// Byte distance between `A`'s core matrices adjacent in M (8 rows): contiguous.
 pub const A_SBO: u32 = 128;
-/// Byte distance between `A`'s core matrices adjacent in `K` (16 columns): all 32 row groups.
-pub const A_LBO: u32 = (TILE_M / 8) * A_SBO;
+/// Byte distance between `A`'s core matrices adjacent in `K` (16 columns): all 32 row groups
+/// and 32 bytes, so that the four `K` core matrices start in different bank quarters: the 8
+/// lanes of a 16-byte store phase write 4 rows at two `K` core matrices 2 apart ([`a_unit`]),
+/// which without the padding fall in the same 64 bytes of banks (2-way conflicts, seen by
+/// Nsight Compute on an H200: docs/PERF.md).
+pub const A_LBO: u32 = (TILE_M / 8) * A_SBO + 32;
 /// Byte distance between `B`'s core matrices adjacent in N (8 columns): 128 bytes and 64 of
 /// padding, so that the 8 core matrices a warp's transposed stores touch start in different
 /// bank quarters ([`b_offset`]).
@@ -330,16 +338,23 @@ pub const fn b_copies(w: u32) -> u32 {
 
 /// Copy `c` (0..[`b_copies`]) of thread `tid` of a step's `B` words: (row `k` of the step,
 /// word of the block's `2w` in it), or `None` past the `128 w` words (whole warps: at `w` = 1
-/// and the last copy of odd widths, threads 128..256).
+/// and the last copy of odd widths, threads 128..256). Consecutive threads fill consecutive
+/// words of the raw stage's `B` slots (slot `s` holds row [`k_element`]`(w, s)`,
+/// [`raw_b_slot_word`]), so that a warp's 8-byte copies land in distinct banks; by rows of
+/// `B` (the permuted slots) they had up to 5 times the shared-memory wavefronts at 2 bits.
 #[inline(always)]
 pub const fn b_copy(w: u32, tid: u32, c: u32) -> Option<(u32, u32)> {
-    let (k, x) = if 32 % w == 0 {
+    let (s, x) = if 32 % w == 0 {
         (tid / (2 * w) + (THREADS / (2 * w)) * c, tid % (2 * w))
     } else {
         let q = tid + THREADS * c;
         (q / (2 * w), q % (2 * w))
     };
-    if k < TILE_K { Some((k, x)) } else { None }
+    if s < TILE_K {
+        Some((k_element(w, s), x))
+    } else {
+        None
+    }
 }
 
 /// This thread's rows of `A` in a step: row `r = tid / 2 + 128 i` (`i` in 0..2), elements
@@ -422,34 +437,81 @@ pub fn narrow_b_columns(r: [u32; 4], o: u32, w: u32) -> [u32; 8] {
     core::array::from_fn(|c| (gather(c as u32 / g) >> (w * (c as u32 % g))) & m8)
 }
 
-/// Whether the epilogue packs a quad's outputs before writing them ([`quad_fragment`]): `C`
-/// `nogaps` of at most 8 bits, so a row's 8 columns `8j ..` (the 4 lanes of a quad, 2 each)
-/// are at most 64 contiguous bits. Otherwise each element is its own atomic OR.
-pub const fn quad_packed(layout: u32, bits: u32) -> bool {
+/// Whether the epilogue stages the tile's outputs in shared memory ([`stage_offset`]) and
+/// writes whole words ([`pack_row`]): `C` `nogaps` of at most 8 bits, so each output is a byte
+/// of the stage, and a tile row's 128 columns are `2 bits` whole words of `C` (a `nogaps`
+/// row starts at a word and a tile at column `128 x`), written by this block alone with plain
+/// stores. Otherwise each element is its own atomic OR.
+pub const fn staged_epilogue(layout: u32, bits: u32) -> bool {
     layout == NOGAPS && bits <= 8
 }
 
-/// Lane `t`'s part (0..4) of a quad's 8 outputs of one row: its values `v[e]` (already
-/// finished to `bits` bits) at bits `(2t + e) bits` of the group, zero where `in_c[e]` is false
-/// (column past `C`). The OR of the 4 lanes' parts is the group's `8 bits` bits as `nogaps`
-/// stores them from the group's first column on.
+/// Bytes between the staged epilogue's rows: 128 outputs of one byte and 16 of padding, so
+/// that a quad-row phase of 16-byte loads (8 rows) and a warp's 2-byte stores (8 rows, 8
+/// bytes each) fall in distinct banks.
+pub const STAGE_ROW: u32 = TILE_N + 16;
+/// Bytes of the staged epilogue: the tile's [`TILE_M`] rows, at the start of the dynamic
+/// shared memory (the tile buffers, free once every `wgmma` is done).
+pub const STAGE_BYTES: u32 = TILE_M * STAGE_ROW;
+
+const _: () = assert!(STAGE_BYTES <= TILE_BUFFERS * BUFFER_BYTES);
+const _: () = assert!(STAGE_ROW.is_multiple_of(16));
+
+/// Where output `(r, c)` of the tile (`r` < [`TILE_M`], `c` < [`TILE_N`]) is staged: one byte.
 #[inline(always)]
-pub const fn quad_fragment(v: [u64; 2], t: u32, bits: u32, in_c: [bool; 2]) -> u64 {
-    let m = crate::layout::mask(bits);
-    let lo = if in_c[0] { v[0] & m } else { 0 };
-    let hi = if in_c[1] { v[1] & m } else { 0 };
-    (lo | hi << bits) << (2 * t * bits)
+pub const fn stage_offset(r: u32, c: u32) -> u32 {
+    r * STAGE_ROW + c
 }
 
-/// The atomic ORs that write a group's packed bits `packed` ([`quad_fragment`] of the 4 lanes)
-/// whose first element sits at `shift` of its word: `(low word's bits, next word's bits)`, the
-/// second nonzero only where the group straddles (a zero part needs no write).
+/// The tile position `(row, column)` of accumulator `i` (0..128) of lane `lane` of warp
+/// `warp` (0..8, warpgroup `warp / 4`) after the `wgmma`s: the warpgroup's rows `128 h ..`,
+/// `m64n128` tile `i / 64` (64 rows each), column group `j = i % 64 / 4`, row `+ 8` for
+/// `i % 4 >= 2`, column `8 j + 2 (lane % 4) + i % 2`.
 #[inline(always)]
-pub const fn quad_words(packed: u64, shift: u32) -> (u64, u64) {
-    if shift == 0 {
-        (packed, 0)
-    } else {
-        (packed << shift, packed >> (64 - shift))
+pub const fn acc_position(warp: u32, lane: u32, i: u32) -> (u32, u32) {
+    let row = 128 * (warp / 4) + 16 * (warp % 4) + lane / 4 + 64 * (i / 64) + 8 * (i % 4 / 2);
+    (row, 8 * (i % 64 / 4) + 2 * (lane % 4) + i % 2)
+}
+
+/// An output of at most 8 bits from its 32-bit sum (`layout::finish` for sums below 2^32):
+/// the low `bits` bits, or with saturation (`sat`) `min(sum, mask)`.
+#[inline(always)]
+pub const fn finish8(sum: u32, bits: u32, sat: bool) -> u32 {
+    let m = (1u32 << bits) - 1;
+    if sat && sum > m { m } else { sum & m }
+}
+
+/// 8 outputs of `bits` (1..=8) bits, one per byte of `x` (each below `2^bits`), as `8 bits`
+/// contiguous bits (byte `e` at bit `bits e`): three steps that halve the number of lanes.
+#[inline(always)]
+pub const fn compress8(x: u64, bits: u32) -> u64 {
+    let y = (x & 0x00ff_00ff_00ff_00ff) | ((x >> 8) & 0x00ff_00ff_00ff_00ff) << bits;
+    let y = (y & 0x0000_ffff_0000_ffff) | ((y >> 16) & 0x0000_ffff_0000_ffff) << (2 * bits);
+    (y & 0xffff_ffff) | (y >> 32) << (4 * bits)
+}
+
+/// A staged tile row's 128 outputs of `bits` (1..=8) bits as its `2 bits` words of `C`
+/// (`nogaps`): `pair(q)` gives outputs `16q .. 16q + 16` as bytes (from the stage, one
+/// 16-byte load), `emit(i, word)` receives word `i` of the row's part, in order.
+#[inline(always)]
+pub fn pack_row(mut pair: impl FnMut(u32) -> [u64; 2], bits: u32, mut emit: impl FnMut(u32, u64)) {
+    let n = 8 * bits;
+    let (mut cur, mut fill, mut i) = (0u64, 0u32, 0u32);
+    let mut x = [0u64; 2];
+    for c in 0..TILE_N / 8 {
+        if c % 2 == 0 {
+            x = pair(c / 2);
+        }
+        let v = compress8(x[c as usize % 2], bits);
+        cur |= v << fill;
+        fill += n;
+        if fill >= 64 {
+            emit(i, cur);
+            i += 1;
+            fill -= 64;
+            // The bits of v that did not fit (none when the word ended with it).
+            cur = if fill > 0 { v >> (n - fill) } else { 0 };
+        }
     }
 }
 
@@ -582,20 +644,60 @@ mod tests {
         }
     }
 
-    /// The 32-bit banks a warp's stores touch, each at most `limit` times per 128 bytes of
-    /// data (the least the hardware can do).
-    fn conflict_free(addrs: &[(u32, u32)]) -> bool {
-        // (address, bytes) per lane; count words per bank.
-        let mut banks = [0u32; 32];
-        let mut bytes = 0;
-        for &(a, n) in addrs {
-            for w in 0..n / 4 {
-                banks[((a / 4 + w) % 32) as usize] += 1;
+    /// Whether a warp's shared-memory accesses (address, bytes per lane; the same size for
+    /// every lane) take the fewest wavefronts: the warp runs in phases of `128 / bytes` lanes
+    /// (8 for 16-byte accesses, 16 for 8-byte, all 32 for 4-byte), and within a phase no
+    /// 32-bit bank may be touched twice. (`cp.async` of 8 bytes measured as phases of 8
+    /// lanes: `phase` overrides.)
+    fn conflict_free_phases(addrs: &[(u32, u32)], phase: Option<usize>) -> bool {
+        let n = addrs[0].1;
+        assert!(addrs.iter().all(|&(_, m)| m == n));
+        let lanes = phase.unwrap_or((128 / n) as usize);
+        addrs.chunks(lanes).all(|p| {
+            let mut banks = [0u32; 32];
+            for &(a, n) in p {
+                for w in 0..n / 4 {
+                    banks[((a / 4 + w) % 32) as usize] += 1;
+                }
             }
-            bytes += n;
+            banks.iter().all(|&c| c <= 1)
+        })
+    }
+
+    fn conflict_free(addrs: &[(u32, u32)]) -> bool {
+        conflict_free_phases(addrs, None)
+    }
+
+    #[test]
+    fn a_warps_raw_copies_fall_in_distinct_banks() {
+        for w in 1..=MAX_BITS {
+            for warp in 0..THREADS / 32 {
+                for c in 0..b_copies(w) {
+                    let lanes: Vec<(u32, u32)> = (0..32)
+                        .filter_map(|l| b_copy(w, 32 * warp + l, c))
+                        .map(|(k, x)| (8 * raw_b_word(w, k, x), 8))
+                        .collect();
+                    if !lanes.is_empty() {
+                        assert!(
+                            conflict_free_phases(&lanes, Some(8)),
+                            "B w {w} warp {warp} c {c}"
+                        );
+                    }
+                }
+                for c in 0..w {
+                    let lanes: Vec<(u32, u32)> = (0..32)
+                        .map(|l| {
+                            let (r, x) = a_copy(w, 32 * warp + l, c);
+                            (raw_a_offset(w, r, x), 8)
+                        })
+                        .collect();
+                    assert!(
+                        conflict_free_phases(&lanes, Some(8)),
+                        "A w {w} warp {warp} c {c}"
+                    );
+                }
+            }
         }
-        let wavefronts = bytes.div_ceil(128);
-        banks.iter().all(|&c| c <= wavefronts)
     }
 
     #[test]
@@ -966,15 +1068,25 @@ mod tests {
         }
     }
 
-    /// The packed epilogue against one write per element, on whole `nogaps` matrices: every
-    /// row and group of 8 columns of random sizes, ragged last groups included.
+    /// The staged epilogue against one write per element, on whole `nogaps` matrices of
+    /// several tiles with ragged last ones: the accumulators of every lane staged as the
+    /// kernels do ([`acc_position`], [`finish8`], [`stage_offset`]), then each tile row packed
+    /// ([`pack_row`]) and written where it is inside `C`.
     #[test]
-    fn quad_packed_writes_equal_the_per_element_writes() {
-        use crate::layout::{Geometry, place, row_words};
+    fn staged_epilogue_writes_equal_the_per_element_writes() {
+        use crate::layout::{Geometry, OVF, SAT, finish, place, row_words};
         let mut next = rng(33);
         for bits in 1..=8u32 {
-            assert!(quad_packed(NOGAPS, bits));
-            for &(rows, cols) in &[(1u32, 1u32), (3, 7), (5, 8), (4, 63), (2, 129), (3, 200)] {
+            assert!(staged_epilogue(NOGAPS, bits));
+            for &(rows, cols) in &[
+                (1u32, 1u32),
+                (3, 7),
+                (300, 8),
+                (4, 63),
+                (2, 129),
+                (257, 300),
+            ] {
+                let overflow = if bits.is_multiple_of(2) { SAT } else { OVF };
                 let rw = row_words(cols as u64, bits, NOGAPS) as u32;
                 let g = Geometry {
                     cols,
@@ -982,49 +1094,139 @@ mod tests {
                     layout: NOGAPS,
                     row_words: rw,
                 };
-                let vals: Vec<u64> = (0..rows * cols).map(|_| next()).collect();
-                let m = crate::layout::mask(bits);
-                let mut want = vec![0u64; (rows * rw) as usize + 1];
+                // Small and large sums, so that saturation matters.
+                let sums: Vec<u32> = (0..rows * cols)
+                    .map(|_| {
+                        let x = next();
+                        if x.is_multiple_of(3) {
+                            x as u32
+                        } else {
+                            (x >> 32) as u32 % 300
+                        }
+                    })
+                    .collect();
+                let mut want = vec![0u64; (rows * rw) as usize];
                 for r in 0..rows {
                     for c in 0..cols {
                         let pl = place(g, r, c);
-                        let v = vals[(r * cols + c) as usize] & m;
+                        let v = finish(sums[(r * cols + c) as usize] as u64, bits, overflow);
                         want[pl.word as usize] |= v << pl.shift;
                         if pl.straddles {
                             want[pl.word as usize + 1] |= v >> (64 - pl.shift);
                         }
                     }
                 }
-                let mut got = vec![0u64; (rows * rw) as usize + 1];
-                for r in 0..rows {
-                    for group in (0..cols).step_by(8) {
-                        let mut packed = 0;
-                        for t in 0..4 {
-                            let c = group + 2 * t;
-                            let v = [0, 1].map(|e| {
-                                if c + e < cols {
-                                    vals[(r * cols + c + e) as usize]
-                                } else {
-                                    0
+                let mut got = vec![0u64; (rows * rw) as usize];
+                for m0 in (0..rows).step_by(TILE_M as usize) {
+                    for n0 in (0..cols).step_by(TILE_N as usize) {
+                        let mut stage = vec![0xa5u8; STAGE_BYTES as usize];
+                        for warp in 0..8 {
+                            for lane in 0..32 {
+                                for i in (0..128).step_by(2) {
+                                    let (r, c) = acc_position(warp, lane, i);
+                                    let v = [0, 1].map(|e| {
+                                        let (gr, gc) = (m0 + r, n0 + c + e);
+                                        // The kernel's sums outside C are whatever; zeroed
+                                        // by the column test, the row is never written.
+                                        let sum = if gr < rows && gc < cols {
+                                            sums[(gr * cols + gc) as usize]
+                                        } else {
+                                            next() as u32
+                                        };
+                                        if gc < cols {
+                                            finish8(sum, bits, overflow == SAT)
+                                        } else {
+                                            0
+                                        }
+                                    });
+                                    let at = stage_offset(r, c) as usize;
+                                    stage[at] = v[0] as u8;
+                                    stage[at + 1] = v[1] as u8;
+                                }
+                            }
+                        }
+                        for r in 0..TILE_M {
+                            if m0 + r >= rows {
+                                continue;
+                            }
+                            let chunk = |q: u32| {
+                                [0, 8].map(|h| {
+                                    let at = stage_offset(r, 16 * q) as usize + h;
+                                    u64::from_le_bytes(stage[at..at + 8].try_into().unwrap())
+                                })
+                            };
+                            let mut count = 0;
+                            pack_row(chunk, bits, |i, word| {
+                                assert_eq!(i, count);
+                                count += 1;
+                                let at = n0 / 64 * bits + i;
+                                if at < rw {
+                                    got[((m0 + r) * rw + at) as usize] = word;
                                 }
                             });
-                            packed |= quad_fragment(v, t, bits, [c < cols, c + 1 < cols]);
-                        }
-                        let pl = place(g, r, group);
-                        let (lo, hi) = quad_words(packed, pl.shift);
-                        got[pl.word as usize] |= lo;
-                        if hi != 0 {
-                            // Only bits of columns inside the row: never past its words.
-                            assert!(pl.word + 1 < ((r + 1) * rw) as u64, "{bits} {rows}x{cols}");
-                            got[pl.word as usize + 1] |= hi;
+                            assert_eq!(count, 2 * bits);
                         }
                     }
                 }
                 assert_eq!(got, want, "bits {bits} {rows}x{cols}");
             }
         }
-        assert!(!quad_packed(NOGAPS, 9));
-        assert!(!quad_packed(crate::layout::TIGHT, 4));
+        assert!(!staged_epilogue(NOGAPS, 9));
+        assert!(!staged_epilogue(crate::layout::TIGHT, 4));
+    }
+
+    #[test]
+    fn the_accumulators_cover_the_tile_once_and_finish8_is_finish() {
+        let mut seen = vec![0u8; (TILE_M * TILE_N) as usize];
+        for warp in 0..8 {
+            for lane in 0..32 {
+                for i in 0..128 {
+                    let (r, c) = acc_position(warp, lane, i);
+                    seen[(r * TILE_N + c) as usize] += 1;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1));
+        let mut next = rng(5);
+        for bits in 1..=8 {
+            for _ in 0..1000 {
+                let sum = next() as u32 >> (next() % 32);
+                for (sat, ovf) in [(false, crate::layout::OVF), (true, crate::layout::SAT)] {
+                    assert_eq!(
+                        finish8(sum, bits, sat) as u64,
+                        crate::layout::finish(sum as u64, bits, ovf)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_staged_epilogues_shared_accesses_are_conflict_free() {
+        for warp in 0..8 {
+            // Phase 1: one 2-byte store per lane; the two lanes of a 32-bit word share it.
+            for i in (0..128).step_by(2) {
+                let mut words = [Vec::new(), Vec::new()];
+                for lane in 0..32 {
+                    let (r, c) = acc_position(warp, lane, i);
+                    let word = stage_offset(r, c) / 4;
+                    if !words[0].contains(&word) {
+                        words[0].push(word);
+                    }
+                }
+                words[1] = words[0].iter().map(|w| w % 32).collect();
+                words[1].sort();
+                words[1].dedup();
+                assert_eq!(words[0].len(), words[1].len(), "warp {warp} i {i}");
+            }
+            // Phase 2: lane l reads 16 bytes of row 32 warp + l.
+            for q in 0..TILE_N / 16 {
+                let lanes: Vec<(u32, u32)> = (0..32)
+                    .map(|l| (stage_offset(32 * warp + l, 16 * q), 16))
+                    .collect();
+                assert!(conflict_free(&lanes), "warp {warp} q {q}");
+            }
+        }
     }
 
     #[test]

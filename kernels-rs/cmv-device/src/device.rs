@@ -662,6 +662,20 @@ pub unsafe fn lds_u16(a: u32) -> u32 {
     r
 }
 
+/// 16-bit shared-memory store (`st.shared.u16`, the low half of `v`) at shared-window
+/// address `a`.
+///
+/// # Safety
+/// `a` is 2-byte aligned and 2 bytes at `a` lie inside the block's shared memory.
+#[inline(always)]
+pub unsafe fn sts_u16(a: u32, v: u32) {
+    // SAFETY: the caller guarantees an aligned address inside shared memory.
+    unsafe {
+        asm!("{{ .reg .b16 h; cvt.u16.u32 h, {v}; st.shared.u16 [{a}], h; }}", a = in(reg32) a,
+             v = in(reg32) v, options(nostack));
+    }
+}
+
 /// 32-bit shared-memory store (`st.shared.u32`) at shared-window address `a`.
 ///
 /// # Safety
