@@ -1074,7 +1074,8 @@ mod tests {
     /// ([`pack_row`]) and written where it is inside `C`.
     #[test]
     fn staged_epilogue_writes_equal_the_per_element_writes() {
-        use crate::layout::{Geometry, OVF, SAT, finish, place, row_words};
+        use crate::layout::{OVF, SAT, finish};
+        use crate::testing::pack_nogaps;
         let mut next = rng(33);
         for bits in 1..=8u32 {
             assert!(staged_epilogue(NOGAPS, bits));
@@ -1087,13 +1088,6 @@ mod tests {
                 (257, 300),
             ] {
                 let overflow = if bits.is_multiple_of(2) { SAT } else { OVF };
-                let rw = row_words(cols as u64, bits, NOGAPS) as u32;
-                let g = Geometry {
-                    cols,
-                    bits,
-                    layout: NOGAPS,
-                    row_words: rw,
-                };
                 // Small and large sums, so that saturation matters.
                 let sums: Vec<u32> = (0..rows * cols)
                     .map(|_| {
@@ -1105,17 +1099,11 @@ mod tests {
                         }
                     })
                     .collect();
-                let mut want = vec![0u64; (rows * rw) as usize];
-                for r in 0..rows {
-                    for c in 0..cols {
-                        let pl = place(g, r, c);
-                        let v = finish(sums[(r * cols + c) as usize] as u64, bits, overflow);
-                        want[pl.word as usize] |= v << pl.shift;
-                        if pl.straddles {
-                            want[pl.word as usize + 1] |= v >> (64 - pl.shift);
-                        }
-                    }
-                }
+                let finished: Vec<u64> = sums
+                    .iter()
+                    .map(|&x| finish(x as u64, bits, overflow))
+                    .collect();
+                let (want, rw) = pack_nogaps(&finished, rows, cols, bits);
                 let mut got = vec![0u64; (rows * rw) as usize];
                 for m0 in (0..rows).step_by(TILE_M as usize) {
                     for n0 in (0..cols).step_by(TILE_N as usize) {
