@@ -128,11 +128,17 @@ fn mma_per_width_nogaps_kernels() {
     for (hopper, ws) in modes {
         bg.set_hopper(hopper);
         bg.set_hopper_ws(ws);
+        // The default path takes the register-A kernels where gemm90::ra_preferred says; a
+        // forced choice of the other two leaves them out.
+        bg.set_hopper_ra(ws.map(|_| false));
         for bits in 1..=8u32 {
             let (narrow, wide) =
                 beam_pack::beam_kernels::mma::NOGAPS_WIDTH_NAMES[bits as usize - 1];
+            let ra = ws.is_none() && beam_pack::beam_kernels::gemm90::ra_preferred(bits);
             let ws = ws.unwrap_or(beam_pack::beam_kernels::gemm90::ws_preferred(bits));
-            let hopper_name = if ws {
+            let hopper_name = if ra {
+                beam_pack::beam_kernels::gemm90::RA_KERNEL_NAMES[bits as usize - 1]
+            } else if ws {
                 beam_pack::beam_kernels::gemm90::WS_KERNEL_NAMES[bits as usize - 1]
             } else {
                 beam_pack::beam_kernels::gemm90::KERNEL_NAMES[bits as usize - 1]
@@ -195,11 +201,18 @@ fn mma_hopper_kernels() {
     }
     let mut bg = BeamGemm::new(&gpu).unwrap();
     let mut rng = StdRng::seed_from_u64(90);
-    for (ws, bits) in [true, false]
+    // The warp-specialized, lockstep and register-A kernels (prefixes of their names).
+    let kernels = [
+        (Some(true), Some(false), "cmv_beam_gemm90ws_"),
+        (Some(false), Some(false), "cmv_beam_gemm90_"),
+        (Some(false), Some(true), "cmv_beam_gemm90ra_"),
+    ];
+    for ((ws, ra, prefix), bits) in kernels
         .into_iter()
-        .flat_map(|ws| (1..=8u32).map(move |b| (ws, b)))
+        .flat_map(|k| (1..=8u32).map(move |b| (k, b)))
     {
-        bg.set_hopper_ws(Some(ws));
+        bg.set_hopper_ws(ws);
+        bg.set_hopper_ra(ra);
         let shapes = [(1, 1, 1), (5, 67, 3), (300, 400, 136), (260, 700, 130)];
         for (i, &(m, k, n)) in shapes.iter().enumerate() {
             let a = random(&mut rng, m, k, bits, Layout::Nogaps, i == 1);
@@ -219,7 +232,7 @@ fn mma_hopper_kernels() {
                 let out = BeamGemm::alloc_out(&gpu, &da, &db, width, lc).unwrap();
                 let entry = bg.mma_entry_point(&da, &db, &out, overflow).unwrap();
                 if entry.starts_with("cmv_beam_gemm90") {
-                    assert_eq!(entry.starts_with("cmv_beam_gemm90ws"), ws, "{entry}");
+                    assert!(entry.starts_with(prefix), "{entry}");
                     check(&gpu, &bg, &a, &b, width, overflow, lc);
                 }
             }

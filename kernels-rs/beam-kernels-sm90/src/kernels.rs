@@ -4,10 +4,11 @@ use core::arch::asm;
 
 use beam_kernels::access::store;
 use beam_kernels::gemm90::{
-    A_TILE_BYTES, BUFFER_BYTES, LEAD, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K, TILE_M, TILE_N,
-    WS_BUFFERS, WS_CONSUMER_REGS, WS_LEAD, WS_PRODUCER_REGS, WS_PRODUCERS, WS_STAGES, WS_THREADS,
-    a_copy, a_descriptor, a_offset, a_unit, acc_position, b_copies, b_copy, b_descriptor, b_offset,
-    b_unit, finish8, narrow_b_columns, odd_b_columns, pack_row, raw_a_offset, raw_b_slot_word,
+    A_TILE_BYTES, BUFFER_BYTES, LEAD, RA_BUFFER_BYTES, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K,
+    TILE_M, TILE_N, WS_BUFFERS, WS_CONSUMER_REGS, WS_LEAD, WS_PRODUCER_REGS, WS_PRODUCERS,
+    WS_STAGES, WS_THREADS, a_copy, a_descriptor, a_offset, a_unit, acc_position, b_copies, b_copy,
+    b_copy_slot, b_descriptor, b_offset, b_unit, element_at, finish8, narrow_b_columns,
+    odd_b_columns, pack_row, ra_b_descriptor, ra_load, ra_row_words, raw_a_offset, raw_b_slot_word,
     raw_b_word, raw_stage_bytes, spread32, stage_offset, staged_epilogue, ws_barriers,
     ws_empty_wait, ws_full_wait,
 };
@@ -261,7 +262,7 @@ unsafe fn load_words<const W: u32>(at: u32) -> [u32; 8] {
 /// stage in the block's shared memory.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn issue_raw<const W: u32>(
+unsafe fn issue_raw<const W: u32, const RA: bool>(
     a: PackedRef,
     b: PackedRef,
     tid: u32,
@@ -295,6 +296,17 @@ unsafe fn issue_raw<const W: u32>(
                 let row = m0 + r;
                 let i = row as usize * a.row_words as usize + w as usize;
                 (aw.wrapping_add(i), row < a.rows && w < a.row_words, 8 * q)
+            } else if RA {
+                // By slot: slot s holds the step's row ra_element(8, s).
+                let q = q - TILE_M * W;
+                let (s, w) = (q / (2 * W), q % (2 * W));
+                let row = k0 + element_at(W, s, true);
+                let i = row as usize * b.row_words as usize + (nb + w) as usize;
+                (
+                    bw.wrapping_add(i),
+                    row < b.rows && nb + w < b.row_words,
+                    8 * raw_b_slot_word(W, s, w),
+                )
             } else {
                 let q = q - TILE_M * W;
                 let (k, w) = (q / (2 * W), q % (2 * W));
@@ -325,6 +337,19 @@ unsafe fn issue_raw<const W: u32>(
         );
     }
     for c in 0..b_copies(W) {
+        if RA {
+            // Warp-uniform (b_copy_slot).
+            if let Some((s, x)) = b_copy_slot(W, tid, c) {
+                let row = k0 + element_at(W, s, true);
+                let i = row as usize * b.row_words as usize + (nb + x) as usize;
+                copy(
+                    8 * raw_b_slot_word(W, s, x),
+                    bw.wrapping_add(i),
+                    row < b.rows && nb + x < b.row_words,
+                );
+            }
+            continue;
+        }
         // Warp-uniform (b_copy).
         if let Some((k, x)) = b_copy(W, tid, c) {
             let row = k0 + k;
@@ -348,6 +373,20 @@ unsafe fn issue_raw<const W: u32>(
 /// the next barrier (and, for `wgmma`, the proxy fence).
 #[inline(always)]
 unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
+    // SAFETY: forwarded.
+    unsafe {
+        unpack_a::<W>(tid, raw, buf);
+        unpack_b::<W>(tid, raw, buf + A_TILE_BYTES);
+    }
+}
+
+/// The `A` part of [`unpack`]: this thread's two units of a row of `A` into the `A` tile at
+/// `buf`.
+///
+/// # Safety
+/// As [`unpack`].
+#[inline(always)]
+unsafe fn unpack_a<const W: u32>(tid: u32, raw: u32, buf: u32) {
     for i in 0..2 {
         let (r, q) = a_unit(tid, i);
         // SAFETY: the unit's W words lie in the stage's A part.
@@ -360,6 +399,15 @@ unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
             sts_v4(at + a_offset(0, 16), U32x4([v[4], v[5], v[6], v[7]]));
         }
     }
+}
+
+/// The `B` part of [`unpack`]: this thread's 4 x 8 unit of `B` into the `B` tile at `bt`
+/// (raw-stage slot `p` to `K` position `p`, whatever the kernel's permutation).
+///
+/// # Safety
+/// As [`unpack`].
+#[inline(always)]
+unsafe fn unpack_b<const W: u32>(tid: u32, raw: u32, bt: u32) {
     let (kq, nj) = b_unit(tid);
     // The rows of K positions 4 kq .. 4 kq + 4, in consecutive slots (gemm90::raw_b_word).
     let b_raw = raw + 8 * raw_b_slot_word(W, 4 * kq, 0) + nj * W;
@@ -370,7 +418,7 @@ unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
         let r = [0, 1, 2, 3].map(|i| unsafe { lds_u32(w0 + 8 * 2 * W * i) });
         for (c, &v) in narrow_b_columns(r, o, W).iter().enumerate() {
             // SAFETY: inside the B tile (b_offset), 4-byte aligned.
-            unsafe { sts_u32(buf + A_TILE_BYTES + b_offset(4 * kq, 8 * nj + c as u32), v) };
+            unsafe { sts_u32(bt + b_offset(4 * kq, 8 * nj + c as u32), v) };
         }
         return;
     }
@@ -403,7 +451,7 @@ unsafe fn unpack<const W: u32>(tid: u32, raw: u32, buf: u32) {
     };
     for (c, &v) in cols.iter().enumerate() {
         // SAFETY: inside the B tile (b_offset), 4-byte aligned.
-        unsafe { sts_u32(buf + A_TILE_BYTES + b_offset(4 * kq, 8 * nj + c as u32), v) };
+        unsafe { sts_u32(bt + b_offset(4 * kq, 8 * nj + c as u32), v) };
     }
 }
 
@@ -491,7 +539,7 @@ unsafe fn main_loop<const W: u32>(
         let next = i + LEAD;
         if next < steps {
             // SAFETY: forwarded; stage `next` is free (above).
-            unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * next, stage(next)) };
+            unsafe { issue_raw::<W, false>(a, b, tid, m0, n0, TILE_K * next, stage(next)) };
         }
         // SAFETY: closes this thread's copies (an empty group past the last step).
         unsafe { cp_async_commit() };
@@ -536,7 +584,7 @@ unsafe fn gemm90<const W: u32>(p: &GemmParams) {
     for i in 0..LEAD {
         if i < steps {
             // SAFETY: forwarded; stage i of the ring.
-            unsafe { issue_raw::<W>(a, b, tid, m0, n0, TILE_K * i, stage(i)) };
+            unsafe { issue_raw::<W, false>(a, b, tid, m0, n0, TILE_K * i, stage(i)) };
         }
         // SAFETY: closes this thread's copies.
         unsafe { cp_async_commit() };
@@ -668,7 +716,7 @@ unsafe fn producer<const W: u32>(
     let (a, b) = (p.a, p.b);
     let copies = |i: u32| {
         // SAFETY: forwarded; stage i of the ring, free (the callers below).
-        unsafe { issue_raw::<W>(a, b, ptid, m0, n0, TILE_K * i, stage(i)) };
+        unsafe { issue_raw::<W, false>(a, b, ptid, m0, n0, TILE_K * i, stage(i)) };
     };
     // One commit group per step, empty past the last, so that the waits' counts hold.
     for i in 0..WS_LEAD {
@@ -808,15 +856,197 @@ unsafe fn gemm90ws<const W: u32>(p: &GemmParams) {
     };
 }
 
-/// The entry points of one kernel body (`gemm90`, the lockstep kernel, or `gemm90ws`, the
-/// warp-specialized one), one per width.
+/// `D += A B` as [`wgmma_m64n128k32`], with `A` from this thread's registers: the fragment
+/// `a` (`gemm90::ra_position`: byte `v0` of `a[v1 + 2 v2]` at row `16q + g + 8 v1`, `K`
+/// position `16 v2 + 4 t + v0`).
+///
+/// # Safety
+/// As [`wgmma_m64n128k32`]; the registers of `a` are not written until [`wgmma_wait`] covers
+/// it (the kernel writes a step's fragments only after the wait for the step before's).
+#[inline(always)]
+unsafe fn wgmma_m64n128k32_ra(acc: &mut [u32; 128], off: usize, a: [u32; 4], db: u64) {
+    // SAFETY: warpgroup-collective; the caller guarantees the operands.
+    unsafe {
+        cmv_device::wgmma_acc_asm64!(acc, off;
+            concat!(
+                "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.u8 {{",
+                cmv_device::wgmma_acc_regs64!(),
+                "}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, 1;"
+            );
+            a0 = in(reg32) a[0],
+            a1 = in(reg32) a[1],
+            a2 = in(reg32) a[2],
+            a3 = in(reg32) a[3],
+            db = in(reg64) db,
+            options(nostack)
+        );
+    }
+}
+
+/// This thread's `A` fragments of a step of the register-`A` kernel, from the raw stage at
+/// `raw`: `rows` is the thread's first row (`128 h + 16 q + g`), the others `+ 8`, `+ 64`,
+/// `+ 72`; fragment `2 sub + s` feeds the `wgmma` of rows `64 sub ..` and `K` slice `s`
+/// (`gemm90::ra_row_words`, `ra_load`).
+///
+/// # Safety
+/// The stage holds the step's words, visible to this thread.
+#[inline(always)]
+unsafe fn ra_fragments<const W: u32>(raw: u32, rows: u32, t: u32) -> [[u32; 4]; 4] {
+    let (off, n, _) = ra_load(W, t);
+    let load = |r: u32| -> [u32; 4] {
+        let at = raw + raw_a_offset(W, r, 0) + off;
+        // SAFETY: the row's words in the stage's A part (ra_load stays in the row's 8W
+        // bytes); aligned as ra_load says (8-byte rows; 16t at 8 bits, 8t at 4 bits).
+        unsafe {
+            match W {
+                1 | 4 => {
+                    let v = lds_v2(at);
+                    [v[0], v[1], 0, 0]
+                }
+                8 => lds_v4(at).0,
+                _ => {
+                    let mut x = [0u32; 4];
+                    for (j, x) in x.iter_mut().enumerate().take(n as usize) {
+                        *x = lds_u32(at + 4 * j as u32);
+                    }
+                    x
+                }
+            }
+        }
+    };
+    let mut f = [[0u32; 4]; 4];
+    for sub in 0..2 {
+        let r = rows + 64 * sub as u32;
+        let [w0, w1] = ra_row_words(load(r), load(r + 8), W, t);
+        for s in 0..2 {
+            f[2 * sub + s] = [w0[2 * s], w1[2 * s], w0[2 * s + 1], w1[2 * s + 1]];
+        }
+    }
+    f
+}
+
+/// The register-`A` kernel body (`beam_kernels::gemm90`, `RA_*`): the lockstep kernel with
+/// `A` unpacked into registers. Per step: one barrier, the step's `wgmma`s (fragments of the
+/// step, `B` from its buffer), the copies of step `i + LEAD`, the wait for step `i - 1`'s
+/// `wgmma`s, then step `i + 1`'s fragments (into the registers step `i - 1` read: two sets,
+/// the loop unrolled by two) and `B` unpacking.
+///
+/// # Safety
+/// As `gemm90`, with `gemm90::ra_smem_bytes(W)` bytes of dynamic shared memory.
+#[inline(always)]
+unsafe fn gemm90ra<const W: u32>(p: &GemmParams) {
+    let tid = thread_idx_x();
+    let (warp, lane) = (tid / 32, tid % 32);
+    let h = warp / 4;
+    let (g, t) = (lane / 4, lane % 4);
+    let rows = 128 * h + 16 * (warp % 4) + g;
+    let m0 = block_idx_y() * TILE_M;
+    let n0 = block_idx_x() * TILE_N;
+    let steps = p.a.cols.div_ceil(TILE_K);
+    let smem = dyn_smem_addr();
+    let buffer = |i: u32| smem + (i % TILE_BUFFERS) * RA_BUFFER_BYTES;
+    let ring = smem + TILE_BUFFERS * RA_BUFFER_BYTES;
+    let stage = |i: u32| ring + (i % RAW_STAGES) * raw_stage_bytes(W);
+    let (a, b) = (p.a, p.b);
+    let mut acc = [0u32; 128];
+
+    // One commit group per step, empty past the last, so that the waits' counts hold.
+    for i in 0..LEAD {
+        if i < steps {
+            // SAFETY: forwarded; stage i of the ring.
+            unsafe { issue_raw::<W, true>(a, b, tid, m0, n0, TILE_K * i, stage(i)) };
+        }
+        // SAFETY: closes this thread's copies.
+        unsafe { cp_async_commit() };
+    }
+    if steps > 0 {
+        // SAFETY: step 0's copies (the oldest group) are done, then visible to all after
+        // the barrier; buffer 0 is ours.
+        let mut x = unsafe {
+            cp_async_wait_at_most(LEAD - 1);
+            sync_threads();
+            let f = ra_fragments::<W>(stage(0), rows, t);
+            unpack_b::<W>(tid, stage(0), buffer(0));
+            fence_proxy_async_shared();
+            f
+        };
+        let mut y = [[0u32; 4]; 4];
+        let mut i = 0u32;
+        // Step i from the fragments `$cur`; step i + 1's into `$next`.
+        macro_rules! step {
+            ($cur:ident, $next:ident) => {
+                // After the barrier: step i + 1's words are visible to all; step i's B
+                // buffer is complete (unpacked and fenced in step i - 1).
+                // SAFETY: all threads reach it.
+                unsafe {
+                    cp_async_wait_at_most(LEAD - 2);
+                    sync_threads();
+                }
+                // SAFETY: block-uniform control flow; buffer i holds step i's B and nothing
+                // writes it until two barriers on; the fragments stay until the wait below
+                // of the next step.
+                unsafe {
+                    wgmma_fence();
+                    for s in 0..2 {
+                        for sub in 0..2 {
+                            wgmma_m64n128k32_ra(
+                                &mut acc,
+                                64 * sub,
+                                $cur[2 * sub + s],
+                                ra_b_descriptor(buffer(i), s as u32),
+                            );
+                        }
+                    }
+                    wgmma_commit_group();
+                }
+                let next = i + LEAD;
+                if next < steps {
+                    // SAFETY: stage `next` (that of step i - 1) was read in step i - 2.
+                    unsafe { issue_raw::<W, true>(a, b, tid, m0, n0, TILE_K * next, stage(next)) };
+                }
+                // SAFETY: closes this thread's copies; step i - 1's wgmmas are done after
+                // the wait (warpgroup-collective), so `$next` and buffer i + 1 (that of step
+                // i - 2, done in both warpgroups before this step's barrier) are free.
+                unsafe {
+                    cp_async_commit();
+                    wgmma_wait::<1>(&mut acc);
+                }
+                if i + 1 < steps {
+                    // SAFETY: step i + 1's stage is visible (the barrier above).
+                    unsafe {
+                        $next = ra_fragments::<W>(stage(i + 1), rows, t);
+                        unpack_b::<W>(tid, stage(i + 1), buffer(i + 1));
+                        fence_proxy_async_shared();
+                    }
+                }
+                i += 1;
+            };
+        }
+        while i < steps {
+            step!(x, y);
+            if i >= steps {
+                break;
+            }
+            step!(y, x);
+        }
+        // SAFETY: as above; every group done.
+        unsafe { wgmma_wait::<0>(&mut acc) };
+    }
+
+    // SAFETY: forwarded; each element of C belongs to one lane of one warp; the whole block
+    // runs it, and no copy is in flight (every step's copies were waited for).
+    unsafe { epilogue(p, &acc, (m0, n0), (warp, lane), smem, || sync_threads()) };
+}
+
+/// The entry points of one kernel body (`gemm90`, the lockstep kernel, `gemm90ws`, the
+/// warp-specialized one, or `gemm90ra`, the register-`A` one), one per width.
 macro_rules! entries {
     ($body:ident; $($name:ident: $w:expr;)*) => {$(
         /// `C = A x B` for `nogaps` operands of the name's width, sums modulo 2^32
         /// (`beam_kernels::gemm90`), by the kernel body of the macro call.
         ///
         /// # Safety
-        /// As that body (`gemm90` or `gemm90ws`).
+        /// As that body (`gemm90`, `gemm90ws` or `gemm90ra`).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: GemmParams) {
             // SAFETY: forwarded.
@@ -872,6 +1102,30 @@ cmv_device::launch_bounds! {
     CMV_MAXNTID_cmv_beam_gemm90_nogaps_b6 = THREADS;
     CMV_MAXNTID_cmv_beam_gemm90_nogaps_b7 = THREADS;
     CMV_MAXNTID_cmv_beam_gemm90_nogaps_b8 = THREADS;
+}
+
+entries! {
+    gemm90ra;
+    cmv_beam_gemm90ra_nogaps_b1: 1;
+    cmv_beam_gemm90ra_nogaps_b2: 2;
+    cmv_beam_gemm90ra_nogaps_b3: 3;
+    cmv_beam_gemm90ra_nogaps_b4: 4;
+    cmv_beam_gemm90ra_nogaps_b5: 5;
+    cmv_beam_gemm90ra_nogaps_b6: 6;
+    cmv_beam_gemm90ra_nogaps_b7: 7;
+    cmv_beam_gemm90ra_nogaps_b8: 8;
+}
+
+// One block of two warpgroups per SM (128 sums and two steps' fragments per thread).
+cmv_device::launch_bounds! {
+    CMV_MAXNTID_cmv_beam_gemm90ra_nogaps_b1 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ra_nogaps_b2 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ra_nogaps_b3 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ra_nogaps_b4 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ra_nogaps_b5 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ra_nogaps_b6 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ra_nogaps_b7 = THREADS;
+    CMV_MAXNTID_cmv_beam_gemm90ra_nogaps_b8 = THREADS;
 }
 
 // The single-vector direct GEMVs with programmatic dependent launch (`beam_kernels::direct_kernel`):

@@ -557,6 +557,176 @@ pub fn odd_b_columns(win: [u64; 4], w: u32) -> [u32; 8] {
     })
 }
 
+/// Entry points of the register-`A` kernel for widths 1..=8 (`cmv_beam_gemm90ra_nogaps_b{w}`):
+/// the lockstep kernel's block, tile, steps and `B` path, with `A` unpacked by each thread
+/// straight into its `wgmma` register fragments (`wgmma ... {a0, a1, a2, a3}, b-desc`), so
+/// that `A` never goes to shared memory as bytes: no stores of it, and the `wgmma`s read only
+/// `B` there (a third less shared-memory traffic per step at 3 bits).
+pub const RA_KERNEL_NAMES: [&str; 8] = [
+    "cmv_beam_gemm90ra_nogaps_b1",
+    "cmv_beam_gemm90ra_nogaps_b2",
+    "cmv_beam_gemm90ra_nogaps_b3",
+    "cmv_beam_gemm90ra_nogaps_b4",
+    "cmv_beam_gemm90ra_nogaps_b5",
+    "cmv_beam_gemm90ra_nogaps_b6",
+    "cmv_beam_gemm90ra_nogaps_b7",
+    "cmv_beam_gemm90ra_nogaps_b8",
+];
+
+/// Whether the launcher runs the register-`A` kernel at width `w` by default (before the
+/// choice between the warp-specialized and the lockstep kernels): at 1, 2, 3, 4, 6 and 8 bits.
+/// Measured on an H200 at 11585^3 (docs/PERF.md, "BEAM GEMM on Hopper: `A` in registers"):
+/// 15-28% faster than the kernel the launcher ran before at 1, 2, 4, 6 and 8 bits, 2% at 3,
+/// level at 5 and 15% slower at 7, where its unpacking of two rows at a time costs more
+/// instructions per warp than the shared-memory traffic it saves.
+pub const fn ra_preferred(w: u32) -> bool {
+    matches!(w, 1 | 2 | 3 | 4 | 6 | 8)
+}
+
+/// Bytes of one tile buffer of the register-`A` kernel: `B` only.
+pub const RA_BUFFER_BYTES: u32 = B_TILE_BYTES.div_ceil(16) * 16;
+
+/// Dynamic shared memory of the register-`A` kernel at width `w`: [`TILE_BUFFERS`] `B`
+/// buffers, then the raw ring (the same stages as the lockstep kernel's).
+pub const fn ra_smem_bytes(w: u32) -> u32 {
+    TILE_BUFFERS * RA_BUFFER_BYTES + RAW_STAGES * raw_stage_bytes(w)
+}
+
+const _: () = assert!(STAGE_BYTES <= TILE_BUFFERS * RA_BUFFER_BYTES);
+
+/// The descriptor of `B`'s 128 columns and `K` slice `s` (0..2) of the register-`A` kernel's
+/// buffer at `buf`.
+#[inline(always)]
+pub const fn ra_b_descriptor(buf: u32, s: u32) -> u64 {
+    descriptor(buf + 2 * s * B_LBO, B_LBO, B_SBO)
+}
+
+/// The `K` position (0..64 in a step) of byte `v0` of word `m` (0..4) of the row fragments of
+/// lane `4g + t` of the register-`A` kernel: `wgmma` slice `s = m / 2` (32 positions), and in
+/// it byte `v0` of the register `v1 + 2 (m % 2)` of the `m64n?k32` `A` fragment (CUTLASS's
+/// `ALayout_64x32`: position `16 (m % 2) + 4 t + v0` of the slice, row `g + 8 v1`).
+pub const fn ra_position(t: u32, m: u32, v0: u32) -> u32 {
+    32 * (m / 2) + 16 * (m % 2) + 4 * t + v0
+}
+
+/// The element (0..64, of a row's step) that byte `v0` of fragment word `m` of lane `t`
+/// (`lane % 4`) holds at width `w`, as [`ra_row_words`] makes the words: where the unpacking is
+/// cheapest, the same for every row (so `B`'s rows are permuted alike).
+pub const fn ra_fragment_element(w: u32, t: u32, m: u32, v0: u32) -> u32 {
+    match w {
+        1 => 32 * (m / 2) + 2 * t + m % 2 + 8 * v0,
+        2 => 16 * t + m + 4 * v0,
+        4 => 16 * t + 8 * (m / 2) + m % 2 + 2 * v0,
+        8 => 16 * t + 4 * m + v0,
+        _ => 16 * t + 2 * m + 8 * (v0 % 2) + v0 / 2,
+    }
+}
+
+/// The element at `K` position `p` of a step of the register-`A` kernel at width `w` (the
+/// kernel's permutation of `K`; `B`'s row of that element goes to slot `p`).
+pub const fn ra_element(w: u32, p: u32) -> u32 {
+    let (s, v2, t, v0) = (p / 32, (p / 16) % 2, (p / 4) % 4, p % 4);
+    ra_fragment_element(w, t, 2 * s + v2, v0)
+}
+
+/// The `K` element at position `p` of a step for the lockstep and warp-specialized kernels
+/// ([`k_element`], `ra` false) or the register-`A` kernel ([`ra_element`]).
+pub const fn element_at(w: u32, p: u32, ra: bool) -> u32 {
+    if ra {
+        ra_element(w, p)
+    } else {
+        k_element(w, p)
+    }
+}
+
+/// Copy `c` of thread `tid` of a step's `B` words by raw-stage slot, as [`b_copy`]: (slot
+/// `s`, word of the block's `2w` in it); the slot's row is [`element_at`]`(w, s, ra)`.
+#[inline(always)]
+pub const fn b_copy_slot(w: u32, tid: u32, c: u32) -> Option<(u32, u32)> {
+    let (s, x) = if 32 % w == 0 {
+        (tid / (2 * w) + (THREADS / (2 * w)) * c, tid % (2 * w))
+    } else {
+        let q = tid + THREADS * c;
+        (q / (2 * w), q % (2 * w))
+    };
+    if s < TILE_K { Some((s, x)) } else { None }
+}
+
+/// Where lane `t` (`lane % 4`) of the register-`A` kernel reads a row's step from the raw
+/// stage at width `w`: (byte offset from the row's first byte, 4-aligned; 32-bit words, at
+/// most 4; right shift in bits that puts the lane's first element at bit 0). At 1 bit every
+/// lane reads the whole step (8 bytes); else lane `t` reads its 16 elements `16 t ..` (`2w`
+/// bytes from byte `2 w t`), the words that hold them; none past the row's `8w` bytes.
+pub const fn ra_load(w: u32, t: u32) -> (u32, u32, u32) {
+    match w {
+        1 => (0, 2, 0),
+        2 | 4 | 8 => (2 * w * t, w / 2, 0),
+        6 => (12 * t, 3, 0),
+        _ => {
+            let b = 2 * w * t;
+            (b & !3, (2 * w + 2).div_ceil(4), 8 * (b & 3))
+        }
+    }
+}
+
+/// A funnel shift: the 32 bits of `hi:lo` from bit `s` (0..32).
+#[inline(always)]
+fn funnel(lo: u32, hi: u32, s: u32) -> u32 {
+    ((lo as u64 | (hi as u64) << 32) >> s) as u32
+}
+
+/// The fragment words of two rows of lane `t` at width `w` (rows `g` and `g + 8` of a
+/// `wgmma` `A` fragment): `l0`, `l1` the rows' words as [`ra_load`] reads them; word `m` of
+/// a row holds in byte `v0` the element [`ra_fragment_element`]`(w, t, m, v0)`. At 1, 2, 4
+/// bits each word is a shift and a mask, at 8 bits the words as read; at 3, 5, 6 and 7 bits
+/// the two rows' 32 elements are one unit of [`spread32`] (row `g`'s two groups of 8, then row
+/// `g + 8`'s) whose words `2m`, `2m + 1` give both rows' word `m` by one `prmt` each.
+#[inline(always)]
+pub fn ra_row_words(l0: [u32; 4], l1: [u32; 4], w: u32, t: u32) -> [[u32; 4]; 2] {
+    let m8 = (crate::layout::mask(w) as u32) * 0x0101_0101;
+    let simple = |x: [u32; 4]| -> [u32; 4] {
+        match w {
+            1 => core::array::from_fn(|m| (x[m / 2] >> (2 * t + m as u32 % 2)) & m8),
+            2 => core::array::from_fn(|m| (x[0] >> (2 * m as u32)) & m8),
+            4 => core::array::from_fn(|m| (x[m / 2] >> (4 * (m as u32 % 2))) & m8),
+            _ => x,
+        }
+    };
+    if matches!(w, 1 | 2 | 4 | 8) {
+        return [simple(l0), simple(l1)];
+    }
+    use cmv_device::prmt;
+    let (_, n, s) = ra_load(w, t);
+    // Each row's 2w bytes from its first element, in words.
+    let row = |l: [u32; 4]| -> [u32; 4] {
+        core::array::from_fn(|j| {
+            if (j as u32) < n {
+                funnel(l[j], if j + 1 < 4 { l[j + 1] } else { 0 }, s)
+            } else {
+                0
+            }
+        })
+    };
+    let (r0, r1) = (row(l0), row(l1));
+    // The unit: r0's 2w bytes, then r1's (at byte 2w; 2w is 2 mod 4 at odd widths).
+    let mut x = [0u32; 8];
+    let h = (2 * w / 4) as usize;
+    x[..h].copy_from_slice(&r0[..h]);
+    if w % 2 == 1 {
+        x[h] = prmt(r0[h], r1[0], 0x5410);
+        for j in 0..h {
+            x[h + 1 + j] = funnel(r1[j], r1[j + 1], 16);
+        }
+    } else {
+        x[h..2 * h].copy_from_slice(&r1[..h]);
+    }
+    let u = spread32(&x, w);
+    // u[k] byte j: element k + 8 j of the unit; rows: bytes 0, 1 (r0) and 2, 3 (r1).
+    let words =
+        |sel: u32| -> [u32; 4] { core::array::from_fn(|m| prmt(u[2 * m], u[2 * m + 1], sel)) };
+    [words(0x5410), words(0x7632)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1214,6 +1384,124 @@ mod tests {
                     .collect();
                 assert!(conflict_free(&lanes), "warp {warp} q {q}");
             }
+        }
+    }
+
+    #[test]
+    fn the_register_a_permutation_is_one_for_every_width() {
+        let mut seen = [false; 64];
+        for t in 0..4 {
+            for m in 0..4 {
+                for v0 in 0..4 {
+                    let p = ra_position(t, m, v0) as usize;
+                    assert!(!seen[p], "position {p} twice");
+                    seen[p] = true;
+                }
+            }
+        }
+        for w in 1..=MAX_BITS {
+            let mut seen = [false; 64];
+            for p in 0..TILE_K {
+                let e = ra_element(w, p) as usize;
+                assert!(e < 64 && !seen[e], "w {w}: element {e} twice");
+                seen[e] = true;
+                assert_eq!(element_at(w, p, true), e as u32);
+                assert_eq!(element_at(w, p, false), k_element(w, p));
+            }
+        }
+    }
+
+    #[test]
+    fn b_copies_by_slot_are_the_copies_by_row() {
+        for w in 1..=MAX_BITS {
+            for tid in 0..THREADS {
+                for c in 0..b_copies(w) {
+                    let by_slot = b_copy_slot(w, tid, c);
+                    assert_eq!(
+                        by_slot.map(|(s, x)| (k_element(w, s), x)),
+                        b_copy(w, tid, c),
+                        "w {w} tid {tid} c {c}"
+                    );
+                    if let Some((s, x)) = by_slot {
+                        assert_eq!(raw_b_slot_word(w, s, x), raw_b_word(w, k_element(w, s), x));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The register-`A` fragments of random rows, unpacked as the kernel does (its loads from
+    /// a raw stage of 32-bit words, then `ra_row_words`), hold in each byte the element
+    /// `ra_fragment_element` names; no load leaves the row.
+    #[test]
+    fn register_a_fragments_hold_their_elements() {
+        let mut next = rng(5);
+        for w in 1..=MAX_BITS {
+            for _ in 0..50 {
+                let rows: [Vec<u64>; 2] =
+                    core::array::from_fn(|_| (0..64).map(|_| next() & mask(w)).collect());
+                // The two rows' raw words (8w bytes each), as 32-bit words.
+                let raw: Vec<[u32; 16]> = rows
+                    .iter()
+                    .map(|row| {
+                        let mut words = [0u64; 9];
+                        for (i, &v) in row.iter().enumerate() {
+                            let bit = i * w as usize;
+                            words[bit / 64] |= v << (bit % 64);
+                            if bit % 64 + w as usize > 64 {
+                                words[bit / 64 + 1] |= v >> (64 - bit % 64);
+                            }
+                        }
+                        core::array::from_fn(|j| (words[j / 2] >> (32 * (j % 2))) as u32)
+                    })
+                    .collect();
+                for t in 0..4 {
+                    let (off, n, s) = ra_load(w, t);
+                    assert!(
+                        off % 4 == 0 && n <= 4 && off + 4 * n <= 8 * w,
+                        "w {w} t {t}"
+                    );
+                    assert!(s == 0 || (s == 16 && w % 2 == 1));
+                    let load = |r: usize| -> [u32; 4] {
+                        core::array::from_fn(|j| {
+                            if (j as u32) < n {
+                                raw[r][(off / 4) as usize + j]
+                            } else {
+                                0
+                            }
+                        })
+                    };
+                    let words = ra_row_words(load(0), load(1), w, t);
+                    for (r, row_words) in words.iter().enumerate() {
+                        for m in 0..4 {
+                            for v0 in 0..4 {
+                                let e = ra_fragment_element(w, t, m, v0);
+                                assert_eq!(
+                                    (row_words[m as usize] >> (8 * v0)) & 0xff,
+                                    rows[r][e as usize] as u32,
+                                    "w {w} t {t} row {r} word {m} byte {v0}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_register_a_kernel_fits() {
+        for w in 1..=MAX_BITS {
+            assert!(ra_smem_bytes(w) <= 227 * 1024, "w {w}");
+            assert!(ra_smem_bytes(w) < smem_bytes(w));
+        }
+        assert!(RA_BUFFER_BYTES.is_multiple_of(16) && RA_BUFFER_BYTES >= B_TILE_BYTES);
+        // The B descriptor of a buffer is the lockstep kernel's with the A tile left out.
+        for s in 0..2 {
+            assert_eq!(
+                ra_b_descriptor(65536, s),
+                b_descriptor(65536 - A_TILE_BYTES, s)
+            );
         }
     }
 

@@ -21,7 +21,9 @@ use crate::{BeamError, Overflow};
 /// (`nogaps` of one width up to 8 bits, 32-bit sums), used where they apply unless turned off
 /// ([`MmaGemm::set_hopper`], `CMV_BEAM_GEMM90=0`); of those, the warp-specialized kernels up
 /// to [`gemm90::WS_MAX_BITS`] bits and the lockstep ones above, unless set otherwise
-/// ([`MmaGemm::set_hopper_ws`], `CMV_BEAM_GEMM90_WS=1|0`).
+/// ([`MmaGemm::set_hopper_ws`], `CMV_BEAM_GEMM90_WS=1|0`); the register-`A` kernels where
+/// [`gemm90::ra_preferred`] says or where set ([`MmaGemm::set_hopper_ra`],
+/// `CMV_BEAM_GEMM90_RA=1|0`).
 #[derive(Debug)]
 pub struct MmaGemm {
     kernels: HashMap<&'static str, Kernel>,
@@ -29,10 +31,15 @@ pub struct MmaGemm {
     hopper: Vec<Kernel>,
     /// The warp-specialized `wgmma` kernels by width - 1 (the same).
     hopper_ws: Vec<Kernel>,
+    /// The register-`A` `wgmma` kernels by width - 1 (the same).
+    hopper_ra: Vec<Kernel>,
     use_hopper: bool,
     /// `Some(on)` runs the warp-specialized kernels at every width (or never), `None` where
     /// [`gemm90::ws_preferred`] says.
     ws: Option<bool>,
+    /// `Some(on)` runs the register-`A` kernels at every width (or never), `None` where
+    /// [`gemm90::ra_preferred`] says; where they run, they take precedence over `ws`.
+    ra: Option<bool>,
 }
 
 impl MmaGemm {
@@ -65,7 +72,7 @@ impl MmaGemm {
                 .map(|(w, name)| gpu.kernel_for(&PTX_SM90, name, threads, smem(w)))
                 .collect::<Result<Vec<_>, _>>()
         };
-        let (mut hopper, mut hopper_ws) = (Vec::new(), Vec::new());
+        let (mut hopper, mut hopper_ws, mut hopper_ra) = (Vec::new(), Vec::new(), Vec::new());
         if gpu.info().compute_capability == (9, 0) {
             hopper = per_width(gemm90::KERNEL_NAMES, gemm90::THREADS, gemm90::smem_bytes)?;
             hopper_ws = per_width(
@@ -73,21 +80,29 @@ impl MmaGemm {
                 gemm90::WS_THREADS,
                 gemm90::ws_smem_bytes,
             )?;
+            hopper_ra = per_width(
+                gemm90::RA_KERNEL_NAMES,
+                gemm90::THREADS,
+                gemm90::ra_smem_bytes,
+            )?;
         }
         let use_hopper = std::env::var("CMV_BEAM_GEMM90").map_or(true, |v| v != "0");
-        let ws = std::env::var("CMV_BEAM_GEMM90_WS")
-            .ok()
-            .and_then(|v| match v.as_str() {
+        let flag = |name: &str| {
+            std::env::var(name).ok().and_then(|v| match v.as_str() {
                 "0" => Some(false),
                 "1" => Some(true),
                 _ => None,
-            });
+            })
+        };
+        let (ws, ra) = (flag("CMV_BEAM_GEMM90_WS"), flag("CMV_BEAM_GEMM90_RA"));
         Ok(Self {
             kernels,
             hopper,
             hopper_ws,
+            hopper_ra,
             use_hopper,
             ws,
+            ra,
         })
     }
 
@@ -98,10 +113,35 @@ impl MmaGemm {
         self.ws = ws;
     }
 
+    /// Which `wgmma` kernels run with `A` in registers: `Some(true)` the register-`A` ones at
+    /// every width (before the choice of [`Self::set_hopper_ws`]), `Some(false)` never, `None`
+    /// (the default; `CMV_BEAM_GEMM90_RA=1|0` sets the others at load) where
+    /// [`gemm90::ra_preferred`] says.
+    pub fn set_hopper_ra(&mut self, ra: Option<bool>) {
+        self.ra = ra;
+    }
+
+    /// Whether a product at width `w` runs the register-`A` `wgmma` kernel (where the `wgmma`
+    /// kernels run at all).
+    fn uses_ra(&self, w: u32) -> bool {
+        self.ra.unwrap_or(gemm90::ra_preferred(w))
+    }
+
     /// Whether a product at width `w` runs the warp-specialized `wgmma` kernel (where the
-    /// `wgmma` kernels run at all).
+    /// `wgmma` kernels run at all and the register-`A` one does not).
     fn uses_ws(&self, w: u32) -> bool {
-        self.ws.unwrap_or(gemm90::ws_preferred(w))
+        !self.uses_ra(w) && self.ws.unwrap_or(gemm90::ws_preferred(w))
+    }
+
+    /// The threads and dynamic shared memory of the `wgmma` kernel that runs at width `w`.
+    fn hopper_launch(&self, w: u32) -> (u32, u32) {
+        if self.uses_ra(w) {
+            (gemm90::THREADS, gemm90::ra_smem_bytes(w))
+        } else if self.uses_ws(w) {
+            (gemm90::WS_THREADS, gemm90::ws_smem_bytes(w))
+        } else {
+            (gemm90::THREADS, gemm90::smem_bytes(w))
+        }
     }
 
     /// Whether the `wgmma` kernels run where they apply (they load only on compute capability
@@ -120,7 +160,9 @@ impl MmaGemm {
         wide: bool,
     ) -> Option<&Kernel> {
         if self.use_hopper && gemm90::supports(la, lb, a_bits, b_bits, wide) {
-            let kernels = if self.uses_ws(a_bits) {
+            let kernels = if self.uses_ra(a_bits) {
+                &self.hopper_ra
+            } else if self.uses_ws(a_bits) {
                 &self.hopper_ws
             } else {
                 &self.hopper
@@ -211,23 +253,20 @@ impl MmaGemm {
         };
         let name = match choice {
             Ok(k) => {
-                let (threads, smem) = if self.uses_ws(a.bits()) {
-                    (gemm90::WS_THREADS, gemm90::ws_smem_bytes(a.bits()))
-                } else {
-                    (gemm90::THREADS, gemm90::smem_bytes(a.bits()))
-                };
+                let (threads, smem) = self.hopper_launch(a.bits());
                 let cfg = LaunchConfig {
                     grid_dim: grid(a, b, gemm90::TILE_M, gemm90::TILE_N),
                     block_dim: (threads, 1, 1),
                     shared_mem_bytes: smem,
                 };
                 // SAFETY: as below, for the wgmma kernel of a.bits() (loaded on compute
-                // capability 9.0 only; the warp-specialized one when uses_ws, which
-                // hopper_kernel picked by the same rule): gemm90::supports holds (both
-                // operands nogaps of that width, sums modulo 2^32 suffice for the output);
-                // the grid covers C in gemm90::TILE_M x TILE_N tiles with the kernel's
-                // threads (THREADS or WS_THREADS) and shared memory (smem_bytes or
-                // ws_smem_bytes), as it expects.
+                // capability 9.0 only; the register-A one when uses_ra, else the
+                // warp-specialized one when uses_ws, as hopper_kernel picked by the same
+                // rules, and hopper_launch gives its threads and shared memory):
+                // gemm90::supports holds (both operands nogaps of that width, sums modulo
+                // 2^32 suffice for the output); the grid covers C in gemm90::TILE_M x TILE_N
+                // tiles with the kernel's threads (THREADS or WS_THREADS) and shared memory
+                // (ra_smem_bytes, ws_smem_bytes or smem_bytes), as it expects.
                 unsafe { k.launch(gpu.stream(), cfg, &params)? };
                 return Ok(k.name());
             }

@@ -382,9 +382,19 @@ impl BeamGemm {
     /// multiply) at every width, `Some(false)` the lockstep kernel (`cmv_beam_gemm90_*`: its
     /// two warpgroups do both in turn), `None` the default: warp-specialized up to
     /// `beam_kernels::gemm90::WS_MAX_BITS` (5) bits, lockstep above, as measured fastest on an
-    /// H200. The environment's `CMV_BEAM_GEMM90_WS=1|0` sets the first two at load.
+    /// H200. The environment's `CMV_BEAM_GEMM90_WS=1|0` sets the first two at load. Where the
+    /// register-`A` kernel runs ([`Self::set_hopper_ra`]), this choice does not apply.
     pub fn set_hopper_ws(&mut self, ws: Option<bool>) {
         self.mma.set_hopper_ws(ws);
+    }
+
+    /// Whether the `wgmma` GEMM unpacks `A` into its register fragments
+    /// (`cmv_beam_gemm90ra_*`: the lockstep kernel with `A` never stored to shared memory):
+    /// `Some(true)` at every width (before the choice of [`Self::set_hopper_ws`]),
+    /// `Some(false)` never, `None` the default, `beam_kernels::gemm90::ra_preferred`. The
+    /// environment's `CMV_BEAM_GEMM90_RA=1|0` sets the first two at load.
+    pub fn set_hopper_ra(&mut self, ra: Option<bool>) {
+        self.mma.set_hopper_ra(ra);
     }
 
     /// The entry point [`GemmKernel::Mma`] launches for these operands and output, `None`
