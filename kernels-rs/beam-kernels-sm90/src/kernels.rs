@@ -271,15 +271,54 @@ unsafe fn issue_raw<const W: u32, const RA: bool>(
     k0: u32,
     dst: u32,
 ) {
+    // The register-A kernel tests once whether every word of the step lies inside both
+    // matrices (all tiles but the last row, column and step of K), and then copies without
+    // a test per word.
+    if !RA {
+        // SAFETY: forwarded.
+        unsafe { issue_raw_words::<W, false, true>(a, b, tid, m0, n0, k0, dst) };
+        return;
+    }
+    let inside = m0 + TILE_M <= a.rows
+        && (k0 / 64 + 1) * W <= a.row_words
+        && k0 + TILE_K <= b.rows
+        && (n0 / 64 + 2) * W <= b.row_words;
+    // SAFETY: forwarded; `inside` says every word the copies name is inside its matrix.
+    unsafe {
+        if inside {
+            issue_raw_words::<W, true, false>(a, b, tid, m0, n0, k0, dst)
+        } else {
+            issue_raw_words::<W, true, true>(a, b, tid, m0, n0, k0, dst)
+        }
+    }
+}
+
+/// [`issue_raw`]'s copies, each tested against the matrices' bounds where `CHECK`.
+///
+/// # Safety
+/// As [`issue_raw`]; without `CHECK`, every word the copies name lies inside its matrix.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn issue_raw_words<const W: u32, const RA: bool, const CHECK: bool>(
+    a: PackedRef,
+    b: PackedRef,
+    tid: u32,
+    m0: u32,
+    n0: u32,
+    k0: u32,
+    dst: u32,
+) {
     let (aw, bw) = (a.words.as_ptr(), b.words.as_ptr());
     // Word offsets of the step in a row of A and of the block's columns in a row of B.
     let (ka, nb) = (k0 / 64 * W, n0 / 64 * W);
     // SAFETY (every copy below): `src` is a word of its matrix when `ok` (row and word inside
-    // it); else nothing is read. The destination is inside the stage, 8-byte aligned.
+    // it, or every word of the step inside both matrices without CHECK); else nothing is
+    // read. The destination is inside the stage, 8-byte aligned.
     let copy = |to: u32, src: *const u64, ok: bool| unsafe {
+        let ok = ok || !CHECK;
         cp_async_8_zfill(dst + to, if ok { src } else { aw }, if ok { 8 } else { 0 })
     };
-    if W == 8 {
+    if W == 8 && !RA {
         // One loop over both operands' words `q = tid + THREADS c` (the same places as
         // a_copy and b_copy at 8 bits), written as in the first build of this kernel: the
         // two loops below compile to a slower kernel at 8 bits (9.30 against 8.27 ms at
@@ -929,7 +968,9 @@ unsafe fn ra_fragments<const W: u32>(raw: u32, rows: u32, t: u32) -> [[u32; 4]; 
 /// `A` unpacked into registers. Per step: one barrier, the step's `wgmma`s (fragments of the
 /// step, `B` from its buffer), the copies of step `i + LEAD`, the wait for step `i - 1`'s
 /// `wgmma`s, then step `i + 1`'s fragments (into the registers step `i - 1` read: two sets,
-/// the loop unrolled by two) and `B` unpacking.
+/// the loop unrolled by two) and `B` unpacking. (`B`'s unpacking before the wait, while
+/// two steps are in flight, ran 5-10% slower on an H200; three sets of fragments and a wait
+/// for step `i - 2` make `ptxas` serialize the `wgmma`s: docs/PERF.md.)
 ///
 /// # Safety
 /// As `gemm90`, with `gemm90::ra_smem_bytes(W)` bytes of dynamic shared memory.
