@@ -4,13 +4,13 @@ use core::arch::asm;
 
 use beam_kernels::access::store;
 use beam_kernels::gemm90::{
-    A_TILE_BYTES, BUFFER_BYTES, LEAD, RA_BUFFER_BYTES, RAW_STAGES, THREADS, TILE_BUFFERS, TILE_K,
-    TILE_M, TILE_N, WS_BUFFERS, WS_CONSUMER_REGS, WS_LEAD, WS_PRODUCER_REGS, WS_PRODUCERS,
-    WS_STAGES, WS_THREADS, a_copy, a_descriptor, a_offset, a_unit, acc_position, b_copies, b_copy,
-    b_copy_slot, b_descriptor, b_offset, b_unit, element_at, finish8, narrow_b_columns,
-    odd_b_columns, pack_row, ra_b_descriptor, ra_load, ra_row_words, raw_a_offset, raw_b_slot_word,
-    raw_b_word, raw_stage_bytes, spread32, stage_offset, staged_epilogue, ws_barriers,
-    ws_empty_wait, ws_full_wait,
+    A_TILE_BYTES, BUFFER_BYTES, LEAD, RA_BUFFER_BYTES, RA_LEAD, RA_STAGES, RAW_STAGES, THREADS,
+    TILE_BUFFERS, TILE_K, TILE_M, TILE_N, WS_BUFFERS, WS_CONSUMER_REGS, WS_LEAD, WS_PRODUCER_REGS,
+    WS_PRODUCERS, WS_STAGES, WS_THREADS, a_copy, a_descriptor, a_offset, a_unit, acc_position,
+    b_copies, b_copy, b_copy_slot, b_descriptor, b_offset, b_unit, element_at, finish8,
+    narrow_b_columns, odd_b_columns, pack_row, ra_b_descriptor, ra_load, ra_row_words,
+    raw_a_offset, raw_b_slot_word, raw_b_word, raw_stage_bytes, spread32, stage_offset,
+    staged_epilogue, ws_barriers, ws_empty_wait, ws_full_wait,
 };
 use beam_kernels::layout;
 use beam_kernels::mma::{chunk_window, chunk_words, transpose4x8};
@@ -966,7 +966,7 @@ unsafe fn ra_fragments<const W: u32>(raw: u32, rows: u32, t: u32) -> [[u32; 4]; 
 
 /// The register-`A` kernel body (`beam_kernels::gemm90`, `RA_*`): the lockstep kernel with
 /// `A` unpacked into registers. Per step: one barrier, the step's `wgmma`s (fragments of the
-/// step, `B` from its buffer), the copies of step `i + LEAD`, the wait for step `i - 1`'s
+/// step, `B` from its buffer), the copies of step `i + RA_LEAD`, the wait for step `i - 1`'s
 /// `wgmma`s, then step `i + 1`'s fragments (into the registers step `i - 1` read: two sets,
 /// the loop unrolled by two) and `B` unpacking. (`B`'s unpacking before the wait, while
 /// two steps are in flight, ran 5-10% slower on an H200; three sets of fragments and a wait
@@ -987,12 +987,12 @@ unsafe fn gemm90ra<const W: u32>(p: &GemmParams) {
     let smem = dyn_smem_addr();
     let buffer = |i: u32| smem + (i % TILE_BUFFERS) * RA_BUFFER_BYTES;
     let ring = smem + TILE_BUFFERS * RA_BUFFER_BYTES;
-    let stage = |i: u32| ring + (i % RAW_STAGES) * raw_stage_bytes(W);
+    let stage = |i: u32| ring + (i % RA_STAGES) * raw_stage_bytes(W);
     let (a, b) = (p.a, p.b);
     let mut acc = [0u32; 128];
 
     // One commit group per step, empty past the last, so that the waits' counts hold.
-    for i in 0..LEAD {
+    for i in 0..RA_LEAD {
         if i < steps {
             // SAFETY: forwarded; stage i of the ring.
             unsafe { issue_raw::<W, true>(a, b, tid, m0, n0, TILE_K * i, stage(i)) };
@@ -1004,7 +1004,7 @@ unsafe fn gemm90ra<const W: u32>(p: &GemmParams) {
         // SAFETY: step 0's copies (the oldest group) are done, then visible to all after
         // the barrier; buffer 0 is ours.
         let mut x = unsafe {
-            cp_async_wait_at_most(LEAD - 1);
+            cp_async_wait_at_most(RA_LEAD - 1);
             sync_threads();
             let f = ra_fragments::<W>(stage(0), rows, t);
             unpack_b::<W>(tid, stage(0), buffer(0));
@@ -1020,7 +1020,7 @@ unsafe fn gemm90ra<const W: u32>(p: &GemmParams) {
                 // buffer is complete (unpacked and fenced in step i - 1).
                 // SAFETY: all threads reach it.
                 unsafe {
-                    cp_async_wait_at_most(LEAD - 2);
+                    cp_async_wait_at_most(RA_LEAD - 2);
                     sync_threads();
                 }
                 // SAFETY: block-uniform control flow; buffer i holds step i's B and nothing
@@ -1040,7 +1040,7 @@ unsafe fn gemm90ra<const W: u32>(p: &GemmParams) {
                     }
                     wgmma_commit_group();
                 }
-                let next = i + LEAD;
+                let next = i + RA_LEAD;
                 if next < steps {
                     // SAFETY: stage `next` (that of step i - 1) was read in step i - 2.
                     unsafe { issue_raw::<W, true>(a, b, tid, m0, n0, TILE_K * next, stage(next)) };

@@ -574,22 +574,28 @@ pub const RA_KERNEL_NAMES: [&str; 8] = [
 ];
 
 /// Whether the launcher runs the register-`A` kernel at width `w` by default (before the
-/// choice between the warp-specialized and the lockstep kernels): at 1, 2, 3, 4, 6 and 8 bits.
-/// Measured on an H200 at 11585^3 (docs/PERF.md, "BEAM GEMM on Hopper: `A` in registers"):
-/// 15-28% faster than the kernel the launcher ran before at 1, 2, 4, 6 and 8 bits, 2% at 3,
-/// level at 5 and 15% slower at 7, where its unpacking of two rows at a time costs more
-/// instructions per warp than the shared-memory traffic it saves.
+/// choice between the warp-specialized and the lockstep kernels): at every width, 1 to 8
+/// bits. Measured on an H200 at 11585^3 (docs/PERF.md, "BEAM GEMM on Hopper: `A` in
+/// registers"): 5-34% faster than the kernel the launcher ran before at every width.
 pub const fn ra_preferred(w: u32) -> bool {
-    matches!(w, 1 | 2 | 3 | 4 | 6 | 8)
+    w >= 1 && w <= MAX_BITS
 }
 
 /// Bytes of one tile buffer of the register-`A` kernel: `B` only.
 pub const RA_BUFFER_BYTES: u32 = B_TILE_BYTES.div_ceil(16) * 16;
 
+/// Steps ahead whose raw copies the register-`A` kernel issues (during step `i`, those of
+/// step `i + RA_LEAD`). Four (five stages) ran 1-7% slower than three on an H200 at 1-7 bits
+/// and level at 8 (docs/PERF.md).
+pub const RA_LEAD: u32 = 3;
+/// Raw stages of the register-`A` kernel: [`RA_LEAD`] + 1, so the stage a step's copies fill
+/// was unpacked two steps before (as in the lockstep kernel).
+pub const RA_STAGES: u32 = RA_LEAD + 1;
+
 /// Dynamic shared memory of the register-`A` kernel at width `w`: [`TILE_BUFFERS`] `B`
-/// buffers, then the raw ring (the same stages as the lockstep kernel's).
+/// buffers, then the raw ring of [`RA_STAGES`] stages.
 pub const fn ra_smem_bytes(w: u32) -> u32 {
-    TILE_BUFFERS * RA_BUFFER_BYTES + RAW_STAGES * raw_stage_bytes(w)
+    TILE_BUFFERS * RA_BUFFER_BYTES + RA_STAGES * raw_stage_bytes(w)
 }
 
 const _: () = assert!(STAGE_BYTES <= TILE_BUFFERS * RA_BUFFER_BYTES);
