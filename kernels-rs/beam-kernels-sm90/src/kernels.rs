@@ -969,8 +969,9 @@ unsafe fn ra_fragments<const W: u32>(raw: u32, rows: u32, t: u32) -> [[u32; 4]; 
 /// step, `B` from its buffer), the copies of step `i + RA_LEAD`, the wait for step `i - 1`'s
 /// `wgmma`s, then step `i + 1`'s fragments (into the registers step `i - 1` read: two sets,
 /// the loop unrolled by two) and `B` unpacking. (`B`'s unpacking before the wait, while
-/// two steps are in flight, ran 5-10% slower on an H200; three sets of fragments and a wait
-/// for step `i - 2` make `ptxas` serialize the `wgmma`s: docs/PERF.md.)
+/// two steps are in flight, ran 5-10% slower on an H200, and the copies after the unpacking
+/// 3-6% slower; three sets of fragments and a wait for step `i - 2` make `ptxas` serialize
+/// the `wgmma`s: docs/PERF.md.)
 ///
 /// # Safety
 /// As `gemm90`, with `gemm90::ra_smem_bytes(W)` bytes of dynamic shared memory.
