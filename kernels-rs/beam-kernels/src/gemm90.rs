@@ -268,8 +268,9 @@ pub const fn ws_full_wait(i: u32) -> (u32, u32) {
 /// ([`ws_preferred`]).
 pub const WS_MAX_BITS: u32 = 5;
 
-/// Whether the launcher runs the warp-specialized kernel at width `w` by default: up to
-/// [`WS_MAX_BITS`]. Measured on an H200 at 11585^3 (docs/PERF.md, "BEAM GEMM on Hopper: a
+/// Whether the launcher runs the warp-specialized kernel at width `w` rather than the
+/// lockstep one, where the register-`A` kernel is turned off ([`ra_preferred`] holds at every
+/// width): up to [`WS_MAX_BITS`]. Measured on an H200 at 11585^3 (docs/PERF.md, "BEAM GEMM on Hopper: a
 /// warp-specialized kernel and a permuted K"): 2-7% faster than the lockstep kernel at 1, 3, 4
 /// and 5 bits, level at 2, 4-22% slower at 6-8 (the copies and the unpacking of 6 to 8 bits
 /// on two warpgroups alone take longer than on all four in turn).
@@ -1232,15 +1233,18 @@ mod tests {
     }
 
     #[test]
-    fn the_warp_specialized_kernel_is_the_default_up_to_5_bits() {
+    fn register_a_by_default_else_warp_specialized_up_to_5_bits() {
+        let ra: Vec<u32> = (0..=9).filter(|&w| ra_preferred(w)).collect();
+        assert_eq!(ra, [1, 2, 3, 4, 5, 6, 7, 8]);
         let ws: Vec<u32> = (0..=9).filter(|&w| ws_preferred(w)).collect();
         assert_eq!(ws, [1, 2, 3, 4, 5]);
         for w in 1..=MAX_BITS {
-            assert_ne!(
-                KERNEL_NAMES[w as usize - 1],
-                WS_KERNEL_NAMES[w as usize - 1]
+            let names = [KERNEL_NAMES, WS_KERNEL_NAMES, RA_KERNEL_NAMES].map(|n| n[w as usize - 1]);
+            assert!(names[0] != names[1] && names[1] != names[2] && names[0] != names[2]);
+            assert!(
+                names.iter().all(|n| n.ends_with(&format!("_b{w}"))),
+                "{names:?}"
             );
-            assert!(WS_KERNEL_NAMES[w as usize - 1].ends_with(&format!("_b{w}")));
         }
     }
 
